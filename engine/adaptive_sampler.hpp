@@ -1,0 +1,52 @@
+#pragma once
+// The stopping rule of DESIGN.md §3, shared by every engine: sample at least `min_samples` and
+// `min_time_ms`, then stop once the relative standard error of the median is below
+// `target_rel_noise`; give up at `max_time_ms` or `max_samples` (converged: false unless the
+// noise target happens to be met then). Samples taken while the device throttled are discarded.
+//
+// The engine owns the loop and the clock: it takes a sample, add()s it, and asks should_stop()
+// with the sampling time elapsed on its own clock (wall time on a GPU, simulated on the mock).
+// Not thread-safe; one per measurement.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "engine/job_spec.hpp"
+#include "engine/statistics.hpp"
+
+namespace kernelscan {
+
+struct sampling_result {
+  std::vector<double> samples_us;  // kept samples, in the order taken
+  std::size_t discarded = 0;       // throttled samples dropped
+  bool converged = false;
+  double elapsed_ms = 0;
+  std::string stop_reason;  // "noise_target", "max_time", "max_samples"
+  time_summary summary;     // of samples_us; count 0 when every sample was discarded
+};
+
+class adaptive_sampler {
+ public:
+  explicit adaptive_sampler(const timing_options& options);
+
+  void add(double time_us, bool throttled = false);
+  // Evaluates the rule; once it returns true, call finish().
+  bool should_stop(double elapsed_ms);
+  sampling_result finish();
+
+  std::size_t kept() const { return m_samples.size(); }
+
+ private:
+  timing_options m_options;
+  std::vector<double> m_samples;
+  std::vector<double> m_scratch;
+  std::size_t m_discarded = 0;
+  std::size_t m_next_check = 0;
+  double m_last_noise = 0;
+  double m_elapsed_ms = 0;
+  bool m_converged = false;
+  std::string m_reason;
+};
+
+}  // namespace kernelscan

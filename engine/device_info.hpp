@@ -1,0 +1,29 @@
+#pragma once
+// A device as a worker discovered it. Plain value.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/device_catalog.hpp"
+#include "engine/job_spec.hpp"
+
+namespace kernelscan {
+
+struct device_info {
+  int index = 0;
+  engine_kind engine = engine_kind::mock;  // mock or hip
+  std::string vendor;
+  std::string name;
+  std::string arch;
+  std::string model;  // catalog key, empty when the part is not in the catalog
+  int compute_units = 0;
+  double clock_mhz = 0;
+  std::uint64_t memory_bytes = 0;
+  std::uint64_t l2_bytes = 0;
+  std::uint64_t llc_bytes = 0;
+  std::string driver;
+  std::optional<device_peaks> datasheet;
+};
+
+}  // namespace kernelscan

@@ -1,0 +1,26 @@
+#pragma once
+// The interface every engine implements: one device, one measurement at a time. Engines run in
+// `kernelscan worker` processes, never in the daemon.
+//
+// Threading: called from the worker's single thread only.
+
+#include <cstdint>
+#include <memory>
+
+#include "engine/device_info.hpp"
+#include "engine/job_plan.hpp"
+#include "engine/point_result.hpp"
+
+namespace kernelscan {
+
+class engine {
+ public:
+  virtual ~engine() = default;
+  virtual const device_info& device() const = 0;
+  // Measures point `index` of `plan`. Problems of the point itself (compile errors, out of
+  // memory, a failed kernel launch) come back as a failed point_result; only a broken engine
+  // throws. `seed` seeds input data and, on the mock, the simulated noise.
+  virtual point_result measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) = 0;
+};
+
+}  // namespace kernelscan

@@ -1,0 +1,152 @@
+#include "engine/expression.hpp"
+
+#include <muParser.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+namespace kernelscan {
+namespace {
+
+double fn_ceil(double x) { return std::ceil(x); }
+double fn_floor(double x) { return std::floor(x); }
+double fn_trunc(double x) { return std::trunc(x); }
+double fn_cdiv(double a, double b) { return std::ceil(a / b); }
+double fn_fdiv(double a, double b) { return std::floor(a / b); }
+double fn_mod(double a, double b) { return std::fmod(a, b); }
+double fn_pow(double a, double b) { return std::pow(a, b); }
+double fn_round_up(double a, double b) { return std::ceil(a / b) * b; }
+
+// Functions and constants muparser or we define; sweep parameters may not shadow them.
+constexpr std::array<const char*, 33> k_reserved{
+    "sin",  "cos",  "tan",   "asin",  "acos", "atan", "sinh", "cosh", "tanh",     "asinh", "acosh",
+    "atanh", "log2", "log10", "log",  "ln",   "exp",  "sqrt", "sign", "rint",     "abs",   "sum",
+    "avg",  "min",  "max",   "ceil",  "floor", "trunc", "cdiv", "fdiv", "round_up", "mod",   "pow"};
+
+std::string sentence(const mu::Parser::exception_type& e) {
+  std::string msg = e.GetMsg();
+  while (!msg.empty() && (msg.back() == ' ' || msg.back() == '.')) msg.pop_back();
+  return msg;
+}
+
+}  // namespace
+
+struct expression::impl {
+  mu::Parser parser;
+  std::unique_ptr<double[]> values;
+};
+
+bool is_identifier(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(name.front())) return false;
+  for (char c : name) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+bool is_reserved_name(std::string_view name) {
+  if (!name.empty() && name.front() == '_') return true;  // muparser's constants (_pi, _e)
+  for (const char* r : k_reserved) {
+    if (name == r) return true;
+  }
+  return false;
+}
+
+expression::expression(std::string text, const std::vector<std::string>& parameters)
+    : m_text(std::move(text)), m_parameters(parameters), m_impl(std::make_unique<impl>()) {
+  if (m_text.size() > k_max_expression_length) {
+    throw expression_error("expression is longer than " +
+                           std::to_string(k_max_expression_length) + " characters");
+  }
+  if (m_text.find_first_not_of(" \t") == std::string::npos) {
+    throw expression_error("expression is empty");
+  }
+  auto& p = m_impl->parser;
+  m_impl->values = std::make_unique<double[]>(std::max<std::size_t>(1, m_parameters.size()));
+  try {
+    p.DefineFun("ceil", fn_ceil);
+    p.DefineFun("floor", fn_floor);
+    p.DefineFun("trunc", fn_trunc);
+    p.DefineFun("cdiv", fn_cdiv);
+    p.DefineFun("fdiv", fn_fdiv);
+    p.DefineFun("mod", fn_mod);
+    p.DefineFun("pow", fn_pow);
+    p.DefineFun("round_up", fn_round_up);
+    p.DefineOprt("%", fn_mod, mu::prMUL_DIV);
+    for (std::size_t i = 0; i < m_parameters.size(); ++i) {
+      p.DefineVar(m_parameters[i], &m_impl->values[i]);
+    }
+    p.SetExpr(m_text);
+    // Parse eagerly: muparser otherwise defers syntax errors to the first Eval().
+    std::fill_n(m_impl->values.get(), std::max<std::size_t>(1, m_parameters.size()), 1.0);
+    (void)p.Eval();
+  } catch (const mu::Parser::exception_type& e) {
+    std::string msg = sentence(e);
+    if (e.GetCode() == mu::ecUNASSIGNABLE_TOKEN || e.GetCode() == mu::ecUNEXPECTED_VAR) {
+      std::string known;
+      for (const auto& name : m_parameters) known += (known.empty() ? "" : ", ") + name;
+      msg += known.empty() ? " (the sweep defines no parameters)"
+                           : " (sweep parameters: " + known + ")";
+    }
+    throw expression_error("invalid expression \"" + m_text + "\": " + msg);
+  }
+}
+
+expression::expression(const expression& other)
+    : expression(other.m_text, other.m_parameters) {}
+
+expression& expression::operator=(const expression& other) {
+  if (this != &other) *this = expression(other);
+  return *this;
+}
+
+expression::expression(expression&&) noexcept = default;
+expression& expression::operator=(expression&&) noexcept = default;
+expression::~expression() = default;
+
+std::vector<std::string> expression::used_parameters() const {
+  std::vector<std::string> used;
+  for (const auto& [name, ptr] : m_impl->parser.GetUsedVar()) used.push_back(name);
+  return used;
+}
+
+double expression::evaluate(std::span<const double> values) const {
+  const std::size_t n = std::min(values.size(), m_parameters.size());
+  std::copy_n(values.begin(), n, m_impl->values.get());
+  double result = 0;
+  try {
+    result = m_impl->parser.Eval();
+  } catch (const mu::Parser::exception_type& e) {
+    throw expression_error("\"" + m_text + "\" could not be evaluated: " + sentence(e));
+  }
+  if (std::isnan(result)) {
+    throw expression_error("\"" + m_text + "\" is not a number (NaN)");
+  }
+  if (std::isinf(result)) {
+    throw expression_error("\"" + m_text +
+                           "\" is infinite (division by zero or overflow)");
+  }
+  return result;
+}
+
+std::int64_t expression::evaluate_integer(std::span<const double> values) const {
+  const double v = evaluate(values);
+  if (std::fabs(v) > k_max_exact_integer) {
+    throw expression_error("\"" + m_text + "\" is too large (" + std::to_string(v) +
+                           " exceeds 2^53)");
+  }
+  const double r = std::nearbyint(v);
+  if (std::fabs(v - r) > 1e-9 * std::max(1.0, std::fabs(v))) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    throw expression_error("\"" + m_text + "\" is " + buf +
+                           ", not an integer (use ceil(), floor() or cdiv())");
+  }
+  return static_cast<std::int64_t>(r);
+}
+
+}  // namespace kernelscan

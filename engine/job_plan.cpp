@@ -1,0 +1,407 @@
+#include "engine/job_plan.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "engine/detail/overloaded.hpp"
+#include "engine/expression.hpp"
+
+namespace kernelscan {
+namespace {
+
+using detail::overloaded;
+
+struct compiled_int {
+  std::string field;
+  std::string text;
+  std::optional<std::int64_t> literal;
+  std::optional<expression> expr;
+};
+
+struct compiled_num {
+  std::string field;
+  std::string text;
+  std::optional<double> literal;
+  std::optional<expression> expr;
+};
+
+struct compiled_gemm {
+  compiled_int m, n, k;
+};
+struct compiled_stream {
+  compiled_int n;
+};
+struct compiled_launch {
+  std::array<compiled_int, 3> block, grid;
+  compiled_int shared;
+};
+struct compiled_arg {
+  std::optional<compiled_int> count;
+  std::optional<compiled_num> value;
+};
+struct compiled_custom {
+  compiled_launch launch;
+  std::vector<compiled_arg> args;
+  std::optional<compiled_num> flops, bytes;
+  std::variant<std::monostate, compiled_gemm, compiled_stream, compiled_launch> reference;
+};
+
+std::string format_number(double v) {
+  char buf[64];
+  if (std::fabs(v) < 1e15 && v == std::nearbyint(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+  }
+  return buf;
+}
+
+}  // namespace
+
+plan_error::plan_error(std::string field, std::string reason)
+    : std::runtime_error(field + ": " + reason),
+      m_field(std::move(field)),
+      m_reason(std::move(reason)) {}
+
+struct job_plan::impl {
+  job_spec spec;
+  plan_limits limits;
+  std::vector<std::string> names;
+  std::variant<compiled_gemm, compiled_stream, compiled_custom> kernel;
+  mutable std::vector<double> values;  // the current point's parameters
+  mutable std::uint64_t current = UINT64_MAX;
+
+  compiled_int compile(const int_expr& e, std::string field) const {
+    compiled_int c{std::move(field), e.text, e.literal, std::nullopt};
+    if (!c.literal) {
+      try {
+        c.expr.emplace(e.text, names);
+      } catch (const expression_error& x) {
+        throw plan_error(c.field, x.what());
+      }
+    }
+    return c;
+  }
+
+  compiled_num compile(const num_expr& e, std::string field) const {
+    compiled_num c{std::move(field), e.text, e.literal, std::nullopt};
+    if (!c.literal) {
+      try {
+        c.expr.emplace(e.text, names);
+      } catch (const expression_error& x) {
+        throw plan_error(c.field, x.what());
+      }
+    }
+    return c;
+  }
+
+  compiled_gemm compile(const gemm_spec& g, const std::string& at) const {
+    return {compile(g.m, at + ".m"), compile(g.n, at + ".n"), compile(g.k, at + ".k")};
+  }
+
+  compiled_launch compile(const custom_kernel& k, const std::string& at) const {
+    compiled_launch l;
+    for (int i = 0; i < 3; ++i) {
+      l.block[i] = compile(k.block[i], at + ".block[" + std::to_string(i) + "]");
+      l.grid[i] = compile(k.grid[i], at + ".grid[" + std::to_string(i) + "]");
+    }
+    l.shared = compile(k.shared_bytes, at + ".shared_bytes");
+    return l;
+  }
+
+  void load(std::uint64_t index) const {
+    if (current == index) return;
+    spec.sweep.point_values(index, values);
+    current = index;
+  }
+
+  std::string describe(std::uint64_t index) const {
+    std::string out = "point " + std::to_string(index);
+    if (names.empty()) return out;
+    out += " (";
+    const auto vals = spec.sweep.point(index);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      out += (i ? ", " : "") + names[i] + "=" + std::to_string(vals[i]);
+    }
+    return out + ")";
+  }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& reason,
+                         std::uint64_t index) const {
+    throw plan_error(field, reason + " at " + describe(index));
+  }
+
+  std::int64_t eval(const compiled_int& c, std::uint64_t index) const {
+    if (c.literal) return *c.literal;
+    try {
+      return c.expr->evaluate_integer(values);
+    } catch (const expression_error& x) {
+      fail(c.field, x.what(), index);
+    }
+  }
+
+  double eval(const compiled_num& c, std::uint64_t index) const {
+    if (c.literal) return *c.literal;
+    try {
+      return c.expr->evaluate(values);
+    } catch (const expression_error& x) {
+      fail(c.field, x.what(), index);
+    }
+  }
+
+  // Evaluates and checks lo <= value <= hi.
+  std::int64_t eval_in(const compiled_int& c, std::int64_t lo, std::int64_t hi,
+                       std::uint64_t index) const {
+    const std::int64_t v = eval(c, index);
+    if (v < lo || v > hi) {
+      const std::string shown = c.literal ? std::to_string(v) : "\"" + c.text + "\" is " +
+                                                                     std::to_string(v);
+      const std::string bound = v < lo ? "at least " + std::to_string(lo)
+                                       : "at most " + std::to_string(hi);
+      if (c.literal) {
+        throw plan_error(c.field, "is " + shown + "; must be " + bound);
+      }
+      fail(c.field, shown + "; must be " + bound, index);
+    }
+    return v;
+  }
+
+  void check_bytes(const std::string& field, double bytes, std::uint64_t index) const {
+    if (bytes > double(limits.max_point_bytes)) {
+      fail(field,
+           "needs " + format_number(bytes) + " bytes of device memory, more than the limit of " +
+               format_number(double(limits.max_point_bytes)),
+           index);
+    }
+  }
+
+  gemm_instance resolve(const compiled_gemm& c, const gemm_spec& g, std::uint64_t index) const {
+    gemm_instance out;
+    out.m = eval_in(c.m, 1, limits.max_dimension, index);
+    out.n = eval_in(c.n, 1, limits.max_dimension, index);
+    out.k = eval_in(c.k, 1, limits.max_dimension, index);
+    out.type = g.type;
+    out.layout_a = g.layout_a;
+    out.layout_b = g.layout_b;
+    out.alpha = g.alpha;
+    out.beta = g.beta;
+    out.impl = g.impl;
+    out.bind_a = g.bind_a;
+    out.bind_b = g.bind_b;
+    out.bind_c = g.bind_c;
+    return out;
+  }
+
+  stream_instance resolve(const compiled_stream& c, const stream_spec& s,
+                          std::uint64_t index) const {
+    stream_instance out;
+    out.variant = s.variant;
+    out.n = eval_in(c.n, 1, limits.max_dimension, index);
+    out.type = s.type;
+    out.scalar = s.scalar;
+    out.bind_a = s.bind_a;
+    out.bind_b = s.bind_b;
+    out.bind_c = s.bind_c;
+    return out;
+  }
+
+  custom_launch resolve(const compiled_launch& c, const custom_kernel& k,
+                        std::uint64_t index) const {
+    custom_launch out;
+    out.kernel = &k;
+    static constexpr std::array<std::int64_t, 3> k_grid_max{2147483647, 65535, 65535};
+    for (int i = 0; i < 3; ++i) {
+      out.block[i] = eval_in(c.block[i], 1, limits.max_threads_per_block, index);
+      out.grid[i] = eval_in(c.grid[i], 1, k_grid_max[i], index);
+    }
+    const std::int64_t threads = out.block[0] * out.block[1] * out.block[2];
+    if (threads > limits.max_threads_per_block) {
+      fail(c.block[0].field.substr(0, c.block[0].field.size() - 3),
+           "has " + std::to_string(threads) + " threads per block; the limit is " +
+               std::to_string(limits.max_threads_per_block),
+           index);
+    }
+    out.shared_bytes = eval_in(c.shared, 0, limits.max_shared_bytes, index);
+    return out;
+  }
+
+  // A built-in reference reads and writes the custom kernel's buffers: they must be big enough.
+  void check_binding(const custom_instance& k, const std::string& field, const std::string& arg,
+                     double needed, const char* what, std::uint64_t index) const {
+    for (const auto& a : k.args) {
+      if (a.name != arg) continue;
+      if (double(a.count) < needed) {
+        fail(field,
+             std::string(what) + " needs " + format_number(needed) + " elements but argument \"" +
+                 arg + "\" has count " + std::to_string(a.count),
+             index);
+      }
+      return;
+    }
+  }
+
+  custom_instance resolve(const compiled_custom& c, const custom_spec& s,
+                          std::uint64_t index) const {
+    custom_instance out;
+    out.launch = resolve(c.launch, s.kernel, index);
+    for (std::size_t i = 0; i < s.args.size(); ++i) {
+      const auto& a = s.args[i];
+      arg_instance r{a.name, a.type, a.pointer, 0, a.init, a.output, 0};
+      if (a.pointer) {
+        r.count = eval_in(*c.args[i].count, 1, limits.max_dimension, index);
+      } else {
+        r.value = eval(*c.args[i].value, index);
+        if (!is_floating(a.type)) {
+          const auto& field = c.args[i].value->field;
+          if (r.value != std::nearbyint(r.value)) {
+            fail(field, "is " + format_number(r.value) + ", not an integer", index);
+          }
+          const double lo = a.type == dtype::i64 ? -9.2e18 : a.type == dtype::i32 ? -2147483648.0
+                                                                                : 0.0;
+          const double hi = a.type == dtype::i64 ? 9.2e18 : a.type == dtype::i32 ? 2147483647.0
+                                                                               : 4294967295.0;
+          if (r.value < lo || r.value > hi) {
+            fail(field,
+                 "is " + format_number(r.value) + ", out of range for " +
+                     std::string(to_string(a.type)),
+                 index);
+          }
+        }
+      }
+      out.args.push_back(std::move(r));
+    }
+    if (c.flops) {
+      out.flops = eval(*c.flops, index);
+      if (*out.flops < 0) fail(c.flops->field, "is negative", index);
+    }
+    if (c.bytes) {
+      out.bytes = eval(*c.bytes, index);
+      if (*out.bytes < 0) fail(c.bytes->field, "is negative", index);
+    }
+    std::visit(overloaded{
+                   [](std::monostate) {},
+                   [&](const compiled_gemm& g) {
+                     const auto& spec_ref = std::get<gemm_spec>(*s.reference);
+                     auto r = resolve(g, spec_ref, index);
+                     const double m = double(r.m), n = double(r.n), k = double(r.k);
+                     check_binding(out, "kernel.reference", r.bind_a, m * k, "gemm A (m*k)",
+                                   index);
+                     check_binding(out, "kernel.reference", r.bind_b, k * n, "gemm B (k*n)",
+                                   index);
+                     check_binding(out, "kernel.reference", r.bind_c, m * n, "gemm C (m*n)",
+                                   index);
+                     out.reference = std::move(r);
+                   },
+                   [&](const compiled_stream& st) {
+                     const auto& spec_ref = std::get<stream_spec>(*s.reference);
+                     auto r = resolve(st, spec_ref, index);
+                     for (const auto* bind : {&r.bind_a, &r.bind_b, &r.bind_c}) {
+                       if (!bind->empty()) {
+                         check_binding(out, "kernel.reference", *bind, double(r.n), "stream n",
+                                       index);
+                       }
+                     }
+                     out.reference = std::move(r);
+                   },
+                   [&](const compiled_launch& l) {
+                     out.reference = resolve(l, std::get<custom_kernel>(*s.reference), index);
+                   },
+               },
+               c.reference);
+    return out;
+  }
+};
+
+job_plan::job_plan(job_spec spec, plan_limits limits) : m_impl(std::make_unique<impl>()) {
+  auto& p = *m_impl;
+  p.spec = std::move(spec);
+  p.limits = limits;
+  p.names = p.spec.sweep.names();
+  std::visit(overloaded{
+                 [&](const gemm_spec& g) { p.kernel = p.compile(g, "kernel"); },
+                 [&](const stream_spec& s) {
+                   p.kernel = compiled_stream{p.compile(s.n, "kernel.n")};
+                 },
+                 [&](const custom_spec& s) {
+                   compiled_custom c;
+                   c.launch = p.compile(s.kernel, "kernel");
+                   for (std::size_t i = 0; i < s.args.size(); ++i) {
+                     const auto& a = s.args[i];
+                     const std::string at = "kernel.args[" + std::to_string(i) + "]";
+                     compiled_arg ca;
+                     if (a.pointer) {
+                       ca.count = p.compile(a.count, at + ".count");
+                     } else {
+                       ca.value = p.compile(a.value, at + ".value");
+                     }
+                     c.args.push_back(std::move(ca));
+                   }
+                   if (s.flops) c.flops = p.compile(*s.flops, "kernel.flops");
+                   if (s.bytes) c.bytes = p.compile(*s.bytes, "kernel.bytes");
+                   if (s.reference) {
+                     std::visit(
+                         overloaded{
+                             [&](const gemm_spec& g) {
+                               c.reference = p.compile(g, "kernel.reference");
+                             },
+                             [&](const stream_spec& st) {
+                               c.reference = compiled_stream{p.compile(st.n, "kernel.reference.n")};
+                             },
+                             [&](const custom_kernel& k) {
+                               c.reference = p.compile(k, "kernel.reference");
+                             },
+                         },
+                         *s.reference);
+                   }
+                   p.kernel = std::move(c);
+                 },
+             },
+             p.spec.kernel);
+}
+
+job_plan::job_plan(job_plan&&) noexcept = default;
+job_plan& job_plan::operator=(job_plan&&) noexcept = default;
+job_plan::~job_plan() = default;
+
+const job_spec& job_plan::spec() const { return m_impl->spec; }
+
+std::uint64_t job_plan::size() const { return m_impl->spec.sweep.size(); }
+
+kernel_instance job_plan::resolve(std::uint64_t index) const {
+  const auto& p = *m_impl;
+  p.load(index);
+  kernel_instance out;
+  std::visit(overloaded{
+                 [&](const compiled_gemm& c) {
+                   auto g = p.resolve(c, std::get<gemm_spec>(p.spec.kernel), index);
+                   out = g;
+                 },
+                 [&](const compiled_stream& c) {
+                   out = p.resolve(c, std::get<stream_spec>(p.spec.kernel), index);
+                 },
+                 [&](const compiled_custom& c) {
+                   out = p.resolve(c, std::get<custom_spec>(p.spec.kernel), index);
+                 },
+             },
+             p.kernel);
+  p.check_bytes(out.index() == 2 ? "kernel.args" : "kernel", footprint_bytes(out), index);
+  return out;
+}
+
+void job_plan::validate_all() const {
+  for (std::uint64_t i = 0; i < size(); ++i) (void)resolve(i);
+}
+
+std::vector<std::pair<std::string, std::int64_t>> job_plan::params(std::uint64_t index) const {
+  const auto values = m_impl->spec.sweep.point(index);
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  out.reserve(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out.emplace_back(m_impl->names[i], values[i]);
+  return out;
+}
+
+std::string job_plan::describe_point(std::uint64_t index) const {
+  return m_impl->describe(index);
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,49 @@
+#include "engine/job_spec.hpp"
+
+namespace kernelscan {
+
+std::string_view to_string(engine_kind e) {
+  switch (e) {
+    case engine_kind::any:
+      return "auto";
+    case engine_kind::mock:
+      return "mock";
+    case engine_kind::hip:
+      return "hip";
+  }
+  return "?";
+}
+
+std::string_view to_string(l2_mode m) { return m == l2_mode::cold ? "cold" : "hot"; }
+
+std::string_view to_string(mock_fault f) {
+  switch (f) {
+    case mock_fault::none:
+      return "none";
+    case mock_fault::crash:
+      return "crash";
+    case mock_fault::hang:
+      return "hang";
+    case mock_fault::abort:
+      return "abort";
+  }
+  return "?";
+}
+
+bool job_spec::operator==(const job_spec& o) const {
+  auto same_sweep = [](const kernelscan::sweep& a, const kernelscan::sweep& b) {
+    if (a.parameters().size() != b.parameters().size()) return false;
+    for (std::size_t i = 0; i < a.parameters().size(); ++i) {
+      if (a.parameters()[i].name != b.parameters()[i].name ||
+          a.parameters()[i].values != b.parameters()[i].values) {
+        return false;
+      }
+    }
+    return true;
+  };
+  return name == o.name && labels == o.labels && engine == o.engine && device == o.device &&
+         priority == o.priority && kernel == o.kernel && same_sweep(sweep, o.sweep) &&
+         timing == o.timing && verify == o.verify && mock == o.mock && seed == o.seed;
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,68 @@
+#pragma once
+// A profiling job as submitted: what to measure (kernel), over which points (sweep), how
+// (timing, verification), and where (engine, device). Validated by the api/ codec; plain values.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "engine/kernel_spec.hpp"
+#include "engine/sweep.hpp"
+
+namespace kernelscan {
+
+enum class engine_kind { any, mock, hip };  // `any` is the wire's "auto"
+std::string_view to_string(engine_kind e);
+
+enum class l2_mode { cold, hot };
+std::string_view to_string(l2_mode m);
+
+// How a point is sampled (DESIGN.md §3). Times in milliseconds.
+struct timing_options {
+  l2_mode l2 = l2_mode::cold;
+  int warmup = 3;                   // untimed launches before sampling
+  int min_samples = 10;
+  int max_samples = 100000;         // bounds memory and the time of a runaway point
+  double min_time_ms = 10.0;        // GPU time sampled before the noise test may stop
+  double max_time_ms = 2000.0;      // stop here even if not converged (converged: false)
+  double target_rel_noise = 0.005;  // relative standard error of the median
+  bool operator==(const timing_options&) const = default;
+};
+
+struct verify_options {
+  int trials = 3;                // fresh seeded inputs each trial; 0 disables verification
+  std::optional<double> atol;    // default per dtype (dtype.hpp)
+  std::optional<double> rtol;
+  bool operator==(const verify_options&) const = default;
+};
+
+enum class mock_fault { none, crash, hang, abort };
+std::string_view to_string(mock_fault f);
+
+// Options only the mock engine reads.
+struct mock_options {
+  double delay_ms = 0;  // wall time each point takes, for tests of long jobs
+  // Fault injection (tests only; the daemon refuses it unless started with
+  // --allow-fault-injection). `fault_index` limits the fault to one point.
+  mock_fault fault = mock_fault::none;
+  std::optional<std::uint64_t> fault_index;
+  bool operator==(const mock_options&) const = default;
+};
+
+struct job_spec {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  engine_kind engine = engine_kind::any;
+  std::optional<int> device;  // nullopt: any device
+  int priority = 0;           // higher runs first
+  kernel_spec kernel;
+  kernelscan::sweep sweep;
+  timing_options timing;
+  verify_options verify;
+  mock_options mock;
+  std::optional<std::uint64_t> seed;  // the daemon fills it in when absent
+  bool operator==(const job_spec&) const;
+};
+
+}  // namespace kernelscan

@@ -1,0 +1,19 @@
+#pragma once
+// Throughput and roofline position of a measured point (DESIGN.md §5), against datasheet peaks.
+// Pure functions; thread-safe.
+
+#include "engine/device_catalog.hpp"
+#include "engine/kernel_instance.hpp"
+#include "engine/point_result.hpp"
+
+namespace kernelscan {
+
+// The dtype whose peak bounds the kernel: the op's dtype, or a custom kernel's first floating
+// output buffer (f32 if it has none).
+dtype roof_dtype(const kernel_instance& k);
+
+// `launch_latency_us`: below this ideal time a kernel is latency-bound whatever its intensity.
+point_metrics compute_metrics(const kernel_instance& k, double median_us, const device_peaks& peaks,
+                              double launch_latency_us);
+
+}  // namespace kernelscan

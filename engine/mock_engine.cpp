@@ -1,0 +1,167 @@
+#include "engine/mock_engine.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "engine/adaptive_sampler.hpp"
+#include "engine/metrics.hpp"
+
+namespace kernelscan {
+namespace {
+
+constexpr double k_noise_sigma = 0.008;      // log-normal sigma of a sample
+constexpr double k_outlier_rate = 0.02;      // share of samples hit by interference
+constexpr double k_host_overhead_us = 4.0;   // per sample: event record, readback
+constexpr double k_memory_efficiency = 0.88; // best achievable share of peak bandwidth
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Share of the device busy in the last wave of work-groups: 1 when the tiles divide evenly.
+double wave_efficiency(double tiles, int units) {
+  if (tiles <= 0 || units <= 0) return 1;
+  const double waves = std::ceil(tiles / units);
+  return tiles / (waves * units);
+}
+
+[[noreturn]] void inject_fault(mock_fault f) {
+  switch (f) {
+    case mock_fault::crash:
+      std::raise(SIGSEGV);
+      break;
+    case mock_fault::abort:
+      std::abort();
+    case mock_fault::hang:
+    case mock_fault::none:
+      break;
+  }
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+}  // namespace
+
+mock_engine::mock_engine(const device_model& model, int index) : m_model(model) {
+  m_info.index = index;
+  m_info.engine = engine_kind::mock;
+  m_info.vendor = std::string(model.vendor);
+  m_info.name = std::string(model.name) + " (mock)";
+  m_info.arch = std::string(model.arch);
+  m_info.model = std::string(model.key);
+  m_info.compute_units = model.compute_units;
+  m_info.clock_mhz = model.clock_mhz;
+  m_info.memory_bytes = model.memory_bytes;
+  m_info.l2_bytes = model.l2_bytes;
+  m_info.llc_bytes = model.llc_bytes;
+  m_info.driver = "kernelscan-mock";
+  m_info.datasheet = model.peaks;
+}
+
+double mock_engine::model_time_us(const kernel_instance& k, l2_mode l2) const {
+  const auto& peaks = m_model.peaks;
+  const double flops = workload_flops(k);
+  const double bytes = workload_bytes(k);
+
+  double compute_tflops = peaks.vector_f32_tflops * 0.6;
+  if (const auto* g = std::get_if<gemm_instance>(&k)) {
+    // 128x128 output tiles spread over the compute units; a library also splits K when there
+    // are too few tiles to fill the device (split-K / stream-K), a simple kernel does not.
+    const double tiles = std::ceil(double(g->m) / 128) * std::ceil(double(g->n) / 128);
+    double splits = 1;
+    if (g->impl == gemm_impl::library) {
+      splits = std::clamp(std::floor(m_model.compute_units / tiles), 1.0,
+                          std::max(1.0, std::floor(double(g->k) / 256)));
+    }
+    const double k_ramp = double(g->k) / (double(g->k) + 64);
+    const double base = g->impl == gemm_impl::library ? 0.82 : 0.30;
+    compute_tflops = peaks.tflops_for(g->type) * base * k_ramp *
+                     wave_efficiency(tiles * splits, m_model.compute_units);
+  } else if (const auto* s = std::get_if<stream_instance>(&k)) {
+    compute_tflops = peaks.vector_f32_tflops * 0.8;
+    (void)s;
+  }
+
+  // Small transfers do not reach full bandwidth; caches serve a hot working set that fits.
+  double bandwidth_gbps = peaks.bandwidth_gbps * k_memory_efficiency * bytes / (bytes + 4e6);
+  const std::uint64_t cache = m_model.llc_bytes ? m_model.llc_bytes : m_model.l2_bytes;
+  if (l2 == l2_mode::hot && bytes <= double(cache)) bandwidth_gbps *= 2.2;
+
+  const double t_compute = compute_tflops > 0 ? flops / (compute_tflops * 1e6) : 0;
+  const double t_memory = bandwidth_gbps > 0 ? bytes / (bandwidth_gbps * 1e3) : 0;
+  return m_model.launch_latency_us + std::max(t_compute, t_memory);
+}
+
+point_result mock_engine::measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) {
+  const auto& spec = plan.spec();
+  kernel_instance instance;
+  try {
+    instance = plan.resolve(index);
+  } catch (const plan_error& e) {
+    return failed_point(index, plan.params(index), "invalid_point", e.what());
+  }
+
+  if (spec.mock.fault != mock_fault::none &&
+      (!spec.mock.fault_index || *spec.mock.fault_index == index)) {
+    inject_fault(spec.mock.fault);
+  }
+  if (spec.mock.delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(spec.mock.delay_ms));
+  }
+
+  const auto& timing = spec.timing;
+  const double t_model = model_time_us(instance, timing.l2);
+  // A cold sample first flushes the caches by writing a buffer as large as them (untimed but
+  // spent); the simulated clock counts it.
+  const double cache_bytes = double(m_model.l2_bytes + m_model.llc_bytes);
+  const double flush_us =
+      timing.l2 == l2_mode::cold ? cache_bytes / (m_model.peaks.bandwidth_gbps * 1e3) : 0.0;
+
+  std::mt19937_64 rng(splitmix64(seed ^ splitmix64(index + 1)));
+  std::normal_distribution<double> normal(0.0, k_noise_sigma);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  auto sample = [&] {
+    double t = t_model * std::exp(normal(rng));
+    if (uniform(rng) < k_outlier_rate) t *= 1.05 + 0.25 * uniform(rng);
+    return t;
+  };
+
+  for (int i = 0; i < timing.warmup; ++i) (void)sample();
+  adaptive_sampler sampler(timing);
+  double elapsed_us = 0;
+  do {
+    const double t = sample();
+    sampler.add(t);
+    elapsed_us += t + flush_us + k_host_overhead_us;
+  } while (!sampler.should_stop(elapsed_us / 1e3));
+  auto sampled = sampler.finish();
+
+  point_result r;
+  r.index = index;
+  r.params = plan.params(index);
+  r.status = point_status::ok;
+  r.time_us = sampled.summary;
+  r.samples = sampled.samples_us.size();
+  r.discarded = sampled.discarded;
+  r.converged = sampled.converged;
+  r.stop_reason = sampled.stop_reason;
+  r.sampling_ms = sampled.elapsed_ms;
+  r.l2 = timing.l2;
+  r.metrics = compute_metrics(instance, sampled.summary.median, m_model.peaks,
+                              m_model.launch_latency_us);
+  r.verification.status = "skipped";
+  r.verification.note = "the mock engine cannot run device code";
+  r.environment.device = m_info.name;
+  r.environment.driver = m_info.driver;
+  r.environment.clock_mhz = m_model.clock_mhz;
+  return r;
+}
+
+}  // namespace kernelscan

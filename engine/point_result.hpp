@@ -1,0 +1,80 @@
+#pragma once
+// The measured outcome of one sweep point: the row the API returns and SQLite stores.
+// Times in microseconds; throughput in TFLOP/s and GB/s. Plain value.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/job_spec.hpp"
+#include "engine/statistics.hpp"
+
+namespace kernelscan {
+
+enum class point_status { ok, failed };
+std::string_view to_string(point_status s);
+
+// Why a point failed. Types: device_fault, timeout, invalid_point, out_of_memory,
+// compile_error, internal.
+struct point_error {
+  std::string type;
+  std::string message;
+};
+
+struct verification_result {
+  std::string status = "skipped";  // passed, failed, skipped
+  int trials = 0;
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  std::string note;  // why skipped, or what failed
+};
+
+struct point_metrics {
+  double flops = 0;                 // per launch
+  double bytes = 0;                 // per launch
+  double tflops = 0;                // flops / median time
+  double gbps = 0;                  // bytes / median time
+  double arithmetic_intensity = 0;  // flops / byte
+  double roof_tflops = 0;           // attainable at this intensity: min(peak, AI * bandwidth)
+  double roof_pct = 0;              // achieved / attainable, percent
+  std::string bound;                // memory, compute, latency
+  std::string roof_source;          // datasheet
+};
+
+struct point_environment {
+  std::string device;
+  std::string driver;
+  double clock_mhz = 0;
+  std::optional<double> temperature_c;
+  std::optional<double> power_w;
+};
+
+struct point_result {
+  std::uint64_t index = 0;
+  std::vector<std::pair<std::string, std::int64_t>> params;
+  point_status status = point_status::ok;
+  std::optional<point_error> error;
+  std::optional<time_summary> time_us;  // absent when the point failed before sampling
+  std::size_t samples = 0;
+  std::size_t discarded = 0;
+  bool converged = false;
+  std::string stop_reason;
+  double sampling_ms = 0;  // GPU time spent sampling (simulated on the mock)
+  std::int64_t batch = 1;  // launches per timed sample
+  l2_mode l2 = l2_mode::cold;
+  std::optional<point_metrics> metrics;
+  verification_result verification;
+  std::vector<std::string> flags;
+  std::vector<std::string> advice;
+  point_environment environment;
+};
+
+// A failed point: the index and params of `index`, status failed, and `flags` carrying the error
+// type when it is one of the anti-cheat flags (device_fault, timeout).
+point_result failed_point(std::uint64_t index,
+                          std::vector<std::pair<std::string, std::int64_t>> params,
+                          std::string type, std::string message);
+
+}  // namespace kernelscan
