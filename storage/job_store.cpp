@@ -1,0 +1,307 @@
+#include "storage/job_store.hpp"
+
+#include "storage/migrations.hpp"
+
+namespace kernelscan {
+namespace {
+
+const std::string k_columns =
+    "id, name, status, priority, engine, requested_device, device, op, total_points, "
+    "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
+    "finished_ms, error_type, error_message, cancel_requested";
+
+engine_kind parse_engine(std::string_view s) {
+  if (s == "mock") return engine_kind::mock;
+  if (s == "hip") return engine_kind::hip;
+  return engine_kind::any;
+}
+
+std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
+  if (!v) return std::nullopt;
+  return int(*v);
+}
+
+}  // namespace
+
+job_store::job_store(const std::string& path) : m_db(path, schema_migrations()) {}
+
+job_record job_store::read_row(statement& s) {
+  job_record r;
+  r.id = s.int64(0);
+  r.name = std::string(s.text(1));
+  r.status = parse_job_status(s.text(2)).value_or(job_status::failed);
+  r.priority = int(s.int64(3));
+  r.engine = parse_engine(s.text(4));
+  r.requested_device = opt_int(s.opt_int64(5));
+  r.device = opt_int(s.opt_int64(6));
+  r.op = std::string(s.text(7));
+  r.progress.total = std::uint64_t(s.int64(8));
+  r.progress.done = std::uint64_t(s.int64(9));
+  r.progress.ok = std::uint64_t(s.int64(10));
+  r.progress.failed = std::uint64_t(s.int64(11));
+  if (!s.is_null(12)) r.best = job_best{std::uint64_t(s.int64(12)), s.real(13), ""};
+  r.created_ms = s.int64(14);
+  r.started_ms = s.opt_int64(15);
+  r.finished_ms = s.opt_int64(16);
+  if (!s.is_null(17)) r.error = point_error{std::string(s.text(17)), std::string(s.text(18))};
+  r.cancel_requested = s.int64(19) != 0;
+  return r;
+}
+
+std::map<std::string, std::string> job_store::labels_of(std::int64_t id) {
+  std::map<std::string, std::string> out;
+  auto s = m_db.prepare("SELECT key, value FROM job_labels WHERE job_id = ?");
+  s->bind(1, id);
+  while (s->step()) out.emplace(s->text(0), s->text(1));
+  return out;
+}
+
+submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  if (job.idempotency_key) {
+    auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
+    s->bind(1, *job.idempotency_key);
+    if (s->step()) {
+      return {s->int64(0), false, s->text(1) != job.request_hash};
+    }
+  }
+  {
+    auto s = m_db.prepare(
+        "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
+        "created_ms, idempotency_key, request_hash) "
+        "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)");
+    s->bind(1, job.name)
+        .bind(2, job.priority)
+        .bind(3, to_string(job.engine))
+        .bind(4, job.requested_device)
+        .bind(5, job.op)
+        .bind(6, std::int64_t(job.total_points))
+        .bind(7, now_ms)
+        .bind(8, job.idempotency_key)
+        .bind(9, job.request_hash);
+    s->run();
+  }
+  const std::int64_t id = m_db.last_insert_rowid();
+  {
+    auto s = m_db.prepare("INSERT INTO job_specs (job_id, spec) VALUES (?, ?)");
+    s->bind(1, id).bind(2, job.spec_json);
+    s->run();
+  }
+  for (const auto& [key, value] : job.labels) {
+    auto s = m_db.prepare("INSERT INTO job_labels (job_id, key, value) VALUES (?, ?, ?)");
+    s->bind(1, id).bind(2, key).bind(3, value);
+    s->run();
+  }
+  tx.commit();
+  return {id, true, false};
+}
+
+std::optional<job_record> job_store::get(std::int64_t id) {
+  std::lock_guard lock(m_mutex);
+  job_record r;
+  {
+    auto s = m_db.prepare("SELECT " + k_columns +
+                          ", (SELECT spec FROM job_specs WHERE job_id = id) FROM jobs WHERE id = ?");
+    s->bind(1, id);
+    if (!s->step()) return std::nullopt;
+    r = read_row(*s);
+    r.spec_json = std::string(s->text(20));
+  }
+  r.labels = labels_of(id);
+  if (r.best) {
+    auto s = m_db.prepare("SELECT params FROM results WHERE job_id = ? AND idx = ?");
+    s->bind(1, id).bind(2, std::int64_t(r.best->index));
+    if (s->step()) r.best->params_json = std::string(s->text(0));
+  }
+  return r;
+}
+
+std::vector<job_record> job_store::list(const list_filter& filter) {
+  std::string sql = "SELECT " + k_columns + " FROM jobs WHERE 1";
+  if (!filter.statuses.empty()) {
+    sql += " AND status IN (";
+    for (std::size_t i = 0; i < filter.statuses.size(); ++i) sql += i ? ",?" : "?";
+    sql += ")";
+  }
+  if (filter.before_id) sql += " AND id < ?";
+  for (std::size_t i = 0; i < filter.labels.size(); ++i) {
+    sql += " AND id IN (SELECT job_id FROM job_labels WHERE key = ? AND value = ?)";
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+
+  std::lock_guard lock(m_mutex);
+  std::vector<job_record> out;
+  {
+    auto s = m_db.prepare(sql);
+    int i = 1;
+    for (auto st : filter.statuses) s->bind(i++, to_string(st));
+    if (filter.before_id) s->bind(i++, *filter.before_id);
+    for (const auto& [k, v] : filter.labels) {
+      s->bind(i++, k);
+      s->bind(i++, v);
+    }
+    s->bind(i, std::int64_t(filter.limit));
+    while (s->step()) out.push_back(read_row(*s));
+  }
+  for (auto& r : out) r.labels = labels_of(r.id);
+  return out;
+}
+
+std::optional<std::string> job_store::spec_json(std::int64_t id) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("SELECT spec FROM job_specs WHERE job_id = ?");
+  s->bind(1, id);
+  if (!s->step()) return std::nullopt;
+  return std::string(s->text(0));
+}
+
+std::vector<pending_job> job_store::pending() {
+  std::lock_guard lock(m_mutex);
+  std::vector<pending_job> out;
+  auto s = m_db.prepare(
+      "SELECT id, priority, engine, requested_device, status, cancel_requested FROM jobs "
+      "WHERE status IN ('queued', 'running') ORDER BY id");
+  while (s->step()) {
+    out.push_back({s->int64(0), int(s->int64(1)), parse_engine(s->text(2)),
+                   opt_int(s->opt_int64(3)),
+                   parse_job_status(s->text(4)).value_or(job_status::queued), s->int64(5) != 0});
+  }
+  return out;
+}
+
+bool job_store::start(std::int64_t id, int device, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "UPDATE jobs SET status = 'running', device = ?, started_ms = coalesce(started_ms, ?) "
+      "WHERE id = ? AND status = 'queued'");
+  s->bind(1, device).bind(2, now_ms).bind(3, id);
+  s->run();
+  return m_db.changes() == 1;
+}
+
+void job_store::requeue(std::int64_t id) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("UPDATE jobs SET status = 'queued' WHERE id = ? AND status = 'running'");
+  s->bind(1, id);
+  s->run();
+}
+
+void job_store::finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
+                       std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "UPDATE jobs SET status = ?, finished_ms = ?, error_type = ?, error_message = ? "
+      "WHERE id = ?");
+  s->bind(1, to_string(status)).bind(2, now_ms);
+  if (error) {
+    s->bind(3, error->type).bind(4, error->message);
+  }
+  s->bind(5, id);
+  s->run();
+}
+
+cancel_outcome job_store::cancel(std::int64_t id, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  std::string status;
+  {
+    auto s = m_db.prepare("SELECT status FROM jobs WHERE id = ?");
+    s->bind(1, id);
+    if (!s->step()) return cancel_outcome::not_found;
+    status = std::string(s->text(0));
+  }
+  cancel_outcome out;
+  if (status == "queued") {
+    auto s = m_db.prepare(
+        "UPDATE jobs SET status = 'cancelled', cancel_requested = 1, finished_ms = ?, "
+        "error_type = 'cancelled', error_message = 'cancelled before it started' WHERE id = ?");
+    s->bind(1, now_ms).bind(2, id);
+    s->run();
+    out = cancel_outcome::cancelled;
+  } else if (status == "running") {
+    auto s = m_db.prepare("UPDATE jobs SET cancel_requested = 1 WHERE id = ?");
+    s->bind(1, id);
+    s->run();
+    out = cancel_outcome::requested;
+  } else {
+    return cancel_outcome::already_finished;
+  }
+  tx.commit();
+  return out;
+}
+
+void job_store::add_results(std::span<const result_row> rows, std::int64_t now_ms) {
+  if (rows.empty()) return;
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  for (const auto& row : rows) {
+    {
+      auto s = m_db.prepare(
+          "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+      s->bind(1, row.job_id)
+          .bind(2, std::int64_t(row.index))
+          .bind(3, std::string_view(row.ok ? "ok" : "failed"))
+          .bind(4, row.median_us)
+          .bind(5, row.params_json)
+          .bind(6, row.result_json)
+          .bind(7, now_ms);
+      s->run();
+    }
+    if (m_db.changes() == 0) continue;  // already stored
+    // SET expressions see the row's old values, so best_* compare against the previous best.
+    auto s = m_db.prepare(
+        "UPDATE jobs SET done_points = done_points + 1, ok_points = ok_points + ?1, "
+        "failed_points = failed_points + ?2, "
+        "best_index = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+        "best_median_us) THEN ?4 ELSE best_index END, "
+        "best_median_us = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+        "best_median_us) THEN ?3 ELSE best_median_us END "
+        "WHERE id = ?5");
+    s->bind(1, row.ok ? 1 : 0)
+        .bind(2, row.ok ? 0 : 1)
+        .bind(3, row.ok ? row.median_us : std::nullopt)
+        .bind(4, std::int64_t(row.index))
+        .bind(5, row.job_id);
+    s->run();
+  }
+  tx.commit();
+}
+
+std::vector<std::uint64_t> job_store::result_indices(std::int64_t job_id) {
+  std::lock_guard lock(m_mutex);
+  std::vector<std::uint64_t> out;
+  auto s = m_db.prepare("SELECT idx FROM results WHERE job_id = ? ORDER BY idx");
+  s->bind(1, job_id);
+  while (s->step()) out.push_back(std::uint64_t(s->int64(0)));
+  return out;
+}
+
+std::vector<stored_result> job_store::results(std::int64_t job_id, std::uint64_t offset,
+                                              std::uint64_t limit) {
+  std::lock_guard lock(m_mutex);
+  std::vector<stored_result> out;
+  // OFFSET counts rows, not indices: a job still running may have gaps in idx.
+  auto q = m_db.prepare(
+      "SELECT idx, params, result FROM results WHERE job_id = ? ORDER BY idx LIMIT ? OFFSET ?");
+  q->bind(1, job_id)
+      .bind(2, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)))
+      .bind(3, std::int64_t(offset));
+  while (q->step()) {
+    out.push_back({std::uint64_t(q->int64(0)), std::string(q->text(1)), std::string(q->text(2))});
+  }
+  return out;
+}
+
+std::map<job_status, std::int64_t> job_store::count_by_status() {
+  std::lock_guard lock(m_mutex);
+  std::map<job_status, std::int64_t> out;
+  auto s = m_db.prepare("SELECT status, count(*) FROM jobs GROUP BY status");
+  while (s->step()) {
+    if (auto st = parse_job_status(s->text(0))) out[*st] = s->int64(1);
+  }
+  return out;
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,116 @@
+#pragma once
+// Jobs and their per-point results in SQLite. Every call is one transaction: a job is durable
+// when submit() returns, points when add_results() returns.
+//
+// Threading: thread-safe; calls are serialised by an internal mutex (HTTP threads read while
+// the scheduler writes). Results and params are JSON text made by the caller; the store does
+// not parse them.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/job.hpp"
+#include "storage/database.hpp"
+
+namespace kernelscan {
+
+struct job_submission {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  int priority = 0;
+  engine_kind engine = engine_kind::any;
+  std::optional<int> requested_device;
+  std::string op;
+  std::uint64_t total_points = 0;
+  std::string spec_json;
+  std::optional<std::string> idempotency_key;
+  std::string request_hash;  // of the request body, to tell a retry from a different request
+};
+
+struct submit_outcome {
+  std::int64_t id = 0;
+  bool created = false;   // false: the idempotency key named an existing job
+  bool conflict = false;  // the key exists with a different request body
+};
+
+struct list_filter {
+  std::vector<job_status> statuses;                         // any of these; empty: all
+  std::vector<std::pair<std::string, std::string>> labels;  // all of these
+  std::size_t limit = 50;
+  std::optional<std::int64_t> before_id;  // cursor: jobs older than this id
+};
+
+// What the scheduler needs of an unfinished job.
+struct pending_job {
+  std::int64_t id = 0;
+  int priority = 0;
+  engine_kind engine = engine_kind::any;
+  std::optional<int> requested_device;
+  job_status status = job_status::queued;
+  bool cancel_requested = false;
+};
+
+// One measured point, as the scheduler hands it to the store.
+struct result_row {
+  std::int64_t job_id = 0;
+  std::uint64_t index = 0;
+  bool ok = false;
+  std::optional<double> median_us;
+  std::string params_json;
+  std::string result_json;
+};
+
+struct stored_result {
+  std::uint64_t index = 0;
+  std::string params_json;
+  std::string result_json;
+};
+
+enum class cancel_outcome { cancelled, requested, already_finished, not_found };
+
+class job_store {
+ public:
+  // Opens (creating) the database file; ":memory:" for tests. Throws storage_error.
+  explicit job_store(const std::string& path);
+
+  submit_outcome submit(const job_submission& job, std::int64_t now_ms);
+  std::optional<job_record> get(std::int64_t id);
+  // Newest first; records carry no spec_json.
+  std::vector<job_record> list(const list_filter& filter);
+  std::optional<std::string> spec_json(std::int64_t id);
+
+  // Queued and running jobs, oldest first.
+  std::vector<pending_job> pending();
+  // queued -> running on `device`; false if the job is no longer queued (cancelled meanwhile).
+  bool start(std::int64_t id, int device, std::int64_t now_ms);
+  // running -> queued, for jobs interrupted by a shutdown or crash; they resume later.
+  void requeue(std::int64_t id);
+  void finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
+              std::int64_t now_ms);
+  cancel_outcome cancel(std::int64_t id, std::int64_t now_ms);
+
+  // Stores points and advances their jobs' progress, all in one transaction (group commit: one
+  // commit costs about as much as tens of rows). A point already stored is left as it was.
+  void add_results(std::span<const result_row> rows, std::int64_t now_ms);
+  std::vector<std::uint64_t> result_indices(std::int64_t job_id);
+  std::vector<stored_result> results(std::int64_t job_id, std::uint64_t offset,
+                                     std::uint64_t limit);
+
+  std::map<job_status, std::int64_t> count_by_status();
+
+ private:
+  job_record read_row(statement& s);
+  std::map<std::string, std::string> labels_of(std::int64_t id);
+
+  std::mutex m_mutex;
+  database m_db;
+};
+
+}  // namespace kernelscan

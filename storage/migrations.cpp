@@ -1,0 +1,69 @@
+#include "storage/migrations.hpp"
+
+#include <array>
+
+namespace kernelscan {
+namespace {
+
+constexpr std::string_view k_v1 = R"sql(
+CREATE TABLE jobs (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  name             TEXT    NOT NULL,
+  status           TEXT    NOT NULL
+                   CHECK (status IN ('queued','running','succeeded','failed','cancelled')),
+  priority         INTEGER NOT NULL,
+  engine           TEXT    NOT NULL,
+  requested_device INTEGER,            -- NULL: any device
+  device           INTEGER,            -- where it runs or ran
+  op               TEXT    NOT NULL,
+  total_points     INTEGER NOT NULL,
+  done_points      INTEGER NOT NULL DEFAULT 0,
+  ok_points        INTEGER NOT NULL DEFAULT 0,
+  failed_points    INTEGER NOT NULL DEFAULT 0,
+  best_index       INTEGER,
+  best_median_us   REAL,
+  created_ms       INTEGER NOT NULL,
+  started_ms       INTEGER,
+  finished_ms      INTEGER,
+  error_type       TEXT,
+  error_message    TEXT,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  idempotency_key  TEXT UNIQUE,
+  request_hash     TEXT
+);
+CREATE INDEX jobs_by_status ON jobs (status, id);
+
+-- Apart from jobs so that progress updates, once per point, rewrite a small row and not the
+-- spec (a custom kernel's source, a long sweep list) with it.
+CREATE TABLE job_specs (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+  spec   TEXT    NOT NULL    -- canonical JSON
+);
+
+CREATE TABLE job_labels (
+  job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  key    TEXT    NOT NULL,
+  value  TEXT    NOT NULL,
+  PRIMARY KEY (job_id, key)
+) WITHOUT ROWID;
+CREATE INDEX job_labels_by_value ON job_labels (key, value, job_id);
+
+CREATE TABLE results (
+  job_id     INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  idx        INTEGER NOT NULL,
+  status     TEXT    NOT NULL CHECK (status IN ('ok','failed')),
+  median_us  REAL,
+  params     TEXT    NOT NULL,   -- JSON object
+  result     TEXT    NOT NULL,   -- JSON row as the API returns it
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, idx)
+) WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 1> k_steps{k_v1};
+
+}  // namespace
+
+std::span<const std::string_view> schema_migrations() { return k_steps; }
+
+}  // namespace kernelscan
