@@ -1,0 +1,61 @@
+#include "api/device_codec.hpp"
+
+namespace kernelscan {
+
+json to_json(const device_info& d) {
+  json j = {{"index", d.index},
+            {"engine", to_string(d.engine)},
+            {"vendor", d.vendor},
+            {"name", d.name},
+            {"arch", d.arch},
+            {"model", d.model.empty() ? json(nullptr) : json(d.model)},
+            {"compute_units", d.compute_units},
+            {"clock_mhz", d.clock_mhz},
+            {"memory_bytes", d.memory_bytes},
+            {"l2_bytes", d.l2_bytes},
+            {"llc_bytes", d.llc_bytes},
+            {"driver", d.driver}};
+  if (d.datasheet) {
+    const auto& p = *d.datasheet;
+    j["datasheet"] = {{"f64_tflops", p.f64_tflops},
+                      {"f32_tflops", p.f32_tflops},
+                      {"f16_tflops", p.f16_tflops},
+                      {"bf16_tflops", p.bf16_tflops},
+                      {"i8_tops", p.i8_tops},
+                      {"vector_f32_tflops", p.vector_f32_tflops},
+                      {"bandwidth_gbps", p.bandwidth_gbps}};
+  } else {
+    j["datasheet"] = nullptr;
+  }
+  return j;
+}
+
+device_info device_info_from_json(const json& j) {
+  try {
+    device_info d;
+    d.index = j.at("index").get<int>();
+    const auto engine = j.at("engine").get<std::string>();
+    d.engine = engine == "hip" ? engine_kind::hip : engine_kind::mock;
+    d.vendor = j.at("vendor").get<std::string>();
+    d.name = j.at("name").get<std::string>();
+    d.arch = j.at("arch").get<std::string>();
+    d.model = j.at("model").is_null() ? "" : j.at("model").get<std::string>();
+    d.compute_units = j.at("compute_units").get<int>();
+    d.clock_mhz = j.at("clock_mhz").get<double>();
+    d.memory_bytes = j.at("memory_bytes").get<std::uint64_t>();
+    d.l2_bytes = j.at("l2_bytes").get<std::uint64_t>();
+    d.llc_bytes = j.at("llc_bytes").get<std::uint64_t>();
+    d.driver = j.at("driver").get<std::string>();
+    if (const auto& p = j.at("datasheet"); !p.is_null()) {
+      d.datasheet = device_peaks{p.at("f64_tflops").get<double>(),  p.at("f32_tflops").get<double>(),
+                                 p.at("f16_tflops").get<double>(),  p.at("bf16_tflops").get<double>(),
+                                 p.at("i8_tops").get<double>(),     p.at("vector_f32_tflops").get<double>(),
+                                 p.at("bandwidth_gbps").get<double>()};
+    }
+    return d;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("bad device description: ") + e.what());
+  }
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,18 @@
+#pragma once
+// A job on the wire (api/openapi.yaml `Job`).
+
+#include <cstdint>
+#include <string>
+
+#include "api/json.hpp"
+#include "engine/job.hpp"
+
+namespace kernelscan {
+
+// RFC 3339 UTC with milliseconds: "2026-11-21T21:07:00.123Z".
+std::string format_time_ms(std::int64_t unix_ms);
+
+// `spec_json`, when the record carries it, is embedded as the "spec" object.
+json to_json(const job_record& job);
+
+}  // namespace kernelscan

@@ -1,0 +1,23 @@
+#pragma once
+// The JSON type of the wire: insertion-ordered, so objects keep the order the user wrote (sweep
+// parameters enumerate in that order) and responses list fields in a readable order.
+
+#include <nlohmann/json.hpp>
+
+namespace kernelscan {
+
+using json = nlohmann::ordered_json;
+
+// Deepest nesting accepted in a request body; deeper documents are rejected while parsing,
+// before they can exhaust the stack.
+inline constexpr int k_max_json_depth = 64;
+
+// Parses untrusted text. Throws json_syntax_error (with the byte offset) on malformed input or
+// nesting deeper than k_max_json_depth.
+class json_syntax_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+json parse_json(std::string_view text);
+
+}  // namespace kernelscan

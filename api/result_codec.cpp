@@ -1,0 +1,150 @@
+#include "api/result_codec.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+namespace kernelscan {
+namespace {
+
+// Columns after the sweep parameters: (header, JSON pointer into the row).
+constexpr std::array<std::pair<std::string_view, std::string_view>, 24> k_columns{{
+    {"index", "/index"},
+    {"status", "/status"},
+    {"error_type", "/error/type"},
+    {"median_us", "/time_us/median"},
+    {"mean_us", "/time_us/mean"},
+    {"min_us", "/time_us/min"},
+    {"max_us", "/time_us/max"},
+    {"stddev_us", "/time_us/stddev"},
+    {"p5_us", "/time_us/p5"},
+    {"p95_us", "/time_us/p95"},
+    {"p99_us", "/time_us/p99"},
+    {"ci95_low_us", "/time_us/ci95_low"},
+    {"ci95_high_us", "/time_us/ci95_high"},
+    {"rel_noise", "/time_us/rel_noise"},
+    {"samples", "/samples"},
+    {"converged", "/converged"},
+    {"l2", "/l2"},
+    {"tflops", "/metrics/tflops"},
+    {"gbps", "/metrics/gbps"},
+    {"arithmetic_intensity", "/metrics/arithmetic_intensity"},
+    {"roof_pct", "/metrics/roof_pct"},
+    {"bound", "/metrics/bound"},
+    {"verification", "/verification/status"},
+    {"flags", "/flags"},
+}};
+
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csv_cell(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return csv_quote(v.get<std::string>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_array()) {
+    std::string joined;
+    for (const auto& x : v) joined += (joined.empty() ? "" : ";") + (x.is_string() ? x.get<std::string>() : x.dump());
+    return csv_quote(joined);
+  }
+  if (v.is_number_float()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+    return buf;
+  }
+  return v.dump();
+}
+
+json summary_json(const time_summary& t) {
+  return {{"mean", t.mean},       {"median", t.median},       {"min", t.min},
+          {"max", t.max},         {"stddev", t.stddev},       {"p5", t.p5},
+          {"p95", t.p95},         {"p99", t.p99},             {"ci95_low", t.ci95_low},
+          {"ci95_high", t.ci95_high}, {"rel_noise", t.rel_noise}};
+}
+
+}  // namespace
+
+json params_json(const std::vector<std::pair<std::string, std::int64_t>>& params) {
+  json p = json::object();
+  for (const auto& [k, v] : params) p[k] = v;
+  return p;
+}
+
+json to_json(const point_result& r) {
+  json j;
+  j["index"] = r.index;
+  j["params"] = params_json(r.params);
+  j["status"] = to_string(r.status);
+  if (r.error) j["error"] = {{"type", r.error->type}, {"message", r.error->message}};
+  j["time_us"] = r.time_us ? summary_json(*r.time_us) : json(nullptr);
+  j["samples"] = r.samples;
+  j["discarded_samples"] = r.discarded;
+  j["converged"] = r.converged;
+  j["stop_reason"] = r.stop_reason.empty() ? json(nullptr) : json(r.stop_reason);
+  j["sampling_ms"] = r.sampling_ms;
+  j["batch"] = r.batch;
+  j["l2"] = to_string(r.l2);
+  if (r.metrics) {
+    const auto& m = *r.metrics;
+    j["metrics"] = {{"flops", m.flops},
+                    {"bytes", m.bytes},
+                    {"tflops", m.tflops},
+                    {"gbps", m.gbps},
+                    {"arithmetic_intensity", m.arithmetic_intensity},
+                    {"roof_tflops", m.roof_tflops},
+                    {"roof_pct", m.roof_pct},
+                    {"bound", m.bound},
+                    {"roof_source", m.roof_source}};
+  } else {
+    j["metrics"] = nullptr;
+  }
+  const auto& v = r.verification;
+  j["verification"] = {{"status", v.status},
+                       {"trials", v.trials},
+                       {"max_abs_err", v.max_abs_err},
+                       {"max_rel_err", v.max_rel_err}};
+  if (!v.note.empty()) j["verification"]["note"] = v.note;
+  j["flags"] = r.flags;
+  j["advice"] = r.advice;
+  j["fitness"] = nullptr;
+  json env = {{"device", r.environment.device},
+              {"driver", r.environment.driver},
+              {"clock_mhz", r.environment.clock_mhz}};
+  if (r.environment.temperature_c) env["temperature_c"] = *r.environment.temperature_c;
+  if (r.environment.power_w) env["power_w"] = *r.environment.power_w;
+  j["environment"] = std::move(env);
+  return j;
+}
+
+std::string csv_header(const std::vector<std::string>& param_names) {
+  std::string out;
+  for (const auto& p : param_names) out += csv_quote(p) + ",";
+  for (std::size_t i = 0; i < k_columns.size(); ++i) {
+    out += (i ? "," : "") + std::string(k_columns[i].first);
+  }
+  return out + "\r\n";
+}
+
+std::string csv_line(const json& row, const std::vector<std::string>& param_names) {
+  std::string out;
+  const json* params = row.contains("params") ? &row["params"] : nullptr;
+  for (const auto& p : param_names) {
+    if (params && params->contains(p)) out += csv_cell((*params)[p]);
+    out += ",";
+  }
+  for (std::size_t i = 0; i < k_columns.size(); ++i) {
+    const json::json_pointer ptr{std::string(k_columns[i].second)};
+    if (i) out += ",";
+    if (row.contains(ptr)) out += csv_cell(row[ptr]);
+  }
+  return out + "\r\n";
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,21 @@
+#pragma once
+// A sweep point's result row on the wire (api/openapi.yaml `PointResult`), and its flattening
+// into CSV columns.
+
+#include <string>
+#include <vector>
+
+#include "api/json.hpp"
+#include "engine/point_result.hpp"
+
+namespace kernelscan {
+
+json to_json(const point_result& r);
+json params_json(const std::vector<std::pair<std::string, std::int64_t>>& params);
+
+// CSV export: a header naming the sweep parameters then the fixed columns, and one line per
+// stored row (the JSON text to_json produced). Fields are quoted per RFC 4180 where needed.
+std::string csv_header(const std::vector<std::string>& param_names);
+std::string csv_line(const json& row, const std::vector<std::string>& param_names);
+
+}  // namespace kernelscan
