@@ -1,0 +1,43 @@
+#pragma once
+// Settings of `kernelscan serve` and `kernelscan worker`. Filled by main.cpp from, in order of
+// precedence, the command line, KERNELSCAN_* environment variables and a config file; plain
+// values, read-only once the daemon starts.
+
+#include <string>
+
+#include "api/job_spec_codec.hpp"
+
+namespace kernelscan {
+
+struct serve_config {
+  std::string listen = "127.0.0.1:8080";
+  std::string data_dir = "kernelscan-data";
+  int mock_devices = 1;
+  std::string mock_model = "MI300X";
+  std::string log_level = "info";
+  std::string log_format = "text";  // text or json
+  std::string web_root;             // serve the page from disk (development)
+  std::string port_file;            // write the bound port here (for supervisors and tests)
+  bool allow_fault_injection = false;
+  int http_threads = 48;
+  int max_long_polls = 32;          // concurrent ?wait= requests
+  double point_timeout_s = 30;      // watchdog slack per point, on top of its own time budget
+  double drain_timeout_s = 30;      // on SIGTERM, how long the current points may take
+  double worker_start_timeout_s = 30;
+  std::size_t max_body_bytes = 4 * 1024 * 1024;
+  spec_limits limits;
+  std::string worker_executable;    // defaults to this executable (/proc/self/exe)
+};
+
+struct worker_config {
+  int device = 0;
+  std::string engine = "mock";
+  std::string mock_model = "MI300X";
+  bool allow_fault_injection = false;
+  std::string log_level = "info";
+};
+
+// Splits "HOST:PORT"; throws std::invalid_argument naming the problem.
+std::pair<std::string, int> split_listen(const std::string& listen);
+
+}  // namespace kernelscan

@@ -1,0 +1,121 @@
+#include "server/daemon.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <asio.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "engine/device_catalog.hpp"
+#include "server/http_api.hpp"
+#include "server/job_waiters.hpp"
+#include "server/scheduler.hpp"
+#include "storage/job_store.hpp"
+
+namespace kernelscan {
+namespace {
+
+// Start-up misconfiguration is fatal, with one clear line.
+[[noreturn]] void fatal(const std::string& message) {
+  spdlog::critical("{}", message);
+  std::exit(2);
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) fatal("cannot find this executable (/proc/self/exe): " + ec.message());
+  return p.string();
+}
+
+}  // namespace
+
+int run_serve(serve_config config) {
+  auto logger = spdlog::stderr_color_mt("kernelscan");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%n] %^%l%$ %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  std::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe is reported by write errors
+
+  if (!find_device_model(config.mock_model)) {
+    std::string known;
+    for (const auto& m : device_catalog()) known += (known.empty() ? "" : ", ") + std::string(m.key);
+    fatal("--mock-model \"" + config.mock_model + "\" is not in the catalog (" + known + ")");
+  }
+  if (config.mock_devices < 1 || config.mock_devices > 64) {
+    fatal("--mock-devices must be 1 to 64 (this build has no GPU engine)");
+  }
+  if (config.http_threads < config.max_long_polls + 4) {
+    fatal("--http-threads must exceed --max-long-polls by at least 4, so waiting requests "
+          "cannot starve the others");
+  }
+  std::pair<std::string, int> address;
+  try {
+    address = split_listen(config.listen);
+  } catch (const std::exception& e) {
+    fatal(e.what());
+  }
+  if (config.worker_executable.empty()) config.worker_executable = self_executable();
+
+  std::error_code ec;
+  std::filesystem::create_directories(config.data_dir, ec);
+  if (ec) fatal("cannot create --data-dir " + config.data_dir + ": " + ec.message());
+  const std::string db_path = config.data_dir + "/kernelscan.db";
+  std::unique_ptr<job_store> store;
+  try {
+    store = std::make_unique<job_store>(db_path);
+  } catch (const std::exception& e) {
+    fatal("cannot open the database: " + std::string(e.what()));
+  }
+
+  asio::io_context io;
+  job_waiters waiters;
+  scheduler sched(io, *store, waiters, config);
+  http_api api(*store, sched, waiters, config);
+  int port = 0;
+  try {
+    port = api.bind(address.first, address.second);
+  } catch (const std::exception& e) {
+    fatal(e.what());
+  }
+  if (!config.port_file.empty()) {
+    const std::string tmp = config.port_file + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    std::filesystem::rename(tmp, config.port_file, ec);  // atomic: readers never see half
+    if (ec) fatal("cannot write --port-file " + config.port_file + ": " + ec.message());
+  }
+  sched.start();
+  spdlog::info("kernelscan listening on http://{}:{} (data in {}, {} mock device(s) as {})",
+               address.first, port, config.data_dir, config.mock_devices, config.mock_model);
+
+  std::thread http_thread([&api] {
+    if (!api.run()) spdlog::error("the HTTP server stopped with an error");
+  });
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const asio::error_code& err, int sig) {
+    if (err) return;
+    spdlog::info("signal {}: no longer accepting requests; finishing current points", sig);
+    api.stop();
+    waiters.shutdown();
+    sched.shutdown([&io] { io.stop(); });
+    // A second signal means "now".
+    signals.async_wait([](const asio::error_code& e, int) {
+      if (e) return;
+      spdlog::warn("second signal: exiting without draining");
+      std::_Exit(1);
+    });
+  });
+
+  io.run();
+  api.stop();
+  http_thread.join();
+  spdlog::info("kernelscan stopped");
+  return 0;
+}
+
+}  // namespace kernelscan

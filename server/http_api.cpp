@@ -1,0 +1,654 @@
+#include "server/http_api.hpp"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "api/api_error.hpp"
+#include "api/device_codec.hpp"
+#include "api/job_codec.hpp"
+#include "api/job_spec_codec.hpp"
+#include "api/result_codec.hpp"
+#include "server/web_assets.hpp"
+
+namespace kernelscan {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::uint64_t k_results_page = 512;
+constexpr double k_max_wait_s = 600;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Plain request/response structs: handlers know nothing of httplib.
+struct request {
+  std::string method;
+  std::string path;
+  std::vector<std::string> captures;  // path parameters, in order
+  std::multimap<std::string, std::string> query;
+  std::function<std::string(const std::string&)> header;
+  std::string body;
+};
+
+struct response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Set instead of body for streamed responses: called until it returns false.
+  std::function<bool(std::string& chunk)> stream;
+};
+
+response json_response(int status, const json& j) {
+  response r;
+  r.status = status;
+  r.body = j.dump();
+  return r;
+}
+
+std::optional<std::string> query_value(const request& req, const std::string& key) {
+  auto it = req.query.find(key);
+  if (it == req.query.end()) return std::nullopt;
+  return it->second;
+}
+
+api_error bad_parameter(const std::string& name, const std::string& why) {
+  return api_error(400, "invalid_parameter", name + ": " + why, json{{"parameter", name}});
+}
+
+std::int64_t int_param(const request& req, const std::string& name, std::int64_t lo,
+                       std::int64_t hi, std::int64_t fallback) {
+  auto v = query_value(req, name);
+  if (!v) return fallback;
+  std::int64_t out = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || end != v->data() + v->size()) {
+    throw bad_parameter(name, "\"" + *v + "\" is not an integer");
+  }
+  if (out < lo || out > hi) {
+    throw bad_parameter(name, "must be between " + std::to_string(lo) + " and " +
+                                  std::to_string(hi));
+  }
+  return out;
+}
+
+std::int64_t job_id_of(const request& req) {
+  std::int64_t id = 0;
+  const auto& s = req.captures.at(0);
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    throw api_error(404, "not_found", "no job " + s);
+  }
+  return id;
+}
+
+std::string hash_hex(std::string_view data) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a: tells a retry from a different body
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+json device_json(const device_view& v) {
+  json j = to_json(v.info);
+  j["state"] = to_string(v.state);
+  j["current_job"] = v.current_job ? json(*v.current_job) : json(nullptr);
+  j["worker_pid"] = v.worker_pid ? json(v.worker_pid) : json(nullptr);
+  j["worker_restarts"] = v.worker_restarts;
+  j["points_measured"] = v.points_measured;
+  j["last_error"] = v.last_error.empty() ? json(nullptr) : json(v.last_error);
+  return j;
+}
+
+}  // namespace
+
+struct http_api::impl {
+  using handler = response (impl::*)(const request&);
+  struct route {
+    std::string method;
+    std::string openapi_path;
+    std::string pattern;
+    handler fn;
+  };
+
+  static const std::vector<route>& table() {
+    static const std::vector<route> k_routes{
+        {"GET", "/healthz", R"(/healthz)", &impl::healthz},
+        {"GET", "/readyz", R"(/readyz)", &impl::readyz},
+        {"GET", "/api/v1/devices", R"(/api/v1/devices)", &impl::list_devices},
+        {"GET", "/api/v1/devices/{index}", R"(/api/v1/devices/([^/]+))", &impl::get_device},
+        {"POST", "/api/v1/jobs", R"(/api/v1/jobs)", &impl::submit_job},
+        {"GET", "/api/v1/jobs", R"(/api/v1/jobs)", &impl::list_jobs},
+        {"GET", "/api/v1/jobs/{id}", R"(/api/v1/jobs/([^/]+))", &impl::get_job},
+        {"POST", "/api/v1/jobs/{id}/cancel", R"(/api/v1/jobs/([^/]+)/cancel)", &impl::cancel_job},
+        {"GET", "/api/v1/jobs/{id}/results", R"(/api/v1/jobs/([^/]+)/results)", &impl::results},
+        {"GET", "/api/v1/openapi.yaml", R"(/api/v1/openapi.yaml)", &impl::asset},
+        {"GET", "/", R"(/)", &impl::asset},
+        {"GET", "/assets/{file}", R"(/assets/([A-Za-z0-9_.-]+))", &impl::asset},
+    };
+    return k_routes;
+  }
+
+  impl(job_store& s, scheduler& sc, job_waiters& w, const serve_config& c)
+      : store(s), sched(sc), waiters(w), config(c) {}
+
+  job_store& store;
+  scheduler& sched;
+  job_waiters& waiters;
+  serve_config config;
+  httplib::Server server;
+  std::atomic<int> long_polls{0};
+  std::mt19937_64 seeds{std::random_device{}()};
+  std::mutex seeds_mutex;
+
+  // ---- routes ----
+
+  response healthz(const request&) { return json_response(200, {{"status", "ok"}}); }
+
+  response readyz(const request&) {
+    json devices = json::array();
+    for (const auto& d : sched.devices()) {
+      devices.push_back({{"index", d.info.index}, {"state", to_string(d.state)}});
+    }
+    const bool ready = sched.ready();
+    // Touch the store: readiness includes being able to read it.
+    (void)store.count_by_status();
+    return json_response(ready ? 200 : 503, {{"status", ready ? "ready" : "not_ready"},
+                                             {"storage", "ok"},
+                                             {"devices", std::move(devices)}});
+  }
+
+  response list_devices(const request&) {
+    json out = json::array();
+    for (const auto& d : sched.devices()) out.push_back(device_json(d));
+    return json_response(200, {{"devices", std::move(out)}});
+  }
+
+  response get_device(const request& req) {
+    for (const auto& d : sched.devices()) {
+      if (std::to_string(d.info.index) == req.captures.at(0)) {
+        return json_response(200, device_json(d));
+      }
+    }
+    throw api_error(404, "not_found", "no device " + req.captures.at(0));
+  }
+
+  // The devices a spec could run on; checks engine and device against what exists.
+  std::uint64_t check_placement(const job_spec& spec) {
+    const auto devices = sched.devices();
+    std::uint64_t max_memory = 0;
+    bool any = false;
+    for (const auto& d : devices) {
+      const bool engine_ok = spec.engine == engine_kind::any || spec.engine == d.info.engine;
+      const bool device_ok = !spec.device || *spec.device == d.info.index;
+      if (engine_ok && device_ok) {
+        any = true;
+        max_memory = std::max(max_memory, d.info.memory_bytes);
+      }
+    }
+    if (!any) {
+      std::vector<field_error> errors;
+      if (spec.engine == engine_kind::hip) {
+        errors.push_back({"engine", "this daemon has no HIP device (it runs " +
+                                        std::to_string(devices.size()) + " mock device" +
+                                        (devices.size() == 1 ? "" : "s") + ")"});
+      } else if (spec.device) {
+        errors.push_back({"device", "no device " + std::to_string(*spec.device) +
+                                        " with engine " + std::string(to_string(spec.engine)) +
+                                        "; this daemon has " + std::to_string(devices.size()) +
+                                        " device(s), numbered from 0"});
+      } else {
+        errors.push_back({"engine", "no device runs engine " +
+                                        std::string(to_string(spec.engine))});
+      }
+      throw validation_error(std::move(errors));
+    }
+    return max_memory;
+  }
+
+  response submit_job(const request& req) {
+    const json body = parse_json(req.body);
+    job_spec spec = parse_job_spec(body, config.limits);
+    const std::uint64_t memory = check_placement(spec);
+    if (!spec.seed) {
+      std::lock_guard lock(seeds_mutex);
+      spec.seed = seeds() >> 1;  // kept within int64 for SQLite and JSON readers
+    }
+    plan_limits limits = config.limits.plan;
+    if (memory > 0) limits.max_point_bytes = std::min(limits.max_point_bytes, memory);
+    const job_plan plan = compile_plan(spec, limits);
+    validate_points(plan);
+
+    job_submission sub;
+    sub.name = spec.name;
+    sub.labels = spec.labels;
+    sub.priority = spec.priority;
+    sub.engine = spec.engine;
+    sub.requested_device = spec.device;
+    sub.op = std::string(op_name(spec.kernel));
+    sub.total_points = plan.size();
+    sub.spec_json = to_json(spec).dump();
+    sub.request_hash = hash_hex(req.body);
+    const std::string key = req.header("Idempotency-Key");
+    if (!key.empty()) {
+      if (key.size() > 200) {
+        throw api_error(400, "invalid_header", "Idempotency-Key is longer than 200 characters");
+      }
+      sub.idempotency_key = key;
+    }
+    const auto outcome = store.submit(sub, now_ms());
+    if (outcome.conflict) {
+      throw api_error(409, "idempotency_conflict",
+                      "Idempotency-Key \"" + key + "\" was used for a different request (job " +
+                          std::to_string(outcome.id) + ")",
+                      json{{"job_id", outcome.id}});
+    }
+    if (outcome.created) sched.enqueue(outcome.id);
+    auto rec = store.get(outcome.id);
+    response r = json_response(outcome.created ? 201 : 200, to_json(*rec));
+    r.headers.emplace_back("Location", "/api/v1/jobs/" + std::to_string(outcome.id));
+    if (!outcome.created) r.headers.emplace_back("Idempotent-Replayed", "true");
+    return r;
+  }
+
+  response list_jobs(const request& req) {
+    list_filter filter;
+    filter.limit = std::size_t(int_param(req, "limit", 1, 1000, 50));
+    if (auto c = query_value(req, "cursor")) {
+      std::int64_t before = 0;
+      const auto [end, ec] = std::from_chars(c->data(), c->data() + c->size(), before);
+      if (ec != std::errc() || end != c->data() + c->size() || before <= 0) {
+        throw bad_parameter("cursor", "is not a cursor this API returned");
+      }
+      filter.before_id = before;
+    }
+    for (const auto& [key, value] : req.query) {
+      if (key == "status") {
+        std::stringstream ss(value);
+        std::string item;
+        while (std::getline(ss, item, ',')) {
+          auto st = parse_job_status(item);
+          if (!st) {
+            throw bad_parameter("status", "\"" + item +
+                                              "\" is not one of queued, running, succeeded, "
+                                              "failed, cancelled");
+          }
+          filter.statuses.push_back(*st);
+        }
+      } else if (key.rfind("label.", 0) == 0 && key.size() > 6) {
+        filter.labels.emplace_back(key.substr(6), value);
+      } else if (key != "limit" && key != "cursor") {
+        throw bad_parameter(key, "unknown parameter (known: status, label.KEY, limit, cursor)");
+      }
+    }
+    const auto jobs = store.list(filter);
+    json out = json::array();
+    for (const auto& j : jobs) out.push_back(to_json(j));
+    json next = nullptr;
+    if (jobs.size() == filter.limit) next = std::to_string(jobs.back().id);
+    return json_response(200, {{"jobs", std::move(out)}, {"next_cursor", std::move(next)}});
+  }
+
+  job_record find_job(std::int64_t id) {
+    auto rec = store.get(id);
+    if (!rec) throw api_error(404, "not_found", "no job " + std::to_string(id));
+    return std::move(*rec);
+  }
+
+  response get_job(const request& req) {
+    const std::int64_t id = job_id_of(req);
+    for (const auto& [key, value] : req.query) {
+      if (key != "wait") throw bad_parameter(key, "unknown parameter (known: wait)");
+    }
+    job_record rec = find_job(id);
+    if (auto w = query_value(req, "wait"); w && !is_terminal(rec.status)) {
+      double seconds = 0;
+      try {
+        std::size_t used = 0;
+        seconds = std::stod(*w, &used);
+        if (used != w->size()) throw std::invalid_argument("trailing");
+      } catch (const std::exception&) {
+        throw bad_parameter("wait", "\"" + *w + "\" is not a number of seconds");
+      }
+      if (!(seconds >= 0 && seconds <= k_max_wait_s)) {
+        throw bad_parameter("wait", "must be between 0 and " + std::to_string(int(k_max_wait_s)));
+      }
+      if (long_polls.fetch_add(1) >= config.max_long_polls) {
+        long_polls.fetch_sub(1);
+        response r = json_response(
+            429, error_body("too_many_waiters",
+                            "too many requests are waiting on jobs (limit " +
+                                std::to_string(config.max_long_polls) +
+                                "); retry, or poll without wait"));
+        r.headers.emplace_back("Retry-After", "1");
+        return r;
+      }
+      struct release {
+        std::atomic<int>& n;
+        ~release() { n.fetch_sub(1); }
+      } guard{long_polls};
+      const auto deadline = job_waiters::clock::now() +
+                            std::chrono::duration_cast<job_waiters::clock::duration>(
+                                std::chrono::duration<double>(seconds));
+      waiters.wait(id, deadline, [&] {
+        auto r = store.get(id);
+        return !r || is_terminal(r->status);
+      });
+      rec = find_job(id);
+    }
+    return json_response(200, to_json(rec));
+  }
+
+  response cancel_job(const request& req) {
+    const std::int64_t id = job_id_of(req);
+    switch (store.cancel(id, now_ms())) {
+      case cancel_outcome::not_found:
+        throw api_error(404, "not_found", "no job " + std::to_string(id));
+      case cancel_outcome::already_finished: {
+        const auto rec = find_job(id);
+        throw api_error(409, "conflict",
+                        "job " + std::to_string(id) + " already " +
+                            std::string(to_string(rec.status)),
+                        json{{"status", to_string(rec.status)}});
+      }
+      case cancel_outcome::cancelled:
+        waiters.notify(id);
+        [[fallthrough]];
+      case cancel_outcome::requested:
+        sched.cancel(id);
+        break;
+    }
+    return json_response(200, to_json(find_job(id)));
+  }
+
+  response results(const request& req) {
+    const std::int64_t id = job_id_of(req);
+    const std::string format = query_value(req, "format").value_or("json");
+    if (format != "json" && format != "csv" && format != "jsonl") {
+      throw bad_parameter("format", "\"" + format + "\" is not one of json, csv, jsonl");
+    }
+    for (const auto& [key, value] : req.query) {
+      if (key != "format" && key != "offset" && key != "limit") {
+        throw bad_parameter(key, "unknown parameter (known: format, offset, limit)");
+      }
+    }
+    const auto offset = std::uint64_t(int_param(req, "offset", 0, INT64_MAX, 0));
+    const auto limit = std::uint64_t(int_param(req, "limit", 1, INT64_MAX, INT64_MAX));
+    const job_record rec = find_job(id);
+
+    std::vector<std::string> names;
+    if (format == "csv") {
+      const json spec = json::parse(rec.spec_json);
+      for (const auto& [name, values] : spec["sweep"].items()) names.push_back(name);
+    }
+    // Stream page by page: a 100,000-point job never sits in memory whole.
+    struct cursor_state {
+      std::uint64_t offset, remaining;
+      std::uint64_t emitted = 0;
+      bool started = false, finished = false;
+    };
+    auto st = std::make_shared<cursor_state>(cursor_state{offset, limit});
+    response r;
+    r.content_type = format == "csv"     ? "text/csv; charset=utf-8"
+                     : format == "jsonl" ? "application/x-ndjson"
+                                         : "application/json";
+    job_store* s = &store;
+    const std::string head = format == "json" ? json{{"job_id", id},
+                                                     {"status", to_string(rec.status)},
+                                                     {"progress",
+                                                      {{"done", rec.progress.done},
+                                                       {"total", rec.progress.total}}}}
+                                                    .dump()
+                                              : "";
+    r.stream = [s, id, st, format, names, head](std::string& chunk) {
+      if (st->finished) return false;
+      if (!st->started) {
+        st->started = true;
+        if (format == "json") {
+          chunk = head.substr(0, head.size() - 1) + ",\"results\":[";
+        } else if (format == "csv") {
+          chunk = csv_header(names);
+        }
+      }
+      const auto rows = s->results(id, st->offset, std::min(st->remaining, k_results_page));
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (format == "json") {
+          if (st->emitted++ > 0) chunk += ",";
+          chunk += rows[i].result_json;
+        } else if (format == "jsonl") {
+          chunk += rows[i].result_json;
+          chunk += "\n";
+        } else {
+          chunk += csv_line(json::parse(rows[i].result_json), names);
+        }
+      }
+      st->offset += rows.size();
+      st->remaining -= rows.size();
+      if (rows.size() < k_results_page || st->remaining == 0) {
+        if (format == "json") chunk += "]}";
+        st->finished = true;
+      }
+      return true;
+    };
+    return r;
+  }
+
+  response asset(const request& req) {
+    std::string path = req.path;
+    if (!config.web_root.empty() && path != "/api/v1/openapi.yaml") {
+      // Development: serve the page from disk so edits show without a rebuild.
+      const std::string file = path == "/" ? "index.html" : path.substr(path.rfind('/') + 1);
+      std::ifstream in(config.web_root + "/" + file, std::ios::binary);
+      if (!in) throw api_error(404, "not_found", "no file " + file + " in " + config.web_root);
+      response r;
+      r.body.assign(std::istreambuf_iterator<char>(in), {});
+      const auto* embedded = find_web_asset(path);
+      r.content_type = embedded ? std::string(embedded->content_type) : "application/octet-stream";
+      r.headers.emplace_back("Cache-Control", "no-store");
+      return r;
+    }
+    const web_asset* a = find_web_asset(path);
+    if (!a) throw api_error(404, "not_found", "no such file: " + path);
+    response r;
+    r.headers.emplace_back("ETag", std::string(a->etag));
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    if (req.header("If-None-Match") == a->etag) {
+      r.status = 304;
+      r.content_type.clear();
+      return r;
+    }
+    r.content_type = std::string(a->content_type);
+    r.body = std::string(a->data);
+    return r;
+  }
+
+  // ---- plumbing ----
+
+  static void send(const response& r, httplib::Response& res) {
+    res.status = r.status;
+    for (const auto& [k, v] : r.headers) res.set_header(k.c_str(), v.c_str());
+    if (r.stream) {
+      auto stream = r.stream;
+      res.set_chunked_content_provider(r.content_type,
+                                       [stream](std::size_t, httplib::DataSink& sink) {
+                                         std::string chunk;
+                                         while (chunk.empty()) {
+                                           if (!stream(chunk)) {
+                                             sink.done();
+                                             return true;
+                                           }
+                                         }
+                                         return sink.write(chunk.data(), chunk.size());
+                                       });
+    } else if (!r.content_type.empty()) {
+      res.set_content(r.body, r.content_type.c_str());
+    }
+  }
+
+  static void send_error(int status, const std::string& type, const std::string& message,
+                         httplib::Response& res, const json& details = nullptr) {
+    res.status = status;
+    res.set_content(error_body(type, message, details).dump(), "application/json");
+  }
+
+  void dispatch(handler fn, const httplib::Request& hreq, httplib::Response& res) {
+    request req;
+    req.method = hreq.method;
+    req.path = hreq.path;
+    for (std::size_t i = 1; i < hreq.matches.size(); ++i) req.captures.push_back(hreq.matches[i]);
+    req.query.insert(hreq.params.begin(), hreq.params.end());
+    req.header = [&hreq](const std::string& name) { return hreq.get_header_value(name.c_str()); };
+    req.body = hreq.body;
+    try {
+      send((this->*fn)(req), res);
+    } catch (const api_error& e) {
+      res.status = e.status();
+      res.set_content(e.body().dump(), "application/json");
+    } catch (const validation_error& e) {
+      json details = json::array();
+      for (const auto& fe : e.errors()) {
+        details.push_back({{"field", fe.field}, {"message", fe.message}});
+      }
+      send_error(422, "invalid_spec", e.what(), res, details);
+    } catch (const json_syntax_error& e) {
+      send_error(400, "invalid_json", e.what(), res);
+    } catch (const storage_error& e) {
+      spdlog::error("{} {}: storage: {}", hreq.method, hreq.path, e.what());
+      if (e.unavailable()) {
+        res.set_header("Retry-After", "5");
+        send_error(503, "storage_unavailable", std::string("storage is unavailable: ") + e.what(),
+                   res);
+      } else {
+        send_error(500, "internal", std::string("storage error: ") + e.what(), res);
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: {}", hreq.method, hreq.path, e.what());
+      send_error(500, "internal", e.what(), res);
+    }
+  }
+
+  // The methods registered for a path, for 405's Allow header; empty if the path is unknown.
+  static std::string allowed_methods(const std::string& path) {
+    std::string allow;
+    for (const auto& r : table()) {
+      if (std::regex_match(path, std::regex(r.pattern))) {
+        if (allow.find(r.method) == std::string::npos) {
+          allow += (allow.empty() ? "" : ", ") + r.method;
+        }
+      }
+    }
+    return allow;
+  }
+
+  void configure() {
+    server.new_task_queue = [n = config.http_threads] { return new httplib::ThreadPool(std::size_t(n)); };
+    server.set_payload_max_length(config.max_body_bytes);
+    server.set_keep_alive_max_count(1000);
+    server.set_read_timeout(30s);
+    server.set_write_timeout(30s);
+    // `curl -d @job.json` labels its body application/x-www-form-urlencoded, which httplib caps at
+    // 8 KB and parses as a form. The API only takes JSON, so such a body is read as JSON. The
+    // request is httplib's own non-const object (the handler type is const only by signature).
+    server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+      if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) ==
+          0) {
+        auto& r = const_cast<httplib::Request&>(req);
+        r.headers.erase("Content-Type");
+        r.headers.emplace("Content-Type", "application/json");
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    for (const auto& r : table()) {
+      auto fn = r.fn;
+      auto h = [this, fn](const httplib::Request& req, httplib::Response& res) {
+        dispatch(fn, req, res);
+      };
+      if (r.method == "GET") server.Get(r.pattern, h);
+      else server.Post(r.pattern, h);
+    }
+    httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req,
+                                                           httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      if (res.status == 404) {
+        const std::string allow = allowed_methods(req.path);
+        if (!allow.empty()) {
+          res.set_header("Allow", allow);
+          send_error(405, "method_not_allowed",
+                     req.method + " is not allowed on " + req.path + " (allowed: " + allow + ")",
+                     res);
+        } else {
+          send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
+        }
+      } else if (res.status == 413) {
+        send_error(413, "payload_too_large",
+                   "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes",
+                   res);
+      } else if (res.status == 400) {
+        send_error(400, "bad_request", "malformed HTTP request", res);
+      } else {
+        send_error(res.status, "http_error", "HTTP " + std::to_string(res.status), res);
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    server.set_error_handler(std::move(on_error));
+    server.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+          std::string what = "unknown error";
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          send_error(500, "internal", what, res);
+        });
+    server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
+    });
+  }
+};
+
+http_api::http_api(job_store& store, scheduler& sched, job_waiters& waiters,
+                   const serve_config& config)
+    : m_impl(std::make_unique<impl>(store, sched, waiters, config)) {
+  m_impl->configure();
+}
+
+http_api::~http_api() = default;
+
+int http_api::bind(const std::string& host, int port) {
+  const int bound = port == 0 ? m_impl->server.bind_to_any_port(host)
+                              : (m_impl->server.bind_to_port(host, port) ? port : -1);
+  if (bound < 0) {
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
+                             " (address in use or not available)");
+  }
+  return bound;
+}
+
+bool http_api::run() { return m_impl->server.listen_after_bind(); }
+
+void http_api::stop() { m_impl->server.stop(); }
+
+std::vector<std::pair<std::string, std::string>> http_api::routes() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : impl::table()) out.emplace_back(r.method, r.openapi_path);
+  return out;
+}
+
+}  // namespace kernelscan

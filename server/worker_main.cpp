@@ -1,0 +1,186 @@
+#include "server/worker_main.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "api/job_spec_codec.hpp"
+#include "api/worker_protocol.hpp"
+#include "engine/mock_engine.hpp"
+
+namespace kernelscan {
+namespace {
+
+// The protocol has the real stdout to itself: fd 1 is pointed at stderr so that anything else
+// printing (a user kernel's printf, a runtime's diagnostics) cannot corrupt the stream.
+int take_protocol_fd() {
+  const int fd = dup(STDOUT_FILENO);
+  if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    spdlog::critical("worker: cannot set up the protocol descriptor: {}", std::strerror(errno));
+    std::exit(2);
+  }
+  return fd;
+}
+
+bool write_all(int fd, const std::string& line) {
+  std::size_t off = 0;
+  while (off < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + off, line.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    off += std::size_t(n);
+  }
+  return true;
+}
+
+// Lines from the daemon on fd 0, with a look at whether more input is already waiting (which
+// decides whether replies may be held back and written together).
+class line_reader {
+ public:
+  explicit line_reader(int fd) : m_fd(fd) {}
+
+  // Blocks until a whole line is available; false at end of input.
+  bool next(std::string& line) {
+    for (;;) {
+      const auto nl = m_buffer.find('\n', m_pos);
+      if (nl != std::string::npos) {
+        line.assign(m_buffer, m_pos, nl - m_pos);
+        m_pos = nl + 1;
+        return true;
+      }
+      m_buffer.erase(0, m_pos);
+      m_pos = 0;
+      char chunk[65536];
+      const ssize_t n = ::read(m_fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      m_buffer.append(chunk, std::size_t(n));
+    }
+  }
+
+  bool input_waiting() const {
+    if (m_buffer.find('\n', m_pos) != std::string::npos) return true;
+    pollfd p{m_fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  }
+
+ private:
+  int m_fd;
+  std::string m_buffer;
+  std::size_t m_pos = 0;
+};
+
+// Replies held while more requests wait, written at most this many or this late.
+constexpr int k_max_held_replies = 32;
+constexpr auto k_max_hold = std::chrono::milliseconds(5);
+
+std::unique_ptr<engine> make_engine(const worker_config& config) {
+  if (config.engine != "mock") {
+    spdlog::critical("worker: engine \"{}\" is not built into this binary", config.engine);
+    std::exit(2);
+  }
+  const device_model* model = find_device_model(config.mock_model);
+  if (!model) {
+    spdlog::critical("worker: unknown mock model \"{}\"", config.mock_model);
+    std::exit(2);
+  }
+  return std::make_unique<mock_engine>(*model, config.device);
+}
+
+}  // namespace
+
+int run_worker(const worker_config& config) {
+  const pid_t parent = getppid();
+  // Die with the daemon, even if it is killed with SIGKILL and cannot close our stdin.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return 0;
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // a crashing kernel must not fill the disk with cores
+
+  auto logger = spdlog::stderr_color_mt("worker" + std::to_string(config.device));
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%n] %^%l%$ %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+
+  const int out = take_protocol_fd();
+  auto eng = make_engine(config);
+  if (!write_all(out, worker_protocol::ready_line(eng->device()))) return 1;
+
+  spec_limits limits = spec_limits::stored();
+  limits.allow_fault_injection = config.allow_fault_injection;
+  std::optional<job_plan> plan;
+  std::int64_t plan_job = -1;
+  std::string plan_error_message;
+
+  line_reader input(STDIN_FILENO);
+  std::string pending;  // replies not yet written
+  int held = 0;
+  auto first_held = std::chrono::steady_clock::now();
+  std::string line;
+  while (input.next(line)) {
+    std::string reply;
+    std::uint64_t seq = 0;
+    const auto started = std::chrono::steady_clock::now();
+    try {
+      auto msg = worker_protocol::parse_daemon_line(line);
+      seq = msg.seq;
+      if (msg.type == worker_protocol::daemon_message::kind::job) {
+        plan.reset();
+        plan_job = msg.job;
+        plan_error_message.clear();
+        try {
+          plan.emplace(compile_plan(parse_job_spec(msg.spec, limits), limits.plan));
+        } catch (const validation_error& e) {
+          plan_error_message = e.what();
+        }
+        continue;
+      }
+      if (msg.job != plan_job) {
+        reply = worker_protocol::failure_line(seq, "internal",
+                                              "job " + std::to_string(msg.job) +
+                                                  " was not loaded in this worker");
+      } else if (!plan) {
+        reply = worker_protocol::failure_line(seq, "invalid_spec", plan_error_message);
+      } else if (msg.index >= plan->size()) {
+        reply = worker_protocol::failure_line(seq, "internal", "point index out of range");
+      } else {
+        const auto result = eng->measure(*plan, msg.index, plan->spec().seed.value_or(0));
+        const double wall_ms = std::chrono::duration<double, std::milli>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count();
+        reply = worker_protocol::result_line(seq, wall_ms, result);
+      }
+    } catch (const worker_protocol::protocol_error& e) {
+      spdlog::error("{}", e.what());
+      reply = worker_protocol::failure_line(seq, "internal", e.what());
+    } catch (const std::exception& e) {
+      spdlog::error("measurement failed: {}", e.what());
+      reply = worker_protocol::failure_line(seq, "internal", e.what());
+    }
+    if (held++ == 0) first_held = started;
+    pending += reply;
+    if (held >= k_max_held_replies || !input.input_waiting() ||
+        std::chrono::steady_clock::now() - first_held >= k_max_hold) {
+      if (!write_all(out, pending)) return 1;
+      pending.clear();
+      held = 0;
+    }
+  }
+  if (!pending.empty() && !write_all(out, pending)) return 1;
+  return 0;
+}
+
+}  // namespace kernelscan
