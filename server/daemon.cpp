@@ -60,6 +60,7 @@ int run_serve(serve_config config) {
     fatal(e.what());
   }
   if (config.worker_executable.empty()) config.worker_executable = self_executable();
+  config.limits.allow_fault_injection = config.allow_fault_injection;
 
   std::error_code ec;
   std::filesystem::create_directories(config.data_dir, ec);

@@ -153,8 +153,7 @@ void scheduler::start() {
     }
     pending_job queued = job;
     queued.status = job_status::queued;
-    m_queue.emplace(-queued.priority, queued.id);
-    m_queued[queued.id] = queued;
+    m_queue.push(queued);
   }
   for (auto& slot : m_slots) spawn(*slot);
   publish();
@@ -350,22 +349,18 @@ void scheduler::enqueue(std::int64_t id) {
     for (const auto& slot : m_slots) {
       if (slot->job && slot->job->info.id == id) return;
     }
-    if (m_queued.count(id)) return;
+    if (m_queue.contains(id)) return;
     auto rec = m_store.get(id);
     if (!rec || rec->status != job_status::queued) return;
-    pending_job p{rec->id, rec->priority, rec->engine, rec->requested_device, rec->status,
-                  rec->cancel_requested};
-    m_queue.emplace(-p.priority, p.id);
-    m_queued[p.id] = p;
+    m_queue.push({rec->id, rec->priority, rec->engine, rec->requested_device, rec->status,
+                  rec->cancel_requested});
     dispatch();
   });
 }
 
 void scheduler::cancel(std::int64_t id) {
   asio::post(m_io, [this, id] {
-    if (auto it = m_queued.find(id); it != m_queued.end()) {
-      m_queue.erase({-it->second.priority, id});
-      m_queued.erase(it);
+    if (m_queue.remove(id)) {
       m_waiters.notify(id);
       return;
     }
@@ -382,16 +377,12 @@ void scheduler::dispatch() {
   if (m_draining) return;
   for (auto& slot : m_slots) {
     if (slot->job || !slot->worker_ready) continue;
-    for (auto it = m_queue.begin(); it != m_queue.end();) {
-      const pending_job job = m_queued.at(it->second);
-      if (!matches(job, *slot)) {
-        ++it;
-        continue;
-      }
-      it = m_queue.erase(it);
-      m_queued.erase(job.id);
-      start_job(*slot, job);
-      if (slot->job) break;
+    // A job that cannot start (cancelled meanwhile, or ended at once) leaves the device free
+    // for the next.
+    while (!slot->job) {
+      auto job = m_queue.pop_first([&](const pending_job& j) { return matches(j, *slot); });
+      if (!job) break;
+      start_job(*slot, *job);
     }
   }
   publish();
@@ -591,8 +582,8 @@ void scheduler::finish_job(device_slot& slot, job_status status, std::optional<p
   slot.outstanding.clear();
   slot.watchdog.cancel();
   slot.state = slot.worker_ready ? device_state::idle : slot.state;
+  publish();  // before waking waiters: whoever sees the job end sees the device free
   m_waiters.notify(id);
-  publish();
   // Posted, not called: finish_job runs inside dispatch() (via start_job) and the queue must
   // not change under its loop.
   asio::post(m_io, [this] { dispatch(); });

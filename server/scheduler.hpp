@@ -24,6 +24,7 @@
 
 #include "engine/device_info.hpp"
 #include "server/config.hpp"
+#include "server/job_queue.hpp"
 #include "server/job_waiters.hpp"
 #include "storage/job_store.hpp"
 
@@ -102,8 +103,7 @@ class scheduler {
   serve_config m_config;
 
   std::vector<std::unique_ptr<device_slot>> m_slots;
-  std::set<std::pair<int, std::int64_t>> m_queue;  // (-priority, id)
-  std::map<std::int64_t, pending_job> m_queued;
+  job_queue m_queue;
   std::uint64_t m_next_seq = 1;
   std::vector<result_row> m_unflushed;
   asio::steady_timer m_flush_timer{m_io};

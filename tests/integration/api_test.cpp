@@ -1,0 +1,400 @@
+// The HTTP API against a real daemon with mock devices: submit, read back, list, long-poll,
+// cancel, idempotency, bad input, routing errors, assets.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/daemon_process.hpp"
+
+namespace kernelscan::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+json gemm_sweep() {
+  return json::parse(R"({
+    "name": "gemm sweep",
+    "labels": {"team": "perf", "candidate": "7"},
+    "kernel": {"op": "gemm", "m": "M", "n": "N", "k": 1024, "dtype": "f16"},
+    "sweep": {"M": [256, 512], "N": [128, 256, 512]}
+  })");
+}
+
+json slow_job(int points, double delay_ms) {
+  json j = json::parse(R"({"kernel": {"op": "stream", "variant": "triad", "n": "N"}})");
+  json values = json::array();
+  for (int i = 0; i < points; ++i) values.push_back(1024 * (i + 1));
+  j["sweep"] = {{"N", values}};
+  j["mock"] = {{"delay_ms", delay_ms}};
+  return j;
+}
+
+void expect_error(const http_reply& r, int status, const std::string& type,
+                  const std::string& field = "") {
+  EXPECT_EQ(r.status, status) << r.text;
+  ASSERT_TRUE(r.body.is_object()) << r.text;
+  ASSERT_TRUE(r.body.contains("error")) << r.text;
+  EXPECT_EQ(r.body["error"].value("type", ""), type) << r.text;
+  EXPECT_FALSE(r.body["error"].value("message", "").empty()) << r.text;
+  if (!field.empty()) {
+    bool found = false;
+    for (const auto& d : r.body["error"].value("details", json::array())) {
+      if (d.value("field", "") == field) found = true;
+    }
+    EXPECT_TRUE(found) << "no error for field " << field << " in " << r.text;
+  }
+}
+
+class Api : public ::testing::Test {
+ protected:
+  void SetUp() override { daemon.start(); }
+  daemon_process daemon;
+};
+
+TEST_F(Api, SubmitSweepAndReadEveryPointBack) {
+  const auto created = daemon.post_json("/api/v1/jobs", gemm_sweep());
+  ASSERT_EQ(created.status, 201) << created.text;
+  EXPECT_EQ(created.header("Location"), "/api/v1/jobs/" + created.body["id"].dump());
+  EXPECT_EQ(created.body["status"], "queued");
+  EXPECT_EQ(created.body["progress"]["total"], 6);
+  EXPECT_EQ(created.body["spec"]["timing"]["min_samples"], 10);  // defaults are filled in
+  EXPECT_TRUE(created.body["spec"]["seed"].is_number_integer());
+  const auto id = created.body["id"].get<std::int64_t>();
+
+  const json job = daemon.wait_job(id);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_EQ(job["progress"]["done"], 6);
+  EXPECT_EQ(job["progress"]["ok"], 6);
+  EXPECT_EQ(job["device"], 0);
+  EXPECT_FALSE(job["started_at"].is_null());
+  EXPECT_FALSE(job["finished_at"].is_null());
+  ASSERT_TRUE(job["summary"]["best"].is_object());
+
+  const auto results = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results");
+  ASSERT_EQ(results.status, 200) << results.text;
+  const auto& rows = results.body["results"];
+  ASSERT_EQ(rows.size(), 6u);
+  const std::vector<std::pair<int, int>> expected{{256, 128}, {256, 256}, {256, 512},
+                                                  {512, 128}, {512, 256}, {512, 512}};
+  double best = 1e300;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    EXPECT_EQ(row["index"], i);
+    EXPECT_EQ(row["params"]["M"], expected[i].first);
+    EXPECT_EQ(row["params"]["N"], expected[i].second);
+    EXPECT_EQ(row["status"], "ok");
+    const auto& t = row["time_us"];
+    EXPECT_GT(t["median"].get<double>(), 0);
+    EXPECT_LE(t["min"].get<double>(), t["median"].get<double>());
+    EXPECT_LE(t["median"].get<double>(), t["max"].get<double>());
+    EXPECT_LE(t["ci95_low"].get<double>(), t["median"].get<double>());
+    EXPECT_GE(t["ci95_high"].get<double>(), t["median"].get<double>());
+    EXPECT_GE(row["samples"].get<int>(), 10);
+    EXPECT_EQ(row["verification"]["status"], "skipped");
+    EXPECT_GT(row["metrics"]["tflops"].get<double>(), 0);
+    best = std::min(best, t["median"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(job["summary"]["best"]["median_us"].get<double>(), best);
+  // Bigger problems take longer on the mock as on a GPU.
+  EXPECT_GT(rows[5]["time_us"]["median"].get<double>(),
+            rows[0]["time_us"]["median"].get<double>());
+
+  const auto csv = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=csv");
+  ASSERT_EQ(csv.status, 200);
+  EXPECT_EQ(csv.header("Content-Type").rfind("text/csv", 0), 0u);
+  std::istringstream lines(csv.text);
+  std::string line;
+  std::vector<std::string> all;
+  while (std::getline(lines, line)) all.push_back(line);
+  ASSERT_EQ(all.size(), 7u);
+  EXPECT_EQ(all[0].rfind("M,N,index,status,", 0), 0u) << all[0];
+  EXPECT_EQ(all[1].rfind("256,128,0,ok,", 0), 0u) << all[1];
+
+  const auto jsonl = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=jsonl");
+  ASSERT_EQ(jsonl.status, 200);
+  std::istringstream jl(jsonl.text);
+  int n = 0;
+  while (std::getline(jl, line)) {
+    EXPECT_EQ(json::parse(line)["index"], n);
+    ++n;
+  }
+  EXPECT_EQ(n, 6);
+
+  const auto page = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?offset=2&limit=3");
+  ASSERT_EQ(page.status, 200);
+  ASSERT_EQ(page.body["results"].size(), 3u);
+  EXPECT_EQ(page.body["results"][0]["index"], 2);
+  EXPECT_EQ(page.body["results"][2]["index"], 4);
+}
+
+TEST_F(Api, ListFiltersByStatusAndLabelsAndPagesWithACursor) {
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    json spec = gemm_sweep();
+    spec["labels"] = {{"batch", i % 2 ? "odd" : "even"}, {"n", std::to_string(i)}};
+    ids.push_back(daemon.submit(spec));
+  }
+  for (auto id : ids) ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+
+  const auto odd = daemon.get("/api/v1/jobs?label.batch=odd");
+  ASSERT_EQ(odd.status, 200) << odd.text;
+  ASSERT_EQ(odd.body["jobs"].size(), 2u);
+  EXPECT_EQ(odd.body["jobs"][0]["id"], ids[3]);  // newest first
+  EXPECT_EQ(odd.body["jobs"][1]["id"], ids[1]);
+  EXPECT_FALSE(odd.body["jobs"][0].contains("spec"));  // lists stay small
+
+  const auto both = daemon.get("/api/v1/jobs?label.batch=even&label.n=2");
+  ASSERT_EQ(both.body["jobs"].size(), 1u);
+  EXPECT_EQ(both.body["jobs"][0]["id"], ids[2]);
+
+  EXPECT_EQ(daemon.get("/api/v1/jobs?status=succeeded").body["jobs"].size(), 5u);
+  EXPECT_EQ(daemon.get("/api/v1/jobs?status=queued,running").body["jobs"].size(), 0u);
+
+  std::vector<std::int64_t> seen;
+  std::string url = "/api/v1/jobs?limit=2";
+  for (int page = 0; page < 10; ++page) {
+    const auto r = daemon.get(url);
+    ASSERT_EQ(r.status, 200) << r.text;
+    for (const auto& j : r.body["jobs"]) seen.push_back(j["id"].get<std::int64_t>());
+    if (r.body["next_cursor"].is_null()) break;
+    url = "/api/v1/jobs?limit=2&cursor=" + r.body["next_cursor"].get<std::string>();
+  }
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{ids[4], ids[3], ids[2], ids[1], ids[0]}));
+}
+
+TEST_F(Api, LongPollReturnsWhenTheJobEnds) {
+  const auto id = daemon.submit(slow_job(3, 200));
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = daemon.get("/api/v1/jobs/" + std::to_string(id) + "?wait=30");
+  const auto waited = std::chrono::steady_clock::now() - started;
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body["status"], "succeeded");
+  EXPECT_GE(waited, 500ms);  // it did wait for the ~600 ms job...
+  EXPECT_LT(waited, 10s);    // ...and answered when it ended, not at the deadline
+
+  const auto id2 = daemon.submit(slow_job(50, 200));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r2 = daemon.get("/api/v1/jobs/" + std::to_string(id2) + "?wait=0.3");
+  const auto short_wait = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r2.status, 200);
+  EXPECT_NE(r2.body["status"], "succeeded");
+  EXPECT_GE(short_wait, 250ms);
+  EXPECT_LT(short_wait, 3s);
+}
+
+TEST_F(Api, CancelStopsQueuedJobsAtOnceAndRunningJobsAfterTheirPoint) {
+  const auto running = daemon.submit(slow_job(100, 100));
+  const auto queued = daemon.submit(slow_job(5, 100));
+  ASSERT_TRUE(eventually([&] {
+    return daemon.get("/api/v1/jobs/" + std::to_string(running)).body["progress"]["done"] >= 2;
+  }));
+
+  const auto c1 = daemon.post("/api/v1/jobs/" + std::to_string(queued) + "/cancel", "");
+  ASSERT_EQ(c1.status, 200) << c1.text;
+  EXPECT_EQ(c1.body["status"], "cancelled");
+  EXPECT_EQ(c1.body["progress"]["done"], 0);
+
+  const auto c2 = daemon.post("/api/v1/jobs/" + std::to_string(running) + "/cancel", "");
+  ASSERT_EQ(c2.status, 200) << c2.text;
+  EXPECT_TRUE(c2.body["cancel_requested"].get<bool>());
+  const json job = daemon.wait_job(running, 10s);
+  EXPECT_EQ(job["status"], "cancelled");
+  EXPECT_EQ(job["error"]["type"], "cancelled");
+  const auto done = job["progress"]["done"].get<int>();
+  EXPECT_GE(done, 2);
+  EXPECT_LT(done, 100);
+  // The results of the points measured before the cancel are kept.
+  const auto rows = daemon.get("/api/v1/jobs/" + std::to_string(running) + "/results");
+  EXPECT_EQ(int(rows.body["results"].size()), done);
+
+  expect_error(daemon.post("/api/v1/jobs/" + std::to_string(running) + "/cancel", ""), 409,
+               "conflict");
+  expect_error(daemon.post("/api/v1/jobs/424242/cancel", ""), 404, "not_found");
+
+  // The device is free again.
+  EXPECT_EQ(daemon.wait_job(daemon.submit(gemm_sweep()))["status"], "succeeded");
+}
+
+TEST_F(Api, IdempotencyKeyReturnsTheSameJobOnRetry) {
+  const std::string body = gemm_sweep().dump();
+  const httplib::Headers key{{"Idempotency-Key", "retry-me-1"}};
+  const auto first = daemon.post("/api/v1/jobs", body, key);
+  ASSERT_EQ(first.status, 201) << first.text;
+  const auto again = daemon.post("/api/v1/jobs", body, key);
+  ASSERT_EQ(again.status, 200) << again.text;
+  EXPECT_EQ(again.body["id"], first.body["id"]);
+  EXPECT_EQ(again.header("Idempotent-Replayed"), "true");
+
+  json other = gemm_sweep();
+  other["name"] = "something else";
+  expect_error(daemon.post("/api/v1/jobs", other.dump(), key), 409, "idempotency_conflict");
+  expect_error(daemon.post("/api/v1/jobs", body, {{"Idempotency-Key", std::string(201, 'k')}}),
+               400, "invalid_header");
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 1u);
+}
+
+TEST_F(Api, BadInputGetsAClearErrorNamingTheField) {
+  expect_error(daemon.post("/api/v1/jobs", std::string("{\"kernel\": ")), 400, "invalid_json");
+  expect_error(daemon.post("/api/v1/jobs", std::string("[1,2]")), 422, "invalid_spec");
+  expect_error(daemon.post("/api/v1/jobs", std::string(1000, '[') + std::string(1000, ']')), 400,
+               "invalid_json");
+
+  json unknown = gemm_sweep();
+  unknown["timing"] = {{"min_sample", 5}};
+  expect_error(daemon.post_json("/api/v1/jobs", unknown), 422, "invalid_spec", "timing.min_sample");
+
+  json bad_expr = gemm_sweep();
+  bad_expr["kernel"]["m"] = "ceil(Q/16)";
+  expect_error(daemon.post_json("/api/v1/jobs", bad_expr), 422, "invalid_spec", "kernel.m");
+
+  json not_integer = gemm_sweep();
+  not_integer["kernel"]["m"] = "M/3";
+  const auto ni = daemon.post_json("/api/v1/jobs", not_integer);
+  expect_error(ni, 422, "invalid_spec", "kernel.m");
+  EXPECT_NE(ni.text.find("point 0 (M=256, N=128)"), std::string::npos) << ni.text;
+
+  json device = gemm_sweep();
+  device["device"] = 7;
+  expect_error(daemon.post_json("/api/v1/jobs", device), 422, "invalid_spec", "device");
+
+  json hip = gemm_sweep();
+  hip["engine"] = "hip";
+  expect_error(daemon.post_json("/api/v1/jobs", hip), 422, "invalid_spec", "engine");
+
+  json fault = gemm_sweep();
+  fault["mock"] = {{"fault", "crash"}};
+  expect_error(daemon.post_json("/api/v1/jobs", fault), 422, "invalid_spec", "mock.fault");
+
+  json huge = gemm_sweep();
+  huge["kernel"]["m"] = "M*1000000000";
+  expect_error(daemon.post_json("/api/v1/jobs", huge), 422, "invalid_spec", "kernel.m");
+
+  for (const char* query : {"limit=0", "limit=abc", "status=bogus", "cursor=-4", "colour=red"}) {
+    expect_error(daemon.get(std::string("/api/v1/jobs?") + query), 400, "invalid_parameter");
+  }
+  const auto id = daemon.submit(gemm_sweep());
+  const std::string job = "/api/v1/jobs/" + std::to_string(id);
+  expect_error(daemon.get(job + "?wait=abc"), 400, "invalid_parameter");
+  expect_error(daemon.get(job + "?wait=10000"), 400, "invalid_parameter");
+  expect_error(daemon.get(job + "/results?format=xml"), 400, "invalid_parameter");
+  expect_error(daemon.get(job + "/results?offset=-1"), 400, "invalid_parameter");
+
+  // Nothing half-accepted was stored: only the one valid job exists.
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 1u);
+  EXPECT_EQ(daemon.get("/healthz").status, 200);
+}
+
+TEST_F(Api, UnknownThingsAre404AndWrongMethods405InTheErrorShape) {
+  expect_error(daemon.get("/api/v1/jobs/999999"), 404, "not_found");
+  expect_error(daemon.get("/api/v1/jobs/abc"), 404, "not_found");
+  expect_error(daemon.get("/api/v1/jobs/999999/results"), 404, "not_found");
+  expect_error(daemon.get("/api/v1/devices/9"), 404, "not_found");
+  expect_error(daemon.get("/no/such/route"), 404, "not_found");
+  expect_error(daemon.get("/assets/nope.js"), 404, "not_found");
+  const auto wrong = daemon.get("/api/v1/jobs/1/cancel");
+  expect_error(wrong, 405, "method_not_allowed");
+  EXPECT_EQ(wrong.header("Allow"), "POST");
+}
+
+TEST_F(Api, ServesThePageTheAssetsAndTheContract) {
+  const auto page = daemon.get("/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.header("Content-Type").rfind("text/html", 0), 0u);
+  EXPECT_NE(page.text.find("kernelscan"), std::string::npos);
+  const std::string etag = page.header("ETag");
+  ASSERT_FALSE(etag.empty());
+
+  httplib::Client c("127.0.0.1", daemon.port());
+  const auto cached = c.Get("/", {{"If-None-Match", etag}});
+  ASSERT_TRUE(cached);
+  EXPECT_EQ(cached->status, 304);
+
+  const auto js = daemon.get("/assets/app.js");
+  EXPECT_EQ(js.status, 200);
+  EXPECT_EQ(js.header("Content-Type").rfind("text/javascript", 0), 0u);
+
+  const auto contract = daemon.get("/api/v1/openapi.yaml");
+  ASSERT_EQ(contract.status, 200);
+  EXPECT_EQ(contract.text.rfind("openapi:", 0), 0u);
+}
+
+TEST_F(Api, CurlStyleFormContentTypeIsReadAsJson) {
+  // curl -d @job.json sends application/x-www-form-urlencoded; bodies over 8 KB must work too.
+  json spec = gemm_sweep();
+  json values = json::array();
+  for (int i = 1; i <= 2000; ++i) values.push_back(i);
+  spec["sweep"] = {{"M", values}, {"N", {64}}};
+  ASSERT_GT(spec.dump().size(), 8192u);
+  httplib::Client c("127.0.0.1", daemon.port());
+  const auto r =
+      c.Post("/api/v1/jobs", spec.dump(), "application/x-www-form-urlencoded");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201) << r->body;
+}
+
+TEST(ApiDevices, HealthReadinessAndDevices) {
+  daemon_process daemon({.mock_devices = 2, .allow_fault_injection = false, .extra_args = {}});
+  daemon.start();
+  EXPECT_EQ(daemon.get("/healthz").body["status"], "ok");
+  const auto ready = daemon.get("/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body["devices"].size(), 2u);
+
+  const auto devices = daemon.get("/api/v1/devices");
+  ASSERT_EQ(devices.status, 200);
+  ASSERT_EQ(devices.body["devices"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const auto& d = devices.body["devices"][std::size_t(i)];
+    EXPECT_EQ(d["index"], i);
+    EXPECT_EQ(d["engine"], "mock");
+    EXPECT_EQ(d["model"], "MI300X");
+    EXPECT_EQ(d["state"], "idle");
+    EXPECT_DOUBLE_EQ(d["datasheet"]["f16_tflops"].get<double>(), 1307.4);
+    EXPECT_GT(d["worker_pid"].get<int>(), 0);
+  }
+  EXPECT_EQ(daemon.get("/api/v1/devices/1").body["index"], 1);
+
+  // A job pinned to device 1 runs there.
+  json spec = gemm_sweep();
+  spec["device"] = 1;
+  EXPECT_EQ(daemon.wait_job(daemon.submit(spec))["device"], 1);
+}
+
+TEST(ApiQueue, HigherPriorityRunsFirst) {
+  daemon_process daemon;
+  daemon.start();
+  const auto blocker = daemon.submit(slow_job(3, 150));
+  json low = slow_job(1, 1);
+  low["priority"] = -5;
+  json high = slow_job(1, 1);
+  high["priority"] = 5;
+  const auto low_id = daemon.submit(low);
+  const auto high_id = daemon.submit(high);
+  const json l = daemon.wait_job(low_id);
+  const json h = daemon.wait_job(high_id);
+  ASSERT_EQ(daemon.wait_job(blocker)["status"], "succeeded");
+  ASSERT_EQ(l["status"], "succeeded");
+  ASSERT_EQ(h["status"], "succeeded");
+  EXPECT_LT(h["started_at"].get<std::string>(), l["started_at"].get<std::string>());
+}
+
+TEST(ApiLimits, ConfiguredLimitsAreEnforced) {
+  daemon_process daemon({.mock_devices = 1,
+                         .allow_fault_injection = false,
+                         .extra_args = {"--max-body-bytes", "4096", "--max-sweep-points", "100"}});
+  daemon.start();
+  json big = gemm_sweep();
+  big["name"] = std::string(5000, 'x');
+  expect_error(daemon.post_json("/api/v1/jobs", big), 413, "payload_too_large");
+
+  json many = gemm_sweep();
+  many["sweep"] = {{"M", {{"from", 1}, {"to", 20}}}, {"N", {{"from", 1}, {"to", 10}}}};
+  const auto r = daemon.post_json("/api/v1/jobs", many);
+  expect_error(r, 422, "invalid_spec", "sweep");
+  EXPECT_NE(r.text.find("200 points"), std::string::npos) << r.text;
+}
+
+}  // namespace
+}  // namespace kernelscan::testing

@@ -1,0 +1,79 @@
+#pragma once
+// A real `kernelscan serve` for integration tests: started on a free loopback port (port 0,
+// read back from --port-file) with a temporary data directory, stopped and cleaned up by the
+// destructor. The data directory survives kill9()/start() so restarts can be tested.
+
+#include <httplib.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/json.hpp"
+
+namespace kernelscan::testing {
+
+struct http_reply {
+  int status = 0;
+  std::string text;
+  json body;  // parsed when the reply is JSON
+  httplib::Headers headers;
+  std::string header(const std::string& name) const;
+};
+
+class daemon_process {
+ public:
+  struct options {
+    int mock_devices = 1;
+    bool allow_fault_injection = false;
+    std::vector<std::string> extra_args;
+  };
+
+  explicit daemon_process(options opts);
+  daemon_process() : daemon_process(options{}) {}
+  daemon_process(const daemon_process&) = delete;
+  daemon_process& operator=(const daemon_process&) = delete;
+  ~daemon_process();
+
+  // Starts the daemon and waits until /readyz answers 200. Throws on failure (with the log).
+  void start();
+  // SIGKILL, as a crash would; the data directory is kept.
+  void kill9();
+  // SIGTERM; waits for the exit and returns the exit status (-1 if it had to be killed).
+  int terminate(std::chrono::seconds timeout = std::chrono::seconds(30));
+  bool running() const { return m_pid > 0; }
+
+  int port() const { return m_port; }
+  pid_t pid() const { return m_pid; }
+  const std::string& data_dir() const { return m_data_dir; }
+  std::string log() const;
+
+  http_reply get(const std::string& path) const;
+  http_reply post(const std::string& path, const std::string& body,
+                  const httplib::Headers& headers = {}) const;
+  http_reply post_json(const std::string& path, const json& body) const {
+    return post(path, body.dump());
+  }
+
+  // Submits a job and expects 201; returns the job id.
+  std::int64_t submit(const json& spec) const;
+  // Long-polls until the job is terminal (or the timeout passes); returns the job.
+  json wait_job(std::int64_t id, std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+  // The worker process ids the daemon reports, per device.
+  std::vector<pid_t> worker_pids() const;
+
+ private:
+  options m_options;
+  std::string m_data_dir;
+  std::string m_log_path;
+  pid_t m_pid = -1;
+  int m_port = 0;
+};
+
+// Polls `condition` every 20 ms until it is true or `timeout` passes.
+bool eventually(const std::function<bool()>& condition,
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+
+}  // namespace kernelscan::testing
