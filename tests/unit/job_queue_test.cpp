@@ -23,7 +23,8 @@ TEST(JobQueue, HigherPriorityFirstThenSubmissionOrder) {
   q.push(job(4, 5));
   q.push(job(5, -3));
   std::vector<std::int64_t> order;
-  while (auto j = q.pop_first(any)) order.push_back(j->id);
+  while (auto j = q.pop_first(any))
+    order.push_back(j->id);
   EXPECT_EQ(order, (std::vector<std::int64_t>{2, 4, 1, 3, 5}));
   EXPECT_EQ(q.size(), 0u);
 }

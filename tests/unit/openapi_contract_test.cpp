@@ -29,7 +29,8 @@ std::map<std::string, std::set<std::string>> openapi_paths(const std::string& te
     if (!line.empty() && line[0] != ' ' && line[0] != '#') break;  // next top-level key
     if (line.size() > 3 && line.rfind("  /", 0) == 0 && line.back() == ':') {
       current = line.substr(2, line.size() - 3);
-      if (current.size() > 1 && current.front() == '"') current = current.substr(1, current.size() - 2);
+      if (current.size() > 1 && current.front() == '"')
+        current = current.substr(1, current.size() - 2);
       out[current];
     } else if (!current.empty() && line.rfind("    ", 0) == 0 && line[4] != ' ') {
       const auto colon = line.find(':');
@@ -55,7 +56,8 @@ TEST(OpenApiContract, EveryRegisteredRouteIsDocumented) {
   ASSERT_FALSE(paths.empty()) << "no paths found in api/openapi.yaml";
   for (const auto& [method, path] : http_api::routes()) {
     std::string m = method;
-    for (auto& c : m) c = char(std::tolower(c));
+    for (auto& c : m)
+      c = char(std::tolower(c));
     auto it = paths.find(path);
     ASSERT_NE(it, paths.end()) << path << " is registered but not in api/openapi.yaml";
     EXPECT_TRUE(it->second.count(m)) << method << " " << path << " is not documented";
@@ -67,13 +69,14 @@ TEST(OpenApiContract, EveryDocumentedRouteIsRegistered) {
   std::set<std::pair<std::string, std::string>> registered;
   for (const auto& [method, path] : http_api::routes()) {
     std::string m = method;
-    for (auto& c : m) c = char(std::tolower(c));
+    for (auto& c : m)
+      c = char(std::tolower(c));
     registered.emplace(m, path);
   }
   for (const auto& [path, methods] : openapi_paths(text)) {
     for (const auto& m : methods) {
-      EXPECT_TRUE(registered.count({m, path})) << m << " " << path
-                                               << " is documented but the server has no such route";
+      EXPECT_TRUE(registered.count({m, path}))
+          << m << " " << path << " is documented but the server has no such route";
     }
   }
 }
