@@ -8,6 +8,8 @@ json error_body(std::string_view type, std::string_view message, const json& det
   return {{"error", std::move(e)}};
 }
 
-json api_error::body() const { return error_body(m_type, what(), m_details); }
+json api_error::body() const {
+  return error_body(m_type, what(), m_details);
+}
 
 }  // namespace kernelscan

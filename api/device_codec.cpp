@@ -47,10 +47,11 @@ device_info device_info_from_json(const json& j) {
     d.llc_bytes = j.at("llc_bytes").get<std::uint64_t>();
     d.driver = j.at("driver").get<std::string>();
     if (const auto& p = j.at("datasheet"); !p.is_null()) {
-      d.datasheet = device_peaks{p.at("f64_tflops").get<double>(),  p.at("f32_tflops").get<double>(),
-                                 p.at("f16_tflops").get<double>(),  p.at("bf16_tflops").get<double>(),
-                                 p.at("i8_tops").get<double>(),     p.at("vector_f32_tflops").get<double>(),
-                                 p.at("bandwidth_gbps").get<double>()};
+      d.datasheet =
+          device_peaks{p.at("f64_tflops").get<double>(),    p.at("f32_tflops").get<double>(),
+                       p.at("f16_tflops").get<double>(),    p.at("bf16_tflops").get<double>(),
+                       p.at("i8_tops").get<double>(),       p.at("vector_f32_tflops").get<double>(),
+                       p.at("bandwidth_gbps").get<double>()};
     }
     return d;
   } catch (const json::exception& e) {

@@ -5,9 +5,9 @@ namespace {
 
 std::string summary(const std::vector<field_error>& errors) {
   if (errors.empty()) return "invalid request";
-  std::string out = errors.front().field.empty() ? errors.front().message
-                                                 : errors.front().field + ": " +
-                                                       errors.front().message;
+  std::string out = errors.front().field.empty()
+                        ? errors.front().message
+                        : errors.front().field + ": " + errors.front().message;
   if (errors.size() > 1) {
     out += " (and " + std::to_string(errors.size() - 1) + " more problem" +
            (errors.size() > 2 ? "s" : "") + ")";

@@ -22,7 +22,8 @@ json to_json(const job_record& job) {
   j["id"] = job.id;
   j["name"] = job.name;
   j["labels"] = json::object();
-  for (const auto& [k, v] : job.labels) j["labels"][k] = v;
+  for (const auto& [k, v] : job.labels)
+    j["labels"][k] = v;
   j["status"] = to_string(job.status);
   j["op"] = job.op;
   j["priority"] = job.priority;
@@ -37,13 +38,13 @@ json to_json(const job_record& job) {
   j["started_at"] = time_or_null(job.started_ms);
   j["finished_at"] = time_or_null(job.finished_ms);
   j["cancel_requested"] = job.cancel_requested;
-  j["error"] = job.error ? json{{"type", job.error->type}, {"message", job.error->message}}
-                         : json(nullptr);
+  j["error"] =
+      job.error ? json{{"type", job.error->type}, {"message", job.error->message}} : json(nullptr);
   json best = nullptr;
   if (job.best) {
     best = {{"index", job.best->index},
-            {"params", job.best->params_json.empty() ? json::object()
-                                                      : json::parse(job.best->params_json)},
+            {"params",
+             job.best->params_json.empty() ? json::object() : json::parse(job.best->params_json)},
             {"median_us", job.best->median_us}};
   }
   j["summary"] = {{"best", std::move(best)}, {"fitness", nullptr}};

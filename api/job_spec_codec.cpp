@@ -41,10 +41,9 @@ class spec_parser {
     }
     spec.name = r.string("name", 200).value_or(op_default);
     if (const json* labels = r.get("labels")) spec.labels = parse_labels(*labels, "labels");
-    spec.engine = r.choice<engine_kind>(
-                       "engine",
-                       {{"auto", engine_kind::any}, {"mock", engine_kind::mock},
-                        {"hip", engine_kind::hip}})
+    spec.engine = r.choice<engine_kind>("engine", {{"auto", engine_kind::any},
+                                                   {"mock", engine_kind::mock},
+                                                   {"hip", engine_kind::hip}})
                       .value_or(engine_kind::any);
     if (const json* device = r.get("device")) {
       if (device->is_string() && device->get<std::string>() == "any") {
@@ -90,11 +89,10 @@ class spec_parser {
     }
     for (const auto& [key, value] : v.items()) {
       const std::string field = join_path(path, key);
-      const bool key_ok = !key.empty() && key.size() <= 64 &&
-                          std::all_of(key.begin(), key.end(), [](char c) {
-                            return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-                                   c == '-' || c == '.';
-                          });
+      const bool key_ok =
+          !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+          });
       if (!key_ok) {
         error(field, "label keys are 1-64 characters of letters, digits, '_', '-' and '.'");
       } else if (!value.is_string()) {
@@ -108,11 +106,23 @@ class spec_parser {
     return out;
   }
 
-  std::optional<std::int64_t> sweep_value(const json& v, const std::string& field) {
-    if ((v.is_number_integer() || v.is_number_unsigned()) && v.get<std::int64_t>() >= -k_max_literal &&
-        v.get<std::int64_t>() <= k_max_literal && !(v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(k_max_literal))) {
-      return v.get<std::int64_t>();
+  // A JSON float holding a whole number within +-2^53 (1e6, 1024.0), as integer fields accept.
+  static std::optional<std::int64_t> integral_float(const json& v) {
+    if (!v.is_number_float()) return std::nullopt;
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::nearbyint(d) || std::fabs(d) > double(k_max_literal)) {
+      return std::nullopt;
     }
+    return std::int64_t(d);
+  }
+
+  std::optional<std::int64_t> sweep_value(const json& v, const std::string& field) {
+    if (const auto x = integral_float(v)) return x;
+    const bool in_range =
+        (v.is_number_unsigned() && v.get<std::uint64_t>() <= std::uint64_t(k_max_literal)) ||
+        (v.is_number_integer() && !v.is_number_unsigned() &&
+         v.get<std::int64_t>() >= -k_max_literal && v.get<std::int64_t>() <= k_max_literal);
+    if (in_range) return v.get<std::int64_t>();
     error(field, "must be an integer within +-2^53, not " +
                      (v.is_number() ? v.dump() : std::string(json_type_name(v))));
     return std::nullopt;
@@ -171,8 +181,9 @@ class spec_parser {
     for (const auto& [name, values] : v.items()) {
       const std::string field = join_path("sweep", name);
       if (!is_identifier(name)) {
-        error(field, "parameter names are identifiers: a letter or '_', then letters, digits or "
-                     "'_' (at most 64)");
+        error(field,
+              "parameter names are identifiers: a letter or '_', then letters, digits or "
+              "'_' (at most 64)");
         ok = false;
         continue;
       }
@@ -190,20 +201,24 @@ class spec_parser {
           continue;
         }
         for (std::size_t i = 0; i < values.size(); ++i) {
-          if (auto x = sweep_value(values[i], index_path(field, i))) p.values.push_back(*x);
-          else ok = false;
+          if (auto x = sweep_value(values[i], index_path(field, i)))
+            p.values.push_back(*x);
+          else
+            ok = false;
         }
       } else if (values.is_object()) {
         p.values = parse_range(values, field);
         if (p.values.size() > m_limits.max_values_per_parameter) {
-          error(field, "expands to more than " +
-                           std::to_string(m_limits.max_values_per_parameter) + " values");
+          error(field, "expands to more than " + std::to_string(m_limits.max_values_per_parameter) +
+                           " values");
           ok = false;
           continue;
         }
       } else {
-        error(field, "must be a list of integers or a range {\"from\", \"to\", \"step\" | "
-                     "\"mul\"}, not " + std::string(json_type_name(values)));
+        error(field,
+              "must be a list of integers or a range {\"from\", \"to\", \"step\" | "
+              "\"mul\"}, not " +
+                  std::string(json_type_name(values)));
         ok = false;
         continue;
       }
@@ -224,9 +239,9 @@ class spec_parser {
     }
     kernelscan::sweep s(std::move(params));
     if (ok && s.size() > m_limits.max_points) {
-      error("sweep", "has " + (s.size() == UINT64_MAX ? std::string("too many")
-                                                      : std::to_string(s.size())) +
-                         " points; the limit is " + std::to_string(m_limits.max_points));
+      error("sweep",
+            "has " + (s.size() == UINT64_MAX ? std::string("too many") : std::to_string(s.size())) +
+                " points; the limit is " + std::to_string(m_limits.max_points));
     }
     return s;
   }
@@ -235,7 +250,8 @@ class spec_parser {
     timing_options t;
     object_reader r(v, "timing", m_errors);
     const double max_ms = m_limits.max_point_time_ms;
-    if (auto l2 = r.choice<l2_mode>("l2", {{"cold", l2_mode::cold}, {"hot", l2_mode::hot}})) t.l2 = *l2;
+    if (auto l2 = r.choice<l2_mode>("l2", {{"cold", l2_mode::cold}, {"hot", l2_mode::hot}}))
+      t.l2 = *l2;
     if (auto x = r.integer("warmup", 0, 10000)) t.warmup = int(*x);
     if (auto x = r.integer("min_samples", 1, 1000000)) t.min_samples = int(*x);
     if (auto x = r.integer("max_samples", 1, 1000000)) t.max_samples = int(*x);
@@ -271,8 +287,9 @@ class spec_parser {
                                                 {"hang", mock_fault::hang},
                                                 {"abort", mock_fault::abort}})) {
       if (*f != mock_fault::none && !m_limits.allow_fault_injection) {
-        r.error("fault", "fault injection is disabled; start the daemon with "
-                         "--allow-fault-injection to test faults");
+        r.error("fault",
+                "fault injection is disabled; start the daemon with "
+                "--allow-fault-injection to test faults");
       } else {
         out.fault = *f;
       }
@@ -296,6 +313,7 @@ class spec_parser {
   }
 
   std::optional<int_expr> int_value(const json& v, const std::string& field) {
+    if (const auto x = integral_float(v)) return int_expr::of(*x);  // 1e6 or 1024.0
     if (v.is_number_integer() || v.is_number_unsigned()) {
       if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(k_max_literal)) {
         error(field, "is larger than 2^53");
@@ -311,8 +329,8 @@ class spec_parser {
     if (v.is_string()) {
       const auto& s = v.get_ref<const std::string&>();
       if (s.empty() || s.size() > k_max_expression_length) {
-        error(field, "expression must be 1 to " + std::to_string(k_max_expression_length) +
-                         " characters");
+        error(field,
+              "expression must be 1 to " + std::to_string(k_max_expression_length) + " characters");
         return std::nullopt;
       }
       return int_expr{s, std::nullopt};
@@ -334,7 +352,7 @@ class spec_parser {
         r.error(key, "must be finite");
         return std::nullopt;
       }
-      return num_expr{v->dump(), d};
+      return num_expr{json(d).dump(), d};  // the text to_json() writes back
     }
     if (v->is_string()) {
       const auto& s = v->get_ref<const std::string&>();
@@ -351,18 +369,18 @@ class spec_parser {
   }
 
   std::optional<dtype> float_dtype(object_reader& r, std::string_view key) {
-    auto t = r.choice<dtype>(key, {{"f32", dtype::f32},
-                                   {"f16", dtype::f16},
-                                   {"bf16", dtype::bf16},
-                                   {"f64", dtype::f64}});
+    auto t = r.choice<dtype>(
+        key,
+        {{"f32", dtype::f32}, {"f16", dtype::f16}, {"bf16", dtype::bf16}, {"f64", dtype::f64}});
     return t;
   }
 
   std::optional<std::string> identifier(object_reader& r, std::string_view key, bool required) {
     auto s = r.string(key, 64, required);
     if (s && !is_identifier(*s)) {
-      r.error(key, "\"" + *s + "\" is not an identifier (a letter or '_', then letters, digits "
-                   "or '_')");
+      r.error(key, "\"" + *s +
+                       "\" is not an identifier (a letter or '_', then letters, digits "
+                       "or '_')");
       return std::nullopt;
     }
     return s;
@@ -404,8 +422,8 @@ class spec_parser {
     g.layout_b = lay("layout_b");
     g.alpha = r.number("alpha", -1e30, 1e30).value_or(1.0);
     g.beta = r.number("beta", -1e30, 1e30).value_or(0.0);
-    g.impl = r.choice<gemm_impl>("impl", {{"library", gemm_impl::library},
-                                          {"builtin", gemm_impl::builtin}})
+    g.impl = r.choice<gemm_impl>("impl",
+                                 {{"library", gemm_impl::library}, {"builtin", gemm_impl::builtin}})
                  .value_or(gemm_impl::library);
     if (as_reference) {
       g.bind_a = identifier(r, "a", true).value_or("");
@@ -421,10 +439,11 @@ class spec_parser {
 
   std::optional<stream_spec> parse_stream(object_reader& r, bool as_reference) {
     stream_spec s;
-    auto variant = r.choice<stream_variant>("variant", {{"copy", stream_variant::copy},
-                                                        {"scale", stream_variant::scale},
-                                                        {"add", stream_variant::add},
-                                                        {"triad", stream_variant::triad}},
+    auto variant = r.choice<stream_variant>("variant",
+                                            {{"copy", stream_variant::copy},
+                                             {"scale", stream_variant::scale},
+                                             {"add", stream_variant::add},
+                                             {"triad", stream_variant::triad}},
                                             true);
     auto n = int_field(r, "n", true);
     s.type = float_dtype(r, "dtype").value_or(dtype::f32);
@@ -450,15 +469,18 @@ class spec_parser {
       return std::nullopt;
     }
     if (!v->is_array() || v->empty() || v->size() > 3) {
-      r.error(key, "must be a list of 1 to 3 sizes (x, y, z), such as [256, 1, 1] or "
-                   "[\"ceil(N/256)\"]");
+      r.error(key,
+              "must be a list of 1 to 3 sizes (x, y, z), such as [256, 1, 1] or "
+              "[\"ceil(N/256)\"]");
       return std::nullopt;
     }
     std::array<int_expr, 3> out{int_expr::of(1), int_expr::of(1), int_expr::of(1)};
     bool ok = true;
     for (std::size_t i = 0; i < v->size(); ++i) {
-      if (auto e = int_value((*v)[i], index_path(r.field(key), i))) out[i] = *e;
-      else ok = false;
+      if (auto e = int_value((*v)[i], index_path(r.field(key), i)))
+        out[i] = *e;
+      else
+        ok = false;
     }
     if (!ok) return std::nullopt;
     return out;
@@ -534,8 +556,9 @@ class spec_parser {
       if (auto t = parse_dtype(base)) {
         a.type = *t;
       } else {
-        r.error("type", "\"" + *type + "\" is not a type (f64 f32 f16 bf16 i64 i32 u32 i8 u8, "
-                        "with * for a buffer)");
+        r.error("type", "\"" + *type +
+                            "\" is not a type (f64 f32 f16 bf16 i64 i32 u32 i8 u8, "
+                            "with * for a buffer)");
         ok = false;
       }
     }
@@ -561,7 +584,9 @@ class spec_parser {
       a.output = output.value_or(false);
     } else {
       if (has_count || init || output) {
-        r.error(has_count ? "count" : init ? "init" : "output",
+        r.error(has_count ? "count"
+                : init    ? "init"
+                          : "output",
                 "is for buffer arguments (types ending in *); a scalar has value");
       }
       if (!has_value) {
@@ -587,8 +612,9 @@ class spec_parser {
         error(field, "argument \"" + name + "\" is " + std::string(to_string(a.type)) +
                          " but the reference computes in " + std::string(to_string(type)));
       } else if (must_output && !a.output) {
-        error(field, "argument \"" + name + "\" is the reference's output; mark it "
-                     "\"output\": true");
+        error(field, "argument \"" + name +
+                         "\" is the reference's output; mark it "
+                         "\"output\": true");
       }
       return;
     }
@@ -604,8 +630,7 @@ class spec_parser {
       r.error("args", "is required (a list of the kernel's arguments, in order)");
       args_ok = false;
     } else if (!args->is_array() || args->empty() || args->size() > m_limits.max_args) {
-      r.error("args", "must be a list of 1 to " + std::to_string(m_limits.max_args) +
-                          " arguments");
+      r.error("args", "must be a list of 1 to " + std::to_string(m_limits.max_args) + " arguments");
       args_ok = false;
     } else {
       std::set<std::string> names;
@@ -641,11 +666,12 @@ class spec_parser {
         rr.finish();
       }
       if (c.reference && args_ok) {
-        const bool any_output = std::any_of(c.args.begin(), c.args.end(),
-                                            [](const kernel_arg& a) { return a.output; });
+        const bool any_output =
+            std::any_of(c.args.begin(), c.args.end(), [](const kernel_arg& a) { return a.output; });
         if (!any_output) {
-          error(r.field("args"), "a kernel with a reference needs at least one argument marked "
-                                 "\"output\": true to compare");
+          error(r.field("args"),
+                "a kernel with a reference needs at least one argument marked "
+                "\"output\": true to compare");
         }
         if (const auto* g = std::get_if<gemm_spec>(&*c.reference)) {
           check_binding(c.args, g->bind_a, join_path(path, "a"), g->type, false);
@@ -792,7 +818,8 @@ json to_json(const job_spec& spec) {
   json j;
   j["name"] = spec.name;
   j["labels"] = json::object();
-  for (const auto& [k, v] : spec.labels) j["labels"][k] = v;
+  for (const auto& [k, v] : spec.labels)
+    j["labels"][k] = v;
   j["engine"] = to_string(spec.engine);
   j["device"] = spec.device ? json(*spec.device) : json("any");
   j["priority"] = spec.priority;
@@ -801,7 +828,8 @@ json to_json(const job_spec& spec) {
                                       [](const custom_spec& c) { return custom_json(c); }},
                            spec.kernel);
   j["sweep"] = json::object();
-  for (const auto& p : spec.sweep.parameters()) j["sweep"][p.name] = p.values;
+  for (const auto& p : spec.sweep.parameters())
+    j["sweep"][p.name] = p.values;
   j["timing"] = {{"l2", to_string(spec.timing.l2)},
                  {"warmup", spec.timing.warmup},
                  {"min_samples", spec.timing.min_samples},

@@ -13,14 +13,14 @@ namespace kernelscan {
 
 // What a submission may ask for. The daemon's configuration sets these (README, "Limits").
 struct spec_limits {
-  std::uint64_t max_points = 100000;           // sweep points per job
+  std::uint64_t max_points = 100000;  // sweep points per job
   std::size_t max_sweep_parameters = 16;
   std::size_t max_values_per_parameter = 10000;
-  std::size_t max_source_bytes = 256 * 1024;   // kernel source text
+  std::size_t max_source_bytes = 256 * 1024;  // kernel source text
   std::size_t max_args = 64;
   std::size_t max_labels = 32;
-  double max_point_time_ms = 600000;           // timing.max_time_ms and mock.delay_ms
-  bool allow_fault_injection = false;          // mock.fault
+  double max_point_time_ms = 600000;   // timing.max_time_ms and mock.delay_ms
+  bool allow_fault_injection = false;  // mock.fault
   plan_limits plan;
 
   // For specs this daemon stored itself: they passed validation when accepted, and must load

@@ -4,8 +4,7 @@ namespace kernelscan {
 
 json parse_json(std::string_view text) {
   bool too_deep = false;
-  json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t event,
-                                                    json&) {
+  json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t event, json&) {
     if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
         depth >= k_max_json_depth) {
       too_deep = true;

@@ -51,7 +51,8 @@ std::string csv_cell(const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_array()) {
     std::string joined;
-    for (const auto& x : v) joined += (joined.empty() ? "" : ";") + (x.is_string() ? x.get<std::string>() : x.dump());
+    for (const auto& x : v)
+      joined += (joined.empty() ? "" : ";") + (x.is_string() ? x.get<std::string>() : x.dump());
     return csv_quote(joined);
   }
   if (v.is_number_float()) {
@@ -63,17 +64,25 @@ std::string csv_cell(const json& v) {
 }
 
 json summary_json(const time_summary& t) {
-  return {{"mean", t.mean},       {"median", t.median},       {"min", t.min},
-          {"max", t.max},         {"stddev", t.stddev},       {"p5", t.p5},
-          {"p95", t.p95},         {"p99", t.p99},             {"ci95_low", t.ci95_low},
-          {"ci95_high", t.ci95_high}, {"rel_noise", t.rel_noise}};
+  return {{"mean", t.mean},
+          {"median", t.median},
+          {"min", t.min},
+          {"max", t.max},
+          {"stddev", t.stddev},
+          {"p5", t.p5},
+          {"p95", t.p95},
+          {"p99", t.p99},
+          {"ci95_low", t.ci95_low},
+          {"ci95_high", t.ci95_high},
+          {"rel_noise", t.rel_noise}};
 }
 
 }  // namespace
 
 json params_json(const std::vector<std::pair<std::string, std::int64_t>>& params) {
   json p = json::object();
-  for (const auto& [k, v] : params) p[k] = v;
+  for (const auto& [k, v] : params)
+    p[k] = v;
   return p;
 }
 
@@ -125,7 +134,8 @@ json to_json(const point_result& r) {
 
 std::string csv_header(const std::vector<std::string>& param_names) {
   std::string out;
-  for (const auto& p : param_names) out += csv_quote(p) + ",";
+  for (const auto& p : param_names)
+    out += csv_quote(p) + ",";
   for (std::size_t i = 0; i < k_columns.size(); ++i) {
     out += (i ? "," : "") + std::string(k_columns[i].first);
   }

@@ -19,6 +19,14 @@ std::string measure_line(std::uint64_t seq, std::int64_t job_id, std::uint64_t i
          std::to_string(job_id) + R"(,"index":)" + std::to_string(index) + "}\n";
 }
 
+std::string drop_line(std::int64_t job_id) {
+  return R"({"type":"drop","job":)" + std::to_string(job_id) + "}\n";
+}
+
+std::string dropped_line(std::uint64_t seq) {
+  return R"({"type":"dropped","seq":)" + std::to_string(seq) + "}\n";
+}
+
 std::string ready_line(const device_info& device) {
   return json{{"type", "ready"}, {"device", to_json(device)}}.dump() + "\n";
 }
@@ -45,6 +53,8 @@ daemon_message parse_daemon_line(std::string_view line) {
     if (type == "job") {
       m.type = daemon_message::kind::job;
       m.spec = std::move(j.at("spec"));
+    } else if (type == "drop") {
+      m.type = daemon_message::kind::drop;
     } else if (type == "measure") {
       m.type = daemon_message::kind::measure;
       m.seq = j.at("seq").get<std::uint64_t>();
@@ -87,6 +97,9 @@ worker_message parse_worker_line(std::string_view line) {
         text.remove_suffix(1);
       }
       m.result_text = std::string(text);
+    } else if (type == "dropped") {
+      m.type = worker_message::kind::dropped;
+      m.seq = j.at("seq").get<std::uint64_t>();
     } else if (type == "failure") {
       m.type = worker_message::kind::failure;
       m.seq = j.at("seq").get<std::uint64_t>();

@@ -4,16 +4,18 @@
 //   worker -> daemon  {"type":"ready","device":{...}}            once, after start-up
 //   daemon -> worker  {"type":"job","job":7,"spec":{...}}         before its points
 //   daemon -> worker  {"type":"measure","seq":12,"job":7,"index":3}
+//   daemon -> worker  {"type":"drop","job":7}                     cancel what is queued
 //   worker -> daemon  {"type":"result","seq":12,"wall_ms":3.1,"result":{...}}
 //                     a PointResult row, always the last member so that the daemon can store
 //                     its text as sent; wall_ms is the worker's time on the point
-//
-// A worker may hold results while more requests wait in its input and write them together,
-// and the daemon may send several requests at once: on many machines waking the other process
-// costs more than measuring a mock point.
 //   worker -> daemon  {"type":"failure","seq":12,"error":{"type":..,"message":..}}
+//   worker -> daemon  {"type":"dropped","seq":13}                 not measured, by request
 //
-// A worker measures one point at a time, in order. Closing its stdin asks it to exit.
+// A worker measures one point at a time and answers every measure request, in order. The
+// daemon may send several requests at once and a worker may hold its answers while more
+// requests wait and write them together: on many machines waking the other process costs more
+// than measuring a mock point. Before each point the worker reads what input is waiting, so a
+// drop takes effect after the point being measured. Closing its stdin asks it to exit.
 
 #include <cstdint>
 #include <string>
@@ -33,14 +35,16 @@ class protocol_error : public std::runtime_error {
 // Lines the daemon writes (each ends in '\n').
 std::string job_line(std::int64_t job_id, std::string_view spec_json);
 std::string measure_line(std::uint64_t seq, std::int64_t job_id, std::uint64_t index);
+std::string drop_line(std::int64_t job_id);
 
 // Lines the worker writes.
 std::string ready_line(const device_info& device);
 std::string result_line(std::uint64_t seq, double wall_ms, const point_result& result);
 std::string failure_line(std::uint64_t seq, std::string_view type, std::string_view message);
+std::string dropped_line(std::uint64_t seq);
 
 struct daemon_message {
-  enum class kind { job, measure } type = kind::measure;
+  enum class kind { job, measure, drop } type = kind::measure;
   std::int64_t job = 0;
   std::uint64_t seq = 0;
   std::uint64_t index = 0;
@@ -50,13 +54,13 @@ struct daemon_message {
 daemon_message parse_daemon_line(std::string_view line);
 
 struct worker_message {
-  enum class kind { ready, result, failure } type = kind::result;
+  enum class kind { ready, result, failure, dropped } type = kind::result;
   std::uint64_t seq = 0;
   device_info device;       // ready
   json result;              // result: the PointResult row
   std::string result_text;  // ... as the worker wrote it
   double wall_ms = 0;
-  std::string error_type;   // failure
+  std::string error_type;  // failure
   std::string error_message;
 };
 // Throws protocol_error.

@@ -21,7 +21,8 @@ void adaptive_sampler::add(double time_us, bool throttled) {
 bool adaptive_sampler::should_stop(double elapsed_ms) {
   m_elapsed_ms = elapsed_ms;
   const std::size_t n = m_samples.size();
-  const bool enough = n >= std::size_t(m_options.min_samples) && elapsed_ms >= m_options.min_time_ms;
+  const bool enough =
+      n >= std::size_t(m_options.min_samples) && elapsed_ms >= m_options.min_time_ms;
   const bool at_max_samples = n >= std::size_t(m_options.max_samples);
   const bool at_max_time = elapsed_ms >= m_options.max_time_ms;
   // The noise estimate costs O(n): it is computed only once the rule could stop (enough samples

@@ -34,8 +34,8 @@ struct device_model {
   double clock_mhz = 0;     // peak engine clock
   std::uint64_t memory_bytes = 0;
   std::uint64_t l2_bytes = 0;
-  std::uint64_t llc_bytes = 0;  // last-level cache beyond L2 (Infinity Cache), 0 if none
-  double launch_latency_us = 0; // typical smallest event-timed kernel duration
+  std::uint64_t llc_bytes = 0;   // last-level cache beyond L2 (Infinity Cache), 0 if none
+  double launch_latency_us = 0;  // typical smallest event-timed kernel duration
   device_peaks peaks;
 };
 

@@ -10,24 +10,42 @@
 namespace kernelscan {
 namespace {
 
-double fn_ceil(double x) { return std::ceil(x); }
-double fn_floor(double x) { return std::floor(x); }
-double fn_trunc(double x) { return std::trunc(x); }
-double fn_cdiv(double a, double b) { return std::ceil(a / b); }
-double fn_fdiv(double a, double b) { return std::floor(a / b); }
-double fn_mod(double a, double b) { return std::fmod(a, b); }
-double fn_pow(double a, double b) { return std::pow(a, b); }
-double fn_round_up(double a, double b) { return std::ceil(a / b) * b; }
+double fn_ceil(double x) {
+  return std::ceil(x);
+}
+double fn_floor(double x) {
+  return std::floor(x);
+}
+double fn_trunc(double x) {
+  return std::trunc(x);
+}
+double fn_cdiv(double a, double b) {
+  return std::ceil(a / b);
+}
+double fn_fdiv(double a, double b) {
+  return std::floor(a / b);
+}
+double fn_mod(double a, double b) {
+  return std::fmod(a, b);
+}
+double fn_pow(double a, double b) {
+  return std::pow(a, b);
+}
+double fn_round_up(double a, double b) {
+  return std::ceil(a / b) * b;
+}
 
 // Functions and constants muparser or we define; sweep parameters may not shadow them.
 constexpr std::array<const char*, 33> k_reserved{
-    "sin",  "cos",  "tan",   "asin",  "acos", "atan", "sinh", "cosh", "tanh",     "asinh", "acosh",
-    "atanh", "log2", "log10", "log",  "ln",   "exp",  "sqrt", "sign", "rint",     "abs",   "sum",
-    "avg",  "min",  "max",   "ceil",  "floor", "trunc", "cdiv", "fdiv", "round_up", "mod",   "pow"};
+    "sin",   "cos",   "tan",   "asin",     "acos",  "atan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "log2",     "log10", "log",  "ln",   "exp",  "sqrt",
+    "sign",  "rint",  "abs",   "sum",      "avg",   "min",  "max",  "ceil", "floor",
+    "trunc", "cdiv",  "fdiv",  "round_up", "mod",   "pow"};
 
 std::string sentence(const mu::Parser::exception_type& e) {
   std::string msg = e.GetMsg();
-  while (!msg.empty() && (msg.back() == ' ' || msg.back() == '.')) msg.pop_back();
+  while (!msg.empty() && (msg.back() == ' ' || msg.back() == '.'))
+    msg.pop_back();
   return msg;
 }
 
@@ -59,8 +77,8 @@ bool is_reserved_name(std::string_view name) {
 expression::expression(std::string text, const std::vector<std::string>& parameters)
     : m_text(std::move(text)), m_parameters(parameters), m_impl(std::make_unique<impl>()) {
   if (m_text.size() > k_max_expression_length) {
-    throw expression_error("expression is longer than " +
-                           std::to_string(k_max_expression_length) + " characters");
+    throw expression_error("expression is longer than " + std::to_string(k_max_expression_length) +
+                           " characters");
   }
   if (m_text.find_first_not_of(" \t") == std::string::npos) {
     throw expression_error("expression is empty");
@@ -88,7 +106,8 @@ expression::expression(std::string text, const std::vector<std::string>& paramet
     std::string msg = sentence(e);
     if (e.GetCode() == mu::ecUNASSIGNABLE_TOKEN || e.GetCode() == mu::ecUNEXPECTED_VAR) {
       std::string known;
-      for (const auto& name : m_parameters) known += (known.empty() ? "" : ", ") + name;
+      for (const auto& name : m_parameters)
+        known += (known.empty() ? "" : ", ") + name;
       msg += known.empty() ? " (the sweep defines no parameters)"
                            : " (sweep parameters: " + known + ")";
     }
@@ -96,8 +115,7 @@ expression::expression(std::string text, const std::vector<std::string>& paramet
   }
 }
 
-expression::expression(const expression& other)
-    : expression(other.m_text, other.m_parameters) {}
+expression::expression(const expression& other) : expression(other.m_text, other.m_parameters) {}
 
 expression& expression::operator=(const expression& other) {
   if (this != &other) *this = expression(other);
@@ -110,7 +128,8 @@ expression::~expression() = default;
 
 std::vector<std::string> expression::used_parameters() const {
   std::vector<std::string> used;
-  for (const auto& [name, ptr] : m_impl->parser.GetUsedVar()) used.push_back(name);
+  for (const auto& [name, ptr] : m_impl->parser.GetUsedVar())
+    used.push_back(name);
   return used;
 }
 
@@ -127,8 +146,7 @@ double expression::evaluate(std::span<const double> values) const {
     throw expression_error("\"" + m_text + "\" is not a number (NaN)");
   }
   if (std::isinf(result)) {
-    throw expression_error("\"" + m_text +
-                           "\" is infinite (division by zero or overflow)");
+    throw expression_error("\"" + m_text + "\" is infinite (division by zero or overflow)");
   }
   return result;
 }

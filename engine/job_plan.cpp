@@ -154,10 +154,10 @@ struct job_plan::impl {
                        std::uint64_t index) const {
     const std::int64_t v = eval(c, index);
     if (v < lo || v > hi) {
-      const std::string shown = c.literal ? std::to_string(v) : "\"" + c.text + "\" is " +
-                                                                     std::to_string(v);
-      const std::string bound = v < lo ? "at least " + std::to_string(lo)
-                                       : "at most " + std::to_string(hi);
+      const std::string shown =
+          c.literal ? std::to_string(v) : "\"" + c.text + "\" is " + std::to_string(v);
+      const std::string bound =
+          v < lo ? "at least " + std::to_string(lo) : "at most " + std::to_string(hi);
       if (c.literal) {
         throw plan_error(c.field, "is " + shown + "; must be " + bound);
       }
@@ -256,10 +256,12 @@ struct job_plan::impl {
           if (r.value != std::nearbyint(r.value)) {
             fail(field, "is " + format_number(r.value) + ", not an integer", index);
           }
-          const double lo = a.type == dtype::i64 ? -9.2e18 : a.type == dtype::i32 ? -2147483648.0
-                                                                                : 0.0;
-          const double hi = a.type == dtype::i64 ? 9.2e18 : a.type == dtype::i32 ? 2147483647.0
-                                                                               : 4294967295.0;
+          const double lo = a.type == dtype::i64   ? -9.2e18
+                            : a.type == dtype::i32 ? -2147483648.0
+                                                   : 0.0;
+          const double hi = a.type == dtype::i64   ? 9.2e18
+                            : a.type == dtype::i32 ? 2147483647.0
+                                                   : 4294967295.0;
           if (r.value < lo || r.value > hi) {
             fail(field,
                  "is " + format_number(r.value) + ", out of range for " +
@@ -284,12 +286,9 @@ struct job_plan::impl {
                      const auto& spec_ref = std::get<gemm_spec>(*s.reference);
                      auto r = resolve(g, spec_ref, index);
                      const double m = double(r.m), n = double(r.n), k = double(r.k);
-                     check_binding(out, "kernel.reference", r.bind_a, m * k, "gemm A (m*k)",
-                                   index);
-                     check_binding(out, "kernel.reference", r.bind_b, k * n, "gemm B (k*n)",
-                                   index);
-                     check_binding(out, "kernel.reference", r.bind_c, m * n, "gemm C (m*n)",
-                                   index);
+                     check_binding(out, "kernel.reference", r.bind_a, m * k, "gemm A (m*k)", index);
+                     check_binding(out, "kernel.reference", r.bind_b, k * n, "gemm B (k*n)", index);
+                     check_binding(out, "kernel.reference", r.bind_c, m * n, "gemm C (m*n)", index);
                      out.reference = std::move(r);
                    },
                    [&](const compiled_stream& st) {
@@ -317,55 +316,56 @@ job_plan::job_plan(job_spec spec, plan_limits limits) : m_impl(std::make_unique<
   p.spec = std::move(spec);
   p.limits = limits;
   p.names = p.spec.sweep.names();
-  std::visit(overloaded{
-                 [&](const gemm_spec& g) { p.kernel = p.compile(g, "kernel"); },
-                 [&](const stream_spec& s) {
-                   p.kernel = compiled_stream{p.compile(s.n, "kernel.n")};
-                 },
-                 [&](const custom_spec& s) {
-                   compiled_custom c;
-                   c.launch = p.compile(s.kernel, "kernel");
-                   for (std::size_t i = 0; i < s.args.size(); ++i) {
-                     const auto& a = s.args[i];
-                     const std::string at = "kernel.args[" + std::to_string(i) + "]";
-                     compiled_arg ca;
-                     if (a.pointer) {
-                       ca.count = p.compile(a.count, at + ".count");
-                     } else {
-                       ca.value = p.compile(a.value, at + ".value");
-                     }
-                     c.args.push_back(std::move(ca));
-                   }
-                   if (s.flops) c.flops = p.compile(*s.flops, "kernel.flops");
-                   if (s.bytes) c.bytes = p.compile(*s.bytes, "kernel.bytes");
-                   if (s.reference) {
-                     std::visit(
-                         overloaded{
-                             [&](const gemm_spec& g) {
-                               c.reference = p.compile(g, "kernel.reference");
-                             },
-                             [&](const stream_spec& st) {
-                               c.reference = compiled_stream{p.compile(st.n, "kernel.reference.n")};
-                             },
-                             [&](const custom_kernel& k) {
-                               c.reference = p.compile(k, "kernel.reference");
-                             },
-                         },
-                         *s.reference);
-                   }
-                   p.kernel = std::move(c);
-                 },
-             },
-             p.spec.kernel);
+  std::visit(
+      overloaded{
+          [&](const gemm_spec& g) { p.kernel = p.compile(g, "kernel"); },
+          [&](const stream_spec& s) { p.kernel = compiled_stream{p.compile(s.n, "kernel.n")}; },
+          [&](const custom_spec& s) {
+            compiled_custom c;
+            c.launch = p.compile(s.kernel, "kernel");
+            for (std::size_t i = 0; i < s.args.size(); ++i) {
+              const auto& a = s.args[i];
+              const std::string at = "kernel.args[" + std::to_string(i) + "]";
+              compiled_arg ca;
+              if (a.pointer) {
+                ca.count = p.compile(a.count, at + ".count");
+              } else {
+                ca.value = p.compile(a.value, at + ".value");
+              }
+              c.args.push_back(std::move(ca));
+            }
+            if (s.flops) c.flops = p.compile(*s.flops, "kernel.flops");
+            if (s.bytes) c.bytes = p.compile(*s.bytes, "kernel.bytes");
+            if (s.reference) {
+              std::visit(
+                  overloaded{
+                      [&](const gemm_spec& g) { c.reference = p.compile(g, "kernel.reference"); },
+                      [&](const stream_spec& st) {
+                        c.reference = compiled_stream{p.compile(st.n, "kernel.reference.n")};
+                      },
+                      [&](const custom_kernel& k) {
+                        c.reference = p.compile(k, "kernel.reference");
+                      },
+                  },
+                  *s.reference);
+            }
+            p.kernel = std::move(c);
+          },
+      },
+      p.spec.kernel);
 }
 
 job_plan::job_plan(job_plan&&) noexcept = default;
 job_plan& job_plan::operator=(job_plan&&) noexcept = default;
 job_plan::~job_plan() = default;
 
-const job_spec& job_plan::spec() const { return m_impl->spec; }
+const job_spec& job_plan::spec() const {
+  return m_impl->spec;
+}
 
-std::uint64_t job_plan::size() const { return m_impl->spec.sweep.size(); }
+std::uint64_t job_plan::size() const {
+  return m_impl->spec.sweep.size();
+}
 
 kernel_instance job_plan::resolve(std::uint64_t index) const {
   const auto& p = *m_impl;
@@ -389,14 +389,16 @@ kernel_instance job_plan::resolve(std::uint64_t index) const {
 }
 
 void job_plan::validate_all() const {
-  for (std::uint64_t i = 0; i < size(); ++i) (void)resolve(i);
+  for (std::uint64_t i = 0; i < size(); ++i)
+    (void)resolve(i);
 }
 
 std::vector<std::pair<std::string, std::int64_t>> job_plan::params(std::uint64_t index) const {
   const auto values = m_impl->spec.sweep.point(index);
   std::vector<std::pair<std::string, std::int64_t>> out;
   out.reserve(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out.emplace_back(m_impl->names[i], values[i]);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out.emplace_back(m_impl->names[i], values[i]);
   return out;
 }
 

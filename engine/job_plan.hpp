@@ -21,8 +21,8 @@ namespace kernelscan {
 
 // Bounds on what one point may ask for; the daemon's configuration sets them.
 struct plan_limits {
-  std::int64_t max_dimension = 2147483647;        // gemm m/n/k, stream n, buffer counts
-  std::uint64_t max_point_bytes = 64ull << 30;    // device memory one point may allocate
+  std::int64_t max_dimension = 2147483647;      // gemm m/n/k, stream n, buffer counts
+  std::uint64_t max_point_bytes = 64ull << 30;  // device memory one point may allocate
   std::int64_t max_threads_per_block = 1024;
   std::int64_t max_shared_bytes = 256 * 1024;
 };

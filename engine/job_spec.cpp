@@ -14,7 +14,9 @@ std::string_view to_string(engine_kind e) {
   return "?";
 }
 
-std::string_view to_string(l2_mode m) { return m == l2_mode::cold ? "cold" : "hot"; }
+std::string_view to_string(l2_mode m) {
+  return m == l2_mode::cold ? "cold" : "hot";
+}
 
 std::string_view to_string(mock_fault f) {
   switch (f) {

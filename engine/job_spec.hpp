@@ -21,7 +21,7 @@ std::string_view to_string(l2_mode m);
 // How a point is sampled (DESIGN.md §3). Times in milliseconds.
 struct timing_options {
   l2_mode l2 = l2_mode::cold;
-  int warmup = 3;                   // untimed launches before sampling
+  int warmup = 3;  // untimed launches before sampling
   int min_samples = 10;
   int max_samples = 100000;         // bounds memory and the time of a runaway point
   double min_time_ms = 10.0;        // GPU time sampled before the noise test may stop
@@ -31,8 +31,8 @@ struct timing_options {
 };
 
 struct verify_options {
-  int trials = 3;                // fresh seeded inputs each trial; 0 disables verification
-  std::optional<double> atol;    // default per dtype (dtype.hpp)
+  int trials = 3;              // fresh seeded inputs each trial; 0 disables verification
+  std::optional<double> atol;  // default per dtype (dtype.hpp)
   std::optional<double> rtol;
   bool operator==(const verify_options&) const = default;
 };

@@ -62,7 +62,8 @@ double workload_bytes(const kernel_instance& k) {
                         [](const custom_instance& c) {
                           if (c.bytes) return *c.bytes;
                           double sum = 0;
-                          for (const auto& a : c.args) sum += double(a.bytes());
+                          for (const auto& a : c.args)
+                            sum += double(a.bytes());
                           return sum;
                         },
                     },
@@ -70,24 +71,25 @@ double workload_bytes(const kernel_instance& k) {
 }
 
 double footprint_bytes(const kernel_instance& k) {
-  return std::visit(
-      overloaded{
-          [](const gemm_instance& g) {
-            const double e = double(size_of(g.type));
-            // A, B, C and the reference's C.
-            return e * (double(g.m) * double(g.k) + double(g.k) * double(g.n) +
-                        2 * double(g.m) * double(g.n));
-          },
-          [](const stream_instance& s) {
-            return (stream_arrays(s.variant) + 1) * double(s.n) * double(size_of(s.type));
-          },
-          [](const custom_instance& c) {
-            double sum = 0;
-            for (const auto& a : c.args) sum += double(a.bytes()) * (a.output ? 2 : 1);
-            return sum;
-          },
-      },
-      k);
+  return std::visit(overloaded{
+                        [](const gemm_instance& g) {
+                          const double e = double(size_of(g.type));
+                          // A, B, C and the reference's C.
+                          return e * (double(g.m) * double(g.k) + double(g.k) * double(g.n) +
+                                      2 * double(g.m) * double(g.n));
+                        },
+                        [](const stream_instance& s) {
+                          return (stream_arrays(s.variant) + 1) * double(s.n) *
+                                 double(size_of(s.type));
+                        },
+                        [](const custom_instance& c) {
+                          double sum = 0;
+                          for (const auto& a : c.args)
+                            sum += double(a.bytes()) * (a.output ? 2 : 1);
+                          return sum;
+                        },
+                    },
+                    k);
 }
 
 }  // namespace kernelscan

@@ -13,9 +13,13 @@ std::string_view op_name(const kernel_spec& k) {
   }
 }
 
-std::string_view to_string(layout l) { return l == layout::row ? "row" : "col"; }
+std::string_view to_string(layout l) {
+  return l == layout::row ? "row" : "col";
+}
 
-std::string_view to_string(gemm_impl i) { return i == gemm_impl::library ? "library" : "builtin"; }
+std::string_view to_string(gemm_impl i) {
+  return i == gemm_impl::library ? "library" : "builtin";
+}
 
 std::string_view to_string(stream_variant v) {
   switch (v) {

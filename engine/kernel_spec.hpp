@@ -66,10 +66,10 @@ struct kernel_arg {
   std::string name;
   dtype type = dtype::f32;
   bool pointer = false;
-  int_expr count;                 // buffers only
-  arg_init init = arg_init::none; // buffers: none means random for inputs, NaN for outputs
-  bool output = false;            // buffers only: compared against the reference
-  num_expr value;                 // scalars only
+  int_expr count;                  // buffers only
+  arg_init init = arg_init::none;  // buffers: none means random for inputs, NaN for outputs
+  bool output = false;             // buffers only: compared against the reference
+  num_expr value;                  // scalars only
   bool operator==(const kernel_arg&) const = default;
 };
 

@@ -27,7 +27,8 @@ point_metrics compute_metrics(const kernel_instance& k, double median_us, const 
   m.arithmetic_intensity = m.bytes > 0 ? m.flops / m.bytes : 0;
   const double peak_tflops = peaks.tflops_for(roof_dtype(k));
   const double bw_tbs = peaks.bandwidth_gbps / 1e3;
-  m.roof_tflops = m.bytes > 0 ? std::min(peak_tflops, m.arithmetic_intensity * bw_tbs) : peak_tflops;
+  m.roof_tflops =
+      m.bytes > 0 ? std::min(peak_tflops, m.arithmetic_intensity * bw_tbs) : peak_tflops;
 
   const double t_compute_us = peak_tflops > 0 ? m.flops / (peak_tflops * 1e6) : 0;
   const double t_memory_us = bw_tbs > 0 ? m.bytes / (bw_tbs * 1e6) : 0;

@@ -1,10 +1,10 @@
 #include "engine/mock_engine.hpp"
 
 #include <algorithm>
-#include <csignal>
-#include <cstdlib>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -14,23 +14,16 @@
 namespace kernelscan {
 namespace {
 
-constexpr double k_noise_sigma = 0.008;      // log-normal sigma of a sample
-constexpr double k_outlier_rate = 0.02;      // share of samples hit by interference
-constexpr double k_host_overhead_us = 4.0;   // per sample: event record, readback
-constexpr double k_memory_efficiency = 0.88; // best achievable share of peak bandwidth
+constexpr double k_noise_sigma = 0.008;       // log-normal sigma of a sample
+constexpr double k_outlier_rate = 0.02;       // share of samples hit by interference
+constexpr double k_host_overhead_us = 4.0;    // per sample: event record, readback
+constexpr double k_memory_efficiency = 0.88;  // best achievable share of peak bandwidth
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
-}
-
-// Share of the device busy in the last wave of work-groups: 1 when the tiles divide evenly.
-double wave_efficiency(double tiles, int units) {
-  if (tiles <= 0 || units <= 0) return 1;
-  const double waves = std::ceil(tiles / units);
-  return tiles / (waves * units);
 }
 
 [[noreturn]] void inject_fault(mock_fault f) {
@@ -44,7 +37,8 @@ double wave_efficiency(double tiles, int units) {
     case mock_fault::none:
       break;
   }
-  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  for (;;)
+    std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 }  // namespace
@@ -69,32 +63,37 @@ double mock_engine::model_time_us(const kernel_instance& k, l2_mode l2) const {
   const auto& peaks = m_model.peaks;
   const double flops = workload_flops(k);
   const double bytes = workload_bytes(k);
+  const double units_per_device = double(m_model.compute_units);
 
-  double compute_tflops = peaks.vector_f32_tflops * 0.6;
+  double t_compute = 0;
   if (const auto* g = std::get_if<gemm_instance>(&k)) {
-    // 128x128 output tiles spread over the compute units; a library also splits K when there
-    // are too few tiles to fill the device (split-K / stream-K), a simple kernel does not.
-    const double tiles = std::ceil(double(g->m) / 128) * std::ceil(double(g->n) / 128);
-    double splits = 1;
+    // 128x128 output tiles; a short K does not amortise a tile's prologue and epilogue (as if
+    // K were 64 longer). A simple kernel runs whole tiles in waves over the compute units, so
+    // a partial last wave costs a full one. A library balances the tiles' K iterations over
+    // every unit (stream-K), down to one 256-deep chunk per unit. Either way time never drops
+    // as the problem grows.
+    constexpr double tile = 128;
+    const double tiles = std::ceil(double(g->m) / tile) * std::ceil(double(g->n) / tile);
+    const double depth = double(g->k);
+    double k_steps_per_unit = 0;  // K iterations the busiest unit runs
     if (g->impl == gemm_impl::library) {
-      splits = std::clamp(std::floor(m_model.compute_units / tiles), 1.0,
-                          std::max(1.0, std::floor(double(g->k) / 256)));
+      k_steps_per_unit =
+          std::max(tiles * (depth + 64) / units_per_device, std::min(depth, 256.0) + 64);
+    } else {
+      k_steps_per_unit = std::ceil(tiles / units_per_device) * (depth + 64);
     }
-    const double k_ramp = double(g->k) / (double(g->k) + 64);
-    const double base = g->impl == gemm_impl::library ? 0.82 : 0.30;
-    compute_tflops = peaks.tflops_for(g->type) * base * k_ramp *
-                     wave_efficiency(tiles * splits, m_model.compute_units);
-  } else if (const auto* s = std::get_if<stream_instance>(&k)) {
-    compute_tflops = peaks.vector_f32_tflops * 0.8;
-    (void)s;
+    const double efficiency = g->impl == gemm_impl::library ? 0.82 : 0.30;
+    const double unit_tflops = peaks.tflops_for(g->type) * efficiency / units_per_device;
+    t_compute = 2 * tile * tile * k_steps_per_unit / (unit_tflops * 1e6);
+  } else {
+    const double rate = std::holds_alternative<stream_instance>(k) ? 0.8 : 0.6;
+    t_compute = flops / (peaks.vector_f32_tflops * rate * 1e6);
   }
 
   // Small transfers do not reach full bandwidth; caches serve a hot working set that fits.
   double bandwidth_gbps = peaks.bandwidth_gbps * k_memory_efficiency * bytes / (bytes + 4e6);
   const std::uint64_t cache = m_model.llc_bytes ? m_model.llc_bytes : m_model.l2_bytes;
   if (l2 == l2_mode::hot && bytes <= double(cache)) bandwidth_gbps *= 2.2;
-
-  const double t_compute = compute_tflops > 0 ? flops / (compute_tflops * 1e6) : 0;
   const double t_memory = bandwidth_gbps > 0 ? bytes / (bandwidth_gbps * 1e3) : 0;
   return m_model.launch_latency_us + std::max(t_compute, t_memory);
 }
@@ -105,7 +104,11 @@ point_result mock_engine::measure(const job_plan& plan, std::uint64_t index, std
   try {
     instance = plan.resolve(index);
   } catch (const plan_error& e) {
-    return failed_point(index, plan.params(index), "invalid_point", e.what());
+    auto r = failed_point(index, plan.params(index), "invalid_point", e.what());
+    r.l2 = spec.timing.l2;
+    r.environment.device = m_info.name;
+    r.environment.driver = m_info.driver;
+    return r;
   }
 
   if (spec.mock.fault != mock_fault::none &&
@@ -133,7 +136,8 @@ point_result mock_engine::measure(const job_plan& plan, std::uint64_t index, std
     return t;
   };
 
-  for (int i = 0; i < timing.warmup; ++i) (void)sample();
+  for (int i = 0; i < timing.warmup; ++i)
+    (void)sample();
   adaptive_sampler sampler(timing);
   double elapsed_us = 0;
   do {
@@ -154,8 +158,8 @@ point_result mock_engine::measure(const job_plan& plan, std::uint64_t index, std
   r.stop_reason = sampled.stop_reason;
   r.sampling_ms = sampled.elapsed_ms;
   r.l2 = timing.l2;
-  r.metrics = compute_metrics(instance, sampled.summary.median, m_model.peaks,
-                              m_model.launch_latency_us);
+  r.metrics =
+      compute_metrics(instance, sampled.summary.median, m_model.peaks, m_model.launch_latency_us);
   r.verification.status = "skipped";
   r.verification.note = "the mock engine cannot run device code";
   r.environment.device = m_info.name;

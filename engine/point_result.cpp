@@ -2,7 +2,9 @@
 
 namespace kernelscan {
 
-std::string_view to_string(point_status s) { return s == point_status::ok ? "ok" : "failed"; }
+std::string_view to_string(point_status s) {
+  return s == point_status::ok ? "ok" : "failed";
+}
 
 point_result failed_point(std::uint64_t index,
                           std::vector<std::pair<std::string, std::int64_t>> params,

@@ -71,7 +71,8 @@ std::pair<std::size_t, std::size_t> median_ci_ranks(std::size_t n, double confid
     if (cache.size() <= n) {
       const std::size_t from = cache.size();
       cache.resize(n + 1);
-      for (std::size_t i = from; i <= n; ++i) cache[i] = compute_median_ci_ranks(i, 0.95);
+      for (std::size_t i = from; i <= n; ++i)
+        cache[i] = compute_median_ci_ranks(i, 0.95);
     }
     return cache[n];
   }
@@ -89,7 +90,8 @@ time_summary summarize(std::span<const double> samples) {
   s.max = sorted.back();
   s.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
   double ss = 0;
-  for (double x : sorted) ss += (x - s.mean) * (x - s.mean);
+  for (double x : sorted)
+    ss += (x - s.mean) * (x - s.mean);
   s.stddev = sorted.size() > 1 ? std::sqrt(ss / (n - 1)) : 0.0;
   s.median = percentile_sorted(sorted, 50);
   s.p5 = percentile_sorted(sorted, 5);
@@ -103,14 +105,14 @@ time_summary summarize(std::span<const double> samples) {
 }
 
 double relative_noise(std::span<double> scratch) {
-  if (scratch.size() < 2) return INFINITY;
+  if (scratch.size() < 2) return 0;  // undefined; as summarize() reports it
   const auto [lo, hi] = median_ci_ranks(scratch.size());
   const double median = select_median(scratch);
   std::nth_element(scratch.begin(), scratch.begin() + std::ptrdiff_t(lo), scratch.end());
   const double low = scratch[lo];
   std::nth_element(scratch.begin(), scratch.begin() + std::ptrdiff_t(hi), scratch.end());
   const double high = scratch[hi];
-  return median > 0 ? (high - low) / (2 * k_z95 * median) : INFINITY;
+  return median > 0 ? (high - low) / (2 * k_z95 * median) : 0;
 }
 
 }  // namespace kernelscan

@@ -15,7 +15,8 @@ struct time_summary {
   // Distribution-free 95% confidence interval of the median, from order statistics.
   double ci95_low = 0, ci95_high = 0;
   // Relative standard error of the median, estimated from the CI: (high - low) / (2 * 1.96 *
-  // median). The adaptive stopping rule compares it with target_rel_noise.
+  // median); 0 where undefined (fewer than 2 samples, median <= 0). The adaptive stopping rule
+  // compares it with target_rel_noise, and only once it has 2 samples or more.
   double rel_noise = 0;
 };
 

@@ -20,7 +20,8 @@ sweep::sweep(std::vector<sweep_parameter> parameters) : m_parameters(std::move(p
 std::vector<std::string> sweep::names() const {
   std::vector<std::string> out;
   out.reserve(m_parameters.size());
-  for (const auto& p : m_parameters) out.push_back(p.name);
+  for (const auto& p : m_parameters)
+    out.push_back(p.name);
   return out;
 }
 

@@ -22,8 +22,8 @@ std::pair<std::string, int> split_listen(const std::string& listen) {
     port = -1;
   }
   if (port < 0 || port > 65535) {
-    throw std::invalid_argument("--listen port must be 0-65535, got \"" +
-                                listen.substr(colon + 1) + "\"");
+    throw std::invalid_argument("--listen port must be 0-65535, got \"" + listen.substr(colon + 1) +
+                                "\"");
   }
   return {host, port};
 }

@@ -20,13 +20,13 @@ struct serve_config {
   std::string port_file;            // write the bound port here (for supervisors and tests)
   bool allow_fault_injection = false;
   int http_threads = 48;
-  int max_long_polls = 32;          // concurrent ?wait= requests
-  double point_timeout_s = 30;      // watchdog slack per point, on top of its own time budget
-  double drain_timeout_s = 30;      // on SIGTERM, how long the current points may take
+  int max_long_polls = 32;      // concurrent ?wait= requests
+  double point_timeout_s = 30;  // watchdog slack per point, on top of its own time budget
+  double drain_timeout_s = 30;  // on SIGTERM, how long the current points may take
   double worker_start_timeout_s = 30;
   std::size_t max_body_bytes = 4 * 1024 * 1024;
   spec_limits limits;
-  std::string worker_executable;    // defaults to this executable (/proc/self/exe)
+  std::string worker_executable;  // defaults to this executable (/proc/self/exe)
 };
 
 struct worker_config {

@@ -43,15 +43,17 @@ int run_serve(serve_config config) {
 
   if (!find_device_model(config.mock_model)) {
     std::string known;
-    for (const auto& m : device_catalog()) known += (known.empty() ? "" : ", ") + std::string(m.key);
+    for (const auto& m : device_catalog())
+      known += (known.empty() ? "" : ", ") + std::string(m.key);
     fatal("--mock-model \"" + config.mock_model + "\" is not in the catalog (" + known + ")");
   }
   if (config.mock_devices < 1 || config.mock_devices > 64) {
     fatal("--mock-devices must be 1 to 64 (this build has no GPU engine)");
   }
   if (config.http_threads < config.max_long_polls + 4) {
-    fatal("--http-threads must exceed --max-long-polls by at least 4, so waiting requests "
-          "cannot starve the others");
+    fatal(
+        "--http-threads must exceed --max-long-polls by at least 4, so waiting requests "
+        "cannot starve the others");
   }
   std::pair<std::string, int> address;
   try {

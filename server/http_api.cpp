@@ -25,6 +25,25 @@ using namespace std::chrono_literals;
 constexpr std::uint64_t k_results_page = 512;
 constexpr double k_max_wait_s = 600;
 
+// If-None-Match: "*", or a list of entity tags, weak (W/"...") or strong; weak comparison.
+bool etag_matches(const std::string& header, std::string_view etag) {
+  if (header.empty()) return false;
+  std::size_t from = 0;
+  while (from < header.size()) {
+    auto comma = header.find(',', from);
+    if (comma == std::string::npos) comma = header.size();
+    std::string_view tag(header.data() + from, comma - from);
+    while (!tag.empty() && tag.front() == ' ')
+      tag.remove_prefix(1);
+    while (!tag.empty() && tag.back() == ' ')
+      tag.remove_suffix(1);
+    if (tag.rfind("W/", 0) == 0) tag.remove_prefix(2);
+    if (tag == "*" || tag == etag) return true;
+    from = comma + 1;
+  }
+  return false;
+}
+
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -77,8 +96,8 @@ std::int64_t int_param(const request& req, const std::string& name, std::int64_t
     throw bad_parameter(name, "\"" + *v + "\" is not an integer");
   }
   if (out < lo || out > hi) {
-    throw bad_parameter(name, "must be between " + std::to_string(lo) + " and " +
-                                  std::to_string(hi));
+    throw bad_parameter(name,
+                        "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
   }
   return out;
 }
@@ -165,17 +184,19 @@ struct http_api::impl {
     for (const auto& d : sched.devices()) {
       devices.push_back({{"index", d.info.index}, {"state", to_string(d.state)}});
     }
-    const bool ready = sched.ready();
-    // Touch the store: readiness includes being able to read it.
+    // Readiness includes being able to read the store (a storage error answers 503 itself).
     (void)store.count_by_status();
-    return json_response(ready ? 200 : 503, {{"status", ready ? "ready" : "not_ready"},
-                                             {"storage", "ok"},
-                                             {"devices", std::move(devices)}});
+    if (!sched.ready()) {
+      return json_response(503, error_body("not_ready", "not every device has a running worker",
+                                           json{{"storage", "ok"}, {"devices", devices}}));
+    }
+    return json_response(200, {{"status", "ready"}, {"storage", "ok"}, {"devices", devices}});
   }
 
   response list_devices(const request&) {
     json out = json::array();
-    for (const auto& d : sched.devices()) out.push_back(device_json(d));
+    for (const auto& d : sched.devices())
+      out.push_back(device_json(d));
     return json_response(200, {{"devices", std::move(out)}});
   }
 
@@ -208,20 +229,41 @@ struct http_api::impl {
                                         std::to_string(devices.size()) + " mock device" +
                                         (devices.size() == 1 ? "" : "s") + ")"});
       } else if (spec.device) {
-        errors.push_back({"device", "no device " + std::to_string(*spec.device) +
-                                        " with engine " + std::string(to_string(spec.engine)) +
-                                        "; this daemon has " + std::to_string(devices.size()) +
+        errors.push_back({"device", "no device " + std::to_string(*spec.device) + " with engine " +
+                                        std::string(to_string(spec.engine)) + "; this daemon has " +
+                                        std::to_string(devices.size()) +
                                         " device(s), numbered from 0"});
       } else {
-        errors.push_back({"engine", "no device runs engine " +
-                                        std::string(to_string(spec.engine))});
+        errors.push_back(
+            {"engine", "no device runs engine " + std::string(to_string(spec.engine))});
       }
       throw validation_error(std::move(errors));
     }
     return max_memory;
   }
+  response replay(std::int64_t id) {
+    auto rec = store.get(id);
+    if (!rec) throw api_error(500, "internal", "job " + std::to_string(id) + " vanished");
+    response r = json_response(200, to_json(*rec));
+    r.headers.emplace_back("Location", "/api/v1/jobs/" + std::to_string(id));
+    r.headers.emplace_back("Idempotent-Replayed", "true");
+    return r;
+  }
 
   response submit_job(const request& req) {
+    // A retry with a known key gets the job it created, whatever has changed since (limits,
+    // devices): the request was accepted once.
+    const std::string key = req.header("Idempotency-Key");
+    const std::string request_hash = hash_hex(req.body);
+    if (key.size() > 200) {
+      throw api_error(400, "invalid_header", "Idempotency-Key is longer than 200 characters");
+    }
+    if (!key.empty()) {
+      if (auto known = store.find_by_idempotency_key(key)) {
+        if (known->second != request_hash) throw idempotency_conflict(key, known->first);
+        return replay(known->first);
+      }
+    }
     const json body = parse_json(req.body);
     job_spec spec = parse_job_spec(body, config.limits);
     const std::uint64_t memory = check_placement(spec);
@@ -243,27 +285,26 @@ struct http_api::impl {
     sub.op = std::string(op_name(spec.kernel));
     sub.total_points = plan.size();
     sub.spec_json = to_json(spec).dump();
-    sub.request_hash = hash_hex(req.body);
-    const std::string key = req.header("Idempotency-Key");
-    if (!key.empty()) {
-      if (key.size() > 200) {
-        throw api_error(400, "invalid_header", "Idempotency-Key is longer than 200 characters");
-      }
-      sub.idempotency_key = key;
-    }
+    sub.request_hash = request_hash;
+    if (!key.empty()) sub.idempotency_key = key;
+    // The store checks the key again inside its transaction: two concurrent first tries with
+    // one key create one job.
     const auto outcome = store.submit(sub, now_ms());
-    if (outcome.conflict) {
-      throw api_error(409, "idempotency_conflict",
-                      "Idempotency-Key \"" + key + "\" was used for a different request (job " +
-                          std::to_string(outcome.id) + ")",
-                      json{{"job_id", outcome.id}});
-    }
-    if (outcome.created) sched.enqueue(outcome.id);
+    if (outcome.conflict) throw idempotency_conflict(key, outcome.id);
+    if (!outcome.created) return replay(outcome.id);
+    // Read before enqueueing: the answer shows the job as accepted, not half-way through.
     auto rec = store.get(outcome.id);
-    response r = json_response(outcome.created ? 201 : 200, to_json(*rec));
+    sched.enqueue(outcome.id);
+    response r = json_response(201, to_json(*rec));
     r.headers.emplace_back("Location", "/api/v1/jobs/" + std::to_string(outcome.id));
-    if (!outcome.created) r.headers.emplace_back("Idempotent-Replayed", "true");
     return r;
+  }
+
+  static api_error idempotency_conflict(const std::string& key, std::int64_t id) {
+    return api_error(409, "idempotency_conflict",
+                     "Idempotency-Key \"" + key + "\" was used for a different request (job " +
+                         std::to_string(id) + ")",
+                     json{{"job_id", id}});
   }
 
   response list_jobs(const request& req) {
@@ -279,9 +320,10 @@ struct http_api::impl {
     }
     for (const auto& [key, value] : req.query) {
       if (key == "status") {
-        std::stringstream ss(value);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
+        std::size_t from = 0;
+        for (;;) {
+          const auto comma = value.find(',', from);
+          const std::string item = value.substr(from, comma - from);
           auto st = parse_job_status(item);
           if (!st) {
             throw bad_parameter("status", "\"" + item +
@@ -289,18 +331,26 @@ struct http_api::impl {
                                               "failed, cancelled");
           }
           filter.statuses.push_back(*st);
+          if (comma == std::string::npos) break;
+          from = comma + 1;
         }
       } else if (key.rfind("label.", 0) == 0 && key.size() > 6) {
         filter.labels.emplace_back(key.substr(6), value);
       } else if (key != "limit" && key != "cursor") {
         throw bad_parameter(key, "unknown parameter (known: status, label.KEY, limit, cursor)");
       }
-    }
-    const auto jobs = store.list(filter);
-    json out = json::array();
-    for (const auto& j : jobs) out.push_back(to_json(j));
+    }  // One more than asked tells whether another page exists.
+    const std::size_t limit = filter.limit;
+    ++filter.limit;
+    auto jobs = store.list(filter);
     json next = nullptr;
-    if (jobs.size() == filter.limit) next = std::to_string(jobs.back().id);
+    if (jobs.size() > limit) {
+      jobs.resize(limit);
+      next = std::to_string(jobs.back().id);
+    }
+    json out = json::array();
+    for (const auto& j : jobs)
+      out.push_back(to_json(j));
     return json_response(200, {{"jobs", std::move(out)}, {"next_cursor", std::move(next)}});
   }
 
@@ -315,26 +365,27 @@ struct http_api::impl {
     for (const auto& [key, value] : req.query) {
       if (key != "wait") throw bad_parameter(key, "unknown parameter (known: wait)");
     }
-    job_record rec = find_job(id);
-    if (auto w = query_value(req, "wait"); w && !is_terminal(rec.status)) {
-      double seconds = 0;
-      try {
-        std::size_t used = 0;
-        seconds = std::stod(*w, &used);
-        if (used != w->size()) throw std::invalid_argument("trailing");
-      } catch (const std::exception&) {
+    std::optional<double> wait_s;
+    if (auto w = query_value(req, "wait")) {
+      double seconds = -1;
+      const auto [end, ec] = std::from_chars(w->data(), w->data() + w->size(), seconds);
+      if (ec != std::errc() || end != w->data() + w->size()) {
         throw bad_parameter("wait", "\"" + *w + "\" is not a number of seconds");
       }
       if (!(seconds >= 0 && seconds <= k_max_wait_s)) {
         throw bad_parameter("wait", "must be between 0 and " + std::to_string(int(k_max_wait_s)));
       }
+      wait_s = seconds;
+    }
+    job_record rec = find_job(id);
+    if (wait_s && *wait_s > 0 && !is_terminal(rec.status)) {
+      const double seconds = *wait_s;
       if (long_polls.fetch_add(1) >= config.max_long_polls) {
         long_polls.fetch_sub(1);
         response r = json_response(
-            429, error_body("too_many_waiters",
-                            "too many requests are waiting on jobs (limit " +
-                                std::to_string(config.max_long_polls) +
-                                "); retry, or poll without wait"));
+            429, error_body("too_many_waiters", "too many requests are waiting on jobs (limit " +
+                                                    std::to_string(config.max_long_polls) +
+                                                    "); retry, or poll without wait"));
         r.headers.emplace_back("Retry-After", "1");
         return r;
       }
@@ -342,9 +393,9 @@ struct http_api::impl {
         std::atomic<int>& n;
         ~release() { n.fetch_sub(1); }
       } guard{long_polls};
-      const auto deadline = job_waiters::clock::now() +
-                            std::chrono::duration_cast<job_waiters::clock::duration>(
-                                std::chrono::duration<double>(seconds));
+      const auto deadline =
+          job_waiters::clock::now() + std::chrono::duration_cast<job_waiters::clock::duration>(
+                                          std::chrono::duration<double>(seconds));
       waiters.wait(id, deadline, [&] {
         auto r = store.get(id);
         return !r || is_terminal(r->status);
@@ -361,10 +412,10 @@ struct http_api::impl {
         throw api_error(404, "not_found", "no job " + std::to_string(id));
       case cancel_outcome::already_finished: {
         const auto rec = find_job(id);
-        throw api_error(409, "conflict",
-                        "job " + std::to_string(id) + " already " +
-                            std::string(to_string(rec.status)),
-                        json{{"status", to_string(rec.status)}});
+        throw api_error(
+            409, "job_finished",
+            "job " + std::to_string(id) + " already " + std::string(to_string(rec.status)),
+            json{{"status", to_string(rec.status)}});
       }
       case cancel_outcome::cancelled:
         waiters.notify(id);
@@ -394,7 +445,8 @@ struct http_api::impl {
     std::vector<std::string> names;
     if (format == "csv") {
       const json spec = json::parse(rec.spec_json);
-      for (const auto& [name, values] : spec["sweep"].items()) names.push_back(name);
+      for (const auto& [name, values] : spec["sweep"].items())
+        names.push_back(name);
     }
     // Stream page by page: a 100,000-point job never sits in memory whole.
     struct cursor_state {
@@ -408,13 +460,13 @@ struct http_api::impl {
                      : format == "jsonl" ? "application/x-ndjson"
                                          : "application/json";
     job_store* s = &store;
-    const std::string head = format == "json" ? json{{"job_id", id},
-                                                     {"status", to_string(rec.status)},
-                                                     {"progress",
-                                                      {{"done", rec.progress.done},
-                                                       {"total", rec.progress.total}}}}
-                                                    .dump()
-                                              : "";
+    const std::string head =
+        format == "json"
+            ? json{{"job_id", id},
+                   {"status", to_string(rec.status)},
+                   {"progress", {{"done", rec.progress.done}, {"total", rec.progress.total}}}}
+                  .dump()
+            : "";
     r.stream = [s, id, st, format, names, head](std::string& chunk) {
       if (st->finished) return false;
       if (!st->started) {
@@ -467,7 +519,7 @@ struct http_api::impl {
     response r;
     r.headers.emplace_back("ETag", std::string(a->etag));
     r.headers.emplace_back("Cache-Control", "no-cache");
-    if (req.header("If-None-Match") == a->etag) {
+    if (etag_matches(req.header("If-None-Match"), a->etag)) {
       r.status = 304;
       r.content_type.clear();
       return r;
@@ -481,7 +533,8 @@ struct http_api::impl {
 
   static void send(const response& r, httplib::Response& res) {
     res.status = r.status;
-    for (const auto& [k, v] : r.headers) res.set_header(k.c_str(), v.c_str());
+    for (const auto& [k, v] : r.headers)
+      res.set_header(k.c_str(), v.c_str());
     if (r.stream) {
       auto stream = r.stream;
       res.set_chunked_content_provider(r.content_type,
@@ -510,7 +563,8 @@ struct http_api::impl {
     request req;
     req.method = hreq.method;
     req.path = hreq.path;
-    for (std::size_t i = 1; i < hreq.matches.size(); ++i) req.captures.push_back(hreq.matches[i]);
+    for (std::size_t i = 1; i < hreq.matches.size(); ++i)
+      req.captures.push_back(hreq.matches[i]);
     req.query.insert(hreq.params.begin(), hreq.params.end());
     req.header = [&hreq](const std::string& name) { return hreq.get_header_value(name.c_str()); };
     req.body = hreq.body;
@@ -556,7 +610,9 @@ struct http_api::impl {
   }
 
   void configure() {
-    server.new_task_queue = [n = config.http_threads] { return new httplib::ThreadPool(std::size_t(n)); };
+    server.new_task_queue = [n = config.http_threads] {
+      return new httplib::ThreadPool(std::size_t(n));
+    };
     server.set_payload_max_length(config.max_body_bytes);
     server.set_keep_alive_max_count(1000);
     server.set_read_timeout(30s);
@@ -565,8 +621,7 @@ struct http_api::impl {
     // 8 KB and parses as a form. The API only takes JSON, so such a body is read as JSON. The
     // request is httplib's own non-const object (the handler type is const only by signature).
     server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
-      if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) ==
-          0) {
+      if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
         auto& r = const_cast<httplib::Request&>(req);
         r.headers.erase("Content-Type");
         r.headers.emplace("Content-Type", "application/json");
@@ -578,8 +633,10 @@ struct http_api::impl {
       auto h = [this, fn](const httplib::Request& req, httplib::Response& res) {
         dispatch(fn, req, res);
       };
-      if (r.method == "GET") server.Get(r.pattern, h);
-      else server.Post(r.pattern, h);
+      if (r.method == "GET")
+        server.Get(r.pattern, h);
+      else
+        server.Post(r.pattern, h);
     }
     httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req,
                                                            httplib::Response& res) {
@@ -596,8 +653,7 @@ struct http_api::impl {
         }
       } else if (res.status == 413) {
         send_error(413, "payload_too_large",
-                   "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes",
-                   res);
+                   "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
       } else if (res.status == 400) {
         send_error(400, "bad_request", "malformed HTTP request", res);
       } else {
@@ -641,13 +697,18 @@ int http_api::bind(const std::string& host, int port) {
   return bound;
 }
 
-bool http_api::run() { return m_impl->server.listen_after_bind(); }
+bool http_api::run() {
+  return m_impl->server.listen_after_bind();
+}
 
-void http_api::stop() { m_impl->server.stop(); }
+void http_api::stop() {
+  m_impl->server.stop();
+}
 
 std::vector<std::pair<std::string, std::string>> http_api::routes() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& r : impl::table()) out.emplace_back(r.method, r.openapi_path);
+  for (const auto& r : impl::table())
+    out.emplace_back(r.method, r.openapi_path);
   return out;
 }
 

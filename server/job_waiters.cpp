@@ -21,9 +21,8 @@ bool job_waiters::wait(std::int64_t id, clock::time_point deadline,
     done = is_done();
     lock.lock();
     if (done || m_stopping) break;
-    const bool woke = m_cv.wait_until(lock, deadline, [&] {
-      return m_stopping || m_watches[id].generation != seen;
-    });
+    const bool woke = m_cv.wait_until(
+        lock, deadline, [&] { return m_stopping || m_watches[id].generation != seen; });
     if (!woke) break;  // deadline
   }
   --m_waiting;

@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
   serve_config sc;
   auto* serve = app.add_subcommand("serve", "Run the daemon");
   serve->set_config("--config", "", "Config file (TOML: key = value, keys as the long options)");
-  auto env = [](CLI::Option* o, const char* name) { return o->envname(name)->capture_default_str(); };
+  auto env = [](CLI::Option* o, const char* name) {
+    return o->envname(name)->capture_default_str();
+  };
   env(serve->add_option("--listen", sc.listen, "HOST:PORT to serve on (port 0: any free port)"),
       "KERNELSCAN_LISTEN");
   env(serve->add_option("--data-dir", sc.data_dir, "Directory of the SQLite database"),
@@ -39,16 +41,19 @@ int main(int argc, char** argv) {
   env(serve->add_option("--http-threads", sc.http_threads, "Threads serving HTTP requests")
           ->check(CLI::Range(4, 1024)),
       "KERNELSCAN_HTTP_THREADS");
-  env(serve->add_option("--max-long-polls", sc.max_long_polls,
-                        "Requests that may wait on jobs (?wait=) at once")
+  env(serve
+          ->add_option("--max-long-polls", sc.max_long_polls,
+                       "Requests that may wait on jobs (?wait=) at once")
           ->check(CLI::Range(0, 1000)),
       "KERNELSCAN_MAX_LONG_POLLS");
-  env(serve->add_option("--point-timeout", sc.point_timeout_s,
-                        "Watchdog seconds per point, on top of twice its timing budget")
+  env(serve
+          ->add_option("--point-timeout", sc.point_timeout_s,
+                       "Watchdog seconds per point, on top of twice its timing budget")
           ->check(CLI::Range(0.1, 86400.0)),
       "KERNELSCAN_POINT_TIMEOUT");
-  env(serve->add_option("--drain-timeout", sc.drain_timeout_s,
-                        "Seconds current points may take to finish on SIGTERM")
+  env(serve
+          ->add_option("--drain-timeout", sc.drain_timeout_s,
+                       "Seconds current points may take to finish on SIGTERM")
           ->check(CLI::Range(0.0, 3600.0)),
       "KERNELSCAN_DRAIN_TIMEOUT");
   env(serve->add_option("--max-body-bytes", sc.max_body_bytes, "Largest request body")
@@ -57,8 +62,9 @@ int main(int argc, char** argv) {
   env(serve->add_option("--max-sweep-points", sc.limits.max_points, "Sweep points per job")
           ->check(CLI::Range(1, 10000000)),
       "KERNELSCAN_MAX_SWEEP_POINTS");
-  env(serve->add_option("--max-source-bytes", sc.limits.max_source_bytes,
-                        "Largest custom kernel source")
+  env(serve
+          ->add_option("--max-source-bytes", sc.limits.max_source_bytes,
+                       "Largest custom kernel source")
           ->check(CLI::Range(1, 64 * 1024 * 1024)),
       "KERNELSCAN_MAX_SOURCE_BYTES");
   env(serve->add_option("--max-point-bytes", sc.limits.plan.max_point_bytes,

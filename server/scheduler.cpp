@@ -127,6 +127,12 @@ scheduler::scheduler(asio::io_context& io, job_store& store, job_waiters& waiter
       slot->info.vendor = std::string(model->vendor);
       slot->info.arch = std::string(model->arch);
       slot->info.model = std::string(model->key);
+      slot->info.compute_units = model->compute_units;
+      slot->info.clock_mhz = model->clock_mhz;
+      slot->info.memory_bytes = model->memory_bytes;  // submissions are checked against it
+      slot->info.l2_bytes = model->l2_bytes;
+      slot->info.llc_bytes = model->llc_bytes;
+      slot->info.datasheet = model->peaks;
     }
     m_slots.push_back(std::move(slot));
   }
@@ -155,7 +161,8 @@ void scheduler::start() {
     queued.status = job_status::queued;
     m_queue.push(queued);
   }
-  for (auto& slot : m_slots) spawn(*slot);
+  for (auto& slot : m_slots)
+    spawn(*slot);
   publish();
 }
 
@@ -249,12 +256,20 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
   }
   if (slot.outstanding.empty() || msg.seq != slot.outstanding.front().seq) {
     slot.last_error = "the worker answered out of order";
-    spdlog::error("device {}: reply to request {} out of order; replacing the worker",
-                  slot.index, msg.seq);
+    spdlog::error("device {}: reply to request {} out of order; replacing the worker", slot.index,
+                  msg.seq);
     slot.proc->kill();
     return;
   }
   const std::uint64_t index = slot.outstanding.front().index;
+  if (msg.type == kind::dropped) {
+    // Not measured, as asked (cancel or shutdown): nothing to store; a requeued job measures
+    // it after the restart.
+    slot.outstanding.pop_front();
+    if (slot.outstanding.empty()) slot.watchdog.cancel();
+    advance(slot);
+    return;
+  }
   if (msg.type == kind::failure) {
     if (fatal_to_job(msg.error_type)) {
       flush_results();
@@ -298,9 +313,10 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
     if (slot.outstanding.size() > 1) {
       // Its replies come in batches, so the points it had may be done but unreported: measure
       // them again one at a time to find the one at fault.
-      spdlog::warn("device {}: worker {} with {} points of job {} queued; re-measuring them one "
-                   "at a time",
-                   slot.index, how, slot.outstanding.size(), slot.job->info.id);
+      spdlog::warn(
+          "device {}: worker {} with {} points of job {} queued; re-measuring them one "
+          "at a time",
+          slot.index, how, slot.outstanding.size(), slot.job->info.id);
       slot.careful_through = slot.outstanding.back().index;
     } else if (slot.timed_out) {
       spdlog::error("device {}: job {} point {} timed out; worker replaced", slot.index,
@@ -309,8 +325,8 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
                      "the point did not finish within its watchdog deadline; the worker was "
                      "killed and replaced");
     } else if (crashes < k_max_attempts && !m_draining) {
-      spdlog::warn("device {}: worker {} while measuring job {} point {}; retrying it",
-                   slot.index, how, slot.job->info.id, index);
+      spdlog::warn("device {}: worker {} while measuring job {} point {}; retrying it", slot.index,
+                   how, slot.job->info.id, index);
       slot.crashed_index = index;
       slot.crashes = crashes;
     } else if (!m_draining) {
@@ -367,8 +383,13 @@ void scheduler::cancel(std::int64_t id) {
     for (auto& slot : m_slots) {
       if (!slot->job || slot->job->info.id != id) continue;
       slot->job->cancel = true;
-      // Between points (waiting for a worker), stop now; otherwise after the current point.
-      if (slot->outstanding.empty()) advance(*slot);
+      // Between points (waiting for a worker), stop now; otherwise after the current point:
+      // the worker drops the requests queued behind it.
+      if (slot->outstanding.empty()) {
+        advance(*slot);
+      } else if (slot->outstanding.size() > 1 && slot->proc) {
+        slot->proc->send(worker_protocol::drop_line(id));
+      }
     }
   });
 }
@@ -460,7 +481,7 @@ void scheduler::advance(device_slot& slot) {
     }
     return;
   }
-  if (!slot.worker_ready) return;  // resumes when the worker reports ready
+  if (!slot.worker_ready) return;                     // resumes when the worker reports ready
   if (m_unflushed.size() >= k_max_unflushed) return;  // storage is failing: wait for it
   if (!slot.job_loaded) {
     slot.proc->send(worker_protocol::job_line(job.info.id, job.spec_json));
@@ -503,6 +524,7 @@ void scheduler::record_failure(device_slot& slot, const std::string& type,
   auto params = job.plan->params(index);
   const std::string params_text = params_json(params).dump();
   auto result = failed_point(index, std::move(params), type, message);
+  result.l2 = job.plan->spec().timing.l2;
   result.environment.device = slot.info.name;
   result.environment.driver = slot.info.driver;
   if (!job.first_failure) {
@@ -599,15 +621,22 @@ void scheduler::shutdown(std::function<void()> done) {
       if (ec) return;
       for (auto& slot : m_slots) {
         if (!slot->outstanding.empty() && slot->job) {
-          spdlog::warn("job {} point {} did not finish within the drain timeout; it will be "
-                       "measured again after restart",
-                       slot->job->info.id, slot->outstanding.front().index);
+          spdlog::warn(
+              "job {} point {} did not finish within the drain timeout; it will be "
+              "measured again after restart",
+              slot->job->info.id, slot->outstanding.front().index);
           slot->outstanding.clear();
         }
       }
       check_drained();
     });
-    for (auto& slot : m_slots) slot->restart_timer.cancel();
+    for (auto& slot : m_slots) {
+      slot->restart_timer.cancel();
+      // Finish the point being measured, not the ones queued behind it.
+      if (slot->job && slot->outstanding.size() > 1 && slot->proc) {
+        slot->proc->send(worker_protocol::drop_line(slot->job->info.id));
+      }
+    }
     check_drained();
   });
 }
@@ -618,8 +647,10 @@ void scheduler::check_drained() {
     if (!slot->outstanding.empty()) return;
   }
   if (!flush_results()) {
-    spdlog::error("shutting down with {} measured point(s) not stored; they will be measured "
-                  "again", m_unflushed.size());
+    spdlog::error(
+        "shutting down with {} measured point(s) not stored; they will be measured "
+        "again",
+        m_unflushed.size());
   }
   m_flush_timer.cancel();
   for (auto& slot : m_slots) {
@@ -639,7 +670,8 @@ void scheduler::check_drained() {
   // Give workers a moment to exit on their own before their owners kill them.
   auto timer = std::make_shared<asio::steady_timer>(m_io, 200ms);
   timer->async_wait([this, timer, done = std::move(done)](const asio::error_code&) {
-    for (auto& slot : m_slots) slot->proc.reset();
+    for (auto& slot : m_slots)
+      slot->proc.reset();
     publish();
     done();
   });

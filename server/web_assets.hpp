@@ -8,10 +8,10 @@
 namespace kernelscan {
 
 struct web_asset {
-  std::string_view path;          // URL path: "/", "/assets/app.js", "/api/v1/openapi.yaml"
+  std::string_view path;  // URL path: "/", "/assets/app.js", "/api/v1/openapi.yaml"
   std::string_view content_type;
   std::string_view data;
-  std::string_view etag;          // quoted strong ETag from the content's SHA-256
+  std::string_view etag;  // quoted strong ETag from the content's SHA-256
 };
 
 std::span<const web_asset> web_assets();

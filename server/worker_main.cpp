@@ -1,8 +1,8 @@
 #include "server/worker_main.hpp"
 
+#include <poll.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,15 @@ class line_reader {
     }
   }
 
+  // A whole line if one is buffered or can be read without blocking.
+  bool next_if_ready(std::string& line) {
+    if (m_buffer.find('\n', m_pos) == std::string::npos) {
+      pollfd p{m_fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) return false;
+    }
+    return next(line);
+  }
+
   bool input_waiting() const {
     if (m_buffer.find('\n', m_pos) != std::string::npos) return true;
     pollfd p{m_fd, POLLIN, 0};
@@ -126,53 +136,89 @@ int run_worker(const worker_config& config) {
   std::string plan_error_message;
 
   line_reader input(STDIN_FILENO);
-  std::string pending;  // replies not yet written
+  std::deque<worker_protocol::daemon_message> queue;  // requests read but not yet served
+  std::string pending;                                // replies not yet written
   int held = 0;
   auto first_held = std::chrono::steady_clock::now();
-  std::string line;
-  while (input.next(line)) {
-    std::string reply;
-    std::uint64_t seq = 0;
-    const auto started = std::chrono::steady_clock::now();
+  auto hold = [&](std::string reply) {
+    if (held++ == 0) first_held = std::chrono::steady_clock::now();
+    pending += reply;
+  };
+  // Parses an incoming line into the queue; a drop answers the job's queued requests at once.
+  auto take = [&](const std::string& text) {
     try {
-      auto msg = worker_protocol::parse_daemon_line(line);
-      seq = msg.seq;
-      if (msg.type == worker_protocol::daemon_message::kind::job) {
-        plan.reset();
-        plan_job = msg.job;
-        plan_error_message.clear();
-        try {
-          plan.emplace(compile_plan(parse_job_spec(msg.spec, limits), limits.plan));
-        } catch (const validation_error& e) {
-          plan_error_message = e.what();
+      auto msg = worker_protocol::parse_daemon_line(text);
+      if (msg.type != worker_protocol::daemon_message::kind::drop) {
+        queue.push_back(std::move(msg));
+        return;
+      }
+      std::deque<worker_protocol::daemon_message> kept;
+      for (auto& m : queue) {
+        if (m.type == worker_protocol::daemon_message::kind::measure && m.job == msg.job) {
+          hold(worker_protocol::dropped_line(m.seq));
+        } else {
+          kept.push_back(std::move(m));
         }
-        continue;
       }
-      if (msg.job != plan_job) {
-        reply = worker_protocol::failure_line(seq, "internal",
-                                              "job " + std::to_string(msg.job) +
-                                                  " was not loaded in this worker");
-      } else if (!plan) {
-        reply = worker_protocol::failure_line(seq, "invalid_spec", plan_error_message);
-      } else if (msg.index >= plan->size()) {
-        reply = worker_protocol::failure_line(seq, "internal", "point index out of range");
-      } else {
-        const auto result = eng->measure(*plan, msg.index, plan->spec().seed.value_or(0));
-        const double wall_ms = std::chrono::duration<double, std::milli>(
-                                   std::chrono::steady_clock::now() - started)
-                                   .count();
-        reply = worker_protocol::result_line(seq, wall_ms, result);
-      }
+      queue = std::move(kept);
     } catch (const worker_protocol::protocol_error& e) {
       spdlog::error("{}", e.what());
-      reply = worker_protocol::failure_line(seq, "internal", e.what());
+      hold(worker_protocol::failure_line(0, "internal", e.what()));
+    }
+  };
+
+  std::string line;
+  for (;;) {
+    while (input.next_if_ready(line))
+      take(line);
+    if (queue.empty()) {
+      if (!pending.empty()) {
+        if (!write_all(out, pending)) return 1;
+        pending.clear();
+        held = 0;
+      }
+      if (!input.next(line)) break;  // the daemon closed our input: exit
+      take(line);
+      continue;
+    }
+    auto msg = std::move(queue.front());
+    queue.pop_front();
+    if (msg.type == worker_protocol::daemon_message::kind::job) {
+      plan.reset();
+      plan_job = msg.job;
+      plan_error_message.clear();
+      try {
+        plan.emplace(compile_plan(parse_job_spec(msg.spec, limits), limits.plan));
+      } catch (const validation_error& e) {
+        plan_error_message = e.what();
+      }
+      continue;
+    }
+    const auto started = std::chrono::steady_clock::now();
+    std::string reply;
+    try {
+      if (msg.job != plan_job) {
+        reply = worker_protocol::failure_line(
+            msg.seq, "internal",
+            "job " + std::to_string(msg.job) + " was not loaded in this worker");
+      } else if (!plan) {
+        reply = worker_protocol::failure_line(msg.seq, "invalid_spec", plan_error_message);
+      } else if (msg.index >= plan->size()) {
+        reply = worker_protocol::failure_line(msg.seq, "internal", "point index out of range");
+      } else {
+        const auto result = eng->measure(*plan, msg.index, plan->spec().seed.value_or(0));
+        const double wall_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                .count();
+        reply = worker_protocol::result_line(msg.seq, wall_ms, result);
+      }
     } catch (const std::exception& e) {
       spdlog::error("measurement failed: {}", e.what());
-      reply = worker_protocol::failure_line(seq, "internal", e.what());
+      reply = worker_protocol::failure_line(msg.seq, "internal", e.what());
     }
-    if (held++ == 0) first_held = started;
-    pending += reply;
-    if (held >= k_max_held_replies || !input.input_waiting() ||
+    hold(std::move(reply));
+    // Hold replies while more requests wait, within bounds; write when none do.
+    if (held >= k_max_held_replies || (queue.empty() && !input.input_waiting()) ||
         std::chrono::steady_clock::now() - first_held >= k_max_hold) {
       if (!write_all(out, pending)) return 1;
       pending.clear();

@@ -62,10 +62,14 @@ struct spawn_guard {
 
 worker_process::worker_process(asio::io_context& io, const std::vector<std::string>& argv,
                                line_handler on_line, exit_handler on_exit)
-    : m_in(io), m_out(io), m_buffer(k_max_line), m_on_line(std::move(on_line)),
+    : m_in(io),
+      m_out(io),
+      m_buffer(k_max_line),
+      m_on_line(std::move(on_line)),
       m_on_exit(std::move(on_exit)) {
   int to_child[2], from_child[2];
-  if (pipe2(to_child, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+  if (pipe2(to_child, O_CLOEXEC) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe");
   if (pipe2(from_child, O_CLOEXEC) != 0) {
     const int e = errno;
     close(to_child[0]);
@@ -87,11 +91,12 @@ worker_process::worker_process(asio::io_context& io, const std::vector<std::stri
   posix_spawnattr_setsigdefault(&g.attr, &defaults);
   posix_spawnattr_setsigmask(&g.attr, &none);
   posix_spawnattr_setpgroup(&g.attr, 0);
-  posix_spawnattr_setflags(&g.attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&g.attr,
+                           POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
 
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const int rc = posix_spawn(&m_pid, argv.at(0).c_str(), &g.actions, &g.attr, args.data(), environ);
   close(to_child[0]);
@@ -158,8 +163,7 @@ void worker_process::kill() {
 
 void worker_process::read_next() {
   asio::async_read_until(
-      m_out, m_buffer, '\n',
-      [this, alive = m_alive](const asio::error_code& ec, std::size_t n) {
+      m_out, m_buffer, '\n', [this, alive = m_alive](const asio::error_code& ec, std::size_t n) {
         if (!*alive) return;
         if (ec) {
           if (ec == asio::error::not_found) {

@@ -43,7 +43,9 @@ statement::statement(sqlite3* db, std::string_view sql) : m_db(db) {
   if (rc != SQLITE_OK) fail(db, rc, "prepare \"" + std::string(sql.substr(0, 60)) + "\"");
 }
 
-statement::~statement() { sqlite3_finalize(m_stmt); }
+statement::~statement() {
+  sqlite3_finalize(m_stmt);
+}
 
 statement& statement::bind(int index, std::int64_t value) {
   const int rc = sqlite3_bind_int64(m_stmt, index, value);
@@ -91,9 +93,13 @@ bool statement::is_null(int column) const {
   return sqlite3_column_type(m_stmt, column) == SQLITE_NULL;
 }
 
-std::int64_t statement::int64(int column) const { return sqlite3_column_int64(m_stmt, column); }
+std::int64_t statement::int64(int column) const {
+  return sqlite3_column_int64(m_stmt, column);
+}
 
-double statement::real(int column) const { return sqlite3_column_double(m_stmt, column); }
+double statement::real(int column) const {
+  return sqlite3_column_double(m_stmt, column);
+}
 
 std::string_view statement::text(int column) const {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(m_stmt, column));
@@ -117,9 +123,9 @@ std::optional<std::string> statement::opt_text(int column) const {
 }
 
 database::database(const std::string& path, std::span<const std::string_view> migrations) {
-  const int rc = sqlite3_open_v2(path.c_str(), &m_db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &m_db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = "open " + path + ": " + (m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc));
     sqlite3_close(m_db);
@@ -146,10 +152,10 @@ database::database(const std::string& path, std::span<const std::string_view> mi
                           path + " holds another application's tables; refusing to migrate it");
     }
     if (version > int(migrations.size())) {
-      throw storage_error(SQLITE_MISMATCH,
-                          path + " has schema version " + std::to_string(version) +
-                              ", newer than this kernelscan knows (" +
-                              std::to_string(migrations.size()) + "); upgrade kernelscan");
+      throw storage_error(SQLITE_MISMATCH, path + " has schema version " + std::to_string(version) +
+                                               ", newer than this kernelscan knows (" +
+                                               std::to_string(migrations.size()) +
+                                               "); upgrade kernelscan");
     }
     for (int v = version; v < int(migrations.size()); ++v) {
       transaction tx(*this);
@@ -190,9 +196,13 @@ void database::exec(const std::string& sql) {
   }
 }
 
-std::int64_t database::last_insert_rowid() const { return sqlite3_last_insert_rowid(m_db); }
+std::int64_t database::last_insert_rowid() const {
+  return sqlite3_last_insert_rowid(m_db);
+}
 
-int database::changes() const { return sqlite3_changes(m_db); }
+int database::changes() const {
+  return sqlite3_changes(m_db);
+}
 
 int database::user_version() {
   statement s(m_db, "PRAGMA user_version");
@@ -200,7 +210,9 @@ int database::user_version() {
   return int(s.int64(0));
 }
 
-database::transaction::transaction(database& db) : m_db(db) { m_db.exec("BEGIN IMMEDIATE"); }
+database::transaction::transaction(database& db) : m_db(db) {
+  m_db.exec("BEGIN IMMEDIATE");
+}
 
 database::transaction::~transaction() {
   if (m_done) return;

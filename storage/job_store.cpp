@@ -8,7 +8,7 @@ namespace {
 const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
-    "finished_ms, error_type, error_message, cancel_requested";
+    "finished_ms, error_type, error_message, cancel_requested, best_params";
 
 engine_kind parse_engine(std::string_view s) {
   if (s == "mock") return engine_kind::mock;
@@ -39,7 +39,9 @@ job_record job_store::read_row(statement& s) {
   r.progress.done = std::uint64_t(s.int64(9));
   r.progress.ok = std::uint64_t(s.int64(10));
   r.progress.failed = std::uint64_t(s.int64(11));
-  if (!s.is_null(12)) r.best = job_best{std::uint64_t(s.int64(12)), s.real(13), ""};
+  if (!s.is_null(12)) {
+    r.best = job_best{std::uint64_t(s.int64(12)), s.real(13), std::string(s.text(20))};
+  }
   r.created_ms = s.int64(14);
   r.started_ms = s.opt_int64(15);
   r.finished_ms = s.opt_int64(16);
@@ -52,7 +54,8 @@ std::map<std::string, std::string> job_store::labels_of(std::int64_t id) {
   std::map<std::string, std::string> out;
   auto s = m_db.prepare("SELECT key, value FROM job_labels WHERE job_id = ?");
   s->bind(1, id);
-  while (s->step()) out.emplace(s->text(0), s->text(1));
+  while (s->step())
+    out.emplace(s->text(0), s->text(1));
   return out;
 }
 
@@ -101,19 +104,15 @@ std::optional<job_record> job_store::get(std::int64_t id) {
   std::lock_guard lock(m_mutex);
   job_record r;
   {
-    auto s = m_db.prepare("SELECT " + k_columns +
-                          ", (SELECT spec FROM job_specs WHERE job_id = id) FROM jobs WHERE id = ?");
+    auto s =
+        m_db.prepare("SELECT " + k_columns +
+                     ", (SELECT spec FROM job_specs WHERE job_id = id) FROM jobs WHERE id = ?");
     s->bind(1, id);
     if (!s->step()) return std::nullopt;
     r = read_row(*s);
-    r.spec_json = std::string(s->text(20));
+    r.spec_json = std::string(s->text(21));
   }
   r.labels = labels_of(id);
-  if (r.best) {
-    auto s = m_db.prepare("SELECT params FROM results WHERE job_id = ? AND idx = ?");
-    s->bind(1, id).bind(2, std::int64_t(r.best->index));
-    if (s->step()) r.best->params_json = std::string(s->text(0));
-  }
   return r;
 }
 
@@ -121,7 +120,8 @@ std::vector<job_record> job_store::list(const list_filter& filter) {
   std::string sql = "SELECT " + k_columns + " FROM jobs WHERE 1";
   if (!filter.statuses.empty()) {
     sql += " AND status IN (";
-    for (std::size_t i = 0; i < filter.statuses.size(); ++i) sql += i ? ",?" : "?";
+    for (std::size_t i = 0; i < filter.statuses.size(); ++i)
+      sql += i ? ",?" : "?";
     sql += ")";
   }
   if (filter.before_id) sql += " AND id < ?";
@@ -135,16 +135,19 @@ std::vector<job_record> job_store::list(const list_filter& filter) {
   {
     auto s = m_db.prepare(sql);
     int i = 1;
-    for (auto st : filter.statuses) s->bind(i++, to_string(st));
+    for (auto st : filter.statuses)
+      s->bind(i++, to_string(st));
     if (filter.before_id) s->bind(i++, *filter.before_id);
     for (const auto& [k, v] : filter.labels) {
       s->bind(i++, k);
       s->bind(i++, v);
     }
     s->bind(i, std::int64_t(filter.limit));
-    while (s->step()) out.push_back(read_row(*s));
+    while (s->step())
+      out.push_back(read_row(*s));
   }
-  for (auto& r : out) r.labels = labels_of(r.id);
+  for (auto& r : out)
+    r.labels = labels_of(r.id);
   return out;
 }
 
@@ -154,6 +157,15 @@ std::optional<std::string> job_store::spec_json(std::int64_t id) {
   s->bind(1, id);
   if (!s->step()) return std::nullopt;
   return std::string(s->text(0));
+}
+
+std::optional<std::pair<std::int64_t, std::string>> job_store::find_by_idempotency_key(
+    const std::string& key) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
+  s->bind(1, key);
+  if (!s->step()) return std::nullopt;
+  return std::pair{s->int64(0), std::string(s->text(1))};
 }
 
 std::vector<pending_job> job_store::pending() {
@@ -256,6 +268,8 @@ void job_store::add_results(std::span<const result_row> rows, std::int64_t now_m
         "failed_points = failed_points + ?2, "
         "best_index = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
         "best_median_us) THEN ?4 ELSE best_index END, "
+        "best_params = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+        "best_median_us) THEN ?6 ELSE best_params END, "
         "best_median_us = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
         "best_median_us) THEN ?3 ELSE best_median_us END "
         "WHERE id = ?5");
@@ -263,7 +277,8 @@ void job_store::add_results(std::span<const result_row> rows, std::int64_t now_m
         .bind(2, row.ok ? 0 : 1)
         .bind(3, row.ok ? row.median_us : std::nullopt)
         .bind(4, std::int64_t(row.index))
-        .bind(5, row.job_id);
+        .bind(5, row.job_id)
+        .bind(6, row.params_json);
     s->run();
   }
   tx.commit();
@@ -274,7 +289,8 @@ std::vector<std::uint64_t> job_store::result_indices(std::int64_t job_id) {
   std::vector<std::uint64_t> out;
   auto s = m_db.prepare("SELECT idx FROM results WHERE job_id = ? ORDER BY idx");
   s->bind(1, job_id);
-  while (s->step()) out.push_back(std::uint64_t(s->int64(0)));
+  while (s->step())
+    out.push_back(std::uint64_t(s->int64(0)));
   return out;
 }
 

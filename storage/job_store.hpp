@@ -85,6 +85,9 @@ class job_store {
   // Newest first; records carry no spec_json.
   std::vector<job_record> list(const list_filter& filter);
   std::optional<std::string> spec_json(std::int64_t id);
+  // The job an idempotency key created, with the hash of the request that created it.
+  std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(
+      const std::string& key);
 
   // Queued and running jobs, oldest first.
   std::vector<pending_job> pending();

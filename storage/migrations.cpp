@@ -22,6 +22,7 @@ CREATE TABLE jobs (
   failed_points    INTEGER NOT NULL DEFAULT 0,
   best_index       INTEGER,
   best_median_us   REAL,
+  best_params      TEXT,               -- JSON object of the best point's sweep parameters
   created_ms       INTEGER NOT NULL,
   started_ms       INTEGER,
   finished_ms      INTEGER,
@@ -64,6 +65,8 @@ constexpr std::array<std::string_view, 1> k_steps{k_v1};
 
 }  // namespace
 
-std::span<const std::string_view> schema_migrations() { return k_steps; }
+std::span<const std::string_view> schema_migrations() {
+  return k_steps;
+}
 
 }  // namespace kernelscan

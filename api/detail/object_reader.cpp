@@ -158,7 +158,8 @@ void object_reader::finish() {
     std::sort(known.begin(), known.end());
     known.erase(std::unique(known.begin(), known.end()), known.end());
     std::string allowed;
-    for (const auto& k : known) allowed += (allowed.empty() ? "" : ", ") + k;
+    for (const auto& k : known)
+      allowed += (allowed.empty() ? "" : ", ") + k;
     m_errors.push_back({join_path(m_path, key), "unknown field (allowed here: " + allowed + ")"});
   }
 }

@@ -17,15 +17,16 @@ json gemm_sweep() {
   return json::parse(R"({
     "name": "gemm sweep",
     "labels": {"team": "perf", "candidate": "7"},
-    "kernel": {"op": "gemm", "m": "M", "n": "N", "k": 1024, "dtype": "f16"},
-    "sweep": {"M": [256, 512], "N": [128, 256, 512]}
+    "kernel": {"op": "gemm", "m": "M", "n": "N", "k": 4096, "dtype": "f16"},
+    "sweep": {"M": [1024, 4096], "N": [1024, 2048, 8192]}
   })");
 }
 
 json slow_job(int points, double delay_ms) {
   json j = json::parse(R"({"kernel": {"op": "stream", "variant": "triad", "n": "N"}})");
   json values = json::array();
-  for (int i = 0; i < points; ++i) values.push_back(1024 * (i + 1));
+  for (int i = 0; i < points; ++i)
+    values.push_back(1024 * (i + 1));
   j["sweep"] = {{"N", values}};
   j["mock"] = {{"delay_ms", delay_ms}};
   return j;
@@ -76,8 +77,8 @@ TEST_F(Api, SubmitSweepAndReadEveryPointBack) {
   ASSERT_EQ(results.status, 200) << results.text;
   const auto& rows = results.body["results"];
   ASSERT_EQ(rows.size(), 6u);
-  const std::vector<std::pair<int, int>> expected{{256, 128}, {256, 256}, {256, 512},
-                                                  {512, 128}, {512, 256}, {512, 512}};
+  const std::vector<std::pair<int, int>> expected{{1024, 1024}, {1024, 2048}, {1024, 8192},
+                                                  {4096, 1024}, {4096, 2048}, {4096, 8192}};
   double best = 1e300;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
@@ -98,8 +99,7 @@ TEST_F(Api, SubmitSweepAndReadEveryPointBack) {
   }
   EXPECT_DOUBLE_EQ(job["summary"]["best"]["median_us"].get<double>(), best);
   // Bigger problems take longer on the mock as on a GPU.
-  EXPECT_GT(rows[5]["time_us"]["median"].get<double>(),
-            rows[0]["time_us"]["median"].get<double>());
+  EXPECT_GT(rows[5]["time_us"]["median"].get<double>(), rows[0]["time_us"]["median"].get<double>());
 
   const auto csv = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=csv");
   ASSERT_EQ(csv.status, 200);
@@ -107,10 +107,11 @@ TEST_F(Api, SubmitSweepAndReadEveryPointBack) {
   std::istringstream lines(csv.text);
   std::string line;
   std::vector<std::string> all;
-  while (std::getline(lines, line)) all.push_back(line);
+  while (std::getline(lines, line))
+    all.push_back(line);
   ASSERT_EQ(all.size(), 7u);
   EXPECT_EQ(all[0].rfind("M,N,index,status,", 0), 0u) << all[0];
-  EXPECT_EQ(all[1].rfind("256,128,0,ok,", 0), 0u) << all[1];
+  EXPECT_EQ(all[1].rfind("1024,1024,0,ok,", 0), 0u) << all[1];
 
   const auto jsonl = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=jsonl");
   ASSERT_EQ(jsonl.status, 200);
@@ -136,7 +137,8 @@ TEST_F(Api, ListFiltersByStatusAndLabelsAndPagesWithACursor) {
     spec["labels"] = {{"batch", i % 2 ? "odd" : "even"}, {"n", std::to_string(i)}};
     ids.push_back(daemon.submit(spec));
   }
-  for (auto id : ids) ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  for (auto id : ids)
+    ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
 
   const auto odd = daemon.get("/api/v1/jobs?label.batch=odd");
   ASSERT_EQ(odd.status, 200) << odd.text;
@@ -157,7 +159,8 @@ TEST_F(Api, ListFiltersByStatusAndLabelsAndPagesWithACursor) {
   for (int page = 0; page < 10; ++page) {
     const auto r = daemon.get(url);
     ASSERT_EQ(r.status, 200) << r.text;
-    for (const auto& j : r.body["jobs"]) seen.push_back(j["id"].get<std::int64_t>());
+    for (const auto& j : r.body["jobs"])
+      seen.push_back(j["id"].get<std::int64_t>());
     if (r.body["next_cursor"].is_null()) break;
     url = "/api/v1/jobs?limit=2&cursor=" + r.body["next_cursor"].get<std::string>();
   }
@@ -210,11 +213,27 @@ TEST_F(Api, CancelStopsQueuedJobsAtOnceAndRunningJobsAfterTheirPoint) {
   EXPECT_EQ(int(rows.body["results"].size()), done);
 
   expect_error(daemon.post("/api/v1/jobs/" + std::to_string(running) + "/cancel", ""), 409,
-               "conflict");
+               "job_finished");
   expect_error(daemon.post("/api/v1/jobs/424242/cancel", ""), 404, "not_found");
 
   // The device is free again.
   EXPECT_EQ(daemon.wait_job(daemon.submit(gemm_sweep()))["status"], "succeeded");
+}
+
+TEST_F(Api, CancelOfShortPointsStopsAfterTheCurrentOneNotAfterTheQueuedOnes) {
+  // 1 ms points travel to the worker 64 at a time; cancel must not wait for the queue.
+  const auto id = daemon.submit(slow_job(5000, 1));
+  ASSERT_TRUE(eventually([&] {
+    return daemon.get("/api/v1/jobs/" + std::to_string(id)).body["progress"]["done"] >= 100;
+  }));
+  const auto c = daemon.post("/api/v1/jobs/" + std::to_string(id) + "/cancel", "");
+  ASSERT_EQ(c.status, 200);
+  const int at_cancel = c.body["progress"]["done"].get<int>();
+  const json job = daemon.wait_job(id, 10s);
+  EXPECT_EQ(job["status"], "cancelled");
+  // Stored progress trails measurement by the group commit (2 ms) and reply batching (5 ms):
+  // a handful of 1 ms points, against the 64 a queue would add.
+  EXPECT_LT(job["progress"]["done"].get<int>() - at_cancel, 20) << job.dump();
 }
 
 TEST_F(Api, IdempotencyKeyReturnsTheSameJobOnRetry) {
@@ -230,8 +249,8 @@ TEST_F(Api, IdempotencyKeyReturnsTheSameJobOnRetry) {
   json other = gemm_sweep();
   other["name"] = "something else";
   expect_error(daemon.post("/api/v1/jobs", other.dump(), key), 409, "idempotency_conflict");
-  expect_error(daemon.post("/api/v1/jobs", body, {{"Idempotency-Key", std::string(201, 'k')}}),
-               400, "invalid_header");
+  expect_error(daemon.post("/api/v1/jobs", body, {{"Idempotency-Key", std::string(201, 'k')}}), 400,
+               "invalid_header");
   EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 1u);
 }
 
@@ -253,7 +272,7 @@ TEST_F(Api, BadInputGetsAClearErrorNamingTheField) {
   not_integer["kernel"]["m"] = "M/3";
   const auto ni = daemon.post_json("/api/v1/jobs", not_integer);
   expect_error(ni, 422, "invalid_spec", "kernel.m");
-  EXPECT_NE(ni.text.find("point 0 (M=256, N=128)"), std::string::npos) << ni.text;
+  EXPECT_NE(ni.text.find("point 0 (M=1024, N=1024)"), std::string::npos) << ni.text;
 
   json device = gemm_sweep();
   device["device"] = 7;
@@ -324,12 +343,12 @@ TEST_F(Api, CurlStyleFormContentTypeIsReadAsJson) {
   // curl -d @job.json sends application/x-www-form-urlencoded; bodies over 8 KB must work too.
   json spec = gemm_sweep();
   json values = json::array();
-  for (int i = 1; i <= 2000; ++i) values.push_back(i);
+  for (int i = 1; i <= 2000; ++i)
+    values.push_back(i);
   spec["sweep"] = {{"M", values}, {"N", {64}}};
   ASSERT_GT(spec.dump().size(), 8192u);
   httplib::Client c("127.0.0.1", daemon.port());
-  const auto r =
-      c.Post("/api/v1/jobs", spec.dump(), "application/x-www-form-urlencoded");
+  const auto r = c.Post("/api/v1/jobs", spec.dump(), "application/x-www-form-urlencoded");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 201) << r->body;
 }

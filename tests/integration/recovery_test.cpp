@@ -17,7 +17,8 @@ using namespace std::chrono_literals;
 json stream_job(int points, double delay_ms) {
   json j = json::parse(R"({"kernel": {"op": "stream", "variant": "triad", "n": "N"}})");
   json values = json::array();
-  for (int i = 0; i < points; ++i) values.push_back(4096 * (i + 1));
+  for (int i = 0; i < points; ++i)
+    values.push_back(4096 * (i + 1));
   j["sweep"] = {{"N", values}};
   j["mock"] = {{"delay_ms", delay_ms}};
   return j;
@@ -75,7 +76,8 @@ TEST(Recovery, KillNineMidSweepThenRestartResumesWithEveryPointMeasured) {
   EXPECT_EQ(job["progress"]["ok"], 20);
   const auto rows = rows_by_index(daemon, id);
   ASSERT_EQ(rows.size(), 20u);
-  for (int i = 0; i < 20; ++i) EXPECT_TRUE(rows.count(i)) << "point " << i << " missing";
+  for (int i = 0; i < 20; ++i)
+    EXPECT_TRUE(rows.count(i)) << "point " << i << " missing";
 
   // The job finished before the crash is as it was.
   const auto again = daemon.get("/api/v1/jobs/" + std::to_string(earlier) + "/results");
@@ -87,7 +89,8 @@ TEST(Recovery, RepeatedKillsLoseNoAcceptedJobAndNoMeasuredPoint) {
   daemon_process daemon;
   daemon.start();
   std::vector<std::int64_t> ids;
-  for (int i = 0; i < 3; ++i) ids.push_back(daemon.submit(stream_job(8, 40)));
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(daemon.submit(stream_job(8, 40)));
   for (int round = 0; round < 4; ++round) {
     std::this_thread::sleep_for(150ms);
     daemon.kill9();

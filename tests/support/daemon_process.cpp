@@ -85,20 +85,15 @@ daemon_process::~daemon_process() {
 void daemon_process::start() {
   const std::string port_file = m_data_dir + "/port";
   std::filesystem::remove(port_file);
-  std::vector<std::string> args{KERNELSCAN_BINARY,
-                                "serve",
-                                "--listen",
-                                "127.0.0.1:0",
-                                "--data-dir",
-                                m_data_dir + "/data",
-                                "--port-file",
-                                port_file,
-                                "--mock-devices",
-                                std::to_string(m_options.mock_devices),
-                                "--log-level",
-                                "debug"};
+  std::vector<std::string> args{KERNELSCAN_BINARY, "serve",
+                                "--listen",        "127.0.0.1:0",
+                                "--data-dir",      m_data_dir + "/data",
+                                "--port-file",     port_file,
+                                "--mock-devices",  std::to_string(m_options.mock_devices),
+                                "--log-level",     "debug"};
   if (m_options.allow_fault_injection) args.push_back("--allow-fault-injection");
-  for (const auto& a : m_options.extra_args) args.push_back(a);
+  for (const auto& a : m_options.extra_args)
+    args.push_back(a);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -106,7 +101,8 @@ void daemon_process::start() {
                                    O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : args)
+    argv.push_back(a.data());
   argv.push_back(nullptr);
   const int rc = posix_spawn(&m_pid, args[0].c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
