@@ -1,57 +1,111 @@
 #include "api/job_codec.hpp"
 
-#include <ctime>
+#include <cstdio>
+
+#include "api/detail/json_writer.hpp"
 
 namespace kernelscan {
 
 std::string format_time_ms(std::int64_t unix_ms) {
-  const std::time_t secs = std::time_t(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", int(unix_ms % 1000));
+  // Civil date from days since the epoch (H. Hinnant's algorithm): no locale, no libc tm.
+  std::int64_t secs = unix_ms / 1000, ms = unix_ms % 1000;
+  if (ms < 0) {
+    ms += 1000;
+    --secs;
+  }
+  std::int64_t days = secs / 86400, rem = secs % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    --days;
+  }
+  const std::int64_t z = days + 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const std::int64_t doe = z - era * 146097;
+  const std::int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const std::int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const std::int64_t mp = (5 * doy + 2) / 153;
+  const std::int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  const std::int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const std::int64_t year = yoe + era * 400 + (month <= 2);
+  char buf[96];  // room for any int64 fields, which a real date never needs
+  std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
+                static_cast<long long>(year), static_cast<long long>(month),
+                static_cast<long long>(day), static_cast<long long>(rem / 3600),
+                static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60),
+                static_cast<long long>(ms));
   return buf;
 }
 
 json to_json(const job_record& job) {
-  auto time_or_null = [](const std::optional<std::int64_t>& t) {
-    return t ? json(format_time_ms(*t)) : json(nullptr);
+  return json::parse(job_json_text(job));
+}
+
+std::string job_json_text(const job_record& job) {
+  std::string out;
+  out.reserve(768 + job.spec_json.size());
+  detail::json_writer w(out);
+  auto time_or_null = [&](const std::optional<std::int64_t>& t) {
+    if (t) {
+      w.value(format_time_ms(*t));
+    } else {
+      w.null();
+    }
   };
-  json j;
-  j["id"] = job.id;
-  j["name"] = job.name;
-  j["labels"] = json::object();
+  const std::string self = "/api/v1/jobs/" + std::to_string(job.id);
+  w.begin_object();
+  w.key("id").value(job.id);
+  w.key("name").value(job.name);
+  w.key("labels").begin_object();
   for (const auto& [k, v] : job.labels)
-    j["labels"][k] = v;
-  j["status"] = to_string(job.status);
-  j["op"] = job.op;
-  j["priority"] = job.priority;
-  j["engine"] = to_string(job.engine);
-  j["requested_device"] = job.requested_device ? json(*job.requested_device) : json("any");
-  j["device"] = job.device ? json(*job.device) : json(nullptr);
-  j["progress"] = {{"done", job.progress.done},
-                   {"total", job.progress.total},
-                   {"ok", job.progress.ok},
-                   {"failed", job.progress.failed}};
-  j["created_at"] = format_time_ms(job.created_ms);
-  j["started_at"] = time_or_null(job.started_ms);
-  j["finished_at"] = time_or_null(job.finished_ms);
-  j["cancel_requested"] = job.cancel_requested;
-  j["error"] =
-      job.error ? json{{"type", job.error->type}, {"message", job.error->message}} : json(nullptr);
-  json best = nullptr;
-  if (job.best) {
-    best = {{"index", job.best->index},
-            {"params",
-             job.best->params_json.empty() ? json::object() : json::parse(job.best->params_json)},
-            {"median_us", job.best->median_us}};
+    w.key(k).value(v);
+  w.end_object();
+  w.key("status").value(to_string(job.status));
+  w.key("op").value(job.op);
+  w.key("priority").value(job.priority);
+  w.key("engine").value(to_string(job.engine));
+  w.key("requested_device");
+  if (job.requested_device) {
+    w.value(*job.requested_device);
+  } else {
+    w.value("any");
   }
-  j["summary"] = {{"best", std::move(best)}, {"fitness", nullptr}};
-  j["links"] = {{"self", "/api/v1/jobs/" + std::to_string(job.id)},
-                {"results", "/api/v1/jobs/" + std::to_string(job.id) + "/results"}};
-  if (!job.spec_json.empty()) j["spec"] = json::parse(job.spec_json);
-  return j;
+  w.key("device");
+  if (job.device) {
+    w.value(*job.device);
+  } else {
+    w.null();
+  }
+  w.key("progress").begin_object();
+  w.key("done").value(job.progress.done).key("total").value(job.progress.total);
+  w.key("ok").value(job.progress.ok).key("failed").value(job.progress.failed);
+  w.end_object();
+  w.key("created_at").value(format_time_ms(job.created_ms));
+  w.key("started_at");
+  time_or_null(job.started_ms);
+  w.key("finished_at");
+  time_or_null(job.finished_ms);
+  w.key("cancel_requested").value(job.cancel_requested);
+  w.key("error");
+  if (job.error) {
+    w.begin_object().key("type").value(job.error->type);
+    w.key("message").value(job.error->message).end_object();
+  } else {
+    w.null();
+  }
+  w.key("summary").begin_object().key("best");
+  if (job.best) {
+    w.begin_object().key("index").value(job.best->index).key("params");
+    w.raw(job.best->params_json.empty() ? std::string_view("{}") : job.best->params_json);
+    w.key("median_us").value(job.best->median_us).end_object();
+  } else {
+    w.null();
+  }
+  w.key("fitness").null().end_object();
+  w.key("links").begin_object().key("self").value(self);
+  w.key("results").value(self + "/results").end_object();
+  if (!job.spec_json.empty()) w.key("spec").raw(job.spec_json);  // stored canonical JSON
+  w.end_object();
+  return out;
 }
 
 }  // namespace kernelscan

@@ -14,5 +14,8 @@ std::string format_time_ms(std::int64_t unix_ms);
 
 // `spec_json`, when the record carries it, is embedded as the "spec" object.
 json to_json(const job_record& job);
+// The same as to_json(job).dump(), with the stored spec text spliced in as it is rather than
+// parsed and written again (the spec can be the largest part of a job, and GET job is hot).
+std::string job_json_text(const job_record& job);
 
 }  // namespace kernelscan

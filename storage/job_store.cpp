@@ -8,7 +8,36 @@ namespace {
 const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
-    "finished_ms, error_type, error_message, cancel_requested, best_params";
+    "finished_ms, error_type, error_message, cancel_requested, best_params, labels";
+
+// Labels ride in the job row for reading (job_labels holds them for filtering), encoded as
+// length-prefixed strings ("3:key5:value...") so that any bytes survive without a JSON library.
+std::string encode_labels(const std::map<std::string, std::string>& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    out += std::to_string(k.size()) + ":" + k + std::to_string(v.size()) + ":" + v;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> decode_labels(std::string_view text) {
+  std::map<std::string, std::string> out;
+  auto next = [&](std::string& into) {
+    const auto colon = text.find(':');
+    if (colon == std::string_view::npos) return false;
+    std::size_t n = 0;
+    for (char c : text.substr(0, colon))
+      n = n * 10 + std::size_t(c - '0');
+    if (colon + 1 + n > text.size()) return false;
+    into.assign(text.substr(colon + 1, n));
+    text.remove_prefix(colon + 1 + n);
+    return true;
+  };
+  std::string k, v;
+  while (!text.empty() && next(k) && next(v))
+    out.emplace(k, v);
+  return out;
+}
 
 engine_kind parse_engine(std::string_view s) {
   if (s == "mock") return engine_kind::mock;
@@ -23,7 +52,35 @@ std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
 
 }  // namespace
 
-job_store::job_store(const std::string& path) : m_db(path, schema_migrations()) {}
+job_store::job_store(const std::string& path)
+    : m_path(path),
+      m_shared_reads(path == ":memory:" || path.empty()),
+      m_db(path, schema_migrations()) {}
+
+job_store::~job_store() = default;
+
+job_store::reader::reader(job_store& store) : m_store(store) {
+  if (store.m_shared_reads) {
+    m_writer_lock = std::unique_lock(store.m_mutex);
+    m_db = &store.m_db;
+    return;
+  }
+  {
+    std::lock_guard lock(store.m_pool_mutex);
+    if (!store.m_idle_readers.empty()) {
+      m_own = std::move(store.m_idle_readers.back());
+      store.m_idle_readers.pop_back();
+    }
+  }
+  if (!m_own) m_own = std::make_unique<database>(store.m_path, schema_migrations());
+  m_db = m_own.get();
+}
+
+job_store::reader::~reader() {
+  if (!m_own) return;
+  std::lock_guard lock(m_store.m_pool_mutex);
+  m_store.m_idle_readers.push_back(std::move(m_own));
+}
 
 job_record job_store::read_row(statement& s) {
   job_record r;
@@ -47,16 +104,8 @@ job_record job_store::read_row(statement& s) {
   r.finished_ms = s.opt_int64(16);
   if (!s.is_null(17)) r.error = point_error{std::string(s.text(17)), std::string(s.text(18))};
   r.cancel_requested = s.int64(19) != 0;
+  r.labels = decode_labels(s.text(21));
   return r;
-}
-
-std::map<std::string, std::string> job_store::labels_of(std::int64_t id) {
-  std::map<std::string, std::string> out;
-  auto s = m_db.prepare("SELECT key, value FROM job_labels WHERE job_id = ?");
-  s->bind(1, id);
-  while (s->step())
-    out.emplace(s->text(0), s->text(1));
-  return out;
 }
 
 submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms) {
@@ -72,8 +121,8 @@ submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms)
   {
     auto s = m_db.prepare(
         "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
-        "created_ms, idempotency_key, request_hash) "
-        "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)");
+        "created_ms, idempotency_key, request_hash, labels) "
+        "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     s->bind(1, job.name)
         .bind(2, job.priority)
         .bind(3, to_string(job.engine))
@@ -82,7 +131,8 @@ submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms)
         .bind(6, std::int64_t(job.total_points))
         .bind(7, now_ms)
         .bind(8, job.idempotency_key)
-        .bind(9, job.request_hash);
+        .bind(9, job.request_hash)
+        .bind(10, encode_labels(job.labels));
     s->run();
   }
   const std::int64_t id = m_db.last_insert_rowid();
@@ -101,18 +151,13 @@ submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms)
 }
 
 std::optional<job_record> job_store::get(std::int64_t id) {
-  std::lock_guard lock(m_mutex);
-  job_record r;
-  {
-    auto s =
-        m_db.prepare("SELECT " + k_columns +
-                     ", (SELECT spec FROM job_specs WHERE job_id = id) FROM jobs WHERE id = ?");
-    s->bind(1, id);
-    if (!s->step()) return std::nullopt;
-    r = read_row(*s);
-    r.spec_json = std::string(s->text(21));
-  }
-  r.labels = labels_of(id);
+  reader db(*this);
+  auto s = db->prepare("SELECT " + k_columns +
+                       ", (SELECT spec FROM job_specs WHERE job_id = id) FROM jobs WHERE id = ?");
+  s->bind(1, id);
+  if (!s->step()) return std::nullopt;
+  job_record r = read_row(*s);
+  r.spec_json = std::string(s->text(22));
   return r;
 }
 
@@ -130,10 +175,10 @@ std::vector<job_record> job_store::list(const list_filter& filter) {
   }
   sql += " ORDER BY id DESC LIMIT ?";
 
-  std::lock_guard lock(m_mutex);
+  reader db(*this);
   std::vector<job_record> out;
   {
-    auto s = m_db.prepare(sql);
+    auto s = db->prepare(sql);
     int i = 1;
     for (auto st : filter.statuses)
       s->bind(i++, to_string(st));
@@ -146,14 +191,12 @@ std::vector<job_record> job_store::list(const list_filter& filter) {
     while (s->step())
       out.push_back(read_row(*s));
   }
-  for (auto& r : out)
-    r.labels = labels_of(r.id);
   return out;
 }
 
 std::optional<std::string> job_store::spec_json(std::int64_t id) {
-  std::lock_guard lock(m_mutex);
-  auto s = m_db.prepare("SELECT spec FROM job_specs WHERE job_id = ?");
+  reader db(*this);
+  auto s = db->prepare("SELECT spec FROM job_specs WHERE job_id = ?");
   s->bind(1, id);
   if (!s->step()) return std::nullopt;
   return std::string(s->text(0));
@@ -161,17 +204,17 @@ std::optional<std::string> job_store::spec_json(std::int64_t id) {
 
 std::optional<std::pair<std::int64_t, std::string>> job_store::find_by_idempotency_key(
     const std::string& key) {
-  std::lock_guard lock(m_mutex);
-  auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
+  reader db(*this);
+  auto s = db->prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
   s->bind(1, key);
   if (!s->step()) return std::nullopt;
   return std::pair{s->int64(0), std::string(s->text(1))};
 }
 
 std::vector<pending_job> job_store::pending() {
-  std::lock_guard lock(m_mutex);
+  reader db(*this);
   std::vector<pending_job> out;
-  auto s = m_db.prepare(
+  auto s = db->prepare(
       "SELECT id, priority, engine, requested_device, status, cancel_requested FROM jobs "
       "WHERE status IN ('queued', 'running') ORDER BY id");
   while (s->step()) {
@@ -285,9 +328,9 @@ void job_store::add_results(std::span<const result_row> rows, std::int64_t now_m
 }
 
 std::vector<std::uint64_t> job_store::result_indices(std::int64_t job_id) {
-  std::lock_guard lock(m_mutex);
+  reader db(*this);
   std::vector<std::uint64_t> out;
-  auto s = m_db.prepare("SELECT idx FROM results WHERE job_id = ? ORDER BY idx");
+  auto s = db->prepare("SELECT idx FROM results WHERE job_id = ? ORDER BY idx");
   s->bind(1, job_id);
   while (s->step())
     out.push_back(std::uint64_t(s->int64(0)));
@@ -296,10 +339,10 @@ std::vector<std::uint64_t> job_store::result_indices(std::int64_t job_id) {
 
 std::vector<stored_result> job_store::results(std::int64_t job_id, std::uint64_t offset,
                                               std::uint64_t limit) {
-  std::lock_guard lock(m_mutex);
+  reader db(*this);
   std::vector<stored_result> out;
   // OFFSET counts rows, not indices: a job still running may have gaps in idx.
-  auto q = m_db.prepare(
+  auto q = db->prepare(
       "SELECT idx, params, result FROM results WHERE job_id = ? ORDER BY idx LIMIT ? OFFSET ?");
   q->bind(1, job_id)
       .bind(2, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)))
@@ -311,9 +354,9 @@ std::vector<stored_result> job_store::results(std::int64_t job_id, std::uint64_t
 }
 
 std::map<job_status, std::int64_t> job_store::count_by_status() {
-  std::lock_guard lock(m_mutex);
+  reader db(*this);
   std::map<job_status, std::int64_t> out;
-  auto s = m_db.prepare("SELECT status, count(*) FROM jobs GROUP BY status");
+  auto s = db->prepare("SELECT status, count(*) FROM jobs GROUP BY status");
   while (s->step()) {
     if (auto st = parse_job_status(s->text(0))) out[*st] = s->int64(1);
   }

@@ -2,12 +2,14 @@
 // Jobs and their per-point results in SQLite. Every call is one transaction: a job is durable
 // when submit() returns, points when add_results() returns.
 //
-// Threading: thread-safe; calls are serialised by an internal mutex (HTTP threads read while
-// the scheduler writes). Results and params are JSON text made by the caller; the store does
-// not parse them.
+// Threading: thread-safe. Writes are serialised on one connection; reads of a file database
+// use a pool of further connections, so HTTP threads read while the scheduler writes (WAL) and
+// do not queue behind each other. An in-memory database has one connection for both. Results and
+// params are JSON text made by the caller; the store does not parse them.
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -79,6 +81,7 @@ class job_store {
  public:
   // Opens (creating) the database file; ":memory:" for tests. Throws storage_error.
   explicit job_store(const std::string& path);
+  ~job_store();
 
   submit_outcome submit(const job_submission& job, std::int64_t now_ms);
   std::optional<job_record> get(std::int64_t id);
@@ -109,11 +112,30 @@ class job_store {
   std::map<job_status, std::int64_t> count_by_status();
 
  private:
-  job_record read_row(statement& s);
-  std::map<std::string, std::string> labels_of(std::int64_t id);
+  // A connection to read with, for as long as it lives.
+  class reader {
+   public:
+    explicit reader(job_store& store);
+    reader(const reader&) = delete;
+    reader& operator=(const reader&) = delete;
+    ~reader();
+    database* operator->() const { return m_db; }
 
-  std::mutex m_mutex;
+   private:
+    job_store& m_store;
+    std::unique_ptr<database> m_own;
+    std::unique_lock<std::mutex> m_writer_lock;
+    database* m_db = nullptr;
+  };
+
+  static job_record read_row(statement& s);
+
+  std::string m_path;
+  bool m_shared_reads;  // in-memory: another connection would be another database
+  std::mutex m_mutex;   // the writer connection
   database m_db;
+  std::mutex m_pool_mutex;
+  std::vector<std::unique_ptr<database>> m_idle_readers;
 };
 
 }  // namespace kernelscan

@@ -29,6 +29,7 @@ CREATE TABLE jobs (
   error_type       TEXT,
   error_message    TEXT,
   cancel_requested INTEGER NOT NULL DEFAULT 0,
+  labels           TEXT    NOT NULL DEFAULT '',  -- for display; job_labels is for filters
   idempotency_key  TEXT UNIQUE,
   request_hash     TEXT
 );

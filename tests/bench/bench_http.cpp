@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   httplib::Server bare;
   bare.new_task_queue = [] { return new httplib::ThreadPool(48); };
   bare.set_keep_alive_max_count(1000);
+  bare.set_tcp_nodelay(true);
   bare.Get(R"(/api/v1/jobs/([^/]+))", [&body](const httplib::Request&, httplib::Response& res) {
     res.set_content(body, "application/json");
   });
