@@ -1,6 +1,6 @@
 #include "api/job_codec.hpp"
 
-#include <cstdio>
+#include <algorithm>
 
 #include "api/detail/json_writer.hpp"
 
@@ -27,13 +27,20 @@ std::string format_time_ms(std::int64_t unix_ms) {
   const std::int64_t day = doy - (153 * mp + 2) / 5 + 1;
   const std::int64_t month = mp < 10 ? mp + 3 : mp - 9;
   const std::int64_t year = yoe + era * 400 + (month <= 2);
-  char buf[96];  // room for any int64 fields, which a real date never needs
-  std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
-                static_cast<long long>(year), static_cast<long long>(month),
-                static_cast<long long>(day), static_cast<long long>(rem / 3600),
-                static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60),
-                static_cast<long long>(ms));
-  return buf;
+  // "YYYY-MM-DDTHH:MM:SS.mmmZ", written digit by digit (this runs three times per job served).
+  std::string out = "0000-00-00T00:00:00.000Z";
+  auto put = [&out](std::size_t at, std::int64_t v, int digits) {
+    for (int d = digits - 1; d >= 0; --d, v /= 10)
+      out[at + std::size_t(d)] = char('0' + v % 10);
+  };
+  put(0, std::clamp<std::int64_t>(year, 0, 9999), 4);
+  put(5, month, 2);
+  put(8, day, 2);
+  put(11, rem / 3600, 2);
+  put(14, rem / 60 % 60, 2);
+  put(17, rem % 60, 2);
+  put(20, ms, 3);
+  return out;
 }
 
 json to_json(const job_record& job) {

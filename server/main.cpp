@@ -1,12 +1,73 @@
 // kernelscan: `serve` runs the daemon; `worker` is started by it, one per device.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
 #include "server/daemon.hpp"
 #include "server/worker_main.hpp"
 
 #ifndef KERNELSCAN_VERSION
 #define KERNELSCAN_VERSION "dev"
 #endif
+
+namespace {
+
+// Settings come from, in order of precedence: the command line, KERNELSCAN_* environment
+// variables, the config file (--config FILE or KERNELSCAN_CONFIG), the built-in defaults. The
+// file is read with CLI11's TOML reader and its settings become arguments, unless the command
+// line or the environment already sets them. (CLI11 2.1 applies a config file before the
+// environment, which would let a file override an operator's environment.)
+std::vector<std::string> with_config_file(CLI::App& serve, std::vector<std::string> args) {
+  std::string path;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) path = args[i + 1];
+    if (args[i].rfind("--config=", 0) == 0) path = args[i].substr(9);
+  }
+  if (path.empty()) {
+    if (const char* env = std::getenv("KERNELSCAN_CONFIG")) path = env;
+  }
+  if (path.empty()) return args;
+
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(path);
+  } catch (const CLI::Error& e) {
+    std::cerr << "config file " << path << ": " << e.what() << "\n";
+    std::exit(2);
+  }
+  for (const auto& item : items) {
+    std::string key = item.name;
+    std::replace(key.begin(), key.end(), '_', '-');
+    const bool section_ok =
+        item.parents.empty() || (item.parents.size() == 1 && item.parents[0] == "serve");
+    if (item.name == "++" || item.name == "--") continue;  // section markers
+    CLI::Option* opt = section_ok ? serve.get_option_no_throw("--" + key) : nullptr;
+    if (!opt || key == "config" || key == "help") {
+      std::cerr << "config file " << path << ": unknown setting \"" << item.fullname()
+                << "\" (settings are serve's long options without the dashes, such as "
+                   "listen = \"127.0.0.1:8080\")\n";
+      std::exit(2);
+    }
+    const bool on_command_line = std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+      return a == "--" + key || a.rfind("--" + key + "=", 0) == 0;
+    });
+    const std::string env = opt->get_envname();
+    if (on_command_line || (!env.empty() && std::getenv(env.c_str()))) continue;
+    const std::string value = item.inputs.empty() ? "" : item.inputs.front();
+    if (opt->get_expected_min() == 0) {  // a flag
+      if (value == "true" || value == "1") args.push_back("--" + key);
+      continue;
+    }
+    args.push_back("--" + key + "=" + value);
+  }
+  return args;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace kernelscan;
@@ -16,7 +77,12 @@ int main(int argc, char** argv) {
 
   serve_config sc;
   auto* serve = app.add_subcommand("serve", "Run the daemon");
-  serve->set_config("--config", "", "Config file (TOML: key = value, keys as the long options)");
+  std::string config_file;
+  serve
+      ->add_option("--config", config_file,
+                   "Config file (TOML: key = value, keys as the long options; see "
+                   "deploy/kernelscan.example.toml)")
+      ->envname("KERNELSCAN_CONFIG");
   auto env = [](CLI::Option* o, const char* name) {
     return o->envname(name)->capture_default_str();
   };
@@ -80,7 +146,14 @@ int main(int argc, char** argv) {
   worker->add_option("--log-level", wc.log_level);
   worker->add_flag("--allow-fault-injection", wc.allow_fault_injection);
 
-  CLI11_PARSE(app, argc, argv);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "serve") args = with_config_file(*serve, std::move(args));
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   if (*serve) return run_serve(sc);
   if (*worker) return run_worker(wc);
   return 2;

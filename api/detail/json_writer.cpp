@@ -34,7 +34,12 @@ json_writer& json_writer::value(std::string_view s) {
   separate();
   static constexpr char k_hex[] = "0123456789abcdef";
   m_out += '"';
-  for (char c : s) {
+  std::size_t run = 0;  // start of the characters not yet copied: copy runs, escape the rest
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    m_out.append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"':
         m_out += "\\\"";
@@ -58,15 +63,12 @@ json_writer& json_writer::value(std::string_view s) {
         m_out += "\\f";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          m_out += "\\u00";
-          m_out += k_hex[(c >> 4) & 0xf];
-          m_out += k_hex[c & 0xf];
-        } else {
-          m_out += c;
-        }
+        m_out += "\\u00";
+        m_out += k_hex[c >> 4];
+        m_out += k_hex[c & 0xf];
     }
   }
+  m_out.append(s.data() + run, s.size() - run);
   m_out += '"';
   return *this;
 }

@@ -108,12 +108,22 @@ void daemon_process::start() {
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot start " + args[0]);
 
+  bool exited = false;
   const bool have_port = eventually(
       [&] {
+        int status = 0;
+        if (waitpid(m_pid, &status, WNOHANG) == m_pid) {
+          exited = true;  // a start-up error: stop waiting
+          return true;
+        }
         std::ifstream in(port_file);
         return bool(in >> m_port) && m_port > 0;
       },
       15s);
+  if (exited) {
+    m_pid = -1;
+    throw std::runtime_error("daemon exited during start-up; log:\n" + log());
+  }
   if (!have_port) throw std::runtime_error("daemon did not start; log:\n" + log());
   const bool ready = eventually([&] { return get("/readyz").status == 200; }, 15s);
   if (!ready) throw std::runtime_error("daemon did not become ready; log:\n" + log());

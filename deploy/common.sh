@@ -1,0 +1,41 @@
+# Shared by deploy/run.sh and deploy/test.sh (sourced, not run): installs the Debian 12
+# packages kernelscan needs when they are missing, and builds it with the default preset.
+
+set -euo pipefail
+
+KERNELSCAN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Build and runtime dependencies (README, "Dependencies").
+KERNELSCAN_PACKAGES=(
+  cmake ninja-build g++ pkg-config
+  libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libasio-dev
+  libcli11-dev libmuparser-dev
+)
+# What the tests add: GoogleTest, the format check, wrk for the HTTP benchmark.
+KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format wrk)
+
+install_missing() {
+  local missing=()
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then
+    return 0
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+  fi
+  echo "kernelscan: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+build_kernelscan() {
+  cd "$KERNELSCAN_ROOT"
+  cmake --preset default >/dev/null
+  cmake --build --preset default -j "$(nproc)"
+}
