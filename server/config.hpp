@@ -25,6 +25,10 @@ struct serve_config {
   double drain_timeout_s = 30;  // on SIGTERM, how long the current points may take
   double worker_start_timeout_s = 30;
   std::size_t max_body_bytes = 4 * 1024 * 1024;
+  std::string token_file;   // bearer tokens; mutating requests need one
+  bool auth_reads = false;  // reads need one too
+  double rate_limit = 600;  // job submissions per minute per client address; 0: off
+  std::string cors_origin;  // allowed browser origins: "", "*" or a comma list
   spec_limits limits;
   std::string worker_executable;  // defaults to this executable (/proc/self/exe)
 };
@@ -35,6 +39,7 @@ struct worker_config {
   std::string mock_model = "MI300X";
   bool allow_fault_injection = false;
   std::string log_level = "info";
+  std::string log_format = "text";
 };
 
 // Splits "HOST:PORT"; throws std::invalid_argument naming the problem.

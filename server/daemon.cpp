@@ -1,6 +1,5 @@
 #include "server/daemon.hpp"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include "engine/device_catalog.hpp"
 #include "server/http_api.hpp"
 #include "server/job_waiters.hpp"
+#include "server/logging.hpp"
 #include "server/scheduler.hpp"
 #include "storage/job_store.hpp"
 
@@ -35,11 +35,11 @@ std::string self_executable() {
 }  // namespace
 
 int run_serve(serve_config config) {
-  auto logger = spdlog::stderr_color_mt("kernelscan");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%n] %^%l%$ %v");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  setup_logging("kernelscan", config.log_level, config.log_format);
   std::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe is reported by write errors
+  // A write past a file-size limit must fail with an error SQLite reports (answered as 503 and
+  // retried), not kill the daemon.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   if (!find_device_model(config.mock_model)) {
     std::string known;

@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -14,6 +15,8 @@
 #include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
+#include "server/access_control.hpp"
+#include "server/http_metrics.hpp"
 #include "server/web_assets.hpp"
 
 namespace kernelscan {
@@ -161,6 +164,7 @@ struct http_api::impl {
         {"GET", "/api/v1/devices", &impl::list_devices},
         {"GET", "/api/v1/devices/{index}", &impl::get_device},
         {"GET", "/healthz", &impl::healthz},
+        {"GET", "/metrics", &impl::metrics_text},
         {"GET", "/readyz", &impl::readyz},
         {"GET", "/api/v1/openapi.yaml", &impl::asset},
         {"GET", "/", &impl::asset},
@@ -194,7 +198,11 @@ struct http_api::impl {
   }
 
   impl(job_store& s, scheduler& sc, job_waiters& w, const serve_config& c)
-      : store(s), sched(sc), waiters(w), config(c) {}
+      : store(s),
+        sched(sc),
+        waiters(w),
+        config(c),
+        access({c.token_file, c.auth_reads, c.rate_limit, c.cors_origin}) {}
 
   job_store& store;
   scheduler& sched;
@@ -204,6 +212,8 @@ struct http_api::impl {
   std::atomic<int> long_polls{0};
   std::mt19937_64 seeds{std::random_device{}()};
   std::mutex seeds_mutex;
+  access_control access;
+  http_metrics requests;
 
   // ---- routes ----
 
@@ -221,6 +231,59 @@ struct http_api::impl {
                                            json{{"storage", "ok"}, {"devices", devices}}));
     }
     return json_response(200, {{"status", "ready"}, {"storage", "ok"}, {"devices", devices}});
+  }
+
+  response metrics_text(const request&) {
+    std::string out;
+    auto gauge = [&out](const char* name, const char* help, const std::string& type) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    };
+    gauge("kernelscan_build_info", "The running version.", "gauge");
+    out += std::string("kernelscan_build_info{version=\"") + KERNELSCAN_VERSION + "\"} 1\n";
+    const auto counts = store.count_by_status();
+    auto count = [&](job_status st) {
+      auto it = counts.find(st);
+      return it == counts.end() ? std::int64_t(0) : it->second;
+    };
+    gauge("kernelscan_queue_depth", "Jobs waiting for a device.", "gauge");
+    out += "kernelscan_queue_depth " + std::to_string(count(job_status::queued)) + "\n";
+    gauge("kernelscan_jobs", "Jobs in the store, by state.", "gauge");
+    for (auto st : {job_status::queued, job_status::running, job_status::succeeded,
+                    job_status::failed, job_status::cancelled}) {
+      out += "kernelscan_jobs{state=\"" + std::string(to_string(st)) + "\"} " +
+             std::to_string(count(st)) + "\n";
+    }
+    gauge("kernelscan_points_measured_total", "Sweep points measured since the daemon started.",
+          "counter");
+    out += "kernelscan_points_measured_total " + std::to_string(sched.points_measured()) + "\n";
+    gauge("kernelscan_points_unstored",
+          "Measured points waiting for storage (grows while it "
+          "fails).",
+          "gauge");
+    out += "kernelscan_points_unstored " + std::to_string(sched.points_unstored()) + "\n";
+    gauge("kernelscan_worker_restarts_total",
+          "Worker processes restarted since the daemon "
+          "started.",
+          "counter");
+    out += "kernelscan_worker_restarts_total " + std::to_string(sched.worker_restarts()) + "\n";
+    gauge("kernelscan_devices", "Devices, by state.", "gauge");
+    std::map<std::string, int> states;
+    for (auto st : {device_state::starting, device_state::idle, device_state::busy,
+                    device_state::restarting, device_state::failed}) {
+      states[std::string(to_string(st))] = 0;
+    }
+    for (const auto& d : sched.devices())
+      ++states[std::string(to_string(d.state))];
+    for (const auto& [st, n] : states) {
+      out += "kernelscan_devices{state=\"" + st + "\"} " + std::to_string(n) + "\n";
+    }
+    gauge("kernelscan_long_polls", "Requests waiting on a job (?wait=).", "gauge");
+    out += "kernelscan_long_polls " + std::to_string(long_polls.load()) + "\n";
+    out += requests.exposition();
+    response r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = std::move(out);
+    return r;
   }
 
   response list_devices(const request&) {
@@ -600,25 +663,86 @@ struct http_api::impl {
 
   // Every request comes here: find its route, or answer 404, or 405 with Allow.
   void route_request(const httplib::Request& hreq, httplib::Response& res) {
+    const auto started = std::chrono::steady_clock::now();
+    const std::string_view templ = handle(hreq, res);
+    requests.observe(
+        hreq.method, templ, res.status,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+
+  // Routes, checks access, and answers; returns the route template (for metrics).
+  std::string_view handle(const httplib::Request& hreq, httplib::Response& res) {
+    const std::string origin = access.allowed_origin(hreq.get_header_value("Origin"));
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+    }
     std::vector<std::string> captures;
     std::string allow;
+    const route* found = nullptr;
+    std::string_view templ = "unmatched";
     for (const auto& r : table()) {
       if (!match(r.path, hreq.path, captures)) continue;
+      templ = r.path;
       if (r.method == hreq.method) {
-        dispatch(r.fn, std::move(captures), hreq, res);
-        return;
+        found = &r;
+        break;
       }
-      if (allow.find(r.method) == std::string::npos)
+      if (allow.find(r.method) == std::string::npos) {
         allow += (allow.empty() ? "" : ", ") + r.method;
+      }
     }
-    if (!allow.empty()) {
-      res.set_header("Allow", allow);
-      send_error(405, "method_not_allowed",
-                 hreq.method + " is not allowed on " + hreq.path + " (allowed: " + allow + ")",
+    if (!found) {
+      if (!allow.empty() && hreq.method == "OPTIONS" && access.cors_enabled()) {
+        // A CORS preflight.
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", allow);
+        res.set_header("Access-Control-Allow-Headers",
+                       "Content-Type, Authorization, Idempotency-Key");
+        res.set_header("Access-Control-Max-Age", "600");
+      } else if (!allow.empty()) {
+        res.set_header("Allow", allow);
+        send_error(405, "method_not_allowed",
+                   hreq.method + " is not allowed on " + hreq.path + " (allowed: " + allow + ")",
+                   res);
+      } else {
+        send_error(404, "not_found", "no route " + hreq.method + " " + hreq.path, res);
+      }
+      return templ;
+    }
+    if (needs_token(*found) && !access.authorized(hreq.get_header_value("Authorization"))) {
+      res.set_header("WWW-Authenticate", R"(Bearer realm="kernelscan")");
+      send_error(401, "unauthorized",
+                 hreq.has_header("Authorization")
+                     ? "the bearer token is not valid"
+                     : "this request needs an Authorization: Bearer <token> header",
                  res);
-    } else {
-      send_error(404, "not_found", "no route " + hreq.method + " " + hreq.path, res);
+      return templ;
     }
+    if (found->fn == &impl::submit_job) {
+      if (const auto wait =
+              access.take_submission(hreq.remote_addr, std::chrono::steady_clock::now())) {
+        const int seconds = std::max(1, int(std::ceil(*wait)));
+        res.set_header("Retry-After", std::to_string(seconds));
+        send_error(429, "rate_limited",
+                   "too many job submissions from " + hreq.remote_addr + " (limit " +
+                       std::to_string(int(config.rate_limit)) + " per minute); retry in " +
+                       std::to_string(seconds) + " s",
+                   res);
+        return templ;
+      }
+    }
+    dispatch(found->fn, std::move(captures), hreq, res);
+    return templ;
+  }
+
+  // Writes need a token when tokens are configured; reads only with --auth-reads; health
+  // probes and the page's static files never (they carry no data).
+  bool needs_token(const route& r) const {
+    if (!access.tokens_configured()) return false;
+    if (r.method != "GET") return true;
+    if (r.fn == &impl::healthz || r.fn == &impl::readyz || r.fn == &impl::asset) return false;
+    return access.reads_need_token();
   }
 
   void dispatch(handler fn, std::vector<std::string> captures, const httplib::Request& hreq,

@@ -97,6 +97,9 @@ int main(int argc, char** argv) {
   env(serve->add_option("--log-level", sc.log_level, "trace, debug, info, warn, error")
           ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"})),
       "KERNELSCAN_LOG_LEVEL");
+  env(serve->add_option("--log-format", sc.log_format, "text, or json: one object per line")
+          ->check(CLI::IsMember({"text", "json"})),
+      "KERNELSCAN_LOG_FORMAT");
   env(serve->add_option("--web-root", sc.web_root, "Serve the dashboard from this directory"),
       "KERNELSCAN_WEB_ROOT");
   env(serve->add_option("--port-file", sc.port_file, "Write the bound port to this file"),
@@ -122,6 +125,21 @@ int main(int argc, char** argv) {
                        "Seconds current points may take to finish on SIGTERM")
           ->check(CLI::Range(0.0, 3600.0)),
       "KERNELSCAN_DRAIN_TIMEOUT");
+  env(serve
+          ->add_option("--token-file", sc.token_file,
+                       "Bearer tokens, one per line: POST requests then need one")
+          ->check(CLI::ExistingFile),
+      "KERNELSCAN_TOKEN_FILE");
+  env(serve->add_flag("--auth-reads", sc.auth_reads, "GET requests need a token too"),
+      "KERNELSCAN_AUTH_READS");
+  env(serve
+          ->add_option("--rate-limit", sc.rate_limit,
+                       "Job submissions per minute per client address (0: unlimited)")
+          ->check(CLI::Range(0.0, 1e9)),
+      "KERNELSCAN_RATE_LIMIT");
+  env(serve->add_option("--cors-origin", sc.cors_origin,
+                        "Browser origins allowed to call the API: * or a comma-separated list"),
+      "KERNELSCAN_CORS_ORIGIN");
   env(serve->add_option("--max-body-bytes", sc.max_body_bytes, "Largest request body")
           ->check(CLI::Range(1024, 256 * 1024 * 1024)),
       "KERNELSCAN_MAX_BODY_BYTES");
@@ -144,6 +162,7 @@ int main(int argc, char** argv) {
   worker->add_option("--engine", wc.engine)->check(CLI::IsMember({"mock", "hip"}));
   worker->add_option("--mock-model", wc.mock_model);
   worker->add_option("--log-level", wc.log_level);
+  worker->add_option("--log-format", wc.log_format);
   worker->add_flag("--allow-fault-injection", wc.allow_fault_injection);
 
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -176,7 +176,9 @@ std::vector<std::string> scheduler::worker_argv(const device_slot& slot) const {
                                 "--mock-model",
                                 m_config.mock_model,
                                 "--log-level",
-                                m_config.log_level};
+                                m_config.log_level,
+                                "--log-format",
+                                m_config.log_format};
   if (m_config.allow_fault_injection) argv.push_back("--allow-fault-injection");
   return argv;
 }
@@ -571,24 +573,32 @@ bool scheduler::flush_results() {
     m_store.add_results(m_unflushed, now_ms());
   } catch (const storage_error& e) {
     // Keep the measured rows and try again; advance() stops sending points while too many wait.
-    if (!m_flush_armed) {
+    m_points_unstored = m_unflushed.size();
+    if (!m_storage_failing) {
       spdlog::error("cannot store {} measured point(s): {}; retrying every second",
                     m_unflushed.size(), e.what());
+      m_storage_failing = true;
+    }
+    if (!m_flush_armed) {
       m_flush_armed = true;
       m_flush_timer.expires_after(1s);
       m_flush_timer.async_wait([this](const asio::error_code& ec) {
         m_flush_armed = false;
-        if (!ec && flush_results()) {
-          spdlog::info("storage recovered; measured points stored");
-          for (auto& slot : m_slots) {
-            if (slot->job && slot->outstanding.empty()) advance(*slot);
-          }
+        if (ec || !flush_results()) return;
+        for (auto& slot : m_slots) {
+          if (slot->job && slot->outstanding.empty()) advance(*slot);
         }
       });
     }
     return false;
   }
+  if (m_storage_failing) {
+    spdlog::info("storage recovered; {} measured point(s) held in memory are stored",
+                 m_unflushed.size());
+    m_storage_failing = false;
+  }
   m_unflushed.clear();
+  m_points_unstored = 0;
   return true;
 }
 

@@ -70,6 +70,8 @@ class scheduler {
   bool ready() const;
   std::uint64_t points_measured() const { return m_points_measured; }
   std::uint64_t worker_restarts() const { return m_worker_restarts; }
+  // Measured points not yet in the store (grows while storage fails).
+  std::uint64_t points_unstored() const { return m_points_unstored; }
 
  private:
   struct active_job;
@@ -108,6 +110,7 @@ class scheduler {
   std::vector<result_row> m_unflushed;
   asio::steady_timer m_flush_timer{m_io};
   bool m_flush_armed = false;
+  bool m_storage_failing = false;  // the last flush failed: log once, and the recovery
   bool m_draining = false;
   std::function<void()> m_on_drained;
   std::unique_ptr<asio::steady_timer> m_drain_timer;
@@ -116,6 +119,7 @@ class scheduler {
   std::vector<device_view> m_view;
   std::atomic<std::uint64_t> m_points_measured{0};
   std::atomic<std::uint64_t> m_worker_restarts{0};
+  std::atomic<std::uint64_t> m_points_unstored{0};
 };
 
 }  // namespace kernelscan

@@ -1,7 +1,6 @@
 #include "server/worker_main.hpp"
 
 #include <poll.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -19,6 +18,7 @@
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
 #include "engine/mock_engine.hpp"
+#include "server/logging.hpp"
 
 namespace kernelscan {
 namespace {
@@ -120,13 +120,12 @@ int run_worker(const worker_config& config) {
   const rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);  // a crashing kernel must not fill the disk with cores
 
-  auto logger = spdlog::stderr_color_mt("worker" + std::to_string(config.device));
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%n] %^%l%$ %v");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  setup_logging("worker" + std::to_string(config.device), config.log_level, config.log_format);
 
   const int out = take_protocol_fd();
   auto eng = make_engine(config);
+  spdlog::debug("serving device {} ({}, engine {})", config.device, eng->device().name,
+                config.engine);
   if (!write_all(out, worker_protocol::ready_line(eng->device()))) return 1;
 
   spec_limits limits = spec_limits::stored();

@@ -110,6 +110,18 @@ job_record job_store::read_row(statement& s) {
 
 submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms) {
   std::lock_guard lock(m_mutex);
+  // An accepted job must survive a power loss, not only a crash: this commit is synced to disk
+  // (synchronous=FULL). Points stay at NORMAL: a lost one is measured again.
+  m_db.exec("PRAGMA synchronous=FULL");
+  struct restore {
+    database& db;
+    ~restore() {
+      try {
+        db.exec("PRAGMA synchronous=NORMAL");
+      } catch (const storage_error&) {
+      }
+    }
+  } restore_normal{m_db};
   database::transaction tx(m_db);
   if (job.idempotency_key) {
     auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");

@@ -1,0 +1,118 @@
+#include "server/access_control.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+namespace kernelscan {
+namespace {
+
+std::string trim(std::string s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return s.substr(first, last - first + 1);
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+// Buckets of clients idle this long are full again; forgetting them bounds the memory a stream
+// of new client addresses can take.
+constexpr auto k_forget_after = std::chrono::minutes(10);
+constexpr std::size_t k_prune_at = 10000;
+
+}  // namespace
+
+access_control::access_control(options opts) : m_options(std::move(opts)) {
+  if (!m_options.token_file.empty()) {
+    std::ifstream in(m_options.token_file);
+    if (!in) throw std::runtime_error("cannot read --token-file " + m_options.token_file);
+    std::string line;
+    while (std::getline(in, line)) {
+      line = trim(line);
+      if (line.empty() || line.front() == '#') continue;
+      if (line.size() < 16) {
+        throw std::runtime_error("--token-file " + m_options.token_file +
+                                 ": tokens must be at least 16 characters");
+      }
+      m_tokens.push_back(line);
+    }
+    if (m_tokens.empty()) {
+      throw std::runtime_error("--token-file " + m_options.token_file + " holds no token");
+    }
+    struct stat st {};
+    if (::stat(m_options.token_file.c_str(), &st) == 0 && (st.st_mode & S_IROTH)) {
+      spdlog::warn("--token-file {} is readable by every user; chmod 600 it", m_options.token_file);
+    }
+  }
+  if (m_options.auth_reads && m_tokens.empty()) {
+    throw std::runtime_error("--auth-reads needs --token-file");
+  }
+  std::string list = m_options.cors_origins;
+  std::size_t from = 0;
+  while (from <= list.size() && !list.empty()) {
+    const auto comma = std::min(list.find(',', from), list.size());
+    const std::string origin = trim(list.substr(from, comma - from));
+    if (!origin.empty()) m_origins.push_back(origin);
+    from = comma + 1;
+  }
+  m_burst = std::max(1.0, std::floor(m_options.submissions_per_minute / 10));
+}
+
+bool access_control::authorized(std::string_view authorization) const {
+  constexpr std::string_view k_scheme = "Bearer ";
+  if (authorization.size() <= k_scheme.size() ||
+      !std::equal(k_scheme.begin(), k_scheme.end(), authorization.begin(),
+                  [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+    return false;
+  }
+  const std::string_view presented = authorization.substr(k_scheme.size());
+  bool ok = false;
+  for (const auto& token : m_tokens)
+    ok |= constant_time_equal(presented, token);
+  return ok;
+}
+
+std::optional<double> access_control::take_submission(const std::string& client,
+                                                      clock::time_point now) {
+  if (m_options.submissions_per_minute <= 0) return std::nullopt;
+  const double per_second = m_options.submissions_per_minute / 60.0;
+  std::lock_guard lock(m_mutex);
+  if (m_buckets.size() >= k_prune_at) {
+    std::erase_if(m_buckets,
+                  [&](const auto& kv) { return now - kv.second.updated > k_forget_after; });
+  }
+  auto [it, fresh] = m_buckets.try_emplace(client, bucket{m_burst, now});
+  auto& b = it->second;
+  if (!fresh) {
+    const double elapsed = std::chrono::duration<double>(now - b.updated).count();
+    b.tokens = std::min(m_burst, b.tokens + elapsed * per_second);
+    b.updated = now;
+  }
+  if (b.tokens >= 1) {
+    b.tokens -= 1;
+    return std::nullopt;
+  }
+  return (1 - b.tokens) / per_second;
+}
+
+std::string access_control::allowed_origin(std::string_view origin) const {
+  if (origin.empty()) return "";
+  for (const auto& o : m_origins) {
+    if (o == "*") return "*";
+    if (o == origin) return std::string(origin);
+  }
+  return "";
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,60 @@
+#pragma once
+// Who may do what (issue: access): bearer tokens for mutating requests (and reads with
+// auth_reads), a per-client token bucket on job submissions, and the CORS origins allowed.
+//
+// Threading: thread-safe. Tokens and origins are fixed at construction; the rate limiter takes a
+// short mutex per submission.
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kernelscan {
+
+class access_control {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  struct options {
+    std::string token_file;             // one token per line; blank lines and # comments skipped
+    bool auth_reads = false;            // GETs need a token too (health probes never do)
+    double submissions_per_minute = 0;  // per client address; 0: unlimited
+    std::string cors_origins;           // "", "*", or a comma-separated list of origins
+  };
+
+  // Throws std::runtime_error naming the problem for an unreadable or empty token file.
+  explicit access_control(options opts);
+
+  bool tokens_configured() const { return !m_tokens.empty(); }
+  bool reads_need_token() const { return m_options.auth_reads && tokens_configured(); }
+  // True if `authorization` ("Bearer <token>") carries a configured token. Compares in constant
+  // time, so response timing does not leak how much of a token matched.
+  bool authorized(std::string_view authorization) const;
+
+  // Takes one submission from `client`'s bucket (burst: a tenth of the per-minute rate, at least
+  // 1). Returns nullopt if allowed, else the seconds until one is.
+  std::optional<double> take_submission(const std::string& client, clock::time_point now);
+
+  // The Access-Control-Allow-Origin value for a request's Origin header, or "" for none.
+  std::string allowed_origin(std::string_view origin) const;
+  bool cors_enabled() const { return !m_origins.empty(); }
+
+ private:
+  struct bucket {
+    double tokens = 0;
+    clock::time_point updated;
+  };
+
+  options m_options;
+  std::vector<std::string> m_tokens;
+  std::vector<std::string> m_origins;
+  double m_burst = 1;
+  std::mutex m_mutex;
+  std::unordered_map<std::string, bucket> m_buckets;
+};
+
+}  // namespace kernelscan
