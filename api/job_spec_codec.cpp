@@ -8,6 +8,7 @@
 #include "api/detail/object_reader.hpp"
 #include "engine/detail/overloaded.hpp"
 #include "engine/expression.hpp"
+#include "engine/source_policy.hpp"
 
 namespace kernelscan {
 namespace {
@@ -505,9 +506,18 @@ class spec_parser {
     custom_kernel k;
     k.language = r.choice<std::string>("language", {{"hip", "hip"}}).value_or("hip");
     auto source = r.string("source", m_limits.max_source_bytes, true);
-    if (source && source->find_first_not_of(" \t\r\n") == std::string::npos) {
-      r.error("source", "is empty");
-      source.reset();
+    if (source) {
+      const std::string& text = *source;
+      std::optional<std::string> why;
+      if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+        why = "is empty";
+      } else {
+        why = check_kernel_source(text);
+      }
+      if (why) {
+        r.error("source", *why);
+        source.reset();
+      }
     }
     auto entry = identifier(r, "entry", true);
     auto block = dims(r, "block");

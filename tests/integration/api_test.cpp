@@ -290,6 +290,17 @@ TEST_F(Api, BadInputGetsAClearErrorNamingTheField) {
   huge["kernel"]["m"] = "M*1000000000";
   expect_error(daemon.post_json("/api/v1/jobs", huge), 422, "invalid_spec", "kernel.m");
 
+  const json kernel_reading_a_file = json::parse(R"({"kernel": {"op": "custom",
+      "source": "#include \"/etc/passwd\"\n__global__ void k(float* x) { x[0] = 1; }",
+      "entry": "k", "block": [64], "grid": [1],
+      "args": [{"name": "x", "type": "f32*", "count": 64, "output": true}]}})");
+  const auto included = daemon.post_json("/api/v1/jobs", kernel_reading_a_file);
+  expect_error(included, 422, "invalid_spec", "kernel.source");
+  EXPECT_EQ(included.body["error"]["details"][0]["message"].get<std::string>().rfind(
+                "line 1: #include \"/etc/passwd\" is not allowed", 0),
+            0u)
+      << included.text;
+
   for (const char* query : {"limit=0", "limit=abc", "status=bogus", "cursor=-4", "colour=red"}) {
     expect_error(daemon.get(std::string("/api/v1/jobs?") + query), 400, "invalid_parameter");
   }

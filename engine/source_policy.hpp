@@ -1,0 +1,23 @@
+#pragma once
+// What a user kernel's source may ask of the compiler. Device code is compiled at run time by
+// hipRTC/NVRTC; the preprocessor is the one part of that which can read host files, so
+// #include is limited to the runtime's own headers, and the ways around a plain #include
+// (#include_next, #import, #embed, computed includes, __has_include probes, and spellings that
+// hide the directive: line splices, comments, the %: digraph) are refused.
+// Pure functions; thread-safe.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace kernelscan {
+
+// The headers a kernel may include, as written between <> or "".
+std::span<const std::string_view> allowed_kernel_includes();
+
+// nullopt if `source` keeps to the policy, else why not, starting with the line number
+// ("line 3: #include <stdio.h> is not allowed; ...").
+std::optional<std::string> check_kernel_source(std::string_view source);
+
+}  // namespace kernelscan
