@@ -15,9 +15,10 @@ json parse_json(std::string_view text) {
   };
   try {
     return json::parse(text.begin(), text.end(), limit_depth);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message is "[json.exception.parse_error.101] parse error at line 1, column 2:
-    // ..."; keep the part after the tag.
+  } catch (const json::exception& e) {
+    // parse_error for bad syntax, out_of_range for a number no double holds ("1e999"; found by
+    // fuzzing, it used to escape as a 500). The message is "[json.exception.KIND.N] ...";
+    // keep the part after the tag.
     std::string msg = e.what();
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
     throw json_syntax_error("malformed JSON: " + msg);

@@ -11,8 +11,9 @@ KERNELSCAN_PACKAGES=(
   libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libasio-dev
   libcli11-dev libmuparser-dev
 )
-# What the tests add: GoogleTest, the format check, wrk for the HTTP benchmark.
-KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format wrk)
+# What the tests add: GoogleTest, the format check, clang with libFuzzer for the fuzzers, wrk
+# for the benchmarks.
+KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk)
 
 install_missing() {
   local missing=()

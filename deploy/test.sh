@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test: unit, integration (real daemons on
-# free loopback ports) and the source format check.
+# Installs what is missing, builds, and runs every test: the fuzzers for a bounded time, then
+# unit, integration (real daemons on free loopback ports) and the source format check.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_missing "${KERNELSCAN_PACKAGES[@]}" "${KERNELSCAN_TEST_PACKAGES[@]}"
 build_kernelscan
+bash "$KERNELSCAN_ROOT/deploy/fuzz.sh"
 cd "$KERNELSCAN_ROOT"
 ctest --preset default -j "$(nproc)" --timeout 300

@@ -9,7 +9,6 @@ namespace kernelscan {
 namespace {
 
 constexpr std::uint64_t MiB = 1024ull * 1024;
-constexpr std::uint64_t GiB = 1024ull * MiB;
 constexpr std::uint64_t GB = 1000ull * 1000 * 1000;
 
 // Dense (non-sparse) datasheet peaks. MI250X is one GCD, which HIP presents as one device.
