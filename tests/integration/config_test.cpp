@@ -53,14 +53,16 @@ TEST(Config, SettingsComeFromTheFileAndTheEnvironmentOverridesIt) {
   }
 }
 
-TEST(Config, TheExampleConfigFileIsValid) {
-  // deploy/kernelscan.example.toml, with the address and data directory a test needs.
-  daemon_process daemon({.mock_devices = 1,
-                         .allow_fault_injection = false,
-                         .extra_args = {"--config", std::string(KERNELSCAN_SOURCE_DIR) +
-                                                        "/deploy/kernelscan.example.toml"}});
-  daemon.start();
-  EXPECT_EQ(daemon.get("/api/v1/devices/0").body["model"], "MI300X");
+TEST(Config, TheShippedConfigFilesAreValid) {
+  // With the address and data directory a test needs (the command line wins).
+  for (const char* file : {"/deploy/kernelscan.example.toml", "/deploy/systemd/kernelscan.toml"}) {
+    SCOPED_TRACE(file);
+    daemon_process daemon({.mock_devices = 1,
+                           .allow_fault_injection = false,
+                           .extra_args = {"--config", std::string(KERNELSCAN_SOURCE_DIR) + file}});
+    daemon.start();
+    EXPECT_EQ(daemon.get("/api/v1/devices/0").body["model"], "MI300X");
+  }
 }
 
 TEST(Config, AnUnknownSettingStopsTheDaemonWithAClearMessage) {
