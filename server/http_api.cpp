@@ -277,6 +277,9 @@ struct http_api::impl {
     for (const auto& [st, n] : states) {
       out += "kernelscan_devices{state=\"" + st + "\"} " + std::to_string(n) + "\n";
     }
+    gauge("kernelscan_sqlite_memory_bytes", "Memory SQLite holds: page caches, statements.",
+          "gauge");
+    out += "kernelscan_sqlite_memory_bytes " + std::to_string(sqlite_memory_used()) + "\n";
     gauge("kernelscan_long_polls", "Requests waiting on a job (?wait=).", "gauge");
     out += "kernelscan_long_polls " + std::to_string(long_polls.load()) + "\n";
     out += requests.exposition();

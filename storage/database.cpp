@@ -19,6 +19,10 @@ constexpr int k_application_id = 0x4B534E31;
 
 }  // namespace
 
+std::int64_t sqlite_memory_used() {
+  return sqlite3_memory_used();
+}
+
 storage_error::storage_error(int code, const std::string& message)
     : std::runtime_error(message), m_code(code) {}
 

@@ -69,6 +69,9 @@ class statement {
   sqlite3_stmt* m_stmt = nullptr;
 };
 
+// Bytes SQLite holds in this process (page caches, statements, schema), all connections.
+std::int64_t sqlite_memory_used();
+
 class database {
  public:
   // Opens or creates the file and brings its schema up to date with `migrations` (ordered SQL
