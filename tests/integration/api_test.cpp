@@ -414,6 +414,48 @@ TEST(ApiQueue, HigherPriorityRunsFirst) {
   EXPECT_LT(h["started_at"].get<std::string>(), l["started_at"].get<std::string>());
 }
 
+TEST(ApiLimits, HostileKernelsAndExpressionsGetClearErrors) {
+  daemon_process daemon(
+      {.mock_devices = 1,
+       .allow_fault_injection = false,
+       .extra_args = {"--max-source-bytes", "1000", "--max-point-bytes", "1048576"}});
+  daemon.start();
+  auto custom = [](std::string source, json count = 64, json options = json::array()) {
+    return json{
+        {"kernel",
+         {{"op", "custom"},
+          {"source", std::move(source)},
+          {"entry", "k"},
+          {"block", {64}},
+          {"grid", {1}},
+          {"compile_options", std::move(options)},
+          {"args",
+           {{{"name", "x"}, {"type", "f32*"}, {"count", std::move(count)}, {"output", true}}}}}},
+        {"sweep", {{"N", {1, 2}}}}};
+  };
+  const std::string ok_source = "__global__ void k(float* x) { x[0] = 1; }";
+  EXPECT_EQ(daemon.post_json("/api/v1/jobs", custom(ok_source)).status, 201);
+  // Source over --max-source-bytes.
+  expect_error(daemon.post_json("/api/v1/jobs", custom(std::string(1001, ' ') + ok_source)), 422,
+               "invalid_spec", "kernel.source");
+  // Buffers over --max-point-bytes (1 MiB): 2^20 floats are 4 MiB, and outputs count twice.
+  expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, "N * 1048576")), 422,
+               "invalid_spec", "kernel.args");
+  // Compile options outside the allowlist.
+  expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, 64, {"-I/etc"})), 422,
+               "invalid_spec", "kernel.compile_options[0]");
+  expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, 64, {"--include-path=/"})), 422,
+               "invalid_spec", "kernel.compile_options[0]");
+  // Expressions: overflow, division by zero, huge exponents, too long.
+  for (const char* expr : {"N * 1e300 * 1e300", "64 / (N - N)", "N ^ 100000", "2 ^ 64"}) {
+    expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, expr)), 422, "invalid_spec",
+                 "kernel.args[0].count");
+  }
+  expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, std::string(1025, 'N'))), 422,
+               "invalid_spec", "kernel.args[0].count");
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 1u);  // only the valid one
+}
+
 TEST(ApiLimits, ConfiguredLimitsAreEnforced) {
   daemon_process daemon({.mock_devices = 1,
                          .allow_fault_injection = false,
