@@ -1,6 +1,7 @@
 #include "engine/job.hpp"
 
 #include <array>
+#include <chrono>
 
 namespace kernelscan {
 namespace {
@@ -14,6 +15,12 @@ constexpr std::array<std::pair<job_status, std::string_view>, 5> k_names{{
 }};
 
 }  // namespace
+
+std::int64_t unix_time_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string_view to_string(job_status s) {
   for (const auto& [v, n] : k_names) {

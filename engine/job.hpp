@@ -18,6 +18,9 @@ namespace kernelscan {
 // queued -> running -> succeeded | failed | cancelled; running -> queued on a daemon restart.
 enum class job_status { queued, running, succeeded, failed, cancelled };
 std::string_view to_string(job_status s);
+
+// Now, as job timestamps are kept: Unix epoch milliseconds.
+std::int64_t unix_time_ms();
 std::optional<job_status> parse_job_status(std::string_view s);
 inline bool is_terminal(job_status s) {
   return s == job_status::succeeded || s == job_status::failed || s == job_status::cancelled;

@@ -46,12 +46,6 @@ bool etag_matches(const std::string& header, std::string_view etag) {
   return false;
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Plain request/response structs: handlers know nothing of httplib.
 struct request {
   std::string method;
@@ -385,7 +379,7 @@ struct http_api::impl {
     if (!key.empty()) sub.idempotency_key = key;
     // The store checks the key again inside its transaction: two concurrent first tries with
     // one key create one job.
-    const auto outcome = store.submit(sub, now_ms());
+    const auto outcome = store.submit(sub, unix_time_ms());
     if (outcome.conflict) throw idempotency_conflict(key, outcome.id);
     if (!outcome.created) return replay(outcome.id);
     // Read before enqueueing: the answer shows the job as accepted, not half-way through.
@@ -503,7 +497,7 @@ struct http_api::impl {
 
   response cancel_job(const request& req) {
     const std::int64_t id = job_id_of(req);
-    switch (store.cancel(id, now_ms())) {
+    switch (store.cancel(id, unix_time_ms())) {
       case cancel_outcome::not_found:
         throw api_error(404, "not_found", "no job " + std::to_string(id));
       case cancel_outcome::already_finished: {

@@ -1,5 +1,8 @@
 #include "server/logging.hpp"
 
+#include "api/detail/json_writer.hpp"
+#include "api/job_codec.hpp"
+
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -11,25 +14,6 @@
 namespace kernelscan {
 namespace {
 
-void append_escaped(spdlog::memory_buf_t& out, spdlog::string_view_t s) {
-  static constexpr char k_hex[] = "0123456789abcdef";
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out.append(std::string_view("\\n"));
-    } else if (u < 0x20) {
-      out.append(std::string_view("\\u00"));
-      out.push_back(k_hex[u >> 4]);
-      out.push_back(k_hex[u & 0xf]);
-    } else {
-      out.push_back(c);
-    }
-  }
-}
-
 // One JSON object per line. spdlog's pattern flags cannot escape the message, so a message with
 // a quote or newline would break a pattern-built "JSON" line.
 class json_formatter final : public spdlog::formatter {
@@ -37,25 +21,18 @@ class json_formatter final : public spdlog::formatter {
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count();
-    const std::time_t secs = std::time_t(ms / 1000);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char time[40];
-    const auto n = std::strftime(time, sizeof time, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::snprintf(time + n, sizeof time - n, ".%03dZ", int(ms % 1000));
-    dest.append(std::string_view(R"({"time":")"));
-    dest.append(std::string_view(time));
-    dest.append(std::string_view(R"(","level":")"));
+    std::string line;
+    detail::json_writer w(line);
+    w.begin_object();
+    w.key("time").value(format_time_ms(ms));
     const auto level = spdlog::level::to_string_view(msg.level);
-    dest.append(level.data(), level.data() + level.size());
-    dest.append(std::string_view(R"(","logger":")"));
-    append_escaped(dest, msg.logger_name);
-    dest.append(std::string_view(R"(","pid":)"));
-    const std::string pid = std::to_string(getpid());
-    dest.append(pid.data(), pid.data() + pid.size());
-    dest.append(std::string_view(R"(,"msg":")"));
-    append_escaped(dest, msg.payload);
-    dest.append(std::string_view("\"}\n"));
+    w.key("level").value(std::string_view(level.data(), level.size()));
+    w.key("logger").value(std::string_view(msg.logger_name.data(), msg.logger_name.size()));
+    w.key("pid").value(std::int64_t(getpid()));
+    w.key("msg").value(std::string_view(msg.payload.data(), msg.payload.size()));
+    w.end_object();
+    line += '\n';
+    dest.append(line.data(), line.data() + line.size());
   }
 
   std::unique_ptr<spdlog::formatter> clone() const override {

@@ -39,12 +39,6 @@ asio::steady_timer::duration seconds(double s) {
   return std::chrono::duration_cast<asio::steady_timer::duration>(std::chrono::duration<double>(s));
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Failures that doom every point of the job: stop at once instead of repeating them.
 bool fatal_to_job(const std::string& type) {
   return type == "invalid_spec" || type == "compile_error";
@@ -151,7 +145,8 @@ void scheduler::start() {
     if (job.status == job_status::running) {
       if (job.cancel_requested) {
         m_store.finish(job.id, job_status::cancelled,
-                       point_error{"cancelled", "cancelled while the daemon was down"}, now_ms());
+                       point_error{"cancelled", "cancelled while the daemon was down"},
+                       unix_time_ms());
         continue;
       }
       m_store.requeue(job.id);
@@ -412,7 +407,7 @@ void scheduler::dispatch() {
 }
 
 void scheduler::start_job(device_slot& slot, const pending_job& job) {
-  if (!m_store.start(job.id, slot.index, now_ms())) return;  // cancelled meanwhile
+  if (!m_store.start(job.id, slot.index, unix_time_ms())) return;  // cancelled meanwhile
   auto active = std::make_unique<active_job>();
   active->info = job;
   try {
@@ -424,7 +419,7 @@ void scheduler::start_job(device_slot& slot, const pending_job& job) {
     spdlog::error("job {}: stored spec does not load: {}", job.id, e.what());
     m_store.finish(job.id, job_status::failed,
                    point_error{"internal", std::string("stored spec does not load: ") + e.what()},
-                   now_ms());
+                   unix_time_ms());
     m_waiters.notify(job.id);
     return;
   }
@@ -570,7 +565,7 @@ void scheduler::point_done(device_slot& slot, std::string result_json, bool ok,
 bool scheduler::flush_results() {
   if (m_unflushed.empty()) return true;
   try {
-    m_store.add_results(m_unflushed, now_ms());
+    m_store.add_results(m_unflushed, unix_time_ms());
   } catch (const storage_error& e) {
     // Keep the measured rows and try again; advance() stops sending points while too many wait.
     m_points_unstored = m_unflushed.size();
@@ -605,7 +600,7 @@ bool scheduler::flush_results() {
 void scheduler::finish_job(device_slot& slot, job_status status, std::optional<point_error> error) {
   const std::int64_t id = slot.job->info.id;
   try {
-    m_store.finish(id, status, error, now_ms());
+    m_store.finish(id, status, error, unix_time_ms());
   } catch (const storage_error& e) {
     spdlog::error("job {}: cannot store its end ({}): {}", id, to_string(status), e.what());
   }

@@ -23,13 +23,7 @@ json gemm_sweep() {
 }
 
 json slow_job(int points, double delay_ms) {
-  json j = json::parse(R"({"kernel": {"op": "stream", "variant": "triad", "n": "N"}})");
-  json values = json::array();
-  for (int i = 0; i < points; ++i)
-    values.push_back(1024 * (i + 1));
-  j["sweep"] = {{"N", values}};
-  j["mock"] = {{"delay_ms", delay_ms}};
-  return j;
+  return stream_sweep(points, delay_ms, 1024);
 }
 
 void expect_error(const http_reply& r, int status, const std::string& type,

@@ -15,13 +15,7 @@ namespace {
 using namespace std::chrono_literals;
 
 json stream_job(int points, double delay_ms) {
-  json j = json::parse(R"({"kernel": {"op": "stream", "variant": "triad", "n": "N"}})");
-  json values = json::array();
-  for (int i = 0; i < points; ++i)
-    values.push_back(4096 * (i + 1));
-  j["sweep"] = {{"N", values}};
-  j["mock"] = {{"delay_ms", delay_ms}};
-  return j;
+  return stream_sweep(points, delay_ms);
 }
 
 // A process that is gone or a zombie (reaped by nobody yet) is not running.

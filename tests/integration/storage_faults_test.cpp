@@ -15,12 +15,7 @@ namespace {
 using namespace std::chrono_literals;
 
 json stream_job(int points, double delay_ms) {
-  json values = json::array();
-  for (int i = 1; i <= points; ++i)
-    values.push_back(4096 * i);
-  return {{"kernel", {{"op", "stream"}, {"variant", "triad"}, {"n", "N"}}},
-          {"sweep", {{"N", values}}},
-          {"mock", {{"delay_ms", delay_ms}}}};
+  return stream_sweep(points, delay_ms);
 }
 
 void set_file_size_limit(pid_t pid, rlim_t bytes) {

@@ -59,6 +59,15 @@ std::string http_reply::header(const std::string& name) const {
   return it == headers.end() ? "" : it->second;
 }
 
+json stream_sweep(int points, double delay_ms, std::int64_t step) {
+  json values = json::array();
+  for (int i = 1; i <= points; ++i)
+    values.push_back(step * i);
+  return {{"kernel", {{"op", "stream"}, {"variant", "triad"}, {"n", "N"}}},
+          {"sweep", {{"N", values}}},
+          {"mock", {{"delay_ms", delay_ms}}}};
+}
+
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -72,6 +72,10 @@ class daemon_process {
   int m_port = 0;
 };
 
+// A mock stream-triad job over `points` sizes (step, 2*step, ...), each point taking
+// `delay_ms` of wall time.
+json stream_sweep(int points, double delay_ms, std::int64_t step = 4096);
+
 // Polls `condition` every 20 ms until it is true or `timeout` passes.
 bool eventually(const std::function<bool()>& condition,
                 std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
