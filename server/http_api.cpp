@@ -219,7 +219,7 @@ struct http_api::impl {
       devices.push_back({{"index", d.info.index}, {"state", to_string(d.state)}});
     }
     // Readiness includes being able to read the store (a storage error answers 503 itself).
-    (void)store.count_by_status();
+    store.ping();
     if (!sched.ready()) {
       return json_response(503, error_body("not_ready", "not every device has a running worker",
                                            json{{"storage", "ok"}, {"devices", devices}}));

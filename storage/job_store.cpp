@@ -365,6 +365,12 @@ std::vector<stored_result> job_store::results(std::int64_t job_id, std::uint64_t
   return out;
 }
 
+void job_store::ping() {
+  reader db(*this);
+  auto s = db->prepare("SELECT id FROM jobs ORDER BY id DESC LIMIT 1");
+  (void)s->step();
+}
+
 std::map<job_status, std::int64_t> job_store::count_by_status() {
   reader db(*this);
   std::map<job_status, std::int64_t> out;

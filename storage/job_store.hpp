@@ -110,6 +110,8 @@ class job_store {
                                      std::uint64_t limit);
 
   std::map<job_status, std::int64_t> count_by_status();
+  // Reads one row: throws storage_error if the database cannot be read (readiness).
+  void ping();
 
  private:
   // A connection to read with, for as long as it lives.
