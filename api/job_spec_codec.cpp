@@ -108,22 +108,26 @@ class spec_parser {
   }
 
   // A JSON float holding a whole number within +-2^53 (1e6, 1024.0), as integer fields accept.
-  static std::optional<std::int64_t> integral_float(const json& v) {
-    if (!v.is_number_float()) return std::nullopt;
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || d != std::nearbyint(d) || std::fabs(d) > double(k_max_literal)) {
-      return std::nullopt;
+  // A JSON number that is a whole number within +-2^53 (1024, 1e6, 1024.0): what integer
+  // fields and sweep values take.
+  static std::optional<std::int64_t> exact_integer(const json& v) {
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u <= std::uint64_t(k_max_literal)) return std::int64_t(u);
+    } else if (v.is_number_integer()) {
+      const auto i = v.get<std::int64_t>();
+      if (i >= -k_max_literal && i <= k_max_literal) return i;
+    } else if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d) && d == std::nearbyint(d) && std::fabs(d) <= double(k_max_literal)) {
+        return std::int64_t(d);
+      }
     }
-    return std::int64_t(d);
+    return std::nullopt;
   }
 
   std::optional<std::int64_t> sweep_value(const json& v, const std::string& field) {
-    if (const auto x = integral_float(v)) return x;
-    const bool in_range =
-        (v.is_number_unsigned() && v.get<std::uint64_t>() <= std::uint64_t(k_max_literal)) ||
-        (v.is_number_integer() && !v.is_number_unsigned() &&
-         v.get<std::int64_t>() >= -k_max_literal && v.get<std::int64_t>() <= k_max_literal);
-    if (in_range) return v.get<std::int64_t>();
+    if (const auto x = exact_integer(v)) return x;
     error(field, "must be an integer within +-2^53, not " +
                      (v.is_number() ? v.dump() : std::string(json_type_name(v))));
     return std::nullopt;
@@ -314,18 +318,14 @@ class spec_parser {
   }
 
   std::optional<int_expr> int_value(const json& v, const std::string& field) {
-    if (const auto x = integral_float(v)) return int_expr::of(*x);  // 1e6 or 1024.0
-    if (v.is_number_integer() || v.is_number_unsigned()) {
-      if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(k_max_literal)) {
-        error(field, "is larger than 2^53");
-        return std::nullopt;
-      }
-      const auto x = v.get<std::int64_t>();
-      if (x < -k_max_literal || x > k_max_literal) {
-        error(field, "is outside +-2^53");
-        return std::nullopt;
-      }
-      return int_expr::of(x);
+    if (const auto x = exact_integer(v)) return int_expr::of(*x);
+    if (v.is_number_unsigned()) {
+      error(field, "is larger than 2^53");
+      return std::nullopt;
+    }
+    if (v.is_number_integer()) {
+      error(field, "is outside +-2^53");
+      return std::nullopt;
     }
     if (v.is_string()) {
       const auto& s = v.get_ref<const std::string&>();
