@@ -21,6 +21,7 @@ struct serve_config {
   bool allow_fault_injection = false;
   int http_threads = 48;
   int max_long_polls = 32;      // concurrent ?wait= requests
+  int max_event_streams = 8;    // concurrent GET /api/v1/events streams (each holds a thread)
   double point_timeout_s = 30;  // watchdog slack per point, on top of its own time budget
   double drain_timeout_s = 30;  // on SIGTERM, how long the current points may take
   double worker_start_timeout_s = 30;

@@ -56,10 +56,10 @@ int run_serve(serve_config config) {
   if (config.mock_devices < 1 || config.mock_devices > 64) {
     fatal("--mock-devices must be 1 to 64 (this build has no GPU engine)");
   }
-  if (config.http_threads < config.max_long_polls + 4) {
+  if (config.http_threads < config.max_long_polls + config.max_event_streams + 4) {
     fatal(
-        "--http-threads must exceed --max-long-polls by at least 4, so waiting requests "
-        "cannot starve the others");
+        "--http-threads must exceed --max-long-polls plus --max-event-streams by at least 4, "
+        "so waiting requests and event streams cannot starve the others");
   }
   std::pair<std::string, int> address;
   try {
@@ -83,8 +83,9 @@ int run_serve(serve_config config) {
 
   asio::io_context io;
   job_waiters waiters;
-  scheduler sched(io, *store, waiters, config);
-  http_api api(*store, sched, waiters, config);
+  event_hub events;
+  scheduler sched(io, *store, waiters, events, config);
+  http_api api(*store, sched, waiters, events, config);
   int port = 0;
   try {
     port = api.bind(address.first, address.second);
@@ -111,6 +112,7 @@ int run_serve(serve_config config) {
     spdlog::info("signal {}: no longer accepting requests; finishing current points", sig);
     api.stop();
     waiters.shutdown();
+    events.shutdown();
     sched.shutdown([&io] { io.stop(); });
     // A second signal means "now".
     signals.async_wait([](const asio::error_code& e, int) {

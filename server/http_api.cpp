@@ -26,6 +26,10 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t k_results_page = 512;
 constexpr double k_max_wait_s = 600;
+// An idle event stream sends a comment this often, which also finds clients that went away.
+constexpr auto k_event_heartbeat = std::chrono::seconds(15);
+// Events are sent in batches at most this often per stream (bursts of points coalesce).
+constexpr auto k_event_linger = std::chrono::milliseconds(100);
 
 // If-None-Match: "*", or a list of entity tags, weak (W/"...") or strong; weak comparison.
 bool etag_matches(const std::string& header, std::string_view etag) {
@@ -155,6 +159,7 @@ struct http_api::impl {
         {"POST", "/api/v1/jobs", &impl::submit_job},
         {"GET", "/api/v1/jobs/{id}/results", &impl::results},
         {"POST", "/api/v1/jobs/{id}/cancel", &impl::cancel_job},
+        {"GET", "/api/v1/events", &impl::events_stream},
         {"GET", "/api/v1/devices", &impl::list_devices},
         {"GET", "/api/v1/devices/{index}", &impl::get_device},
         {"GET", "/healthz", &impl::healthz},
@@ -191,19 +196,22 @@ struct http_api::impl {
     return true;
   }
 
-  impl(job_store& s, scheduler& sc, job_waiters& w, const serve_config& c)
+  impl(job_store& s, scheduler& sc, job_waiters& w, event_hub& e, const serve_config& c)
       : store(s),
         sched(sc),
         waiters(w),
+        events(e),
         config(c),
         access({c.token_file, c.auth_reads, c.rate_limit, c.cors_origin}) {}
 
   job_store& store;
   scheduler& sched;
   job_waiters& waiters;
+  event_hub& events;
   serve_config config;
   httplib::Server server;
   std::atomic<int> long_polls{0};
+  std::atomic<int> event_streams{0};
   std::mt19937_64 seeds{std::random_device{}()};
   std::mutex seeds_mutex;
   access_control access;
@@ -384,6 +392,7 @@ struct http_api::impl {
     if (!outcome.created) return replay(outcome.id);
     // Read before enqueueing: the answer shows the job as accepted, not half-way through.
     auto rec = store.get(outcome.id);
+    events.publish("job", job_json_text(*rec));
     sched.enqueue(outcome.id);
     response r = text_response(201, job_json_text(*rec));
     r.headers.emplace_back("Location", "/api/v1/jobs/" + std::to_string(outcome.id));
@@ -514,7 +523,9 @@ struct http_api::impl {
         sched.cancel(id);
         break;
     }
-    return text_response(200, job_json_text(find_job(id)));
+    const std::string text = job_json_text(find_job(id));
+    events.publish("job", text);  // cancelled, or cancel_requested while its point finishes
+    return text_response(200, text);
   }
 
   response results(const request& req) {
@@ -584,6 +595,83 @@ struct http_api::impl {
       if (rows.size() < k_results_page || st->remaining == 0) {
         if (format == "json") chunk += "]}";
         st->finished = true;
+      }
+      return true;
+    };
+    return r;
+  }
+
+  // Server-Sent Events: "job" (a job's state, as GET /jobs/{id} shows it) and "points" (points
+  // stored: index range, progress), each with an id. A client that reconnects with
+  // Last-Event-ID gets what it missed, or a "reset" event when the daemon no longer has it.
+  response events_stream(const request& req) {
+    std::uint64_t after = events.last_id();
+    std::string last = req.header("Last-Event-ID");
+    if (auto q = query_value(req, "last_event_id")) last = *q;
+    for (const auto& [key, value] : req.query) {
+      if (key != "last_event_id") {
+        throw bad_parameter(key, "unknown parameter (known: last_event_id)");
+      }
+    }
+    bool resumed = false;
+    if (!last.empty()) {
+      std::uint64_t id = 0;
+      const auto [end, ec] = std::from_chars(last.data(), last.data() + last.size(), id);
+      if (ec != std::errc() || end != last.data() + last.size()) {
+        throw bad_parameter("last_event_id", "\"" + last + "\" is not an event id");
+      }
+      // An id from before a daemon restart (larger than any now) starts over with a reset.
+      resumed = id <= after;
+      after = resumed ? id : 0;
+    }
+    if (event_streams.fetch_add(1) >= config.max_event_streams) {
+      event_streams.fetch_sub(1);
+      response r = json_response(
+          429, error_body("too_many_streams", "too many event streams are open (limit " +
+                                                  std::to_string(config.max_event_streams) +
+                                                  "); retry later, or poll the jobs list"));
+      r.headers.emplace_back("Retry-After", "5");
+      return r;
+    }
+    struct stream_state {
+      std::atomic<int>& open;
+      std::uint64_t after;
+      bool stale;  // the client's Last-Event-ID is not this daemon's
+      bool started = false;
+      ~stream_state() { open.fetch_sub(1); }
+    };
+    // Built in place: a temporary's destructor would give the stream's place back.
+    auto st = std::make_shared<stream_state>(event_streams, after, !last.empty() && !resumed);
+    response r;
+    r.content_type = "text/event-stream";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    r.headers.emplace_back("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
+    event_hub* hub = &events;
+    r.stream = [hub, st](std::string& chunk) {
+      if (!st->started) {
+        st->started = true;
+        chunk = "retry: 2000\n";
+        if (st->stale) {
+          // The client's state came from a daemon before a restart: it must reload.
+          st->after = hub->last_id();
+          chunk += "id: " + std::to_string(st->after) + "\nevent: reset\ndata: {}\n\n";
+        }
+        chunk += "event: ready\ndata: {\"last_event_id\":" + std::to_string(st->after) + "}\n\n";
+        return true;
+      }
+      auto b = hub->wait(st->after, event_hub::clock::now() + k_event_heartbeat, k_event_linger);
+      if (b.stopping) return false;
+      if (b.gap) {
+        chunk += "event: reset\ndata: {}\n\n";  // missed events: reload everything
+      }
+      if (b.events.empty()) {
+        chunk += ": keep-alive\n\n";
+        return true;
+      }
+      st->after = b.events.back().id;
+      for (const auto& e : coalesce_points(std::move(b.events))) {
+        chunk +=
+            "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
       }
       return true;
     };
@@ -843,9 +931,9 @@ struct http_api::impl {
   }
 };
 
-http_api::http_api(job_store& store, scheduler& sched, job_waiters& waiters,
+http_api::http_api(job_store& store, scheduler& sched, job_waiters& waiters, event_hub& events,
                    const serve_config& config)
-    : m_impl(std::make_unique<impl>(store, sched, waiters, config)) {
+    : m_impl(std::make_unique<impl>(store, sched, waiters, events, config)) {
   m_impl->configure();
 }
 

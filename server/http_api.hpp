@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/config.hpp"
+#include "server/event_hub.hpp"
 #include "server/job_waiters.hpp"
 #include "server/scheduler.hpp"
 #include "storage/job_store.hpp"
@@ -24,7 +25,8 @@ namespace kernelscan {
 
 class http_api {
  public:
-  http_api(job_store& store, scheduler& sched, job_waiters& waiters, const serve_config& config);
+  http_api(job_store& store, scheduler& sched, job_waiters& waiters, event_hub& events,
+           const serve_config& config);
   ~http_api();
 
   // Binds the listening socket; returns the port (useful with port 0). Throws

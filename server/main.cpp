@@ -116,6 +116,11 @@ int main(int argc, char** argv) {
           ->check(CLI::Range(0, 1000)),
       "KERNELSCAN_MAX_LONG_POLLS");
   env(serve
+          ->add_option("--max-event-streams", sc.max_event_streams,
+                       "Server-Sent Event streams (GET /api/v1/events) open at once")
+          ->check(CLI::Range(0, 1000)),
+      "KERNELSCAN_MAX_EVENT_STREAMS");
+  env(serve
           ->add_option("--point-timeout", sc.point_timeout_s,
                        "Watchdog seconds per point, on top of twice its timing budget")
           ->check(CLI::Range(0.1, 86400.0)),

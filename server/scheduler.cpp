@@ -5,6 +5,7 @@
 #include <chrono>
 #include <deque>
 
+#include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
 #include "api/worker_protocol.hpp"
@@ -108,8 +109,8 @@ struct scheduler::device_slot {
 };
 
 scheduler::scheduler(asio::io_context& io, job_store& store, job_waiters& waiters,
-                     const serve_config& config)
-    : m_io(io), m_store(store), m_waiters(waiters), m_config(config) {
+                     event_hub& events, const serve_config& config)
+    : m_io(io), m_store(store), m_waiters(waiters), m_events(events), m_config(config) {
   const device_model* model = find_device_model(config.mock_model);
   for (int i = 0; i < config.mock_devices; ++i) {
     auto slot = std::make_unique<device_slot>(io, i);
@@ -375,7 +376,7 @@ void scheduler::cancel(std::int64_t id) {
   asio::post(m_io, [this, id] {
     if (m_queue.remove(id)) {
       m_waiters.notify(id);
-      return;
+      return;  // the HTTP handler announced the cancel
     }
     for (auto& slot : m_slots) {
       if (!slot->job || slot->job->info.id != id) continue;
@@ -408,6 +409,7 @@ void scheduler::dispatch() {
 
 void scheduler::start_job(device_slot& slot, const pending_job& job) {
   if (!m_store.start(job.id, slot.index, unix_time_ms())) return;  // cancelled meanwhile
+  announce(job.id);
   auto active = std::make_unique<active_job>();
   active->info = job;
   try {
@@ -420,6 +422,7 @@ void scheduler::start_job(device_slot& slot, const pending_job& job) {
     m_store.finish(job.id, job_status::failed,
                    point_error{"internal", std::string("stored spec does not load: ") + e.what()},
                    unix_time_ms());
+    announce(job.id);
     m_waiters.notify(job.id);
     return;
   }
@@ -592,6 +595,7 @@ bool scheduler::flush_results() {
                  m_unflushed.size());
     m_storage_failing = false;
   }
+  announce_points();
   m_unflushed.clear();
   m_points_unstored = 0;
   return true;
@@ -610,6 +614,7 @@ void scheduler::finish_job(device_slot& slot, job_status status, std::optional<p
   slot.watchdog.cancel();
   slot.state = slot.worker_ready ? device_state::idle : slot.state;
   publish();  // before waking waiters: whoever sees the job end sees the device free
+  announce(id);
   m_waiters.notify(id);
   // Posted, not called: finish_job runs inside dispatch() (via start_job) and the queue must
   // not change under its loop.
@@ -661,6 +666,7 @@ void scheduler::check_drained() {
   for (auto& slot : m_slots) {
     if (slot->job) {
       m_store.requeue(slot->job->info.id);
+      announce(slot->job->info.id);
       spdlog::info("job {} interrupted by shutdown; it resumes at the next start",
                    slot->job->info.id);
       slot->job.reset();
@@ -680,6 +686,47 @@ void scheduler::check_drained() {
     publish();
     done();
   });
+}
+
+void scheduler::announce(std::int64_t id) {
+  try {
+    if (auto rec = m_store.get(id)) m_events.publish("job", job_json_text(*rec));
+  } catch (const storage_error& e) {
+    spdlog::warn("job {}: no event for its state change: {}", id, e.what());
+  }
+}
+
+void scheduler::announce_points() {
+  struct range {
+    std::uint64_t first = UINT64_MAX, last = 0, stored = 0, failed = 0;
+  };
+  std::map<std::int64_t, range> jobs;
+  for (const auto& row : m_unflushed) {
+    auto& r = jobs[row.job_id];
+    r.first = std::min(r.first, row.index);
+    r.last = std::max(r.last, row.index);
+    ++r.stored;
+    if (!row.ok) ++r.failed;
+  }
+  for (const auto& [id, r] : jobs) {
+    // Everything measured is stored now, so what the job has done is what it has sent, less
+    // what its worker still holds.
+    std::uint64_t done = 0, total = 0;
+    for (const auto& slot : m_slots) {
+      if (!slot->job || slot->job->info.id != id) continue;
+      const auto& job = *slot->job;
+      total = job.total;
+      done = job.total - (job.todo.size() - job.next) - slot->outstanding.size();
+    }
+    m_events.publish("points", json{{"job_id", id},
+                                    {"first_index", r.first},
+                                    {"last_index", r.last},
+                                    {"stored", r.stored},
+                                    {"failed", r.failed},
+                                    {"done", done},
+                                    {"total", total}}
+                                   .dump());
+  }
 }
 
 void scheduler::publish() {

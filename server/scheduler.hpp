@@ -24,6 +24,7 @@
 
 #include "engine/device_info.hpp"
 #include "server/config.hpp"
+#include "server/event_hub.hpp"
 #include "server/job_queue.hpp"
 #include "server/job_waiters.hpp"
 #include "storage/job_store.hpp"
@@ -46,7 +47,7 @@ struct device_view {
 
 class scheduler {
  public:
-  scheduler(asio::io_context& io, job_store& store, job_waiters& waiters,
+  scheduler(asio::io_context& io, job_store& store, job_waiters& waiters, event_hub& events,
             const serve_config& config);
   scheduler(const scheduler&) = delete;
   scheduler& operator=(const scheduler&) = delete;
@@ -97,11 +98,16 @@ class scheduler {
   void record_failure(device_slot& slot, const std::string& type, const std::string& message);
   void finish_job(device_slot& slot, job_status status, std::optional<point_error> error);
   void publish();
+  // Publishes the job's stored state as a "job" event (a state change).
+  void announce(std::int64_t id);
+  // Publishes a "points" event per job for the rows in m_unflushed (just committed).
+  void announce_points();
   void check_drained();
 
   asio::io_context& m_io;
   job_store& m_store;
   job_waiters& m_waiters;
+  event_hub& m_events;
   serve_config m_config;
 
   std::vector<std::unique_ptr<device_slot>> m_slots;

@@ -1,0 +1,63 @@
+#pragma once
+// The daemon's change feed for GET /api/v1/events (Server-Sent Events): job state changes and
+// stored points, each with a sequence id, kept in a bounded ring so that a client reconnecting
+// with Last-Event-ID gets what it missed (or a `reset` when it missed too much).
+//
+// Threading: thread-safe. publish() is called from the scheduler's thread and HTTP handlers;
+// wait() from HTTP threads serving event streams. publish() never waits for a reader.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace kernelscan {
+
+struct hub_event {
+  std::uint64_t id = 0;  // increasing from 1; 0 is "before everything"
+  std::string type;      // "job" or "points"
+  std::string data;      // one JSON object on one line (it becomes one SSE data: line)
+};
+
+class event_hub {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  explicit event_hub(std::size_t capacity = 8192) : m_capacity(capacity) {}
+
+  void publish(std::string type, std::string data);
+
+  struct batch {
+    std::vector<hub_event> events;
+    bool gap = false;       // events after `after` were already dropped from the ring
+    bool stopping = false;  // shutdown(): the stream should end
+  };
+  // Waits until an event newer than `after` exists (or `deadline`, or shutdown), then lingers
+  // `linger` more so that a burst leaves as one batch; returns every event newer than `after`.
+  batch wait(std::uint64_t after, clock::time_point deadline, clock::duration linger);
+
+  // The newest event id (0 if none yet).
+  std::uint64_t last_id() const;
+  // Wakes every reader and makes later waits return at once with `stopping`.
+  void shutdown();
+
+ private:
+  batch collect(std::uint64_t after) const;  // with m_mutex held
+
+  const std::size_t m_capacity;
+  mutable std::mutex m_mutex;
+  std::condition_variable m_cv;
+  std::deque<hub_event> m_ring;
+  std::uint64_t m_last_id = 0;
+  bool m_stopping = false;
+};
+
+// Merges the "points" events of each job in a batch into one (the latest progress, the union of
+// index ranges, summed counts) and keeps every other event; ids stay increasing. What an event
+// stream sends per batch, so a fast sweep costs a browser a few messages a second.
+std::vector<hub_event> coalesce_points(std::vector<hub_event> events);
+
+}  // namespace kernelscan

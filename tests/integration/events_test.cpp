@@ -1,0 +1,208 @@
+// GET /api/v1/events against a real daemon: job state changes and stored points arrive as
+// Server-Sent Events, reconnecting with Last-Event-ID resumes, and streams are limited.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "tests/support/daemon_process.hpp"
+
+namespace kernelscan::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct sse_event {
+  std::string id, type;
+  json data;
+};
+
+// Reads an event stream on a thread until stop() or the server ends it, parsing events as
+// they arrive.
+class sse_reader {
+ public:
+  sse_reader(int port, httplib::Headers headers = {}) : m_client("127.0.0.1", port) {
+    m_client.set_read_timeout(60s);
+    m_thread = std::thread([this, headers] {
+      auto res = m_client.Get("/api/v1/events", headers, [this](const char* data, std::size_t n) {
+        std::lock_guard lock(m_mutex);
+        m_raw.append(data, n);
+        parse();
+        return !m_stop;
+      });
+      std::lock_guard lock(m_mutex);
+      if (res) m_status = res->status;
+      m_ended = true;
+    });
+  }
+  ~sse_reader() { stop(); }
+  void stop() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stop = true;
+    }
+    m_client.stop();
+    if (m_thread.joinable()) m_thread.join();
+  }
+  std::vector<sse_event> events() const {
+    std::lock_guard lock(m_mutex);
+    return m_events;
+  }
+  bool has(const std::function<bool(const sse_event&)>& pred) const {
+    std::lock_guard lock(m_mutex);
+    return std::any_of(m_events.begin(), m_events.end(), pred);
+  }
+  bool ended() const {
+    std::lock_guard lock(m_mutex);
+    return m_ended;
+  }
+
+ private:
+  void parse() {
+    for (;;) {
+      const auto end = m_raw.find("\n\n");
+      if (end == std::string::npos) return;
+      const std::string block = m_raw.substr(0, end);
+      m_raw.erase(0, end + 2);
+      sse_event e;
+      std::string data;
+      std::size_t from = 0;
+      while (from < block.size()) {
+        auto nl = block.find('\n', from);
+        if (nl == std::string::npos) nl = block.size();
+        const std::string line = block.substr(from, nl - from);
+        from = nl + 1;
+        if (line.rfind("id: ", 0) == 0) e.id = line.substr(4);
+        if (line.rfind("event: ", 0) == 0) e.type = line.substr(7);
+        if (line.rfind("data: ", 0) == 0) data += line.substr(6);
+      }
+      if (e.type.empty()) continue;  // retry: and keep-alive comments
+      e.data = json::parse(data);
+      m_events.push_back(std::move(e));
+    }
+  }
+
+  httplib::Client m_client;
+  std::thread m_thread;
+  mutable std::mutex m_mutex;
+  std::string m_raw;
+  std::vector<sse_event> m_events;
+  bool m_stop = false, m_ended = false;
+  int m_status = 0;
+};
+
+bool is_ready(const sse_event& e) {
+  return e.type == "ready";
+}
+
+TEST(Events, JobStateChangesAndPointsArriveLive) {
+  daemon_process daemon;
+  daemon.start();
+  sse_reader reader(daemon.port());
+  ASSERT_TRUE(eventually([&] { return reader.has(is_ready); }, 10s));
+
+  const auto id = daemon.submit(stream_sweep(40, 5));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return reader.has([&](const sse_event& e) {
+          return e.type == "job" && e.data["id"] == id && e.data["status"] == "succeeded";
+        });
+      },
+      30s));
+  const auto events = reader.events();
+  std::vector<std::string> statuses;
+  std::uint64_t stored = 0, last_done = 0;
+  std::int64_t last_id = 0;
+  for (const auto& e : events) {
+    if (!e.id.empty()) {
+      EXPECT_GT(std::stoll(e.id), last_id) << "ids increase";
+      last_id = std::stoll(e.id);
+    }
+    if (e.type == "job" && e.data["id"] == id) statuses.push_back(e.data["status"]);
+    if (e.type == "points" && e.data["job_id"] == id) {
+      stored += e.data["stored"].get<std::uint64_t>();
+      EXPECT_GE(e.data["done"].get<std::uint64_t>(), last_done) << "progress only grows";
+      last_done = e.data["done"];
+      EXPECT_EQ(e.data["total"], 40);
+      EXPECT_EQ(e.data["failed"], 0);
+    }
+  }
+  EXPECT_EQ(statuses, (std::vector<std::string>{"queued", "running", "succeeded"}));
+  EXPECT_EQ(stored, 40u) << "every point is announced once";
+  EXPECT_EQ(last_done, 40u);
+  // 40 points at 5 ms each, sent at most every 100 ms: coalesced into a few messages.
+  const auto point_events = std::count_if(events.begin(), events.end(),
+                                          [](const sse_event& e) { return e.type == "points"; });
+  EXPECT_LT(point_events, 20);
+}
+
+TEST(Events, CancelIsAnnounced) {
+  daemon_process daemon;
+  daemon.start();
+  const auto blocker = daemon.submit(stream_sweep(1, 2000));
+  sse_reader reader(daemon.port());
+  ASSERT_TRUE(eventually([&] { return reader.has(is_ready); }, 10s));
+  const auto queued = daemon.submit(stream_sweep(3, 1));
+  ASSERT_EQ(daemon.post("/api/v1/jobs/" + std::to_string(queued) + "/cancel", "").status, 200);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return reader.has([&](const sse_event& e) {
+          return e.type == "job" && e.data["id"] == queued && e.data["status"] == "cancelled";
+        });
+      },
+      10s));
+  daemon.post("/api/v1/jobs/" + std::to_string(blocker) + "/cancel", "");
+}
+
+TEST(Events, ReconnectingWithLastEventIdResumesAndAStaleIdResets) {
+  daemon_process daemon;
+  daemon.start();
+  const auto first = daemon.submit(stream_sweep(2, 1));
+  daemon.wait_job(first);
+  const auto second = daemon.submit(stream_sweep(2, 1));
+  daemon.wait_job(second);
+
+  // Resume from after the first job's "queued" event: everything after it comes again.
+  sse_reader resumed(daemon.port(), {{"Last-Event-ID", "1"}});
+  ASSERT_TRUE(eventually(
+      [&] {
+        return resumed.has([&](const sse_event& e) {
+          return e.type == "job" && e.data["id"] == second && e.data["status"] == "succeeded";
+        });
+      },
+      10s));
+  EXPECT_FALSE(resumed.has([](const sse_event& e) { return e.type == "reset"; }));
+  EXPECT_FALSE(resumed.has([&](const sse_event& e) { return e.id == "1"; }));
+
+  // An id this daemon never issued (from before a restart): reset, then live events.
+  sse_reader stale(daemon.port(), {{"Last-Event-ID", "999999"}});
+  ASSERT_TRUE(eventually([&] { return stale.has(is_ready); }, 10s));
+  const auto evs = stale.events();
+  ASSERT_GE(evs.size(), 2u);
+  EXPECT_EQ(evs[0].type, "reset");
+
+  const auto bad = daemon.get("/api/v1/events?last_event_id=abc");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(daemon.get("/api/v1/events?job=1").status, 400);
+}
+
+TEST(Events, StreamsBeyondTheLimitGet429AndShutdownEndsThem) {
+  daemon_process daemon({.extra_args = {"--max-event-streams", "2"}});
+  daemon.start();
+  sse_reader a(daemon.port()), b(daemon.port());
+  ASSERT_TRUE(eventually([&] { return a.has(is_ready) && b.has(is_ready); }, 10s));
+  const auto third = daemon.get("/api/v1/events");
+  EXPECT_EQ(third.status, 429);
+  EXPECT_EQ(third.body["error"]["type"], "too_many_streams");
+  a.stop();  // a closed stream frees its place (found at the latest by the next heartbeat)
+
+  // SIGTERM ends open streams promptly: the daemon exits cleanly while b is connected.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(daemon.terminate(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+  EXPECT_TRUE(eventually([&] { return b.ended(); }, 5s));
+}
+
+}  // namespace
+}  // namespace kernelscan::testing
