@@ -151,7 +151,7 @@ api_client::api_client(const std::string& server, std::string token)
 
 api_client::~api_client() = default;
 
-api_client::reply api_client::get(const std::string& path_and_query, double read_timeout_s) {
+std::string api_client::get(const std::string& path_and_query, double read_timeout_s) {
   auto& http = m_impl->http;
   http.set_read_timeout(std::chrono::milliseconds(std::int64_t(read_timeout_s * 1000)));
   const auto res = http.Get((m_prefix + path_and_query).c_str());
@@ -159,7 +159,7 @@ api_client::reply api_client::get(const std::string& path_and_query, double read
     throw unreachable(m_server, res.error());
   }
   if (res->status >= 300) throw failure_of(res->status, res->body);
-  return {res->status, res->body, res->get_header_value("Retry-After"), false};
+  return res->body;
 }
 
 api_client::submitted api_client::submit(const std::string& spec_text,
@@ -184,7 +184,7 @@ json api_client::job(std::int64_t id, std::optional<double> wait_s) {
   // The daemon admits a bounded number of long polls; over it, it asks us to retry shortly.
   for (int attempt = 0;; ++attempt) {
     try {
-      return json::parse(get(path, timeout).body);
+      return json::parse(get(path, timeout));
     } catch (const api_failure& e) {
       if (e.status() != 429 || e.type() != "too_many_waiters" || attempt >= 60) throw;
       std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -204,7 +204,7 @@ json api_client::jobs(const job_filter& filter, std::int64_t limit) {
     const std::int64_t page = std::min(k_jobs_page, limit - std::int64_t(all.size()));
     std::string path = "/api/v1/jobs?limit=" + std::to_string(page) + query;
     if (cursor.is_string()) path += "&cursor=" + percent_encode(cursor.get<std::string>());
-    json body = json::parse(get(path, k_read_timeout_s).body);
+    json body = json::parse(get(path, k_read_timeout_s));
     for (auto& j : body.at("jobs"))
       all.push_back(std::move(j));
     cursor = body.value("next_cursor", json());
@@ -224,8 +224,7 @@ json api_client::results_json(std::int64_t id, std::int64_t page_size) {
   for (std::int64_t offset = 0;;) {
     json page = json::parse(
         get(base + "&offset=" + std::to_string(offset) + "&limit=" + std::to_string(page_size),
-            k_read_timeout_s)
-            .body);
+            k_read_timeout_s));
     if (out.is_null()) {
       out = {{"job_id", page.at("job_id")},
              {"status", page.at("status")},
@@ -253,8 +252,7 @@ std::string api_client::results_csv(std::int64_t id, std::int64_t page_size) {
   for (std::int64_t offset = 0;;) {
     const std::string body =
         get(base + "&offset=" + std::to_string(offset) + "&limit=" + std::to_string(page_size),
-            k_read_timeout_s)
-            .body;
+            k_read_timeout_s);
     // Every page starts with the header line; its `index` column follows the parameters.
     const std::size_t header_end = body.find('\n');
     const std::string header =

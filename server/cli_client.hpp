@@ -83,14 +83,8 @@ class api_client {
   std::string results_csv(std::int64_t id, std::int64_t page_size);
 
  private:
-  struct reply {
-    int status = 0;
-    std::string body;
-    std::string retry_after;
-    bool replayed = false;
-  };
-  // Throws connection_error or api_failure; returns only 2xx answers.
-  reply get(const std::string& path_and_query, double read_timeout_s);
+  // The body of a 2xx answer; throws connection_error or api_failure otherwise.
+  std::string get(const std::string& path_and_query, double read_timeout_s);
 
   struct impl;
   std::unique_ptr<impl> m_impl;
