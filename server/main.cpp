@@ -1,12 +1,15 @@
-// kernelscan: `serve` runs the daemon; `worker` is started by it, one per device.
+// kernelscan: `serve` runs the daemon; `worker` is started by it, one per device; `submit`,
+// `jobs` and `results` are the command-line client of a running daemon.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "server/cli_commands.hpp"
 #include "server/daemon.hpp"
 #include "server/worker_main.hpp"
 
@@ -65,6 +68,87 @@ std::vector<std::string> with_config_file(CLI::App& serve, std::vector<std::stri
     args.push_back("--" + key + "=" + value);
   }
   return args;
+}
+
+// The client subcommands' options; the subcommand that was chosen runs with them.
+struct client_commands {
+  kernelscan::client_options client;
+  kernelscan::submit_options submit;
+  kernelscan::jobs_options jobs;
+  kernelscan::results_options results;
+  CLI::App* submit_cmd = nullptr;
+  CLI::App* jobs_cmd = nullptr;
+  CLI::App* results_cmd = nullptr;
+};
+
+void add_client_commands(CLI::App& app, client_commands& c) {
+  auto common = [&c](CLI::App* cmd) {
+    cmd->add_option("--server", c.client.server, "URL of the daemon")
+        ->envname("KERNELSCAN_SERVER")
+        ->capture_default_str();
+    cmd->add_option("--token", c.client.token,
+                    "Bearer token, for a daemon started with --token-file")
+        ->envname("KERNELSCAN_TOKEN");
+    return cmd;
+  };
+
+  auto& s = c.submit;
+  c.submit_cmd = common(app.add_subcommand("submit", "Submit a job to a running daemon"));
+  c.submit_cmd->add_option("FILE", s.file, "Job spec (JSON); - reads standard input")->required();
+  c.submit_cmd
+      ->add_option("--wait", s.wait_s,
+                   "Wait for the job to end, in long polls of SECONDS (default 60), then print "
+                   "its results; exit 1 unless it succeeded")
+      ->expected(0, 1)
+      ->type_name("[SECONDS]")
+      ->check(CLI::Range(0.001, 600.0));
+  c.submit_cmd->add_option("--idempotency-key", s.idempotency_key,
+                           "Sent as Idempotency-Key: a retry with the same key and spec returns "
+                           "the job already created");
+
+  auto& j = c.jobs;
+  c.jobs_cmd = common(app.add_subcommand("jobs", "List a daemon's jobs, newest first"));
+  j.limit = 20;
+  c.jobs_cmd->add_option("--status", j.status,
+                         "Only jobs in these states, comma-separated (queued, running, "
+                         "succeeded, failed, cancelled)");
+  c.jobs_cmd
+      ->add_option("--label", j.labels,
+                   "Only jobs with this label, KEY=VALUE; repeat to require several")
+      ->allow_extra_args(false);
+  c.jobs_cmd->add_option("--limit", j.limit, "Most jobs to list")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  c.jobs_cmd->add_option("--format", j.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+
+  auto& r = c.results;
+  c.results_cmd = common(app.add_subcommand("results", "Print a job's results"));
+  r.format = "table";
+  c.results_cmd->add_option("ID", r.id, "Job id")
+      ->required()
+      ->check(CLI::Range(std::int64_t(1), std::numeric_limits<std::int64_t>::max()));
+  c.results_cmd
+      ->add_option("--format", r.format,
+                   "table (a report), or csv or json as the API gives them, all rows")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
+  c.results_cmd->add_option("--page-size", r.page_size, "Rows per request")
+      ->check(CLI::Range(1, 1000000))
+      ->group("");  // for tests of paging
+}
+
+// The exit code of the client subcommand that was chosen, or -1 when none was.
+int run_client_command(client_commands& c) {
+  using namespace kernelscan;
+  if (*c.submit_cmd) {
+    c.submit.wait = c.submit_cmd->count("--wait") > 0;
+    return run_submit(c.client, c.submit, std::cin, std::cout, std::cerr);
+  }
+  if (*c.jobs_cmd) return run_jobs(c.client, c.jobs, std::cout, std::cerr);
+  if (*c.results_cmd) return run_results(c.client, c.results, std::cout, std::cerr);
+  return -1;
 }
 
 }  // namespace
@@ -170,15 +254,20 @@ int main(int argc, char** argv) {
   worker->add_option("--log-format", wc.log_format);
   worker->add_flag("--allow-fault-injection", wc.allow_fault_injection);
 
+  client_commands client;
+  add_client_commands(app, client);
+
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "serve") args = with_config_file(*serve, std::move(args));
   std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   if (*serve) return run_serve(sc);
   if (*worker) return run_worker(wc);
+  if (const int code = run_client_command(client); code >= 0) return code;
   return 2;
 }

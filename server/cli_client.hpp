@@ -1,0 +1,99 @@
+#pragma once
+// The HTTP side of the command-line client (`kernelscan submit`, `jobs`, `results`): one call
+// per API operation against a running daemon, answers as the API's JSON or text.
+//
+// Errors: an unreachable daemon throws connection_error (naming the URL); an answer with an
+// HTTP error status throws api_failure with the error body's type, message and details.
+// Ownership: owns its HTTP connection. Threading: one thread at a time. Units: seconds.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/json.hpp"
+
+namespace kernelscan {
+
+class connection_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An error answer of the API: {"error": {"type", "message", "details"}}, or for a body not in
+// that shape (a proxy's page), type "http_error" and the start of the body.
+class api_failure : public std::runtime_error {
+ public:
+  api_failure(int status, std::string type, const std::string& message, json details)
+      : std::runtime_error(message),
+        m_status(status),
+        m_type(std::move(type)),
+        m_details(std::move(details)) {}
+  int status() const { return m_status; }
+  const std::string& type() const { return m_type; }
+  const json& details() const { return m_details; }
+
+ private:
+  int m_status;
+  std::string m_type;
+  json m_details;
+};
+
+struct job_filter {
+  std::string status;                                       // "queued,running"; empty: any
+  std::vector<std::pair<std::string, std::string>> labels;  // all must match
+};
+
+class api_client {
+ public:
+  // `server` is a base URL: http://HOST:PORT or https://HOST:PORT, optionally with a path
+  // prefix (a reverse proxy's); a URL without a scheme is taken as http. `token`, when not
+  // empty, is sent as `Authorization: Bearer`. Throws std::invalid_argument for a URL it cannot
+  // use.
+  api_client(const std::string& server, std::string token);
+  ~api_client();
+  api_client(const api_client&) = delete;
+  api_client& operator=(const api_client&) = delete;
+
+  const std::string& server() const { return m_server; }
+
+  struct submitted {
+    json job;
+    bool replayed = false;  // an earlier submission with the same Idempotency-Key
+  };
+  // POST /api/v1/jobs with the spec text as given.
+  submitted submit(const std::string& spec_text, const std::string& idempotency_key);
+
+  // GET /api/v1/jobs/{id}, with ?wait=S when `wait_s` is set (0 < S <= 600). A 429
+  // `too_many_waiters` is retried after its Retry-After.
+  json job(std::int64_t id, std::optional<double> wait_s = std::nullopt);
+
+  // GET /api/v1/jobs, following next_cursor until `limit` jobs or the last page. Returns the
+  // shape of one page, {"jobs": [...], "next_cursor": ...}, with the cursor of the last page
+  // read (null when there are no more jobs).
+  json jobs(const job_filter& filter, std::int64_t limit);
+
+  // GET /api/v1/jobs/{id}/results, every row, `page_size` rows per request. json: one
+  // ResultsPage (job_id, status and progress from the first page) holding all rows; csv: the
+  // header once, then every row.
+  json results_json(std::int64_t id, std::int64_t page_size);
+  std::string results_csv(std::int64_t id, std::int64_t page_size);
+
+ private:
+  // The body of a 2xx answer; throws connection_error or api_failure otherwise.
+  std::string get(const std::string& path_and_query, double read_timeout_s);
+
+  struct impl;
+  std::unique_ptr<impl> m_impl;
+  std::string m_server;
+  std::string m_prefix;  // path prefix of the base URL, without a trailing slash
+  std::string m_token;
+};
+
+// The query-string form of `text` (RFC 3986 unreserved characters kept, the rest %XX).
+std::string percent_encode(const std::string& text);
+
+}  // namespace kernelscan

@@ -1,0 +1,49 @@
+#pragma once
+// The client subcommands of `kernelscan`: submit, jobs, results. main.cpp parses the command
+// line into these option structs; each run_* talks to the daemon named by client_options and
+// returns the process exit code: 0 done (for submit --wait: the job succeeded), 1 the job
+// failed or was cancelled, the daemon answered an error or could not be reached, 2 a usage
+// error (an unreadable spec file, a bad --server URL, a malformed --label).
+//
+// Output: reports and tables go to `out`, errors to `err`. Threading: one command per process.
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace kernelscan {
+
+struct client_options {
+  std::string server = "http://127.0.0.1:8080";
+  std::string token;  // sent as Authorization: Bearer when not empty
+};
+
+struct submit_options {
+  std::string file;  // a job spec JSON file, or "-" for standard input
+  bool wait = false;
+  double wait_s = 60;  // how long each long poll is held, 0 < wait_s <= 600
+  std::string idempotency_key;
+};
+
+struct jobs_options {
+  std::string status;               // comma-separated states; empty: any
+  std::vector<std::string> labels;  // KEY=VALUE, all must match
+  std::int64_t limit = 20;
+  std::string format = "table";  // table, json
+};
+
+struct results_options {
+  std::int64_t id = 0;
+  std::string format = "table";   // table, csv, json
+  std::int64_t page_size = 1000;  // rows per request
+};
+
+int run_submit(const client_options& client, const submit_options& opts, std::istream& in,
+               std::ostream& out, std::ostream& err);
+int run_jobs(const client_options& client, const jobs_options& opts, std::ostream& out,
+             std::ostream& err);
+int run_results(const client_options& client, const results_options& opts, std::ostream& out,
+                std::ostream& err);
+
+}  // namespace kernelscan

@@ -1,0 +1,258 @@
+#include "server/cli_report.hpp"
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "server/detail/text_table.hpp"
+
+namespace kernelscan {
+namespace {
+
+using detail::format_significant;
+using detail::one_line;
+using detail::text_table;
+
+// Significant digits: 4 for measured values (the mock's noise and a real GPU's run-to-run
+// spread are both well above 0.01%), 2 for the confidence interval's half-width.
+constexpr int k_digits = 4;
+constexpr int k_ci_digits = 2;
+
+std::string text_of(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "-";
+  return v.dump();
+}
+
+// A number at `ptr` in `j`, if there is one.
+std::optional<double> number_at(const json& j, const char* ptr) {
+  const json::json_pointer p{ptr};
+  if (!j.is_object() || !j.contains(p)) return std::nullopt;
+  const json& v = j[p];
+  if (!v.is_number()) return std::nullopt;
+  return v.get<double>();
+}
+
+std::string string_at(const json& j, const char* ptr, std::string fallback = "") {
+  const json::json_pointer p{ptr};
+  if (!j.is_object() || !j.contains(p) || !j[p].is_string()) return fallback;
+  return j[p].get<std::string>();
+}
+
+std::vector<std::string> parameter_names(const json& job, const json& rows) {
+  std::vector<std::string> names;
+  const json::json_pointer sweep{"/spec/sweep"};
+  if (job.is_object() && job.contains(sweep) && job[sweep].is_object()) {
+    for (const auto& [name, values] : job[sweep].items())
+      names.push_back(name);
+  } else if (!rows.empty() && rows.front().contains("params")) {
+    for (const auto& [name, value] : rows.front()["params"].items())
+      names.push_back(name);
+  }
+  return names;
+}
+
+std::string param_value(const json& row, const std::string& name) {
+  const json::json_pointer p{"/params"};
+  if (!row.contains(p) || !row[p].contains(name)) return "-";
+  return text_of(row[p][name]);
+}
+
+// "M=1024, N=2048" over names[first, last).
+std::string assignment(const json& row, const std::vector<std::string>& names, std::size_t first,
+                       std::size_t last) {
+  std::string out;
+  for (std::size_t i = first; i < last; ++i)
+    out += (out.empty() ? "" : ", ") + names[i] + "=" + param_value(row, names[i]);
+  return out;
+}
+
+std::string point_name(const json& row, const std::vector<std::string>& names) {
+  if (names.empty()) return "point " + text_of(row.value("index", json()));
+  return assignment(row, names, 0, names.size());
+}
+
+std::string kernel_line(const json& job) {
+  std::string op = job.value("op", "?");
+  const json::json_pointer kp{"/spec/kernel"};
+  if (!job.contains(kp) || !job[kp].is_object()) return op;
+  const json& k = job[kp];
+  auto field = [&](const char* name) { return k.contains(name) ? text_of(k[name]) : "?"; };
+  if (op == "gemm") {
+    return "gemm " + field("dtype") + ", m=" + field("m") + " n=" + field("n") +
+           " k=" + field("k") + " (" + field("layout_a") + " x " + field("layout_b") + ", " +
+           field("impl") + ")";
+  }
+  if (op == "stream")
+    return "stream " + field("variant") + " " + field("dtype") + ", n=" + field("n");
+  if (op == "custom") return "custom " + field("language") + " kernel " + field("entry");
+  return op;
+}
+
+std::string device_line(const json& job, const json& rows) {
+  std::string index = job.contains("device") && job["device"].is_number_integer()
+                          ? job["device"].dump()
+                          : std::string();
+  std::string name;
+  for (const auto& r : rows) {
+    name = string_at(r, "/environment/device");
+    if (!name.empty()) break;
+  }
+  if (!index.empty() && !name.empty()) return index + ": " + name;
+  if (!index.empty() || !name.empty()) return index + name;
+  return "not assigned yet";
+}
+
+struct time_unit {
+  const char* name;
+  double per_us;
+};
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", v);
+  return buf;
+}
+
+// Three significant digits: "3.21x", "21.8x", "102x".
+std::string speedup(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*fx", v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, v);
+  return buf;
+}
+
+// An ok point with a time to compare (a zero median would make every speedup infinite).
+bool is_ok(const json& row) {
+  return row.value("status", "") == "ok" && number_at(row, "/time_us/median").value_or(0) > 0;
+}
+
+}  // namespace
+
+std::string results_report(const json& job, const json& rows) {
+  const std::vector<std::string> names = parameter_names(job, rows);
+
+  // The job-wide figures each row is compared with.
+  std::size_t ok = 0, failed = 0;
+  const json* best = nullptr;
+  const json* slowest = nullptr;
+  for (const auto& r : rows) {
+    if (!is_ok(r)) {
+      ++failed;
+      continue;
+    }
+    ++ok;
+    const double median = *number_at(r, "/time_us/median");
+    if (!best || median < *number_at(*best, "/time_us/median")) best = &r;
+    if (!slowest || median > *number_at(*slowest, "/time_us/median")) slowest = &r;
+  }
+  const double slowest_us = slowest ? *number_at(*slowest, "/time_us/median") : 0;
+  const time_unit unit = slowest_us >= 1e5 ? time_unit{"ms", 1e-3} : time_unit{"µs", 1};
+
+  std::string out = "job " + text_of(job.value("id", json()));
+  const std::string name = job.value("name", "");
+  if (!name.empty()) out += " \"" + one_line(name) + "\"";
+  out += ": " + job.value("status", "?") + "\n";
+  auto header = [&](const char* key, const std::string& value) {
+    out += std::string(key) + std::string(8 - detail::display_width(key), ' ') + value + "\n";
+  };
+  if (job.contains("error") && job["error"].is_object()) {
+    header("error",
+           one_line(string_at(job, "/error/type") + ": " + string_at(job, "/error/message")));
+  }
+  header("kernel", kernel_line(job));
+  header("device", device_line(job, rows));
+  const auto total_points = number_at(job, "/progress/total");
+  const std::string total =
+      total_points ? std::to_string(static_cast<long long>(*total_points)) : "?";
+  header("points", std::to_string(rows.size()) + " of " + total + " measured: " +
+                       std::to_string(ok) + " ok, " + std::to_string(failed) + " failed");
+  if (job.contains("labels") && job["labels"].is_object() && !job["labels"].empty()) {
+    std::string labels;
+    for (const auto& [k, v] : job["labels"].items())
+      labels += (labels.empty() ? "" : ", ") + k + "=" + text_of(v);
+    header("labels", one_line(labels));
+  }
+  out += "\n";
+
+  if (rows.empty()) return out + "no results yet\n";
+
+  using col = text_table::column;
+  constexpr auto right = text_table::align::right;
+  constexpr auto left = text_table::align::left;
+  const std::string row_key = names.empty() ? "point" : names.back();
+  text_table table({col{row_key, right}, col{"status", left},
+                    col{std::string("median ") + unit.name, right}, col{"95% CI", right},
+                    col{"TFLOP/s", right}, col{"GB/s", right}, col{"roof", right},
+                    col{"bound", left}, col{"speedup", right}});
+
+  // Sections by all parameters but the last, in order of first appearance (rows arrive in
+  // index order, so that is the sweep's order).
+  std::vector<std::string> section_order;
+  std::map<std::string, std::vector<const json*>> sections;
+  for (const auto& r : rows) {
+    const std::string key = names.size() >= 2 ? assignment(r, names, 0, names.size() - 1) : "";
+    auto [it, inserted] = sections.try_emplace(key);
+    if (inserted) section_order.push_back(key);
+    it->second.push_back(&r);
+  }
+
+  for (const auto& key : section_order) {
+    if (!key.empty()) table.add_section(key);
+    for (const json* rp : sections[key]) {
+      const json& r = *rp;
+      const std::string first =
+          names.empty() ? text_of(r.value("index", json())) : param_value(r, names.back());
+      if (!is_ok(r)) {
+        std::string why = string_at(r, "/error/type", "no timing");
+        const std::string message = string_at(r, "/error/message");
+        if (!message.empty()) why += ": " + message;
+        table.add_row({first, r.value("status", "?")}, one_line(why));
+        continue;
+      }
+      const double median = *number_at(r, "/time_us/median");
+      const auto low = number_at(r, "/time_us/ci95_low");
+      const auto high = number_at(r, "/time_us/ci95_high");
+      const std::string ci =
+          low && high ? "±" + format_significant((*high - *low) / 2 * unit.per_us, k_ci_digits)
+                      : "-";
+      const auto flops = number_at(r, "/metrics/flops");
+      const auto bytes = number_at(r, "/metrics/bytes");
+      const auto tflops = number_at(r, "/metrics/tflops");
+      const auto gbps = number_at(r, "/metrics/gbps");
+      const auto roof = number_at(r, "/metrics/roof_pct");
+      // A kernel that does no floating point work (a copy) has no meaningful TFLOP/s.
+      const bool has_flops = tflops && flops.value_or(1) > 0;
+      const bool has_bytes = gbps && bytes.value_or(1) > 0;
+      table.add_row({first, "ok", format_significant(median * unit.per_us, k_digits), ci,
+                     has_flops ? format_significant(*tflops, k_digits) : "-",
+                     has_bytes ? format_significant(*gbps, k_digits) : "-",
+                     roof ? percent(*roof) : "-", string_at(r, "/metrics/bound", "-"),
+                     speedup(slowest_us / median)});
+    }
+  }
+  out += table.render();
+  out += "\n";
+
+  if (!best) return out + "best    none: no point succeeded\n";
+  const json& b = *best;
+  const double best_us = *number_at(b, "/time_us/median");
+  std::string line = point_name(b, names) + ": " +
+                     format_significant(best_us * unit.per_us, k_digits) + " " + unit.name;
+  if (const auto t = number_at(b, "/metrics/tflops"); t && number_at(b, "/metrics/flops") != 0.0)
+    line += ", " + format_significant(*t, k_digits) + " TFLOP/s";
+  if (const auto g = number_at(b, "/metrics/gbps"); g && number_at(b, "/metrics/bytes") != 0.0)
+    line += ", " + format_significant(*g, k_digits) + " GB/s";
+  if (const auto p = number_at(b, "/metrics/roof_pct"))
+    line += ", " + percent(*p) + " of roof (" + string_at(b, "/metrics/bound", "?") + " bound)";
+  if (ok >= 2) {
+    // On a line of its own: with several parameters the best line would not fit in 100 columns.
+    line += "\n        " + speedup(slowest_us / best_us) + " the slowest point (" +
+            point_name(*slowest, names) + ": " +
+            format_significant(slowest_us * unit.per_us, k_digits) + " " + unit.name + ")";
+  }
+  header("best", line);
+  return out;
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,27 @@
+#pragma once
+// The text report of a job's results that `kernelscan results` and `kernelscan submit --wait`
+// print: pure formatting of the API's JSON, so it is tested without a daemon.
+//
+// Units: times arrive in µs (`time_us`) and are shown in µs, or in ms when the slowest median
+// of the job is 100 ms or more; throughput in TFLOP/s and GB/s as the API gives it.
+
+#include <string>
+
+#include "api/json.hpp"
+
+namespace kernelscan {
+
+// `job` is a Job as GET /api/v1/jobs/{id} returns it (with `spec`, whose sweep gives the
+// parameter order; without it the first row's order is used). `rows` is the array of
+// PointResult objects, in index order. Returns the report, lines ended by '\n':
+//
+// - a header: job id, name, status (and error), kernel op, device, points measured;
+// - one table of points. With one sweep parameter, one row per value; with two or more, one
+//   section per combination of all but the last parameter, rows by the last. Columns: the
+//   parameter, status, median time ± half the width of its 95% confidence interval, TFLOP/s,
+//   GB/s, percent of the roofline, bound, and speedup against the slowest ok point of the job.
+//   A failed point shows its error instead of numbers.
+// - a footer naming the best (fastest ok) point.
+std::string results_report(const json& job, const json& rows);
+
+}  // namespace kernelscan

@@ -1,0 +1,368 @@
+// The command-line client (`kernelscan submit`, `jobs`, `results`) run as a child process
+// against a real daemon, checked against what the HTTP API itself answers.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/daemon_process.hpp"
+
+extern char** environ;
+
+namespace kernelscan::testing {
+namespace {
+
+struct cli_run {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the kernelscan binary with `args`, feeding `input` to its standard input, and collects
+// its output and exit code. The child gets this environment without KERNELSCAN_* variables
+// (plus `env`), so a developer's settings cannot leak into a test.
+cli_run run_cli(const std::vector<std::string>& args, const std::string& input = "",
+                const std::vector<std::string>& env = {}) {
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
+    throw std::runtime_error("pipe failed");
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+    posix_spawn_file_actions_addclose(&actions, fd);
+
+  std::vector<std::string> argv_s{KERNELSCAN_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e) {
+    if (std::string(*e).rfind("KERNELSCAN_", 0) != 0) env_s.emplace_back(*e);
+  }
+  env_s.insert(env_s.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_s)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv_s[0]);
+
+  // The input is small (a job spec): written whole before reading, then closed for EOF.
+  if (!input.empty() && write(in_pipe[1], input.data(), input.size()) != ssize_t(input.size())) {
+    throw std::runtime_error("writing the child's input failed");
+  }
+  close(in_pipe[1]);
+
+  cli_run r;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    if (poll(fds, 2, 120'000) <= 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[65536];
+      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, std::size_t(n));
+      } else {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string describe(const cli_run& r) {
+  return "exit " + std::to_string(r.exit_code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
+
+std::size_t count_lines_starting(const std::string& text, const std::string& start) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = text.find('\n', at);
+    std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    line.erase(0, line.find_first_not_of(' '));
+    if (line.rfind(start, 0) == 0) ++n;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return n;
+}
+
+// A loopback port nothing listens on: bound, read back and closed again.
+int closed_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot find a free port");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class cli : public ::testing::Test {
+ protected:
+  void SetUp() override { daemon.start(); }
+
+  std::string server() const { return "http://127.0.0.1:" + std::to_string(daemon.port()); }
+  cli_run run(std::vector<std::string> args, const std::string& input = "") const {
+    args.push_back("--server");
+    args.push_back(server());
+    return run_cli(args, input);
+  }
+  std::string write_file(const std::string& name, const std::string& text) const {
+    const std::string path = daemon.data_dir() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  // A finished five-point job, submitted through the API.
+  std::int64_t finished_job() const {
+    json spec = stream_sweep(5, 0);
+    spec["name"] = "five points";
+    spec["labels"] = {{"team", "perf"}, {"run", "a"}};
+    const std::int64_t id = daemon.submit(spec);
+    EXPECT_EQ(daemon.wait_job(id)["status"], "succeeded");
+    return id;
+  }
+
+  daemon_process daemon;
+};
+
+TEST_F(cli, SubmitWaitPrintsAReportWithOneRowPerPoint) {
+  json spec = stream_sweep(4, 0);
+  spec["name"] = "triad sizes";
+  const auto r = run({"submit", write_file("job.json", spec.dump()), "--wait", "5"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out.rfind("job 1 queued: \"triad sizes\", stream, 4 points, device any", 0), 0u)
+      << describe(r);
+  EXPECT_NE(r.out.find("job 1 \"triad sizes\": succeeded\n"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("points  4 of 4 measured: 4 ok, 0 failed"), std::string::npos);
+  EXPECT_NE(r.out.find("median µs"), std::string::npos) << describe(r);
+  for (const std::string n : {"4096", "8192", "12288", "16384"}) {
+    EXPECT_EQ(count_lines_starting(r.out, n + "  ok  "), 1u) << n << "\n" << describe(r);
+  }
+  EXPECT_EQ(count_lines_starting(r.out, "best    N=4096: "), 1u) << describe(r);
+  EXPECT_TRUE(r.err.empty()) << describe(r);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/1").body["status"], "succeeded");
+}
+
+TEST_F(cli, SubmitReadsStandardInputAndSendsTheIdempotencyKey) {
+  const std::string spec = stream_sweep(2, 0).dump();
+  const auto first = run({"submit", "-", "--idempotency-key", "k-1"}, spec);
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  EXPECT_EQ(first.out.rfind("job 1 queued", 0), 0u) << describe(first);
+  const auto again = run({"submit", "-", "--idempotency-key", "k-1"}, spec);
+  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  EXPECT_EQ(again.out.rfind("job 1 ", 0), 0u) << describe(again);
+  EXPECT_NE(again.out.find("submitted before with this Idempotency-Key"), std::string::npos)
+      << describe(again);
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 1u);
+}
+
+TEST_F(cli, JobsListsTheJobAndFilters) {
+  const std::int64_t id = finished_job();
+  const auto all = run({"jobs"});
+  ASSERT_EQ(all.exit_code, 0) << describe(all);
+  EXPECT_EQ(all.out.rfind("id  status     progress  device  name", 0), 0u) << describe(all);
+  EXPECT_NE(all.out.find("five points"), std::string::npos) << describe(all);
+  EXPECT_NE(all.out.find("run=a,team=perf"), std::string::npos) << describe(all);  // sorted
+  EXPECT_NE(all.out.find("5/5"), std::string::npos) << describe(all);
+  EXPECT_NE(all.out.find("s ago\n"), std::string::npos) << describe(all);
+
+  const auto match = run({"jobs", "--label", "team=perf", "--label", "run=a", "--status",
+                          "succeeded,failed", "--format", "json"});
+  ASSERT_EQ(match.exit_code, 0) << describe(match);
+  const json listed = json::parse(match.out);
+  ASSERT_EQ(listed["jobs"].size(), 1u) << match.out;
+  EXPECT_EQ(listed["jobs"][0]["id"], id);
+  EXPECT_TRUE(listed["next_cursor"].is_null());
+
+  const auto none = run({"jobs", "--label", "team=other"});
+  ASSERT_EQ(none.exit_code, 0) << describe(none);
+  EXPECT_EQ(none.out, "no jobs\n");
+}
+
+TEST_F(cli, JobsFollowsCursorsUpToTheLimit) {
+  for (int i = 0; i < 3; ++i)
+    daemon.submit(stream_sweep(1, 0));
+  const auto r = run({"jobs", "--limit", "2", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const json listed = json::parse(r.out);
+  ASSERT_EQ(listed["jobs"].size(), 2u);
+  EXPECT_EQ(listed["jobs"][0]["id"], 3);
+  EXPECT_EQ(listed["jobs"][1]["id"], 2);
+  EXPECT_TRUE(listed["next_cursor"].is_string());  // there is more
+}
+
+TEST_F(cli, ResultsCsvIsTheApisCsvWhateverThePageSize) {
+  const std::int64_t id = finished_job();
+  const auto api = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=csv");
+  ASSERT_EQ(api.status, 200);
+  for (const std::string page : {"1000", "2", "5", "1"}) {
+    SCOPED_TRACE("page size " + page);
+    const auto r = run({"results", std::to_string(id), "--format", "csv", "--page-size", page});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(r.out, api.text);
+  }
+}
+
+TEST_F(cli, ResultsJsonIsTheApisJsonWhateverThePageSize) {
+  const std::int64_t id = finished_job();
+  const auto api = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results");
+  ASSERT_EQ(api.status, 200);
+  ASSERT_EQ(api.body["results"].size(), 5u);
+  for (const std::string page : {"1000", "2"}) {
+    SCOPED_TRACE("page size " + page);
+    const auto r = run({"results", std::to_string(id), "--format", "json", "--page-size", page});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(json::parse(r.out), api.body);
+  }
+}
+
+TEST_F(cli, ResultsTableIsTheReport) {
+  const std::int64_t id = finished_job();
+  const auto r = run({"results", std::to_string(id), "--page-size", "2"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out.rfind("job " + std::to_string(id) + " \"five points\": succeeded\n", 0), 0u)
+      << describe(r);
+  EXPECT_NE(r.out.find("kernel  stream triad f32, n=N\n"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("device  0: AMD Instinct MI300X (mock)\n"), std::string::npos);
+  EXPECT_EQ(count_lines_starting(r.out, "4096  ok "), 1u) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "20480  ok "), 1u) << describe(r);
+}
+
+TEST_F(cli, AnInvalidSpecPrintsEveryFieldErrorAndExitsOne) {
+  const std::string path =
+      write_file("bad.json",
+                 R"({"kernel": {"op": "stream", "n": "N", "dtype": "f17"}, "sweep": {"N": [1]},
+          "timing": {"min_sample": 3}})");
+  const auto r = run({"submit", path, "--wait"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_TRUE(r.out.empty()) << describe(r);
+  EXPECT_NE(r.err.find("invalid_spec (HTTP 422): "), std::string::npos) << describe(r);
+  EXPECT_NE(r.err.find("\n  kernel.dtype: \"f17\" is not one of"), std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.err.find("\n  timing.min_sample: unknown field"), std::string::npos) << describe(r);
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+}
+
+TEST_F(cli, AnUnknownJobIsA404) {
+  const auto r = run({"results", "424242"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_EQ(r.err, "kernelscan: not_found (HTTP 404): no job 424242\n") << describe(r);
+  const auto csv = run({"results", "424242", "--format", "csv"});
+  EXPECT_EQ(csv.exit_code, 1) << describe(csv);
+  EXPECT_TRUE(csv.out.empty()) << describe(csv);
+}
+
+TEST_F(cli, UsageErrorsExitTwo) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"jobs", "--label", "no-equals-sign"},
+        {"jobs", "--format", "yaml"},
+        {"results", "abc"},
+        {"results", "0"},
+        {"submit", "/no/such/file.json"},
+        {"submit"},
+        {"bogus"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << (args.size() > 1 ? args[1] : "") << "\n"
+                              << describe(r);
+    EXPECT_FALSE(r.err.empty()) << describe(r);
+  }
+}
+
+TEST(cli_unreachable, AServerThatIsNotThereIsNamedAndExitsOne) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(closed_port());
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"jobs", "--server", url},
+                                               {"results", "1", "--server", url},
+                                               {"submit", "-", "--server", url}}) {
+    const auto r = run_cli(args, "{}");
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_NE(r.err.find("cannot reach the kernelscan daemon at " + url + ": could not connect"),
+              std::string::npos)
+        << describe(r);
+  }
+  // The address may come from the environment too.
+  const auto r = run_cli({"jobs"}, "", {"KERNELSCAN_SERVER=" + url});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find(url), std::string::npos) << describe(r);
+}
+
+TEST(cli_failed_job, SubmitWaitExitsOneAndShowsTheFailedPoint) {
+  daemon_process daemon({.mock_devices = 1, .allow_fault_injection = true, .extra_args = {}});
+  daemon.start();
+  json spec = stream_sweep(3, 0);
+  spec["mock"]["fault"] = "abort";
+  spec["mock"]["fault_index"] = 1;
+  const std::string path = daemon.data_dir() + "/job.json";
+  std::ofstream(path) << spec.dump();
+  const auto r = run_cli(
+      {"submit", path, "--wait", "--server", "http://127.0.0.1:" + std::to_string(daemon.port())});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.out.find("\": failed\nerror   points_failed: 1 of 3 points failed"),
+            std::string::npos)
+      << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "8192  failed  device_fault: "), 1u) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "4096  ok "), 1u) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "12288  ok "), 1u) << describe(r);
+}
+
+TEST(cli_token, TheTokenComesFromTheOptionOrTheEnvironment) {
+  daemon_process probe;  // for a temp dir that outlives the daemon below
+  const std::string token_file = probe.data_dir() + "/tokens";
+  std::ofstream(token_file) << "a-token-of-sixteen-chars\n";
+  daemon_process daemon({.mock_devices = 1,
+                         .allow_fault_injection = false,
+                         .extra_args = {"--token-file", token_file}});
+  daemon.start();
+  const std::string url = "http://127.0.0.1:" + std::to_string(daemon.port());
+  const std::string spec = stream_sweep(1, 0).dump();
+
+  const auto without = run_cli({"submit", "-", "--server", url}, spec);
+  EXPECT_EQ(without.exit_code, 1) << describe(without);
+  EXPECT_NE(without.err.find("unauthorized (HTTP 401)"), std::string::npos) << describe(without);
+
+  const auto with_option =
+      run_cli({"submit", "-", "--server", url, "--token", "a-token-of-sixteen-chars"}, spec);
+  EXPECT_EQ(with_option.exit_code, 0) << describe(with_option);
+
+  const auto with_env = run_cli({"submit", "-", "--server", url}, spec,
+                                {"KERNELSCAN_TOKEN=a-token-of-sixteen-chars"});
+  EXPECT_EQ(with_env.exit_code, 0) << describe(with_env);
+}
+
+}  // namespace
+}  // namespace kernelscan::testing

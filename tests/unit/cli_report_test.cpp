@@ -1,0 +1,335 @@
+// The client's results report, on hand-built result rows (no daemon). Suite names start with
+// `cli_` so `ctest -R cli` selects every client test.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/json.hpp"
+#include "server/cli_report.hpp"
+#include "server/detail/text_table.hpp"
+
+namespace kernelscan {
+namespace {
+
+json params_of(const std::vector<std::pair<std::string, std::int64_t>>& params) {
+  json p = json::object();
+  for (const auto& [k, v] : params)
+    p[k] = v;
+  return p;
+}
+
+// An ok PointResult as the daemon stores it (fields from api/result_codec.cpp).
+json ok_row(std::int64_t index, const std::vector<std::pair<std::string, std::int64_t>>& params,
+            double median, double ci_low, double ci_high, double flops = 2e9, double bytes = 1e6) {
+  const double seconds = median * 1e-6;
+  return {{"index", index},
+          {"params", params_of(params)},
+          {"status", "ok"},
+          {"time_us",
+           {{"mean", median},
+            {"median", median},
+            {"min", median * 0.98},
+            {"max", median * 1.2},
+            {"stddev", median * 0.01},
+            {"p5", median * 0.99},
+            {"p95", median * 1.01},
+            {"p99", median * 1.1},
+            {"ci95_low", ci_low},
+            {"ci95_high", ci_high},
+            {"rel_noise", 0.001}}},
+          {"samples", 100},
+          {"discarded_samples", 0},
+          {"converged", true},
+          {"stop_reason", "noise_target"},
+          {"sampling_ms", 10.0},
+          {"batch", 1},
+          {"l2", "cold"},
+          {"metrics",
+           {{"flops", flops},
+            {"bytes", bytes},
+            {"tflops", flops / seconds / 1e12},
+            {"gbps", bytes / seconds / 1e9},
+            {"arithmetic_intensity", bytes > 0 ? flops / bytes : 0.0},
+            {"roof_tflops", 1307.4},
+            {"roof_pct", 50.0},
+            {"bound", "compute"},
+            {"roof_source", "datasheet"}}},
+          {"verification",
+           {{"status", "skipped"}, {"trials", 0}, {"max_abs_err", 0.0}, {"max_rel_err", 0.0}}},
+          {"flags", json::array()},
+          {"advice", json::array()},
+          {"fitness", nullptr},
+          {"environment",
+           {{"device", "AMD Instinct MI300X (mock)"},
+            {"driver", "kernelscan-mock"},
+            {"clock_mhz", 2100.0}}}};
+}
+
+json failed_row(std::int64_t index, const std::vector<std::pair<std::string, std::int64_t>>& params,
+                const std::string& type, const std::string& message) {
+  json r = ok_row(index, params, 1, 1, 1);
+  r["status"] = "failed";
+  r["error"] = {{"type", type}, {"message", message}};
+  r["time_us"] = nullptr;
+  r["metrics"] = nullptr;
+  r["samples"] = 0;
+  r["stop_reason"] = nullptr;
+  r["flags"] = json::array({type});
+  return r;
+}
+
+json job_with(const json& sweep, const std::string& status, std::int64_t total) {
+  return {{"id", 7},
+          {"name", "f16 gemm"},
+          {"labels", {{"team", "perf"}}},
+          {"status", status},
+          {"op", "gemm"},
+          {"priority", 0},
+          {"engine", "auto"},
+          {"requested_device", "any"},
+          {"device", 0},
+          {"progress", {{"done", total}, {"total", total}, {"ok", total}, {"failed", 0}}},
+          {"created_at", "2025-01-31T12:00:00.123Z"},
+          {"started_at", "2025-01-31T12:00:00.130Z"},
+          {"finished_at", "2025-01-31T12:00:01.000Z"},
+          {"cancel_requested", false},
+          {"error", nullptr},
+          {"summary", {{"best", nullptr}, {"fitness", nullptr}}},
+          {"spec",
+           {{"kernel",
+             {{"op", "gemm"},
+              {"m", "M"},
+              {"n", "N"},
+              {"k", 4096},
+              {"dtype", "f16"},
+              {"layout_a", "row"},
+              {"layout_b", "col"},
+              {"impl", "library"}}},
+            {"sweep", sweep}}}};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+// The line whose text starts (after blanks) with `first`.
+std::string line_starting(const std::string& text, const std::string& first) {
+  for (const auto& l : lines_of(text)) {
+    const auto at = l.find_first_not_of(' ');
+    if (at != std::string::npos && l.compare(at, first.size(), first) == 0) return l;
+  }
+  return "";
+}
+
+TEST(cli_report, OneParameterGivesPlainRowsWithSpeedupAgainstTheSlowest) {
+  const json job = job_with({{"N", {1024, 2048, 4096}}}, "succeeded", 3);
+  const json rows = json::array({ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01),
+                                 ok_row(1, {{"N", 2048}}, 20, 19.9, 20.1),
+                                 ok_row(2, {{"N", 4096}}, 40, 39.5, 40.5)});
+  const std::string report = results_report(job, rows);
+  // The whole report, to pin down layout: header, right-aligned numbers, footer.
+  EXPECT_EQ(report,
+            "job 7 \"f16 gemm\": succeeded\n"
+            "kernel  gemm f16, m=M n=N k=4096 (row x col, library)\n"
+            "device  0: AMD Instinct MI300X (mock)\n"
+            "points  3 of 3 measured: 3 ok, 0 failed\n"
+            "labels  team=perf\n"
+            "\n"
+            "   N  status  median µs  95% CI  TFLOP/s   GB/s   roof  bound    speedup\n"
+            "1024  ok          10.00  ±0.010    200.0  100.0  50.0%  compute    4.00x\n"
+            "2048  ok          20.00   ±0.10    100.0  50.00  50.0%  compute    2.00x\n"
+            "4096  ok          40.00   ±0.50    50.00  25.00  50.0%  compute    1.00x\n"
+            "\n"
+            "best    N=1024: 10.00 µs, 200.0 TFLOP/s, 100.0 GB/s, 50.0% of roof (compute bound)\n"
+            "        4.00x the slowest point (N=4096: 40.00 µs)\n")
+      << report;
+}
+
+TEST(cli_report, TwoParametersGiveOneSectionPerValueOfTheFirst) {
+  const json job = job_with({{"M", {1024, 2048}}, {"N", {256, 512, 1024}}}, "succeeded", 6);
+  json rows = json::array();
+  std::int64_t index = 0;
+  for (std::int64_t m : {1024, 2048}) {
+    for (std::int64_t n : {256, 512, 1024}) {
+      rows.push_back(ok_row(index++, {{"M", m}, {"N", n}}, double(m * n) / 1e4, 1, 1));
+    }
+  }
+  const auto lines = lines_of(results_report(job, rows));
+  std::vector<std::string> sections;
+  for (const auto& l : lines) {
+    if (l.rfind("M=", 0) == 0) sections.push_back(l);
+  }
+  EXPECT_EQ(sections, (std::vector<std::string>{"M=1024", "M=2048"}));
+  // Under each title: the column headers keyed by the last parameter, then its three rows.
+  for (const auto& title : sections) {
+    const auto at = std::find(lines.begin(), lines.end(), title) - lines.begin();
+    ASSERT_LT(std::size_t(at + 4), lines.size());
+    EXPECT_EQ(lines[at + 1].find("     N  status"), 0u) << lines[at + 1];
+    EXPECT_EQ(lines[at + 2].find("   256  ok"), 0u) << lines[at + 2];
+    EXPECT_EQ(lines[at + 3].find("   512  ok"), 0u) << lines[at + 3];
+    EXPECT_EQ(lines[at + 4].find("  1024  ok"), 0u) << lines[at + 4];
+  }
+  // Speedup is against the slowest point of the whole job (M=2048, N=1024), not the section.
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("8.00x the slowest point (M=2048, N=1024: 209.7 µs)"), std::string::npos)
+      << report;
+}
+
+TEST(cli_report, ThreeParametersGroupByAllButTheLast) {
+  json sweep = {{"B", {1, 2}}, {"C", {8}}, {"N", {100, 200}}};
+  json job = job_with(sweep, "succeeded", 4);
+  const json rows = json::array({ok_row(0, {{"B", 1}, {"C", 8}, {"N", 100}}, 5, 5, 5),
+                                 ok_row(1, {{"B", 1}, {"C", 8}, {"N", 200}}, 6, 6, 6),
+                                 ok_row(2, {{"B", 2}, {"C", 8}, {"N", 100}}, 7, 7, 7),
+                                 ok_row(3, {{"B", 2}, {"C", 8}, {"N", 200}}, 8, 8, 8)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("\nB=1, C=8\n    N  status"), std::string::npos) << report;
+  EXPECT_NE(report.find("\nB=2, C=8\n    N  status"), std::string::npos) << report;
+  EXPECT_NE(report.find("best    B=1, C=8, N=100: 5.000 µs"), std::string::npos) << report;
+}
+
+TEST(cli_report, SectionsFollowTheSpecsParameterOrderNotTheRowsKeyOrder) {
+  // The spec names N first; rows carrying their params in another order do not change that.
+  const json job = job_with({{"N", {1, 2}}, {"M", {3}}}, "succeeded", 2);
+  const json rows = json::array(
+      {ok_row(0, {{"M", 3}, {"N", 1}}, 1, 1, 1), ok_row(1, {{"M", 3}, {"N", 2}}, 2, 2, 2)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("\nN=1\n  M  status"), std::string::npos) << report;
+  EXPECT_NE(report.find("\nN=2\n  M  status"), std::string::npos) << report;
+}
+
+TEST(cli_report, FailedPointsShowTheirErrorAndAreLeftOutOfTheComparison) {
+  json job = job_with({{"N", {1, 2, 3}}}, "failed", 3);
+  job["error"] = {{"type", "points_failed"},
+                  {"message", "1 of 3 points failed; the first, point 1: timeout: late"}};
+  const json rows =
+      json::array({ok_row(0, {{"N", 1}}, 10, 10, 10),
+                   failed_row(1, {{"N", 2}}, "timeout", "the point did not finish in time"),
+                   ok_row(2, {{"N", 3}}, 25, 25, 25)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("job 7 \"f16 gemm\": failed\nerror   points_failed: 1 of 3 points failed"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("points  3 of 3 measured: 2 ok, 1 failed"), std::string::npos) << report;
+  EXPECT_EQ(line_starting(report, "2  "), "2  failed  timeout: the point did not finish in time");
+  // The failed point's placeholder time (1 µs) is neither the best nor the slowest.
+  EXPECT_NE(line_starting(report, "1  ").find("2.50x"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "3  ").find("1.00x"), std::string::npos) << report;
+  EXPECT_NE(report.find("best    N=1: 10.00 µs"), std::string::npos) << report;
+}
+
+TEST(cli_report, SpeedupsKeepThreeSignificantDigits) {
+  const json job = job_with({{"N", {1, 2, 3}}}, "succeeded", 3);
+  const json rows = json::array({ok_row(0, {{"N", 1}}, 1, 1, 1), ok_row(1, {{"N", 2}}, 8, 8, 8),
+                                 ok_row(2, {{"N", 3}}, 123.4, 123.4, 123.4)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(line_starting(report, "1  ok").find(" 123x"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "2  ok").find(" 15.4x"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "3  ok").find(" 1.00x"), std::string::npos) << report;
+}
+
+TEST(cli_report, EveryPointFailed) {
+  const json job = job_with({{"N", {1}}}, "failed", 1);
+  const json rows = json::array({failed_row(0, {{"N", 1}}, "device_fault", "crashed")});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("1  failed  device_fault: crashed"), std::string::npos) << report;
+  EXPECT_NE(report.find("best    none: no point succeeded\n"), std::string::npos) << report;
+  EXPECT_EQ(report.find("x\n"), std::string::npos) << "no speedups: " << report;
+}
+
+TEST(cli_report, CiHalfWidthHasTwoSignificantDigitsInTheMediansUnit) {
+  const json job = job_with({{"N", {1, 2}}}, "succeeded", 2);
+  const json rows = json::array({ok_row(0, {{"N", 1}}, 12.142, 12.116, 12.157),
+                                 ok_row(1, {{"N", 2}}, 1234.6, 1200.0, 1300.0)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(line_starting(report, "1  ok").find("12.14  ±0.021"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "2  ok").find("1235     ±50"), std::string::npos) << report;
+}
+
+TEST(cli_report, SlowJobsAreShownInMilliseconds) {
+  const json job = job_with({{"N", {1, 2}}}, "succeeded", 2);
+  const json rows = json::array(
+      {ok_row(0, {{"N", 1}}, 2500, 2490, 2510), ok_row(1, {{"N", 2}}, 250000, 249000, 251000)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("median ms"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "1  ok").find("2.500  ±0.010"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "2  ok").find("250.0    ±1.0"), std::string::npos) << report;
+}
+
+TEST(cli_report, AKernelWithoutFlopsHasNoTflops) {
+  const json job = job_with({{"N", {1}}}, "succeeded", 1);
+  const json rows = json::array({ok_row(0, {{"N", 1}}, 10, 10, 10, /*flops=*/0, 8e6)});
+  const std::string row = line_starting(results_report(job, rows), "1  ok");
+  EXPECT_NE(row.find("±0        -  800.0  50.0%"), std::string::npos) << row;
+}
+
+TEST(cli_report, NoResultsYet) {
+  json job = job_with({{"N", {1, 2}}}, "queued", 2);
+  job["device"] = nullptr;
+  const std::string report = results_report(job, json::array());
+  EXPECT_EQ(report,
+            "job 7 \"f16 gemm\": queued\n"
+            "kernel  gemm f16, m=M n=N k=4096 (row x col, library)\n"
+            "device  not assigned yet\n"
+            "points  0 of 2 measured: 0 ok, 0 failed\n"
+            "labels  team=perf\n"
+            "\n"
+            "no results yet\n");
+}
+
+TEST(cli_report, ARunningJobShowsThePointsStoredSoFar) {
+  json job = job_with({{"N", {1, 2, 3, 4}}}, "running", 4);
+  const json rows = json::array({ok_row(0, {{"N", 1}}, 1, 1, 1), ok_row(2, {{"N", 3}}, 3, 3, 3)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("points  2 of 4 measured: 2 ok, 0 failed"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "3  ok").find("1.00x"), std::string::npos) << report;
+}
+
+TEST(cli_report, NamesWithControlCharactersStayOnOneLine) {
+  json job = job_with({{"N", {1}}}, "succeeded", 1);
+  job["name"] = "two\nlines";
+  const std::string report = results_report(job, json::array());
+  EXPECT_EQ(lines_of(report).front(), "job 7 \"two lines\": succeeded");
+}
+
+TEST(cli_text_table, AlignsByCodePointsNotBytes) {
+  using detail::text_table;
+  text_table t({{"name", text_table::align::left}, {"µs", text_table::align::right}});
+  t.add_row({"a", "±1"});
+  t.add_row({"bbb", "10"}, "a note past the columns");
+  EXPECT_EQ(t.render(),
+            "name  µs\n"
+            "a     ±1\n"
+            "bbb   10  a note past the columns\n");
+}
+
+TEST(cli_text_table, SignificantDigits) {
+  using detail::format_significant;
+  EXPECT_EQ(format_significant(1234.6, 4), "1235");
+  EXPECT_EQ(format_significant(1234.4, 4), "1234");
+  EXPECT_EQ(format_significant(12345, 4), "12345");
+  EXPECT_EQ(format_significant(12.142, 4), "12.14");
+  EXPECT_EQ(format_significant(0.012345, 4), "0.01235");
+  EXPECT_EQ(format_significant(9.9996, 4), "10.00");
+  EXPECT_EQ(format_significant(99.96, 4), "99.96");
+  EXPECT_EQ(format_significant(0.0205, 2), "0.021");
+  EXPECT_EQ(format_significant(0, 4), "0");
+  EXPECT_EQ(format_significant(-2.5, 2), "-2.5");
+  EXPECT_EQ(format_significant(0.00012345, 4), "1.234e-04");
+}
+
+TEST(cli_text_table, OneLineCutsLongTextWithAnEllipsis) {
+  EXPECT_EQ(detail::one_line("a\tb\nc"), "a b c");
+  EXPECT_EQ(detail::one_line("abcdef", 4), "abc…");
+  EXPECT_EQ(detail::one_line("abcd", 4), "abcd");
+  EXPECT_EQ(detail::one_line("µµµµµ", 3), "µµ…");
+}
+
+}  // namespace
+}  // namespace kernelscan
