@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "engine/device_catalog.hpp"
@@ -85,13 +86,16 @@ int run_serve(serve_config config) {
   job_waiters waiters;
   event_hub events;
   scheduler sched(io, *store, waiters, events, config);
-  http_api api(*store, sched, waiters, events, config);
+  std::unique_ptr<http_api> api_owner;
   int port = 0;
   try {
-    port = api.bind(address.first, address.second);
+    // Reads the token file: a bad one is a start-up error, reported, not a crash.
+    api_owner = std::make_unique<http_api>(*store, sched, waiters, events, config);
+    port = api_owner->bind(address.first, address.second);
   } catch (const std::exception& e) {
     fatal(e.what());
   }
+  http_api& api = *api_owner;
   if (!config.port_file.empty()) {
     const std::string tmp = config.port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";

@@ -82,5 +82,15 @@ TEST(Config, AnUnknownMockModelIsAStartUpError) {
   EXPECT_NE(daemon.log().find("not in the catalog"), std::string::npos) << daemon.log();
 }
 
+TEST(Config, ABadTokenFileIsAStartUpErrorNotACrash) {
+  daemon_process probe;
+  const std::string file = write_config(probe.data_dir(), "short\n");  // tokens need 16+ chars
+  daemon_process daemon(
+      {.mock_devices = 1, .allow_fault_injection = false, .extra_args = {"--token-file", file}});
+  EXPECT_THROW(daemon.start(), std::runtime_error);
+  EXPECT_NE(daemon.log().find("at least 16 characters"), std::string::npos) << daemon.log();
+  EXPECT_EQ(daemon.log().find("terminate called"), std::string::npos) << daemon.log();
+}
+
 }  // namespace
 }  // namespace kernelscan::testing
