@@ -365,6 +365,21 @@ std::vector<stored_result> job_store::results(std::int64_t job_id, std::uint64_t
   return out;
 }
 
+std::vector<stored_result> job_store::results_after(std::int64_t job_id, std::uint64_t after_index,
+                                                    std::uint64_t limit) {
+  reader db(*this);
+  std::vector<stored_result> out;
+  auto q = db->prepare(
+      "SELECT idx, params, result FROM results WHERE job_id = ? AND idx > ? ORDER BY idx LIMIT ?");
+  q->bind(1, job_id)
+      .bind(2, std::int64_t(after_index))
+      .bind(3, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)));
+  while (q->step()) {
+    out.push_back({std::uint64_t(q->int64(0)), std::string(q->text(1)), std::string(q->text(2))});
+  }
+  return out;
+}
+
 void job_store::ping() {
   reader db(*this);
   auto s = db->prepare("SELECT id FROM jobs ORDER BY id DESC LIMIT 1");

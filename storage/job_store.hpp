@@ -108,6 +108,10 @@ class job_store {
   std::vector<std::uint64_t> result_indices(std::int64_t job_id);
   std::vector<stored_result> results(std::int64_t job_id, std::uint64_t offset,
                                      std::uint64_t limit);
+  // Rows with index > after_index, in index order: the next page of a long read without
+  // OFFSET's cost of walking every row before it.
+  std::vector<stored_result> results_after(std::int64_t job_id, std::uint64_t after_index,
+                                           std::uint64_t limit);
 
   std::map<job_status, std::int64_t> count_by_status();
   // Reads one row: throws storage_error if the database cannot be read (readiness).
