@@ -12,8 +12,8 @@ KERNELSCAN_PACKAGES=(
   libcli11-dev libmuparser-dev
 )
 # What the tests add: GoogleTest, the format check, clang with libFuzzer for the fuzzers, wrk
-# for the benchmarks.
-KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk)
+# for the benchmarks, Chromium for the dashboard's browser test.
+KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk chromium)
 
 install_missing() {
   local missing=()
@@ -33,6 +33,28 @@ install_missing() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+}
+
+# The dashboard's npm packages (web/package.json, pinned by web/package-lock.json): ECharts, which
+# the build embeds, and with "dev" playwright-core, which drives Chromium in the browser test.
+# Node.js and npm come from Debian when the machine has none.
+install_web_packages() {
+  if ! command -v npm >/dev/null 2>&1; then
+    install_missing nodejs npm
+  fi
+  local lock="$KERNELSCAN_ROOT/web/package-lock.json"
+  local stamp="$KERNELSCAN_ROOT/web/node_modules/.kernelscan-installed"
+  local want="$(sha256sum "$lock" | cut -d' ' -f1) ${1:-runtime}"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return 0
+  fi
+  echo "kernelscan: installing the dashboard's npm packages"
+  local omit=(--omit=dev)
+  if [ "${1:-}" = "dev" ]; then
+    omit=()
+  fi
+  (cd "$KERNELSCAN_ROOT/web" && npm ci --no-audit --no-fund --loglevel=error "${omit[@]}")
+  echo "$want" >"$stamp"
 }
 
 build_kernelscan() {

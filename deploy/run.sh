@@ -4,6 +4,7 @@
 #   deploy/run.sh --mock-devices 2 --mock-model H100
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_missing "${KERNELSCAN_PACKAGES[@]}"
+install_web_packages
 build_kernelscan
 cd "$KERNELSCAN_ROOT"
 exec "$KERNELSCAN_ROOT/build/server/kernelscan" serve "$@"

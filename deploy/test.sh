@@ -3,6 +3,7 @@
 # unit, integration (real daemons on free loopback ports) and the source format check.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_missing "${KERNELSCAN_PACKAGES[@]}" "${KERNELSCAN_TEST_PACKAGES[@]}"
+install_web_packages dev
 build_kernelscan
 bash "$KERNELSCAN_ROOT/deploy/fuzz.sh"
 cd "$KERNELSCAN_ROOT"

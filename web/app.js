@@ -1,78 +1,86 @@
-// The minimal kernelscan page: devices and jobs, refreshed every two seconds from the API.
-'use strict';
+// The dashboard: a hash router over five views (jobs, job, compare, devices, submit), the live
+// event stream they share, and the token form. Views are modules exporting
+// mount(root, params) -> {onEvent(event), unmount()}.
 
-const REFRESH_MS = 2000;
+import {EventStream, onUnauthorized, setToken, token} from './api.js';
+import * as compareView from './view_compare.js';
+import * as devicesView from './view_devices.js';
+import * as jobView from './view_job.js';
+import * as jobsView from './view_jobs.js';
+import * as submitView from './view_submit.js';
+import {splitHash} from './dom.js';
 
-function cell(text, className) {
-  const td = document.createElement('td');
-  td.textContent = text;
-  if (className) td.className = className;
-  return td;
-}
+const ROUTES = [
+  {pattern: /^#\/jobs\/(\d+)$/, view: jobView, nav: 'jobs', args: (m) => ({id: Number(m[1])})},
+  {pattern: /^#\/compare$/, view: compareView, nav: 'compare', args: () => ({})},
+  {pattern: /^#\/devices$/, view: devicesView, nav: 'devices', args: () => ({})},
+  {pattern: /^#\/submit$/, view: submitView, nav: 'submit', args: () => ({})},
+  {pattern: /^(#\/jobs|#\/?|)$/, view: jobsView, nav: 'jobs', args: () => ({})},
+];
 
-function age(iso) {
-  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
-  if (s < 60) return `${Math.round(s)} s ago`;
-  if (s < 3600) return `${Math.round(s / 60)} min ago`;
-  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
-  return new Date(iso).toLocaleString();
-}
+let current = null;
 
-function formatUs(us) {
-  if (us >= 1000) return `${(us / 1000).toFixed(3)} ms`;
-  return `${us.toFixed(2)} µs`;
-}
-
-async function getJSON(url) {
-  const res = await fetch(url, {headers: {Accept: 'application/json'}});
-  const body = await res.json();
-  if (!res.ok) throw new Error(body.error ? body.error.message : `HTTP ${res.status}`);
-  return body;
-}
-
-function renderDevices(devices) {
-  const tbody = document.querySelector('#devices tbody');
-  tbody.replaceChildren(...devices.map((d) => {
-    const tr = document.createElement('tr');
-    tr.append(cell(d.index), cell(d.name), cell(d.engine), cell(d.state, `state-${d.state}`),
-              cell(d.current_job ?? '—'), cell(d.points_measured));
-    return tr;
-  }));
-}
-
-function renderJobs(jobs) {
-  const tbody = document.querySelector('#jobs tbody');
-  document.getElementById('empty').hidden = jobs.length > 0;
-  tbody.replaceChildren(...jobs.map((j) => {
-    const tr = document.createElement('tr');
-    tr.dataset.id = j.id;
-    const labels = Object.entries(j.labels).map(([k, v]) => `${k}=${v}`).join(' ');
-    const pct = j.progress.total ? Math.floor(100 * j.progress.done / j.progress.total) : 0;
-    const progress = cell(`${j.progress.done}/${j.progress.total} (${pct}%)` +
-                          (j.progress.failed ? `, ${j.progress.failed} failed` : ''));
-    const best = j.summary.best ? formatUs(j.summary.best.median_us) : '—';
-    const status = cell(j.status, `status-${j.status}`);
-    if (j.error) status.title = j.error.message;
-    tr.append(cell(j.id), cell(j.name), cell(j.op), status, progress, cell(j.device ?? '—'),
-              cell(labels), cell(best), cell(age(j.created_at)));
-    return tr;
-  }));
-}
-
-async function refresh() {
-  const error = document.getElementById('error');
-  try {
-    const [devices, jobs] = await Promise.all([getJSON('/api/v1/devices'),
-                                               getJSON('/api/v1/jobs?limit=100')]);
-    renderDevices(devices.devices);
-    renderJobs(jobs.jobs);
-    error.hidden = true;
-    document.getElementById('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
-  } catch (e) {
-    error.textContent = `Cannot reach the daemon: ${e.message}`;
-    error.hidden = false;
+function route() {
+  const [path, query] = splitHash();
+  const root = document.getElementById('view');
+  const found = ROUTES.find((r) => r.pattern.test(path));
+  if (current) {
+    try { current.unmount(); } catch (e) { console.warn('unmount', e); }
+    current = null;
   }
+  root.replaceChildren();
+  delete root.dataset.chartsReady;  // each view sets it again once its charts are drawn
+  document.querySelectorAll('header nav a').forEach((a) => {
+    a.classList.toggle('active', !!found && a.dataset.view === found.nav);
+  });
+  if (!found) {
+    const p = document.createElement('p');
+    p.className = 'error-box';
+    p.textContent = `No page ${path}. `;
+    const back = document.createElement('a');
+    back.href = '#/jobs';
+    back.textContent = 'Go to the jobs';
+    p.append(back);
+    root.append(p);
+    return;
+  }
+  current = found.view.mount(root, {...found.args(path.match(found.pattern)), query});
 }
 
-refresh();
-setInterval(refresh, REFRESH_MS);
+function liveState(state, detail) {
+  const el = document.getElementById('live');
+  el.className = `live ${state}`;
+  el.textContent = state === 'live' ? 'live' : state === 'connecting' ? 'connecting' : 'offline';
+  el.title = state === 'offline' ? `live updates paused: ${detail || ''}; retrying` : 'live updates from the daemon';
+}
+
+function onEvent(e) {
+  if (current && current.onEvent) current.onEvent(e);
+}
+
+function setupToken() {
+  const panel = document.getElementById('token-panel');
+  const input = document.getElementById('token-input');
+  const button = document.getElementById('token-button');
+  const show = () => { panel.hidden = false; input.value = token(); input.focus(); };
+  button.classList.toggle('set', !!token());
+  button.addEventListener('click', () => { panel.hidden ? show() : (panel.hidden = true); });
+  document.getElementById('token-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    setToken(input.value.trim());
+    location.reload();
+  });
+  document.getElementById('token-clear').addEventListener('click', () => {
+    setToken('');
+    location.reload();
+  });
+  onUnauthorized(show);
+}
+
+setupToken();
+const stream = new EventStream(onEvent, liveState);
+window.addEventListener('hashchange', route);
+route();
+stream.start();
+// For tests and the curious: the live state and the event count.
+window.kernelscan = {stream};

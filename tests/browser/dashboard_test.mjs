@@ -1,0 +1,391 @@
+// The dashboard in headless Chromium against a real daemon with mock devices: every view loads
+// with no console error and no request to another origin, charts hold the expected series and
+// points (read from the ECharts instances), jobs appear and finish live, the submit form creates
+// a job, and the page works against a daemon that needs a token. Screenshots go to --artifacts.
+// Prints the time from navigation to charts rendered for a 10,000-point job.
+//
+//   node tests/browser/dashboard_test.mjs --binary build/server/kernelscan --artifacts DIR
+//   node tests/browser/dashboard_test.mjs --binary ... --bench 5     (only the 10k figure, 5 runs)
+
+import {spawn} from 'node:child_process';
+import fs from 'node:fs';
+import {createRequire} from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import {fileURLToPath} from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const require = createRequire(path.join(root, 'web/package.json'));
+const {chromium} = require('playwright-core');
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
+  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : 'true']);
+  return acc;
+}, []));
+const binary = path.resolve(args.binary || path.join(root, 'build/server/kernelscan'));
+const artifacts = path.resolve(args.artifacts || path.join(root, 'build/test-artifacts'));
+const chromiumPath = args.chromium || '/usr/bin/chromium';
+fs.mkdirSync(artifacts, {recursive: true});
+
+// ---- a daemon of our own ----
+async function startDaemon(extra = []) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kernelscan-browser-'));
+  const portFile = path.join(dir, 'port');
+  const log = fs.openSync(path.join(dir, 'daemon.log'), 'w');
+  const proc = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--port-file', portFile,
+                              '--data-dir', path.join(dir, 'data'), '--mock-devices', '2',
+                              '--allow-fault-injection', ...extra],
+                     {stdio: ['ignore', log, log]});
+  const deadline = Date.now() + 20000;
+  while (!fs.existsSync(portFile)) {
+    if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`daemon did not start: ${fs.readFileSync(path.join(dir, 'daemon.log'), 'utf8')}`);
+    await sleep(50);
+  }
+  const port = Number(fs.readFileSync(portFile, 'utf8').trim());
+  const origin = `http://127.0.0.1:${port}`;
+  for (;;) {
+    try { if ((await fetch(`${origin}/readyz`)).ok) break; } catch {}
+    if (Date.now() > deadline) throw new Error('daemon not ready');
+    await sleep(50);
+  }
+  return {
+    origin, dir,
+    async stop() {
+      proc.kill('SIGTERM');
+      await new Promise((r) => (proc.exitCode !== null ? r() : proc.on('exit', r)));
+      fs.rmSync(dir, {recursive: true, force: true});
+    },
+  };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function api(d, method, p, body, headers = {}) {
+  const res = await fetch(d.origin + p, {method, headers: {'Content-Type': 'application/json', ...headers},
+                                         body: body === undefined ? undefined : JSON.stringify(body)});
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+async function waitJob(d, id, headers) {
+  for (;;) {
+    const job = await api(d, 'GET', `/api/v1/jobs/${id}?wait=30`, undefined, headers);
+    if (['succeeded', 'failed', 'cancelled'].includes(job.status)) return job;
+  }
+}
+
+// ---- checks ----
+const failures = [];
+let passed = 0;
+function expect(cond, what) {
+  if (cond) { ++passed; return; }
+  failures.push(what);
+  console.log(`  FAIL ${what}`);
+}
+async function step(name, fn) {
+  console.log(`- ${name}`);
+  try {
+    await fn();
+  } catch (e) {
+    failures.push(`${name}: ${e.stack || e}`);
+    console.log(`  FAIL ${name}: ${e.stack || e}`);
+  }
+}
+
+async function launch() {
+  return chromium.launch({executablePath: chromiumPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+           '--disable-component-update', '--disable-sync']});
+}
+
+// A page that records console errors, page errors and any request leaving the daemon's origin.
+async function openPage(browser, origin, watch) {
+  const context = await browser.newContext({viewport: {width: 1400, height: 1000}, acceptDownloads: true});
+  const page = await context.newPage();
+  // Chromium logs every 4xx as a console error; those are checked as responses instead.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) watch.errors.push(`console: ${m.text()}`);
+  });
+  page.on('response', (r) => { if (r.status() >= 400) (watch.http = watch.http || []).push(`${r.status()} ${r.url()}`); });
+  page.on('pageerror', (e) => watch.errors.push(`page: ${e.message}`));
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin) && !u.startsWith('blob:') && !u.startsWith('data:')) watch.foreign.push(u);
+  });
+  return page;
+}
+
+async function series(page, id) {
+  return page.evaluate((chartId) => {
+    const el = document.getElementById(chartId);
+    const chart = el && echarts.getInstanceByDom(el);
+    if (!chart) return null;
+    return chart.getOption().series.map((s) => ({type: s.type, name: s.name, n: (s.data || []).length}));
+  }, id);
+}
+
+async function gotoView(page, origin, hash, readySelector) {
+  await page.goto(`${origin}/${hash}`);
+  if (readySelector) await page.waitForSelector(readySelector, {timeout: 30000});
+}
+
+async function shot(page, name) {
+  await page.screenshot({path: path.join(artifacts, `dashboard-${name}.png`), fullPage: true});
+}
+
+const gemm = (name, dtype, labels = {}) => ({
+  name, labels,
+  kernel: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype},
+  sweep: {M: {from: 256, to: 4096, mul: 2}, N: {from: 256, to: 4096, mul: 2}, K: [1024, 4096]},
+});
+const big = {name: '10k gemm', kernel: {op: 'gemm', m: 'M', n: 'N', k: 2048, dtype: 'bf16'},
+             sweep: {M: {from: 64, to: 6400, step: 64}, N: {from: 64, to: 6400, step: 64}}};
+
+// Navigation to charts drawn for the 10,000-point job, in ms (the page's own mark).
+async function renderTime(browser, d, id) {
+  const watch = {errors: [], foreign: []};
+  const page = await openPage(browser, d.origin, watch);
+  await page.goto(`${d.origin}/#/jobs/${id}`);
+  await page.waitForSelector('#view[data-charts-ready]', {timeout: 60000});
+  const mark = await page.evaluate(() => window.kernelscanRendered);
+  await page.context().close();
+  return {mark, watch};
+}
+
+async function bench(runs) {
+  const d = await startDaemon();
+  const browser = await launch();
+  try {
+    const {id} = await api(d, 'POST', '/api/v1/jobs', big);
+    await waitJob(d, id);
+    await renderTime(browser, d, id);  // warm-up: the page and ECharts in the browser's cache
+    const times = [];
+    for (let i = 0; i < runs; ++i) times.push((await renderTime(browser, d, id)).mark.ms);
+    times.sort((a, b) => a - b);
+    console.log(`dashboard: 10000-point job, navigation to charts rendered: median ${times[times.length >> 1].toFixed(0)} ms ` +
+                `over ${runs} runs (min ${times[0].toFixed(0)}, max ${times[times.length - 1].toFixed(0)}); target <= 1000 ms`);
+  } finally {
+    await browser.close();
+    await d.stop();
+  }
+}
+
+async function main() {
+  const d = await startDaemon();
+  const browser = await launch();
+  const watch = {errors: [], foreign: []};
+  const page = await openPage(browser, d.origin, watch);
+  const ids = {};
+  try {
+    await step('empty state before any job', async () => {
+      await gotoView(page, d.origin, '#/jobs', '.empty');
+      expect((await page.textContent('.empty')).includes('No jobs yet'), 'empty jobs list says so');
+      await shot(page, 'empty');
+    });
+
+    await step('fill the daemon', async () => {
+      ids.a = (await api(d, 'POST', '/api/v1/jobs', gemm('f16 gemm', 'f16', {team: 'perf'}))).id;
+      ids.b = (await api(d, 'POST', '/api/v1/jobs', gemm('f32 gemm', 'f32'))).id;
+      ids.stream = (await api(d, 'POST', '/api/v1/jobs', {name: 'triad', kernel: {op: 'stream', variant: 'triad', n: 'S'},
+                                                          sweep: {S: {from: 1024, to: 16777216, mul: 2}}})).id;
+      ids.failed = (await api(d, 'POST', '/api/v1/jobs', {name: 'crashes at point 2', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                          sweep: {N: [1024, 2048, 4096, 8192]}, mock: {fault: 'crash', fault_index: 2}})).id;
+      ids.big = (await api(d, 'POST', '/api/v1/jobs', big)).id;
+      for (const id of Object.values(ids)) await waitJob(d, id);
+    });
+
+    await step('jobs view: rows, filters', async () => {
+      await gotoView(page, d.origin, '#/jobs', '#jobs-table tbody tr');
+      expect(await page.locator('#jobs-table tbody tr').count() === 5, 'five jobs listed');
+      expect(await page.locator(`#jobs-table tr[data-id="${ids.failed}"] .status-failed`).count() === 1, 'the crashed job is shown failed');
+      await shot(page, 'jobs');
+      await page.selectOption('#filter-status', 'failed');
+      await page.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 1);
+      expect(location => true, 'status filter');
+      expect(page.url().includes('status=failed'), 'the filter is in the URL');
+      await page.selectOption('#filter-status', '');
+      await page.fill('#filter-label', 'team=perf');
+      await page.click('text=Filter');
+      await page.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 1);
+      expect(await page.locator(`#jobs-table tr[data-id="${ids.a}"]`).count() === 1, 'label filter keeps the labelled job');
+      await page.fill('#filter-label', 'team=nobody');
+      await page.click('text=Filter');
+      await page.waitForSelector('.empty');
+      expect((await page.textContent('.empty')).includes('No jobs match'), 'empty filter result says so');
+    });
+
+    await step('job view: charts, selectors, table, export', async () => {
+      await gotoView(page, d.origin, `#/jobs/${ids.a}`, '#view[data-charts-ready]');
+      const sweep = await series(page, 'chart-sweep');
+      expect(sweep.length === 2 && sweep[0].type === 'line' && sweep[0].n === 5 && sweep[1].type === 'custom' && sweep[1].n === 5,
+             `sweep chart: a line of 5 points and its CI bars (got ${JSON.stringify(sweep)})`);
+      const heat = await series(page, 'chart-heatmap');
+      expect(heat.length === 1 && heat[0].type === 'heatmap' && heat[0].n === 25, `heatmap of 5x5 cells (got ${JSON.stringify(heat)})`);
+      const speed = await series(page, 'chart-speedup');
+      expect(speed[0].type === 'bar' && speed[0].n === 5, `speedup bars for 5 values (got ${JSON.stringify(speed)})`);
+      const roof = await series(page, 'chart-roofline');
+      expect(roof.some((s) => s.type === 'line' && s.name.startsWith('datasheet f16')) && roof.some((s) => s.type === 'scatter' && s.n === 50),
+             `roofline: datasheet f16 ceiling and 50 points (got ${JSON.stringify(roof)})`);
+      const other = await page.$eval('#sel-x', (el) => (el.value === 'M' ? 'N' : 'M'));
+      await page.selectOption('#sel-by', other);
+      await page.waitForFunction(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series.length === 10);
+      expect(page.url().includes(`by=${other}`), 'chart selections are in the URL');
+      await page.selectOption('#sel-metric', 'time');
+      const y = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().yAxis[0].name);
+      expect(y.includes('time'), 'metric selector switches the axis to time');
+      expect((await page.textContent('#results-count')).startsWith('50 points'), 'results count');
+      await page.click('#results-table th[data-key="median"]');
+      const medians = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.slice(0, 5).map((tr) => tr.children[5].textContent));
+      const us = medians.map((t) => parseFloat(t) * (t.includes('ms') ? 1000 : 1));
+      expect(us.every((v, i) => i === 0 || us[i - 1] <= v), `sorted by median ascending (${medians})`);
+      await shot(page, 'job');
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
+      const csv = fs.readFileSync(await download.path(), 'utf8').trim().split('\n');
+      expect(csv.length === 51 && csv[0].includes('median_us'), `CSV export: header and 50 rows (got ${csv.length} lines)`);
+    });
+
+    await step('job view: a failed job shows its error and failed points', async () => {
+      await gotoView(page, d.origin, `#/jobs/${ids.failed}`, '#results-table');
+      expect((await page.textContent('.job-head .error-box')).includes('points_failed'), 'the job error is shown');
+      expect(await page.locator('#results-table tr.failed-row').count() === 1, 'the failed point is marked');
+      await shot(page, 'job-failed');
+    });
+
+    await step('job view: an unknown job', async () => {
+      await gotoView(page, d.origin, '#/jobs/999999', '.error-box');
+      expect((await page.textContent('.error-box')).includes('There is no job 999999'), 'unknown job says so');
+    });
+
+    await step('compare view', async () => {
+      await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${ids.b}`, '#view[data-charts-ready]');
+      expect(await page.locator('#compare-table tbody tr').count() === 50, 'fifty matched points');
+      const s = await series(page, 'chart-compare');
+      expect(s.length === 1 && s[0].n === 50, `one speedup series of 50 (got ${JSON.stringify(s)})`);
+      await shot(page, 'compare');
+      await page.selectOption('#compare-base', String(ids.b));
+      await page.waitForFunction((b) => location.hash.includes(`base=${b}`), ids.b);
+      await page.waitForSelector('#compare-summary');
+      const geo = parseFloat((await page.textContent('#compare-summary tbody td:nth-child(3)')));
+      expect(geo > 1, `f16 over an f32 baseline is faster (geomean ${geo})`);
+      await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${ids.stream}`, '.error-box');
+      expect((await page.textContent('.error-box')).includes('share no sweep parameter'), 'jobs with nothing in common say so');
+    });
+
+    await step('devices view', async () => {
+      await gotoView(page, d.origin, '#/devices', '#view[data-charts-ready]');
+      expect(await page.locator('.device-card').count() === 2, 'two device cards');
+      for (const i of [0, 1]) {
+        const s = await series(page, `chart-device-${i}`);
+        expect(s && s.length === 2, `device ${i}: two datasheet ceilings (f64/f32, f16/bf16) (got ${JSON.stringify(s)})`);
+      }
+      await shot(page, 'devices');
+    });
+
+    await step('submit form: a bad spec names the field, a good one creates a job', async () => {
+      await gotoView(page, d.origin, '#/submit', '#submit-spec');
+      await page.fill('#submit-spec', JSON.stringify({kernel: {op: 'stream', variant: 'sideways', n: 'N'}, sweep: {N: [1024]}}));
+      await page.click('#submit-button');
+      await page.waitForSelector('#submit-message .error-box');
+      const err = await page.textContent('#submit-message .error-box');
+      expect(err.includes('invalid_spec') && err.includes('kernel.variant'), `the error names kernel.variant (${err})`);
+      await shot(page, 'submit-error');
+      await page.selectOption('#submit-template', 'stream');
+      await page.fill('#submit-name', 'from the form');
+      await page.fill('#submit-labels', 'via=browser');
+      await page.click('#submit-button');
+      await page.waitForFunction(() => /^#\/jobs\/\d+/.test(location.hash));
+      await page.waitForSelector('.job-head .status-succeeded', {timeout: 30000});
+      const id = Number(page.url().match(/#\/jobs\/(\d+)/)[1]);
+      const job = await api(d, 'GET', `/api/v1/jobs/${id}`);
+      expect(job.name === 'from the form' && job.labels.via === 'browser' && job.op === 'stream', 'the form posted its fields');
+    });
+
+    await step('live: a job submitted elsewhere appears and finishes without a reload', async () => {
+      await gotoView(page, d.origin, '#/jobs', '#jobs-table tbody tr');
+      await page.waitForSelector('#live.live');
+      let loads = 0;
+      page.on('load', () => ++loads);
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'live one', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                         sweep: {N: [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]},
+                                                         mock: {delay_ms: 250}});
+      await page.waitForSelector(`#jobs-table tr[data-id="${id}"] .status-running`, {timeout: 15000});
+      await shot(page, 'live-running');
+      await page.waitForSelector(`#jobs-table tr[data-id="${id}"] .status-succeeded`, {timeout: 30000});
+      expect((await page.textContent(`#jobs-table tr[data-id="${id}"] .progress`)).includes('8/8'), 'progress reached 8/8');
+      // The job view grows its table while the job runs.
+      const {id: id2} = await api(d, 'POST', '/api/v1/jobs', {name: 'live two', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                              sweep: {N: [1024, 2048, 4096, 8192, 16384, 32768]}, mock: {delay_ms: 300}});
+      await page.click(`#jobs-table tr[data-id="${id2}"] a`);
+      await page.waitForSelector('.job-head .status-succeeded', {timeout: 30000});
+      await page.waitForFunction(() => (document.getElementById('results-count') || {}).textContent === '6 points', null, {timeout: 10000});
+      expect(loads === 0, `no page reloads (${loads})`);
+    });
+
+    await step('10,000-point job: render time and responsiveness', async () => {
+      const {mark, watch: w} = await renderTime(browser, d, ids.big);
+      watch.errors.push(...w.errors);
+      watch.foreign.push(...w.foreign);
+      console.log(`  dashboard: 10000-point job, navigation to charts rendered: ${mark.ms.toFixed(0)} ms (target <= 1000 ms)`);
+      expect(mark.points === 10000, `all 10000 points loaded (${mark.points})`);
+      await gotoView(page, d.origin, `#/jobs/${ids.big}`, '#view[data-charts-ready]');
+      const heat = await series(page, 'chart-heatmap');
+      const roof = await series(page, 'chart-roofline');
+      expect(heat[0].n === 10000, `heatmap holds 100x100 cells (${heat[0].n})`);
+      expect(roof.find((s) => s.type === 'scatter').n === 10000, 'roofline holds 10000 points');
+      const t0 = Date.now();
+      await page.selectOption('#sel-metric', 'time');
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      console.log(`  dashboard: 10000-point job, metric change redrawn in ${Date.now() - t0} ms`);
+      await page.$eval('.table-scroll', (el) => { el.scrollTop = el.scrollHeight; });
+      await page.waitForFunction(() => [...document.querySelectorAll('#results-table tbody tr:not(.spacer)')].some((tr) => tr.children[0].textContent === '9999'));
+      expect(await page.locator('#results-table tbody tr').count() < 100, 'only visible rows are in the DOM');
+      await shot(page, 'job-10k');
+    });
+
+    expect(watch.errors.length === 0, `no console errors (${JSON.stringify(watch.errors)})`);
+    // The only failed requests are the ones the steps provoked: an unknown job, a bad spec.
+    const expected = (e) => (e.startsWith('404 ') && e.includes('/api/v1/jobs/999999')) ||
+                            (e.startsWith('422 ') && e.endsWith('/api/v1/jobs'));
+    expect((watch.http || []).every(expected), `no unexpected HTTP errors (${JSON.stringify(watch.http)})`);
+    expect(watch.foreign.length === 0, `no requests to other origins (${JSON.stringify(watch.foreign)})`);
+  } finally {
+    await browser.close();
+    await d.stop();
+  }
+
+  await step('a daemon that needs a token for reads', async () => {
+    const tokens = path.join(os.tmpdir(), `kernelscan-tokens-${process.pid}`);
+    fs.writeFileSync(tokens, 's3cret-token-for-the-page\n');
+    const t = await startDaemon(['--token-file', tokens, '--auth-reads']);
+    const b = await launch();
+    try {
+      const auth = {Authorization: 'Bearer s3cret-token-for-the-page'};
+      const {id} = await api(t, 'POST', '/api/v1/jobs', {name: 'guarded', kernel: {op: 'stream', variant: 'copy', n: 1024}}, auth);
+      await waitJob(t, id, auth);
+      const w = {errors: [], foreign: []};
+      const p = await openPage(b, t.origin, w);
+      await p.goto(`${t.origin}/#/jobs`);
+      await p.waitForSelector('#token-panel:not([hidden])');
+      await p.fill('#token-input', 's3cret-token-for-the-page');
+      await p.click('#token-form button[type=submit]');
+      await p.waitForSelector(`#jobs-table tr[data-id="${id}"]`);
+      await p.waitForSelector('#live.live');
+      expect(true, 'the token opens the page and the event stream');
+      await shot(p, 'token');
+    } finally {
+      await b.close();
+      await t.stop();
+      fs.rmSync(tokens, {force: true});
+    }
+  });
+
+  console.log(`${passed} checks passed, ${failures.length} failed; screenshots in ${artifacts}`);
+  if (failures.length) process.exit(1);
+}
+
+(args.bench ? bench(Number(args.bench) || 5) : main()).catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,150 @@
+// The daemon's HTTP API and its event stream, as the page uses them. Every request carries the
+// bearer token the user entered (kept in this browser's localStorage) when there is one, so the
+// page works against a daemon started with --token-file and --auth-reads.
+
+const TOKEN_KEY = 'kernelscan.token';
+
+export class ApiError extends Error {
+  constructor(status, type, message, details) {
+    super(message);
+    this.status = status;  // 0: the daemon could not be reached
+    this.type = type;
+    this.details = details;
+  }
+}
+
+export function token() { return localStorage.getItem(TOKEN_KEY) || ''; }
+export function setToken(t) {
+  if (t) localStorage.setItem(TOKEN_KEY, t); else localStorage.removeItem(TOKEN_KEY);
+}
+
+function headers(extra = {}) {
+  const h = {Accept: 'application/json', ...extra};
+  const t = token();
+  if (t) h.Authorization = `Bearer ${t}`;
+  return h;
+}
+
+// Listeners told of every 401, so the page can ask for a token.
+const unauthorizedListeners = new Set();
+export function onUnauthorized(fn) { unauthorizedListeners.add(fn); }
+
+export async function request(method, path, body, extraHeaders = {}) {
+  const init = {method, headers: headers(extraHeaders)};
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    throw new ApiError(0, 'unreachable', `cannot reach the daemon (${e.message})`);
+  }
+  const text = await res.text();
+  let parsed = null;
+  try { parsed = text ? JSON.parse(text) : null; } catch { parsed = null; }
+  if (!res.ok) {
+    if (res.status === 401) unauthorizedListeners.forEach((fn) => fn());
+    const err = (parsed && parsed.error) || {};
+    throw new ApiError(res.status, err.type || 'http_error',
+                       err.message || `HTTP ${res.status} from ${path}`, err.details);
+  }
+  return parsed ?? text;
+}
+
+export const get = (path) => request('GET', path);
+
+// Result rows as JSON lines: the page's bulk read. Not compressed by the daemon (gzip of a
+// 10,000-point job costs it more time than sending it on a fast link), parsed in one go.
+export async function getRows(path) {
+  const text = await request('GET', path, undefined, {Accept: 'application/x-ndjson'});
+  if (typeof text !== 'string') return text ? [text] : [];  // a single row parses as JSON
+  const body = text.trim();
+  return body ? JSON.parse(`[${body.split('\n').join(',')}]`) : [];
+}
+export const post = (path, body, extra) => request('POST', path, body, extra);
+
+// Saves what `path` answers as a file (a fetch, not a link, so that the token goes along).
+export async function download(path, filename) {
+  const res = await fetch(path, {headers: headers({Accept: '*/*'})});
+  if (!res.ok) throw new ApiError(res.status, 'http_error', `HTTP ${res.status} from ${path}`);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+// GET /api/v1/events read with fetch rather than EventSource, which cannot send a token.
+// Reconnects by itself, resuming after the last event id it saw.
+export class EventStream {
+  constructor(onEvent, onState) {
+    this.onEvent = onEvent;  // ({type, id, data}) => void
+    this.onState = onState;  // ('connecting' | 'live' | 'offline', detail) => void
+    this.lastId = null;
+    this.retryMs = 2000;
+    this.controller = null;
+    this.stopped = false;
+  }
+
+  start() { this.loop(); }
+
+  stop() {
+    this.stopped = true;
+    if (this.controller) this.controller.abort();
+  }
+
+  async loop() {
+    while (!this.stopped) {
+      this.onState('connecting');
+      this.controller = new AbortController();
+      let detail = 'the event stream ended';
+      try {
+        const h = headers({Accept: 'text/event-stream'});
+        if (this.lastId !== null) h['Last-Event-ID'] = this.lastId;
+        const res = await fetch('/api/v1/events', {headers: h, signal: this.controller.signal});
+        if (!res.ok) {
+          if (res.status === 401) unauthorizedListeners.forEach((fn) => fn());
+          throw new Error(`HTTP ${res.status}`);
+        }
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = '';
+        for (;;) {
+          const {value, done} = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            this.dispatch(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+          }
+        }
+      } catch (e) {
+        if (this.stopped) return;
+        detail = e.message;
+      }
+      this.onState('offline', detail);
+      await new Promise((r) => setTimeout(r, this.retryMs));
+    }
+  }
+
+  dispatch(block) {
+    let type = 'message', id = null, data = '';
+    for (const line of block.split('\n')) {
+      if (line.startsWith('id: ')) id = line.slice(4);
+      else if (line.startsWith('event: ')) type = line.slice(7);
+      else if (line.startsWith('data: ')) data += line.slice(6);
+      else if (line.startsWith('retry: ')) this.retryMs = Number(line.slice(7)) || this.retryMs;
+    }
+    if (id !== null) this.lastId = id;
+    if (!data) return;  // a comment (keep-alive) or retry: line
+    if (type === 'ready') this.onState('live');
+    let parsed;
+    try { parsed = JSON.parse(data); } catch { return; }
+    this.onEvent({type, id, data: parsed});
+  }
+}

@@ -1,0 +1,301 @@
+// ECharts options for the job, compare and device views: pure functions from API data to an
+// option object, so what a chart shows follows from the results alone. ECharts is the global
+// `echarts` (assets/echarts.min.js, from npm, embedded in the daemon).
+
+export const METRICS = {
+  time: {label: 'median time (µs)', unit: 'µs', short: 'time'},
+  tflops: {label: 'TFLOP/s', unit: 'TFLOP/s', short: 'TFLOP/s'},
+  gbps: {label: 'GB/s', unit: 'GB/s', short: 'GB/s'},
+};
+
+const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2', '#db2777',
+                 '#65a30d', '#475569', '#ea580c'];
+const LARGE = 2000;  // points above which series render in ECharts' large (fast) mode
+
+// value and 95% interval of a metric for a result row (ok rows only), derived from its time.
+export function metricOf(row, metric) {
+  const t = row.time_us;
+  if (!t || !(t.median > 0)) return null;
+  if (metric === 'time') return {v: t.median, lo: t.ci95_low, hi: t.ci95_high};
+  const m = row.metrics || {};
+  const work = metric === 'tflops' ? (m.flops || 0) / 1e6 : (m.bytes || 0) / 1e3;
+  if (!(work > 0)) return null;
+  return {v: work / t.median, lo: work / t.ci95_high, hi: work / t.ci95_low};
+}
+
+function baseOption(animate) {
+  return {
+    animation: animate,
+    color: PALETTE,
+    grid: {left: 70, right: 30, top: 40, bottom: 55, containLabel: false},
+    tooltip: {trigger: 'item', confine: true},
+    toolbox: {right: 10, feature: {saveAsImage: {title: 'PNG'}, dataZoom: {title: {zoom: 'zoom', back: 'reset'}}}},
+  };
+}
+
+// Whether values spread over orders of magnitude (then a log axis reads better).
+export function wantsLog(values) {
+  const pos = values.filter((v) => v > 0);
+  if (pos.length < 3 || pos.length !== values.length) return false;
+  return Math.max(...pos) / Math.min(...pos) >= 16;
+}
+
+function errorBars(name, data, color) {
+  // data: [x, lo, hi]; drawn as an I-beam per point.
+  return {
+    name, type: 'custom', data, z: 1, silent: true, legendHoverLink: false,
+    itemStyle: {color, opacity: 0.7},
+    encode: {x: 0, y: [1, 2]},
+    renderItem(params, api) {
+      const x = api.value(0), lo = api.coord([x, api.value(1)]), hi = api.coord([x, api.value(2)]);
+      const w = 4;
+      const style = {stroke: api.visual('color'), lineWidth: 1.2};
+      return {type: 'group', children: [
+        {type: 'line', shape: {x1: lo[0], y1: lo[1], x2: hi[0], y2: hi[1]}, style},
+        {type: 'line', shape: {x1: lo[0] - w, y1: lo[1], x2: lo[0] + w, y2: lo[1]}, style},
+        {type: 'line', shape: {x1: hi[0] - w, y1: hi[1], x2: hi[0] + w, y2: hi[1]}, style},
+      ]};
+    },
+  };
+}
+
+function paramsText(params) {
+  return Object.entries(params).map(([k, v]) => `${k}=${v}`).join(', ');
+}
+
+// The metric against parameter `x`, one line per value of `by` (or one line), CI95 bars.
+// `rows` are already restricted to the slice the selectors fix.
+export function sweepOption({rows, x, by, metric, logX, animate}) {
+  const groups = new Map();
+  for (const r of rows) {
+    const m = metricOf(r, metric);
+    if (!m) continue;
+    const key = by ? r.params[by] : '';
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push({x: r.params[x], m, r});
+  }
+  const keys = [...groups.keys()].sort((a, b) => a - b);
+  const series = [];
+  keys.forEach((key, i) => {
+    const pts = groups.get(key).sort((a, b) => a.x - b.x);
+    const color = PALETTE[i % PALETTE.length];
+    const name = by ? `${by}=${key}` : METRICS[metric].short;
+    series.push({
+      name, type: 'line', color, showSymbol: pts.length <= 200, symbolSize: 5,
+      sampling: pts.length > LARGE ? 'lttb' : undefined,
+      data: pts.map((p) => ({value: [p.x, p.m.v], params: p.r.params, ci: [p.m.lo, p.m.hi]})),
+    });
+    series.push(errorBars(`${name} 95% CI`, pts.map((p) => [p.x, p.m.lo, p.m.hi]), color));
+  });
+  return {
+    ...baseOption(animate),
+    legend: by ? {top: 5, type: 'scroll', data: series.filter((s) => s.type === 'line').map((s) => s.name)} : undefined,
+    tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.params
+      ? `${paramsText(p.data.params)}<br>${METRICS[metric].label}: <b>${fmt(p.data.value[1])}</b>` +
+        `<br>95% CI ${fmt(p.data.ci[0])} – ${fmt(p.data.ci[1])}` : ''},
+    xAxis: {type: logX ? 'log' : 'value', logBase: 2, name: x, nameLocation: 'middle', nameGap: 30,
+            scale: true, axisLabel: {formatter: compact}},
+    yAxis: {type: 'value', name: METRICS[metric].label, scale: metric === 'time' ? false : true},
+    dataZoom: [{type: 'inside', xAxisIndex: 0}],
+    series,
+  };
+}
+
+const COMPACT = new Intl.NumberFormat('en', {notation: 'compact', maximumSignificantDigits: 3});
+function compact(v) { return Math.abs(v) >= 10000 ? COMPACT.format(v) : String(v); }
+
+function fmt(v) {
+  if (!Number.isFinite(v)) return '—';
+  const a = Math.abs(v);
+  return a >= 1000 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : a >= 1 ? v.toFixed(2) : v.toPrecision(3);
+}
+
+// The metric over two parameters; `rows` restricted to the slice the other selectors fix.
+export function heatmapOption({rows, x, y, metric, animate}) {
+  const xs = [...new Set(rows.map((r) => r.params[x]))].sort((a, b) => a - b);
+  const ys = [...new Set(rows.map((r) => r.params[y]))].sort((a, b) => a - b);
+  const xi = new Map(xs.map((v, i) => [v, i])), yi = new Map(ys.map((v, i) => [v, i]));
+  // Plain arrays (not {value, params} objects): ECharts builds 10,000 cells several times
+  // faster from them. Tooltips find the row by dataIndex.
+  const data = [], cellRows = [];
+  let lo = Infinity, hi = -Infinity;
+  for (const r of rows) {
+    const m = metricOf(r, metric);
+    if (!m) continue;
+    data.push([xi.get(r.params[x]), yi.get(r.params[y]), m.v]);
+    cellRows.push(r);
+    lo = Math.min(lo, m.v);
+    hi = Math.max(hi, m.v);
+  }
+  if (!data.length) { lo = 0; hi = 1; }
+  const labelCells = data.length <= 150;
+  return {
+    ...baseOption(animate),
+    grid: {left: 80, right: 110, top: 40, bottom: 60},
+    tooltip: {confine: true, formatter: (p) => cellRows[p.dataIndex]
+      ? `${paramsText(cellRows[p.dataIndex].params)}<br>${METRICS[metric].label}: <b>${fmt(p.data[2])}</b>` : ''},
+    xAxis: {type: 'category', data: xs.map(String), name: x, nameLocation: 'middle', nameGap: 35,
+            splitArea: {show: xs.length <= 50}, axisLabel: {interval: Math.max(0, Math.ceil(xs.length / 12) - 1)}},
+    yAxis: {type: 'category', data: ys.map(String), name: y, splitArea: {show: ys.length <= 50},
+            axisLabel: {interval: Math.max(0, Math.ceil(ys.length / 10) - 1)}},
+    visualMap: {min: lo, max: hi, calculable: true, orient: 'vertical', right: 10, top: 'center',
+                text: [METRICS[metric].short, ''],
+                // Faster is better: dark for fast times, dark for high throughput.
+                inRange: {color: metric === 'time' ? ['#1e3a8a', '#93c5fd', '#fef3c7']
+                                                    : ['#fef3c7', '#93c5fd', '#1e3a8a']}},
+    series: [{name: METRICS[metric].short, type: 'heatmap', data, progressive: 0,
+              label: {show: labelCells, formatter: (p) => fmt(p.data[2]), fontSize: 10},
+              emphasis: data.length > LARGE ? {disabled: true} : {itemStyle: {borderColor: '#111', borderWidth: 1}}}],
+  };
+}
+
+// Speedup per value of `x`: against the slowest point of the slice, or (when the rows carry
+// fitness from a baseline in the job) against the baseline, with its CI.
+export function speedupOption({rows, x, against, animate}) {
+  const pts = rows.filter((r) => r.status === 'ok' && r.time_us && r.time_us.median > 0)
+                  .sort((a, b) => a.params[x] - b.params[x]);
+  let data, bars = null, title;
+  if (against === 'baseline') {
+    data = pts.filter((r) => r.fitness && Number.isFinite(r.fitness.speedup)).map((r) => ({
+      value: r.fitness.speedup, params: r.params}));
+    bars = pts.filter((r) => r.fitness && Array.isArray(r.fitness.speedup_ci95))
+              .map((r) => [String(r.params[x]), r.fitness.speedup_ci95[0], r.fitness.speedup_ci95[1]]);
+    title = 'speedup over the baseline';
+  } else {
+    const slowest = Math.max(...pts.map((r) => r.time_us.median));
+    data = pts.map((r) => ({value: slowest / r.time_us.median, params: r.params}));
+    title = 'speedup over the slowest point shown';
+  }
+  const series = [{
+    name: title, type: 'bar', data, large: data.length > LARGE, barMaxWidth: 40,
+    itemStyle: {color: (p) => (p.value >= 1 ? '#059669' : '#dc2626')},
+    markLine: {silent: true, symbol: 'none', data: [{yAxis: 1}], lineStyle: {color: '#6b7280'},
+               label: {formatter: '1×'}},
+  }];
+  if (bars && bars.length) series.push({...errorBars('95% CI', bars, '#111827'), encode: {x: 0, y: [1, 2]}});
+  return {
+    ...baseOption(animate),
+    tooltip: {confine: true, formatter: (p) => p.data && p.data.params
+      ? `${paramsText(p.data.params)}<br>${title}: <b>${fmt(p.data.value)}×</b>` : ''},
+    xAxis: {type: 'category', data: pts.map((r) => String(r.params[x])), name: x,
+            nameLocation: 'middle', nameGap: 30},
+    yAxis: {type: 'value', name: 'speedup (×)'},
+    series,
+  };
+}
+
+// Ceiling lines of a roofline: bandwidth slope up to the ridge, then flat at the peak.
+function ceiling(name, peakTflops, bandwidthGbps, xmin, xmax, style) {
+  const ridge = (peakTflops * 1000) / bandwidthGbps;  // FLOP/byte where the two meet
+  const data = [[xmin, (xmin * bandwidthGbps) / 1000]];
+  if (ridge > xmin && ridge < xmax) data.push([ridge, peakTflops]);
+  data.push([xmax, Math.min(peakTflops, (xmax * bandwidthGbps) / 1000)]);
+  return {name, type: 'line', data, showSymbol: false, silent: true, z: 1, color: style.color,
+          lineStyle: {width: 2, ...style}, tooltip: {show: false}};
+}
+
+// Log-log roofline: the device's datasheet ceiling (and its measured one when the device has
+// been measured) for the kernel's dtype, and the job's points.
+export function rooflineOption({rows, device, dtype, animate}) {
+  const pts = [], ptRows = [];  // arrays, with rows beside them for tooltips (see heatmapOption)
+  for (const r of rows) {
+    const m = r.metrics || {};
+    if (r.status !== 'ok' || !(m.arithmetic_intensity > 0) || !(m.tflops > 0)) continue;
+    pts.push([m.arithmetic_intensity, m.tflops]);
+    ptRows.push(r);
+  }
+  const ais = pts.map((p) => p[0]);
+  const key = `${dtype}_tflops`;
+  const sheet = device && device.datasheet;
+  const measured = device && device.measured;
+  const ridges = [sheet, measured].filter((p) => p && p[key] && p.bandwidth_gbps)
+                                  .map((p) => (p[key] * 1000) / p.bandwidth_gbps);
+  // Whole decades, so the log axis ends on round labels.
+  const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, ...ais.map((a) => a / 4), ...ridges.map((r) => r / 100))));
+  const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, ...ais.map((a) => a * 4), ...ridges.map((r) => r * 10))));
+  const series = [];
+  if (sheet && sheet[key] && sheet.bandwidth_gbps) {
+    series.push(ceiling(`datasheet ${dtype} (${sheet[key]} TFLOP/s, ${sheet.bandwidth_gbps} GB/s)`,
+                        sheet[key], sheet.bandwidth_gbps, xmin, xmax, {color: '#111827'}));
+  }
+  if (measured && measured[key] && measured.bandwidth_gbps) {
+    series.push(ceiling(`measured ${dtype} (${fmt(measured[key])} TFLOP/s, ${fmt(measured.bandwidth_gbps)} GB/s)`,
+                        measured[key], measured.bandwidth_gbps, xmin, xmax,
+                        {color: '#d97706', type: 'dashed'}));
+  }
+  series.push({
+    name: 'points', type: 'scatter', data: pts, symbolSize: pts.length > 500 ? 4 : 7,
+    large: pts.length > LARGE, largeThreshold: LARGE, itemStyle: {color: '#2563eb', opacity: 0.75},
+  });
+  return {
+    ...baseOption(animate),
+    legend: {top: 5, data: series.map((s) => s.name)},
+    tooltip: {trigger: 'item', confine: true, formatter: (p) => {
+      const r = p.seriesType === 'scatter' && ptRows[p.dataIndex];
+      return r ? `${paramsText(r.params)}<br>${fmt(r.metrics.tflops)} TFLOP/s at ` +
+                 `${fmt(r.metrics.arithmetic_intensity)} FLOP/B<br>${fmt(r.time_us.median)} µs · ` +
+                 `${fmt(r.metrics.roof_pct)}% of roof · ${r.metrics.bound}-bound` : '';
+    }},
+    xAxis: {type: 'log', name: 'arithmetic intensity (FLOP/byte)', nameLocation: 'middle',
+            nameGap: 30, min: xmin, max: xmax},
+    yAxis: {type: 'log', name: 'TFLOP/s'},
+    series,
+  };
+}
+
+// Speedup of each job over a baseline job, per shared-parameter key (compare view).
+export function compareOption({keys, jobs, speedups, animate}) {
+  const series = jobs.map((j, i) => ({
+    name: `#${j.id} ${j.name}`, type: 'bar', color: PALETTE[(i + 1) % PALETTE.length],
+    data: speedups[i], large: keys.length > LARGE, barMaxWidth: 30,
+  }));
+  if (series.length) {
+    series[0].markLine = {silent: true, symbol: 'none', data: [{yAxis: 1}],
+                          lineStyle: {color: '#6b7280'}, label: {formatter: '1×'}};
+  }
+  return {
+    ...baseOption(animate),
+    legend: {top: 5, type: 'scroll'},
+    tooltip: {trigger: 'axis', confine: true, valueFormatter: (v) => `${fmt(v)}×`},
+    xAxis: {type: 'category', data: keys, axisLabel: {rotate: keys.length > 12 ? 40 : 0}},
+    yAxis: {type: 'value', name: 'speedup over baseline (×)'},
+    grid: {left: 70, right: 30, top: 50, bottom: keys.length > 12 ? 110 : 55},
+    dataZoom: keys.length > 60 ? [{type: 'inside'}, {type: 'slider', bottom: 5}] : undefined,
+    series,
+  };
+}
+
+// Device view: its ceilings for each dtype it has a peak for.
+export function deviceRooflineOption(device) {
+  const sheet = device.datasheet || {};
+  const series = [];
+  const dtypes = ['f64', 'f32', 'f16', 'bf16'].filter((d) => sheet[`${d}_tflops`] > 0);
+  const ridges = dtypes.map((d) => (sheet[`${d}_tflops`] * 1000) / sheet.bandwidth_gbps);
+  const xmin = Math.min(0.05, ...ridges.map((r) => r / 100));
+  const xmax = Math.max(1000, ...ridges.map((r) => r * 10));
+  const seen = new Set();
+  dtypes.forEach((d, i) => {
+    const peak = sheet[`${d}_tflops`];
+    if (seen.has(peak)) return;  // f16 and bf16 usually share one line
+    seen.add(peak);
+    const same = dtypes.filter((e) => sheet[`${e}_tflops`] === peak).join('/');
+    series.push(ceiling(`datasheet ${same}: ${peak} TFLOP/s`, peak, sheet.bandwidth_gbps, xmin,
+                        xmax, {color: PALETTE[i % PALETTE.length]}));
+  });
+  const measured = device.measured || {};
+  dtypes.forEach((d, i) => {
+    if (measured[`${d}_tflops`] > 0 && measured.bandwidth_gbps > 0) {
+      series.push(ceiling(`measured ${d}: ${fmt(measured[`${d}_tflops`])} TFLOP/s`,
+                          measured[`${d}_tflops`], measured.bandwidth_gbps, xmin, xmax,
+                          {color: PALETTE[i % PALETTE.length], type: 'dashed'}));
+    }
+  });
+  return {
+    animation: false, color: PALETTE,
+    grid: {left: 60, right: 20, top: 50, bottom: 45},
+    legend: {top: 0, type: 'scroll'},
+    xAxis: {type: 'log', name: 'FLOP/byte', nameLocation: 'middle', nameGap: 28, min: xmin, max: xmax},
+    yAxis: {type: 'log', name: 'TFLOP/s'},
+    series,
+  };
+}

@@ -1,0 +1,149 @@
+// Compare: two or more jobs joined on the sweep parameters they share; per shared-parameter
+// point, each job's median and its speedup over a chosen baseline job, as a table and a chart.
+// A job with parameters the others lack contributes its best (fastest) point per key.
+
+import {get, getRows} from './api.js';
+import {compareOption} from './charts.js';
+import {emptyState, errorBox, fmtTime, h, setQuery, sig, statusBadge, whenECharts} from './dom.js';
+
+function geomean(xs) {
+  const v = xs.filter((x) => x > 0);
+  return v.length ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : NaN;
+}
+
+export function mount(root, {query}) {
+  const ids = (query.get('jobs') || '').split(',').map((s) => s.trim()).filter(Boolean);
+  let base = query.get('base') || ids[0] || '';
+  let chart = null, disposed = false;
+  const input = h('input', {id: 'compare-jobs', value: ids.join(', '), placeholder: 'job ids, e.g. 12, 15, 17', size: 30});
+  const form = h('form', {class: 'toolbar', onsubmit: (ev) => {
+    ev.preventDefault();
+    const list = input.value.split(/[\s,]+/).filter(Boolean);
+    location.hash = `#/compare?jobs=${list.join(',')}`;
+  }}, h('label', {}, 'Jobs ', input), h('button', {type: 'submit'}, 'Compare'));
+  const body = h('div');
+  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Compare jobs')), form, body);
+
+  async function recentPicker() {
+    try {
+      const page = await get('/api/v1/jobs?status=succeeded&limit=20');
+      if (!page.jobs.length) return emptyState('No finished jobs to compare yet.', h('p', {}, h('a', {href: '#/submit'}, 'Submit one')));
+      return h('div', {}, h('p', {class: 'muted'}, 'Pick two or more recent finished jobs, or type their ids above:'),
+        h('ul', {class: 'pick'}, page.jobs.map((j) => h('li', {}, h('label', {},
+          h('input', {type: 'checkbox', value: String(j.id), onchange: () => {
+            const picked = [...root.querySelectorAll('.pick input:checked')].map((c) => c.value);
+            input.value = picked.join(', ');
+          }}), ` #${j.id} ${j.name} `, h('span', {class: 'muted'}, `${j.op}, ${j.progress.total} points`))))));
+    } catch (e) {
+      return errorBox(e);
+    }
+  }
+
+  async function load() {
+    if (ids.length < 2) {
+      body.replaceChildren(h('p', {class: 'muted'}, ids.length ? 'Add at least one more job.' : ''), await recentPicker());
+      return;
+    }
+    body.replaceChildren(h('p', {class: 'muted'}, 'Loading…'));
+    let jobs;
+    try {
+      jobs = await Promise.all(ids.map(async (id) => {
+        const job = await get(`/api/v1/jobs/${encodeURIComponent(id)}`).catch((e) => {
+          throw e.status === 404 ? {type: 'not_found', message: `There is no job ${id}.`} : e;
+        });
+        return {job, rows: await getRows(`/api/v1/jobs/${job.id}/results?format=jsonl`)};
+      }));
+    } catch (e) {
+      body.replaceChildren(errorBox(e));
+      return;
+    }
+    if (disposed) return;
+    const names = jobs.map((j) => Object.keys(j.job.spec.sweep || {}));
+    const shared = names[0].filter((n) => names.every((ns) => ns.includes(n)));
+    if (!shared.length) {
+      body.replaceChildren(errorBox({type: 'nothing_shared', message: 'These jobs share no sweep parameter, so their points cannot be matched.'}));
+      return;
+    }
+    // key -> best ok median per job
+    const perJob = jobs.map(({rows}) => {
+      const m = new Map();
+      for (const r of rows) {
+        if (r.status !== 'ok') continue;
+        const key = shared.map((n) => r.params[n]).join('|');
+        const cur = m.get(key);
+        if (!cur || r.time_us.median < cur.time_us.median) m.set(key, r);
+      }
+      return m;
+    });
+    const keys = [...perJob[0].keys()].filter((k) => perJob.every((m) => m.has(k)));
+    keys.sort((a, b) => {
+      const x = a.split('|').map(Number), y = b.split('|').map(Number);
+      for (let i = 0; i < x.length; ++i) if (x[i] !== y[i]) return x[i] - y[i];
+      return 0;
+    });
+    if (!keys.length) {
+      body.replaceChildren(errorBox({type: 'nothing_shared', message: `No point has the same ${shared.join(', ')} in every job.`}));
+      return;
+    }
+    let b = jobs.findIndex((j) => String(j.job.id) === String(base));
+    if (b < 0) b = 0;
+    base = String(jobs[b].job.id);
+    const others = jobs.map((j, i) => i).filter((i) => i !== b);
+    const speedups = others.map((i) => keys.map((k) => perJob[b].get(k).time_us.median / perJob[i].get(k).time_us.median));
+    const label = (k) => k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', ');
+
+    const baseSelect = h('select', {id: 'compare-base', 'aria-label': 'baseline'},
+                         jobs.map((j) => h('option', {value: String(j.job.id)}, `#${j.job.id} ${j.job.name}`)));
+    baseSelect.value = base;
+    baseSelect.addEventListener('change', () => {
+      base = baseSelect.value;
+      setQuery([['jobs', ids.join(',')], ['base', base]]);
+      load();
+    });
+    const extra = jobs.filter((j, i) => names[i].length > shared.length);
+    const summary = h('table', {class: 'data narrow', id: 'compare-summary'},
+      h('thead', {}, h('tr', {}, h('th', {}, 'job'), h('th', {}, 'status'), h('th', {class: 'num'}, 'geomean speedup'),
+                                 h('th', {class: 'num'}, 'faster at'), h('th', {class: 'num'}, 'best'), h('th', {class: 'num'}, 'worst'))),
+      h('tbody', {}, others.map((i, o) => {
+        const s = speedups[o];
+        return h('tr', {}, h('td', {}, h('a', {href: `#/jobs/${jobs[i].job.id}`}, `#${jobs[i].job.id} ${jobs[i].job.name}`)),
+                 h('td', {}, statusBadge(jobs[i].job.status)),
+                 h('td', {class: 'num'}, `${sig(geomean(s), 3)}×`),
+                 h('td', {class: 'num'}, `${s.filter((x) => x > 1).length} of ${s.length}`),
+                 h('td', {class: 'num'}, `${sig(Math.max(...s), 3)}×`),
+                 h('td', {class: 'num'}, `${sig(Math.min(...s), 3)}×`));
+      })));
+    const detail = h('div', {class: 'table-scroll tall'}, h('table', {class: 'data', id: 'compare-table'},
+      h('thead', {}, h('tr', {}, shared.map((n) => h('th', {class: 'num'}, n)),
+                      jobs.map((j, i) => h('th', {class: 'num'}, `#${j.job.id} median`)),
+                      others.map((i) => h('th', {class: 'num'}, `#${jobs[i].job.id} speedup`)))),
+      h('tbody', {}, keys.slice(0, 2000).map((k, row) => h('tr', {},
+        k.split('|').map((v) => h('td', {class: 'num'}, v)),
+        jobs.map((j, i) => h('td', {class: 'num'}, fmtTime(perJob[i].get(k).time_us.median))),
+        others.map((i, o) => h('td', {class: `num ${speedups[o][row] >= 1 ? 'good' : 'bad'}`}, `${sig(speedups[o][row], 3)}×`)))))));
+    const chartEl = h('div', {class: 'chart wide', id: 'chart-compare'});
+    body.replaceChildren(
+      h('div', {class: 'toolbar'}, h('label', {}, 'Baseline ', baseSelect),
+        h('span', {class: 'muted'}, `matched on ${shared.join(', ')}: ${keys.length} point${keys.length === 1 ? '' : 's'} in every job` +
+          (extra.length ? `; for ${extra.map((j) => `#${j.job.id}`).join(', ')}, the fastest point per match` : ''))),
+      summary,
+      h('section', {class: 'chart-box'}, h('h3', {}, 'Speedup over the baseline'), chartEl),
+      h('h3', {}, 'Per point'), detail,
+      keys.length > 2000 ? h('p', {class: 'muted'}, `The first 2000 of ${keys.length} matched points are listed; the chart has them all.`) : '');
+    await whenECharts();
+    if (disposed) return;
+    if (chart) chart.dispose();
+    chart = echarts.init(chartEl);
+    chart.setOption(compareOption({keys: keys.map(label), jobs: others.map((i) => jobs[i].job), speedups, animate: keys.length < 500}));
+    root.dataset.chartsReady = '1';
+  }
+  load();
+  const onResize = () => chart && chart.resize();
+  window.addEventListener('resize', onResize);
+  return {
+    onEvent(e) {
+      if (e.type === 'job' && ids.includes(String(e.data.id)) && ['succeeded', 'failed', 'cancelled'].includes(e.data.status)) load();
+    },
+    unmount() { disposed = true; window.removeEventListener('resize', onResize); if (chart) chart.dispose(); },
+  };
+}

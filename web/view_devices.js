@@ -1,0 +1,79 @@
+// Devices: each device with its state (busy with which job, or idle), its description, its
+// datasheet peaks and measured roofline when it has one, and its ceilings as a roofline chart.
+
+import {get} from './api.js';
+import {deviceRooflineOption} from './charts.js';
+import {emptyState, errorBox, fmtBytes, h, sig, throttle, whenECharts} from './dom.js';
+
+const PEAKS = [['f64_tflops', 'f64', 'TFLOP/s'], ['f32_tflops', 'f32 (matrix)', 'TFLOP/s'],
+               ['vector_f32_tflops', 'f32 (vector)', 'TFLOP/s'], ['f16_tflops', 'f16', 'TFLOP/s'],
+               ['bf16_tflops', 'bf16', 'TFLOP/s'], ['i8_tops', 'int8', 'TOP/s'],
+               ['bandwidth_gbps', 'memory bandwidth', 'GB/s']];
+
+export function mount(root) {
+  const charts = [];
+  let disposed = false;
+  const body = h('div', {class: 'devices'});
+  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Devices')), body);
+
+  function card(d) {
+    const busy = d.state === 'busy' && d.current_job !== null;
+    const peaks = h('table', {class: 'data narrow peaks'},
+      h('thead', {}, h('tr', {}, h('th', {}, 'peak'), h('th', {class: 'num'}, 'datasheet'), h('th', {class: 'num'}, 'measured'))),
+      h('tbody', {}, PEAKS.filter(([k]) => (d.datasheet && d.datasheet[k]) || (d.measured && d.measured[k])).map(([k, label, unit]) =>
+        h('tr', {}, h('td', {}, label),
+          h('td', {class: 'num'}, d.datasheet && d.datasheet[k] ? `${sig(d.datasheet[k])} ${unit}` : '—'),
+          h('td', {class: 'num'}, d.measured && d.measured[k] ? `${sig(d.measured[k])} ${unit}` : '—')))));
+    const chartEl = h('div', {class: 'chart small', id: `chart-device-${d.index}`});
+    const el = h('section', {class: 'device-card', dataset: {index: d.index}},
+      h('div', {class: 'title-row'}, h('h3', {}, `${d.index}: ${d.name}`),
+        h('span', {class: `badge state-${d.state}`}, d.state),
+        busy ? h('a', {href: `#/jobs/${d.current_job}`}, `running job #${d.current_job}`) : ''),
+      h('dl', {class: 'facts'},
+        h('dt', {}, 'engine'), h('dd', {}, d.engine), h('dt', {}, 'vendor'), h('dd', {}, d.vendor),
+        h('dt', {}, 'arch'), h('dd', {}, d.arch || '—'), h('dt', {}, 'catalog model'), h('dd', {}, d.model || 'not in the catalog'),
+        h('dt', {}, 'compute units'), h('dd', {}, String(d.compute_units || '—')),
+        h('dt', {}, 'clock'), h('dd', {}, d.clock_mhz ? `${d.clock_mhz} MHz` : '—'),
+        h('dt', {}, 'memory'), h('dd', {}, d.memory_bytes ? fmtBytes(d.memory_bytes) : '—'),
+        h('dt', {}, 'L2 / last-level cache'), h('dd', {}, `${fmtBytes(d.l2_bytes)} / ${d.llc_bytes ? fmtBytes(d.llc_bytes) : 'none'}`),
+        h('dt', {}, 'driver'), h('dd', {}, d.driver || '—'),
+        h('dt', {}, 'worker'), h('dd', {}, d.worker_pid ? `pid ${d.worker_pid}, ${d.worker_restarts} restart${d.worker_restarts === 1 ? '' : 's'}` : 'not running'),
+        h('dt', {}, 'points measured'), h('dd', {}, String(d.points_measured)),
+        d.last_error ? [h('dt', {}, 'last error'), h('dd', {class: 'error'}, d.last_error)] : ''),
+      h('div', {class: 'device-peaks'}, peaks, d.measured ? '' : h('p', {class: 'muted'}, 'No measured roofline yet: the chart shows datasheet ceilings.')),
+      chartEl);
+    return {el, chartEl, d};
+  }
+
+  async function load() {
+    try {
+      const {devices} = await get('/api/v1/devices');
+      await whenECharts();
+      if (disposed) return;
+      charts.splice(0).forEach((c) => c.dispose());
+      if (!devices.length) {
+        body.replaceChildren(emptyState('This daemon has no devices.'));
+        return;
+      }
+      const cards = devices.map(card);
+      body.replaceChildren(...cards.map((c) => c.el));
+      for (const c of cards) {
+        if (!c.d.datasheet) { c.chartEl.replaceWith(h('p', {class: 'muted'}, 'No peaks known for this device.')); continue; }
+        const chart = echarts.init(c.chartEl);
+        chart.setOption(deviceRooflineOption(c.d));
+        charts.push(chart);
+      }
+      root.dataset.chartsReady = '1';
+    } catch (e) {
+      body.replaceChildren(errorBox(e));
+    }
+  }
+  const reload = throttle(load, 1000);
+  load();
+  const onResize = () => charts.forEach((c) => c.resize());
+  window.addEventListener('resize', onResize);
+  return {
+    onEvent(e) { if (e.type === 'job' || e.type === 'reset') reload(); },
+    unmount() { disposed = true; window.removeEventListener('resize', onResize); charts.forEach((c) => c.dispose()); },
+  };
+}

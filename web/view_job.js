@@ -1,0 +1,403 @@
+// One job: its state and spec, charts of its results (metric against a parameter, a heatmap over
+// two, speedup, roofline) with selectors for the other parameters, and a sortable results table
+// with CSV/JSON export. Running jobs update live from the event stream.
+
+import {download, get, getRows, post} from './api.js';
+import {METRICS, heatmapOption, metricOf, rooflineOption, speedupOption, sweepOption, wantsLog} from './charts.js';
+import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+const ROW_HEIGHT = 26;
+const TABLE_ROWS = 16;  // visible rows; the rest scroll (only visible ones are in the DOM)
+
+function defaultMetric(job) {
+  if (job.op === 'gemm') return 'tflops';
+  if (job.op === 'stream') return 'gbps';
+  return 'time';
+}
+
+// The dtype whose peak bounds the kernel (as the engine decides it, engine/metrics.hpp).
+function roofDtype(spec) {
+  const k = spec.kernel || {};
+  if (k.dtype) return k.dtype;
+  for (const a of k.args || []) {
+    const m = /^(f64|f32|f16|bf16)\*$/.exec(a.type || '');
+    if (a.output && m) return m[1];
+  }
+  return 'f32';
+}
+
+export function mount(root, {id, query}) {
+  const state = {job: null, rows: [], device: null, names: [], values: {}, sel: null,
+                 sort: {key: 'index', dir: 1}, sorted: null};
+  const charts = new Map();  // id -> echarts instance
+  let disposed = false;
+
+  const head = h('div', {class: 'job-head'}, h('p', {class: 'muted'}, `Loading job ${id}…`));
+  const message = h('div');
+  const controls = h('div', {class: 'controls', id: 'chart-controls'});
+  const grid = h('div', {class: 'chart-grid'});
+  const tableWrap = h('section', {class: 'results'});
+  const specBox = h('details', {class: 'spec'});
+  root.append(head, message, controls, grid, tableWrap, specBox);
+
+  function chartBox(chartId, title, note) {
+    const el = h('div', {class: 'chart', id: chartId});
+    const box = h('section', {class: 'chart-box', dataset: {chart: chartId}},
+                  h('h3', {}, title, note ? h('span', {class: 'muted'}, ` ${note}`) : ''), el);
+    grid.append(box);
+    const chart = echarts.init(el, null, {renderer: 'canvas'});
+    charts.set(chartId, chart);
+    return chart;
+  }
+
+  const onResize = throttle(() => charts.forEach((c) => c.resize()), 150);
+  window.addEventListener('resize', onResize);
+
+  // ---- header ----
+  function renderHead() {
+    const j = state.job;
+    const active = !TERMINAL.has(j.status);
+    const buttons = h('div', {class: 'actions'},
+      active && !j.cancel_requested ? h('button', {type: 'button', class: 'danger', id: 'cancel-job', onclick: cancel}, 'Cancel') : '',
+      h('button', {type: 'button', class: 'ghost', id: 'export-csv',
+                   onclick: () => download(`/api/v1/jobs/${id}/results?format=csv`, `kernelscan-job-${id}.csv`).catch(showError)}, 'Export CSV'),
+      h('button', {type: 'button', class: 'ghost', id: 'export-json',
+                   onclick: () => download(`/api/v1/jobs/${id}/results?format=json`, `kernelscan-job-${id}.json`).catch(showError)}, 'Export JSON'),
+      h('a', {class: 'button ghost', href: `#/compare?jobs=${id}`}, 'Compare…'));
+    const dev = state.device ? `${state.device.index}: ${state.device.name}` : j.device === null ? `${j.requested_device} (not started)` : String(j.device);
+    const best = j.summary && j.summary.best;
+    const facts = h('dl', {class: 'facts'},
+      h('dt', {}, 'op'), h('dd', {}, j.op),
+      h('dt', {}, 'device'), h('dd', {}, dev),
+      h('dt', {}, 'submitted'), h('dd', {title: j.created_at}, new Date(j.created_at).toLocaleString()),
+      h('dt', {}, 'ran for'), h('dd', {}, j.started_at ? duration(j.started_at, j.finished_at) : '—'),
+      h('dt', {}, 'best'), h('dd', {id: 'best-point'}, best
+        ? `${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}` : '—'),
+      j.summary && j.summary.fitness ? [h('dt', {}, 'fitness'),
+        h('dd', {}, `combined ${sig(j.summary.fitness.combined_score, 3)}`)] : '');
+    head.replaceChildren(
+      h('div', {class: 'title-row'},
+        h('h2', {}, `#${j.id} `, j.name), statusBadge(j.status), labelChips(j.labels), h('span', {class: 'spacer'}), buttons),
+      progressBar(j.progress),
+      facts,
+      j.error ? errorBox(j.error) : '');
+    specBox.replaceChildren(h('summary', {}, 'Spec (as stored, with defaults filled in)'),
+                            h('pre', {}, JSON.stringify(j.spec, null, 2)));
+  }
+
+  async function cancel() {
+    try {
+      state.job = await post(`/api/v1/jobs/${id}/cancel`);
+      renderHead();
+    } catch (e) {
+      showError(e);
+    }
+  }
+
+  function showError(e) { message.replaceChildren(errorBox(e)); }
+
+  // ---- selections ----
+  function updateValues() {
+    for (const n of state.names) {
+      const set = new Set();
+      for (const r of state.rows) set.add(r.params[n]);
+      state.values[n] = [...set].sort((a, b) => a - b);
+    }
+  }
+
+  function initSelections() {
+    const names = state.names;
+    const bySize = [...names].sort((a, b) => state.values[b].length - state.values[a].length);
+    const best = (state.job.summary && state.job.summary.best && state.job.summary.best.params) || {};
+    const sel = {
+      metric: query.get('metric') || defaultMetric(state.job),
+      x: query.get('x') || bySize[0] || '',
+      by: query.get('by') || '',
+      hx: query.get('hx') || bySize[0] || '',
+      hy: query.get('hy') || bySize[1] || '',
+      against: query.get('against') || 'slowest',
+      fixed: {},
+    };
+    if (!METRICS[sel.metric]) sel.metric = 'time';
+    for (const key of ['x', 'by', 'hx', 'hy']) if (sel[key] && !names.includes(sel[key])) sel[key] = '';
+    if (!sel.x) sel.x = bySize[0] || '';
+    for (const n of names) {
+      const q = query.get(`fix.${n}`);
+      const vals = state.values[n];
+      sel.fixed[n] = q !== null && vals.includes(Number(q)) ? Number(q)
+                   : best[n] !== undefined && vals.includes(best[n]) ? best[n] : vals[0];
+    }
+    state.sel = sel;
+  }
+
+  function saveSelections() {
+    const s = state.sel;
+    const q = [['metric', s.metric], ['x', s.x]];
+    if (s.by) q.push(['by', s.by]);
+    if (s.hx) q.push(['hx', s.hx], ['hy', s.hy]);
+    if (s.against !== 'slowest') q.push(['against', s.against]);
+    for (const [n, v] of Object.entries(s.fixed)) q.push([`fix.${n}`, String(v)]);
+    setQuery(q);
+  }
+
+  function select(id, label, options, value, onchange) {
+    const el = h('select', {id, 'aria-label': label},
+                 options.map(([v, text]) => h('option', {value: String(v)}, text)));
+    el.value = String(value);
+    el.addEventListener('change', () => { onchange(el.value); saveSelections(); renderCharts(); });
+    return h('label', {}, `${label} `, el);
+  }
+
+  function renderControls() {
+    const s = state.sel, names = state.names;
+    const hasBaseline = state.rows.some((r) => r.fitness && Number.isFinite(r.fitness.speedup));
+    const parts = [
+      select('sel-metric', 'metric', Object.entries(METRICS).map(([k, m]) => [k, m.short]), s.metric, (v) => { s.metric = v; }),
+      select('sel-x', 'x', names.map((n) => [n, n]), s.x, (v) => { s.x = v; if (s.by === v) s.by = ''; renderControls(); }),
+      select('sel-by', 'lines per', [['', 'none'], ...names.filter((n) => n !== s.x).map((n) => [n, n])], s.by, (v) => { s.by = v; renderControls(); }),
+    ];
+    if (names.length >= 2) {
+      parts.push(select('sel-hx', 'heatmap x', names.map((n) => [n, n]), s.hx, (v) => { s.hx = v; renderControls(); }),
+                 select('sel-hy', 'heatmap y', names.filter((n) => n !== s.hx).map((n) => [n, n]), s.hy, (v) => { s.hy = v; renderControls(); }));
+    }
+    parts.push(select('sel-against', 'speedup over', hasBaseline ? [['slowest', 'slowest point'], ['baseline', 'baseline']] : [['slowest', 'slowest point']],
+                      s.against, (v) => { s.against = v; }));
+    // A selector for each parameter some chart holds fixed.
+    const heat = names.length >= 2;
+    const held = (n) => n !== s.x || (heat && n !== s.hx && n !== s.hy);
+    const fixes = names.filter((n) => state.values[n].length > 1 && held(n)).map((n) =>
+      select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n], (v) => { s.fixed[n] = Number(v); }));
+    controls.replaceChildren(h('div', {class: 'row'}, parts),
+                             fixes.length ? h('div', {class: 'row'}, h('span', {class: 'muted'}, 'fix the others:'), fixes) : '');
+  }
+
+  // Rows of the slice where every parameter but `free` equals its selector.
+  function slice(free) {
+    const fixed = state.names.filter((n) => !free.includes(n));
+    return state.rows.filter((r) => fixed.every((n) => r.params[n] === state.sel.fixed[n]));
+  }
+
+  // ---- charts ----
+  let sweepChart, heatChart, speedChart, roofChart;
+  function ensureCharts() {
+    if (sweepChart) return;
+    sweepChart = chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)');
+    if (state.names.length >= 2) heatChart = chartBox('chart-heatmap', 'Heatmap');
+    speedChart = chartBox('chart-speedup', 'Speedup');
+    roofChart = chartBox('chart-roofline', 'Roofline');
+    // A static placeholder (showLoading's spinner would repaint every frame while data loads).
+    charts.forEach((c) => c.setOption({title: {text: 'loading results…', left: 'center', top: 'middle',
+                                                textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}));
+  }
+
+  let firstRender = true;
+  function renderCharts() {
+    if (disposed) return;
+    ensureCharts();
+    if (!state.rows.length) {
+      charts.forEach((c) => { c.setOption({title: {text: 'no points measured yet', left: 'center', top: 'middle', textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}, {notMerge: true}); });
+      return;
+    }
+    const s = state.sel;
+    const animate = state.rows.length <= 1000 && !firstRender;
+    const pending = [];
+    const set = (chart, option) => {
+      pending.push(new Promise((resolve) => chart.on('finished', function done() { chart.off('finished', done); resolve(); })));
+      chart.setOption(option, {notMerge: true, lazyUpdate: false});
+    };
+    const sweepRows = slice([s.x, s.by].filter(Boolean));
+    set(sweepChart, sweepOption({rows: sweepRows.filter((r) => r.status === 'ok'), x: s.x, by: s.by, metric: s.metric,
+                                 logX: wantsLog(state.values[s.x] || []), animate}));
+    if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
+      set(heatChart, heatmapOption({rows: slice([s.hx, s.hy]).filter((r) => r.status === 'ok'), x: s.hx, y: s.hy, metric: s.metric, animate}));
+    }
+    set(speedChart, speedupOption({rows: slice([s.x]), x: s.x, against: s.against, animate}));
+    set(roofChart, rooflineOption({rows: state.rows, device: state.device, dtype: roofDtype(state.job.spec), animate}));
+    if (firstRender) {
+      firstRender = false;
+      Promise.all(pending).then(() => {
+        // Navigation to charts drawn, for the dashboard benchmark (tests/browser).
+        window.kernelscanRendered = {job: id, ms: performance.now(), points: state.rows.length};
+        root.dataset.chartsReady = '1';
+      });
+    }
+  }
+
+  // ---- results table ----
+  const COLUMNS = () => [
+    {key: 'index', label: '#', get: (r) => r.index, num: true},
+    ...state.names.map((n) => ({key: `p.${n}`, label: n, get: (r) => r.params[n], num: true})),
+    {key: 'status', label: 'status', get: (r) => r.status},
+    {key: 'median', label: 'median', get: (r) => r.time_us && r.time_us.median, fmt: fmtTime, num: true},
+    {key: 'ci', label: '95% CI ±', get: (r) => r.time_us && (r.time_us.ci95_high - r.time_us.ci95_low) / 2, fmt: fmtTime, num: true},
+    {key: 'p5', label: 'p5', get: (r) => r.time_us && r.time_us.p5, fmt: fmtTime, num: true},
+    {key: 'p95', label: 'p95', get: (r) => r.time_us && r.time_us.p95, fmt: fmtTime, num: true},
+    {key: 'samples', label: 'samples', get: (r) => r.samples, num: true},
+    {key: 'tflops', label: 'TFLOP/s', get: (r) => r.metrics && r.metrics.tflops, fmt: (v) => sig(v), num: true},
+    {key: 'gbps', label: 'GB/s', get: (r) => r.metrics && r.metrics.gbps, fmt: (v) => sig(v), num: true},
+    {key: 'ai', label: 'FLOP/B', get: (r) => r.metrics && r.metrics.arithmetic_intensity, fmt: (v) => sig(v, 3), num: true},
+    {key: 'roof', label: '% roof', get: (r) => r.metrics && r.metrics.roof_pct, fmt: (v) => sig(v, 3), num: true},
+    {key: 'bound', label: 'bound', get: (r) => r.metrics && r.metrics.bound},
+    {key: 'verify', label: 'verified', get: (r) => r.verification && r.verification.status},
+    {key: 'flags', label: 'flags', get: (r) => (r.flags || []).join(' ')},
+  ];
+
+  let tableBody, tableScroll, tableHead, columns;
+  function buildTable() {
+    columns = COLUMNS();
+    tableHead = h('tr', {}, columns.map((c) => h('th', {
+      class: (c.num ? 'num ' : '') + 'sortable', dataset: {key: c.key},
+      onclick: () => { state.sort = {key: c.key, dir: state.sort.key === c.key ? -state.sort.dir : 1}; state.sorted = null; renderTable(); },
+    }, c.label)));
+    tableBody = h('tbody');
+    tableScroll = h('div', {class: 'table-scroll', style: `max-height:${ROW_HEIGHT * (TABLE_ROWS + 1)}px`},
+                    h('table', {class: 'data', id: 'results-table'}, h('thead', {}, tableHead), tableBody));
+    tableScroll.addEventListener('scroll', throttle(renderTableRows, 30));
+    tableWrap.replaceChildren(h('div', {class: 'title-row'}, h('h3', {}, 'Results ', h('span', {class: 'muted', id: 'results-count'}, ''))), tableScroll);
+  }
+
+  function sortedRows() {
+    if (state.sorted) return state.sorted;
+    if (state.sort.key === 'index' && state.sort.dir > 0) return (state.sorted = state.rows);  // as stored
+    const c = columns.find((x) => x.key === state.sort.key) || columns[0];
+    const dir = state.sort.dir;
+    const keyed = state.rows.map((r) => [c.get(r), r]);
+    keyed.sort((a, b) => {
+      const x = a[0], y = b[0];
+      if (x === y) return a[1].index - b[1].index;
+      if (x === undefined || x === null) return 1;
+      if (y === undefined || y === null) return -1;
+      return (x < y ? -1 : 1) * dir;
+    });
+    state.sorted = keyed.map((k) => k[1]);
+    return state.sorted;
+  }
+
+  function renderTable() {
+    if (!state.rows.length) {
+      tableWrap.replaceChildren(h('p', {class: 'muted', id: 'no-results'},
+        TERMINAL.has(state.job.status) ? 'This job has no results.' : 'No points measured yet; they appear here as they are stored.'));
+      tableBody = null;
+      return;
+    }
+    if (!tableBody) buildTable();
+    tableHead.querySelectorAll('th').forEach((th) => {
+      th.classList.toggle('sorted-asc', th.dataset.key === state.sort.key && state.sort.dir > 0);
+      th.classList.toggle('sorted-desc', th.dataset.key === state.sort.key && state.sort.dir < 0);
+    });
+    const failed = state.rows.filter((r) => r.status !== 'ok').length;
+    tableWrap.querySelector('#results-count').textContent =
+      `${state.rows.length} point${state.rows.length === 1 ? '' : 's'}` + (failed ? `, ${failed} failed` : '');
+    renderTableRows();
+  }
+
+  // Only the rows in view (plus a margin) are in the DOM; spacer rows keep the scroll height.
+  function renderTableRows() {
+    if (!tableBody) return;
+    const rows = sortedRows();
+    const first = Math.max(0, Math.floor(tableScroll.scrollTop / ROW_HEIGHT) - 10);
+    const last = Math.min(rows.length, first + TABLE_ROWS + 30);
+    const spacer = (n) => h('tr', {class: 'spacer', style: `height:${n * ROW_HEIGHT}px`});
+    const out = [];
+    if (first > 0) out.push(spacer(first));
+    for (let i = first; i < last; ++i) {
+      const r = rows[i];
+      out.push(h('tr', {class: r.status === 'ok' ? '' : 'failed-row', title: r.error ? `${r.error.type}: ${r.error.message}` : undefined},
+                 columns.map((c) => {
+                   const v = c.get(r);
+                   if (c.key === 'status') return h('td', {}, statusBadge(v, r.error ? r.error.message : undefined));
+                   return h('td', {class: c.num ? 'num' : ''}, v === undefined || v === null ? '—' : c.fmt ? c.fmt(v) : String(v));
+                 })));
+    }
+    if (last < rows.length) out.push(spacer(rows.length - last));
+    tableBody.replaceChildren(...out);
+  }
+
+  // ---- data ----
+  function renderData() {
+    if (disposed) return;
+    updateValues();
+    if (!state.sel) initSelections();
+    for (const n of state.names) if (!state.values[n].includes(state.sel.fixed[n])) state.sel.fixed[n] = state.values[n][0];
+    state.sorted = null;
+    if (state.rows.length) renderControls();
+    renderCharts();
+    renderTable();
+  }
+  const renderDataSoon = throttle(renderData, 500);
+
+  let fetching = false, again = false;
+  async function fetchMore() {
+    if (fetching) { again = true; return; }
+    fetching = true;
+    try {
+      do {
+        again = false;
+        const page = await getRows(`/api/v1/jobs/${id}/results?format=jsonl&offset=${state.rows.length}`);
+        if (disposed) return;
+        const known = new Set(state.rows.map((r) => r.index));
+        const fresh = page.filter((r) => !known.has(r.index));
+        if (fresh.length) {
+          state.rows = state.rows.concat(fresh).sort((a, b) => a.index - b.index);
+          renderDataSoon();
+        }
+      } while (again);
+    } catch (e) {
+      showError(e);
+    } finally {
+      fetching = false;
+    }
+  }
+
+  async function load() {
+    try {
+      // All three at once; while the results travel, the charts are set up (ECharts' first
+      // chart costs ~100 ms of set-up that would otherwise come after the data).
+      const rowsPromise = getRows(`/api/v1/jobs/${id}/results?format=jsonl`);
+      const devicesPromise = get('/api/v1/devices').catch(() => null);
+      rowsPromise.catch(() => {});
+      const job = await get(`/api/v1/jobs/${id}`);
+      state.job = job;
+      state.names = Object.keys(job.spec.sweep || {});
+      renderHead();
+      await whenECharts();
+      if (disposed) return;
+      ensureCharts();
+      const [results, devices] = await Promise.all([rowsPromise, devicesPromise]);
+      if (disposed) return;
+      state.rows = results;
+      state.device = devices && job.device !== null ? devices.devices.find((d) => d.index === job.device) || null : null;
+      renderHead();
+      renderData();
+    } catch (e) {
+      head.replaceChildren(h('h2', {}, `Job ${id}`));
+      showError(e.status === 404 ? {type: 'not_found', message: `There is no job ${id}.`} : e);
+    }
+  }
+  load();
+
+  return {
+    async onEvent(e) {
+      if (!state.job) return;
+      if (e.type === 'job' && e.data.id === id) {
+        const startedNow = state.job.device === null && e.data.device !== null;
+        state.job = {...e.data, spec: state.job.spec};
+        if (startedNow) state.device = await get(`/api/v1/devices/${e.data.device}`).catch(() => null);
+        renderHead();
+        if (TERMINAL.has(e.data.status)) { fetchMore(); renderDataSoon(); }
+      } else if (e.type === 'points' && e.data.job_id === id) {
+        state.job.progress = {...state.job.progress, done: e.data.done, total: e.data.total};
+        head.querySelector('.progress') && head.querySelector('.progress').replaceWith(progressBar(state.job.progress));
+        fetchMore();
+      } else if (e.type === 'reset') {
+        fetchMore();
+      }
+    },
+    unmount() {
+      disposed = true;
+      window.removeEventListener('resize', onResize);
+      charts.forEach((c) => c.dispose());
+    },
+  };
+}

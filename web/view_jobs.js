@@ -1,0 +1,188 @@
+// Jobs: a filterable, live list (status, progress, device, labels, age), with cancel buttons and
+// a selection to compare.
+
+import {get, post} from './api.js';
+import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge} from './dom.js';
+
+const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
+const PAGE = 100;
+
+export function mount(root, {query}) {
+  const state = {
+    status: query.get('status') || '',
+    labels: query.getAll('label'),  // "KEY=VALUE"
+    jobs: [],
+    next: null,
+    selected: new Set(),
+    error: null,
+  };
+  const statusSelect = h('select', {id: 'filter-status', 'aria-label': 'status'},
+                         h('option', {value: ''}, 'any status'),
+                         STATUSES.map((s) => h('option', {value: s}, s)));
+  statusSelect.value = state.status;
+  const labelInput = h('input', {id: 'filter-label', placeholder: 'label KEY=VALUE, …',
+                                 value: state.labels.join(', '), size: 28});
+  const compareButton = h('button', {id: 'compare-selected', type: 'button', disabled: true,
+                                     onclick: () => { location.hash = `#/compare?jobs=${[...state.selected].join(',')}`; }},
+                          'Compare selected');
+  const filters = h('form', {class: 'toolbar', onsubmit: (ev) => { ev.preventDefault(); apply(); }},
+                    statusSelect, labelInput, h('button', {type: 'submit'}, 'Filter'),
+                    h('span', {class: 'spacer'}), compareButton,
+                    h('a', {class: 'button', href: '#/submit'}, 'New job'));
+  statusSelect.addEventListener('change', apply);
+  const message = h('div');
+  const tbody = h('tbody');
+  const table = h('table', {id: 'jobs-table', class: 'data'},
+                  h('thead', {}, h('tr', {},
+                    h('th', {}, ''), h('th', {}, 'id'), h('th', {}, 'name'), h('th', {}, 'op'),
+                    h('th', {}, 'status'), h('th', {class: 'progress-col'}, 'progress'),
+                    h('th', {}, 'device'), h('th', {}, 'labels'), h('th', {class: 'num'}, 'best median'),
+                    h('th', {}, 'submitted'), h('th', {}, ''))),
+                  tbody);
+  const more = h('button', {type: 'button', class: 'ghost', hidden: true, onclick: () => load(true)}, 'Load more');
+  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Jobs')), filters, message, table, more);
+
+  function apply() {
+    state.status = statusSelect.value;
+    state.labels = labelInput.value.split(',').map((s) => s.trim()).filter(Boolean);
+    const bad = state.labels.find((l) => !/^[^=]+=.*$/.test(l));
+    if (bad) {
+      showError({type: 'invalid_filter', message: `label filter "${bad}" is not KEY=VALUE`});
+      return;
+    }
+    const q = [];
+    if (state.status) q.push(['status', state.status]);
+    state.labels.forEach((l) => q.push(['label', l]));
+    setQuery(q);
+    load(false);
+  }
+
+  function url(cursor) {
+    const p = new URLSearchParams({limit: String(PAGE)});
+    if (state.status) p.set('status', state.status);
+    for (const l of state.labels) {
+      const i = l.indexOf('=');
+      p.append(`label.${l.slice(0, i)}`, l.slice(i + 1));
+    }
+    if (cursor) p.set('cursor', cursor);
+    return `/api/v1/jobs?${p}`;
+  }
+
+  function showError(err) {
+    message.replaceChildren(errorBox(err));
+  }
+
+  let loading = 0;
+  async function load(append) {
+    const ticket = ++loading;
+    try {
+      const page = await get(url(append ? state.next : null));
+      if (ticket !== loading) return;
+      state.jobs = append ? state.jobs.concat(page.jobs) : page.jobs;
+      state.next = page.next_cursor;
+      message.replaceChildren();
+      render();
+    } catch (e) {
+      if (ticket === loading) showError(e);
+    }
+  }
+
+  function matches(job) {
+    if (state.status && job.status !== state.status) return false;
+    return state.labels.every((l) => {
+      const i = l.indexOf('=');
+      return (job.labels || {})[l.slice(0, i)] === l.slice(i + 1);
+    });
+  }
+
+  function row(job) {
+    const checkbox = h('input', {type: 'checkbox', 'aria-label': `select job ${job.id}`,
+                                 checked: state.selected.has(job.id),
+                                 onchange: (ev) => {
+                                   ev.target.checked ? state.selected.add(job.id) : state.selected.delete(job.id);
+                                   compareButton.disabled = state.selected.size < 2;
+                                 }});
+    const active = job.status === 'queued' || job.status === 'running';
+    const cancel = active && !job.cancel_requested
+      ? h('button', {type: 'button', class: 'small danger', onclick: () => cancelJob(job.id)}, 'Cancel')
+      : job.cancel_requested && active ? h('span', {class: 'muted'}, 'cancelling…') : '';
+    const best = job.summary && job.summary.best ? fmtTime(job.summary.best.median_us) : '—';
+    return h('tr', {dataset: {id: job.id}},
+             h('td', {}, checkbox),
+             h('td', {}, h('a', {href: `#/jobs/${job.id}`}, `#${job.id}`)),
+             h('td', {}, h('a', {href: `#/jobs/${job.id}`}, job.name)),
+             h('td', {}, job.op),
+             h('td', {}, statusBadge(job.status, job.error ? `${job.error.type}: ${job.error.message}` : undefined)),
+             h('td', {}, progressBar(job.progress)),
+             h('td', {}, job.device === null ? h('span', {class: 'muted'}, job.requested_device) : String(job.device)),
+             h('td', {}, labelChips(job.labels)),
+             h('td', {class: 'num'}, best),
+             h('td', {title: job.created_at, dataset: {created: job.created_at}}, age(job.created_at)),
+             h('td', {}, cancel));
+  }
+
+  function render() {
+    if (!state.jobs.length) {
+      const filtered = state.status || state.labels.length;
+      table.hidden = true;
+      message.replaceChildren(filtered
+        ? emptyState('No jobs match these filters.', h('p', {}, h('a', {href: '#/jobs', onclick: () => {
+            statusSelect.value = ''; labelInput.value = ''; setTimeout(apply); }}, 'Show all jobs')))
+        : emptyState('No jobs yet.',
+                     h('p', {}, 'Submit one from the ', h('a', {href: '#/submit'}, 'submit page'),
+                       ', with ', h('code', {}, 'kernelscan submit job.json'), ', or with curl:'),
+                     h('pre', {}, `curl -X POST ${location.origin}/api/v1/jobs -d @job.json`)));
+    } else {
+      table.hidden = false;
+      tbody.replaceChildren(...state.jobs.map(row));
+    }
+    more.hidden = !state.next;
+  }
+
+  async function cancelJob(id) {
+    try {
+      const job = await post(`/api/v1/jobs/${id}/cancel`);
+      upsert(job);
+    } catch (e) {
+      showError(e);
+    }
+  }
+
+  function upsert(job) {
+    const i = state.jobs.findIndex((j) => j.id === job.id);
+    if (i >= 0) {
+      if (!matches(job)) state.jobs.splice(i, 1); else state.jobs[i] = job;
+    } else if (matches(job) && (!state.jobs.length || job.id > state.jobs[0].id)) {
+      state.jobs.unshift(job);  // newest first
+    } else {
+      return;
+    }
+    if (!state.jobs.length || state.jobs.length === 1) { render(); return; }
+    const old = tbody.querySelector(`tr[data-id="${job.id}"]`);
+    if (i < 0) tbody.prepend(row(job));
+    else if (!matches(job)) old && old.remove();
+    else if (old) old.replaceWith(row(job));
+    else render();
+  }
+
+  const ages = setInterval(() => {
+    tbody.querySelectorAll('td[data-created]').forEach((td) => { td.textContent = age(td.dataset.created); });
+  }, 10000);
+
+  load(false);
+  return {
+    onEvent(e) {
+      if (e.type === 'job') upsert(e.data);
+      else if (e.type === 'reset') load(false);
+      else if (e.type === 'points') {
+        const job = state.jobs.find((j) => j.id === e.data.job_id);
+        if (!job) return;
+        job.progress = {...job.progress, done: e.data.done, total: e.data.total,
+                        failed: (job.progress.failed || 0) + e.data.failed};
+        const tr = tbody.querySelector(`tr[data-id="${job.id}"]`);
+        if (tr) tr.children[5].replaceChildren(progressBar(job.progress));
+      }
+    },
+    unmount() { clearInterval(ages); loading = -1; },
+  };
+}

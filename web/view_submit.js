@@ -1,0 +1,143 @@
+// Submit: start from a template (GEMM sweep, stream, custom kernel), adjust the spec, post it.
+// Errors from the API are shown with every field they name; a created job opens its page.
+
+import {get, post} from './api.js';
+import {errorBox, h} from './dom.js';
+
+const MATMUL = `extern "C" __global__ void matmul(const float* a, const float* b, float* c,
+                                  int M, int N, int K) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += a[row * K + k] * b[k * N + col];
+  c[row * N + col] = acc;
+}
+`;
+
+export const TEMPLATES = {
+  gemm: {
+    label: 'GEMM sweep',
+    spec: {
+      name: 'f16 gemm sweep',
+      kernel: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype: 'f16', layout_a: 'row', layout_b: 'col', impl: 'library'},
+      sweep: {M: {from: 512, to: 8192, mul: 2}, N: {from: 512, to: 8192, mul: 2}, K: [4096]},
+      timing: {l2: 'cold', min_samples: 10, max_time_ms: 2000, target_rel_noise: 0.005},
+    },
+  },
+  stream: {
+    label: 'Stream (bandwidth)',
+    spec: {
+      name: 'stream triad',
+      kernel: {op: 'stream', variant: 'triad', n: 'N', dtype: 'f32'},
+      sweep: {N: {from: 1048576, to: 268435456, mul: 2}},
+      timing: {l2: 'cold'},
+    },
+  },
+  custom: {
+    label: 'Custom kernel',
+    spec: {
+      name: 'naive matmul',
+      kernel: {
+        op: 'custom', language: 'hip', source: MATMUL, entry: 'matmul',
+        block: [16, 16, 1], grid: ['ceil(N/16)', 'ceil(M/16)', 1],
+        args: [
+          {name: 'a', type: 'f32*', count: 'M*K', init: 'random'},
+          {name: 'b', type: 'f32*', count: 'K*N', init: 'random'},
+          {name: 'c', type: 'f32*', count: 'M*N', output: true},
+          {name: 'M', type: 'i32', value: 'M'},
+          {name: 'N', type: 'i32', value: 'N'},
+          {name: 'K', type: 'i32', value: 'K'},
+        ],
+        flops: '2*M*N*K', bytes: '4*(M*K + K*N + M*N)',
+        reference: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype: 'f32', a: 'a', b: 'b', c: 'c'},
+      },
+      sweep: {M: [256, 512, 1024], N: [256, 512, 1024], K: [512]},
+      verify: {trials: 1},
+    },
+  },
+};
+
+export function mount(root) {
+  let disposed = false;
+  const template = h('select', {id: 'submit-template', 'aria-label': 'template'},
+                     Object.entries(TEMPLATES).map(([k, t]) => h('option', {value: k}, t.label)));
+  const name = h('input', {id: 'submit-name', size: 30});
+  const labels = h('input', {id: 'submit-labels', placeholder: 'team=perf, candidate=17', size: 30});
+  const priority = h('input', {id: 'submit-priority', type: 'number', min: -1000, max: 1000, value: '0', style: 'width:6em'});
+  const device = h('select', {id: 'submit-device', 'aria-label': 'device'}, h('option', {value: 'any'}, 'any device'));
+  const spec = h('textarea', {id: 'submit-spec', rows: 24, spellcheck: 'false', 'aria-label': 'job spec (JSON)'});
+  const key = h('input', {id: 'submit-key', size: 24, placeholder: 'optional; makes retries safe'});
+  const message = h('div', {id: 'submit-message'});
+  const button = h('button', {type: 'submit', id: 'submit-button'}, 'Submit job');
+
+  function fill() {
+    const t = TEMPLATES[template.value];
+    name.value = t.spec.name;
+    const {name: _n, ...rest} = t.spec;
+    spec.value = JSON.stringify(rest, null, 2);
+    message.replaceChildren();
+  }
+  template.addEventListener('change', fill);
+
+  function build() {
+    let body;
+    try {
+      body = JSON.parse(spec.value);
+    } catch (e) {
+      throw {type: 'invalid_json', message: `The spec is not valid JSON: ${e.message}`};
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw {type: 'invalid_json', message: 'The spec must be a JSON object.'};
+    }
+    if (name.value.trim()) body.name = name.value.trim();
+    const pairs = labels.value.split(',').map((s) => s.trim()).filter(Boolean);
+    if (pairs.length) {
+      body.labels = {...(body.labels || {})};
+      for (const p of pairs) {
+        const i = p.indexOf('=');
+        if (i <= 0) throw {type: 'invalid_labels', message: `label "${p}" is not KEY=VALUE`};
+        body.labels[p.slice(0, i)] = p.slice(i + 1);
+      }
+    }
+    if (priority.value !== '' && Number(priority.value) !== 0) body.priority = Number(priority.value);
+    if (device.value !== 'any') body.device = Number(device.value);
+    return body;
+  }
+
+  const form = h('form', {class: 'submit-form', id: 'submit-form', onsubmit: async (ev) => {
+    ev.preventDefault();
+    let body;
+    try {
+      body = build();
+    } catch (e) {
+      message.replaceChildren(errorBox(e));
+      return;
+    }
+    button.disabled = true;
+    try {
+      const extra = key.value.trim() ? {'Idempotency-Key': key.value.trim()} : {};
+      const job = await post('/api/v1/jobs', body, extra);
+      if (!disposed) location.hash = `#/jobs/${job.id}`;
+    } catch (e) {
+      message.replaceChildren(errorBox(e));
+    } finally {
+      button.disabled = false;
+    }
+  }},
+  h('div', {class: 'row'}, h('label', {}, 'Template ', template), h('label', {}, 'Name ', name),
+    h('label', {}, 'Labels ', labels)),
+  h('div', {class: 'row'}, h('label', {}, 'Priority ', priority), h('label', {}, 'Device ', device),
+    h('label', {}, 'Idempotency-Key ', key)),
+  h('label', {class: 'block'}, 'Spec (JSON: kernel, sweep, timing, verify, …; see ',
+    h('a', {href: '/api/v1/openapi.yaml'}, 'the API contract'), ')', spec),
+  message,
+  h('div', {class: 'row'}, button));
+  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Submit a job')), form);
+  fill();
+  get('/api/v1/devices').then(({devices}) => {
+    if (disposed) return;
+    for (const d of devices) device.append(h('option', {value: String(d.index)}, `${d.index}: ${d.name}`));
+  }).catch(() => {});
+  return {onEvent() {}, unmount() { disposed = true; }};
+}
