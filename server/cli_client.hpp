@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/api_error.hpp"
 #include "api/json.hpp"
 
 namespace kernelscan {
@@ -24,23 +25,9 @@ class connection_error : public std::runtime_error {
 };
 
 // An error answer of the API: {"error": {"type", "message", "details"}}, or for a body not in
-// that shape (a proxy's page), type "http_error" and the start of the body.
-class api_failure : public std::runtime_error {
- public:
-  api_failure(int status, std::string type, const std::string& message, json details)
-      : std::runtime_error(message),
-        m_status(status),
-        m_type(std::move(type)),
-        m_details(std::move(details)) {}
-  int status() const { return m_status; }
-  const std::string& type() const { return m_type; }
-  const json& details() const { return m_details; }
-
- private:
-  int m_status;
-  std::string m_type;
-  json m_details;
-};
+// that shape (a proxy's page), type "http_error" and the start of the body. The server's own
+// error type: the client reads back what the server threw.
+using api_failure = api_error;
 
 struct job_filter {
   std::string status;                                       // "queued,running"; empty: any

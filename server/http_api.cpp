@@ -453,6 +453,19 @@ struct http_api::impl {
     return json_response(200, {{"jobs", std::move(out)}, {"next_cursor", std::move(next)}});
   }
 
+  // Takes one of `limit` places counted by `open` (the caller gives it back), or returns the 429
+  // to answer when none is left.
+  static std::optional<response> take_place(std::atomic<int>& open, int limit, const char* type,
+                                            const std::string& what, const std::string& advice,
+                                            int retry_after_s) {
+    if (open.fetch_add(1) < limit) return std::nullopt;
+    open.fetch_sub(1);
+    response r = json_response(
+        429, error_body(type, what + " (limit " + std::to_string(limit) + "); " + advice));
+    r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
+    return r;
+  }
+
   job_record find_job(std::int64_t id) {
     auto rec = store.get(id);
     if (!rec) throw api_error(404, "not_found", "no job " + std::to_string(id));
@@ -479,14 +492,10 @@ struct http_api::impl {
     job_record rec = find_job(id);
     if (wait_s && *wait_s > 0 && !is_terminal(rec.status)) {
       const double seconds = *wait_s;
-      if (long_polls.fetch_add(1) >= config.max_long_polls) {
-        long_polls.fetch_sub(1);
-        response r = json_response(
-            429, error_body("too_many_waiters", "too many requests are waiting on jobs (limit " +
-                                                    std::to_string(config.max_long_polls) +
-                                                    "); retry, or poll without wait"));
-        r.headers.emplace_back("Retry-After", "1");
-        return r;
+      if (auto busy = take_place(long_polls, config.max_long_polls, "too_many_waiters",
+                                 "too many requests are waiting on jobs",
+                                 "retry, or poll without wait", 1)) {
+        return std::move(*busy);
       }
       struct release {
         std::atomic<int>& n;
@@ -629,14 +638,10 @@ struct http_api::impl {
       resumed = id <= after;
       after = resumed ? id : 0;
     }
-    if (event_streams.fetch_add(1) >= config.max_event_streams) {
-      event_streams.fetch_sub(1);
-      response r = json_response(
-          429, error_body("too_many_streams", "too many event streams are open (limit " +
-                                                  std::to_string(config.max_event_streams) +
-                                                  "); retry later, or poll the jobs list"));
-      r.headers.emplace_back("Retry-After", "5");
-      return r;
+    if (auto busy = take_place(event_streams, config.max_event_streams, "too_many_streams",
+                               "too many event streams are open",
+                               "retry later, or poll the jobs list", 5)) {
+      return std::move(*busy);
     }
     struct stream_state {
       std::atomic<int>& open;
