@@ -8,6 +8,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "server/detail/comma_list.hpp"
+
 namespace kernelscan {
 namespace {
 
@@ -58,13 +60,9 @@ access_control::access_control(options opts) : m_options(std::move(opts)) {
   if (m_options.auth_reads && m_tokens.empty()) {
     throw std::runtime_error("--auth-reads needs --token-file");
   }
-  std::string list = m_options.cors_origins;
-  std::size_t from = 0;
-  while (from <= list.size() && !list.empty()) {
-    const auto comma = std::min(list.find(',', from), list.size());
-    const std::string origin = trim(list.substr(from, comma - from));
-    if (!origin.empty()) m_origins.push_back(origin);
-    from = comma + 1;
+  for (const auto item : detail::split_commas(m_options.cors_origins)) {
+    std::string origin = trim(std::string(item));
+    if (!origin.empty()) m_origins.push_back(std::move(origin));
   }
   m_burst = std::max(1.0, std::floor(m_options.submissions_per_minute / 10));
 }

@@ -16,6 +16,7 @@
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
 #include "server/access_control.hpp"
+#include "server/detail/comma_list.hpp"
 #include "server/http_metrics.hpp"
 #include "server/web_assets.hpp"
 
@@ -34,18 +35,10 @@ constexpr auto k_event_linger = std::chrono::milliseconds(100);
 // If-None-Match: "*", or a list of entity tags, weak (W/"...") or strong; weak comparison.
 bool etag_matches(const std::string& header, std::string_view etag) {
   if (header.empty()) return false;
-  std::size_t from = 0;
-  while (from < header.size()) {
-    auto comma = header.find(',', from);
-    if (comma == std::string::npos) comma = header.size();
-    std::string_view tag(header.data() + from, comma - from);
-    while (!tag.empty() && tag.front() == ' ')
-      tag.remove_prefix(1);
-    while (!tag.empty() && tag.back() == ' ')
-      tag.remove_suffix(1);
+  for (auto tag : detail::split_commas(header)) {
+    tag = detail::trim_spaces(tag);
     if (tag.rfind("W/", 0) == 0) tag.remove_prefix(2);
     if (tag == "*" || tag == etag) return true;
-    from = comma + 1;
   }
   return false;
 }
@@ -391,10 +384,10 @@ struct http_api::impl {
     if (outcome.conflict) throw idempotency_conflict(key, outcome.id);
     if (!outcome.created) return replay(outcome.id);
     // Read before enqueueing: the answer shows the job as accepted, not half-way through.
-    auto rec = store.get(outcome.id);
-    events.publish("job", job_json_text(*rec));
+    const std::string text = job_json_text(*store.get(outcome.id));
+    events.publish("job", text);
     sched.enqueue(outcome.id);
-    response r = text_response(201, job_json_text(*rec));
+    response r = text_response(201, text);
     r.headers.emplace_back("Location", "/api/v1/jobs/" + std::to_string(outcome.id));
     return r;
   }
@@ -419,19 +412,14 @@ struct http_api::impl {
     }
     for (const auto& [key, value] : req.query) {
       if (key == "status") {
-        std::size_t from = 0;
-        for (;;) {
-          const auto comma = value.find(',', from);
-          const std::string item = value.substr(from, comma - from);
-          auto st = parse_job_status(item);
+        for (const auto item : detail::split_commas(value)) {
+          auto st = parse_job_status(std::string(item));
           if (!st) {
-            throw bad_parameter("status", "\"" + item +
+            throw bad_parameter("status", "\"" + std::string(item) +
                                               "\" is not one of queued, running, succeeded, "
                                               "failed, cancelled");
           }
           filter.statuses.push_back(*st);
-          if (comma == std::string::npos) break;
-          from = comma + 1;
         }
       } else if (key.rfind("label.", 0) == 0 && key.size() > 6) {
         filter.labels.emplace_back(key.substr(6), value);
@@ -562,11 +550,11 @@ struct http_api::impl {
     struct cursor_state {
       std::uint64_t offset, remaining;
       std::uint64_t emitted = 0;
-      std::optional<std::uint64_t> last_index;  // after the first page, read on from here
+      // The first page starts at `offset` rows; the next ones after the last index read.
+      std::optional<std::uint64_t> last_index = std::nullopt;
       bool started = false, finished = false;
     };
-    auto st =
-        std::make_shared<cursor_state>(cursor_state{offset, limit, 0, std::nullopt, false, false});
+    auto st = std::make_shared<cursor_state>(cursor_state{offset, limit});
     response r;
     r.content_type = format == "csv"     ? "text/csv; charset=utf-8"
                      : format == "jsonl" ? "application/x-ndjson"
@@ -604,7 +592,6 @@ struct http_api::impl {
           chunk += csv_line(json::parse(rows[i].result_json), names);
         }
       }
-      st->offset += rows.size();
       st->remaining -= rows.size();
       if (rows.size() < k_results_page || st->remaining == 0) {
         if (format == "json") chunk += "]}";
@@ -627,16 +614,19 @@ struct http_api::impl {
         throw bad_parameter(key, "unknown parameter (known: last_event_id)");
       }
     }
-    bool resumed = false;
+    bool stale = false;  // the client's Last-Event-ID is not this daemon's
     if (!last.empty()) {
       std::uint64_t id = 0;
       const auto [end, ec] = std::from_chars(last.data(), last.data() + last.size(), id);
       if (ec != std::errc() || end != last.data() + last.size()) {
         throw bad_parameter("last_event_id", "\"" + last + "\" is not an event id");
       }
-      // An id from before a daemon restart (larger than any now) starts over with a reset.
-      resumed = id <= after;
-      after = resumed ? id : 0;
+      // An id from before a daemon restart (larger than any now) starts from now with a reset.
+      if (id <= after) {
+        after = id;
+      } else {
+        stale = true;
+      }
     }
     if (auto busy = take_place(event_streams, config.max_event_streams, "too_many_streams",
                                "too many event streams are open",
@@ -651,7 +641,7 @@ struct http_api::impl {
       ~stream_state() { open.fetch_sub(1); }
     };
     // Built in place: a temporary's destructor would give the stream's place back.
-    auto st = std::make_shared<stream_state>(event_streams, after, !last.empty() && !resumed);
+    auto st = std::make_shared<stream_state>(event_streams, after, stale);
     response r;
     r.content_type = "text/event-stream";
     r.headers.emplace_back("Cache-Control", "no-cache");
@@ -663,7 +653,6 @@ struct http_api::impl {
         chunk = "retry: 2000\n";
         if (st->stale) {
           // The client's state came from a daemon before a restart: it must reload.
-          st->after = hub->last_id();
           chunk += "id: " + std::to_string(st->after) + "\nevent: reset\ndata: {}\n\n";
         }
         chunk += "event: ready\ndata: {\"last_event_id\":" + std::to_string(st->after) + "}\n\n";
@@ -906,14 +895,11 @@ struct http_api::impl {
       if (const auto accepted = req.get_header_value("Accept-Encoding");
           accepted.find("br") != std::string::npos) {
         std::string kept;
-        std::size_t from = 0;
-        while (from <= accepted.size()) {
-          auto comma = accepted.find(',', from);
-          if (comma == std::string::npos) comma = accepted.size();
-          std::string item = accepted.substr(from, comma - from);
-          item.erase(0, item.find_first_not_of(' '));
-          if (item.rfind("br", 0) != 0 && !item.empty()) kept += (kept.empty() ? "" : ", ") + item;
-          from = comma + 1;
+        for (auto item : detail::split_commas(accepted)) {
+          item = detail::trim_spaces(item);
+          if (item.empty() || item.rfind("br", 0) == 0) continue;
+          if (!kept.empty()) kept += ", ";
+          kept += item;
         }
         r.headers.erase("Accept-Encoding");
         r.headers.emplace("Accept-Encoding", kept);

@@ -5,6 +5,15 @@
 namespace kernelscan {
 namespace {
 
+// Rows of a "SELECT idx, params, result FROM results ..." query.
+std::vector<stored_result> read_results(statement& q) {
+  std::vector<stored_result> out;
+  while (q.step()) {
+    out.push_back({std::uint64_t(q.int64(0)), std::string(q.text(1)), std::string(q.text(2))});
+  }
+  return out;
+}
+
 const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
@@ -352,32 +361,24 @@ std::vector<std::uint64_t> job_store::result_indices(std::int64_t job_id) {
 std::vector<stored_result> job_store::results(std::int64_t job_id, std::uint64_t offset,
                                               std::uint64_t limit) {
   reader db(*this);
-  std::vector<stored_result> out;
   // OFFSET counts rows, not indices: a job still running may have gaps in idx.
   auto q = db->prepare(
       "SELECT idx, params, result FROM results WHERE job_id = ? ORDER BY idx LIMIT ? OFFSET ?");
   q->bind(1, job_id)
       .bind(2, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)))
       .bind(3, std::int64_t(offset));
-  while (q->step()) {
-    out.push_back({std::uint64_t(q->int64(0)), std::string(q->text(1)), std::string(q->text(2))});
-  }
-  return out;
+  return read_results(*q);
 }
 
 std::vector<stored_result> job_store::results_after(std::int64_t job_id, std::uint64_t after_index,
                                                     std::uint64_t limit) {
   reader db(*this);
-  std::vector<stored_result> out;
   auto q = db->prepare(
       "SELECT idx, params, result FROM results WHERE job_id = ? AND idx > ? ORDER BY idx LIMIT ?");
   q->bind(1, job_id)
       .bind(2, std::int64_t(after_index))
       .bind(3, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)));
-  while (q->step()) {
-    out.push_back({std::uint64_t(q->int64(0)), std::string(q->text(1)), std::string(q->text(2))});
-  }
-  return out;
+  return read_results(*q);
 }
 
 void job_store::ping() {

@@ -203,7 +203,7 @@ async function main() {
       await shot(page, 'jobs');
       await page.selectOption('#filter-status', 'failed');
       await page.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 1);
-      expect(location => true, 'status filter');
+      expect(await page.locator(`#jobs-table tr[data-id="${ids.failed}"]`).count() === 1, 'the status filter keeps the failed job');
       expect(page.url().includes('status=failed'), 'the filter is in the URL');
       await page.selectOption('#filter-status', '');
       await page.fill('#filter-label', 'team=perf');
