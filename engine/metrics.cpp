@@ -16,16 +16,22 @@ dtype roof_dtype(const kernel_instance& k) {
 
 point_metrics compute_metrics(const kernel_instance& k, double median_us, const device_peaks& peaks,
                               double launch_latency_us) {
+  return compute_metrics(workload_flops(k), workload_bytes(k), roof_dtype(k), median_us, peaks,
+                         launch_latency_us);
+}
+
+point_metrics compute_metrics(double flops, double bytes, dtype roof_type, double median_us,
+                              const device_peaks& peaks, double launch_latency_us) {
   point_metrics m;
-  m.flops = workload_flops(k);
-  m.bytes = workload_bytes(k);
+  m.flops = flops;
+  m.bytes = bytes;
   m.roof_source = "datasheet";
   if (median_us > 0) {
     m.tflops = m.flops / (median_us * 1e6);  // flop/us = 1e6 flop/s; / 1e12 for TFLOP/s
     m.gbps = m.bytes / (median_us * 1e3);
   }
   m.arithmetic_intensity = m.bytes > 0 ? m.flops / m.bytes : 0;
-  const double peak_tflops = peaks.tflops_for(roof_dtype(k));
+  const double peak_tflops = peaks.tflops_for(roof_type);
   const double bw_tbs = peaks.bandwidth_gbps / 1e3;
   m.roof_tflops =
       m.bytes > 0 ? std::min(peak_tflops, m.arithmetic_intensity * bw_tbs) : peak_tflops;

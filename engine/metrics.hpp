@@ -13,6 +13,9 @@ namespace kernelscan {
 dtype roof_dtype(const kernel_instance& k);
 
 // `launch_latency_us`: below this ideal time a kernel is latency-bound whatever its intensity.
+// `flops` and `bytes` are per launch; `roof_type` picks the compute ceiling (roof_dtype).
+point_metrics compute_metrics(double flops, double bytes, dtype roof_type, double median_us,
+                              const device_peaks& peaks, double launch_latency_us);
 point_metrics compute_metrics(const kernel_instance& k, double median_us, const device_peaks& peaks,
                               double launch_latency_us);
 
