@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/units.hpp"
+
 namespace kernelscan {
 
 dtype roof_dtype(const kernel_instance& k) {
@@ -15,42 +17,61 @@ dtype roof_dtype(const kernel_instance& k) {
 }
 
 point_metrics compute_metrics(const kernel_instance& k, double median_us, const device_peaks& peaks,
-                              double launch_latency_us) {
+                              double launch_latency_us, std::string_view roof_source) {
   return compute_metrics(workload_flops(k), workload_bytes(k), roof_dtype(k), median_us, peaks,
-                         launch_latency_us);
+                         launch_latency_us, roof_source);
 }
 
 point_metrics compute_metrics(double flops, double bytes, dtype roof_type, double median_us,
-                              const device_peaks& peaks, double launch_latency_us) {
+                              const device_peaks& peaks, double launch_latency_us,
+                              std::string_view roof_source) {
+  using namespace units;
+  const units::flops work = flop * flops;
+  const units::bytes traffic = byte * bytes;
+  const flop_rate peak = tflops(peaks.tflops_for(roof_type));
+  const byte_rate bandwidth = gbps(peaks.bandwidth_gbps);
+
   point_metrics m;
   m.flops = flops;
   m.bytes = bytes;
-  m.roof_source = "datasheet";
-  if (median_us > 0) {
-    m.tflops = m.flops / (median_us * 1e6);  // flop/us = 1e6 flop/s; / 1e12 for TFLOP/s
-    m.gbps = m.bytes / (median_us * 1e3);
-  }
-  m.arithmetic_intensity = m.bytes > 0 ? m.flops / m.bytes : 0;
-  const double peak_tflops = peaks.tflops_for(roof_type);
-  const double bw_tbs = peaks.bandwidth_gbps / 1e3;
-  m.roof_tflops =
-      m.bytes > 0 ? std::min(peak_tflops, m.arithmetic_intensity * bw_tbs) : peak_tflops;
+  m.roof_source = std::string(roof_source);
+  const flop_rate achieved = median_us > 0 ? work / microseconds(median_us) : flop_rate{};
+  const byte_rate moved = median_us > 0 ? traffic / microseconds(median_us) : byte_rate{};
+  m.tflops = achieved.in(tflop_per_s);
+  m.gbps = moved.in(gb_per_s);
+  const intensity ai = bytes > 0 ? work / traffic : intensity{};
+  m.arithmetic_intensity = ai.in(flop_per_byte);
+  const flop_rate roof = bytes > 0 ? std::min(peak, ai * bandwidth) : peak;
+  m.roof_tflops = roof.in(tflop_per_s);
 
-  const double t_compute_us = peak_tflops > 0 ? m.flops / (peak_tflops * 1e6) : 0;
-  const double t_memory_us = bw_tbs > 0 ? m.bytes / (bw_tbs * 1e6) : 0;
-  if (std::max(t_compute_us, t_memory_us) < launch_latency_us) {
+  const seconds t_compute = peak > flop_rate{} ? work / peak : seconds{};
+  const seconds t_memory = bandwidth > byte_rate{} ? traffic / bandwidth : seconds{};
+  if (std::max(t_compute, t_memory) < microseconds(launch_latency_us)) {
     m.bound = "latency";
   } else {
-    m.bound = t_memory_us >= t_compute_us ? "memory" : "compute";
+    m.bound = t_memory >= t_compute ? "memory" : "compute";
   }
   // Percent of the ceiling that binds: compute throughput against the roof, or for a kernel with
   // no flops (a copy), bandwidth against the bandwidth peak.
-  if (m.flops > 0 && m.roof_tflops > 0) {
-    m.roof_pct = 100.0 * m.tflops / m.roof_tflops;
-  } else if (peaks.bandwidth_gbps > 0) {
-    m.roof_pct = 100.0 * m.gbps / peaks.bandwidth_gbps;
+  if (flops > 0 && roof > flop_rate{}) {
+    m.roof_pct = 100.0 * (achieved / roof);
+  } else if (bandwidth > byte_rate{}) {
+    m.roof_pct = 100.0 * (moved / bandwidth);
   }
   return m;
+}
+
+double physical_floor_us(double flops, double bytes, dtype roof_type, const device_peaks& peaks,
+                         bool count_bytes) {
+  using namespace units;
+  const flop_rate peak = tflops(peaks.tflops_for(roof_type));
+  const byte_rate bandwidth = gbps(peaks.bandwidth_gbps);
+  seconds floor;
+  if (flops > 0 && peak > flop_rate{}) floor = flop * flops / peak;
+  if (count_bytes && bytes > 0 && bandwidth > byte_rate{}) {
+    floor = std::max(floor, byte * bytes / bandwidth);
+  }
+  return floor.in(microsecond);
 }
 
 }  // namespace kernelscan

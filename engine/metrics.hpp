@@ -2,6 +2,8 @@
 // Throughput and roofline position of a measured point (DESIGN.md §5), against datasheet peaks.
 // Pure functions; thread-safe.
 
+#include <string_view>
+
 #include "engine/device_catalog.hpp"
 #include "engine/kernel_instance.hpp"
 #include "engine/point_result.hpp"
@@ -14,9 +16,17 @@ dtype roof_dtype(const kernel_instance& k);
 
 // `launch_latency_us`: below this ideal time a kernel is latency-bound whatever its intensity.
 // `flops` and `bytes` are per launch; `roof_type` picks the compute ceiling (roof_dtype).
+// `roof_source` names where `peaks` come from: "datasheet" or "measured".
 point_metrics compute_metrics(double flops, double bytes, dtype roof_type, double median_us,
-                              const device_peaks& peaks, double launch_latency_us);
+                              const device_peaks& peaks, double launch_latency_us,
+                              std::string_view roof_source = "datasheet");
 point_metrics compute_metrics(const kernel_instance& k, double median_us, const device_peaks& peaks,
-                              double launch_latency_us);
+                              double launch_latency_us, std::string_view roof_source = "datasheet");
+
+// The least time a launch of `flops` and `bytes` can take under `peaks`: max(flops / peak,
+// bytes / bandwidth), in microseconds. `count_bytes` false leaves memory out (a hot working set
+// that fits in cache may legitimately beat DRAM bandwidth). 0 when a ceiling is unknown.
+double physical_floor_us(double flops, double bytes, dtype roof_type, const device_peaks& peaks,
+                         bool count_bytes);
 
 }  // namespace kernelscan
