@@ -60,6 +60,8 @@ class spec_parser {
     if (const json* sweep = r.get("sweep")) spec.sweep = parse_sweep(*sweep);
     if (const json* timing = r.get("timing")) spec.timing = parse_timing(*timing);
     if (const json* verify = r.get("verify")) spec.verify = parse_verify(*verify);
+    if (const json* fitness = r.get("fitness")) spec.fitness = parse_fitness(*fitness);
+    if (auto cache = r.boolean("cache")) spec.cache = *cache;
     if (const json* mock = r.get("mock")) spec.mock = parse_mock(*mock);
     if (auto seed = r.integer("seed", 0, std::numeric_limits<std::int64_t>::max())) {
       spec.seed = std::uint64_t(*seed);
@@ -283,6 +285,25 @@ class spec_parser {
     return out;
   }
 
+  fitness_options parse_fitness(const json& v) {
+    fitness_options out;
+    object_reader r(v, "fitness", m_errors);
+    if (!r.ok()) return out;
+    if (const json* baseline = r.get("baseline")) {
+      out.baseline = parse_kernel(*baseline, "fitness.baseline");
+    }
+    if (auto t = r.number("target_us", 0, 1e12)) {
+      if (*t <= 0) {
+        r.error("target_us", "must be greater than 0");
+      } else {
+        out.target_us = *t;
+      }
+    }
+    if (auto w = r.number("correctness_weight", 0, 1)) out.correctness_weight = *w;
+    r.finish();
+    return out;
+  }
+
   mock_options parse_mock(const json& v) {
     mock_options out;
     object_reader r(v, "mock", m_errors);
@@ -301,6 +322,14 @@ class spec_parser {
     }
     if (auto x = r.integer("fault_index", 0, std::numeric_limits<std::int64_t>::max())) {
       out.fault_index = std::uint64_t(*x);
+    }
+    if (auto x = r.number("speedup", 1e-3, 1e6)) out.speedup = *x;
+    if (auto o = r.choice<std::string>("output", {{"correct", "correct"},
+                                                  {"wrong", "wrong"},
+                                                  {"unwritten", "unwritten"},
+                                                  {"half_written", "half_written"},
+                                                  {"low_precision", "low_precision"}})) {
+      out.output = *o;
     }
     r.finish();
     return out;
@@ -785,6 +814,13 @@ json custom_json(const custom_spec& c) {
   return j;
 }
 
+json kernel_json(const kernel_spec& k) {
+  return std::visit(overloaded{[](const gemm_spec& g) { return gemm_json(g); },
+                               [](const stream_spec& s) { return stream_json(s); },
+                               [](const custom_spec& c) { return custom_json(c); }},
+                    k);
+}
+
 }  // namespace
 
 spec_limits spec_limits::stored() {
@@ -833,10 +869,7 @@ json to_json(const job_spec& spec) {
   j["engine"] = to_string(spec.engine);
   j["device"] = spec.device ? json(*spec.device) : json("any");
   j["priority"] = spec.priority;
-  j["kernel"] = std::visit(overloaded{[](const gemm_spec& g) { return gemm_json(g); },
-                                      [](const stream_spec& s) { return stream_json(s); },
-                                      [](const custom_spec& c) { return custom_json(c); }},
-                           spec.kernel);
+  j["kernel"] = kernel_json(spec.kernel);
   j["sweep"] = json::object();
   for (const auto& p : spec.sweep.parameters())
     j["sweep"][p.name] = p.values;
@@ -850,8 +883,17 @@ json to_json(const job_spec& spec) {
   j["verify"] = {{"trials", spec.verify.trials},
                  {"atol", spec.verify.atol ? json(*spec.verify.atol) : json(nullptr)},
                  {"rtol", spec.verify.rtol ? json(*spec.verify.rtol) : json(nullptr)}};
-  json mock = {{"delay_ms", spec.mock.delay_ms}, {"fault", to_string(spec.mock.fault)}};
+  json fitness = {{"baseline", nullptr},
+                  {"target_us", spec.fitness.target_us ? json(*spec.fitness.target_us) : json()},
+                  {"correctness_weight", spec.fitness.correctness_weight}};
+  if (spec.fitness.baseline) fitness["baseline"] = kernel_json(*spec.fitness.baseline);
+  j["fitness"] = std::move(fitness);
+  j["cache"] = spec.cache;
+  json mock = {{"delay_ms", spec.mock.delay_ms},
+               {"fault", to_string(spec.mock.fault)},
+               {"speedup", spec.mock.speedup}};
   if (spec.mock.fault_index) mock["fault_index"] = *spec.mock.fault_index;
+  if (spec.mock.output) mock["output"] = *spec.mock.output;
   j["mock"] = std::move(mock);
   if (spec.seed) j["seed"] = *spec.seed;
   return j;

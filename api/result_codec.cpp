@@ -8,7 +8,7 @@ namespace kernelscan {
 namespace {
 
 // Columns after the sweep parameters: (header, JSON pointer into the row).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 24> k_columns{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 28> k_columns{{
     {"index", "/index"},
     {"status", "/status"},
     {"error_type", "/error/type"},
@@ -33,6 +33,10 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 24> k_column
     {"bound", "/metrics/bound"},
     {"verification", "/verification/status"},
     {"flags", "/flags"},
+    {"correct", "/fitness/correct"},
+    {"speedup", "/fitness/speedup"},
+    {"latency_score", "/fitness/latency_score"},
+    {"combined_score", "/fitness/combined_score"},
 }};
 
 std::string csv_quote(const std::string& s) {
@@ -115,14 +119,22 @@ json to_json(const point_result& r) {
     j["metrics"] = nullptr;
   }
   const auto& v = r.verification;
-  j["verification"] = {{"status", v.status},
-                       {"trials", v.trials},
-                       {"max_abs_err", v.max_abs_err},
-                       {"max_rel_err", v.max_rel_err}};
+  j["verification"] = {{"status", v.status},           {"trials", v.trials},
+                       {"max_abs_err", v.max_abs_err}, {"max_rel_err", v.max_rel_err},
+                       {"unwritten", v.unwritten},     {"tolerance", v.tolerance}};
   if (!v.note.empty()) j["verification"]["note"] = v.note;
   j["flags"] = r.flags;
   j["advice"] = r.advice;
-  j["fitness"] = nullptr;
+  const auto& f = r.fitness;
+  auto or_null = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
+  j["fitness"] = {
+      {"correct", f.correct},
+      {"speedup", or_null(f.speedup)},
+      {"speedup_ci95", f.speedup_ci95 ? json::array({f.speedup_ci95->first, f.speedup_ci95->second})
+                                      : json(nullptr)},
+      {"baseline_us", or_null(f.baseline_us)},
+      {"latency_score", or_null(f.latency_score)},
+      {"combined_score", f.combined_score}};
   json env = {{"device", r.environment.device},
               {"driver", r.environment.driver},
               {"clock_mhz", r.environment.clock_mhz}};

@@ -10,6 +10,13 @@
 
 namespace kernelscan {
 
+// A device's empirical roofline (DESIGN.md §5): the ceilings its micro-benchmarks reached.
+struct measured_roofline {
+  device_peaks peaks;
+  std::int64_t measured_ms = 0;  // Unix epoch milliseconds
+  std::string method;            // how: the benchmarks run, or "simulated" on the mock
+};
+
 struct device_info {
   int index = 0;
   engine_kind engine = engine_kind::mock;  // mock or hip
@@ -24,6 +31,7 @@ struct device_info {
   std::uint64_t llc_bytes = 0;
   std::string driver;
   std::optional<device_peaks> datasheet;
+  std::optional<measured_roofline> measured;
 };
 
 }  // namespace kernelscan

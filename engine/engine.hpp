@@ -21,6 +21,11 @@ class engine {
   // memory, a failed kernel launch) come back as a failed point_result; only a broken engine
   // throws. `seed` seeds input data and, on the mock, the simulated noise.
   virtual point_result measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) = 0;
+  // Measures the device's empirical roofline by micro-benchmarks (DESIGN.md §5) and judges
+  // points by it from then on.
+  virtual measured_roofline measure_roofline() = 0;
+  // Judges points by a roofline measured before (kept by the daemon across restarts).
+  virtual void set_roofline(const measured_roofline& roofline) = 0;
 };
 
 }  // namespace kernelscan

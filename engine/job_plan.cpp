@@ -45,6 +45,7 @@ struct compiled_custom {
   std::optional<compiled_num> flops, bytes;
   std::variant<std::monostate, compiled_gemm, compiled_stream, compiled_launch> reference;
 };
+using compiled_kernel = std::variant<compiled_gemm, compiled_stream, compiled_custom>;
 
 std::string format_number(double v) {
   char buf[64];
@@ -67,7 +68,8 @@ struct job_plan::impl {
   job_spec spec;
   plan_limits limits;
   std::vector<std::string> names;
-  std::variant<compiled_gemm, compiled_stream, compiled_custom> kernel;
+  compiled_kernel kernel;
+  std::optional<compiled_kernel> baseline;
   mutable std::vector<double> values;  // the current point's parameters
   mutable std::uint64_t current = UINT64_MAX;
 
@@ -107,6 +109,48 @@ struct job_plan::impl {
     }
     l.shared = compile(k.shared_bytes, at + ".shared_bytes");
     return l;
+  }
+
+  compiled_kernel compile_kernel(const kernel_spec& spec_kernel, const std::string& at) const {
+    compiled_kernel out;
+    std::visit(
+        overloaded{
+            [&](const gemm_spec& g) { out = compile(g, at); },
+            [&](const stream_spec& s) { out = compiled_stream{compile(s.n, at + ".n")}; },
+            [&](const custom_spec& s) {
+              compiled_custom c;
+              c.launch = compile(s.kernel, at);
+              for (std::size_t i = 0; i < s.args.size(); ++i) {
+                const auto& a = s.args[i];
+                const std::string arg_at = at + ".args[" + std::to_string(i) + "]";
+                compiled_arg ca;
+                if (a.pointer) {
+                  ca.count = compile(a.count, arg_at + ".count");
+                } else {
+                  ca.value = compile(a.value, arg_at + ".value");
+                }
+                c.args.push_back(std::move(ca));
+              }
+              if (s.flops) c.flops = compile(*s.flops, at + ".flops");
+              if (s.bytes) c.bytes = compile(*s.bytes, at + ".bytes");
+              if (s.reference) {
+                std::visit(
+                    overloaded{
+                        [&](const gemm_spec& g) { c.reference = compile(g, at + ".reference"); },
+                        [&](const stream_spec& st) {
+                          c.reference = compiled_stream{compile(st.n, at + ".reference.n")};
+                        },
+                        [&](const custom_kernel& k) {
+                          c.reference = compile(k, at + ".reference");
+                        },
+                    },
+                    *s.reference);
+              }
+              out = std::move(c);
+            },
+        },
+        spec_kernel);
+    return out;
   }
 
   void load(std::uint64_t index) const {
@@ -240,6 +284,26 @@ struct job_plan::impl {
     }
   }
 
+  kernel_instance resolve_kernel(const compiled_kernel& compiled, const kernel_spec& spec_kernel,
+                                 const std::string& at, std::uint64_t index) const {
+    load(index);
+    kernel_instance out;
+    std::visit(overloaded{
+                   [&](const compiled_gemm& c) {
+                     out = resolve(c, std::get<gemm_spec>(spec_kernel), index);
+                   },
+                   [&](const compiled_stream& c) {
+                     out = resolve(c, std::get<stream_spec>(spec_kernel), index);
+                   },
+                   [&](const compiled_custom& c) {
+                     out = resolve(c, std::get<custom_spec>(spec_kernel), index);
+                   },
+               },
+               compiled);
+    check_bytes(out.index() == 2 ? at + ".args" : at, footprint_bytes(out), index);
+    return out;
+  }
+
   custom_instance resolve(const compiled_custom& c, const custom_spec& s,
                           std::uint64_t index) const {
     custom_instance out;
@@ -316,43 +380,10 @@ job_plan::job_plan(job_spec spec, plan_limits limits) : m_impl(std::make_unique<
   p.spec = std::move(spec);
   p.limits = limits;
   p.names = p.spec.sweep.names();
-  std::visit(
-      overloaded{
-          [&](const gemm_spec& g) { p.kernel = p.compile(g, "kernel"); },
-          [&](const stream_spec& s) { p.kernel = compiled_stream{p.compile(s.n, "kernel.n")}; },
-          [&](const custom_spec& s) {
-            compiled_custom c;
-            c.launch = p.compile(s.kernel, "kernel");
-            for (std::size_t i = 0; i < s.args.size(); ++i) {
-              const auto& a = s.args[i];
-              const std::string at = "kernel.args[" + std::to_string(i) + "]";
-              compiled_arg ca;
-              if (a.pointer) {
-                ca.count = p.compile(a.count, at + ".count");
-              } else {
-                ca.value = p.compile(a.value, at + ".value");
-              }
-              c.args.push_back(std::move(ca));
-            }
-            if (s.flops) c.flops = p.compile(*s.flops, "kernel.flops");
-            if (s.bytes) c.bytes = p.compile(*s.bytes, "kernel.bytes");
-            if (s.reference) {
-              std::visit(
-                  overloaded{
-                      [&](const gemm_spec& g) { c.reference = p.compile(g, "kernel.reference"); },
-                      [&](const stream_spec& st) {
-                        c.reference = compiled_stream{p.compile(st.n, "kernel.reference.n")};
-                      },
-                      [&](const custom_kernel& k) {
-                        c.reference = p.compile(k, "kernel.reference");
-                      },
-                  },
-                  *s.reference);
-            }
-            p.kernel = std::move(c);
-          },
-      },
-      p.spec.kernel);
+  p.kernel = p.compile_kernel(p.spec.kernel, "kernel");
+  if (p.spec.fitness.baseline) {
+    p.baseline = p.compile_kernel(*p.spec.fitness.baseline, "fitness.baseline");
+  }
 }
 
 job_plan::job_plan(job_plan&&) noexcept = default;
@@ -368,29 +399,20 @@ std::uint64_t job_plan::size() const {
 }
 
 kernel_instance job_plan::resolve(std::uint64_t index) const {
+  return m_impl->resolve_kernel(m_impl->kernel, m_impl->spec.kernel, "kernel", index);
+}
+
+std::optional<kernel_instance> job_plan::resolve_baseline(std::uint64_t index) const {
   const auto& p = *m_impl;
-  p.load(index);
-  kernel_instance out;
-  std::visit(overloaded{
-                 [&](const compiled_gemm& c) {
-                   auto g = p.resolve(c, std::get<gemm_spec>(p.spec.kernel), index);
-                   out = g;
-                 },
-                 [&](const compiled_stream& c) {
-                   out = p.resolve(c, std::get<stream_spec>(p.spec.kernel), index);
-                 },
-                 [&](const compiled_custom& c) {
-                   out = p.resolve(c, std::get<custom_spec>(p.spec.kernel), index);
-                 },
-             },
-             p.kernel);
-  p.check_bytes(out.index() == 2 ? "kernel.args" : "kernel", footprint_bytes(out), index);
-  return out;
+  if (!p.spec.fitness.baseline) return std::nullopt;
+  return p.resolve_kernel(*p.baseline, *p.spec.fitness.baseline, "fitness.baseline", index);
 }
 
 void job_plan::validate_all() const {
-  for (std::uint64_t i = 0; i < size(); ++i)
+  for (std::uint64_t i = 0; i < size(); ++i) {
     (void)resolve(i);
+    (void)resolve_baseline(i);
+  }
 }
 
 std::vector<std::pair<std::string, std::int64_t>> job_plan::params(std::uint64_t index) const {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -54,6 +55,9 @@ class job_plan {
   // The kernel at point `index`; throws plan_error if a field evaluates to an invalid value there
   // (not an integer, not positive, over a limit). Precondition: index < size().
   kernel_instance resolve(std::uint64_t index) const;
+  // The job's fitness baseline at point `index` (its expressions see the same sweep
+  // parameters), nullopt when the job has none; throws plan_error like resolve().
+  std::optional<kernel_instance> resolve_baseline(std::uint64_t index) const;
   // Resolves every point; throws the first plan_error. Cost: size() resolutions.
   void validate_all() const;
 

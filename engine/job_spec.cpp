@@ -45,7 +45,8 @@ bool job_spec::operator==(const job_spec& o) const {
   };
   return name == o.name && labels == o.labels && engine == o.engine && device == o.device &&
          priority == o.priority && kernel == o.kernel && same_sweep(sweep, o.sweep) &&
-         timing == o.timing && verify == o.verify && mock == o.mock && seed == o.seed;
+         timing == o.timing && verify == o.verify && fitness == o.fitness && cache == o.cache &&
+         mock == o.mock && seed == o.seed;
 }
 
 }  // namespace kernelscan

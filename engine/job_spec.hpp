@@ -37,6 +37,15 @@ struct verify_options {
   bool operator==(const verify_options&) const = default;
 };
 
+// How a job is scored for agents (DESIGN.md §4, README "Fitness"): against a baseline kernel
+// measured interleaved with the candidate at every point, and/or a target time.
+struct fitness_options {
+  std::optional<kernel_spec> baseline;
+  std::optional<double> target_us;
+  double correctness_weight = 0.5;  // in [0, 1]
+  bool operator==(const fitness_options&) const = default;
+};
+
 enum class mock_fault { none, crash, hang, abort };
 std::string_view to_string(mock_fault f);
 
@@ -47,6 +56,12 @@ struct mock_options {
   // --allow-fault-injection). `fault_index` limits the fault to one point.
   mock_fault fault = mock_fault::none;
   std::optional<std::uint64_t> fault_index;
+  // The candidate runs this many times faster than the model says (anti-cheat tests).
+  double speedup = 1.0;
+  // What the simulated kernel writes, for tests of verification and its flags: nullopt keeps
+  // verification "skipped" (the mock runs no device code); otherwise the mock reports what a
+  // real check of such output would: correct, wrong, unwritten, half_written, low_precision.
+  std::optional<std::string> output;
   bool operator==(const mock_options&) const = default;
 };
 
@@ -60,6 +75,8 @@ struct job_spec {
   kernelscan::sweep sweep;
   timing_options timing;
   verify_options verify;
+  fitness_options fitness;
+  bool cache = true;  // a stored identical measurement may answer this job (result cache)
   mock_options mock;
   std::optional<std::uint64_t> seed;  // the daemon fills it in when absent
   bool operator==(const job_spec&) const;

@@ -28,7 +28,19 @@ struct verification_result {
   int trials = 0;
   double max_abs_err = 0;
   double max_rel_err = 0;
-  std::string note;  // why skipped, or what failed
+  std::uint64_t unwritten = 0;  // output elements still NaN after the kernel ran
+  double tolerance = 0;         // the rtol/atol the outputs were held to
+  std::string note;             // why skipped, or what failed
+};
+
+// The score an agent optimises (DESIGN.md §4; the rule is in the README under "Fitness").
+struct point_fitness {
+  bool correct = false;
+  std::optional<double> speedup;  // baseline median / candidate median, from paired samples
+  std::optional<std::pair<double, double>> speedup_ci95;
+  std::optional<double> baseline_us;
+  std::optional<double> latency_score;  // min(1, target_us / median_us)
+  double combined_score = 0;
 };
 
 struct point_metrics {
@@ -68,6 +80,7 @@ struct point_result {
   verification_result verification;
   std::vector<std::string> flags;
   std::vector<std::string> advice;
+  point_fitness fitness;
   point_environment environment;
 };
 

@@ -137,7 +137,9 @@ TEST(ResultCodec, PointResultHasTheDocumentedKeys) {
   EXPECT_EQ(j["verification"]["note"], "the mock engine cannot run device code");
   EXPECT_EQ(j["flags"], json::array({"faster_than_roofline", "x,y"}));
   EXPECT_EQ(j["advice"], json::array({"use a library"}));
-  EXPECT_TRUE(j["fitness"].is_null());
+  // Fitness is always there; what the result did not set is null.
+  EXPECT_EQ(j["fitness"], json::parse(R"({"correct":false,"speedup":null,"speedup_ci95":null,
+      "baseline_us":null,"latency_score":null,"combined_score":0.0})"));
   EXPECT_EQ(j["environment"]["clock_mhz"], 2100.0);
   EXPECT_EQ(j["environment"]["temperature_c"], 55.5);
   EXPECT_FALSE(j["environment"].contains("power_w"));
@@ -167,7 +169,8 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
   EXPECT_EQ(csv_header({"M", "N"}),
             "M,N,index,status,error_type,median_us,mean_us,min_us,max_us,stddev_us,p5_us,p95_us,"
             "p99_us,ci95_low_us,ci95_high_us,rel_noise,samples,converged,l2,tflops,gbps,"
-            "arithmetic_intensity,roof_pct,bound,verification,flags\r\n");
+            "arithmetic_intensity,roof_pct,bound,verification,flags,correct,speedup,latency_score,"
+            "combined_score\r\n");
   // No parameters: the fixed columns alone.
   EXPECT_EQ(csv_header({}).rfind("index,status,", 0), 0u);
 }
@@ -175,7 +178,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
 TEST(ResultCodec, CsvLineOfAnOkPoint) {
   EXPECT_EQ(csv_line(to_json(ok_result()), {"M", "N"}),
             "128,64,3,ok,,12.5,13,10,20,1.5,10.5,18,19.5,12,13,0.01,100,true,hot,1.25,300,4.5,50,"
-            "compute,skipped,\"faster_than_roofline;x,y\"\r\n");
+            "compute,skipped,\"faster_than_roofline;x,y\",false,,,0\r\n");
   // Parameters follow the requested order; a missing one is an empty cell.
   EXPECT_EQ(csv_line(to_json(ok_result()), {"N", "Q", "M"}).rfind("64,,128,3,ok,", 0), 0u);
 }
@@ -184,7 +187,8 @@ TEST(ResultCodec, CsvLineOfAFailedPointQuotesFields) {
   const auto r = failed_point(9, {{"M", 7}}, "odd \"type\", really", "x");
   const std::string line = csv_line(to_json(r), {"M"});
   EXPECT_EQ(line,
-            "7,9,failed,\"odd \"\"type\"\", really\",,,,,,,,,,,,0,false,cold,,,,,,skipped,\r\n");
+            "7,9,failed,\"odd \"\"type\"\", really\",,,,,,,,,,,,0,false,cold,,,,,,skipped,,false,,,"
+            "0\r\n");
   // As many cells as header columns.
   const auto count_cells = [](const std::string& s) {
     std::size_t n = 1;

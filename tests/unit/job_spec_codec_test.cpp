@@ -789,5 +789,63 @@ TEST(ValidatePoints, GemmReferenceBufferTooSmall) {
   EXPECT_TRUE(throws_for([&] { validate_points(plan); }, "kernel.reference", "point 1 (M=32)"));
 }
 
+// --- fitness, cache and the mock's anti-cheat knobs ----------------------------------------
+
+TEST(JobSpecCodec, ParsesFitnessCacheAndMockKnobs) {
+  json body = gemm_body();
+  body["fitness"] = parse_json(R"js({"baseline": {"op": "gemm", "m": "M", "n": "N", "k": 512,
+      "dtype": "f16", "impl": "builtin"}, "target_us": 20, "correctness_weight": 0.25})js");
+  body["cache"] = false;
+  body["mock"] = parse_json(R"js({"speedup": 3, "output": "half_written"})js");
+  const auto spec = parse_job_spec(body, {});
+  ASSERT_TRUE(spec.fitness.baseline);
+  EXPECT_EQ(std::get<gemm_spec>(*spec.fitness.baseline).impl, gemm_impl::builtin);
+  EXPECT_EQ(spec.fitness.target_us, 20);
+  EXPECT_EQ(spec.fitness.correctness_weight, 0.25);
+  EXPECT_FALSE(spec.cache);
+  EXPECT_EQ(spec.mock.speedup, 3);
+  EXPECT_EQ(spec.mock.output, "half_written");
+  // The canonical form round-trips, baseline included.
+  EXPECT_EQ(parse_job_spec(to_json(spec), {}), spec);
+  const json canonical = to_json(parse_job_spec(gemm_body(), {}));
+  EXPECT_EQ(canonical["fitness"],
+            parse_json(R"({"baseline":null,"target_us":null,"correctness_weight":0.5})"));
+  EXPECT_EQ(canonical["cache"], true);
+}
+
+TEST(JobSpecCodec, RejectsBadFitness) {
+  json body = gemm_body();
+  body["fitness"] = parse_json(R"({"target_us": 0})");
+  EXPECT_TRUE(rejects(body, "fitness.target_us", "greater than 0"));
+  body["fitness"] = parse_json(R"({"correctness_weight": 1.5})");
+  EXPECT_TRUE(rejects(body, "fitness.correctness_weight", "1"));
+  body["fitness"] = parse_json(R"({"baseline": {"op": "gemm", "m": 1}})");
+  EXPECT_TRUE(rejects(body, "fitness.baseline.n", "required"));
+  body["fitness"] = parse_json(R"({"base": {}})");
+  EXPECT_TRUE(rejects(body, "fitness.base", ""));
+  body["fitness"] = 3;
+  EXPECT_TRUE(rejects(body, "fitness", "object"));
+  body = gemm_body();
+  body["cache"] = "yes";
+  EXPECT_TRUE(rejects(body, "cache", "true or false"));
+  body = gemm_body();
+  body["mock"] = parse_json(R"({"speedup": 0})");
+  EXPECT_TRUE(rejects(body, "mock.speedup", ""));
+  body["mock"] = parse_json(R"({"output": "garbage"})");
+  EXPECT_TRUE(rejects(body, "mock.output", "not one of"));
+}
+
+TEST(JobSpecCodec, ABaselineExpressionIsCheckedAtEveryPoint) {
+  json body = gemm_body();
+  body["fitness"] =
+      parse_json(R"({"baseline": {"op": "stream", "variant": "copy", "n": "M-200"}})");
+  const auto spec = parse_job_spec(body, {});
+  const auto plan = compile_plan(spec, {});
+  EXPECT_TRUE(throws_for([&] { validate_points(plan); }, "fitness.baseline.n", "at least 1"));
+  body["fitness"] = parse_json(R"({"baseline": {"op": "stream", "variant": "copy", "n": "Q"}})");
+  EXPECT_TRUE(throws_for([&] { (void)compile_plan(parse_job_spec(body, {}), {}); },
+                         "fitness.baseline.n", "Q"));
+}
+
 }  // namespace
 }  // namespace kernelscan

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -238,6 +240,87 @@ TEST(MockEngine, TimingOptionsAreHonoured) {
   EXPECT_EQ(capped.samples, 10u);
   EXPECT_FALSE(capped.converged);
   EXPECT_EQ(capped.stop_reason, "max_samples");
+}
+
+TEST(MockEngine, ABaselineIsSampledInterleavedAndGivesTheSpeedup) {
+  mock_engine engine(mi300x(), 0);
+  job_spec spec = gemm_job({2048}, dtype::f16, gemm_impl::library);
+  gemm_spec builtin = std::get<gemm_spec>(spec.kernel);
+  builtin.impl = gemm_impl::builtin;
+  spec.fitness.baseline = builtin;
+  const job_plan plan(spec, {});
+  const auto r = engine.measure(plan, 0, 7);
+  ASSERT_TRUE(r.fitness.speedup);
+  const double expected = engine.model_time_us(*plan.resolve_baseline(0), l2_mode::cold) /
+                          engine.model_time_us(plan.resolve(0), l2_mode::cold);
+  EXPECT_NEAR(*r.fitness.speedup, expected, expected * 0.02);
+  EXPECT_LE(r.fitness.speedup_ci95->first, *r.fitness.speedup);
+  EXPECT_GE(r.fitness.speedup_ci95->second, *r.fitness.speedup);
+  EXPECT_NEAR(*r.fitness.baseline_us,
+              engine.model_time_us(*plan.resolve_baseline(0), l2_mode::cold),
+              *r.fitness.baseline_us * 0.03);
+  EXPECT_TRUE(r.fitness.correct);
+  EXPECT_DOUBLE_EQ(r.fitness.combined_score, *r.fitness.speedup);
+}
+
+TEST(MockEngine, MockSpeedupBeatsTheRooflineAndScoresZero) {
+  mock_engine engine(mi300x(), 0);
+  job_spec spec = gemm_job({8192});
+  spec.mock.speedup = 3;  // 3 × 82% of peak
+  const auto r = engine.measure(job_plan(spec, {}), 0, 1);
+  EXPECT_GT(r.metrics->roof_pct, 200);
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "faster_than_roofline"), r.flags.end());
+  EXPECT_EQ(r.fitness.combined_score, 0);
+  spec.mock.speedup = 1;
+  const auto honest = engine.measure(job_plan(spec, {}), 0, 1);
+  EXPECT_TRUE(honest.flags.empty());
+  EXPECT_EQ(honest.fitness.combined_score, 1);
+}
+
+TEST(MockEngine, SimulatedOutputsDriveVerificationAndItsFlags) {
+  mock_engine engine(mi300x(), 0);
+  job_spec spec = stream_job({1 << 20});
+  EXPECT_EQ(engine.measure(job_plan(spec, {}), 0, 1).verification.status, "skipped");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+      {"correct", {}},
+      {"wrong", {"verification_failed"}},
+      {"unwritten", {"verification_failed", "output_not_written"}},
+      {"half_written", {"verification_failed", "output_not_written"}},
+      {"low_precision", {"verification_failed", "precision_mismatch"}},
+  };
+  for (const auto& [output, flags] : cases) {
+    spec.mock.output = output;
+    const auto r = engine.measure(job_plan(spec, {}), 0, 1);
+    EXPECT_EQ(r.verification.status, output == "correct" ? "passed" : "failed") << output;
+    EXPECT_EQ(r.flags, flags) << output;
+    EXPECT_EQ(r.fitness.correct, output == "correct") << output;
+    EXPECT_EQ(r.verification.trials, 3) << output;
+    if (output == "half_written") {
+      EXPECT_EQ(r.verification.unwritten, std::uint64_t(1 << 19));
+    }
+  }
+}
+
+TEST(MockEngine, MeasuresASimulatedRooflineBelowTheDatasheet) {
+  mock_engine engine(mi300x(), 0);
+  const auto roof = engine.measure_roofline();
+  const auto& sheet = mi300x().peaks;
+  EXPECT_GT(roof.peaks.bandwidth_gbps, 0.8 * sheet.bandwidth_gbps);
+  EXPECT_LT(roof.peaks.bandwidth_gbps, sheet.bandwidth_gbps);
+  for (const auto& [got, peak] :
+       {std::pair{roof.peaks.f16_tflops, sheet.f16_tflops},
+        std::pair{roof.peaks.f64_tflops, sheet.f64_tflops},
+        std::pair{roof.peaks.vector_f32_tflops, sheet.vector_f32_tflops}}) {
+    EXPECT_GT(got, 0.7 * peak);
+    EXPECT_LT(got, peak);
+  }
+  EXPECT_NE(roof.method.find("simulated"), std::string::npos);
+  ASSERT_TRUE(engine.device().measured);
+  // Points are now judged by it, and an honest library GEMM stays under it.
+  const auto r = engine.measure(job_plan(gemm_job({4096, 8192}), {}), 1, 1);
+  EXPECT_EQ(r.metrics->roof_source, "measured");
+  EXPECT_TRUE(r.flags.empty());
+  EXPECT_LT(r.metrics->roof_pct, 105);
 }
 
 }  // namespace

@@ -1,0 +1,126 @@
+#include "engine/analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "engine/metrics.hpp"
+
+namespace kernelscan {
+namespace {
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", v);
+  return buf;
+}
+
+void add_flag(std::vector<std::string>& flags, const std::string& f) {
+  if (std::find(flags.begin(), flags.end(), f) == flags.end()) flags.push_back(f);
+}
+
+bool is_custom(const kernel_instance& k) {
+  return std::holds_alternative<custom_instance>(k);
+}
+
+}  // namespace
+
+std::vector<std::string> verification_flags(const verification_result& v, dtype out_type) {
+  std::vector<std::string> flags;
+  if (v.status != "failed") return flags;
+  flags.emplace_back("verification_failed");
+  if (v.unwritten > 0) flags.emplace_back("output_not_written");
+  // An f32/f64 result whose errors are those of f16/bf16 arithmetic: the kernel computed in a
+  // lower precision than it claims (a faster, wrong kernel).
+  const bool wide = out_type == dtype::f32 || out_type == dtype::f64;
+  if (wide && v.unwritten == 0 && std::isfinite(v.max_rel_err) &&
+      v.max_rel_err <= default_tolerance(dtype::f16)) {
+    flags.emplace_back("precision_mismatch");
+  }
+  return flags;
+}
+
+std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k, l2_mode l2) {
+  std::vector<std::string> out;
+  const double pct = m.roof_pct;
+  if (m.bound == "latency") {
+    out.emplace_back(
+        "latency-bound: the work takes less time than a kernel launch; fuse it with its "
+        "neighbours, batch small problems into one launch, or use a persistent kernel or a "
+        "graph of launches");
+  } else if (m.bound == "memory") {
+    if (pct < 60) {
+      out.emplace_back("memory-bound at " + percent(pct) +
+                       " of bandwidth: coalesce accesses (adjacent threads, adjacent "
+                       "addresses) and vectorise loads and stores to 128 bits");
+      out.emplace_back(
+          "check occupancy: too few waves in flight cannot hide memory latency; use more, "
+          "smaller blocks or fewer registers per thread");
+    } else {
+      out.emplace_back("memory-bound at " + percent(pct) +
+                       " of bandwidth: only less traffic helps now; fuse with the kernels "
+                       "that produce or consume this data, or store it in a narrower type");
+    }
+    if (m.arithmetic_intensity > 0 && is_custom(k)) {
+      out.emplace_back(
+          "reuse data through LDS/shared memory or registers to raise arithmetic intensity");
+    }
+  } else if (m.bound == "compute") {
+    const auto* g = std::get_if<gemm_instance>(&k);
+    const dtype t = roof_dtype(k);
+    const bool matrix_type = t == dtype::f16 || t == dtype::bf16 || t == dtype::i8;
+    if (g && g->impl == gemm_impl::builtin && pct < 70) {
+      out.emplace_back("compute-bound at " + percent(pct) +
+                       " of peak: the library GEMM (impl: library) is the bar to beat");
+    }
+    if (pct < 50 && matrix_type) {
+      out.emplace_back("compute-bound at " + percent(pct) +
+                       " of the matrix-core peak: use matrix cores (MFMA/WMMA on AMD, "
+                       "tensor cores/WGMMA on NVIDIA)");
+    } else if (pct < 70) {
+      out.emplace_back("compute-bound at " + percent(pct) +
+                       " of peak: tile for register and LDS reuse, unroll inner loops, and "
+                       "keep enough waves per compute unit to hide latency");
+    } else {
+      out.emplace_back("compute-bound at " + percent(pct) +
+                       " of peak: near the roof; only fewer operations (a better algorithm) or "
+                       "a lower precision will go much faster");
+    }
+  }
+  if (l2 == l2_mode::hot) {
+    out.emplace_back(
+        "measured with warm caches (l2: hot): a real pipeline may see cold-cache times");
+  }
+  if (const auto* c = std::get_if<custom_instance>(&k); c && !c->flops) {
+    out.emplace_back(
+        "declare kernel.flops (and kernel.bytes) so that the roofline places this kernel by "
+        "its real work");
+  }
+  return out;
+}
+
+void analyse_point(point_result& r, const kernel_instance& k, const job_spec& spec,
+                   const analysis_context& ctx, const std::optional<speedup_estimate>& speedup) {
+  if (r.status == point_status::ok && r.time_us) {
+    const double median = r.time_us->median;
+    const device_peaks& roof = ctx.ceilings();
+    const char* source = ctx.measured ? "measured" : "datasheet";
+    r.metrics = compute_metrics(k, median, roof, ctx.launch_latency_us, source);
+
+    for (const auto& f : verification_flags(r.verification, roof_dtype(k)))
+      add_flag(r.flags, f);
+    // Bytes bound the time only when they must come from DRAM: cold caches, or a working set
+    // larger than the caches.
+    const bool from_dram = r.l2 == l2_mode::cold || r.metrics->bytes > double(ctx.cache_bytes);
+    const double floor_us =
+        physical_floor_us(r.metrics->flops, r.metrics->bytes, roof_dtype(k), roof, from_dram);
+    if (floor_us > 0 && median < floor_us * (1 - k_roofline_allowance)) {
+      add_flag(r.flags, "faster_than_roofline");
+    }
+    if (speedup && speedup->speedup > k_excessive_speedup) add_flag(r.flags, "excessive_speedup");
+    r.advice = advise(*r.metrics, k, r.l2);
+  }
+  r.fitness = score_point(r, spec.fitness, speedup);
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,48 @@
+#pragma once
+// What kernelscan concludes from a measured point (DESIGN.md §4 and §5): its roofline metrics,
+// the anti-cheat flags, prioritised advice, and its fitness. Every engine finishes a point with
+// analyse_point(), so the mock and the GPU engines judge alike.
+// Pure functions; thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/device_catalog.hpp"
+#include "engine/fitness.hpp"
+#include "engine/job_spec.hpp"
+#include "engine/kernel_instance.hpp"
+#include "engine/point_result.hpp"
+
+namespace kernelscan {
+
+// What the analysis knows of the device a point ran on.
+struct analysis_context {
+  device_peaks datasheet;                // zeros where the part is not in the catalog
+  std::optional<device_peaks> measured;  // the device's empirical roofline, once measured
+  double launch_latency_us = 0;          // below this ideal time a kernel is latency-bound
+  std::uint64_t cache_bytes = 0;         // L2 plus any last-level cache
+  const device_peaks& ceilings() const { return measured ? *measured : datasheet; }
+};
+
+// A point whose median is more than this fraction below the physical floor is flagged
+// faster_than_roofline: the allowance covers the noise of the measured ceilings themselves.
+inline constexpr double k_roofline_allowance = 0.10;
+// A speedup over the baseline above this is flagged excessive_speedup (a warning).
+inline constexpr double k_excessive_speedup = 10.0;
+
+// Flags from a verification: verification_failed, and what the failure looks like:
+// output_not_written (outputs left NaN), precision_mismatch (errors within a lower precision's
+// tolerance but not the declared dtype's).
+std::vector<std::string> verification_flags(const verification_result& v, dtype out_type);
+
+// Prioritised advice for a measured point, most useful first.
+std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k, l2_mode l2);
+
+// Fills r.metrics, r.flags, r.advice and r.fitness of a point that measured (r.time_us set);
+// a failed point gets only its fitness (score 0). `speedup` is set when the job has a baseline.
+void analyse_point(point_result& r, const kernel_instance& k, const job_spec& spec,
+                   const analysis_context& ctx, const std::optional<speedup_estimate>& speedup);
+
+}  // namespace kernelscan

@@ -1,0 +1,97 @@
+#include "engine/fitness.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "engine/statistics.hpp"
+
+namespace kernelscan {
+
+bool voids_score(std::string_view flag) {
+  static constexpr std::array<std::string_view, 6> k_voiding{"faster_than_roofline",
+                                                             "output_not_written",
+                                                             "verification_failed",
+                                                             "precision_mismatch",
+                                                             "timeout",
+                                                             "device_fault"};
+  return std::find(k_voiding.begin(), k_voiding.end(), flag) != k_voiding.end();
+}
+
+speedup_estimate paired_speedup(std::span<const double> candidate_us,
+                                std::span<const double> baseline_us) {
+  const std::size_t n = std::min(candidate_us.size(), baseline_us.size());
+  std::vector<double> ratios;
+  ratios.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (candidate_us[i] > 0) ratios.push_back(baseline_us[i] / candidate_us[i]);
+  }
+  speedup_estimate e;
+  if (ratios.empty()) return e;
+  std::sort(ratios.begin(), ratios.end());
+  e.speedup = percentile_sorted(ratios, 50);
+  const auto [lo, hi] = median_ci_ranks(ratios.size());
+  e.ci95_low = ratios[lo];
+  e.ci95_high = ratios[hi];
+  std::vector<double> base(baseline_us.begin(), baseline_us.begin() + std::ptrdiff_t(n));
+  std::sort(base.begin(), base.end());
+  e.baseline_us = percentile_sorted(base, 50);
+  return e;
+}
+
+point_fitness score_point(const point_result& r, const fitness_options& options,
+                          const std::optional<speedup_estimate>& speedup) {
+  point_fitness f;
+  const bool voided = std::any_of(r.flags.begin(), r.flags.end(),
+                                  [](const std::string& x) { return voids_score(x); });
+  f.correct =
+      r.status == point_status::ok && r.time_us && r.verification.status != "failed" && !voided;
+  if (speedup && speedup->speedup > 0) {
+    f.speedup = speedup->speedup;
+    f.speedup_ci95 = std::pair{speedup->ci95_low, speedup->ci95_high};
+    f.baseline_us = speedup->baseline_us;
+  }
+  if (options.target_us && r.time_us && r.time_us->median > 0) {
+    f.latency_score = std::min(1.0, *options.target_us / r.time_us->median);
+  }
+  if (!f.correct) {
+    f.combined_score = 0;
+  } else if (options.target_us) {
+    const double w = options.correctness_weight;
+    f.combined_score = w + (1 - w) * f.latency_score.value_or(0);
+  } else if (options.baseline) {
+    f.combined_score = f.speedup.value_or(0);
+  } else {
+    f.combined_score = 1;
+  }
+  return f;
+}
+
+job_fitness summarize_fitness(std::span<const scored_point> points, std::uint64_t total_points,
+                              bool succeeded, std::vector<std::string> flags) {
+  job_fitness j;
+  j.points = total_points;
+  j.flags = std::move(flags);
+  double log_speedup = 0, latency = 0, combined = 0;
+  std::size_t n_speedup = 0, n_latency = 0, n_correct = 0;
+  for (const auto& p : points) {
+    if (p.ok) ++j.ok_points;
+    if (p.correct) ++n_correct;
+    combined += p.combined_score;
+    if (p.speedup && *p.speedup > 0) {
+      log_speedup += std::log(*p.speedup);
+      ++n_speedup;
+    }
+    if (p.latency_score) {
+      latency += *p.latency_score;
+      ++n_latency;
+    }
+  }
+  if (n_speedup) j.speedup = std::exp(log_speedup / double(n_speedup));
+  if (n_latency) j.latency_score = latency / double(n_latency);
+  j.correct = succeeded && total_points > 0 && n_correct == total_points;
+  j.combined_score = succeeded && total_points > 0 ? combined / double(total_points) : 0.0;
+  return j;
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,68 @@
+#pragma once
+// The fitness score kernel-optimising agents read (DESIGN.md §4; the rule is in the README under
+// "Fitness" and in openapi.yaml). Per point:
+//   correct        the point measured, verification did not fail, and no flag voids it;
+//   speedup        baseline median / candidate median from interleaved A/B samples, with a 95% CI;
+//   latency_score  min(1, target_us / median_us) when a target is given;
+//   combined_score 0 unless correct; else w·1 + (1 − w)·latency_score with a target, else the
+//                  speedup with a baseline, else 1.
+// Per job: the mean combined score over every point (a failed point counts 0), so a candidate
+// cannot raise its score by failing the sizes it is slow at.
+// Pure functions; thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/job_spec.hpp"
+#include "engine/point_result.hpp"
+
+namespace kernelscan {
+
+// Flags that void a point's score; any other flag (excessive_speedup) is a warning.
+bool voids_score(std::string_view flag);
+
+struct speedup_estimate {
+  double speedup = 0;
+  double ci95_low = 0, ci95_high = 0;
+  double baseline_us = 0;  // the baseline's median
+};
+
+// From samples taken in pairs (candidate i right after baseline i, or the reverse), so that drift
+// cancels: the median of the per-pair ratios baseline/candidate with its order-statistic 95% CI.
+// Precondition: equal, non-zero sizes.
+speedup_estimate paired_speedup(std::span<const double> candidate_us,
+                                std::span<const double> baseline_us);
+
+// Scores a finished point from its status, verification, flags and time.
+point_fitness score_point(const point_result& r, const fitness_options& options,
+                          const std::optional<speedup_estimate>& speedup);
+
+// What the job summary needs of each stored point.
+struct scored_point {
+  bool ok = false;
+  bool correct = false;
+  double combined_score = 0;
+  std::optional<double> speedup;
+  std::optional<double> latency_score;
+};
+
+struct job_fitness {
+  bool correct = false;  // every point of the job correct
+  std::uint64_t points = 0;
+  std::uint64_t ok_points = 0;
+  std::optional<double> speedup;        // geometric mean over points with one
+  std::optional<double> latency_score;  // mean over points with one
+  double combined_score = 0;            // mean over all `total_points`, missing points 0
+  std::vector<std::string> flags;       // every flag any point raised
+};
+
+// `total_points`: the job's sweep size (points never measured count 0). A job that did not
+// succeed scores 0.
+job_fitness summarize_fitness(std::span<const scored_point> points, std::uint64_t total_points,
+                              bool succeeded, std::vector<std::string> flags);
+
+}  // namespace kernelscan

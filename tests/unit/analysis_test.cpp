@@ -1,0 +1,198 @@
+#include "engine/analysis.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "engine/metrics.hpp"
+
+namespace kernelscan {
+namespace {
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+bool mentions(const std::vector<std::string>& advice, const std::string& text) {
+  return std::any_of(advice.begin(), advice.end(),
+                     [&](const std::string& a) { return a.find(text) != std::string::npos; });
+}
+
+analysis_context mi300x() {
+  const device_model* m = find_device_model("MI300X");
+  analysis_context c;
+  c.datasheet = m->peaks;
+  c.launch_latency_us = m->launch_latency_us;
+  c.cache_bytes = m->l2_bytes + m->llc_bytes;
+  return c;
+}
+
+point_result at(double median_us, l2_mode l2 = l2_mode::cold) {
+  point_result r;
+  r.status = point_status::ok;
+  time_summary t;
+  t.median = median_us;
+  r.time_us = t;
+  r.l2 = l2;
+  return r;
+}
+
+stream_instance triad(std::int64_t n) {
+  stream_instance s;
+  s.variant = stream_variant::triad;
+  s.n = n;
+  return s;
+}
+
+gemm_instance gemm_f16(std::int64_t n) {
+  gemm_instance g;
+  g.m = g.n = g.k = n;
+  g.type = dtype::f16;
+  return g;
+}
+
+TEST(Analysis, MemoryBoundStream) {
+  const auto ctx = mi300x();
+  const kernel_instance k = triad(1 << 26);  // 805 MB per launch
+  const double at_85pct = workload_bytes(k) / (0.85 * 5300e3);
+  auto r = at(at_85pct);
+  analyse_point(r, k, {}, ctx, std::nullopt);
+  ASSERT_TRUE(r.metrics);
+  EXPECT_EQ(r.metrics->bound, "memory");
+  EXPECT_NEAR(r.metrics->gbps, 0.85 * 5300, 1);
+  EXPECT_EQ(r.metrics->roof_source, "datasheet");
+  EXPECT_TRUE(r.flags.empty());
+  EXPECT_TRUE(mentions(r.advice, "memory-bound at 85%"));
+  EXPECT_TRUE(mentions(r.advice, "fuse"));
+  EXPECT_TRUE(r.fitness.correct);
+
+  // The same kernel at 40% of bandwidth is told to coalesce and vectorise first.
+  auto slow = at(workload_bytes(k) / (0.40 * 5300e3));
+  analyse_point(slow, k, {}, ctx, std::nullopt);
+  EXPECT_TRUE(mentions({slow.advice.front()}, "coalesce"));
+}
+
+TEST(Analysis, ComputeBoundLargeF16Gemm) {
+  const auto ctx = mi300x();
+  const kernel_instance k = gemm_f16(8192);
+  auto r = at(workload_flops(k) / (0.70 * 1307.4e6));
+  analyse_point(r, k, {}, ctx, std::nullopt);
+  EXPECT_EQ(r.metrics->bound, "compute");
+  EXPECT_NEAR(r.metrics->roof_pct, 70, 0.5);
+  EXPECT_TRUE(r.flags.empty());
+  EXPECT_TRUE(mentions(r.advice, "compute-bound at 70%"));
+
+  auto weak = at(workload_flops(k) / (0.20 * 1307.4e6));
+  analyse_point(weak, k, {}, ctx, std::nullopt);
+  EXPECT_TRUE(mentions(weak.advice, "matrix cores"));
+}
+
+TEST(Analysis, LatencyBoundTinyKernel) {
+  const auto ctx = mi300x();
+  const kernel_instance k = triad(1024);
+  auto r = at(ctx.launch_latency_us + 0.5);
+  analyse_point(r, k, {}, ctx, std::nullopt);
+  EXPECT_EQ(r.metrics->bound, "latency");
+  EXPECT_TRUE(mentions({r.advice.front()}, "latency-bound"));
+  EXPECT_TRUE(mentions(r.advice, "persistent kernel"));
+}
+
+TEST(Analysis, FasterThanTheRooflineIsFlaggedAndScoresZero) {
+  const auto ctx = mi300x();
+  const kernel_instance k = gemm_f16(8192);
+  auto r = at(workload_flops(k) / (1.5 * 1307.4e6));  // 150% of peak: impossible
+  fitness_options o;
+  o.target_us = 1e6;
+  job_spec spec;
+  spec.fitness = o;
+  analyse_point(r, k, spec, ctx, std::nullopt);
+  EXPECT_TRUE(has(r.flags, "faster_than_roofline"));
+  EXPECT_FALSE(r.fitness.correct);
+  EXPECT_EQ(r.fitness.combined_score, 0);
+
+  // Within the 10% allowance of the floor: not flagged.
+  auto close = at(workload_flops(k) / (1.05 * 1307.4e6));
+  analyse_point(close, k, spec, ctx, std::nullopt);
+  EXPECT_FALSE(has(close.flags, "faster_than_roofline"));
+}
+
+TEST(Analysis, MeasuredCeilingsJudgeOnceKnown) {
+  auto ctx = mi300x();
+  device_peaks measured = ctx.datasheet;
+  measured.bandwidth_gbps = 4000;
+  ctx.measured = measured;
+  const kernel_instance k = triad(1 << 26);
+  auto r = at(workload_bytes(k) / (4800e3));  // beats the measured 4000 GB/s by 20%
+  analyse_point(r, k, {}, ctx, std::nullopt);
+  EXPECT_EQ(r.metrics->roof_source, "measured");
+  EXPECT_TRUE(has(r.flags, "faster_than_roofline"));
+}
+
+TEST(Analysis, HotCachesMayBeatDramBandwidthButColdOnesMayNot) {
+  const auto ctx = mi300x();
+  const kernel_instance k = triad(1 << 20);  // 12.6 MB: fits in the caches
+  const double twice_dram = workload_bytes(k) / (2 * 5300e3);
+  auto hot = at(twice_dram, l2_mode::hot);
+  analyse_point(hot, k, {}, ctx, std::nullopt);
+  EXPECT_FALSE(has(hot.flags, "faster_than_roofline"));
+  EXPECT_TRUE(mentions(hot.advice, "warm caches"));
+  auto cold = at(twice_dram, l2_mode::cold);
+  analyse_point(cold, k, {}, ctx, std::nullopt);
+  EXPECT_TRUE(has(cold.flags, "faster_than_roofline"));
+}
+
+TEST(Analysis, VerificationFlags) {
+  verification_result v;
+  v.status = "failed";
+  v.unwritten = 100;
+  EXPECT_EQ(verification_flags(v, dtype::f32),
+            (std::vector<std::string>{"verification_failed", "output_not_written"}));
+  v.unwritten = 0;
+  v.max_rel_err = 3e-3;  // f16-sized errors in an f32 result
+  EXPECT_EQ(verification_flags(v, dtype::f32),
+            (std::vector<std::string>{"verification_failed", "precision_mismatch"}));
+  // The same errors in an f16 result are simply wrong, and large errors are not precision.
+  EXPECT_EQ(verification_flags(v, dtype::f16), std::vector<std::string>{"verification_failed"});
+  v.max_rel_err = 0.5;
+  EXPECT_EQ(verification_flags(v, dtype::f32), std::vector<std::string>{"verification_failed"});
+  v.status = "passed";
+  EXPECT_TRUE(verification_flags(v, dtype::f32).empty());
+  v.status = "skipped";
+  EXPECT_TRUE(verification_flags(v, dtype::f32).empty());
+}
+
+TEST(Analysis, VerificationFlagsReachThePointAndVoidItsScore) {
+  const auto ctx = mi300x();
+  const kernel_instance k = triad(1 << 26);
+  auto r = at(workload_bytes(k) / (0.5 * 5300e3));
+  r.verification.status = "failed";
+  r.verification.unwritten = 1 << 25;
+  analyse_point(r, k, {}, ctx, std::nullopt);
+  EXPECT_TRUE(has(r.flags, "output_not_written"));
+  EXPECT_TRUE(has(r.flags, "verification_failed"));
+  EXPECT_EQ(r.fitness.combined_score, 0);
+}
+
+TEST(Analysis, ExcessiveSpeedupIsAWarningOnly) {
+  const auto ctx = mi300x();
+  const kernel_instance k = triad(1 << 26);
+  auto r = at(workload_bytes(k) / (0.5 * 5300e3));
+  job_spec spec;
+  spec.fitness.baseline = stream_spec{};
+  analyse_point(r, k, spec, ctx, speedup_estimate{12, 11, 13, 1000});
+  EXPECT_TRUE(has(r.flags, "excessive_speedup"));
+  EXPECT_TRUE(r.fitness.correct);
+  EXPECT_DOUBLE_EQ(r.fitness.combined_score, 12);
+}
+
+TEST(Analysis, AFailedPointGetsOnlyAZeroScore) {
+  auto r = failed_point(3, {}, "device_fault", "crashed");
+  analyse_point(r, triad(10), {}, mi300x(), std::nullopt);
+  EXPECT_FALSE(r.metrics);
+  EXPECT_TRUE(r.advice.empty());
+  EXPECT_EQ(r.fitness.combined_score, 0);
+}
+
+}  // namespace
+}  // namespace kernelscan

@@ -1,0 +1,113 @@
+#include "engine/fitness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace kernelscan {
+namespace {
+
+point_result measured(double median_us) {
+  point_result r;
+  r.status = point_status::ok;
+  time_summary t;
+  t.median = median_us;
+  r.time_us = t;
+  return r;
+}
+
+TEST(Fitness, PairedSpeedupIsTheMedianRatioWithAnOrderStatisticInterval) {
+  std::vector<double> cand, base;
+  for (int i = 0; i < 101; ++i) {
+    const double drift = 1.0 + 0.002 * i;  // both slow down together: the ratio stays 2
+    cand.push_back(10.0 * drift * (1 + 0.01 * ((i * 37) % 11 - 5) / 5.0));
+    base.push_back(20.0 * drift);
+  }
+  const auto e = paired_speedup(cand, base);
+  EXPECT_NEAR(e.speedup, 2.0, 0.02);
+  EXPECT_LE(e.ci95_low, e.speedup);
+  EXPECT_GE(e.ci95_high, e.speedup);
+  EXPECT_GT(e.ci95_low, 1.97);
+  EXPECT_LT(e.ci95_high, 2.03);
+  EXPECT_NEAR(e.baseline_us, 20.0 * 1.1, 0.01);
+}
+
+TEST(Fitness, LatencyScoreAndCombinedWithATarget) {
+  fitness_options o;
+  o.target_us = 5;
+  o.correctness_weight = 0.25;
+  auto f = score_point(measured(10), o, std::nullopt);
+  EXPECT_TRUE(f.correct);
+  EXPECT_DOUBLE_EQ(*f.latency_score, 0.5);
+  EXPECT_DOUBLE_EQ(f.combined_score, 0.25 + 0.75 * 0.5);
+  // Faster than the target scores 1, not more.
+  f = score_point(measured(2), o, std::nullopt);
+  EXPECT_DOUBLE_EQ(*f.latency_score, 1.0);
+  EXPECT_DOUBLE_EQ(f.combined_score, 1.0);
+}
+
+TEST(Fitness, WithoutATargetTheSpeedupIsTheScore) {
+  fitness_options o;
+  o.baseline = gemm_spec{};
+  const auto f = score_point(measured(10), o, speedup_estimate{1.8, 1.7, 1.9, 18});
+  EXPECT_DOUBLE_EQ(*f.speedup, 1.8);
+  EXPECT_EQ(*f.speedup_ci95, std::pair(1.7, 1.9));
+  EXPECT_DOUBLE_EQ(*f.baseline_us, 18);
+  EXPECT_FALSE(f.latency_score);
+  EXPECT_DOUBLE_EQ(f.combined_score, 1.8);
+  // Neither target nor baseline: a correct point scores 1.
+  EXPECT_DOUBLE_EQ(score_point(measured(10), {}, std::nullopt).combined_score, 1.0);
+}
+
+TEST(Fitness, FailedFlaggedOrWrongPointsScoreZero) {
+  fitness_options o;
+  o.target_us = 100;
+  auto failed = failed_point(0, {}, "timeout", "late");
+  EXPECT_FALSE(score_point(failed, o, std::nullopt).correct);
+  EXPECT_EQ(score_point(failed, o, std::nullopt).combined_score, 0);
+
+  for (const char* flag : {"faster_than_roofline", "output_not_written", "verification_failed",
+                           "precision_mismatch", "timeout", "device_fault"}) {
+    auto r = measured(10);
+    r.flags = {flag};
+    const auto f = score_point(r, o, speedup_estimate{50, 40, 60, 500});
+    EXPECT_FALSE(f.correct) << flag;
+    EXPECT_EQ(f.combined_score, 0) << flag;
+  }
+  auto warned = measured(10);
+  warned.flags = {"excessive_speedup"};  // a warning only
+  EXPECT_TRUE(score_point(warned, o, std::nullopt).correct);
+  EXPECT_GT(score_point(warned, o, std::nullopt).combined_score, 0);
+
+  auto wrong = measured(10);
+  wrong.verification.status = "failed";
+  EXPECT_EQ(score_point(wrong, o, std::nullopt).combined_score, 0);
+}
+
+TEST(Fitness, JobSummaryAveragesOverEveryPointAndGeometricMeanSpeedup) {
+  std::vector<scored_point> pts{{true, true, 2.0, 2.0, std::nullopt},
+                                {true, true, 8.0, 8.0, std::nullopt},
+                                {false, false, 0.0, std::nullopt, std::nullopt}};
+  auto j = summarize_fitness(pts, 4, true, {"timeout"});
+  EXPECT_FALSE(j.correct);
+  EXPECT_EQ(j.points, 4u);
+  EXPECT_EQ(j.ok_points, 2u);
+  EXPECT_DOUBLE_EQ(*j.speedup, 4.0);             // sqrt(2 · 8)
+  EXPECT_DOUBLE_EQ(j.combined_score, 10.0 / 4);  // the unmeasured point counts 0
+  EXPECT_EQ(j.flags, std::vector<std::string>{"timeout"});
+  EXPECT_FALSE(j.latency_score);
+
+  std::vector<scored_point> good{{true, true, 1, std::nullopt, 0.5},
+                                 {true, true, 1, std::nullopt, 1.0}};
+  j = summarize_fitness(good, 2, true, {});
+  EXPECT_TRUE(j.correct);
+  EXPECT_DOUBLE_EQ(*j.latency_score, 0.75);
+  EXPECT_DOUBLE_EQ(j.combined_score, 1.0);
+  // A job that did not succeed scores 0 whatever its points did.
+  EXPECT_EQ(summarize_fitness(good, 2, false, {}).combined_score, 0);
+  EXPECT_FALSE(summarize_fitness(good, 2, false, {}).correct);
+}
+
+}  // namespace
+}  // namespace kernelscan
