@@ -1,5 +1,7 @@
 #include "api/device_codec.hpp"
 
+#include "api/job_codec.hpp"
+
 namespace kernelscan {
 
 json to_json(const device_info& d) {
@@ -15,19 +17,39 @@ json to_json(const device_info& d) {
             {"l2_bytes", d.l2_bytes},
             {"llc_bytes", d.llc_bytes},
             {"driver", d.driver}};
-  if (d.datasheet) {
-    const auto& p = *d.datasheet;
-    j["datasheet"] = {{"f64_tflops", p.f64_tflops},
-                      {"f32_tflops", p.f32_tflops},
-                      {"f16_tflops", p.f16_tflops},
-                      {"bf16_tflops", p.bf16_tflops},
-                      {"i8_tops", p.i8_tops},
-                      {"vector_f32_tflops", p.vector_f32_tflops},
-                      {"bandwidth_gbps", p.bandwidth_gbps}};
-  } else {
-    j["datasheet"] = nullptr;
-  }
+  j["datasheet"] = d.datasheet ? to_json(*d.datasheet) : json(nullptr);
+  j["measured"] = d.measured ? to_json(*d.measured) : json(nullptr);
   return j;
+}
+
+json to_json(const device_peaks& p) {
+  return {{"f64_tflops", p.f64_tflops},
+          {"f32_tflops", p.f32_tflops},
+          {"f16_tflops", p.f16_tflops},
+          {"bf16_tflops", p.bf16_tflops},
+          {"i8_tops", p.i8_tops},
+          {"vector_f32_tflops", p.vector_f32_tflops},
+          {"bandwidth_gbps", p.bandwidth_gbps}};
+}
+
+device_peaks device_peaks_from_json(const json& p) {
+  return {p.at("f64_tflops").get<double>(),    p.at("f32_tflops").get<double>(),
+          p.at("f16_tflops").get<double>(),    p.at("bf16_tflops").get<double>(),
+          p.at("i8_tops").get<double>(),       p.at("vector_f32_tflops").get<double>(),
+          p.at("bandwidth_gbps").get<double>()};
+}
+
+json to_json(const measured_roofline& m) {
+  json j = to_json(m.peaks);
+  j["measured_at"] = format_time_ms(m.measured_ms);
+  j["measured_ms"] = m.measured_ms;
+  j["method"] = m.method;
+  return j;
+}
+
+measured_roofline measured_roofline_from_json(const json& j) {
+  return {device_peaks_from_json(j), j.at("measured_ms").get<std::int64_t>(),
+          j.at("method").get<std::string>()};
 }
 
 device_info device_info_from_json(const json& j) {
@@ -46,12 +68,9 @@ device_info device_info_from_json(const json& j) {
     d.l2_bytes = j.at("l2_bytes").get<std::uint64_t>();
     d.llc_bytes = j.at("llc_bytes").get<std::uint64_t>();
     d.driver = j.at("driver").get<std::string>();
-    if (const auto& p = j.at("datasheet"); !p.is_null()) {
-      d.datasheet =
-          device_peaks{p.at("f64_tflops").get<double>(),    p.at("f32_tflops").get<double>(),
-                       p.at("f16_tflops").get<double>(),    p.at("bf16_tflops").get<double>(),
-                       p.at("i8_tops").get<double>(),       p.at("vector_f32_tflops").get<double>(),
-                       p.at("bandwidth_gbps").get<double>()};
+    if (const auto& p = j.at("datasheet"); !p.is_null()) d.datasheet = device_peaks_from_json(p);
+    if (j.contains("measured") && !j["measured"].is_null()) {
+      d.measured = measured_roofline_from_json(j["measured"]);
     }
     return d;
   } catch (const json::exception& e) {

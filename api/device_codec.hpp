@@ -10,4 +10,11 @@ json to_json(const device_info& d);
 // Throws std::runtime_error naming the bad field (input comes from a worker process).
 device_info device_info_from_json(const json& j);
 
+// Ceilings with the keys of "datasheet" (f16_tflops, bandwidth_gbps, ...). The reader throws
+// json::exception on a missing key.
+json to_json(const device_peaks& p);
+device_peaks device_peaks_from_json(const json& j);
+json to_json(const measured_roofline& m);
+measured_roofline measured_roofline_from_json(const json& j);
+
 }  // namespace kernelscan

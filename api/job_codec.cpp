@@ -107,12 +107,36 @@ std::string job_json_text(const job_record& job) {
   } else {
     w.null();
   }
-  w.key("fitness").null().end_object();
+  w.key("fitness");
+  if (job.fitness_json.empty()) {
+    w.null();
+  } else {
+    w.raw(job.fitness_json);
+  }
+  w.end_object();
+  w.key("cached_from");
+  if (job.cached_from) {
+    w.value(*job.cached_from);
+  } else {
+    w.null();
+  }
   w.key("links").begin_object().key("self").value(self);
   w.key("results").value(self + "/results").end_object();
   if (!job.spec_json.empty()) w.key("spec").raw(job.spec_json);  // stored canonical JSON
   w.end_object();
   return out;
+}
+
+std::string fitness_json_text(const job_fitness& f) {
+  auto or_null = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
+  return json{{"correct", f.correct},
+              {"points", f.points},
+              {"ok_points", f.ok_points},
+              {"speedup", or_null(f.speedup)},
+              {"latency_score", or_null(f.latency_score)},
+              {"combined_score", f.combined_score},
+              {"flags", f.flags}}
+      .dump();
 }
 
 }  // namespace kernelscan

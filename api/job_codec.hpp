@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/json.hpp"
+#include "engine/fitness.hpp"
 #include "engine/job.hpp"
 
 namespace kernelscan {
@@ -17,5 +18,8 @@ json to_json(const job_record& job);
 // The same as to_json(job).dump(), with the stored spec text spliced in as it is rather than
 // parsed and written again (the spec can be the largest part of a job, and GET job is hot).
 std::string job_json_text(const job_record& job);
+
+// A job's fitness summary (api/openapi.yaml `JobFitness`).
+std::string fitness_json_text(const job_fitness& f);
 
 }  // namespace kernelscan

@@ -23,6 +23,22 @@ std::string drop_line(std::int64_t job_id) {
   return R"({"type":"drop","job":)" + std::to_string(job_id) + "}\n";
 }
 
+std::string measure_roofline_line() {
+  return "{\"type\":\"roofline\",\"measure\":true}\n";
+}
+
+std::string set_roofline_line(const measured_roofline& roofline) {
+  return json{{"type", "roofline"}, {"set", to_json(roofline)}}.dump() + "\n";
+}
+
+std::string roofline_line(const measured_roofline& roofline) {
+  return json{{"type", "roofline"}, {"roofline", to_json(roofline)}}.dump() + "\n";
+}
+
+std::string roofline_failure_line(std::string_view message) {
+  return json{{"type", "roofline"}, {"error", message}}.dump() + "\n";
+}
+
 std::string dropped_line(std::uint64_t seq) {
   return R"({"type":"dropped","seq":)" + std::to_string(seq) + "}\n";
 }
@@ -49,6 +65,11 @@ daemon_message parse_daemon_line(std::string_view line) {
     json j = json::parse(line);
     daemon_message m;
     const auto type = j.at("type").get<std::string>();
+    if (type == "roofline") {
+      m.type = daemon_message::kind::roofline;
+      if (j.contains("set")) m.set_roofline = measured_roofline_from_json(j.at("set"));
+      return m;
+    }
     m.job = j.at("job").get<std::int64_t>();
     if (type == "job") {
       m.type = daemon_message::kind::job;
@@ -97,6 +118,13 @@ worker_message parse_worker_line(std::string_view line) {
         text.remove_suffix(1);
       }
       m.result_text = std::string(text);
+    } else if (type == "roofline") {
+      m.type = worker_message::kind::roofline;
+      if (j.contains("error")) {
+        m.error_message = j.at("error").get<std::string>();
+      } else {
+        m.roofline = measured_roofline_from_json(j.at("roofline"));
+      }
     } else if (type == "dropped") {
       m.type = worker_message::kind::dropped;
       m.seq = j.at("seq").get<std::uint64_t>();

@@ -5,6 +5,10 @@
 //   daemon -> worker  {"type":"job","job":7,"spec":{...}}         before its points
 //   daemon -> worker  {"type":"measure","seq":12,"job":7,"index":3}
 //   daemon -> worker  {"type":"drop","job":7}                     cancel what is queued
+//   daemon -> worker  {"type":"roofline","measure":true}          measure the empirical roofline
+//   daemon -> worker  {"type":"roofline","set":{...}}             judge by this stored one
+//   worker -> daemon  {"type":"roofline","roofline":{...}}        what the measurement found
+//   worker -> daemon  {"type":"roofline","error":"..."}           ... or why it could not
 //   worker -> daemon  {"type":"result","seq":12,"wall_ms":3.1,"result":{...}}
 //                     a PointResult row, always the last member so that the daemon can store
 //                     its text as sent; wall_ms is the worker's time on the point
@@ -18,6 +22,7 @@
 // drop takes effect after the point being measured. Closing its stdin asks it to exit.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,29 +41,35 @@ class protocol_error : public std::runtime_error {
 std::string job_line(std::int64_t job_id, std::string_view spec_json);
 std::string measure_line(std::uint64_t seq, std::int64_t job_id, std::uint64_t index);
 std::string drop_line(std::int64_t job_id);
+std::string measure_roofline_line();
+std::string set_roofline_line(const measured_roofline& roofline);
 
 // Lines the worker writes.
 std::string ready_line(const device_info& device);
 std::string result_line(std::uint64_t seq, double wall_ms, const point_result& result);
 std::string failure_line(std::uint64_t seq, std::string_view type, std::string_view message);
 std::string dropped_line(std::uint64_t seq);
+std::string roofline_line(const measured_roofline& roofline);
+std::string roofline_failure_line(std::string_view message);
 
 struct daemon_message {
-  enum class kind { job, measure, drop } type = kind::measure;
+  enum class kind { job, measure, drop, roofline } type = kind::measure;
   std::int64_t job = 0;
   std::uint64_t seq = 0;
   std::uint64_t index = 0;
-  json spec;  // for kind::job
+  json spec;                                      // for kind::job
+  std::optional<measured_roofline> set_roofline;  // kind::roofline: set it, or measure if none
 };
 // Throws protocol_error.
 daemon_message parse_daemon_line(std::string_view line);
 
 struct worker_message {
-  enum class kind { ready, result, failure, dropped } type = kind::result;
+  enum class kind { ready, result, failure, dropped, roofline } type = kind::result;
   std::uint64_t seq = 0;
-  device_info device;       // ready
-  json result;              // result: the PointResult row
-  std::string result_text;  // ... as the worker wrote it
+  device_info device;          // ready
+  measured_roofline roofline;  // roofline, unless error_message says why not
+  json result;                 // result: the PointResult row
+  std::string result_text;     // ... as the worker wrote it
   double wall_ms = 0;
   std::string error_type;  // failure
   std::string error_message;

@@ -155,6 +155,7 @@ struct http_api::impl {
         {"GET", "/api/v1/events", &impl::events_stream},
         {"GET", "/api/v1/devices", &impl::list_devices},
         {"GET", "/api/v1/devices/{index}", &impl::get_device},
+        {"POST", "/api/v1/devices/{index}/roofline", &impl::measure_roofline},
         {"GET", "/healthz", &impl::healthz},
         {"GET", "/metrics", &impl::metrics_text},
         {"GET", "/readyz", &impl::readyz},
@@ -298,6 +299,24 @@ struct http_api::impl {
       }
     }
     throw api_error(404, "not_found", "no device " + req.captures.at(0));
+  }
+
+  // Asks for the device's roofline to be measured again (between jobs); 202 with the device.
+  response measure_roofline(const request& req) {
+    const std::string& text = req.captures.at(0);
+    int index = -1;
+    if (text.size() <= 4 && std::all_of(text.begin(), text.end(), ::isdigit)) {
+      index = std::stoi(text);
+    }
+    if (!sched.request_roofline(index)) throw api_error(404, "not_found", "no device " + text);
+    for (const auto& d : sched.devices()) {
+      if (d.info.index == index) {
+        json j = device_json(d);
+        j["roofline_requested"] = true;
+        return json_response(202, j);
+      }
+    }
+    throw api_error(404, "not_found", "no device " + text);
   }
 
   // The devices a spec could run on; checks engine and device against what exists.

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <deque>
 
+#include "api/device_codec.hpp"
 #include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
 #include "api/worker_protocol.hpp"
+#include "engine/fitness.hpp"
 #include "engine/job_plan.hpp"
 #include "server/worker_process.hpp"
 
@@ -45,6 +47,25 @@ bool fatal_to_job(const std::string& type) {
   return type == "invalid_spec" || type == "compile_error";
 }
 
+// Names a device for its stored roofline: another part, driver or slot is measured anew.
+std::string roofline_key(const device_info& d) {
+  return std::string(to_string(d.engine)) + "|" + d.name + "|" + d.arch + "|" + d.driver + "|" +
+         std::to_string(d.index);
+}
+
+// What a job measures and where (DESIGN.md §4, the result cache): its spec without what does
+// not change a measurement (name, labels, priority, placement, the seed, the cache switch), the
+// kind of device and driver (not its index: any of identical GPUs will do), and when the
+// device's roofline was measured (re-measuring it changes the analysis). Kept as text, not a
+// hash, so that no two different measurements can share a key.
+std::string cache_key(const job_spec& spec, const device_info& d) {
+  json j = to_json(spec);
+  for (const char* k : {"name", "labels", "priority", "device", "engine", "seed", "cache"})
+    j.erase(k);
+  return j.dump() + "\n" + std::string(to_string(d.engine)) + "|" + d.name + "|" + d.arch + "|" +
+         d.driver + "|" + (d.measured ? std::to_string(d.measured->measured_ms) : "datasheet");
+}
+
 }  // namespace
 
 std::string_view to_string(device_state s) {
@@ -55,6 +76,8 @@ std::string_view to_string(device_state s) {
       return "idle";
     case device_state::busy:
       return "busy";
+    case device_state::measuring:
+      return "measuring";
     case device_state::restarting:
       return "restarting";
     case device_state::failed:
@@ -106,6 +129,8 @@ struct scheduler::device_slot {
   std::uint64_t restarts = 0;
   std::uint64_t points = 0;
   std::string last_error;
+  bool roofline_wanted = false;   // measure the roofline before the next job
+  bool roofline_running = false;  // the worker is measuring it
 };
 
 scheduler::scheduler(asio::io_context& io, job_store& store, job_waiters& waiters,
@@ -242,6 +267,7 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     slot.info = msg.device;
     slot.info.index = slot.index;
     spdlog::info("device {}: worker {} ready: {}", slot.index, slot.proc->pid(), slot.info.name);
+    load_roofline(slot);
     if (slot.job) {
       slot.state = device_state::busy;
       advance(slot);
@@ -250,6 +276,10 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
       dispatch();
     }
     publish();
+    return;
+  }
+  if (msg.type == kind::roofline) {
+    roofline_measured(slot, msg);
     return;
   }
   if (slot.outstanding.empty() || msg.seq != slot.outstanding.front().seq) {
@@ -300,6 +330,13 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
 void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
   const bool was_ready = slot.worker_ready;
   slot.worker_ready = false;
+  if (slot.roofline_running) {
+    // Not tried again by itself: a measurement that kills its worker would loop.
+    slot.roofline_running = false;
+    slot.roofline_wanted = false;
+    slot.last_error = "the worker " + how + " while measuring the roofline";
+    spdlog::error("device {}: {}", slot.index, slot.last_error);
+  }
   slot.watchdog.cancel();
   // Destroy the process object once its callback has returned.
   asio::post(m_io, [p = std::move(slot.proc)] {});
@@ -395,7 +432,15 @@ void scheduler::cancel(std::int64_t id) {
 void scheduler::dispatch() {
   if (m_draining) return;
   for (auto& slot : m_slots) {
-    if (slot->job || !slot->worker_ready) continue;
+    if (slot->job || !slot->worker_ready || slot->roofline_running) continue;
+    if (slot->roofline_wanted) {
+      // Between jobs, so that no measurement shares the device with it.
+      slot->roofline_running = true;
+      slot->state = device_state::measuring;
+      spdlog::info("device {}: measuring its roofline", slot->index);
+      slot->proc->send(worker_protocol::measure_roofline_line());
+      continue;
+    }
     // A job that cannot start (cancelled meanwhile, or ended at once) leaves the device free
     // for the next.
     while (!slot->job) {
@@ -428,6 +473,28 @@ void scheduler::start_job(device_slot& slot, const pending_job& job) {
   }
   active->total = active->plan->size();
   const auto done = m_store.result_indices(job.id);
+  const auto& spec = active->plan->spec();
+  const std::string key = cache_key(spec, slot.info);
+  std::int64_t cached_from = 0;  // 0: measure
+  try {
+    m_store.set_cache_key(job.id, key);
+    if (spec.cache && done.empty()) {
+      if (const auto hit = m_store.find_cached(key, job.id)) {
+        cached_from = m_store.copy_cached_results(*hit, job.id, unix_time_ms());
+      }
+    }
+  } catch (const storage_error& e) {
+    spdlog::warn("job {}: result cache unavailable: {}", job.id, e.what());
+    cached_from = 0;
+  }
+  if (cached_from != 0) {
+    spdlog::info("job {}: {} points answered from the cache (job {})", job.id, active->total,
+                 cached_from);
+    slot.job = std::move(active);
+    slot.job_loaded = false;
+    finish_job(slot, job_status::succeeded, std::nullopt);
+    return;
+  }
   active->todo.reserve(active->total - done.size());
   std::size_t d = 0;
   for (std::uint64_t i = 0; i < active->total; ++i) {
@@ -604,7 +671,10 @@ bool scheduler::flush_results() {
 void scheduler::finish_job(device_slot& slot, job_status status, std::optional<point_error> error) {
   const std::int64_t id = slot.job->info.id;
   try {
-    m_store.finish(id, status, error, unix_time_ms());
+    const auto fitness =
+        summarize_fitness(m_store.scored_points(id), slot.job->total,
+                          status == job_status::succeeded, m_store.result_flags(id));
+    m_store.finish(id, status, error, unix_time_ms(), fitness_json_text(fitness));
   } catch (const storage_error& e) {
     spdlog::error("job {}: cannot store its end ({}): {}", id, to_string(status), e.what());
   }
@@ -619,6 +689,60 @@ void scheduler::finish_job(device_slot& slot, job_status status, std::optional<p
   // Posted, not called: finish_job runs inside dispatch() (via start_job) and the queue must
   // not change under its loop.
   asio::post(m_io, [this] { dispatch(); });
+}
+
+void scheduler::load_roofline(device_slot& slot) {
+  slot.roofline_running = false;
+  std::optional<std::string> stored;
+  try {
+    stored = m_store.roofline(roofline_key(slot.info));
+  } catch (const storage_error& e) {
+    spdlog::warn("device {}: cannot read its stored roofline: {}", slot.index, e.what());
+  }
+  if (stored) {
+    try {
+      slot.info.measured = measured_roofline_from_json(parse_json(*stored));
+      slot.proc->send(worker_protocol::set_roofline_line(*slot.info.measured));
+      return;
+    } catch (const std::exception& e) {
+      spdlog::warn("device {}: stored roofline unreadable ({}); measuring it again", slot.index,
+                   e.what());
+    }
+  }
+  slot.roofline_wanted = true;
+}
+
+void scheduler::roofline_measured(device_slot& slot, const worker_protocol::worker_message& msg) {
+  if (!slot.roofline_running) return;  // not asked for: ignore
+  slot.roofline_running = false;
+  slot.roofline_wanted = false;
+  slot.state = device_state::idle;
+  if (!msg.error_message.empty()) {
+    slot.last_error = "roofline measurement failed: " + msg.error_message;
+    spdlog::error("device {}: {}", slot.index, slot.last_error);
+  } else {
+    slot.info.measured = msg.roofline;
+    spdlog::info("device {}: roofline measured: {:.0f} GB/s, {:.1f} TFLOP/s f16", slot.index,
+                 msg.roofline.peaks.bandwidth_gbps, msg.roofline.peaks.f16_tflops);
+    try {
+      m_store.put_roofline(roofline_key(slot.info), to_json(msg.roofline).dump(),
+                           msg.roofline.measured_ms);
+    } catch (const storage_error& e) {
+      spdlog::error("device {}: cannot store its roofline: {}", slot.index, e.what());
+    }
+  }
+  publish();
+  dispatch();
+}
+
+bool scheduler::request_roofline(int index) {
+  if (index < 0 || std::size_t(index) >= m_slots.size()) return false;
+  asio::post(m_io, [this, index] {
+    auto& slot = *m_slots[std::size_t(index)];
+    slot.roofline_wanted = true;
+    dispatch();
+  });
+  return true;
 }
 
 void scheduler::shutdown(std::function<void()> done) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "api/worker_protocol.hpp"
 #include "engine/device_info.hpp"
 #include "server/config.hpp"
 #include "server/event_hub.hpp"
@@ -31,7 +32,8 @@
 
 namespace kernelscan {
 
-enum class device_state { starting, idle, busy, restarting, failed };
+// measuring: the worker is measuring the device's roofline (between jobs).
+enum class device_state { starting, idle, busy, measuring, restarting, failed };
 std::string_view to_string(device_state s);
 
 // A device as the API shows it.
@@ -65,6 +67,10 @@ class scheduler {
   // Thread-safe. Stop dispatching, let current points finish (up to drain_timeout_s), requeue
   // the jobs they belong to, stop the workers, then run `done` on the io thread.
   void shutdown(std::function<void()> done);
+
+  // Thread-safe. Measures device `index`'s roofline again once its current job ends; false if
+  // there is no such device.
+  bool request_roofline(int index);
 
   // Thread-safe snapshots.
   std::vector<device_view> devices() const;
@@ -103,6 +109,9 @@ class scheduler {
   // Publishes a "points" event per job for the rows in m_unflushed (just committed).
   void announce_points();
   void check_drained();
+  // A fresh worker: judge by the stored roofline, or measure one before the first job.
+  void load_roofline(device_slot& slot);
+  void roofline_measured(device_slot& slot, const worker_protocol::worker_message& msg);
 
   asio::io_context& m_io;
   job_store& m_store;

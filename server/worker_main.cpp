@@ -182,6 +182,22 @@ int run_worker(const worker_config& config) {
     }
     auto msg = std::move(queue.front());
     queue.pop_front();
+    if (msg.type == worker_protocol::daemon_message::kind::roofline) {
+      if (msg.set_roofline) {
+        eng->set_roofline(*msg.set_roofline);
+        continue;
+      }
+      try {
+        hold(worker_protocol::roofline_line(eng->measure_roofline()));
+      } catch (const std::exception& e) {
+        spdlog::error("roofline measurement failed: {}", e.what());
+        hold(worker_protocol::roofline_failure_line(e.what()));
+      }
+      if (!write_all(out, pending)) return 1;
+      pending.clear();
+      held = 0;
+      continue;
+    }
     if (msg.type == worker_protocol::daemon_message::kind::job) {
       plan.reset();
       plan_job = msg.job;

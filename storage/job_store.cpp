@@ -14,10 +14,13 @@ std::vector<stored_result> read_results(statement& q) {
   return out;
 }
 
+// read_row() reads these by position; a query may add columns after them (k_column_count).
 const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
-    "finished_ms, error_type, error_message, cancel_requested, best_params, labels";
+    "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
+    "cached_from";
+constexpr int k_column_count = 24;
 
 // Labels ride in the job row for reading (job_labels holds them for filtering), encoded as
 // length-prefixed strings ("3:key5:value...") so that any bytes survive without a JSON library.
@@ -114,6 +117,8 @@ job_record job_store::read_row(statement& s) {
   if (!s.is_null(17)) r.error = point_error{std::string(s.text(17)), std::string(s.text(18))};
   r.cancel_requested = s.int64(19) != 0;
   r.labels = decode_labels(s.text(21));
+  if (!s.is_null(22)) r.fitness_json = std::string(s.text(22));
+  r.cached_from = s.opt_int64(23);
   return r;
 }
 
@@ -178,7 +183,7 @@ std::optional<job_record> job_store::get(std::int64_t id) {
   s->bind(1, id);
   if (!s->step()) return std::nullopt;
   job_record r = read_row(*s);
-  r.spec_json = std::string(s->text(22));
+  r.spec_json = std::string(s->text(k_column_count));
   return r;
 }
 
@@ -264,16 +269,118 @@ void job_store::requeue(std::int64_t id) {
 }
 
 void job_store::finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
-                       std::int64_t now_ms) {
+                       std::int64_t now_ms, const std::optional<std::string>& fitness_json) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare(
-      "UPDATE jobs SET status = ?, finished_ms = ?, error_type = ?, error_message = ? "
-      "WHERE id = ?");
+      "UPDATE jobs SET status = ?, finished_ms = ?, error_type = ?, error_message = ?, "
+      "fitness = ? WHERE id = ?");
   s->bind(1, to_string(status)).bind(2, now_ms);
   if (error) {
     s->bind(3, error->type).bind(4, error->message);
   }
-  s->bind(5, id);
+  s->bind(5, fitness_json).bind(6, id);
+  s->run();
+}
+
+std::vector<scored_point> job_store::scored_points(std::int64_t job_id) {
+  reader db(*this);
+  // json_extract reads the rows in SQLite: a 10,000-point job is summarised without handing
+  // 10 MB of JSON to a parser here.
+  auto q = db->prepare(
+      "SELECT status = 'ok', json_extract(result, '$.fitness.correct'), "
+      "json_extract(result, '$.fitness.combined_score'), json_extract(result, "
+      "'$.fitness.speedup'), json_extract(result, '$.fitness.latency_score') "
+      "FROM results WHERE job_id = ? ORDER BY idx");
+  q->bind(1, job_id);
+  std::vector<scored_point> out;
+  while (q->step()) {
+    scored_point p;
+    p.ok = q->int64(0) != 0;
+    p.correct = !q->is_null(1) && q->int64(1) != 0;
+    p.combined_score = q->is_null(2) ? 0.0 : q->real(2);
+    if (!q->is_null(3)) p.speedup = q->real(3);
+    if (!q->is_null(4)) p.latency_score = q->real(4);
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<std::string> job_store::result_flags(std::int64_t job_id) {
+  reader db(*this);
+  auto q = db->prepare(
+      "SELECT DISTINCT f.value FROM results, json_each(results.result, '$.flags') AS f "
+      "WHERE results.job_id = ? ORDER BY f.value");
+  q->bind(1, job_id);
+  std::vector<std::string> out;
+  while (q->step())
+    out.emplace_back(q->text(0));
+  return out;
+}
+
+void job_store::set_cache_key(std::int64_t id, const std::string& key) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("UPDATE jobs SET cache_key = ? WHERE id = ?");
+  s->bind(1, key).bind(2, id);
+  s->run();
+}
+
+std::optional<std::int64_t> job_store::find_cached(const std::string& key, std::int64_t except_id) {
+  reader db(*this);
+  auto q = db->prepare(
+      "SELECT id FROM jobs WHERE cache_key = ? AND id <> ? AND status = 'succeeded' AND "
+      "done_points = total_points ORDER BY id DESC LIMIT 1");
+  q->bind(1, key).bind(2, except_id);
+  if (!q->step()) return std::nullopt;
+  return q->int64(0);
+}
+
+std::int64_t job_store::copy_cached_results(std::int64_t from, std::int64_t to,
+                                            std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  std::int64_t origin = from;  // a cached job's own results came from an earlier one
+  {
+    auto s = m_db.prepare("SELECT COALESCE(cached_from, id) FROM jobs WHERE id = ?");
+    s->bind(1, from);
+    if (s->step()) origin = s->int64(0);
+  }
+  {
+    auto s = m_db.prepare(
+        "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms) "
+        "SELECT ?1, idx, status, median_us, params, json_set(result, '$.cache', "
+        "json_object('hit', json('true'), 'job_id', ?2)), ?3 FROM results WHERE job_id = ?4 "
+        "ON CONFLICT DO NOTHING");
+    s->bind(1, to).bind(2, origin).bind(3, now_ms).bind(4, from);
+    s->run();
+  }
+  {
+    auto s = m_db.prepare(
+        "UPDATE jobs SET (done_points, ok_points, failed_points, best_index, best_median_us, "
+        "best_params) = (SELECT done_points, ok_points, failed_points, best_index, "
+        "best_median_us, best_params FROM jobs WHERE id = ?1), cached_from = ?2 WHERE id = ?3");
+    s->bind(1, from).bind(2, origin).bind(3, to);
+    s->run();
+  }
+  tx.commit();
+  return origin;
+}
+
+std::optional<std::string> job_store::roofline(const std::string& device_key) {
+  reader db(*this);
+  auto q = db->prepare("SELECT roofline FROM device_rooflines WHERE device_key = ?");
+  q->bind(1, device_key);
+  if (!q->step()) return std::nullopt;
+  return std::string(q->text(0));
+}
+
+void job_store::put_roofline(const std::string& device_key, const std::string& roofline_json,
+                             std::int64_t measured_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "INSERT INTO device_rooflines (device_key, roofline, measured_ms) VALUES (?, ?, ?) "
+      "ON CONFLICT (device_key) DO UPDATE SET roofline = excluded.roofline, "
+      "measured_ms = excluded.measured_ms");
+  s->bind(1, device_key).bind(2, roofline_json).bind(3, measured_ms);
   s->run();
 }
 

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/fitness.hpp"
 #include "engine/job.hpp"
 #include "storage/database.hpp"
 
@@ -98,8 +99,25 @@ class job_store {
   bool start(std::int64_t id, int device, std::int64_t now_ms);
   // running -> queued, for jobs interrupted by a shutdown or crash; they resume later.
   void requeue(std::int64_t id);
+  // `fitness_json`: the job's fitness summary (summarize_fitness), JSON.
   void finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
-              std::int64_t now_ms);
+              std::int64_t now_ms, const std::optional<std::string>& fitness_json = std::nullopt);
+  // Each stored point's fitness, in index order, and every flag any point raised.
+  std::vector<scored_point> scored_points(std::int64_t job_id);
+  std::vector<std::string> result_flags(std::int64_t job_id);
+
+  // The result cache (DESIGN.md §4): a job records what it measures where; a later job with the
+  // same key is answered from the newest complete, succeeded one.
+  void set_cache_key(std::int64_t id, const std::string& key);
+  std::optional<std::int64_t> find_cached(const std::string& key, std::int64_t except_id);
+  // Copies job `from`'s results into `to`, each marked {"cache":{"hit":true,"job_id":N}}, with
+  // its progress and best point, in one transaction. Returns N: the job that measured them.
+  std::int64_t copy_cached_results(std::int64_t from, std::int64_t to, std::int64_t now_ms);
+
+  // Each device's measured roofline, JSON, by a key naming the device.
+  std::optional<std::string> roofline(const std::string& device_key);
+  void put_roofline(const std::string& device_key, const std::string& roofline_json,
+                    std::int64_t measured_ms);
   cancel_outcome cancel(std::int64_t id, std::int64_t now_ms);
 
   // Stores points and advances their jobs' progress, all in one transaction (group commit: one

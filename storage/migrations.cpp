@@ -62,7 +62,21 @@ CREATE TABLE results (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr std::array<std::string_view, 1> k_steps{k_v1};
+// Issue 4: the job's fitness summary, the result cache, and each device's measured roofline.
+constexpr std::string_view k_v2 = R"sql(
+ALTER TABLE jobs ADD COLUMN fitness TEXT;          -- summary JSON, written when the job ends
+ALTER TABLE jobs ADD COLUMN cache_key TEXT;        -- what was measured, where; NULL: not cacheable
+ALTER TABLE jobs ADD COLUMN cached_from INTEGER;   -- the job whose results answered this one
+CREATE INDEX jobs_by_cache_key ON jobs (cache_key, id) WHERE cache_key IS NOT NULL;
+
+CREATE TABLE device_rooflines (
+  device_key  TEXT    PRIMARY KEY,   -- engine, name, driver and index of the device
+  roofline    TEXT    NOT NULL,      -- JSON: the ceilings, measured_ms, method
+  measured_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 2> k_steps{k_v1, k_v2};
 
 }  // namespace
 
