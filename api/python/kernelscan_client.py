@@ -12,6 +12,11 @@ code or put this folder on PYTHONPATH.
     for row in client.results(job):
         print(row["params"], row["time_us"]["median"] if row["time_us"] else row["error"])
 
+For agent loops (OpenEvolve and the like), `Client.evaluate(spec)` submits a job, waits for it
+and returns a metrics dict of floats that always holds `combined_score` (0.0 on any failure of
+the candidate); `Client.evaluate_detailed(spec)` returns the same metrics with text artifacts
+saying why (job id, errors, flags, a per-point summary) and the raw job and rows.
+
 Errors: an error answer of the API raises `KernelscanError` (HTTP status, the API's error
 `type`, `message` and `details`, and `retry_after` when the daemon sent one); a daemon that
 cannot be reached raises `KernelscanConnectionError`; `wait` past its time raises `JobTimeout`.
@@ -23,8 +28,10 @@ threads. Units: seconds for timeouts, microseconds (`*_us`) in the API's data.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
+import math
 import os
 import socket
 import time
@@ -36,11 +43,14 @@ from typing import Any
 
 __all__ = [
     "Client",
+    "Evaluation",
     "JobTimeout",
     "KernelscanConnectionError",
     "KernelscanError",
     "DEFAULT_SERVER",
+    "METRIC_KEYS",
     "TERMINAL_STATES",
+    "zero_metrics",
 ]
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
@@ -54,6 +64,10 @@ _MAX_WAIT_S = 600.0
 _LONG_POLL_SLACK_S = 30.0
 # Jobs per request when listing (the API's maximum).
 _JOBS_PAGE = 1000
+# Lines of per-point summary in evaluation artifacts; failed and flagged points come first.
+_SUMMARY_LINES = 40
+
+
 class KernelscanError(Exception):
     """An error answer of the API, `{"error": {"type", "message", "details"}}`.
 
@@ -116,6 +130,40 @@ class JobTimeout(KernelscanError, TimeoutError):
         self.job = job
 
 
+@dataclasses.dataclass
+class Evaluation:
+    """What `Client.evaluate_detailed` found.
+
+    `metrics`: floats only (see `Client.evaluate`). `artifacts`: text for people and language
+    models, str values only (OpenEvolve's `EvaluationResult(metrics=..., artifacts=...)` takes
+    both as they are). `job`: the job as it ended (None when it was never accepted). `rows`: its
+    result rows.
+    """
+
+    metrics: dict[str, float]
+    artifacts: dict[str, str]
+    job: dict | None = None
+    rows: list[dict] = dataclasses.field(default_factory=list)
+
+
+METRIC_KEYS = (
+    "combined_score",
+    "correct",
+    "speedup",
+    "latency_score",
+    "median_us",
+    "points",
+    "ok_points",
+)
+
+
+def zero_metrics() -> dict[str, float]:
+    """The metrics of `Client.evaluate` for a candidate that could not be scored: all 0.0.
+
+    For evaluators that fail before anything reaches the daemon (an unreadable candidate)."""
+    return dict.fromkeys(METRIC_KEYS, 0.0)
+
+
 def _job_id(job: int | Mapping[str, Any]) -> int:
     """A job id from an id or a job dict; refuses anything else (it goes into a URL path)."""
     value = job.get("id") if isinstance(job, Mapping) else job
@@ -152,6 +200,19 @@ def _failure(status: int, body: bytes, headers: Any) -> KernelscanError:
     excerpt = body[:200].decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")
     message = f"HTTP {status}" + (f": {excerpt}" if excerpt else "")
     return KernelscanError(message, status=status, type="http_error", retry_after=retry)
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a JSON number; None for null, booleans, strings, NaN and infinities."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _geomean(values: Iterable[float]) -> float | None:
+    logs = [math.log(v) for v in values if v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 class Client:
@@ -403,3 +464,238 @@ class Client:
     def devices(self) -> list[dict]:
         """GET /api/v1/devices: each device with its description, worker state and counters."""
         return self._call("GET", "/api/v1/devices").get("devices", [])
+
+    # ------------------------------------------------------------------ fitness
+
+    def evaluate(
+        self, spec: Mapping[str, Any] | str, timeout_s: float = 300.0, **kw: Any
+    ) -> dict[str, float]:
+        """Scores a job for an agent loop: the metrics of `evaluate_detailed`, floats only.
+
+        This is the plain dict an OpenEvolve `evaluate(program_path)` may return. Keys (always
+        all present):
+
+        - `combined_score`: the daemon's `summary.fitness.combined_score` of a job that
+          succeeded; 0.0 when the spec is refused, the job fails (any point failed; see
+          `partial_credit`) or is cancelled, the wait times out, or the daemon gives no score.
+        - `correct`: 1.0 when the daemon judged every point correct, else 0.0.
+        - `speedup`: the geometric mean speedup over the spec's `fitness.baseline`; 0.0 without.
+        - `latency_score`: the daemon's mean latency score; 0.0 without.
+        - `median_us`: the geometric mean of the median times of the points that measured ok
+          (a one-point job: its median), so each size weighs the same whatever its scale; 0.0
+          when no point did. Lower is better.
+        - `points`, `ok_points`: points in the sweep, and those measured ok.
+
+        Artifacts (in evaluate_detailed) say why a score is 0.0.
+        """
+        return self.evaluate_detailed(spec, timeout_s, **kw).metrics
+
+    def evaluate_detailed(
+        self,
+        spec: Mapping[str, Any] | str,
+        timeout_s: float = 300.0,
+        *,
+        idempotency_key: str | None = None,
+        cancel_on_timeout: bool = True,
+        partial_credit: bool = False,
+        raise_on_infrastructure_error: bool = True,
+    ) -> Evaluation:
+        """Submits `spec`, waits up to `timeout_s` for the job, reads its rows and scores it.
+
+        Failures of the candidate give a score of 0.0 and an `error` artifact: a refused spec
+        (400/413/422: the field errors), a job that failed (a compile error with its log, a
+        faulting or timed-out point), was cancelled, or did not end in time (then it is
+        cancelled, unless `cancel_on_timeout` is False). With `partial_credit`, a job that
+        ended `failed` because some of its points failed keeps the daemon's combined score, in
+        which failed points count 0.
+
+        Failures of the infrastructure (the daemon unreachable, 401, 429 rate limits, 5xx) are
+        not the candidate's doing: they raise, so that a loop does not record a good program as
+        worthless (OpenEvolve retries an evaluator that raises). With
+        `raise_on_infrastructure_error=False` they score 0.0 like the rest.
+
+        Artifacts (str values): `server`, `job_id`, `status`, `error`, `flags`, `fitness` (the
+        summary as JSON), `points` (one line per point, failed and flagged points first,
+        capped), `cache` (points served from the result cache), `missing` (metrics the daemon
+        did not give and why they read 0.0), `elapsed_s`.
+        """
+        started = time.monotonic()
+        artifacts: dict[str, str] = {"server": self.server}
+        metrics = zero_metrics()
+
+        def done(job: dict | None = None, rows: list[dict] | None = None) -> Evaluation:
+            artifacts["elapsed_s"] = f"{time.monotonic() - started:.3f}"
+            return Evaluation(metrics, artifacts, job, rows or [])
+
+        def infrastructure(e: KernelscanError) -> Evaluation:
+            if raise_on_infrastructure_error:
+                raise e
+            artifacts["error"] = f"infrastructure: {e}"
+            return done()
+
+        try:
+            job = self.submit(spec, idempotency_key)
+        except KernelscanError as e:
+            if e.status in (400, 413, 422):
+                artifacts["error"] = f"the spec was refused: {e.type} (HTTP {e.status}): {e.message}"
+                if e.field_errors:
+                    artifacts["spec_errors"] = "\n".join(f"{f}: {m}" for f, m in e.field_errors)
+                return done()
+            return infrastructure(e)
+
+        job_id = _job_id(job)
+        artifacts["job_id"] = str(job_id)
+        try:
+            try:
+                job = self.wait(job_id, timeout_s)
+            except JobTimeout as e:
+                job = self._give_up(job_id, e, cancel_on_timeout, artifacts)
+                if job.get("status") not in TERMINAL_STATES:
+                    self._describe(job, [], artifacts, metrics)
+                    return done(job)
+            rows = self.results(job_id)
+        except KernelscanError as e:
+            return infrastructure(e)
+        self._score(job, rows, artifacts, metrics, partial_credit)
+        return done(job, rows)
+
+    def _give_up(
+        self, job_id: int, timeout: JobTimeout, cancel: bool, artifacts: dict[str, str]
+    ) -> dict:
+        """After a wait timed out: cancels the job (when `cancel`) and returns it. A job that
+        ended meanwhile is returned as it ended, to be scored after all."""
+        job = timeout.job
+        error = f"timeout: {timeout.message}"
+        if cancel:
+            try:
+                job = self.cancel(job_id)
+                error += "; the job was cancelled"
+            except KernelscanError as e:
+                if e.type != "job_finished":
+                    raise
+                return self.job(job_id)
+        artifacts["error"] = error
+        return job
+
+    @staticmethod
+    def _describe(job: dict, rows: list[dict], artifacts: dict[str, str], metrics: dict) -> None:
+        """Fills the artifacts and count metrics every outcome shares."""
+        artifacts["status"] = str(job.get("status"))
+        progress = job.get("progress") or {}
+        metrics["points"] = _number(progress.get("total")) or 0.0
+        metrics["ok_points"] = _number(progress.get("ok")) or 0.0
+        if job.get("error"):
+            err = job["error"]
+            text = f"{err.get('type')}: {err.get('message')}" if isinstance(err, dict) else str(err)
+            artifacts["error"] = (artifacts["error"] + "\n" if "error" in artifacts else "") + text
+        if rows:
+            artifacts["points"] = _points_summary(rows)
+            flags = sorted({f for r in rows for f in (r.get("flags") or []) if isinstance(f, str)})
+            if flags:
+                artifacts["flags"] = ", ".join(flags)
+            hits = [r for r in rows if isinstance(r.get("cache"), dict) and r["cache"].get("hit")]
+            if hits:
+                sources = sorted({str(r["cache"].get("job_id")) for r in hits})
+                artifacts["cache"] = (
+                    f"{len(hits)} of {len(rows)} points served from the result cache "
+                    f"(measured by job {', '.join(sources)})"
+                )
+            ok = [r for r in rows if r.get("status") == "ok"]
+            medians = [_number((r.get("time_us") or {}).get("median")) for r in ok]
+            metrics["median_us"] = _geomean(m for m in medians if m is not None) or 0.0
+
+    @classmethod
+    def _score(
+        cls,
+        job: dict,
+        rows: list[dict],
+        artifacts: dict[str, str],
+        metrics: dict,
+        partial_credit: bool,
+    ) -> None:
+        cls._describe(job, rows, artifacts, metrics)
+        status = job.get("status")
+        summary = job.get("summary") if isinstance(job.get("summary"), dict) else {}
+        fitness = summary.get("fitness")
+        missing: list[str] = []
+        if isinstance(fitness, dict):
+            artifacts["fitness"] = json.dumps(fitness, sort_keys=True)
+            flags = [f for f in fitness.get("flags") or [] if isinstance(f, str)]
+            if flags and "flags" not in artifacts:
+                artifacts["flags"] = ", ".join(sorted(flags))
+            metrics["correct"] = 1.0 if fitness.get("correct") is True else 0.0
+            for key in ("speedup", "latency_score"):
+                value = _number(fitness.get(key))
+                if value is None:
+                    why = ("the spec has no fitness.baseline, or no point could be compared"
+                           if key == "speedup" else "the daemon gave none")
+                    missing.append(f"{key}: null ({why})")
+                else:
+                    metrics[key] = value
+            score = _number(fitness.get("combined_score"))
+            if score is None:
+                missing.append("combined_score: absent or not a number in summary.fitness")
+            elif status == "succeeded" or (partial_credit and status == "failed"):
+                metrics["combined_score"] = score
+        else:
+            missing.append(
+                "summary.fitness is null: the daemon gave no fitness score (a daemon without "
+                "fitness scoring, or a job that did not end), so every score reads 0.0"
+            )
+        if status != "succeeded" and not (partial_credit and status == "failed"):
+            metrics["combined_score"] = 0.0
+            if "error" not in artifacts:
+                artifacts["error"] = f"the job ended {status}"
+        if missing:
+            artifacts["missing"] = "\n".join(missing)
+
+
+def _params_text(params: Any) -> str:
+    if not isinstance(params, dict) or not params:
+        return ""
+    return " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+
+
+def _point_line(row: dict) -> str:
+    head = f"point {row.get('index')}{_params_text(row.get('params'))}: "
+    flags = [f for f in row.get("flags") or [] if isinstance(f, str)]
+    if row.get("status") != "ok":
+        err = row.get("error") or {}
+        text = head + f"failed: {err.get('type')}: {err.get('message')}"
+    else:
+        median = _number((row.get("time_us") or {}).get("median"))
+        text = head + "ok" + (f", median {median:.4g} us" if median is not None else "")
+        fitness = row.get("fitness") if isinstance(row.get("fitness"), dict) else None
+        if fitness is not None:
+            speedup = _number(fitness.get("speedup"))
+            ci = fitness.get("speedup_ci95")
+            if speedup is not None:
+                text += f", speedup {speedup:.3g}x"
+                bounds = [_number(c) for c in ci] if isinstance(ci, list) else []
+                if len(bounds) == 2 and None not in bounds:
+                    text += f" [{bounds[0]:.3g}, {bounds[1]:.3g}]"
+            if fitness.get("correct") is False:
+                text += ", incorrect"
+            score = _number(fitness.get("combined_score"))
+            if score is not None:
+                text += f", score {score:.3g}"
+        verification = row.get("verification") or {}
+        if verification.get("status") == "failed":
+            text += (f", verification failed (max abs err {verification.get('max_abs_err')}, "
+                     f"max rel err {verification.get('max_rel_err')})")
+    if flags:
+        text += ", flags: " + ", ".join(flags)
+    if isinstance(row.get("cache"), dict) and row["cache"].get("hit"):
+        text += f", from the cache (job {row['cache'].get('job_id')})"
+    return text
+
+
+def _points_summary(rows: list[dict]) -> str:
+    """One line per point, failed and flagged points first, at most _SUMMARY_LINES lines."""
+    def trouble(r: dict) -> bool:
+        return r.get("status") != "ok" or bool(r.get("flags"))
+    ordered = [r for r in rows if trouble(r)] + [r for r in rows if not trouble(r)]
+    lines = [_point_line(r) for r in ordered[:_SUMMARY_LINES]]
+    if len(ordered) > _SUMMARY_LINES:
+        lines.append(f"... and {len(ordered) - _SUMMARY_LINES} more points")
+    return "\n".join(lines)

@@ -1,11 +1,13 @@
 """The Python client (api/python/kernelscan_client.py) against real daemons on free loopback
-ports: every call, its errors, the long-poll back-off and tokens.
+ports: every call, its errors, the long-poll back-off, tokens, and `evaluate` on jobs that
+succeed, fail, time out or are refused. The fitness scores themselves are in fitness_test.py.
 
 Run: python3 -B tests/python/client_test.py --binary build/server/kernelscan [-v] [TEST ...]
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import threading
@@ -177,6 +179,76 @@ class ClientTest(DaemonTestCase):
         self.assertEqual(caught.exception.status, 404)
         self.assertIn("/behind/a/proxy/api/v1/devices", caught.exception.message)
 
+    # ------------------------------------------------------------------ evaluate
+
+    def test_evaluate_a_job(self) -> None:
+        ev = self.client.evaluate_detailed(stream_sweep(3), timeout_s=60)
+        self.assertEqual(list(ev.metrics), list(kernelscan_client.METRIC_KEYS))
+        for value in ev.metrics.values():
+            self.assertIs(type(value), float)
+        self.assertTrue(all(isinstance(v, str) for v in ev.artifacts.values()), ev.artifacts)
+        self.assertEqual(ev.job["status"], "succeeded")
+        self.assertEqual(ev.artifacts["status"], "succeeded")
+        self.assertEqual(ev.artifacts["job_id"], str(ev.job["id"]))
+        self.assertEqual((ev.metrics["points"], ev.metrics["ok_points"]), (3.0, 3.0))
+        medians = [r["time_us"]["median"] for r in ev.rows]
+        geomean = math.exp(sum(math.log(m) for m in medians) / 3)
+        self.assertAlmostEqual(ev.metrics["median_us"], geomean, places=9)
+        self.assertEqual(ev.artifacts["points"].count("\n"), 2)
+        self.assertIn("point 0 (N=4096): ok, median ", ev.artifacts["points"])
+        fitness = ev.job["summary"]["fitness"]
+        if fitness is None:  # a daemon without fitness scoring gives no score
+            self.assertEqual(ev.metrics["combined_score"], 0.0)
+            self.assertIn("summary.fitness is null", ev.artifacts["missing"])
+        else:
+            self.assertEqual(ev.metrics["combined_score"], float(fitness["combined_score"]))
+        self.assertEqual(self.client.evaluate(stream_sweep(1), timeout_s=60).keys(),
+                         ev.metrics.keys())
+
+    def test_evaluate_a_refused_spec_scores_zero(self) -> None:
+        ev = self.client.evaluate_detailed(BAD_SPEC, timeout_s=10)
+        self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+        self.assertIsNone(ev.job)
+        self.assertIn("the spec was refused: invalid_spec (HTTP 422)", ev.artifacts["error"])
+        self.assertIn("kernel.dtype: ", ev.artifacts["spec_errors"])
+        self.assertIn("timing.min_sample: unknown field", ev.artifacts["spec_errors"])
+
+    def test_evaluate_a_job_that_outlives_its_timeout_cancels_it(self) -> None:
+        ev = self.client.evaluate_detailed(stream_sweep(100, delay_ms=100), timeout_s=0.5)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertTrue(ev.artifacts["error"].startswith("timeout: job "), ev.artifacts)
+        self.assertIn("the job was cancelled", ev.artifacts["error"])
+        job_id = int(ev.artifacts["job_id"])
+        self.assertEqual(self.client.wait(job_id, timeout_s=60)["status"], "cancelled")
+
+    def test_evaluate_a_cancelled_job_scores_zero(self) -> None:
+        spec = stream_sweep(50, delay_ms=100)
+        spec["labels"] = {"suite": "evaluate-cancelled"}
+        result: list = []
+        thread = threading.Thread(
+            target=lambda: result.append(self.client.evaluate_detailed(spec, timeout_s=60))
+        )
+        thread.start()
+        deadline = time.monotonic() + 30
+        jobs: list = []
+        while not jobs and time.monotonic() < deadline:
+            jobs = self.client.jobs(labels={"suite": "evaluate-cancelled"})
+            time.sleep(0.05)
+        self.client.cancel(jobs[0])
+        thread.join(60)
+        ev = result[0]
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertEqual(ev.artifacts["status"], "cancelled")
+        self.assertIn("cancelled", ev.artifacts["error"])
+
+    def test_evaluate_raises_when_the_daemon_is_unreachable(self) -> None:
+        client = Client(f"http://127.0.0.1:{closed_port()}", token="")
+        with self.assertRaises(KernelscanConnectionError):
+            client.evaluate(stream_sweep(1), timeout_s=5)
+        ev = client.evaluate_detailed(stream_sweep(1), 5, raise_on_infrastructure_error=False)
+        self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+        self.assertTrue(ev.artifacts["error"].startswith("infrastructure: connection_error: "))
+
 class EnvironmentTest(unittest.TestCase):
     """Defaults from KERNELSCAN_SERVER and KERNELSCAN_TOKEN, as the CLI takes them."""
 
@@ -307,6 +379,28 @@ class TokenTest(unittest.TestCase):
             from_env = Client(self.daemon.url)
             self.assertEqual(from_env.job(job)["id"], job["id"])
             self.assertEqual(len(from_env.devices()), 1)
+
+
+class FailedJobTest(DaemonTestCase):
+    """Points that crash their worker (fault injection): the job fails and scores 0."""
+
+    DAEMON_ARGS = ("--allow-fault-injection",)
+
+    def test_evaluate_a_failed_job(self) -> None:
+        spec = stream_sweep(3)
+        spec["mock"].update({"fault": "abort", "fault_index": 1})
+        client = Client(self.daemon.url, token="")
+        ev = client.evaluate_detailed(spec, timeout_s=120)
+        self.assertEqual(ev.job["status"], "failed")
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertEqual((ev.metrics["points"], ev.metrics["ok_points"]), (3.0, 2.0))
+        self.assertTrue(ev.artifacts["error"].startswith("points_failed: 1 of 3 points failed"),
+                        ev.artifacts)
+        # The failed point comes first in the summary.
+        self.assertTrue(ev.artifacts["points"].startswith("point 1 (N=8192): failed: device_fault"),
+                        ev.artifacts["points"])
+        self.assertIn("device_fault", ev.artifacts["flags"])
+        self.assertGreater(ev.metrics["median_us"], 0)
 
 
 if __name__ == "__main__":
