@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tempfile
 import threading
 import time
 import unittest
 import urllib.request
+from pathlib import Path
 from unittest import mock
 
-from daemon_process import Daemon, DaemonTestCase, closed_port, main, stream_sweep
+from daemon_process import ROOT, Daemon, DaemonTestCase, closed_port, main, stream_sweep
 
 import kernelscan_client
 from kernelscan_client import (
@@ -26,6 +28,8 @@ from kernelscan_client import (
     KernelscanError,
 )
 
+sys.path.insert(0, str(ROOT / "api" / "python" / "examples"))
+import openevolve_evaluator as example  # noqa: E402
 
 BAD_SPEC = {
     "kernel": {"op": "stream", "n": "N", "dtype": "f17"},
@@ -248,6 +252,29 @@ class ClientTest(DaemonTestCase):
         ev = client.evaluate_detailed(stream_sweep(1), 5, raise_on_infrastructure_error=False)
         self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
         self.assertTrue(ev.artifacts["error"].startswith("infrastructure: connection_error: "))
+
+    # ------------------------------------------------------------------ the example evaluator
+
+    def test_example_evaluator_scores_a_broken_candidate_zero(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            bad_launch = Path(tmp, "bad.hip")
+            bad_launch.write_text('// kernelscan: {"block": [16, 16, 1], "tile": 4}\n')
+            empty = Path(tmp, "empty.hip")
+            empty.write_text("\n")
+            missing = Path(tmp, "missing.hip")
+            with mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": self.daemon.url}):
+                for path, why in ((bad_launch, "unknown keys ['tile']"),
+                                  (empty, "the candidate file is empty"),
+                                  (missing, "No such file")):
+                    ev = example.evaluate_detailed(str(path))
+                    self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+                    self.assertIn(why, ev.artifacts["error"])
+        spec = example.build_spec(
+            (ROOT / "api/python/examples/matmul_candidate.hip").read_text())
+        self.assertEqual(spec["kernel"]["block"], [16, 16, 1])
+        self.assertEqual(spec["kernel"]["grid"], ["cdiv(M, 16)", "cdiv(N, 16)", 1])
+        self.assertEqual(spec["fitness"]["baseline"]["op"], "gemm")
+
 
 class EnvironmentTest(unittest.TestCase):
     """Defaults from KERNELSCAN_SERVER and KERNELSCAN_TOKEN, as the CLI takes them."""

@@ -1,6 +1,6 @@
 """Fitness scores through the Python client, against a real daemon with mock devices: the
 `fitness` fields of result rows and of the job summary, `Client.evaluate` on them, anti-cheat
-flags and the result cache.
+flags, the result cache, and the example OpenEvolve evaluator end to end.
 
 These follow the fitness contract (job spec `fitness: {baseline, target_us,
 correctness_weight}` and `cache`, `mock.speedup`, per-row and summary `fitness`, cache hits);
@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
+from unittest import mock
 
-from daemon_process import DaemonTestCase, main
+from daemon_process import ROOT, DaemonTestCase, main
 
 import kernelscan_client
 from kernelscan_client import Client, KernelscanError
 
+sys.path.insert(0, str(ROOT / "api" / "python" / "examples"))
+import openevolve_evaluator as example  # noqa: E402
 
 # Sizes at 10-25% of the mock MI300X's f16 roof, so that a 2x faster candidate is still
 # physically possible; BIG_GEMM runs at ~78%, so that 50x is not.
@@ -141,6 +146,27 @@ class FitnessTest(DaemonTestCase):
             ev = self.client.evaluate_detailed(spec, timeout_s=10)
             self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
             self.assertIn(field + ": ", ev.artifacts["spec_errors"])
+
+    def test_example_evaluator_end_to_end(self) -> None:
+        candidate = str(ROOT / "api" / "python" / "examples" / "matmul_candidate.hip")
+        with mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": self.daemon.url,
+                                          "KERNELSCAN_TOKEN": "",
+                                          "KERNELSCAN_EVAL_TIMEOUT": "120"}):
+            detailed = example.evaluate_detailed(candidate)
+            metrics = example.evaluate(candidate)
+            quick = example.evaluate_stage1(candidate)
+        self.assertIsNotNone(detailed.job, detailed.artifacts)
+        self.assertEqual(detailed.job["status"], "succeeded", detailed.artifacts)
+        self.assertEqual(detailed.job["labels"]["client"], "openevolve")
+        if not isinstance(metrics, dict):  # OpenEvolve is installed: an EvaluationResult
+            metrics, quick = metrics.metrics, quick.metrics
+        self.assertEqual(set(metrics), set(kernelscan_client.METRIC_KEYS))
+        self.assertGreater(metrics["combined_score"], 0, metrics)
+        self.assertEqual(metrics["correct"], 1.0)
+        self.assertGreater(metrics["speedup"], 0)
+        self.assertEqual((metrics["points"], metrics["ok_points"]), (4.0, 4.0))
+        self.assertEqual((quick["points"], quick["ok_points"]), (1.0, 1.0))
+        self.assertGreater(quick["combined_score"], 0, quick)
 
 
 if __name__ == "__main__":
