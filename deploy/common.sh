@@ -12,8 +12,10 @@ KERNELSCAN_PACKAGES=(
   libcli11-dev libmuparser-dev
 )
 # What the tests add: GoogleTest, the format check, clang with libFuzzer for the fuzzers, wrk
-# for the benchmarks, Chromium for the dashboard's browser test.
-KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk chromium)
+# for the benchmarks, Chromium for the dashboard's browser test, Python 3 for the Python
+# client's tests.
+KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk chromium
+  python3)
 
 install_missing() {
   local missing=()

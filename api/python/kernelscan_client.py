@@ -1,0 +1,701 @@
+"""A Python client for the kernelscan daemon's HTTP/JSON API (api/openapi.yaml).
+
+Standard library only (urllib, json); Python 3.11 or newer. One file: copy it next to your
+code or put this folder on PYTHONPATH.
+
+    from kernelscan_client import Client
+
+    client = Client()                      # KERNELSCAN_SERVER / KERNELSCAN_TOKEN, like the CLI
+    job = client.submit({"kernel": {"op": "stream", "variant": "triad", "n": "N"},
+                         "sweep": {"N": [1 << 20, 1 << 24]}})
+    job = client.wait(job, timeout_s=120)  # long polls until the job ends
+    for row in client.results(job):
+        print(row["params"], row["time_us"]["median"] if row["time_us"] else row["error"])
+
+For agent loops (OpenEvolve and the like), `Client.evaluate(spec)` submits a job, waits for it
+and returns a metrics dict of floats that always holds `combined_score` (0.0 on any failure of
+the candidate); `Client.evaluate_detailed(spec)` returns the same metrics with text artifacts
+saying why (job id, errors, flags, a per-point summary) and the raw job and rows.
+
+Errors: an error answer of the API raises `KernelscanError` (HTTP status, the API's error
+`type`, `message` and `details`, and `retry_after` when the daemon sent one); a daemon that
+cannot be reached raises `KernelscanConnectionError`; `wait` past its time raises `JobTimeout`.
+All three are `KernelscanError`s.
+
+Threading: a Client holds no connection (each call opens its own), so one may be shared by
+threads. Units: seconds for timeouts, microseconds (`*_us`) in the API's data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.client
+import json
+import math
+import os
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+__all__ = [
+    "Client",
+    "Evaluation",
+    "JobTimeout",
+    "KernelscanConnectionError",
+    "KernelscanError",
+    "DEFAULT_SERVER",
+    "METRIC_KEYS",
+    "TERMINAL_STATES",
+    "zero_metrics",
+]
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
+
+# Each long poll asks the daemon to hold it this long (it allows up to _MAX_WAIT_S), then the
+# client polls again.
+_LONG_POLL_S = 60.0
+_MAX_WAIT_S = 600.0
+# A long poll's read may take this much longer than the wait asked for.
+_LONG_POLL_SLACK_S = 30.0
+# Jobs per request when listing (the API's maximum).
+_JOBS_PAGE = 1000
+# Lines of per-point summary in evaluation artifacts; failed and flagged points come first.
+_SUMMARY_LINES = 40
+
+
+class KernelscanError(Exception):
+    """An error answer of the API, `{"error": {"type", "message", "details"}}`.
+
+    `status` is the HTTP status (None for errors with no answer: connection failures, wait
+    timeouts), `type` the API's error type (`invalid_spec`, `not_found`, `unauthorized`, ...;
+    `http_error` for an answer not in the API's error shape), `message` its message, `details`
+    its details (for `invalid_spec` a list of `{"field", "message"}`), `retry_after` the
+    Retry-After header in seconds when the daemon sent one (429, 503).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        type: str = "error",  # noqa: A002 - the API's name for it
+        details: Any = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type
+        self.message = message
+        self.details = details
+        self.retry_after = retry_after
+
+    @property
+    def field_errors(self) -> list[tuple[str, str]]:
+        """(field, message) for each problem an `invalid_spec` answer lists; else empty."""
+        if not isinstance(self.details, list):
+            return []
+        return [
+            (str(d.get("field", "")), str(d.get("message", "")))
+            for d in self.details
+            if isinstance(d, dict) and "field" in d
+        ]
+
+    def __str__(self) -> str:
+        head = self.type + (f" (HTTP {self.status})" if self.status is not None else "")
+        text = f"{head}: {self.message}"
+        fields = self.field_errors
+        # The message already names the first problem; list them all when there are more.
+        if len(fields) > 1:
+            text += "".join(f"\n  {f}: {m}" for f, m in fields)
+        return text
+
+
+class KernelscanConnectionError(KernelscanError, ConnectionError):
+    """The daemon could not be reached, or the connection broke before a whole answer came."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type="connection_error")
+
+
+class JobTimeout(KernelscanError, TimeoutError):
+    """`Client.wait` ran out of time; `job` is the job as last seen (still queued or running)."""
+
+    def __init__(self, message: str, job: dict) -> None:
+        super().__init__(message, type="wait_timeout")
+        self.job = job
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """What `Client.evaluate_detailed` found.
+
+    `metrics`: floats only (see `Client.evaluate`). `artifacts`: text for people and language
+    models, str values only (OpenEvolve's `EvaluationResult(metrics=..., artifacts=...)` takes
+    both as they are). `job`: the job as it ended (None when it was never accepted). `rows`: its
+    result rows.
+    """
+
+    metrics: dict[str, float]
+    artifacts: dict[str, str]
+    job: dict | None = None
+    rows: list[dict] = dataclasses.field(default_factory=list)
+
+
+METRIC_KEYS = (
+    "combined_score",
+    "correct",
+    "speedup",
+    "latency_score",
+    "median_us",
+    "points",
+    "ok_points",
+)
+
+
+def zero_metrics() -> dict[str, float]:
+    """The metrics of `Client.evaluate` for a candidate that could not be scored: all 0.0.
+
+    For evaluators that fail before anything reaches the daemon (an unreadable candidate)."""
+    return dict.fromkeys(METRIC_KEYS, 0.0)
+
+
+def _job_id(job: int | Mapping[str, Any]) -> int:
+    """A job id from an id or a job dict; refuses anything else (it goes into a URL path)."""
+    value = job.get("id") if isinstance(job, Mapping) else job
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"not a job id: {job!r}")
+    return value
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _failure(status: int, body: bytes, headers: Any) -> KernelscanError:
+    """The API's error from an error answer; a body in another shape (a proxy's page) gives
+    type `http_error` and the start of the body, as the CLI does."""
+    retry = _retry_after(headers)
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        e = parsed["error"]
+        return KernelscanError(
+            str(e.get("message", "")),
+            status=status,
+            type=str(e.get("type", "http_error")),
+            details=e.get("details"),
+            retry_after=retry,
+        )
+    excerpt = body[:200].decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")
+    message = f"HTTP {status}" + (f": {excerpt}" if excerpt else "")
+    return KernelscanError(message, status=status, type="http_error", retry_after=retry)
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a JSON number; None for null, booleans, strings, NaN and infinities."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _geomean(values: Iterable[float]) -> float | None:
+    logs = [math.log(v) for v in values if v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+class Client:
+    """A client of one kernelscan daemon.
+
+    `server`: the daemon's base URL, `http://HOST:PORT` or `https://...`, optionally with a
+    path prefix (a reverse proxy's), which is kept; without a scheme, http is assumed. When
+    None: `KERNELSCAN_SERVER`, else http://127.0.0.1:8080 (the CLI's rules; an empty variable
+    counts as unset). `token`: sent as `Authorization: Bearer`, for a daemon started with
+    `--token-file`; when None, `KERNELSCAN_TOKEN`; "" sends none. `timeout`: seconds to wait for
+    the connection and for each read of an ordinary request (long polls add their wait).
+
+    Proxy environment variables (`http_proxy`, ...) are ignored, as the CLI ignores them: the
+    daemon is normally on loopback. Raises ValueError for a URL it cannot use.
+    """
+
+    def __init__(
+        self, server: str | None = None, token: str | None = None, timeout: float = 60.0
+    ) -> None:
+        if server is None:
+            server = os.environ.get("KERNELSCAN_SERVER") or DEFAULT_SERVER
+        if token is None:
+            token = os.environ.get("KERNELSCAN_TOKEN") or ""
+        url = server if "://" in server else "http://" + server
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme.lower() not in ("http", "https"):
+            raise ValueError(f"server {server!r}: the URL must start with http:// or https://")
+        if not parts.netloc:
+            raise ValueError(f"server {server!r}: no host")
+        if parts.query or parts.fragment:
+            raise ValueError(f"server {server!r}: a query or fragment has no place in it")
+        self.server = server
+        self.token = token
+        self.timeout = float(timeout)
+        self._base = f"{parts.scheme.lower()}://{parts.netloc}{parts.path.rstrip('/')}"
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def __repr__(self) -> str:
+        return f"Client(server={self.server!r}, token={'***' if self.token else None})"
+
+    # ------------------------------------------------------------------ HTTP
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ):
+        """Sends one request; returns the open response of a 2xx answer (the caller reads and
+        closes it). Raises KernelscanError for an error answer and KernelscanConnectionError
+        when there is none."""
+        all_headers = {"Accept": "application/json"}
+        if body is not None:
+            all_headers["Content-Type"] = "application/json"
+        if self.token:
+            all_headers["Authorization"] = f"Bearer {self.token}"
+        all_headers.update(headers or {})
+        request = urllib.request.Request(
+            self._base + path, data=body, headers=all_headers, method=method
+        )
+        wait = self.timeout if timeout is None else timeout
+        try:
+            return self._opener.open(request, timeout=wait)
+        except urllib.error.HTTPError as e:
+            with e:
+                try:
+                    body = e.read()
+                except (OSError, http.client.HTTPException):
+                    body = b""  # the status says enough
+                raise _failure(e.code, body, e.headers) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            raise self._unreachable(e, wait) from e
+
+    def _unreachable(self, error: BaseException, timeout: float) -> KernelscanConnectionError:
+        reason = error.reason if isinstance(error, urllib.error.URLError) else error
+        if isinstance(reason, ConnectionRefusedError):
+            why = "could not connect (connection refused)"
+        elif isinstance(reason, (TimeoutError, socket.timeout)):
+            why = f"no answer within {timeout:g} s"
+        elif isinstance(reason, socket.gaierror):
+            why = f"unknown host ({reason})"
+        else:
+            why = str(reason) or type(reason).__name__
+        return KernelscanConnectionError(
+            f"cannot reach the kernelscan daemon at {self.server}: {why} (is `kernelscan serve`"
+            " running there? set the address with Client(server=...) or KERNELSCAN_SERVER)"
+        )
+
+    def _call(self, method: str, path: str, **kw: Any) -> Any:
+        """One request whose 2xx answer is JSON: the parsed body."""
+        wait = kw.get("timeout") or self.timeout
+        try:
+            with self._open(method, path, **kw) as response:
+                data = response.read()
+        except (OSError, http.client.HTTPException) as e:  # the connection broke while reading
+            if isinstance(e, KernelscanError):
+                raise
+            raise self._unreachable(e, wait) from e
+        try:
+            return json.loads(data)
+        except ValueError:
+            excerpt = data[:200].decode("utf-8", "replace")
+            raise KernelscanError(
+                f"the answer to {method} {path} is not JSON: {excerpt!r}", type="bad_answer"
+            ) from None
+
+    # ------------------------------------------------------------------ the API
+
+    def submit(
+        self, spec: Mapping[str, Any] | str | bytes, idempotency_key: str | None = None
+    ) -> dict:
+        """POST /api/v1/jobs: the job as accepted (`status` "queued", `id`, the canonical `spec`).
+
+        `spec` is a dict (sent as JSON) or JSON text sent as it is. With `idempotency_key`, a
+        retry with the same key and the same bytes returns the job the first submission made
+        instead of a new one (a dict spec serialises to the same bytes each time). An invalid
+        spec raises KernelscanError `invalid_spec` (422) whose `field_errors` name each field.
+        """
+        if isinstance(spec, str):
+            body = spec.encode("utf-8")
+        elif isinstance(spec, (bytes, bytearray)):
+            body = bytes(spec)
+        else:
+            body = json.dumps(spec, separators=(",", ":")).encode("utf-8")
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return self._call("POST", "/api/v1/jobs", body=body, headers=headers)
+
+    def job(self, job: int | Mapping[str, Any]) -> dict:
+        """GET /api/v1/jobs/{id}: the job now, with its spec, progress, error and summary."""
+        return self._call("GET", f"/api/v1/jobs/{_job_id(job)}")
+
+    def wait(
+        self,
+        job: int | Mapping[str, Any],
+        timeout_s: float | None = None,
+        poll_s: float = _LONG_POLL_S,
+    ) -> dict:
+        """Waits until the job ends (succeeded, failed or cancelled) and returns it.
+
+        Long polls `GET /api/v1/jobs/{id}?wait=S` of at most `poll_s` seconds each, again and
+        again, for at most `timeout_s` seconds in all (None: no limit); past it, raises
+        JobTimeout holding the job as last seen. The daemon admits a limited number of long
+        polls at once: a 429 `too_many_waiters` is retried after its Retry-After.
+        """
+        job_id = _job_id(job)
+        if not poll_s > 0:
+            raise ValueError("poll_s must be positive")
+        deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            hold = min(poll_s, _MAX_WAIT_S)
+            if remaining is not None:
+                hold = max(0.0, min(hold, remaining))
+            try:
+                current = self._call(
+                    "GET",
+                    f"/api/v1/jobs/{job_id}?wait={hold:.3f}",
+                    timeout=hold + _LONG_POLL_SLACK_S,
+                )
+            except KernelscanError as e:
+                if e.status != 429 or e.type != "too_many_waiters":
+                    raise
+                pause = e.retry_after if e.retry_after and e.retry_after > 0 else 1.0
+                if deadline is not None:
+                    pause = min(pause, max(0.0, deadline - time.monotonic()))
+                    if pause <= 0:
+                        current = self.job(job_id)  # one plain look before giving up
+                        if current.get("status") in TERMINAL_STATES:
+                            return current
+                        raise JobTimeout(self._timeout_message(job_id, timeout_s, current),
+                                         current) from None
+                time.sleep(pause)
+                continue
+            if current.get("status") in TERMINAL_STATES:
+                return current
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JobTimeout(self._timeout_message(job_id, timeout_s, current), current)
+
+    @staticmethod
+    def _timeout_message(job_id: int, timeout_s: float | None, job: dict) -> str:
+        progress = job.get("progress") or {}
+        return (
+            f"job {job_id} did not end within {timeout_s:g} s (it is {job.get('status')}, "
+            f"{progress.get('done', '?')} of {progress.get('total', '?')} points measured)"
+        )
+
+    def cancel(self, job: int | Mapping[str, Any]) -> dict:
+        """POST /api/v1/jobs/{id}/cancel: the job after the cancel was recorded (a queued job is
+        `cancelled` at once, a running one `cancel_requested` until its point ends). A job that
+        already ended raises KernelscanError `job_finished` (409)."""
+        return self._call("POST", f"/api/v1/jobs/{_job_id(job)}/cancel")
+
+    def iter_results(self, job: int | Mapping[str, Any]) -> Iterator[dict]:
+        """The job's result rows, one dict per stored sweep point in index order, read as they
+        arrive from one `GET .../results?format=jsonl` stream (a large job is never held whole).
+        A running job gives the rows stored so far."""
+        path = f"/api/v1/jobs/{_job_id(job)}/results?format=jsonl"
+        response = self._open("GET", path, headers={"Accept": "application/x-ndjson"})
+        try:
+            with response:
+                for line in response:
+                    if line.strip():
+                        yield json.loads(line)
+        except json.JSONDecodeError as e:
+            raise KernelscanError(f"a results line is not JSON: {e}", type="bad_answer") from None
+        except (OSError, http.client.HTTPException) as e:
+            if isinstance(e, KernelscanError):
+                raise
+            raise self._unreachable(e, self.timeout) from e
+
+    def results(self, job: int | Mapping[str, Any]) -> list[dict]:
+        """Every result row of the job (see iter_results)."""
+        return list(self.iter_results(job))
+
+    def jobs(
+        self,
+        status: str | Iterable[str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[dict]:
+        """GET /api/v1/jobs: jobs newest first, without their specs.
+
+        `status`: one state, a comma list or an iterable of states (any of them); `labels`:
+        every label must match exactly; `limit`: at most this many jobs (None: every matching
+        job, following the API's cursors page by page).
+        """
+        if limit is not None and (type(limit) is not int or limit < 1):
+            raise ValueError(f"limit must be a positive integer, not {limit!r}")
+        query: list[tuple[str, str]] = []
+        if status:
+            query.append(("status", status if isinstance(status, str) else ",".join(status)))
+        for key, value in (labels or {}).items():
+            query.append((f"label.{key}", str(value)))
+        found: list[dict] = []
+        cursor = None
+        while limit is None or len(found) < limit:
+            page = _JOBS_PAGE if limit is None else min(_JOBS_PAGE, limit - len(found))
+            params = [("limit", str(page)), *query] + ([("cursor", cursor)] if cursor else [])
+            body = self._call("GET", "/api/v1/jobs?" + urllib.parse.urlencode(params))
+            found.extend(body.get("jobs", []))
+            cursor = body.get("next_cursor")
+            if not isinstance(cursor, str):
+                break
+        return found
+
+    def devices(self) -> list[dict]:
+        """GET /api/v1/devices: each device with its description, worker state and counters."""
+        return self._call("GET", "/api/v1/devices").get("devices", [])
+
+    # ------------------------------------------------------------------ fitness
+
+    def evaluate(
+        self, spec: Mapping[str, Any] | str, timeout_s: float = 300.0, **kw: Any
+    ) -> dict[str, float]:
+        """Scores a job for an agent loop: the metrics of `evaluate_detailed`, floats only.
+
+        This is the plain dict an OpenEvolve `evaluate(program_path)` may return. Keys (always
+        all present):
+
+        - `combined_score`: the daemon's `summary.fitness.combined_score` of a job that
+          succeeded; 0.0 when the spec is refused, the job fails (any point failed; see
+          `partial_credit`) or is cancelled, the wait times out, or the daemon gives no score.
+        - `correct`: 1.0 when the daemon judged every point correct, else 0.0.
+        - `speedup`: the geometric mean speedup over the spec's `fitness.baseline`; 0.0 without.
+        - `latency_score`: the daemon's mean latency score; 0.0 without.
+        - `median_us`: the geometric mean of the median times of the points that measured ok
+          (a one-point job: its median), so each size weighs the same whatever its scale; 0.0
+          when no point did. Lower is better.
+        - `points`, `ok_points`: points in the sweep, and those measured ok.
+
+        Artifacts (in evaluate_detailed) say why a score is 0.0.
+        """
+        return self.evaluate_detailed(spec, timeout_s, **kw).metrics
+
+    def evaluate_detailed(
+        self,
+        spec: Mapping[str, Any] | str,
+        timeout_s: float = 300.0,
+        *,
+        idempotency_key: str | None = None,
+        cancel_on_timeout: bool = True,
+        partial_credit: bool = False,
+        raise_on_infrastructure_error: bool = True,
+    ) -> Evaluation:
+        """Submits `spec`, waits up to `timeout_s` for the job, reads its rows and scores it.
+
+        Failures of the candidate give a score of 0.0 and an `error` artifact: a refused spec
+        (400/413/422: the field errors), a job that failed (a compile error with its log, a
+        faulting or timed-out point), was cancelled, or did not end in time (then it is
+        cancelled, unless `cancel_on_timeout` is False). With `partial_credit`, a job that
+        ended `failed` because some of its points failed keeps the daemon's combined score, in
+        which failed points count 0.
+
+        Failures of the infrastructure (the daemon unreachable, 401, 429 rate limits, 5xx) are
+        not the candidate's doing: they raise, so that a loop does not record a good program as
+        worthless (OpenEvolve retries an evaluator that raises). With
+        `raise_on_infrastructure_error=False` they score 0.0 like the rest.
+
+        Artifacts (str values): `server`, `job_id`, `status`, `error`, `flags`, `fitness` (the
+        summary as JSON), `points` (one line per point, failed and flagged points first,
+        capped), `cache` (points served from the result cache), `missing` (metrics the daemon
+        did not give and why they read 0.0), `elapsed_s`.
+        """
+        started = time.monotonic()
+        artifacts: dict[str, str] = {"server": self.server}
+        metrics = zero_metrics()
+
+        def done(job: dict | None = None, rows: list[dict] | None = None) -> Evaluation:
+            artifacts["elapsed_s"] = f"{time.monotonic() - started:.3f}"
+            return Evaluation(metrics, artifacts, job, rows or [])
+
+        def infrastructure(e: KernelscanError) -> Evaluation:
+            if raise_on_infrastructure_error:
+                raise e
+            artifacts["error"] = f"infrastructure: {e}"
+            return done()
+
+        try:
+            job = self.submit(spec, idempotency_key)
+        except KernelscanError as e:
+            if e.status in (400, 413, 422):
+                artifacts["error"] = f"the spec was refused: {e.type} (HTTP {e.status}): {e.message}"
+                if e.field_errors:
+                    artifacts["spec_errors"] = "\n".join(f"{f}: {m}" for f, m in e.field_errors)
+                return done()
+            return infrastructure(e)
+
+        job_id = _job_id(job)
+        artifacts["job_id"] = str(job_id)
+        try:
+            try:
+                job = self.wait(job_id, timeout_s)
+            except JobTimeout as e:
+                job = self._give_up(job_id, e, cancel_on_timeout, artifacts)
+                if job.get("status") not in TERMINAL_STATES:
+                    self._describe(job, [], artifacts, metrics)
+                    return done(job)
+            rows = self.results(job_id)
+        except KernelscanError as e:
+            return infrastructure(e)
+        self._score(job, rows, artifacts, metrics, partial_credit)
+        return done(job, rows)
+
+    def _give_up(
+        self, job_id: int, timeout: JobTimeout, cancel: bool, artifacts: dict[str, str]
+    ) -> dict:
+        """After a wait timed out: cancels the job (when `cancel`) and returns it. A job that
+        ended meanwhile is returned as it ended, to be scored after all."""
+        job = timeout.job
+        error = f"timeout: {timeout.message}"
+        if cancel:
+            try:
+                job = self.cancel(job_id)
+                error += "; the job was cancelled"
+            except KernelscanError as e:
+                if e.type != "job_finished":
+                    raise
+                return self.job(job_id)
+        artifacts["error"] = error
+        return job
+
+    @staticmethod
+    def _describe(job: dict, rows: list[dict], artifacts: dict[str, str], metrics: dict) -> None:
+        """Fills the artifacts and count metrics every outcome shares."""
+        artifacts["status"] = str(job.get("status"))
+        progress = job.get("progress") or {}
+        metrics["points"] = _number(progress.get("total")) or 0.0
+        metrics["ok_points"] = _number(progress.get("ok")) or 0.0
+        if job.get("error"):
+            err = job["error"]
+            text = f"{err.get('type')}: {err.get('message')}" if isinstance(err, dict) else str(err)
+            artifacts["error"] = (artifacts["error"] + "\n" if "error" in artifacts else "") + text
+        if rows:
+            artifacts["points"] = _points_summary(rows)
+            flags = sorted({f for r in rows for f in (r.get("flags") or []) if isinstance(f, str)})
+            if flags:
+                artifacts["flags"] = ", ".join(flags)
+            hits = [r for r in rows if isinstance(r.get("cache"), dict) and r["cache"].get("hit")]
+            if hits:
+                sources = sorted({str(r["cache"].get("job_id")) for r in hits})
+                artifacts["cache"] = (
+                    f"{len(hits)} of {len(rows)} points served from the result cache "
+                    f"(measured by job {', '.join(sources)})"
+                )
+            ok = [r for r in rows if r.get("status") == "ok"]
+            medians = [_number((r.get("time_us") or {}).get("median")) for r in ok]
+            metrics["median_us"] = _geomean(m for m in medians if m is not None) or 0.0
+
+    @classmethod
+    def _score(
+        cls,
+        job: dict,
+        rows: list[dict],
+        artifacts: dict[str, str],
+        metrics: dict,
+        partial_credit: bool,
+    ) -> None:
+        cls._describe(job, rows, artifacts, metrics)
+        status = job.get("status")
+        summary = job.get("summary") if isinstance(job.get("summary"), dict) else {}
+        fitness = summary.get("fitness")
+        missing: list[str] = []
+        if isinstance(fitness, dict):
+            artifacts["fitness"] = json.dumps(fitness, sort_keys=True)
+            flags = [f for f in fitness.get("flags") or [] if isinstance(f, str)]
+            if flags and "flags" not in artifacts:
+                artifacts["flags"] = ", ".join(sorted(flags))
+            metrics["correct"] = 1.0 if fitness.get("correct") is True else 0.0
+            for key in ("speedup", "latency_score"):
+                value = _number(fitness.get(key))
+                if value is None:
+                    why = ("the spec has no fitness.baseline, or no point could be compared"
+                           if key == "speedup" else "the daemon gave none")
+                    missing.append(f"{key}: null ({why})")
+                else:
+                    metrics[key] = value
+            score = _number(fitness.get("combined_score"))
+            if score is None:
+                missing.append("combined_score: absent or not a number in summary.fitness")
+            elif status == "succeeded" or (partial_credit and status == "failed"):
+                metrics["combined_score"] = score
+        else:
+            missing.append(
+                "summary.fitness is null: the daemon gave no fitness score (a daemon without "
+                "fitness scoring, or a job that did not end), so every score reads 0.0"
+            )
+        if status != "succeeded" and not (partial_credit and status == "failed"):
+            metrics["combined_score"] = 0.0
+            if "error" not in artifacts:
+                artifacts["error"] = f"the job ended {status}"
+        if missing:
+            artifacts["missing"] = "\n".join(missing)
+
+
+def _params_text(params: Any) -> str:
+    if not isinstance(params, dict) or not params:
+        return ""
+    return " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+
+
+def _point_line(row: dict) -> str:
+    head = f"point {row.get('index')}{_params_text(row.get('params'))}: "
+    flags = [f for f in row.get("flags") or [] if isinstance(f, str)]
+    if row.get("status") != "ok":
+        err = row.get("error") or {}
+        text = head + f"failed: {err.get('type')}: {err.get('message')}"
+    else:
+        median = _number((row.get("time_us") or {}).get("median"))
+        text = head + "ok" + (f", median {median:.4g} us" if median is not None else "")
+        fitness = row.get("fitness") if isinstance(row.get("fitness"), dict) else None
+        if fitness is not None:
+            speedup = _number(fitness.get("speedup"))
+            ci = fitness.get("speedup_ci95")
+            if speedup is not None:
+                text += f", speedup {speedup:.3g}x"
+                bounds = [_number(c) for c in ci] if isinstance(ci, list) else []
+                if len(bounds) == 2 and None not in bounds:
+                    text += f" [{bounds[0]:.3g}, {bounds[1]:.3g}]"
+            if fitness.get("correct") is False:
+                text += ", incorrect"
+            score = _number(fitness.get("combined_score"))
+            if score is not None:
+                text += f", score {score:.3g}"
+        verification = row.get("verification") or {}
+        if verification.get("status") == "failed":
+            text += (f", verification failed (max abs err {verification.get('max_abs_err')}, "
+                     f"max rel err {verification.get('max_rel_err')})")
+    if flags:
+        text += ", flags: " + ", ".join(flags)
+    if isinstance(row.get("cache"), dict) and row["cache"].get("hit"):
+        text += f", from the cache (job {row['cache'].get('job_id')})"
+    return text
+
+
+def _points_summary(rows: list[dict]) -> str:
+    """One line per point, failed and flagged points first, at most _SUMMARY_LINES lines."""
+    def trouble(r: dict) -> bool:
+        return r.get("status") != "ok" or bool(r.get("flags"))
+    ordered = [r for r in rows if trouble(r)] + [r for r in rows if not trouble(r)]
+    lines = [_point_line(r) for r in ordered[:_SUMMARY_LINES]]
+    if len(ordered) > _SUMMARY_LINES:
+        lines.append(f"... and {len(ordered) - _SUMMARY_LINES} more points")
+    return "\n".join(lines)

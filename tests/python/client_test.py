@@ -1,0 +1,434 @@
+"""The Python client (api/python/kernelscan_client.py) against real daemons on free loopback
+ports: every call, its errors, the long-poll back-off, tokens, and `evaluate` on jobs that
+succeed, fail, time out or are refused. The fitness scores themselves are in fitness_test.py.
+
+Run: python3 -B tests/python/client_test.py --binary build/server/kernelscan [-v] [TEST ...]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+from pathlib import Path
+from unittest import mock
+
+from daemon_process import ROOT, Daemon, DaemonTestCase, closed_port, main, stream_sweep
+
+import kernelscan_client
+from kernelscan_client import (
+    Client,
+    JobTimeout,
+    KernelscanConnectionError,
+    KernelscanError,
+)
+
+sys.path.insert(0, str(ROOT / "api" / "python" / "examples"))
+import openevolve_evaluator as example  # noqa: E402
+
+BAD_SPEC = {
+    "kernel": {"op": "stream", "n": "N", "dtype": "f17"},
+    "sweep": {"N": [1]},
+    "timing": {"min_sample": 3},
+}
+
+
+class ClientTest(DaemonTestCase):
+    def setUp(self) -> None:
+        self.client = Client(self.daemon.url, token="")
+
+    def test_submit_wait_and_results(self) -> None:
+        spec = stream_sweep(4)
+        spec["name"] = "four sizes"
+        job = self.client.submit(spec)
+        self.assertEqual(job["status"], "queued")
+        self.assertEqual(job["name"], "four sizes")
+        self.assertEqual(job["spec"]["sweep"]["N"], [4096, 8192, 12288, 16384])
+
+        ended = self.client.wait(job, timeout_s=60)
+        self.assertEqual(ended["status"], "succeeded", ended)
+        self.assertEqual(ended["progress"]["done"], 4)
+        self.assertEqual(self.client.job(job["id"])["status"], "succeeded")
+
+        rows = self.client.results(job["id"])
+        self.assertEqual([r["index"] for r in rows], [0, 1, 2, 3])
+        self.assertEqual([r["params"]["N"] for r in rows], [4096, 8192, 12288, 16384])
+        for r in rows:
+            self.assertEqual(r["status"], "ok")
+            self.assertGreater(r["time_us"]["median"], 0)
+        # The same rows as the API's own JSON format.
+        page = self.daemon.get_json(f"/api/v1/jobs/{job['id']}/results")
+        self.assertEqual(rows, page["results"])
+
+    def test_results_stream_a_large_job_whole(self) -> None:
+        job = self.client.wait(self.client.submit(stream_sweep(3000, step=64)), timeout_s=120)
+        self.assertEqual(job["status"], "succeeded", job)
+        count = 0
+        for count, row in enumerate(self.client.iter_results(job), start=1):
+            self.assertEqual(row["index"], count - 1)
+        self.assertEqual(count, 3000)
+
+    def test_jobs_filters_and_follows_cursors(self) -> None:
+        ids = []
+        for i in range(3):
+            spec = stream_sweep(1)
+            spec["labels"] = {"suite": "jobs-filter", "n": str(i)}
+            ids.append(self.client.submit(spec)["id"])
+        for i in ids:
+            self.client.wait(i, timeout_s=60)
+
+        listed = self.client.jobs(labels={"suite": "jobs-filter"})
+        self.assertEqual([j["id"] for j in listed], ids[::-1])  # newest first
+        self.assertNotIn("spec", listed[0])
+        self.assertEqual(
+            [j["id"] for j in self.client.jobs(labels={"suite": "jobs-filter", "n": "1"})],
+            [ids[1]],
+        )
+        self.assertEqual(len(self.client.jobs(labels={"suite": "jobs-filter"}, limit=2)), 2)
+        self.assertEqual(
+            self.client.jobs(status=["queued", "running"], labels={"suite": "jobs-filter"}), []
+        )
+        self.assertEqual(
+            len(self.client.jobs(status="succeeded,failed", labels={"suite": "jobs-filter"})), 3
+        )
+        # Pages of two: every job is still found, across cursors.
+        with mock.patch.object(kernelscan_client, "_JOBS_PAGE", 2):
+            self.assertEqual(
+                [j["id"] for j in self.client.jobs(labels={"suite": "jobs-filter"})], ids[::-1]
+            )
+        with self.assertRaises(ValueError):
+            self.client.jobs(limit=0)
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.jobs(status="sleeping")
+        self.assertEqual((caught.exception.status, caught.exception.type),
+                         (400, "invalid_parameter"))
+
+    def test_cancel_a_running_job_and_wait_timeouts(self) -> None:
+        job = self.client.submit(stream_sweep(100, delay_ms=100))
+        with self.assertRaises(JobTimeout) as caught:
+            self.client.wait(job, timeout_s=0.3, poll_s=0.1)
+        self.assertIsInstance(caught.exception, TimeoutError)
+        self.assertIn(caught.exception.job["status"], ("queued", "running"))
+        self.assertIn(f"job {job['id']} did not end within 0.3 s", str(caught.exception))
+
+        cancelled = self.client.cancel(job)
+        self.assertTrue(cancelled["cancel_requested"] or cancelled["status"] == "cancelled")
+        ended = self.client.wait(job, timeout_s=60)
+        self.assertEqual(ended["status"], "cancelled")
+        self.assertLess(ended["progress"]["done"], 100)
+
+        with self.assertRaises(KernelscanError) as again:
+            self.client.cancel(job["id"])
+        self.assertEqual(again.exception.status, 409)
+        self.assertEqual(again.exception.type, "job_finished")
+        self.assertEqual(again.exception.details, {"status": "cancelled"})
+
+    def test_an_invalid_spec_names_every_field(self) -> None:
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.submit(BAD_SPEC)
+        e = caught.exception
+        self.assertEqual((e.status, e.type), (422, "invalid_spec"))
+        fields = dict(e.field_errors)
+        self.assertIn("kernel.dtype", fields)
+        self.assertIn('"f17" is not one of', fields["kernel.dtype"])
+        self.assertTrue(fields["timing.min_sample"].startswith("unknown field"))
+        text = str(e)
+        self.assertTrue(text.startswith("invalid_spec (HTTP 422): "), text)
+        self.assertIn("\n  kernel.dtype: ", text)
+        self.assertIn("\n  timing.min_sample: unknown field", text)
+        self.assertEqual(self.client.jobs(labels={"never": "stored"}), [])
+
+    def test_text_specs_and_invalid_json(self) -> None:
+        job = self.client.submit('{"kernel": {"op": "stream", "variant": "copy", "n": 1024}}')
+        self.assertEqual(job["op"], "stream")
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.submit('{"kernel": ')
+        self.assertEqual((caught.exception.status, caught.exception.type), (400, "invalid_json"))
+
+    def test_idempotency_key_returns_the_first_job(self) -> None:
+        spec = stream_sweep(2)
+        first = self.client.submit(spec, idempotency_key="py-idem-1")
+        again = self.client.submit(spec, idempotency_key="py-idem-1")
+        self.assertEqual(first["id"], again["id"])
+        other = dict(spec, name="different")
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.submit(other, idempotency_key="py-idem-1")
+        self.assertEqual(caught.exception.type, "idempotency_conflict")
+        self.assertEqual(caught.exception.details, {"job_id": first["id"]})
+
+    def test_unknown_job_is_not_found(self) -> None:
+        for call in (self.client.job, self.client.cancel, self.client.results):
+            with self.assertRaises(KernelscanError) as caught:
+                call(424242)
+            self.assertEqual(caught.exception.status, 404)
+            self.assertEqual(caught.exception.type, "not_found")
+            self.assertEqual(caught.exception.message, "no job 424242")
+        with self.assertRaises(ValueError):
+            self.client.job("1/cancel")  # ids go into paths: only integers pass
+
+    def test_devices(self) -> None:
+        devices = self.client.devices()
+        self.assertEqual(len(devices), 1)
+        self.assertEqual(devices[0]["index"], 0)
+        self.assertEqual(devices[0]["engine"], "mock")
+
+    def test_a_path_prefix_is_kept(self) -> None:
+        with self.assertRaises(KernelscanError) as caught:
+            Client(self.daemon.url + "/behind/a/proxy/").devices()
+        self.assertEqual(caught.exception.status, 404)
+        self.assertIn("/behind/a/proxy/api/v1/devices", caught.exception.message)
+
+    # ------------------------------------------------------------------ evaluate
+
+    def test_evaluate_a_job(self) -> None:
+        ev = self.client.evaluate_detailed(stream_sweep(3), timeout_s=60)
+        self.assertEqual(list(ev.metrics), list(kernelscan_client.METRIC_KEYS))
+        for value in ev.metrics.values():
+            self.assertIs(type(value), float)
+        self.assertTrue(all(isinstance(v, str) for v in ev.artifacts.values()), ev.artifacts)
+        self.assertEqual(ev.job["status"], "succeeded")
+        self.assertEqual(ev.artifacts["status"], "succeeded")
+        self.assertEqual(ev.artifacts["job_id"], str(ev.job["id"]))
+        self.assertEqual((ev.metrics["points"], ev.metrics["ok_points"]), (3.0, 3.0))
+        medians = [r["time_us"]["median"] for r in ev.rows]
+        geomean = math.exp(sum(math.log(m) for m in medians) / 3)
+        self.assertAlmostEqual(ev.metrics["median_us"], geomean, places=9)
+        self.assertEqual(ev.artifacts["points"].count("\n"), 2)
+        self.assertIn("point 0 (N=4096): ok, median ", ev.artifacts["points"])
+        fitness = ev.job["summary"]["fitness"]
+        if fitness is None:  # a daemon without fitness scoring gives no score
+            self.assertEqual(ev.metrics["combined_score"], 0.0)
+            self.assertIn("summary.fitness is null", ev.artifacts["missing"])
+        else:
+            self.assertEqual(ev.metrics["combined_score"], float(fitness["combined_score"]))
+        self.assertEqual(self.client.evaluate(stream_sweep(1), timeout_s=60).keys(),
+                         ev.metrics.keys())
+
+    def test_evaluate_a_refused_spec_scores_zero(self) -> None:
+        ev = self.client.evaluate_detailed(BAD_SPEC, timeout_s=10)
+        self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+        self.assertIsNone(ev.job)
+        self.assertIn("the spec was refused: invalid_spec (HTTP 422)", ev.artifacts["error"])
+        self.assertIn("kernel.dtype: ", ev.artifacts["spec_errors"])
+        self.assertIn("timing.min_sample: unknown field", ev.artifacts["spec_errors"])
+
+    def test_evaluate_a_job_that_outlives_its_timeout_cancels_it(self) -> None:
+        ev = self.client.evaluate_detailed(stream_sweep(100, delay_ms=100), timeout_s=0.5)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertTrue(ev.artifacts["error"].startswith("timeout: job "), ev.artifacts)
+        self.assertIn("the job was cancelled", ev.artifacts["error"])
+        job_id = int(ev.artifacts["job_id"])
+        self.assertEqual(self.client.wait(job_id, timeout_s=60)["status"], "cancelled")
+
+    def test_evaluate_a_cancelled_job_scores_zero(self) -> None:
+        spec = stream_sweep(50, delay_ms=100)
+        spec["labels"] = {"suite": "evaluate-cancelled"}
+        result: list = []
+        thread = threading.Thread(
+            target=lambda: result.append(self.client.evaluate_detailed(spec, timeout_s=60))
+        )
+        thread.start()
+        deadline = time.monotonic() + 30
+        jobs: list = []
+        while not jobs and time.monotonic() < deadline:
+            jobs = self.client.jobs(labels={"suite": "evaluate-cancelled"})
+            time.sleep(0.05)
+        self.client.cancel(jobs[0])
+        thread.join(60)
+        ev = result[0]
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertEqual(ev.artifacts["status"], "cancelled")
+        self.assertIn("cancelled", ev.artifacts["error"])
+
+    def test_evaluate_raises_when_the_daemon_is_unreachable(self) -> None:
+        client = Client(f"http://127.0.0.1:{closed_port()}", token="")
+        with self.assertRaises(KernelscanConnectionError):
+            client.evaluate(stream_sweep(1), timeout_s=5)
+        ev = client.evaluate_detailed(stream_sweep(1), 5, raise_on_infrastructure_error=False)
+        self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+        self.assertTrue(ev.artifacts["error"].startswith("infrastructure: connection_error: "))
+
+    # ------------------------------------------------------------------ the example evaluator
+
+    def test_example_evaluator_scores_a_broken_candidate_zero(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            bad_launch = Path(tmp, "bad.hip")
+            bad_launch.write_text('// kernelscan: {"block": [16, 16, 1], "tile": 4}\n')
+            empty = Path(tmp, "empty.hip")
+            empty.write_text("\n")
+            missing = Path(tmp, "missing.hip")
+            with mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": self.daemon.url}):
+                for path, why in ((bad_launch, "unknown keys ['tile']"),
+                                  (empty, "the candidate file is empty"),
+                                  (missing, "No such file")):
+                    ev = example.evaluate_detailed(str(path))
+                    self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+                    self.assertIn(why, ev.artifacts["error"])
+        spec = example.build_spec(
+            (ROOT / "api/python/examples/matmul_candidate.hip").read_text())
+        self.assertEqual(spec["kernel"]["block"], [16, 16, 1])
+        self.assertEqual(spec["kernel"]["grid"], ["cdiv(M, 16)", "cdiv(N, 16)", 1])
+        self.assertEqual(spec["fitness"]["baseline"]["op"], "gemm")
+
+
+class EnvironmentTest(unittest.TestCase):
+    """Defaults from KERNELSCAN_SERVER and KERNELSCAN_TOKEN, as the CLI takes them."""
+
+    def test_defaults(self) -> None:
+        with mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": "", "KERNELSCAN_TOKEN": ""}):
+            client = Client()
+            self.assertEqual(client.server, "http://127.0.0.1:8080")
+            self.assertEqual(client.token, "")
+        with mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": "example.test:9/ks/",
+                                          "KERNELSCAN_TOKEN": "t" * 20}):
+            client = Client()
+            self.assertEqual(client.server, "example.test:9/ks/")
+            self.assertEqual(client._base, "http://example.test:9/ks")
+            self.assertEqual(client.token, "t" * 20)
+            self.assertNotIn("t" * 20, repr(client))
+            self.assertEqual(Client(token="").token, "")
+            self.assertEqual(Client("https://h").server, "https://h")
+
+    def test_bad_urls(self) -> None:
+        for url in ("ftp://host", "http://", "http://h/?q=1"):
+            with self.assertRaises(ValueError, msg=url):
+                Client(url)
+
+    def test_an_unreachable_daemon_is_named(self) -> None:
+        url = f"http://127.0.0.1:{closed_port()}"
+        for call in (lambda c: c.jobs(), lambda c: c.submit({}), lambda c: c.wait(1),
+                     lambda c: c.results(1)):
+            with self.assertRaises(KernelscanConnectionError) as caught:
+                call(Client(url))
+            e = caught.exception
+            self.assertIsInstance(e, ConnectionError)
+            self.assertIsNone(e.status)
+            self.assertIn(f"cannot reach the kernelscan daemon at {url}: could not connect",
+                          str(e))
+        with mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": url}):
+            with self.assertRaises(KernelscanConnectionError) as caught:
+                Client().devices()
+            self.assertIn(url, str(caught.exception))
+
+
+class LongPollLimitTest(DaemonTestCase):
+    """A daemon that admits one long poll: a second waiter backs off and still sees the end."""
+
+    DAEMON_ARGS = ("--max-long-polls", "1")
+
+    def test_too_many_waiters_is_retried(self) -> None:
+        seen: list[str] = []
+
+        class Recording(Client):
+            def _call(self, method, path, **kw):
+                try:
+                    return super()._call(method, path, **kw)
+                except KernelscanError as e:
+                    seen.append(e.type)
+                    raise
+
+        client = Recording(self.daemon.url, token="")
+        job = client.submit(stream_sweep(6, delay_ms=500))
+        # Hold the one long-poll place until the job ends.
+        holder = threading.Thread(
+            target=lambda: urllib.request.urlopen(
+                f"{self.daemon.url}/api/v1/jobs/{job['id']}?wait=30", timeout=60).read()
+        )
+        holder.start()
+        self.daemon.wait_for_long_polls(1)
+        ended = client.wait(job, timeout_s=60)
+        holder.join(60)
+        self.assertEqual(ended["status"], "succeeded")
+        self.assertIn("too_many_waiters", seen)
+        self.assertEqual(set(seen), {"too_many_waiters"})
+
+    def test_too_many_waiters_does_not_outlast_the_timeout(self) -> None:
+        client = Client(self.daemon.url, token="")
+        job = client.submit(stream_sweep(20, delay_ms=500))
+        holder = threading.Thread(
+            target=lambda: urllib.request.urlopen(
+                f"{self.daemon.url}/api/v1/jobs/{job['id']}?wait=3", timeout=60).read()
+        )
+        holder.start()
+        self.daemon.wait_for_long_polls(1)
+        started = time.monotonic()
+        with self.assertRaises(JobTimeout):
+            client.wait(job, timeout_s=1.5)
+        self.assertLess(time.monotonic() - started, 3)
+        holder.join(60)
+        client.cancel(job)
+
+
+class TokenTest(unittest.TestCase):
+    """A daemon with --token-file and --auth-reads."""
+
+    TOKEN = "a-token-of-sixteen-chars"
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.tokens = tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False)
+        cls.tokens.write(cls.TOKEN + "\n")
+        cls.tokens.close()
+        cls.daemon = Daemon("--token-file", cls.tokens.name, "--auth-reads")
+        try:
+            cls.daemon.start()
+        except BaseException:
+            cls.daemon.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.daemon.stop()
+        os.unlink(cls.tokens.name)
+
+    def test_without_a_token_is_unauthorized(self) -> None:
+        client = Client(self.daemon.url, token="")
+        for call in (lambda: client.submit(stream_sweep(1)), client.devices, client.jobs):
+            with self.assertRaises(KernelscanError) as caught:
+                call()
+            self.assertEqual((caught.exception.status, caught.exception.type),
+                             (401, "unauthorized"))
+        with self.assertRaises(KernelscanError) as caught:
+            Client(self.daemon.url, token="not-the-token-at-all").devices()
+        self.assertEqual(caught.exception.status, 401)
+
+    def test_the_token_from_the_argument_or_the_environment(self) -> None:
+        client = Client(self.daemon.url, token=self.TOKEN)
+        job = client.submit(stream_sweep(2))
+        self.assertEqual(client.wait(job, timeout_s=60)["status"], "succeeded")
+        self.assertEqual(len(client.results(job)), 2)
+        with mock.patch.dict(os.environ, {"KERNELSCAN_TOKEN": self.TOKEN}):
+            from_env = Client(self.daemon.url)
+            self.assertEqual(from_env.job(job)["id"], job["id"])
+            self.assertEqual(len(from_env.devices()), 1)
+
+
+class FailedJobTest(DaemonTestCase):
+    """Points that crash their worker (fault injection): the job fails and scores 0."""
+
+    DAEMON_ARGS = ("--allow-fault-injection",)
+
+    def test_evaluate_a_failed_job(self) -> None:
+        spec = stream_sweep(3)
+        spec["mock"].update({"fault": "abort", "fault_index": 1})
+        client = Client(self.daemon.url, token="")
+        ev = client.evaluate_detailed(spec, timeout_s=120)
+        self.assertEqual(ev.job["status"], "failed")
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertEqual((ev.metrics["points"], ev.metrics["ok_points"]), (3.0, 2.0))
+        self.assertTrue(ev.artifacts["error"].startswith("points_failed: 1 of 3 points failed"),
+                        ev.artifacts)
+        # The failed point comes first in the summary.
+        self.assertTrue(ev.artifacts["points"].startswith("point 1 (N=8192): failed: device_fault"),
+                        ev.artifacts["points"])
+        self.assertIn("device_fault", ev.artifacts["flags"])
+        self.assertGreater(ev.metrics["median_us"], 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Fitness scores through the Python client, against a real daemon with mock devices: the
+`fitness` fields of result rows and of the job summary, `Client.evaluate` on them, anti-cheat
+flags, the result cache, and the example OpenEvolve evaluator end to end.
+
+These follow the fitness contract (job spec `fitness: {baseline, target_us,
+correctness_weight}` and `cache`, `mock.speedup`, per-row and summary `fitness`, cache hits);
+a daemon without fitness scoring fails them (it refuses the `fitness` field).
+
+Run: python3 -B tests/python/fitness_test.py --binary build/server/kernelscan [-v] [TEST ...]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from unittest import mock
+
+from daemon_process import ROOT, DaemonTestCase, main
+
+import kernelscan_client
+from kernelscan_client import Client, KernelscanError
+
+sys.path.insert(0, str(ROOT / "api" / "python" / "examples"))
+import openevolve_evaluator as example  # noqa: E402
+
+# Sizes at 10-25% of the mock MI300X's f16 roof, so that a 2x faster candidate is still
+# physically possible; BIG_GEMM runs at ~78%, so that 50x is not.
+GEMM = {"op": "gemm", "m": "M", "n": "N", "k": 1024, "dtype": "f16"}
+BIG_GEMM = {"op": "gemm", "m": 4096, "n": 4096, "k": 4096, "dtype": "f16"}
+ROW_FITNESS = {"correct", "speedup", "speedup_ci95", "baseline_us", "latency_score",
+               "combined_score"}
+SUMMARY_FITNESS = {"correct", "points", "ok_points", "speedup", "latency_score",
+                   "combined_score", "flags"}
+
+
+def gemm_job(speedup: float, **extra) -> dict:
+    """Two GEMM sizes, the candidate simulated `speedup` times faster than the baseline."""
+    return {
+        "kernel": GEMM,
+        "sweep": {"M": [512, 1024], "N": [1024]},
+        "fitness": {"baseline": GEMM, "target_us": 50},
+        "mock": {"speedup": speedup},
+        "seed": 7,
+        **extra,
+    }
+
+
+class FitnessTest(DaemonTestCase):
+    def setUp(self) -> None:
+        self.client = Client(self.daemon.url, token="")
+
+    def evaluated(self, spec: dict) -> kernelscan_client.Evaluation:
+        """evaluate_detailed on a job that must have run and succeeded."""
+        ev = self.client.evaluate_detailed(spec, timeout_s=120)
+        self.assertIsNotNone(ev.job, ev.artifacts)
+        self.assertEqual(ev.job["status"], "succeeded", ev.artifacts)
+        return ev
+
+    def test_rows_and_summary_carry_fitness(self) -> None:
+        job = self.client.wait(self.client.submit(gemm_job(1.5, cache=False)), timeout_s=120)
+        self.assertEqual(job["status"], "succeeded", job)
+        rows = self.client.results(job)
+        self.assertEqual(len(rows), 2)
+        for row in rows:
+            f = row["fitness"]
+            self.assertEqual(set(f), ROW_FITNESS, f)
+            self.assertIs(f["correct"], True)
+            self.assertGreater(f["speedup"], 1.2)
+            self.assertLess(f["speedup"], 1.9)
+            low, high = f["speedup_ci95"]
+            self.assertLessEqual(low, f["speedup"])
+            self.assertLessEqual(f["speedup"], high)
+            self.assertGreater(f["baseline_us"], row["time_us"]["median"])
+            self.assertGreater(f["combined_score"], 0)
+            self.assertEqual(row["flags"], [])
+
+        summary = job["summary"]["fitness"]
+        self.assertEqual(set(summary), SUMMARY_FITNESS, summary)
+        self.assertIs(summary["correct"], True)
+        self.assertEqual((summary["points"], summary["ok_points"]), (2, 2))
+        self.assertEqual(summary["flags"], [])
+        geomean = math.sqrt(rows[0]["fitness"]["speedup"] * rows[1]["fitness"]["speedup"])
+        self.assertAlmostEqual(summary["speedup"], geomean, delta=1e-6 * geomean)
+        mean = (rows[0]["fitness"]["combined_score"] + rows[1]["fitness"]["combined_score"]) / 2
+        self.assertAlmostEqual(summary["combined_score"], mean, delta=1e-9)
+
+    def test_evaluate_reports_the_daemons_scores(self) -> None:
+        ev = self.evaluated(gemm_job(2.0, cache=False))
+        summary = ev.job["summary"]["fitness"]
+        self.assertEqual(ev.metrics["combined_score"], summary["combined_score"])
+        self.assertGreater(ev.metrics["combined_score"], 0)
+        self.assertEqual(ev.metrics["correct"], 1.0)
+        self.assertGreater(ev.metrics["speedup"], 1.6)
+        self.assertLess(ev.metrics["speedup"], 2.5)
+        self.assertEqual(ev.metrics["latency_score"], summary["latency_score"])
+        self.assertEqual((ev.metrics["points"], ev.metrics["ok_points"]), (2.0, 2.0))
+        self.assertEqual(json.loads(ev.artifacts["fitness"]), summary)
+        self.assertNotIn("missing", ev.artifacts)
+        self.assertNotIn("error", ev.artifacts)
+        self.assertRegex(ev.artifacts["points"], r"point 0 \(M=512, N=1024\): ok, median "
+                                                 r"[0-9.]+ us, speedup [0-9.]+x \[")
+
+    def test_an_impossible_speedup_is_flagged_and_scores_zero(self) -> None:
+        spec = gemm_job(50.0, cache=False, kernel=BIG_GEMM, sweep={})
+        spec["fitness"]["baseline"] = BIG_GEMM
+        ev = self.evaluated(spec)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertIn("faster_than_roofline", ev.artifacts["flags"])
+        self.assertIn("faster_than_roofline", ev.job["summary"]["fitness"]["flags"])
+        for row in ev.rows:
+            self.assertIn("faster_than_roofline", row["flags"])
+            self.assertEqual(row["fitness"]["combined_score"], 0)
+        self.assertIn("flags: faster_than_roofline", ev.artifacts["points"])
+
+    def test_a_repeated_job_is_served_from_the_cache(self) -> None:
+        spec = gemm_job(1.25)
+        spec["labels"] = {"suite": "cache"}
+        first = self.evaluated(spec)
+        second = self.evaluated(spec)
+        self.assertNotEqual(first.job["id"], second.job["id"])
+        for row in second.rows:
+            self.assertEqual(row["cache"], {"hit": True, "job_id": first.job["id"]})
+        self.assertEqual(
+            second.artifacts["cache"],
+            f"2 of 2 points served from the result cache (measured by job {first.job['id']})",
+        )
+        self.assertEqual(second.metrics["combined_score"], first.metrics["combined_score"])
+
+        third = self.evaluated(dict(spec, cache=False))
+        self.assertNotIn("cache", third.artifacts)
+        for row in third.rows:
+            self.assertFalse((row.get("cache") or {}).get("hit", False), row)
+
+    def test_bad_fitness_fields_are_named(self) -> None:
+        for fitness, field in (({"baseline": GEMM, "correctness_weight": 2},
+                                "fitness.correctness_weight"),
+                               ({"baseline": GEMM, "target_us": 0}, "fitness.target_us"),
+                               ({"baseline": {"op": "gemm"}}, "fitness.baseline.m")):
+            spec = dict(gemm_job(1.0), fitness=fitness)
+            with self.assertRaises(KernelscanError) as caught:
+                self.client.submit(spec)
+            self.assertEqual(caught.exception.type, "invalid_spec")
+            self.assertIn(field, dict(caught.exception.field_errors), caught.exception)
+            ev = self.client.evaluate_detailed(spec, timeout_s=10)
+            self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+            self.assertIn(field + ": ", ev.artifacts["spec_errors"])
+
+    def test_example_evaluator_end_to_end(self) -> None:
+        candidate = str(ROOT / "api" / "python" / "examples" / "matmul_candidate.hip")
+        with mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": self.daemon.url,
+                                          "KERNELSCAN_TOKEN": "",
+                                          "KERNELSCAN_EVAL_TIMEOUT": "120"}):
+            detailed = example.evaluate_detailed(candidate)
+            metrics = example.evaluate(candidate)
+            quick = example.evaluate_stage1(candidate)
+        self.assertIsNotNone(detailed.job, detailed.artifacts)
+        self.assertEqual(detailed.job["status"], "succeeded", detailed.artifacts)
+        self.assertEqual(detailed.job["labels"]["client"], "openevolve")
+        if not isinstance(metrics, dict):  # OpenEvolve is installed: an EvaluationResult
+            metrics, quick = metrics.metrics, quick.metrics
+        self.assertEqual(set(metrics), set(kernelscan_client.METRIC_KEYS))
+        self.assertGreater(metrics["combined_score"], 0, metrics)
+        self.assertEqual(metrics["correct"], 1.0)
+        self.assertGreater(metrics["speedup"], 0)
+        self.assertEqual((metrics["points"], metrics["ok_points"]), (4.0, 4.0))
+        self.assertEqual((quick["points"], quick["ok_points"]), (1.0, 1.0))
+        self.assertGreater(quick["combined_score"], 0, quick)
+
+
+if __name__ == "__main__":
+    main()
