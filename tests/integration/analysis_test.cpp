@@ -1,0 +1,210 @@
+// Analysis and fitness through a real daemon with the mock engine (issue 4): a custom kernel
+// with a baseline gets metrics, bound, advice and fitness; the anti-cheat flags zero the score;
+// the result cache answers a resubmission; each device's roofline is measured, stored, reused
+// after a restart and re-measured on request.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/support/daemon_process.hpp"
+
+namespace kernelscan::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+json custom_with_baseline() {
+  return parse_json(R"js({
+    "name": "tiled matmul vs library",
+    "kernel": {
+      "op": "custom",
+      "source": "extern \"C\" __global__ void mm(const float* a, const float* b, float* c, int n) {}",
+      "entry": "mm", "block": [16, 16, 1], "grid": ["ceil(N/16)", "ceil(N/16)", 1],
+      "args": [
+        {"name": "a", "type": "f32*", "count": "N*N", "init": "random"},
+        {"name": "b", "type": "f32*", "count": "N*N", "init": "random"},
+        {"name": "c", "type": "f32*", "count": "N*N", "output": true},
+        {"name": "n", "type": "i32", "value": "N"}],
+      "flops": "2*N*N*N", "bytes": "12*N*N",
+      "reference": {"op": "gemm", "m": "N", "n": "N", "k": "N", "dtype": "f32",
+                    "a": "a", "b": "b", "c": "c"}},
+    "sweep": {"N": [512, 1024, 2048]},
+    "fitness": {"baseline": {"op": "gemm", "m": "N", "n": "N", "k": "N", "dtype": "f32",
+                             "impl": "library"},
+                "target_us": 100, "correctness_weight": 0.5},
+    "mock": {"output": "correct"}
+  })js");
+}
+
+json rows_of(const daemon_process& d, std::int64_t id) {
+  return d.get("/api/v1/jobs/" + std::to_string(id) + "/results").body["results"];
+}
+
+bool has_flag(const json& row, const std::string& flag) {
+  const auto& f = row["flags"];
+  return std::find(f.begin(), f.end(), flag) != f.end();
+}
+
+TEST(AnalysisApi, ACustomKernelWithABaselineGetsMetricsAdviceAndFitness) {
+  daemon_process daemon;
+  daemon.start();
+  const auto id = daemon.submit(custom_with_baseline());
+  const json job = daemon.wait_job(id);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  const json rows = rows_of(daemon, id);
+  ASSERT_EQ(rows.size(), 3u);
+  double score_sum = 0;
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["metrics"]["roof_source"], "measured");
+    EXPECT_GT(row["metrics"]["tflops"].get<double>(), 0);
+    // The 512³ point is shorter than a launch on the mock MI300X; the larger ones are not.
+    EXPECT_EQ(row["metrics"]["bound"] == "latency", row["params"]["N"] == 512);
+    EXPECT_FALSE(row["advice"].empty());
+    EXPECT_EQ(row["verification"]["status"], "passed");
+    EXPECT_TRUE(row["flags"].empty());
+    const auto& f = row["fitness"];
+    EXPECT_TRUE(f["correct"].get<bool>());
+    // Paired A/B ratios: a positive speedup inside its interval, no excessive_speedup.
+    ASSERT_TRUE(f["speedup"].is_number());
+    EXPECT_GT(f["speedup"].get<double>(), 0.05);
+    EXPECT_LT(f["speedup"].get<double>(), 10);
+    EXPECT_LE(f["speedup_ci95"][0].get<double>(), f["speedup"].get<double>());
+    EXPECT_GE(f["speedup_ci95"][1].get<double>(), f["speedup"].get<double>());
+    EXPECT_GT(f["baseline_us"].get<double>(), 0);
+    const double median = row["time_us"]["median"].get<double>();
+    EXPECT_NEAR(f["latency_score"].get<double>(), std::min(1.0, 100 / median), 1e-9);
+    EXPECT_NEAR(f["combined_score"].get<double>(), 0.5 + 0.5 * f["latency_score"].get<double>(),
+                1e-9);
+    score_sum += f["combined_score"].get<double>();
+  }
+  const json& summary = job["summary"]["fitness"];
+  EXPECT_TRUE(summary["correct"].get<bool>());
+  EXPECT_EQ(summary["points"], 3);
+  EXPECT_NEAR(summary["combined_score"].get<double>(), score_sum / 3, 1e-9);
+  EXPECT_TRUE(summary["flags"].empty());
+  // CSV carries the score columns.
+  const auto csv = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=csv");
+  EXPECT_NE(csv.text.find(",correct,speedup,latency_score,combined_score\r\n"), std::string::npos);
+}
+
+TEST(AnalysisApi, CheatsAreFlaggedAndScoreZero) {
+  daemon_process daemon;
+  daemon.start();
+  json spec = parse_json(R"js({
+    "kernel": {"op": "gemm", "m": 8192, "n": 8192, "k": 8192, "dtype": "f16"},
+    "mock": {"speedup": 3}})js");
+  auto id = daemon.submit(spec);
+  json job = daemon.wait_job(id);
+  ASSERT_EQ(job["status"], "succeeded");
+  json row = rows_of(daemon, id).at(0);
+  EXPECT_TRUE(has_flag(row, "faster_than_roofline")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0.0);
+  EXPECT_EQ(job["summary"]["fitness"]["combined_score"], 0.0);
+  EXPECT_FALSE(job["summary"]["fitness"]["correct"].get<bool>());
+  EXPECT_EQ(job["summary"]["fitness"]["flags"], json::array({"faster_than_roofline"}));
+
+  for (const auto& [output, flag] :
+       {std::pair{"unwritten", "output_not_written"},
+        std::pair{"half_written", "output_not_written"}, std::pair{"wrong", "verification_failed"},
+        std::pair{"low_precision", "precision_mismatch"}}) {
+    spec = parse_json(R"js({"kernel": {"op": "stream", "variant": "triad", "n": 1048576}})js");
+    spec["mock"] = {{"output", output}};
+    id = daemon.submit(spec);
+    ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+    row = rows_of(daemon, id).at(0);
+    EXPECT_TRUE(has_flag(row, flag)) << output << ": " << row.dump();
+    EXPECT_EQ(row["fitness"]["combined_score"], 0.0) << output;
+  }
+
+  // Over 10x the baseline is a warning, not a zero: a small copy against a huge GEMM.
+  spec = parse_json(R"js({"kernel": {"op": "stream", "variant": "copy", "n": 1048576},
+      "fitness": {"baseline": {"op": "gemm", "m": 4096, "n": 4096, "k": 4096,
+                               "impl": "builtin"}}})js");
+  id = daemon.submit(spec);
+  ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  row = rows_of(daemon, id).at(0);
+  EXPECT_TRUE(has_flag(row, "excessive_speedup")) << row.dump();
+  EXPECT_GT(row["fitness"]["speedup"].get<double>(), 10);
+  EXPECT_TRUE(row["fitness"]["correct"].get<bool>());
+  EXPECT_EQ(row["fitness"]["combined_score"], row["fitness"]["speedup"]);
+}
+
+TEST(AnalysisApi, AResubmissionIsAnsweredFromTheCacheUnlessAskedNotTo) {
+  daemon_process daemon;
+  daemon.start();
+  json spec = stream_sweep(4, 0);
+  spec["labels"] = {{"run", "first"}};
+  const auto first = daemon.submit(spec);
+  ASSERT_EQ(daemon.wait_job(first)["status"], "succeeded");
+  const json measured = rows_of(daemon, first);
+
+  spec["labels"] = {{"run", "second"}};  // labels, name and seed are not part of the key
+  spec["name"] = "again";
+  const auto second = daemon.submit(spec);
+  const json hit = daemon.wait_job(second);
+  ASSERT_EQ(hit["status"], "succeeded");
+  EXPECT_EQ(hit["cached_from"], first);
+  EXPECT_EQ(hit["progress"]["done"], 4);
+  EXPECT_EQ(hit["summary"]["best"],
+            daemon.get("/api/v1/jobs/" + std::to_string(first)).body["summary"]["best"]);
+  const json cached = rows_of(daemon, second);
+  ASSERT_EQ(cached.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(cached[i]["cache"], json({{"hit", true}, {"job_id", first}}));
+    json same = cached[i];
+    same.erase("cache");
+    EXPECT_EQ(same, measured[i]);
+    EXPECT_FALSE(measured[i].contains("cache"));
+  }
+  // A hit of a hit names the job that measured.
+  const auto third = daemon.submit(spec);
+  EXPECT_EQ(daemon.wait_job(third)["cached_from"], first);
+
+  spec["cache"] = false;
+  const auto fresh = daemon.submit(spec);
+  const json job = daemon.wait_job(fresh);
+  EXPECT_TRUE(job["cached_from"].is_null());
+  EXPECT_FALSE(rows_of(daemon, fresh)[0].contains("cache"));
+  // Another measurement is another key.
+  spec["cache"] = true;
+  spec["timing"] = {{"l2", "hot"}};
+  EXPECT_TRUE(daemon.wait_job(daemon.submit(spec))["cached_from"].is_null());
+}
+
+TEST(AnalysisApi, RooflinesAreMeasuredStoredReusedAndRemeasuredOnRequest) {
+  daemon_process daemon({.mock_devices = 2, .extra_args = {}});
+  daemon.start();
+  json devices;
+  ASSERT_TRUE(eventually([&] {
+    devices = daemon.get("/api/v1/devices").body["devices"];
+    return devices[0]["measured"].is_object() && devices[1]["measured"].is_object();
+  }));
+  const json first = devices[0]["measured"];
+  for (const char* key : {"f16_tflops", "f32_tflops", "bandwidth_gbps", "vector_f32_tflops"}) {
+    EXPECT_GT(first[key].get<double>(), 0.7 * devices[0]["datasheet"][key].get<double>()) << key;
+    EXPECT_LT(first[key].get<double>(), devices[0]["datasheet"][key].get<double>()) << key;
+  }
+  EXPECT_NE(first["method"].get<std::string>().find("simulated"), std::string::npos);
+
+  // A restart judges by the stored roofline rather than measuring again.
+  daemon.terminate();
+  daemon.start();
+  ASSERT_TRUE(eventually([&] { return daemon.get("/api/v1/devices/0").body["state"] == "idle"; }));
+  EXPECT_EQ(daemon.get("/api/v1/devices/0").body["measured"]["measured_ms"], first["measured_ms"]);
+
+  // Asked to, it measures again.
+  const auto asked = daemon.post("/api/v1/devices/0/roofline", std::string("{}"));
+  EXPECT_EQ(asked.status, 202) << asked.text;
+  EXPECT_EQ(asked.body["roofline_requested"], true);
+  ASSERT_TRUE(eventually([&] {
+    return daemon.get("/api/v1/devices/0").body["measured"]["measured_ms"] != first["measured_ms"];
+  }));
+  EXPECT_EQ(daemon.post("/api/v1/devices/7/roofline", std::string("{}")).status, 404);
+  EXPECT_EQ(daemon.post("/api/v1/devices/x/roofline", std::string("{}")).status, 404);
+  // Jobs still run afterwards.
+  EXPECT_EQ(daemon.wait_job(daemon.submit(stream_sweep(2, 0)))["status"], "succeeded");
+}
+
+}  // namespace
+}  // namespace kernelscan::testing
