@@ -282,13 +282,18 @@ export function deviceRooflineOption(device) {
     series.push(ceiling(`datasheet ${same}: ${peak} TFLOP/s`, peak, sheet.bandwidth_gbps, xmin,
                         xmax, {color: PALETTE[i % PALETTE.length]}));
   });
+  // Measured ceilings: dtypes within 2% of each other share a dashed line, as on the datasheet.
   const measured = device.measured || {};
+  const drawn = [];
   dtypes.forEach((d, i) => {
-    if (measured[`${d}_tflops`] > 0 && measured.bandwidth_gbps > 0) {
-      series.push(ceiling(`measured ${d}: ${fmt(measured[`${d}_tflops`])} TFLOP/s`,
-                          measured[`${d}_tflops`], measured.bandwidth_gbps, xmin, xmax,
-                          {color: PALETTE[i % PALETTE.length], type: 'dashed'}));
-    }
+    const peak = measured[`${d}_tflops`];
+    if (!(peak > 0 && measured.bandwidth_gbps > 0)) return;
+    if (drawn.some((p) => Math.abs(p - peak) <= 0.02 * p)) return;
+    drawn.push(peak);
+    const same = dtypes.filter((e) => Math.abs(measured[`${e}_tflops`] - peak) <= 0.02 * peak);
+    series.push(ceiling(`measured ${same.join('/')}: ${fmt(peak)} TFLOP/s`, peak,
+                        measured.bandwidth_gbps, xmin, xmax,
+                        {color: PALETTE[i % PALETTE.length], type: 'dashed'}));
   });
   return {
     animation: false, color: PALETTE,

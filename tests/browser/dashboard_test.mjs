@@ -228,6 +228,8 @@ async function main() {
       const roof = await series(page, 'chart-roofline');
       expect(roof.some((s) => s.type === 'line' && s.name.startsWith('datasheet f16')) && roof.some((s) => s.type === 'scatter' && s.n === 50),
              `roofline: datasheet f16 ceiling and 50 points (got ${JSON.stringify(roof)})`);
+      expect(roof.some((s) => s.type === 'line' && s.name.startsWith('measured f16')),
+             `roofline: the device's measured f16 ceiling (got ${JSON.stringify(roof)})`);
       const other = await page.$eval('#sel-x', (el) => (el.value === 'M' ? 'N' : 'M'));
       await page.selectOption('#sel-by', other);
       await page.waitForFunction(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series.length === 10);
@@ -273,12 +275,29 @@ async function main() {
       expect((await page.textContent('.error-box')).includes('share no sweep parameter'), 'jobs with nothing in common say so');
     });
 
+    await step('job view: speedup over the job\'s baseline, with its CI', async () => {
+      const spec = gemm('f16 vs builtin', 'f16');
+      spec.fitness = {baseline: {...spec.kernel, impl: 'builtin'}};
+      const id = (await api(d, 'POST', '/api/v1/jobs', spec)).id;
+      await waitJob(d, id);
+      await gotoView(page, d.origin, `#/jobs/${id}?against=baseline`, '#view[data-charts-ready]');
+      const speed = await series(page, 'chart-speedup');
+      expect(speed.length === 2 && speed[0].type === 'bar' && speed[0].n === 5 && speed[0].name === 'speedup over the baseline' &&
+             speed[1].type === 'custom' && speed[1].n === 5,
+             `baseline speedup bars with CI bars for 5 values (got ${JSON.stringify(speed)})`);
+      expect((await page.textContent('#view')).includes('combined'), 'the job\'s fitness is shown');
+      await shot(page, 'job-baseline');
+    });
+
     await step('devices view', async () => {
       await gotoView(page, d.origin, '#/devices', '#view[data-charts-ready]');
       expect(await page.locator('.device-card').count() === 2, 'two device cards');
       for (const i of [0, 1]) {
         const s = await series(page, `chart-device-${i}`);
-        expect(s && s.length === 2, `device ${i}: two datasheet ceilings (f64/f32, f16/bf16) (got ${JSON.stringify(s)})`);
+        const names = (s || []).map((x) => x.name);
+        expect(names.filter((n) => n.startsWith('datasheet')).length === 2 &&
+               names.filter((n) => n.startsWith('measured')).length === 2,
+               `device ${i}: datasheet and measured ceilings, f64/f32 and f16/bf16 each (got ${JSON.stringify(s)})`);
       }
       await shot(page, 'devices');
     });
