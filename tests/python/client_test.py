@@ -364,7 +364,7 @@ class LongPollLimitTest(DaemonTestCase):
         client.cancel(job)
 
 
-class TokenTest(unittest.TestCase):
+class TokenTest(DaemonTestCase):
     """A daemon with --token-file and --auth-reads."""
 
     TOKEN = "a-token-of-sixteen-chars"
@@ -374,16 +374,12 @@ class TokenTest(unittest.TestCase):
         cls.tokens = tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False)
         cls.tokens.write(cls.TOKEN + "\n")
         cls.tokens.close()
-        cls.daemon = Daemon("--token-file", cls.tokens.name, "--auth-reads")
-        try:
-            cls.daemon.start()
-        except BaseException:
-            cls.daemon.stop()
-            raise
+        cls.DAEMON_ARGS = ("--token-file", cls.tokens.name, "--auth-reads")
+        super().setUpClass()
 
     @classmethod
     def tearDownClass(cls) -> None:
-        cls.daemon.stop()
+        super().tearDownClass()
         os.unlink(cls.tokens.name)
 
     def test_without_a_token_is_unauthorized(self) -> None:
