@@ -405,7 +405,10 @@ kernel_instance job_plan::resolve(std::uint64_t index) const {
 std::optional<kernel_instance> job_plan::resolve_baseline(std::uint64_t index) const {
   const auto& p = *m_impl;
   if (!p.spec.fitness.baseline) return std::nullopt;
-  return p.resolve_kernel(*p.baseline, *p.spec.fitness.baseline, "fitness.baseline", index);
+  auto out = p.resolve_kernel(*p.baseline, *p.spec.fitness.baseline, "fitness.baseline", index);
+  // Interleaved with the kernel, the baseline's buffers live beside the kernel's.
+  p.check_bytes("fitness.baseline", footprint_bytes(out) + footprint_bytes(resolve(index)), index);
+  return out;
 }
 
 void job_plan::validate_all() const {

@@ -842,6 +842,12 @@ TEST(JobSpecCodec, ABaselineExpressionIsCheckedAtEveryPoint) {
   const auto spec = parse_job_spec(body, {});
   const auto plan = compile_plan(spec, {});
   EXPECT_TRUE(throws_for([&] { validate_points(plan); }, "fitness.baseline.n", "at least 1"));
+  // Both kernels' buffers must fit together.
+  body["fitness"] = parse_json(R"({"baseline": {"op": "stream", "variant": "copy", "n": 100000}})");
+  plan_limits small;
+  small.max_point_bytes = 1000000;  // each alone fits; together they do not
+  EXPECT_TRUE(throws_for([&] { validate_points(compile_plan(parse_job_spec(body, {}), small)); },
+                         "fitness.baseline", "bytes of device memory"));
   body["fitness"] = parse_json(R"({"baseline": {"op": "stream", "variant": "copy", "n": "Q"}})");
   EXPECT_TRUE(throws_for([&] { (void)compile_plan(parse_job_spec(body, {}), {}); },
                          "fitness.baseline.n", "Q"));
