@@ -167,7 +167,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
   EXPECT_EQ(csv_header({"M", "N"}),
             "M,N,index,status,error_type,median_us,mean_us,min_us,max_us,stddev_us,p5_us,p95_us,"
             "p99_us,ci95_low_us,ci95_high_us,rel_noise,samples,converged,l2,tflops,gbps,"
-            "arithmetic_intensity,roof_pct,bound,verification,flags\r\n");
+            "arithmetic_intensity,roof_pct,bound,verification,flags,name\r\n");
   // No parameters: the fixed columns alone.
   EXPECT_EQ(csv_header({}).rfind("index,status,", 0), 0u);
 }
@@ -175,7 +175,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
 TEST(ResultCodec, CsvLineOfAnOkPoint) {
   EXPECT_EQ(csv_line(to_json(ok_result()), {"M", "N"}),
             "128,64,3,ok,,12.5,13,10,20,1.5,10.5,18,19.5,12,13,0.01,100,true,hot,1.25,300,4.5,50,"
-            "compute,skipped,\"faster_than_roofline;x,y\"\r\n");
+            "compute,skipped,\"faster_than_roofline;x,y\",\r\n");
   // Parameters follow the requested order; a missing one is an empty cell.
   EXPECT_EQ(csv_line(to_json(ok_result()), {"N", "Q", "M"}).rfind("64,,128,3,ok,", 0), 0u);
 }
@@ -184,7 +184,7 @@ TEST(ResultCodec, CsvLineOfAFailedPointQuotesFields) {
   const auto r = failed_point(9, {{"M", 7}}, "odd \"type\", really", "x");
   const std::string line = csv_line(to_json(r), {"M"});
   EXPECT_EQ(line,
-            "7,9,failed,\"odd \"\"type\"\", really\",,,,,,,,,,,,0,false,cold,,,,,,skipped,\r\n");
+            "7,9,failed,\"odd \"\"type\"\", really\",,,,,,,,,,,,0,false,cold,,,,,,skipped,,\r\n");
   // As many cells as header columns.
   const auto count_cells = [](const std::string& s) {
     std::size_t n = 1;
