@@ -292,6 +292,13 @@ async function main() {
       expect(ci.every((c) => c === '—'), `no CI in the table for a summary (${ci})`);
       await gotoView(page, d.origin, '#/jobs', `#jobs-table tr[data-id="${n.id}"]`);
       expect((await page.textContent(`#jobs-table tr[data-id="${n.id}"]`)).includes('imported'), 'the jobs list marks imports');
+      // The same kernels listed in another order: imports are compared by kernel name, not index.
+      const lines = nsys.trim().split('\n');
+      const n2 = await api(d, 'POST', '/api/v1/imports', {format: 'nsys_cuda_gpu_kern_sum', data: [lines[0], lines[2], lines[1]].join('\n')});
+      await gotoView(page, d.origin, `#/compare?jobs=${n.id},${n2.id}`, '#compare-table tbody tr');
+      const rows = await page.$$eval('#compare-table tbody tr', (trs) => trs.map((tr) => tr.textContent));
+      expect(rows.length === 2 && rows.every((r) => r.includes('1.00×')) && rows.some((r) => r.includes('ampere_sgemm_128x64_nn')),
+             `two imports matched by kernel name (${JSON.stringify(rows)})`);
     });
 
     await step('compare view', async () => {
