@@ -390,6 +390,18 @@ std::string nested_objects(int depth) {
   return out;
 }
 
+TEST(Json, ASyntaxErrorMessageIsUtf8EvenWhenTheInputIsNot) {
+  // nlohmann quotes the byte it stopped at, here half of "é"; the message must still be
+  // writable as JSON (it was a 500: the error answer itself failed to serialise).
+  try {
+    (void)parse_json("{\"a\": \xC3\xA9}");
+    FAIL() << "accepted";
+  } catch (const json_syntax_error& e) {
+    EXPECT_NO_THROW((void)json(e.what()).dump()) << e.what();
+    EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos);
+  }
+}
+
 TEST(Json, ParseJsonLimitsNesting) {
   EXPECT_NO_THROW((void)parse_json(nested_arrays(k_max_json_depth)));
   EXPECT_NO_THROW((void)parse_json(nested_objects(k_max_json_depth)));
