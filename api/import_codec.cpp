@@ -9,6 +9,7 @@
 
 #include "api/detail/csv_reader.hpp"
 #include "api/detail/object_reader.hpp"
+#include "api/detail/utf8.hpp"
 
 namespace kernelscan {
 namespace {
@@ -20,10 +21,16 @@ using detail::index_path;
 using detail::join_path;
 using detail::json_type_name;
 using detail::object_reader;
+using detail::utf8_prefix;
+using detail::valid_utf8;
 
 constexpr std::size_t k_max_name = 16 * 1024;  // kernel names: long C++ templates, not essays
 constexpr std::size_t k_max_errors = 20;       // a broken file need not list every line
 constexpr double k_max_work = 1e30;            // flops or bytes per call
+
+[[noreturn]] void fail(std::string field, std::string_view message) {
+  throw validation_error(std::vector<field_error>{{std::move(field), utf8_prefix(message)}});
+}
 
 // Collects problems; stops listing after k_max_errors so a broken file of a million lines
 // answers quickly with a readable error.
@@ -31,7 +38,7 @@ class problems {
  public:
   void add(std::string field, std::string message) {
     if (m_errors.size() < k_max_errors) {
-      m_errors.push_back({std::move(field), std::move(message)});
+      m_errors.push_back({utf8_prefix(field), utf8_prefix(message)});
     } else {
       m_more = true;
     }
@@ -67,16 +74,12 @@ class problems {
   bool m_stopped = false;
 };
 
-[[noreturn]] void fail(std::string field, std::string message) {
-  throw validation_error(std::vector<field_error>{{std::move(field), std::move(message)}});
-}
-
 // A value quoted for a message, cut short.
 std::string shown(std::string_view v) {
-  std::string s(v.substr(0, 40));
+  std::string s = utf8_prefix(v, 40);
   for (char& c : s)
     if (std::iscntrl(static_cast<unsigned char>(c))) c = ' ';
-  return "\"" + s + (v.size() > 40 ? "...\"" : "\"");
+  return "\"" + s + (v.size() > s.size() ? "...\"" : "\"");
 }
 
 std::string_view trim(std::string_view s) {
@@ -154,6 +157,8 @@ void check_order(const imported_stats& s, const std::function<void(std::string)>
 std::string valid_name(std::string_view name, const std::function<void(std::string)>& error) {
   if (name.empty()) {
     error("a kernel name must not be empty");
+  } else if (!valid_utf8(name)) {
+    error("a kernel name must be UTF-8 text");
   } else if (name.size() > k_max_name) {
     error("a kernel name of " + std::to_string(name.size()) + " bytes; the limit is " +
           std::to_string(k_max_name));
@@ -207,7 +212,7 @@ imported_kernel read_component(const json& v, const std::string& path, std::stri
     }
   }
   if (auto it = v.find("type"); it != v.end() && it->is_string()) {
-    k.type = it->get<std::string>().substr(0, 64);
+    k.type = utf8_prefix(it->get<std::string>(), 64);
   }
   if (!k.stats.median && !v.contains("p50_us") && !v.contains("median_us")) {
     errs.add(join_path(path, "p50_us"),
@@ -234,7 +239,7 @@ struct csv_columns {
     std::string out;
     for (const auto& n : names)
       out += (out.empty() ? "" : ", ") + n;
-    return out.size() > 300 ? out.substr(0, 300) + "..." : out;
+    return out.size() > 300 ? utf8_prefix(out, 300) + "..." : out;
   }
 };
 
@@ -716,7 +721,7 @@ import_request parse_import(const json& body, const import_limits& limits) {
         const auto it = req.config.find(key);
         if (it == req.config.end() || !it->is_string() || it->get<std::string>().empty()) continue;
         req.target.model = catalog_model(it->get<std::string>());
-        req.target.device_name = it->get<std::string>().substr(0, 200);
+        req.target.device_name = utf8_prefix(it->get<std::string>(), 200);
         req.device_from = "config." + std::string(key);
         break;
       }

@@ -237,6 +237,25 @@ TEST(ImportRocprofv3, BadInputNamesLineAndColumn) {
                         {"data: ", "line 2", "not closed"}));
 }
 
+TEST(ImportRocprofv3, TextThatIsNotUtf8IsRefusedInWordsThatAre) {
+  // Through HTTP the CSV arrives in a JSON string, so it is UTF-8; read directly (as the fuzz
+  // target does) it need not be, and neither names nor messages may carry bad bytes into JSON.
+  const auto errors = errors_of([] {
+    read_rocprofv3_kernel_trace("Kernel_Name,Start_Timestamp,End_Timestamp\nk\xFF,1,2\nk,\xC3,2\n");
+  });
+  EXPECT_TRUE(has_error(errors, {"line 2, column Kernel_Name", "UTF-8"})) << dump(errors);
+  EXPECT_TRUE(has_error(errors, {"line 3, column Start_Timestamp", "\"?\""})) << dump(errors);
+  for (const auto& e : errors)
+    EXPECT_NO_THROW((void)json(e).dump()) << e;
+  // A rocm_profiler document sent as a string that is not JSON: the parser's message quotes
+  // half a character, and the error still reads as UTF-8.
+  const auto bad = errors_of([] {
+    parse_import({{"format", "rocm_profiler"}, {"data", "{\"components\": \xC3\xA9}"}}, {});
+  });
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NO_THROW((void)json(bad[0]).dump()) << bad[0];
+}
+
 TEST(ImportRocprofv3, AHundredThousandBadLinesListTwentyProblems) {
   std::string text = "Kernel_Name,Start_Timestamp,End_Timestamp\n";
   for (int i = 0; i < 100000; ++i)
