@@ -80,33 +80,7 @@ class spec_parser {
   }
 
   std::map<std::string, std::string> parse_labels(const json& v, const std::string& path) {
-    std::map<std::string, std::string> out;
-    if (!v.is_object()) {
-      error(path, "must be an object of string values, not " + std::string(json_type_name(v)));
-      return out;
-    }
-    if (v.size() > m_limits.max_labels) {
-      error(path, "has " + std::to_string(v.size()) + " labels; the limit is " +
-                      std::to_string(m_limits.max_labels));
-      return out;
-    }
-    for (const auto& [key, value] : v.items()) {
-      const std::string field = join_path(path, key);
-      const bool key_ok =
-          !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-          });
-      if (!key_ok) {
-        error(field, "label keys are 1-64 characters of letters, digits, '_', '-' and '.'");
-      } else if (!value.is_string()) {
-        error(field, "must be a string, not " + std::string(json_type_name(value)));
-      } else if (value.get_ref<const std::string&>().size() > 256) {
-        error(field, "is longer than 256 bytes");
-      } else {
-        out[key] = value.get<std::string>();
-      }
-    }
-    return out;
+    return detail::read_labels(v, path, m_limits.max_labels, m_errors);
   }
 
   // A JSON float holding a whole number within +-2^53 (1e6, 1024.0), as integer fields accept.

@@ -1,5 +1,7 @@
 #include "api/json.hpp"
 
+#include "api/detail/utf8.hpp"
+
 namespace kernelscan {
 
 json parse_json(std::string_view text) {
@@ -21,7 +23,9 @@ json parse_json(std::string_view text) {
     // keep the part after the tag.
     std::string msg = e.what();
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-    throw json_syntax_error("malformed JSON: " + msg);
+    // The message quotes what was last read, which may be half a UTF-8 character ("last read:
+    // '\xC3'"); as it is, the error answer could not be written as JSON and became a 500.
+    throw json_syntax_error("malformed JSON: " + detail::utf8_prefix(msg));
   }
 }
 

@@ -8,7 +8,7 @@ namespace kernelscan {
 namespace {
 
 // Columns after the sweep parameters: (header, JSON pointer into the row).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 28> k_columns{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 29> k_columns{{
     {"index", "/index"},
     {"status", "/status"},
     {"error_type", "/error/type"},
@@ -37,6 +37,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 28> k_column
     {"speedup", "/fitness/speedup"},
     {"latency_score", "/fitness/latency_score"},
     {"combined_score", "/fitness/combined_score"},
+    {"name", "/name"},  // imported points' kernel names; last, so older columns keep their place
 }};
 
 std::string csv_quote(const std::string& s) {
@@ -81,6 +82,31 @@ json summary_json(const time_summary& t) {
           {"rel_noise", t.rel_noise}};
 }
 
+// An imported point's statistics: only those its source gave or its data allowed computing.
+json stats_json(const imported_stats& t) {
+  json j = json::object();
+  const std::pair<const char*, const std::optional<double>*> fields[] = {
+      {"mean", &t.mean},
+      {"median", &t.median},
+      {"min", &t.min},
+      {"max", &t.max},
+      {"stddev", &t.stddev},
+      {"p5", &t.p5},
+      {"p95", &t.p95},
+      {"p99", &t.p99},
+      {"ci95_low", &t.ci95_low},
+      {"ci95_high", &t.ci95_high},
+      {"rel_noise", &t.rel_noise}};
+  for (const auto& [key, value] : fields) {
+    if (*value) j[key] = **value;
+  }
+  return j;
+}
+
+json or_null(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
 }  // namespace
 
 json params_json(const std::vector<std::pair<std::string, std::int64_t>>& params) {
@@ -91,30 +117,48 @@ json params_json(const std::vector<std::pair<std::string, std::int64_t>>& params
 }
 
 json to_json(const point_result& r) {
+  // An imported point (r.origin) has the same row, with what kernelscan did not measure null or
+  // left out rather than filled in: the source's statistics, no sampling state, and no roof
+  // without a device model.
+  const point_origin* imported = r.origin ? &*r.origin : nullptr;
   json j;
   j["index"] = r.index;
   j["params"] = params_json(r.params);
+  if (!r.name.empty()) j["name"] = r.name;
   j["status"] = to_string(r.status);
   if (r.error) j["error"] = {{"type", r.error->type}, {"message", r.error->message}};
-  j["time_us"] = r.time_us ? summary_json(*r.time_us) : json(nullptr);
-  j["samples"] = r.samples;
-  j["discarded_samples"] = r.discarded;
-  j["converged"] = r.converged;
-  j["stop_reason"] = r.stop_reason.empty() ? json(nullptr) : json(r.stop_reason);
-  j["sampling_ms"] = r.sampling_ms;
-  j["batch"] = r.batch;
-  j["l2"] = to_string(r.l2);
+  if (imported) {
+    j["time_us"] = stats_json(imported->time_us);
+    j["samples"] = imported->calls ? json(*imported->calls) : json(nullptr);
+    j["discarded_samples"] = nullptr;
+    j["converged"] = nullptr;
+    j["stop_reason"] = "imported";
+    j["sampling_ms"] = imported->total_us ? json(*imported->total_us / 1e3) : json(nullptr);
+    j["batch"] = r.batch;
+    j["l2"] = nullptr;
+  } else {
+    j["time_us"] = r.time_us ? summary_json(*r.time_us) : json(nullptr);
+    j["samples"] = r.samples;
+    j["discarded_samples"] = r.discarded;
+    j["converged"] = r.converged;
+    j["stop_reason"] = r.stop_reason.empty() ? json(nullptr) : json(r.stop_reason);
+    j["sampling_ms"] = r.sampling_ms;
+    j["batch"] = r.batch;
+    j["l2"] = to_string(r.l2);
+  }
   if (r.metrics) {
     const auto& m = *r.metrics;
     j["metrics"] = {{"flops", m.flops},
                     {"bytes", m.bytes},
                     {"tflops", m.tflops},
                     {"gbps", m.gbps},
-                    {"arithmetic_intensity", m.arithmetic_intensity},
-                    {"roof_tflops", m.roof_tflops},
-                    {"roof_pct", m.roof_pct},
-                    {"bound", m.bound},
-                    {"roof_source", m.roof_source}};
+                    {"arithmetic_intensity", m.arithmetic_intensity}};
+    if (!imported || imported->roofline) {
+      j["metrics"]["roof_tflops"] = m.roof_tflops;
+      j["metrics"]["roof_pct"] = m.roof_pct;
+      j["metrics"]["bound"] = m.bound;
+      j["metrics"]["roof_source"] = m.roof_source;
+    }
   } else {
     j["metrics"] = nullptr;
   }
@@ -126,7 +170,6 @@ json to_json(const point_result& r) {
   j["flags"] = r.flags;
   j["advice"] = r.advice;
   const auto& f = r.fitness;
-  auto or_null = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
   j["fitness"] = {
       {"correct", f.correct},
       {"speedup", or_null(f.speedup)},
@@ -135,6 +178,18 @@ json to_json(const point_result& r) {
       {"baseline_us", or_null(f.baseline_us)},
       {"latency_score", or_null(f.latency_score)},
       {"combined_score", f.combined_score}};
+  if (imported) {
+    j["fitness"] = nullptr;  // not measured here: nothing to score
+    j["environment"] = {
+        {"device", r.environment.device.empty() ? json(nullptr) : json(r.environment.device)}};
+    json origin = {{"format", imported->format}};
+    if (!imported->type.empty()) origin["type"] = imported->type;
+    origin["total_us"] = or_null(imported->total_us);
+    origin["time_pct"] = or_null(imported->time_pct);
+    origin["notes"] = imported->notes;
+    j["import"] = std::move(origin);
+    return j;
+  }
   json env = {{"device", r.environment.device},
               {"driver", r.environment.driver},
               {"clock_mhz", r.environment.clock_mhz}};

@@ -10,6 +10,8 @@ std::string_view to_string(engine_kind e) {
       return "mock";
     case engine_kind::hip:
       return "hip";
+    case engine_kind::imported:
+      return "import";
   }
   return "?";
 }

@@ -12,7 +12,9 @@
 
 namespace kernelscan {
 
-enum class engine_kind { any, mock, hip };  // `any` is the wire's "auto"
+// `any` is the wire's "auto". `imported` (the wire's "import"): results measured elsewhere and
+// imported (POST /api/v1/imports); no engine here runs such a job and no submission asks for it.
+enum class engine_kind { any, mock, hip, imported };
 std::string_view to_string(engine_kind e);
 
 enum class l2_mode { cold, hot };

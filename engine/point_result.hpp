@@ -63,9 +63,31 @@ struct point_environment {
   std::optional<double> power_w;
 };
 
+// Statistics of a point measured elsewhere, in microseconds, as far as its source gives them
+// or its data allows computing them; nullopt where it says nothing (a summary has no confidence
+// interval), so that no row carries a number nobody measured.
+struct imported_stats {
+  std::optional<double> mean, median, min, max, stddev, p5, p95, p99, ci95_low, ci95_high,
+      rel_noise;
+};
+
+// Where an imported point came from (POST /api/v1/imports) and what its analysis could not
+// do. Measured points have none.
+struct point_origin {
+  std::string format;  // rocm_profiler, rocprofv3_kernel_trace, nsys_cuda_gpu_kern_sum
+  std::string type;    // the source's kind of component (rocm_profiler "type": HIP, Triton), or ""
+  imported_stats time_us;              // the row's time_us
+  std::optional<std::uint64_t> calls;  // launches the statistics summarise, where known
+  std::optional<double> total_us;      // their summed time
+  std::optional<double> time_pct;      // share of the source's total kernel time, percent
+  bool roofline = false;               // metrics carry roof_tflops, roof_pct and bound
+  std::vector<std::string> notes;      // what could not be analysed, and why
+};
+
 struct point_result {
   std::uint64_t index = 0;
   std::vector<std::pair<std::string, std::int64_t>> params;
+  std::string name;  // imported points: the kernel or component as its source names it
   point_status status = point_status::ok;
   std::optional<point_error> error;
   std::optional<time_summary> time_us;  // absent when the point failed before sampling
@@ -82,6 +104,7 @@ struct point_result {
   std::vector<std::string> advice;
   point_fitness fitness;
   point_environment environment;
+  std::optional<point_origin> origin;  // imported points only
 };
 
 // A failed point: the index and params of `index`, status failed, and `flags` carrying the error

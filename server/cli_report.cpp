@@ -68,9 +68,16 @@ std::string assignment(const json& row, const std::vector<std::string>& names, s
   return out;
 }
 
+// An imported point's kernel name, cut to fit a line; "" for a measured point.
+std::string kernel_name(const json& row, std::size_t max_width = 60) {
+  return one_line(string_at(row, "/name"), max_width);
+}
+
 std::string point_name(const json& row, const std::vector<std::string>& names) {
-  if (names.empty()) return "point " + text_of(row.value("index", json()));
-  return assignment(row, names, 0, names.size());
+  std::string out = names.empty() ? "point " + text_of(row.value("index", json()))
+                                  : assignment(row, names, 0, names.size());
+  if (const std::string name = kernel_name(row); !name.empty()) out += " (" + name + ")";
+  return out;
 }
 
 std::string kernel_line(const json& job) {
@@ -90,6 +97,16 @@ std::string kernel_line(const json& job) {
   return op;
 }
 
+// What an import brought in: "import nsys_cuda_gpu_kern_sum, 12 kernels, roof dtype f32".
+std::string import_line(const json& job) {
+  const json::json_pointer ip{"/spec/import"};
+  if (!job.contains(ip) || !job[ip].is_object()) return "import";
+  const json& i = job[ip];
+  const std::string kernels = i.contains("kernels") ? text_of(i["kernels"]) : "?";
+  return "import " + string_at(i, "/format", "?") + ", " + kernels + " kernels, roof dtype " +
+         string_at(i, "/dtype", "?");
+}
+
 std::string device_line(const json& job, const json& rows) {
   std::string index = job.contains("device") && job["device"].is_number_integer()
                           ? job["device"].dump()
@@ -101,6 +118,7 @@ std::string device_line(const json& job, const json& rows) {
   }
   if (!index.empty() && !name.empty()) return index + ": " + name;
   if (!index.empty() || !name.empty()) return index + name;
+  if (job.value("op", "") == "import") return "not named by the import";
   return "not assigned yet";
 }
 
@@ -160,13 +178,15 @@ std::string results_report(const json& job, const json& rows) {
     header("error",
            one_line(string_at(job, "/error/type") + ": " + string_at(job, "/error/message")));
   }
-  header("kernel", kernel_line(job));
+  const bool imported = job.value("op", "") == "import";
+  header("kernel", imported ? import_line(job) : kernel_line(job));
   header("device", device_line(job, rows));
   const auto total_points = number_at(job, "/progress/total");
   const std::string total =
       total_points ? std::to_string(static_cast<long long>(*total_points)) : "?";
-  header("points", std::to_string(rows.size()) + " of " + total + " measured: " +
-                       std::to_string(ok) + " ok, " + std::to_string(failed) + " failed");
+  header("points", std::to_string(rows.size()) + " of " + total +
+                       (imported ? " imported: " : " measured: ") + std::to_string(ok) + " ok, " +
+                       std::to_string(failed) + " failed");
   if (job.contains("labels") && job["labels"].is_object() && !job["labels"].empty()) {
     std::string labels;
     for (const auto& [k, v] : job["labels"].items())
@@ -181,10 +201,12 @@ std::string results_report(const json& job, const json& rows) {
   constexpr auto right = text_table::align::right;
   constexpr auto left = text_table::align::left;
   const std::string row_key = names.empty() ? "point" : names.back();
+  // Kernels of an import are different kernels, not sizes of one: their share of the GPU time
+  // says more than a speedup over the slowest.
   text_table table({col{row_key, right}, col{"status", left},
                     col{std::string("median ") + unit.name, right}, col{"95% CI", right},
                     col{"TFLOP/s", right}, col{"GB/s", right}, col{"roof", right},
-                    col{"bound", left}, col{"speedup", right}});
+                    col{"bound", left}, col{imported ? "time" : "speedup", right}});
 
   // Sections by all parameters but the last, in order of first appearance (rows arrive in
   // index order, so that is the sweep's order).
@@ -224,11 +246,14 @@ std::string results_report(const json& job, const json& rows) {
       // A kernel that does no floating point work (a copy) has no meaningful TFLOP/s.
       const bool has_flops = tflops && flops.value_or(1) > 0;
       const bool has_bytes = gbps && bytes.value_or(1) > 0;
+      const auto share = number_at(r, "/import/time_pct");
+      // An imported kernel's name runs on after the columns: C++ names are long.
       table.add_row({first, "ok", format_significant(median * unit.per_us, k_digits), ci,
                      has_flops ? format_significant(*tflops, k_digits) : "-",
                      has_bytes ? format_significant(*gbps, k_digits) : "-",
                      roof ? percent(*roof) : "-", string_at(r, "/metrics/bound", "-"),
-                     speedup(slowest_us / median)});
+                     imported ? (share ? percent(*share) : "-") : speedup(slowest_us / median)},
+                    kernel_name(r, 200));
     }
   }
   out += table.render();
@@ -245,7 +270,7 @@ std::string results_report(const json& job, const json& rows) {
     line += ", " + format_significant(*g, k_digits) + " GB/s";
   if (const auto p = number_at(b, "/metrics/roof_pct"))
     line += ", " + percent(*p) + " of roof (" + string_at(b, "/metrics/bound", "?") + " bound)";
-  if (ok >= 2) {
+  if (ok >= 2 && !imported) {
     // On a line of its own: with several parameters the best line would not fit in 100 columns.
     line += "\n        " + speedup(slowest_us / best_us) + " the slowest point (" +
             point_name(*slowest, names) + ": " +

@@ -20,7 +20,9 @@ namespace kernelscan {
 //   section per combination of all but the last parameter, rows by the last. Columns: the
 //   parameter, status, median time ± half the width of its 95% confidence interval, TFLOP/s,
 //   GB/s, percent of the roofline, bound, and speedup against the slowest ok point of the job.
-//   A failed point shows its error instead of numbers.
+//   A failed point shows its error instead of numbers. An import (op "import") shows each
+//   kernel's share of the GPU time instead of a speedup, "-" for what its source did not give,
+//   and the kernel's name after the columns.
 // - a footer naming the best (fastest ok) point.
 std::string results_report(const json& job, const json& rows);
 

@@ -12,6 +12,7 @@
 
 #include "api/api_error.hpp"
 #include "api/device_codec.hpp"
+#include "api/import_codec.hpp"
 #include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
@@ -123,6 +124,15 @@ std::string hash_hex(std::string_view data) {
   return buf;
 }
 
+// The `details` of a 422: one {field, message} per problem.
+json field_details(const validation_error& e) {
+  json details = json::array();
+  for (const auto& fe : e.errors()) {
+    details.push_back({{"field", fe.field}, {"message", fe.message}});
+  }
+  return details;
+}
+
 json device_json(const device_view& v) {
   json j = to_json(v.info);
   j["state"] = to_string(v.state);
@@ -150,6 +160,7 @@ struct http_api::impl {
         {"GET", "/api/v1/jobs/{id}", &impl::get_job},  // the hot one first
         {"GET", "/api/v1/jobs", &impl::list_jobs},
         {"POST", "/api/v1/jobs", &impl::submit_job},
+        {"POST", "/api/v1/imports", &impl::import_results},
         {"GET", "/api/v1/jobs/{id}/results", &impl::results},
         {"POST", "/api/v1/jobs/{id}/cancel", &impl::cancel_job},
         {"GET", "/api/v1/events", &impl::events_stream},
@@ -360,20 +371,25 @@ struct http_api::impl {
     return r;
   }
 
-  response submit_job(const request& req) {
-    // A retry with a known key gets the job it created, whatever has changed since (limits,
-    // devices): the request was accepted once.
-    const std::string key = req.header("Idempotency-Key");
-    const std::string request_hash = hash_hex(req.body);
+  // The Idempotency-Key of a request that creates a job: checked, and a replay of the job it
+  // created if it is known (a retry gets that job, whatever has changed since: limits, devices;
+  // the request was accepted once).
+  std::optional<response> replay_known_key(const std::string& key,
+                                           const std::string& request_hash) {
     if (key.size() > 200) {
       throw api_error(400, "invalid_header", "Idempotency-Key is longer than 200 characters");
     }
-    if (!key.empty()) {
-      if (auto known = store.find_by_idempotency_key(key)) {
-        if (known->second != request_hash) throw idempotency_conflict(key, known->first);
-        return replay(known->first);
-      }
-    }
+    if (key.empty()) return std::nullopt;
+    auto known = store.find_by_idempotency_key(key);
+    if (!known) return std::nullopt;
+    if (known->second != request_hash) throw idempotency_conflict(key, known->first);
+    return replay(known->first);
+  }
+
+  response submit_job(const request& req) {
+    const std::string key = req.header("Idempotency-Key");
+    const std::string request_hash = hash_hex(req.body);
+    if (auto replayed = replay_known_key(key, request_hash)) return std::move(*replayed);
     const json body = parse_json(req.body);
     job_spec spec = parse_job_spec(body, config.limits);
     const std::uint64_t memory = check_placement(spec);
@@ -406,6 +422,54 @@ struct http_api::impl {
     const std::string text = job_json_text(*store.get(outcome.id));
     events.publish("job", text);
     sched.enqueue(outcome.id);
+    response r = text_response(201, text);
+    r.headers.emplace_back("Location", "/api/v1/jobs/" + std::to_string(outcome.id));
+    return r;
+  }
+
+  // Results measured elsewhere become a finished job: parsed, analysed as measured points are,
+  // and stored with every row in one transaction.
+  response import_results(const request& req) {
+    const std::string key = req.header("Idempotency-Key");
+    const std::string request_hash = hash_hex(req.body);
+    if (auto replayed = replay_known_key(key, request_hash)) return std::move(*replayed);
+    const json body = parse_json(req.body);
+    import_request imp;
+    try {
+      imp = parse_import(body, {config.limits.max_points, config.limits.max_labels});
+    } catch (const validation_error& e) {
+      throw api_error(422, "invalid_import", e.what(), field_details(e));
+    }
+    const std::string format(to_string(imp.format));
+    const std::string parameter(point_parameter(imp.format));
+    std::vector<result_row> rows;
+    rows.reserve(imp.kernels.size());
+    for (std::size_t i = 0; i < imp.kernels.size(); ++i) {
+      const point_result point =
+          imported_point(imp.kernels[i], i, {{parameter, std::int64_t(i)}}, imp.target, format);
+      result_row row;
+      row.index = i;
+      row.ok = true;
+      row.median_us = point.origin->time_us.median;
+      row.params_json = params_json(point.params).dump();
+      row.result_json = to_json(point).dump();
+      rows.push_back(std::move(row));
+    }
+
+    job_submission sub;
+    sub.name = imp.name;
+    sub.labels = imp.labels;
+    sub.engine = engine_kind::imported;
+    sub.op = "import";
+    sub.total_points = rows.size();
+    sub.spec_json = import_spec_json(imp).dump();
+    sub.request_hash = request_hash;
+    if (!key.empty()) sub.idempotency_key = key;
+    const auto outcome = store.import_job(sub, rows, unix_time_ms());
+    if (outcome.conflict) throw idempotency_conflict(key, outcome.id);
+    if (!outcome.created) return replay(outcome.id);
+    const std::string text = job_json_text(*store.get(outcome.id));
+    events.publish("job", text);
     response r = text_response(201, text);
     r.headers.emplace_back("Location", "/api/v1/jobs/" + std::to_string(outcome.id));
     return r;
@@ -824,7 +888,7 @@ struct http_api::impl {
                  res);
       return templ;
     }
-    if (found->fn == &impl::submit_job) {
+    if (found->fn == &impl::submit_job || found->fn == &impl::import_results) {
       if (const auto wait =
               access.take_submission(hreq.remote_addr, std::chrono::steady_clock::now())) {
         const int seconds = std::max(1, int(std::ceil(*wait)));
@@ -865,11 +929,7 @@ struct http_api::impl {
       res.status = e.status();
       res.set_content(e.body().dump(), "application/json");
     } catch (const validation_error& e) {
-      json details = json::array();
-      for (const auto& fe : e.errors()) {
-        details.push_back({{"field", fe.field}, {"message", fe.message}});
-      }
-      send_error(422, "invalid_spec", e.what(), res, details);
+      send_error(422, "invalid_spec", e.what(), res, field_details(e));
     } catch (const json_syntax_error& e) {
       send_error(400, "invalid_json", e.what(), res);
     } catch (const storage_error& e) {

@@ -54,6 +54,7 @@ std::map<std::string, std::string> decode_labels(std::string_view text) {
 engine_kind parse_engine(std::string_view s) {
   if (s == "mock") return engine_kind::mock;
   if (s == "hip") return engine_kind::hip;
+  if (s == "import") return engine_kind::imported;
   return engine_kind::any;
 }
 
@@ -122,43 +123,52 @@ job_record job_store::read_row(statement& s) {
   return r;
 }
 
-submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms) {
-  std::lock_guard lock(m_mutex);
-  // An accepted job must survive a power loss, not only a crash: this commit is synced to disk
-  // (synchronous=FULL). Points stay at NORMAL: a lost one is measured again.
-  m_db.exec("PRAGMA synchronous=FULL");
-  struct restore {
-    database& db;
-    ~restore() {
-      try {
-        db.exec("PRAGMA synchronous=NORMAL");
-      } catch (const storage_error&) {
-      }
-    }
-  } restore_normal{m_db};
-  database::transaction tx(m_db);
-  if (job.idempotency_key) {
-    auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
-    s->bind(1, *job.idempotency_key);
-    if (s->step()) {
-      return {s->int64(0), false, s->text(1) != job.request_hash};
+// An accepted job must survive a power loss, not only a crash: while one of these lives, commits
+// are synced to disk (synchronous=FULL). Points stay at NORMAL: a lost one is measured again.
+class job_store::durable_commits {
+ public:
+  explicit durable_commits(database& db) : m_db(db) { m_db.exec("PRAGMA synchronous=FULL"); }
+  durable_commits(const durable_commits&) = delete;
+  durable_commits& operator=(const durable_commits&) = delete;
+  ~durable_commits() {
+    try {
+      m_db.exec("PRAGMA synchronous=NORMAL");
+    } catch (const storage_error&) {
     }
   }
+
+ private:
+  database& m_db;
+};
+
+std::optional<submit_outcome> job_store::find_key(const job_submission& job) {
+  if (!job.idempotency_key) return std::nullopt;
+  auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
+  s->bind(1, *job.idempotency_key);
+  if (!s->step()) return std::nullopt;
+  return submit_outcome{s->int64(0), false, s->text(1) != job.request_hash};
+}
+
+std::int64_t job_store::insert_job(const job_submission& job, job_status status,
+                                   std::int64_t now_ms, std::optional<std::int64_t> finished_ms) {
   {
     auto s = m_db.prepare(
         "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
-        "created_ms, idempotency_key, request_hash, labels) "
-        "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "created_ms, started_ms, finished_ms, idempotency_key, request_hash, labels) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     s->bind(1, job.name)
-        .bind(2, job.priority)
-        .bind(3, to_string(job.engine))
-        .bind(4, job.requested_device)
-        .bind(5, job.op)
-        .bind(6, std::int64_t(job.total_points))
-        .bind(7, now_ms)
-        .bind(8, job.idempotency_key)
-        .bind(9, job.request_hash)
-        .bind(10, encode_labels(job.labels));
+        .bind(2, to_string(status))
+        .bind(3, job.priority)
+        .bind(4, to_string(job.engine))
+        .bind(5, job.requested_device)
+        .bind(6, job.op)
+        .bind(7, std::int64_t(job.total_points))
+        .bind(8, now_ms)
+        .bind(9, finished_ms)  // a job stored finished started when it finished, here
+        .bind(10, finished_ms)
+        .bind(11, job.idempotency_key)
+        .bind(12, job.request_hash)
+        .bind(13, encode_labels(job.labels));
     s->run();
   }
   const std::int64_t id = m_db.last_insert_rowid();
@@ -172,6 +182,28 @@ submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms)
     s->bind(1, id).bind(2, key).bind(3, value);
     s->run();
   }
+  return id;
+}
+
+submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  durable_commits durable(m_db);
+  database::transaction tx(m_db);
+  if (auto known = find_key(job)) return *known;
+  const std::int64_t id = insert_job(job, job_status::queued, now_ms, std::nullopt);
+  tx.commit();
+  return {id, true, false};
+}
+
+submit_outcome job_store::import_job(const job_submission& job, std::span<const result_row> rows,
+                                     std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  durable_commits durable(m_db);
+  database::transaction tx(m_db);
+  if (auto known = find_key(job)) return *known;
+  const std::int64_t id = insert_job(job, job_status::succeeded, now_ms, now_ms);
+  for (const auto& row : rows)
+    store_row(row, id, now_ms);
   tx.commit();
   return {id, true, false};
 }
@@ -418,41 +450,44 @@ void job_store::add_results(std::span<const result_row> rows, std::int64_t now_m
   if (rows.empty()) return;
   std::lock_guard lock(m_mutex);
   database::transaction tx(m_db);
-  for (const auto& row : rows) {
-    {
-      auto s = m_db.prepare(
-          "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
-      s->bind(1, row.job_id)
-          .bind(2, std::int64_t(row.index))
-          .bind(3, std::string_view(row.ok ? "ok" : "failed"))
-          .bind(4, row.median_us)
-          .bind(5, row.params_json)
-          .bind(6, row.result_json)
-          .bind(7, now_ms);
-      s->run();
-    }
-    if (m_db.changes() == 0) continue;  // already stored
-    // SET expressions see the row's old values, so best_* compare against the previous best.
+  for (const auto& row : rows)
+    store_row(row, row.job_id, now_ms);
+  tx.commit();
+}
+
+void job_store::store_row(const result_row& row, std::int64_t job_id, std::int64_t now_ms) {
+  {
     auto s = m_db.prepare(
-        "UPDATE jobs SET done_points = done_points + 1, ok_points = ok_points + ?1, "
-        "failed_points = failed_points + ?2, "
-        "best_index = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
-        "best_median_us) THEN ?4 ELSE best_index END, "
-        "best_params = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
-        "best_median_us) THEN ?6 ELSE best_params END, "
-        "best_median_us = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
-        "best_median_us) THEN ?3 ELSE best_median_us END "
-        "WHERE id = ?5");
-    s->bind(1, row.ok ? 1 : 0)
-        .bind(2, row.ok ? 0 : 1)
-        .bind(3, row.ok ? row.median_us : std::nullopt)
-        .bind(4, std::int64_t(row.index))
-        .bind(5, row.job_id)
-        .bind(6, row.params_json);
+        "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+    s->bind(1, job_id)
+        .bind(2, std::int64_t(row.index))
+        .bind(3, std::string_view(row.ok ? "ok" : "failed"))
+        .bind(4, row.median_us)
+        .bind(5, row.params_json)
+        .bind(6, row.result_json)
+        .bind(7, now_ms);
     s->run();
   }
-  tx.commit();
+  if (m_db.changes() == 0) return;  // already stored
+  // SET expressions see the row's old values, so best_* compare against the previous best.
+  auto s = m_db.prepare(
+      "UPDATE jobs SET done_points = done_points + 1, ok_points = ok_points + ?1, "
+      "failed_points = failed_points + ?2, "
+      "best_index = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+      "best_median_us) THEN ?4 ELSE best_index END, "
+      "best_params = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+      "best_median_us) THEN ?6 ELSE best_params END, "
+      "best_median_us = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+      "best_median_us) THEN ?3 ELSE best_median_us END "
+      "WHERE id = ?5");
+  s->bind(1, row.ok ? 1 : 0)
+      .bind(2, row.ok ? 0 : 1)
+      .bind(3, row.ok ? row.median_us : std::nullopt)
+      .bind(4, std::int64_t(row.index))
+      .bind(5, job_id)
+      .bind(6, row.params_json);
+  s->run();
 }
 
 std::vector<std::uint64_t> job_store::result_indices(std::int64_t job_id) {

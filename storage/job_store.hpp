@@ -85,6 +85,12 @@ class job_store {
   ~job_store();
 
   submit_outcome submit(const job_submission& job, std::int64_t now_ms);
+  // Stores a job that ran elsewhere (POST /api/v1/imports): `succeeded`, started and finished at
+  // `now_ms` on no device of ours, with every row of `rows` (their job_id is ignored) and its
+  // progress and best point as add_results() would leave them. One transaction, synced to disk
+  // like submit(): the job is stored whole or not at all. The idempotency key works as there.
+  submit_outcome import_job(const job_submission& job, std::span<const result_row> rows,
+                            std::int64_t now_ms);
   std::optional<job_record> get(std::int64_t id);
   // Newest first; records carry no spec_json.
   std::vector<job_record> list(const list_filter& filter);
@@ -152,7 +158,14 @@ class job_store {
     database* m_db = nullptr;
   };
 
+  class durable_commits;
+
   static job_record read_row(statement& s);
+  // With m_mutex held, inside a transaction.
+  std::optional<submit_outcome> find_key(const job_submission& job);
+  std::int64_t insert_job(const job_submission& job, job_status status, std::int64_t now_ms,
+                          std::optional<std::int64_t> finished_ms);
+  void store_row(const result_row& row, std::int64_t job_id, std::int64_t now_ms);
 
   std::string m_path;
   bool m_shared_reads;  // in-memory: another connection would be another database

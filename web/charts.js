@@ -13,6 +13,8 @@ const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2
 const LARGE = 2000;  // points above which series render in ECharts' large (fast) mode
 
 // value and 95% interval of a metric for a result row (ok rows only), derived from its time.
+// An imported row may have no interval (its source gave a summary): lo and hi are then
+// undefined and no bar is drawn.
 export function metricOf(row, metric) {
   const t = row.time_us;
   if (!t || !(t.median > 0)) return null;
@@ -59,8 +61,14 @@ function errorBars(name, data, color) {
   };
 }
 
-function paramsText(params) {
-  return Object.entries(params).map(([k, v]) => `${k}=${v}`).join(', ');
+function paramsText(params, name) {
+  const text = Object.entries(params).map(([k, v]) => `${k}=${v}`).join(', ');
+  return name ? `${text} <b>${escapeHtml(name.length > 80 ? `${name.slice(0, 80)}…` : name)}</b>` : text;
+}
+
+// Kernel names come from imported files; tooltips are HTML.
+function escapeHtml(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
 }
 
 // The metric against parameter `x`, one line per value of `by` (or one line), CI95 bars.
@@ -83,16 +91,17 @@ export function sweepOption({rows, x, by, metric, logX, animate}) {
     series.push({
       name, type: 'line', color, showSymbol: pts.length <= 200, symbolSize: 5,
       sampling: pts.length > LARGE ? 'lttb' : undefined,
-      data: pts.map((p) => ({value: [p.x, p.m.v], params: p.r.params, ci: [p.m.lo, p.m.hi]})),
+      data: pts.map((p) => ({value: [p.x, p.m.v], params: p.r.params, name: p.r.name, ci: [p.m.lo, p.m.hi]})),
     });
-    series.push(errorBars(`${name} 95% CI`, pts.map((p) => [p.x, p.m.lo, p.m.hi]), color));
+    const bars = pts.filter((p) => Number.isFinite(p.m.lo) && Number.isFinite(p.m.hi));
+    if (bars.length) series.push(errorBars(`${name} 95% CI`, bars.map((p) => [p.x, p.m.lo, p.m.hi]), color));
   });
   return {
     ...baseOption(animate),
     legend: by ? {top: 5, type: 'scroll', data: series.filter((s) => s.type === 'line').map((s) => s.name)} : undefined,
     tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.params
-      ? `${paramsText(p.data.params)}<br>${METRICS[metric].label}: <b>${fmt(p.data.value[1])}</b>` +
-        `<br>95% CI ${fmt(p.data.ci[0])} – ${fmt(p.data.ci[1])}` : ''},
+      ? `${paramsText(p.data.params, p.data.name)}<br>${METRICS[metric].label}: <b>${fmt(p.data.value[1])}</b>` +
+        (Number.isFinite(p.data.ci[0]) ? `<br>95% CI ${fmt(p.data.ci[0])} – ${fmt(p.data.ci[1])}` : '') : ''},
     xAxis: {type: logX ? 'log' : 'value', logBase: 2, name: x, nameLocation: 'middle', nameGap: 30,
             scale: true, axisLabel: {formatter: compact}},
     yAxis: {type: 'value', name: METRICS[metric].label, scale: metric === 'time' ? false : true},
@@ -232,9 +241,9 @@ export function rooflineOption({rows, device, dtype, animate}) {
     legend: {top: 5, data: series.map((s) => s.name)},
     tooltip: {trigger: 'item', confine: true, formatter: (p) => {
       const r = p.seriesType === 'scatter' && ptRows[p.dataIndex];
-      return r ? `${paramsText(r.params)}<br>${fmt(r.metrics.tflops)} TFLOP/s at ` +
+      return r ? `${paramsText(r.params, r.name)}<br>${fmt(r.metrics.tflops)} TFLOP/s at ` +
                  `${fmt(r.metrics.arithmetic_intensity)} FLOP/B<br>${fmt(r.time_us.median)} µs · ` +
-                 `${fmt(r.metrics.roof_pct)}% of roof · ${r.metrics.bound}-bound` : '';
+                 (r.metrics.bound ? `${fmt(r.metrics.roof_pct)}% of roof · ${r.metrics.bound}-bound` : 'no roof: device not in the catalog') : '';
     }},
     xAxis: {type: 'log', name: 'arithmetic intensity (FLOP/byte)', nameLocation: 'middle',
             nameGap: 30, min: xmin, max: xmax},

@@ -58,7 +58,9 @@ export function mount(root, {query}) {
       return;
     }
     if (disposed) return;
-    const names = jobs.map((j) => Object.keys(j.job.spec.sweep || {}));
+    // Imports number their kernels in their own order (by time): match them by kernel name.
+    const byName = jobs.every((j) => j.job.engine === 'import');
+    const names = byName ? jobs.map(() => ['kernel']) : jobs.map((j) => Object.keys(j.job.spec.sweep || {}));
     const shared = names[0].filter((n) => names.every((ns) => ns.includes(n)));
     if (!shared.length) {
       body.replaceChildren(errorBox({type: 'nothing_shared', message: 'These jobs share no sweep parameter, so their points cannot be matched.'}));
@@ -69,14 +71,16 @@ export function mount(root, {query}) {
       const m = new Map();
       for (const r of rows) {
         if (r.status !== 'ok') continue;
-        const key = shared.map((n) => r.params[n]).join('|');
+        const key = byName ? r.name : shared.map((n) => r.params[n]).join('|');
         const cur = m.get(key);
         if (!cur || r.time_us.median < cur.time_us.median) m.set(key, r);
       }
       return m;
     });
     const keys = [...perJob[0].keys()].filter((k) => perJob.every((m) => m.has(k)));
+    const parts = (k) => (byName ? [k] : k.split('|'));
     keys.sort((a, b) => {
+      if (byName) return a < b ? -1 : a > b ? 1 : 0;
       const x = a.split('|').map(Number), y = b.split('|').map(Number);
       for (let i = 0; i < x.length; ++i) if (x[i] !== y[i]) return x[i] - y[i];
       return 0;
@@ -90,7 +94,7 @@ export function mount(root, {query}) {
     base = String(jobs[b].job.id);
     const others = jobs.map((j, i) => i).filter((i) => i !== b);
     const speedups = others.map((i) => keys.map((k) => perJob[b].get(k).time_us.median / perJob[i].get(k).time_us.median));
-    const label = (k) => k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', ');
+    const label = (k) => (byName ? k : k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', '));
 
     const baseSelect = h('select', {id: 'compare-base', 'aria-label': 'baseline'},
                          jobs.map((j) => h('option', {value: String(j.job.id)}, `#${j.job.id} ${j.job.name}`)));
@@ -114,11 +118,11 @@ export function mount(root, {query}) {
                  h('td', {class: 'num'}, `${sig(Math.min(...s), 3)}×`));
       })));
     const detail = h('div', {class: 'table-scroll tall'}, h('table', {class: 'data', id: 'compare-table'},
-      h('thead', {}, h('tr', {}, shared.map((n) => h('th', {class: 'num'}, n)),
+      h('thead', {}, h('tr', {}, shared.map((n) => h('th', {class: byName ? '' : 'num'}, n)),
                       jobs.map((j, i) => h('th', {class: 'num'}, `#${j.job.id} median`)),
                       others.map((i) => h('th', {class: 'num'}, `#${jobs[i].job.id} speedup`)))),
       h('tbody', {}, keys.slice(0, 2000).map((k, row) => h('tr', {},
-        k.split('|').map((v) => h('td', {class: 'num'}, v)),
+        parts(k).map((v) => h('td', {class: byName ? 'name' : 'num', title: byName ? v : undefined}, v)),
         jobs.map((j, i) => h('td', {class: 'num'}, fmtTime(perJob[i].get(k).time_us.median))),
         others.map((i, o) => h('td', {class: `num ${speedups[o][row] >= 1 ? 'good' : 'bad'}`}, `${sig(speedups[o][row], 3)}×`)))))));
     const chartEl = h('div', {class: 'chart wide', id: 'chart-compare'});

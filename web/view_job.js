@@ -16,8 +16,10 @@ function defaultMetric(job) {
   return 'time';
 }
 
-// The dtype whose peak bounds the kernel (as the engine decides it, engine/metrics.hpp).
+// The dtype whose peak bounds the kernel (as the engine decides it, engine/metrics.hpp; an
+// import says which it used).
 function roofDtype(spec) {
+  if (spec.import) return spec.import.dtype || 'f32';
   const k = spec.kernel || {};
   if (k.dtype) return k.dtype;
   for (const a of k.args || []) {
@@ -25,6 +27,14 @@ function roofDtype(spec) {
     if (a.output && m) return m[1];
   }
   return 'f32';
+}
+
+// An imported job's device: not one of this daemon's, but the catalog model its results were
+// analysed against (with its datasheet ceilings for the roofline), or just the name its source
+// gave. Null when the import named none.
+function importedDevice(job) {
+  const d = job.spec && job.spec.import && job.spec.import.device;
+  return d ? {index: null, name: d.name || d.model, datasheet: d.datasheet || null} : null;
 }
 
 export function mount(root, {id, query}) {
@@ -65,15 +75,19 @@ export function mount(root, {id, query}) {
       h('button', {type: 'button', class: 'ghost', id: 'export-json',
                    onclick: () => download(`/api/v1/jobs/${id}/results?format=json`, `kernelscan-job-${id}.json`).catch(showError)}, 'Export JSON'),
       h('a', {class: 'button ghost', href: `#/compare?jobs=${id}`}, 'Compare…'));
-    const dev = state.device ? `${state.device.index}: ${state.device.name}` : j.device === null ? `${j.requested_device} (not started)` : String(j.device);
+    const imported = j.engine === 'import';
+    const dev = imported ? (state.device ? state.device.name : 'not named') + ' (measured elsewhere)'
+              : state.device ? `${state.device.index}: ${state.device.name}` : j.device === null ? `${j.requested_device} (not started)` : String(j.device);
     const best = j.summary && j.summary.best;
+    const bestName = best && state.rows.length ? (state.rows.find((r) => r.index === best.index) || {}).name : undefined;
     const facts = h('dl', {class: 'facts'},
       h('dt', {}, 'op'), h('dd', {}, j.op),
       h('dt', {}, 'device'), h('dd', {}, dev),
-      h('dt', {}, 'submitted'), h('dd', {title: j.created_at}, new Date(j.created_at).toLocaleString()),
-      h('dt', {}, 'ran for'), h('dd', {}, j.started_at ? duration(j.started_at, j.finished_at) : '—'),
+      h('dt', {}, imported ? 'imported' : 'submitted'), h('dd', {title: j.created_at}, new Date(j.created_at).toLocaleString()),
+      imported ? [h('dt', {}, 'from'), h('dd', {id: 'import-format'}, j.spec && j.spec.import ? j.spec.import.format : '—')]
+               : [h('dt', {}, 'ran for'), h('dd', {}, j.started_at ? duration(j.started_at, j.finished_at) : '—')],
       h('dt', {}, 'best'), h('dd', {id: 'best-point'}, best
-        ? `${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}` : '—'),
+        ? `${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}${bestName ? ` (${bestName})` : ''}` : '—'),
       j.summary && j.summary.fitness ? [h('dt', {}, 'fitness'),
         h('dd', {}, `combined ${sig(j.summary.fitness.combined_score, 3)}`)] : '');
     head.replaceChildren(
@@ -225,12 +239,14 @@ export function mount(root, {id, query}) {
   }
 
   // ---- results table ----
+  // Imported rows name their kernel, and leave out the statistics their source did not give.
   const COLUMNS = () => [
     {key: 'index', label: '#', get: (r) => r.index, num: true},
     ...state.names.map((n) => ({key: `p.${n}`, label: n, get: (r) => r.params[n], num: true})),
+    ...(state.rows.some((r) => r.name) ? [{key: 'name', label: 'kernel name', get: (r) => r.name, cls: 'name'}] : []),
     {key: 'status', label: 'status', get: (r) => r.status},
     {key: 'median', label: 'median', get: (r) => r.time_us && r.time_us.median, fmt: fmtTime, num: true},
-    {key: 'ci', label: '95% CI ±', get: (r) => r.time_us && (r.time_us.ci95_high - r.time_us.ci95_low) / 2, fmt: fmtTime, num: true},
+    {key: 'ci', label: '95% CI ±', get: (r) => r.time_us && Number.isFinite(r.time_us.ci95_low) ? (r.time_us.ci95_high - r.time_us.ci95_low) / 2 : undefined, fmt: fmtTime, num: true},
     {key: 'p5', label: 'p5', get: (r) => r.time_us && r.time_us.p5, fmt: fmtTime, num: true},
     {key: 'p95', label: 'p95', get: (r) => r.time_us && r.time_us.p95, fmt: fmtTime, num: true},
     {key: 'samples', label: 'samples', get: (r) => r.samples, num: true},
@@ -307,7 +323,8 @@ export function mount(root, {id, query}) {
                  columns.map((c) => {
                    const v = c.get(r);
                    if (c.key === 'status') return h('td', {}, statusBadge(v, r.error ? r.error.message : undefined));
-                   return h('td', {class: c.num ? 'num' : ''}, v === undefined || v === null ? '—' : c.fmt ? c.fmt(v) : String(v));
+                   return h('td', {class: c.num ? 'num' : c.cls || '', title: c.cls === 'name' ? v : undefined},
+                            v === undefined || v === null ? '—' : c.fmt ? c.fmt(v) : String(v));
                  })));
     }
     if (last < rows.length) out.push(spacer(rows.length - last));
@@ -359,6 +376,7 @@ export function mount(root, {id, query}) {
       rowsPromise.catch(() => {});
       const job = await get(`/api/v1/jobs/${id}`);
       state.job = job;
+      if (job.engine === 'import') state.device = importedDevice(job);
       state.names = Object.keys(job.spec.sweep || {});
       renderHead();
       await whenECharts();
@@ -367,7 +385,8 @@ export function mount(root, {id, query}) {
       const [results, devices] = await Promise.all([rowsPromise, devicesPromise]);
       if (disposed) return;
       state.rows = results;
-      state.device = devices && job.device !== null ? devices.devices.find((d) => d.index === job.device) || null : null;
+      state.device = job.engine === 'import' ? importedDevice(job)
+                   : devices && job.device !== null ? devices.devices.find((d) => d.index === job.device) || null : null;
       renderHead();
       renderData();
     } catch (e) {

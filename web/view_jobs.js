@@ -114,7 +114,8 @@ export function mount(root, {query}) {
              h('td', {}, job.op),
              h('td', {}, statusBadge(job.status, job.error ? `${job.error.type}: ${job.error.message}` : undefined)),
              h('td', {}, progressBar(job.progress)),
-             h('td', {}, job.device === null ? h('span', {class: 'muted'}, job.requested_device) : String(job.device)),
+             h('td', {}, job.engine === 'import' ? h('span', {class: 'muted'}, 'imported')
+                         : job.device === null ? h('span', {class: 'muted'}, job.requested_device) : String(job.device)),
              h('td', {}, labelChips(job.labels)),
              h('td', {class: 'num'}, best),
              h('td', {title: job.created_at, dataset: {created: job.created_at}}, age(job.created_at)),

@@ -1,6 +1,7 @@
 #include "api/detail/object_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace kernelscan::detail {
@@ -148,6 +149,41 @@ std::optional<bool> object_reader::boolean(std::string_view key) {
     return std::nullopt;
   }
   return v->get<bool>();
+}
+
+std::map<std::string, std::string> read_labels(const json& v, const std::string& path,
+                                               std::size_t max_labels,
+                                               std::vector<field_error>& errors) {
+  std::map<std::string, std::string> out;
+  auto error = [&errors](std::string field, std::string message) {
+    errors.push_back({std::move(field), std::move(message)});
+  };
+  if (!v.is_object()) {
+    error(path, "must be an object of string values, not " + std::string(json_type_name(v)));
+    return out;
+  }
+  if (v.size() > max_labels) {
+    error(path, "has " + std::to_string(v.size()) + " labels; the limit is " +
+                    std::to_string(max_labels));
+    return out;
+  }
+  for (const auto& [key, value] : v.items()) {
+    const std::string field = join_path(path, key);
+    const bool key_ok =
+        !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+        });
+    if (!key_ok) {
+      error(field, "label keys are 1-64 characters of letters, digits, '_', '-' and '.'");
+    } else if (!value.is_string()) {
+      error(field, "must be a string, not " + std::string(json_type_name(value)));
+    } else if (value.get_ref<const std::string&>().size() > 256) {
+      error(field, "is longer than 256 bytes");
+    } else {
+      out[key] = value.get<std::string>();
+    }
+  }
+  return out;
 }
 
 void object_reader::finish() {

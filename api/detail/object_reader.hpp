@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,12 @@ namespace kernelscan::detail {
 std::string join_path(std::string_view base, std::string_view key);
 std::string index_path(std::string_view base, std::size_t i);
 std::string_view json_type_name(const json& j);
+
+// Job labels (string -> string, at most `max_labels`, keys of 1-64 letters, digits, '_', '-',
+// '.', values up to 256 bytes) at `path`; a problem is added to `errors` and its label skipped.
+std::map<std::string, std::string> read_labels(const json& v, const std::string& path,
+                                               std::size_t max_labels,
+                                               std::vector<field_error>& errors);
 
 class object_reader {
  public:

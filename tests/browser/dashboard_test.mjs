@@ -260,6 +260,49 @@ async function main() {
       expect((await page.textContent('.error-box')).includes('There is no job 999999'), 'unknown job says so');
     });
 
+    await step('job view: imported results (a kernel trace and an nsys summary)', async () => {
+      const gemmName = 'void gemm<float, 64>(float const*, float*, int)';
+      const trace = '"Kind","Agent_Id","Queue_Id","Kernel_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp"\r\n' +
+        `"KERNEL_DISPATCH","Agent 4",1,18,"${gemmName}",1,1614963488155186,1614963488167186\r\n` +
+        `"KERNEL_DISPATCH","Agent 4",1,18,"${gemmName}",2,1614963488170000,1614963488184000\r\n` +
+        '"KERNEL_DISPATCH","Agent 4",1,33,"__amd_rocclr_fillBufferAligned",3,1614963487781917,1614963487785917\r\n';
+      const t = await api(d, 'POST', '/api/v1/imports', {format: 'rocprofv3_kernel_trace', name: 'imported trace', device: 'MI300X',
+                                                       work: {[gemmName]: {flops: 1e9, bytes: 8e6}}, data: trace});
+      expect(t.status === 'succeeded' && t.engine === 'import', 'an import is stored finished');
+      await gotoView(page, d.origin, `#/jobs/${t.id}`, '#view[data-charts-ready]');
+      expect((await page.textContent('#import-format')) === 'rocprofv3_kernel_trace', 'the job head names the source format');
+      expect((await page.textContent('.job-head .facts')).includes('AMD Instinct MI300X (measured elsewhere)'), 'the imported device is shown');
+      expect(await page.locator('#results-table th[data-key="name"]').count() === 1, 'the results table has a kernel name column');
+      expect((await page.textContent('#results-table tbody tr:not(.spacer) td.name')).includes('gemm<float, 64>'), 'the first row names the GEMM');
+      const sweep = await series(page, 'chart-sweep');
+      expect(sweep.length === 2 && sweep[0].n === 2 && sweep[1].type === 'custom' && sweep[1].n === 2,
+             `a trace's points have CI bars (got ${JSON.stringify(sweep)})`);
+      const roof = await series(page, 'chart-roofline');
+      expect(roof.some((s) => s.type === 'line' && s.name.startsWith('datasheet f32')) && roof.some((s) => s.type === 'scatter' && s.n === 1),
+             `roofline: the MI300X's f32 ceiling and the one kernel with work (got ${JSON.stringify(roof)})`);
+      await shot(page, 'job-import');
+
+      const nsys = '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)","Name"\n' +
+        '"91.2","182400","4","45600.0","45500.0","45000","46400","600.0","ampere_sgemm_128x64_nn"\n' +
+        '"8.8","17600","4","4400.0","4400.0","4300","4500","80.0","void reduce<float, 256>(float*, int)"\n';
+      const n = await api(d, 'POST', '/api/v1/imports', {format: 'nsys_cuda_gpu_kern_sum', data: nsys});
+      await gotoView(page, d.origin, `#/jobs/${n.id}`, '#view[data-charts-ready]');
+      const s2 = await series(page, 'chart-sweep');
+      expect(s2.length === 1 && s2[0].type === 'line' && s2[0].n === 2, `a summary's points have no made-up CI bars (got ${JSON.stringify(s2)})`);
+      expect((await page.textContent('.job-head .facts')).includes('not named (measured elsewhere)'), 'an import without a device says so');
+      const ci = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.map((tr) => tr.children[5].textContent));
+      expect(ci.every((c) => c === '—'), `no CI in the table for a summary (${ci})`);
+      await gotoView(page, d.origin, '#/jobs', `#jobs-table tr[data-id="${n.id}"]`);
+      expect((await page.textContent(`#jobs-table tr[data-id="${n.id}"]`)).includes('imported'), 'the jobs list marks imports');
+      // The same kernels listed in another order: imports are compared by kernel name, not index.
+      const lines = nsys.trim().split('\n');
+      const n2 = await api(d, 'POST', '/api/v1/imports', {format: 'nsys_cuda_gpu_kern_sum', data: [lines[0], lines[2], lines[1]].join('\n')});
+      await gotoView(page, d.origin, `#/compare?jobs=${n.id},${n2.id}`, '#compare-table tbody tr');
+      const rows = await page.$$eval('#compare-table tbody tr', (trs) => trs.map((tr) => tr.textContent));
+      expect(rows.length === 2 && rows.every((r) => r.includes('1.00×')) && rows.some((r) => r.includes('ampere_sgemm_128x64_nn')),
+             `two imports matched by kernel name (${JSON.stringify(rows)})`);
+    });
+
     await step('compare view', async () => {
       await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${ids.b}`, '#view[data-charts-ready]');
       expect(await page.locator('#compare-table tbody tr').count() === 50, 'fifty matched points');

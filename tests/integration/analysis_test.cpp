@@ -85,7 +85,8 @@ TEST(AnalysisApi, ACustomKernelWithABaselineGetsMetricsAdviceAndFitness) {
   EXPECT_TRUE(summary["flags"].empty());
   // CSV carries the score columns.
   const auto csv = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=csv");
-  EXPECT_NE(csv.text.find(",correct,speedup,latency_score,combined_score\r\n"), std::string::npos);
+  EXPECT_NE(csv.text.find(",correct,speedup,latency_score,combined_score,name\r\n"),
+            std::string::npos);
 }
 
 TEST(AnalysisApi, CheatsAreFlaggedAndScoreZero) {

@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "api/import_codec.hpp"
 #include "api/json.hpp"
+#include "api/result_codec.hpp"
 #include "server/cli_report.hpp"
 #include "server/detail/text_table.hpp"
+#include "tests/support/import_samples.hpp"
 
 namespace kernelscan {
 namespace {
@@ -307,6 +310,65 @@ TEST(cli_text_table, AlignsByCodePointsNotBytes) {
             "name  µs\n"
             "a     ±1\n"
             "bbb   10  a note past the columns\n");
+}
+
+// An imported job, its rows made by the real codec as the daemon makes them.
+std::pair<json, json> imported_job(const json& request) {
+  const import_request req = parse_import(request, {});
+  json rows = json::array();
+  for (std::size_t i = 0; i < req.kernels.size(); ++i) {
+    rows.push_back(
+        to_json(imported_point(req.kernels[i], i, {{std::string(point_parameter(req.format)), i}},
+                               req.target, to_string(req.format))));
+  }
+  const json job = {{"id", 9},
+                    {"name", req.name},
+                    {"labels", json::object()},
+                    {"status", "succeeded"},
+                    {"op", "import"},
+                    {"engine", "import"},
+                    {"device", nullptr},
+                    {"progress", {{"done", rows.size()}, {"total", rows.size()}}},
+                    {"spec", import_spec_json(req)}};
+  return {job, rows};
+}
+
+TEST(cli_report, AnImportShowsKernelNamesAndLeavesOutWhatTheSourceDidNotGive) {
+  const auto [job, rows] =
+      imported_job({{"format", "nsys_cuda_gpu_kern_sum"},
+                    {"name", "sgemm"},
+                    {"device", "H100-SXM"},
+                    {"work", {{"ampere_sgemm_128x64_nn", {{"flops", 2.0e9}, {"bytes", 2.4e7}}}}},
+                    {"data", testing::k_nsys}});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("job 9 \"sgemm\": succeeded\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("kernel  import nsys_cuda_gpu_kern_sum, 2 kernels, roof dtype f32\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("device  NVIDIA H100 SXM\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("points  2 of 2 imported: 2 ok, 0 failed\n"), std::string::npos) << report;
+  // A summary has no confidence interval: "-", and the name runs on after the columns.
+  // A summary has no confidence interval: "-". The last column is the kernel's share of the
+  // GPU time, and its name runs on after the columns.
+  EXPECT_NE(report.find("kernel  status  median µs  95% CI  TFLOP/s   GB/s   roof  bound     time\n"
+                        "     0  ok          45.50       -    43.96  527.5  65.7%  compute  91.2%"
+                        "  ampere_sgemm_128x64_nn\n"
+                        "     1  ok          4.400       -        -      -      -  -         8.8%"
+                        "  void reduce<float, 256>(float*, int)\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("best    kernel=1 (void reduce<float, 256>(float*, int)): 4.400 µs\n"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("the slowest point"), std::string::npos) << report;
+}
+
+TEST(cli_report, AnImportedTraceHasItsConfidenceInterval) {
+  const auto [job, rows] =
+      imported_job({{"format", "rocprofv3_kernel_trace"}, {"data", testing::k_trace}});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("device  not named by the import"), std::string::npos) << report;
+  EXPECT_NE(report.find("     0  ok          13.00    ±1.0"), std::string::npos) << report;
 }
 
 TEST(cli_text_table, SignificantDigits) {

@@ -170,7 +170,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
             "M,N,index,status,error_type,median_us,mean_us,min_us,max_us,stddev_us,p5_us,p95_us,"
             "p99_us,ci95_low_us,ci95_high_us,rel_noise,samples,converged,l2,tflops,gbps,"
             "arithmetic_intensity,roof_pct,bound,verification,flags,correct,speedup,latency_score,"
-            "combined_score\r\n");
+            "combined_score,name\r\n");
   // No parameters: the fixed columns alone.
   EXPECT_EQ(csv_header({}).rfind("index,status,", 0), 0u);
 }
@@ -178,7 +178,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
 TEST(ResultCodec, CsvLineOfAnOkPoint) {
   EXPECT_EQ(csv_line(to_json(ok_result()), {"M", "N"}),
             "128,64,3,ok,,12.5,13,10,20,1.5,10.5,18,19.5,12,13,0.01,100,true,hot,1.25,300,4.5,50,"
-            "compute,skipped,\"faster_than_roofline;x,y\",false,,,0\r\n");
+            "compute,skipped,\"faster_than_roofline;x,y\",false,,,0,\r\n");
   // Parameters follow the requested order; a missing one is an empty cell.
   EXPECT_EQ(csv_line(to_json(ok_result()), {"N", "Q", "M"}).rfind("64,,128,3,ok,", 0), 0u);
 }
@@ -188,7 +188,7 @@ TEST(ResultCodec, CsvLineOfAFailedPointQuotesFields) {
   const std::string line = csv_line(to_json(r), {"M"});
   EXPECT_EQ(line,
             "7,9,failed,\"odd \"\"type\"\", really\",,,,,,,,,,,,0,false,cold,,,,,,skipped,,false,,,"
-            "0\r\n");
+            "0,\r\n");
   // As many cells as header columns.
   const auto count_cells = [](const std::string& s) {
     std::size_t n = 1;
@@ -392,6 +392,18 @@ std::string nested_objects(int depth) {
   for (int i = 0; i < depth; ++i)
     out += "}";
   return out;
+}
+
+TEST(Json, ASyntaxErrorMessageIsUtf8EvenWhenTheInputIsNot) {
+  // nlohmann quotes the byte it stopped at, here half of "é"; the message must still be
+  // writable as JSON (it was a 500: the error answer itself failed to serialise).
+  try {
+    (void)parse_json("{\"a\": \xC3\xA9}");
+    FAIL() << "accepted";
+  } catch (const json_syntax_error& e) {
+    EXPECT_NO_THROW((void)json(e.what()).dump()) << e.what();
+    EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos);
+  }
 }
 
 TEST(Json, ParseJsonLimitsNesting) {

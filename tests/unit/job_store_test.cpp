@@ -528,5 +528,97 @@ TEST(Database, StatementsBindAndReadValues) {
   EXPECT_THROW((void)db.prepare("SELECT * FROM missing"), storage_error);
 }
 
+// --- imports -----------------------------------------------------------------------------------
+
+job_submission imported(std::uint64_t total) {
+  job_submission s = submission("nsys import", {{"source", "nsys"}}, total);
+  s.engine = engine_kind::imported;
+  s.requested_device.reset();
+  s.op = "import";
+  return s;
+}
+
+std::vector<result_row> imported_rows() {
+  // Their job_id is not known yet (0); the store sets it.
+  return {row(0, 0, true, 45.5), row(0, 1, true, 4.4), row(0, 2, true, 9.0)};
+}
+
+TEST(JobStore, ImportStoresAFinishedJobWithEveryRow) {
+  job_store store(":memory:");
+  const auto queued = store.submit(submission("measured"), 1).id;
+  const auto out = store.import_job(imported(3), imported_rows(), 5000);
+  EXPECT_TRUE(out.created);
+  EXPECT_GT(out.id, queued);
+
+  const auto job = store.get(out.id);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, job_status::succeeded);
+  EXPECT_EQ(job->engine, engine_kind::imported);
+  EXPECT_EQ(job->op, "import");
+  EXPECT_FALSE(job->requested_device);
+  EXPECT_FALSE(job->device);
+  EXPECT_EQ(job->created_ms, 5000);
+  EXPECT_EQ(job->started_ms, 5000);
+  EXPECT_EQ(job->finished_ms, 5000);
+  EXPECT_EQ(job->progress.total, 3u);
+  EXPECT_EQ(job->progress.done, 3u);
+  EXPECT_EQ(job->progress.ok, 3u);
+  EXPECT_EQ(job->progress.failed, 0u);
+  ASSERT_TRUE(job->best);
+  EXPECT_EQ(job->best->index, 1u);
+  EXPECT_DOUBLE_EQ(job->best->median_us, 4.4);
+  EXPECT_EQ(job->spec_json, R"({"kernel":{"op":"gemm"}})");
+
+  EXPECT_EQ(store.result_indices(out.id), (std::vector<std::uint64_t>{0, 1, 2}));
+  EXPECT_EQ(store.results(out.id, 2, 1).at(0).result_json, R"({"index":2})");
+  list_filter by_label;
+  by_label.labels = {{"source", "nsys"}};
+  EXPECT_EQ(ids(store.list(by_label)), (std::vector<std::int64_t>{out.id}));
+  list_filter done;
+  done.statuses = {job_status::succeeded};
+  EXPECT_EQ(ids(store.list(done)), (std::vector<std::int64_t>{out.id}));
+  // Finished: nothing for the scheduler to run.
+  ASSERT_EQ(store.pending().size(), 1u);
+  EXPECT_EQ(store.pending()[0].id, queued);
+}
+
+TEST(JobStore, ImportIdempotencyKey) {
+  job_store store(":memory:");
+  auto sub = imported(3);
+  sub.idempotency_key = "nightly-7";
+  const auto first = store.import_job(sub, imported_rows(), 1);
+  const auto again = store.import_job(sub, imported_rows(), 2);
+  EXPECT_TRUE(first.created);
+  EXPECT_FALSE(again.created);
+  EXPECT_FALSE(again.conflict);
+  EXPECT_EQ(again.id, first.id);
+  sub.request_hash = "another body";
+  const auto other = store.import_job(sub, imported_rows(), 3);
+  EXPECT_TRUE(other.conflict);
+  EXPECT_EQ(store.list({}).size(), 1u);
+  EXPECT_EQ(store.get(first.id)->progress.done, 3u);  // not stored twice
+}
+
+TEST(JobStore, ImportIsStoredWholeOrNotAtAll) {
+  temp_dir dir;
+  const std::string path = dir.file("kernelscan.db");
+  { job_store create(path); }
+  // The third row fails to insert, as a full disk would make it.
+  raw_exec(path,
+           "CREATE TRIGGER fail_third BEFORE INSERT ON results WHEN NEW.idx = 2 "
+           "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;");
+  job_store store(path);
+  EXPECT_THROW(store.import_job(imported(3), imported_rows(), 1), storage_error);
+  EXPECT_TRUE(store.list({}).empty());
+  EXPECT_TRUE(store.result_indices(1).empty());
+  // The store goes on working: an import that avoids the trigger is stored.
+  auto rows = imported_rows();
+  rows.pop_back();
+  const auto out = store.import_job(imported(2), rows, 2);
+  EXPECT_TRUE(out.created);
+  EXPECT_EQ(store.get(out.id)->progress.done, 2u);
+  EXPECT_EQ(store.result_indices(out.id).size(), 2u);
+}
+
 }  // namespace
 }  // namespace kernelscan
