@@ -44,7 +44,9 @@ export function mount(root, {query}) {
       body.replaceChildren(h('p', {class: 'muted'}, ids.length ? 'Add at least one more job.' : ''), await recentPicker());
       return;
     }
-    body.replaceChildren(h('p', {class: 'muted'}, 'Loading…'));
+    // A reload (a job of the comparison ended) keeps the current table until the new one is
+    // ready, rather than flashing "Loading…".
+    if (!body.querySelector('#compare-table')) body.replaceChildren(h('p', {class: 'muted'}, 'Loading…'));
     let jobs;
     try {
       jobs = await Promise.all(ids.map(async (id) => {

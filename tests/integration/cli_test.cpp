@@ -174,9 +174,13 @@ TEST_F(cli, SubmitWaitPrintsAReportWithOneRowPerPoint) {
   for (const std::string n : {"4096", "8192", "12288", "16384"}) {
     EXPECT_EQ(count_lines_starting(r.out, n + "  ok  "), 1u) << n << "\n" << describe(r);
   }
-  EXPECT_EQ(count_lines_starting(r.out, "best    N=4096: "), 1u) << describe(r);
+  // The four sizes are all about one launch long, so which is fastest is up to the noise: the
+  // report names the job's best point, whichever it is.
+  const json job = daemon.get("/api/v1/jobs/1").body;
+  const std::string best = "best    N=" + job["summary"]["best"]["params"]["N"].dump() + ": ";
+  EXPECT_EQ(count_lines_starting(r.out, best), 1u) << best << "\n" << describe(r);
   EXPECT_TRUE(r.err.empty()) << describe(r);
-  EXPECT_EQ(daemon.get("/api/v1/jobs/1").body["status"], "succeeded");
+  EXPECT_EQ(job["status"], "succeeded");
 }
 
 TEST_F(cli, SubmitReadsStandardInputAndSendsTheIdempotencyKey) {
