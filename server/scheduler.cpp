@@ -47,10 +47,14 @@ bool fatal_to_job(const std::string& type) {
   return type == "invalid_spec" || type == "compile_error";
 }
 
+// The kind of device: engine, part and driver.
+std::string device_kind(const device_info& d) {
+  return std::string(to_string(d.engine)) + "|" + d.name + "|" + d.arch + "|" + d.driver;
+}
+
 // Names a device for its stored roofline: another part, driver or slot is measured anew.
 std::string roofline_key(const device_info& d) {
-  return std::string(to_string(d.engine)) + "|" + d.name + "|" + d.arch + "|" + d.driver + "|" +
-         std::to_string(d.index);
+  return device_kind(d) + "|" + std::to_string(d.index);
 }
 
 // What a job measures and where (DESIGN.md §4, the result cache): its spec without what does
@@ -62,8 +66,8 @@ std::string cache_key(const job_spec& spec, const device_info& d) {
   json j = to_json(spec);
   for (const char* k : {"name", "labels", "priority", "device", "engine", "seed", "cache"})
     j.erase(k);
-  return j.dump() + "\n" + std::string(to_string(d.engine)) + "|" + d.name + "|" + d.arch + "|" +
-         d.driver + "|" + (d.measured ? std::to_string(d.measured->measured_ms) : "datasheet");
+  return j.dump() + "\n" + device_kind(d) + "|" +
+         (d.measured ? std::to_string(d.measured->measured_ms) : "datasheet");
 }
 
 }  // namespace
