@@ -15,6 +15,7 @@
 #include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
+#include "api/result_fields.hpp"
 #include "server/access_control.hpp"
 #include "server/detail/comma_list.hpp"
 #include "server/http_metrics.hpp"
@@ -532,19 +533,31 @@ struct http_api::impl {
       throw bad_parameter("format", "\"" + format + "\" is not one of json, csv, jsonl");
     }
     for (const auto& [key, value] : req.query) {
-      if (key != "format" && key != "offset" && key != "limit") {
-        throw bad_parameter(key, "unknown parameter (known: format, offset, limit)");
+      if (key != "format" && key != "offset" && key != "limit" && key != "fields") {
+        throw bad_parameter(key, "unknown parameter (known: format, offset, limit, fields)");
       }
     }
     const auto offset = std::uint64_t(int_param(req, "offset", 0, INT64_MAX, 0));
     const auto limit = std::uint64_t(int_param(req, "limit", 1, INT64_MAX, INT64_MAX));
+    const auto fields_list = query_value(req, "fields");
+    if (fields_list && format == "csv") {
+      throw bad_parameter("fields", "applies to json and jsonl (csv has fixed columns)");
+    }
     const job_record rec = find_job(id);
 
     std::vector<std::string> names;
-    if (format == "csv") {
+    if (format == "csv" || fields_list) {
       const json spec = json::parse(rec.spec_json);
       for (const auto& [name, values] : spec["sweep"].items())
         names.push_back(name);
+    }
+    std::optional<result_fields> fields;
+    if (fields_list) {
+      try {
+        fields = result_fields::parse(*fields_list, names);
+      } catch (const std::invalid_argument& e) {
+        throw bad_parameter("fields", e.what());
+      }
     }
     // Stream page by page: a 100,000-point job never sits in memory whole.
     struct cursor_state {
@@ -567,7 +580,7 @@ struct http_api::impl {
                    {"progress", {{"done", rec.progress.done}, {"total", rec.progress.total}}}}
                   .dump()
             : "";
-    r.stream = [s, id, st, format, names, head](std::string& chunk) {
+    r.stream = [s, id, st, format, names, head, fields](std::string& chunk) {
       if (st->finished) return false;
       if (!st->started) {
         st->started = true;
@@ -582,12 +595,14 @@ struct http_api::impl {
                                        : s->results(id, st->offset, page);
       if (!rows.empty()) st->last_index = rows.back().index;
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (format == "json") {
-          if (st->emitted++ > 0) chunk += ",";
-          chunk += rows[i].result_json;
-        } else if (format == "jsonl") {
-          chunk += rows[i].result_json;
-          chunk += "\n";
+        if (format == "json" && st->emitted++ > 0) chunk += ",";
+        if (format != "csv") {
+          if (fields) {
+            fields->project(rows[i].result_json, chunk);
+          } else {
+            chunk += rows[i].result_json;
+          }
+          if (format == "jsonl") chunk += "\n";
         } else {
           chunk += csv_line(json::parse(rows[i].result_json), names);
         }
