@@ -46,13 +46,20 @@ export function mount(root, {id, query}) {
   const specBox = h('details', {class: 'spec'});
   root.append(head, message, controls, grid, tableWrap, specBox);
 
+  // The boxes go in first, then the charts: ECharts sizes a chart when it is made, and the
+  // grid's columns settle once every box is in (made alone, the first chart took the whole row's
+  // width and drew over its neighbour).
   function chartBox(chartId, title, note) {
     const el = h('div', {class: 'chart', id: chartId});
     const box = h('section', {class: 'chart-box', dataset: {chart: chartId}},
                   h('h3', {}, title, note ? h('span', {class: 'muted'}, ` ${note}`) : ''), el);
     grid.append(box);
+    return el;
+  }
+  function initChart(el) {
+    if (!el) return undefined;
     const chart = echarts.init(el, null, {renderer: 'canvas'});
-    charts.set(chartId, chart);
+    charts.set(el.id, chart);
     return chart;
   }
 
@@ -187,10 +194,12 @@ export function mount(root, {id, query}) {
   let sweepChart, heatChart, speedChart, roofChart;
   function ensureCharts() {
     if (sweepChart) return;
-    sweepChart = chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)');
-    if (state.names.length >= 2) heatChart = chartBox('chart-heatmap', 'Heatmap');
-    speedChart = chartBox('chart-speedup', 'Speedup');
-    roofChart = chartBox('chart-roofline', 'Roofline');
+    [sweepChart, heatChart, speedChart, roofChart] = [
+      chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
+      state.names.length >= 2 ? chartBox('chart-heatmap', 'Heatmap') : null,
+      chartBox('chart-speedup', 'Speedup'),
+      chartBox('chart-roofline', 'Roofline'),
+    ].map(initChart);
     // A static placeholder (showLoading's spinner would repaint every frame while data loads).
     charts.forEach((c) => c.setOption({title: {text: 'loading results…', left: 'center', top: 'middle',
                                                 textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}));
