@@ -44,6 +44,19 @@ bool etag_matches(const std::string& header, std::string_view etag) {
   return false;
 }
 
+// Accept-Encoding names gzip (without q=0).
+bool accepts_gzip(const std::string& header) {
+  for (auto item : detail::split_commas(header)) {
+    item = detail::trim_spaces(item);
+    const auto semi = item.find(';');
+    if (detail::trim_spaces(item.substr(0, semi)) != "gzip") continue;
+    if (semi == std::string_view::npos) return true;
+    auto q = detail::trim_spaces(item.substr(semi + 1));
+    return !(q.rfind("q=0", 0) == 0 && q.find_first_not_of("0.", 2) == std::string_view::npos);
+  }
+  return false;
+}
+
 // Plain request/response structs: handlers know nothing of httplib.
 struct request {
   std::string method;
@@ -722,13 +735,16 @@ struct http_api::impl {
     response r;
     r.headers.emplace_back("ETag", std::string(a->etag));
     r.headers.emplace_back("Cache-Control", "no-cache");
+    if (!a->gzip.empty()) r.headers.emplace_back("Vary", "Accept-Encoding");
     if (etag_matches(req.header("If-None-Match"), a->etag)) {
       r.status = 304;
       r.content_type.clear();
       return r;
     }
     r.content_type = std::string(a->content_type);
-    r.body = std::string(a->data);
+    const bool gzip = !a->gzip.empty() && accepts_gzip(req.header("Accept-Encoding"));
+    if (gzip) r.headers.emplace_back("Content-Encoding", "gzip");
+    r.body = std::string(gzip ? a->gzip : a->data);
     return r;
   }
 
@@ -857,6 +873,12 @@ struct http_api::impl {
     req.body = hreq.body;
     try {
       send((this->*fn)(req), res);
+      // A body that is already encoded (a precompressed asset): httplib would compress it
+      // again, as it decides by content type and Accept-Encoding alone. The request is
+      // httplib's own non-const object (see configure()).
+      if (res.has_header("Content-Encoding")) {
+        const_cast<httplib::Request&>(hreq).headers.erase("Accept-Encoding");
+      }
     } catch (const api_error& e) {
       res.status = e.status();
       res.set_content(e.body().dump(), "application/json");

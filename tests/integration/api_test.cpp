@@ -402,6 +402,22 @@ TEST_F(Api, ServesThePageTheAssetsAndTheContract) {
   EXPECT_EQ(js.status, 200);
   EXPECT_EQ(js.header("Content-Type").rfind("text/javascript", 0), 0u);
 
+  // Text assets go out as compressed at build time to clients that take gzip, as they are to
+  // others; both are the same file.
+  c.set_decompress(false);  // then httplib's client offers no encoding
+  const auto plain = c.Get("/assets/echarts.min.js");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->has_header("Content-Encoding"));
+  EXPECT_GT(plain->body.size(), 500'000u);
+  c.set_decompress(true);
+  const auto zipped = c.Get("/assets/echarts.min.js", {{"Accept-Encoding", "gzip, deflate"}});
+  ASSERT_TRUE(zipped);
+  EXPECT_EQ(zipped->status, 200);
+  EXPECT_EQ(zipped->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_EQ(zipped->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_LT(std::stoul(zipped->get_header_value("Content-Length")), plain->body.size() / 2);
+  EXPECT_TRUE(zipped->body == plain->body) << "the gzip copy is not the same file";
+
   const auto contract = daemon.get("/api/v1/openapi.yaml");
   ASSERT_EQ(contract.status, 200);
   EXPECT_EQ(contract.text.rfind("openapi:", 0), 0u);
