@@ -3,7 +3,7 @@
 // with CSV/JSON export. Running jobs update live from the event stream.
 
 import {download, get, getRows, post} from './api.js';
-import {METRICS, heatmapOption, metricOf, rooflineOption, speedupOption, sweepOption, wantsLog} from './charts.js';
+import {METRICS, heatmapOption, metricOf, rooflineOption, speedupOption, sweepOption, trackPointer, wantsLog} from './charts.js';
 import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
@@ -192,6 +192,7 @@ export function mount(root, {id, query}) {
 
   // ---- charts ----
   let sweepChart, heatChart, speedChart, roofChart;
+  let heatPointer, heatImage;  // the pointer over the heatmap; its series when drawn as an image
   function ensureCharts() {
     if (sweepChart) return;
     [sweepChart, heatChart, speedChart, roofChart] = [
@@ -200,6 +201,15 @@ export function mount(root, {id, query}) {
       chartBox('chart-speedup', 'Speedup'),
       chartBox('chart-roofline', 'Roofline'),
     ].map(initChart);
+    if (heatChart) {
+      heatPointer = trackPointer(heatChart.getDom());
+      // An image heatmap (charts.js) is redrawn for the range the visualMap's handles select.
+      heatChart.on('datarangeselected', (e) => {
+        if (!heatImage) return;
+        heatImage.setRange(e.selected);
+        heatChart.setOption({series: [{id: heatImage.id, data: [[0, 0]]}]});
+      });
+    }
     // A static placeholder (showLoading's spinner would repaint every frame while data loads).
     charts.forEach((c) => c.setOption({title: {text: 'loading results…', left: 'center', top: 'middle',
                                                 textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}));
@@ -224,7 +234,10 @@ export function mount(root, {id, query}) {
     set(sweepChart, sweepOption({rows: sweepRows.filter((r) => r.status === 'ok'), x: s.x, by: s.by, metric: s.metric,
                                  logX: wantsLog(state.values[s.x] || []), animate}));
     if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
-      set(heatChart, heatmapOption({rows: slice([s.hx, s.hy]).filter((r) => r.status === 'ok'), x: s.hx, y: s.hy, metric: s.metric, animate}));
+      const option = heatmapOption({rows: slice([s.hx, s.hy]).filter((r) => r.status === 'ok'), x: s.hx, y: s.hy, metric: s.metric,
+                                    animate, pointer: heatPointer});
+      heatImage = option.series[0].setRange ? option.series[0] : null;
+      set(heatChart, option);
     }
     set(speedChart, speedupOption({rows: slice([s.x]), x: s.x, against: s.against, animate}));
     set(roofChart, rooflineOption({rows: state.rows, device: state.device, dtype: roofDtype(state.job.spec), animate}));
