@@ -101,8 +101,14 @@ export function sweepOption({rows, x, by, metric, logX, animate}) {
   };
 }
 
-const COMPACT = new Intl.NumberFormat('en', {notation: 'compact', maximumSignificantDigits: 3});
-function compact(v) { return Math.abs(v) >= 10000 ? COMPACT.format(v) : String(v); }
+// Made when first needed: a page's first Intl object costs ~25 ms (ICU's data), which at
+// module load would hold back every view's first request.
+let COMPACT = null;
+function compact(v) {
+  if (Math.abs(v) < 10000) return String(v);
+  COMPACT = COMPACT || new Intl.NumberFormat('en', {notation: 'compact', maximumSignificantDigits: 3});
+  return COMPACT.format(v);
+}
 
 function fmt(v) {
   if (!Number.isFinite(v)) return '—';
