@@ -309,22 +309,29 @@ function ceiling(name, peakTflops, bandwidthGbps, xmin, xmax, style) {
 // Log-log roofline: the device's datasheet ceiling (and its measured one when the device has
 // been measured) for the kernel's dtype, and the job's points.
 export function rooflineOption({rows, device, dtype, animate}) {
-  const pts = [], ptRows = [];  // arrays, with rows beside them for tooltips (see heatmapOption)
+  // (intensity, TFLOP/s) pairs, with rows beside them for tooltips. Many points go to ECharts
+  // as one typed array, which it takes as it is where it would clone thousands of little arrays.
+  const xy = new Float64Array(rows.length * 2), ptRows = [];
+  let aiMin = Infinity, aiMax = -Infinity;
   for (const r of rows) {
     const m = r.metrics || {};
     if (r.status !== 'ok' || !(m.arithmetic_intensity > 0) || !(m.tflops > 0)) continue;
-    pts.push([m.arithmetic_intensity, m.tflops]);
+    xy[ptRows.length * 2] = m.arithmetic_intensity;
+    xy[ptRows.length * 2 + 1] = m.tflops;
     ptRows.push(r);
+    aiMin = Math.min(aiMin, m.arithmetic_intensity);
+    aiMax = Math.max(aiMax, m.arithmetic_intensity);
   }
-  const ais = pts.map((p) => p[0]);
+  const n = ptRows.length, large = n > LARGE;
+  const pts = large ? xy.subarray(0, n * 2) : ptRows.map((r, i) => [xy[i * 2], xy[i * 2 + 1]]);
   const key = `${dtype}_tflops`;
   const sheet = device && device.datasheet;
   const measured = device && device.measured;
   const ridges = [sheet, measured].filter((p) => p && p[key] && p.bandwidth_gbps)
                                   .map((p) => (p[key] * 1000) / p.bandwidth_gbps);
   // Whole decades, so the log axis ends on round labels.
-  const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, ...ais.map((a) => a / 4), ...ridges.map((r) => r / 100))));
-  const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, ...ais.map((a) => a * 4), ...ridges.map((r) => r * 10))));
+  const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, aiMin / 4, ...ridges.map((r) => r / 100))));
+  const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, n ? aiMax * 4 : 0, ...ridges.map((r) => r * 10))));
   const series = [];
   if (sheet && sheet[key] && sheet.bandwidth_gbps) {
     series.push(ceiling(`datasheet ${dtype} (${sheet[key]} TFLOP/s, ${sheet.bandwidth_gbps} GB/s)`,
@@ -336,8 +343,10 @@ export function rooflineOption({rows, device, dtype, animate}) {
                         {color: '#d97706', type: 'dashed'}));
   }
   series.push({
-    name: 'points', type: 'scatter', data: pts, symbolSize: pts.length > 500 ? 4 : 7,
-    large: pts.length > LARGE, largeThreshold: LARGE, itemStyle: {color: '#2563eb', opacity: 0.75},
+    name: 'points', type: 'scatter', data: pts, dimensions: large ? ['x', 'y'] : undefined,
+    // At 4 px a square reads as a dot, and thousands of them draw in a fraction of the time circles take.
+    symbol: large ? 'rect' : 'circle', symbolSize: n > 500 ? 4 : 7,
+    large, largeThreshold: LARGE, itemStyle: {color: '#2563eb', opacity: 0.75},
   });
   return {
     ...baseOption(animate),
