@@ -16,6 +16,7 @@
 #include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
+#include "api/result_fields.hpp"
 #include "server/access_control.hpp"
 #include "server/detail/comma_list.hpp"
 #include "server/http_metrics.hpp"
@@ -40,6 +41,19 @@ bool etag_matches(const std::string& header, std::string_view etag) {
     tag = detail::trim_spaces(tag);
     if (tag.rfind("W/", 0) == 0) tag.remove_prefix(2);
     if (tag == "*" || tag == etag) return true;
+  }
+  return false;
+}
+
+// Accept-Encoding names gzip (without q=0).
+bool accepts_gzip(const std::string& header) {
+  for (auto item : detail::split_commas(header)) {
+    item = detail::trim_spaces(item);
+    const auto semi = item.find(';');
+    if (detail::trim_spaces(item.substr(0, semi)) != "gzip") continue;
+    if (semi == std::string_view::npos) return true;
+    auto q = detail::trim_spaces(item.substr(semi + 1));
+    return !(q.rfind("q=0", 0) == 0 && q.find_first_not_of("0.", 2) == std::string_view::npos);
   }
   return false;
 }
@@ -615,19 +629,31 @@ struct http_api::impl {
       throw bad_parameter("format", "\"" + format + "\" is not one of json, csv, jsonl");
     }
     for (const auto& [key, value] : req.query) {
-      if (key != "format" && key != "offset" && key != "limit") {
-        throw bad_parameter(key, "unknown parameter (known: format, offset, limit)");
+      if (key != "format" && key != "offset" && key != "limit" && key != "fields") {
+        throw bad_parameter(key, "unknown parameter (known: format, offset, limit, fields)");
       }
     }
     const auto offset = std::uint64_t(int_param(req, "offset", 0, INT64_MAX, 0));
     const auto limit = std::uint64_t(int_param(req, "limit", 1, INT64_MAX, INT64_MAX));
+    const auto fields_list = query_value(req, "fields");
+    if (fields_list && format == "csv") {
+      throw bad_parameter("fields", "applies to json and jsonl (csv has fixed columns)");
+    }
     const job_record rec = find_job(id);
 
     std::vector<std::string> names;
-    if (format == "csv") {
+    if (format == "csv" || fields_list) {
       const json spec = json::parse(rec.spec_json);
       for (const auto& [name, values] : spec["sweep"].items())
         names.push_back(name);
+    }
+    std::optional<result_fields> fields;
+    if (fields_list) {
+      try {
+        fields = result_fields::parse(*fields_list, names);
+      } catch (const std::invalid_argument& e) {
+        throw bad_parameter("fields", e.what());
+      }
     }
     // Stream page by page: a 100,000-point job never sits in memory whole.
     struct cursor_state {
@@ -650,7 +676,7 @@ struct http_api::impl {
                    {"progress", {{"done", rec.progress.done}, {"total", rec.progress.total}}}}
                   .dump()
             : "";
-    r.stream = [s, id, st, format, names, head](std::string& chunk) {
+    r.stream = [s, id, st, format, names, head, fields](std::string& chunk) {
       if (st->finished) return false;
       if (!st->started) {
         st->started = true;
@@ -665,12 +691,14 @@ struct http_api::impl {
                                        : s->results(id, st->offset, page);
       if (!rows.empty()) st->last_index = rows.back().index;
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (format == "json") {
-          if (st->emitted++ > 0) chunk += ",";
-          chunk += rows[i].result_json;
-        } else if (format == "jsonl") {
-          chunk += rows[i].result_json;
-          chunk += "\n";
+        if (format == "json" && st->emitted++ > 0) chunk += ",";
+        if (format != "csv") {
+          if (fields) {
+            fields->project(rows[i].result_json, chunk);
+          } else {
+            chunk += rows[i].result_json;
+          }
+          if (format == "jsonl") chunk += "\n";
         } else {
           chunk += csv_line(json::parse(rows[i].result_json), names);
         }
@@ -790,13 +818,16 @@ struct http_api::impl {
     response r;
     r.headers.emplace_back("ETag", std::string(a->etag));
     r.headers.emplace_back("Cache-Control", "no-cache");
+    if (!a->gzip.empty()) r.headers.emplace_back("Vary", "Accept-Encoding");
     if (etag_matches(req.header("If-None-Match"), a->etag)) {
       r.status = 304;
       r.content_type.clear();
       return r;
     }
     r.content_type = std::string(a->content_type);
-    r.body = std::string(a->data);
+    const bool gzip = !a->gzip.empty() && accepts_gzip(req.header("Accept-Encoding"));
+    if (gzip) r.headers.emplace_back("Content-Encoding", "gzip");
+    r.body = std::string(gzip ? a->gzip : a->data);
     return r;
   }
 
@@ -925,6 +956,12 @@ struct http_api::impl {
     req.body = hreq.body;
     try {
       send((this->*fn)(req), res);
+      // A body that is already encoded (a precompressed asset): httplib would compress it
+      // again, as it decides by content type and Accept-Encoding alone. The request is
+      // httplib's own non-const object (see configure()).
+      if (res.has_header("Content-Encoding")) {
+        const_cast<httplib::Request&>(hreq).headers.erase("Accept-Encoding");
+      }
     } catch (const api_error& e) {
       res.status = e.status();
       res.set_content(e.body().dump(), "application/json");

@@ -12,6 +12,8 @@ struct web_asset {
   std::string_view content_type;
   std::string_view data;
   std::string_view etag;  // quoted strong ETag from the content's SHA-256
+  // The same content gzip-compressed at build time, or empty (binary or small files).
+  std::string_view gzip;
 };
 
 std::span<const web_asset> web_assets();

@@ -110,8 +110,14 @@ export function sweepOption({rows, x, by, metric, logX, animate}) {
   };
 }
 
-const COMPACT = new Intl.NumberFormat('en', {notation: 'compact', maximumSignificantDigits: 3});
-function compact(v) { return Math.abs(v) >= 10000 ? COMPACT.format(v) : String(v); }
+// Made when first needed: a page's first Intl object costs ~25 ms (ICU's data), which at
+// module load would hold back every view's first request.
+let COMPACT = null;
+function compact(v) {
+  if (Math.abs(v) < 10000) return String(v);
+  COMPACT = COMPACT || new Intl.NumberFormat('en', {notation: 'compact', maximumSignificantDigits: 3});
+  return COMPACT.format(v);
+}
 
 function fmt(v) {
   if (!Number.isFinite(v)) return '—';
@@ -119,42 +125,148 @@ function fmt(v) {
   return a >= 1000 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : a >= 1 ? v.toFixed(2) : v.toPrecision(3);
 }
 
+// Where the pointer is over a chart's element, in the chart's pixels, for tooltips that need
+// more than the element under it (the image heatmap's cells). A capture listener, so the
+// position is current before ECharts' own handlers (which call the tooltip) run.
+export function trackPointer(el) {
+  const pointer = {x: NaN, y: NaN};
+  el.addEventListener('mousemove', (e) => {
+    const r = el.getBoundingClientRect();
+    pointer.x = e.clientX - r.left;
+    pointer.y = e.clientY - r.top;
+  }, {capture: true});
+  return pointer;
+}
+
+// A heatmap of many cells as one image. ECharts' heatmap makes an element per cell, about 15 µs
+// each (0.1-0.2 s for 100 × 100 on the development VM); this draws one pixel per cell, scales
+// it to the grid without smoothing, and finds the cell under the pointer for the tooltip. The
+// colours are the visualMap's (its gradient, linear in RGB); cells outside the range the
+// visualMap's handles select are left out, as ECharts leaves them out of its heatmap.
+// `cells`: (x index, y index, value) triples; kept in the series as `cells` (a typed array,
+// which ECharts copies at once where it would clone 10,000 little arrays).
+function imageHeatmap({name, cells, nx, ny, lo, hi, colors, pointer, tooltip}) {
+  // The gradient in 1024 steps (finer than the eye tells apart), as RGB bytes.
+  const STEPS = 1024, stops = colors.map((c) => echarts.color.parse(c)), lut = new Uint8Array(STEPS * 3);
+  for (let s = 0; s < STEPS; ++s) {
+    const f = (s / (STEPS - 1)) * (stops.length - 1);
+    const k = Math.min(stops.length - 2, Math.floor(f)), u = f - k, a = stops[k], b = stops[k + 1];
+    for (let i = 0; i < 3; ++i) lut[s * 3 + i] = Math.round(a[i] + (b[i] - a[i]) * u);
+  }
+  const range = {lo, hi};  // the visualMap's selection, moved by its handles (see setRange)
+  let at = null;  // cell number by position, made for the first tooltip
+  let layout = null;  // where the last drawing put cell (0, 0) and the cell size, in pixels
+  let image = null;  // the cells as an nx × ny image, one pixel each, redrawn when the range moves
+  function paint() {
+    image = document.createElement('canvas');
+    image.width = nx;
+    image.height = ny;
+    const ctx = image.getContext('2d');
+    const img = ctx.createImageData(nx, ny);
+    const scale = (STEPS - 1) / (hi - lo || 1), px = img.data;
+    for (let i = 0; i < cells.length; i += 3) {
+      const v = cells[i + 2];
+      if (v < range.lo || v > range.hi) continue;
+      const c = Math.min(STEPS - 1, Math.max(0, Math.round((v - lo) * scale))) * 3;
+      const p = ((ny - 1 - cells[i + 1]) * nx + cells[i]) * 4;  // image rows run down, y runs up
+      px[p] = lut[c];
+      px[p + 1] = lut[c + 1];
+      px[p + 2] = lut[c + 2];
+      px[p + 3] = 255;
+    }
+    ctx.putImageData(img, 0, 0);
+  }
+  function cellAt(xi, yi) {
+    if (!at) {
+      at = new Map();
+      for (let i = 0; i < cells.length; i += 3) at.set(cells[i] * ny + cells[i + 1], i / 3);
+    }
+    return xi >= 0 && xi < nx && yi >= 0 && yi < ny ? at.get(xi * ny + yi) : undefined;
+  }
+  return {
+    id: 'heatmap-image', name, type: 'custom', data: [[0, 0]], cells, clip: true,
+    setRange(selected) {
+      [range.lo, range.hi] = selected;
+      image = null;
+    },
+    tooltip: {formatter: () => {
+      const i = layout && cellAt(Math.round((pointer.x - layout.x) / layout.w), Math.round((pointer.y - layout.y) / layout.h));
+      return i === undefined || i === null ? '' : tooltip(i);
+    }},
+    renderItem(params, api) {
+      if (!image) paint();
+      const cs = params.coordSys, dpr = api.getDevicePixelRatio();
+      const [x0, y0] = api.coord([0, 0]), [x1, y1] = api.coord([1, 1]);
+      layout = {x: x0, y: y0, w: x1 - x0, h: y1 - y0};
+      // Drawn here at the grid's size: zrender scales images with smoothing, which would blur
+      // cells into each other.
+      const out = document.createElement('canvas');
+      out.width = Math.max(1, Math.round(cs.width * dpr));
+      out.height = Math.max(1, Math.round(cs.height * dpr));
+      const ctx = out.getContext('2d');
+      ctx.imageSmoothingEnabled = false;
+      const left = x0 - layout.w / 2 - cs.x, top = y0 + layout.h * (ny - 0.5) - cs.y;  // h < 0: y runs up
+      ctx.drawImage(image, left * dpr, top * dpr, nx * layout.w * dpr, ny * -layout.h * dpr);
+      return {type: 'image', style: {image: out, x: cs.x, y: cs.y, width: cs.width, height: cs.height}};
+    },
+  };
+}
+
 // The metric over two parameters; `rows` restricted to the slice the other selectors fix.
-export function heatmapOption({rows, x, y, metric, animate}) {
+// Grids of more than LARGE cells are drawn as one image (imageHeatmap), the series then holding
+// its cells in `cells`; `pointer` (trackPointer) finds the cell under the pointer for them.
+export function heatmapOption({rows, x, y, metric, animate, pointer}) {
   const xs = [...new Set(rows.map((r) => r.params[x]))].sort((a, b) => a - b);
   const ys = [...new Set(rows.map((r) => r.params[y]))].sort((a, b) => a - b);
   const xi = new Map(xs.map((v, i) => [v, i])), yi = new Map(ys.map((v, i) => [v, i]));
-  // Plain arrays (not {value, params} objects): ECharts builds 10,000 cells several times
-  // faster from them. Tooltips find the row by dataIndex.
-  const data = [], cellRows = [];
+  // (x index, y index, value) per cell; tooltips find the row by the cell's number.
+  const cells = new Float64Array(rows.length * 3), cellRows = [];
   let lo = Infinity, hi = -Infinity;
   for (const r of rows) {
     const m = metricOf(r, metric);
     if (!m) continue;
-    data.push([xi.get(r.params[x]), yi.get(r.params[y]), m.v]);
+    const k = cellRows.length * 3;
+    cells[k] = xi.get(r.params[x]);
+    cells[k + 1] = yi.get(r.params[y]);
+    cells[k + 2] = m.v;
     cellRows.push(r);
     lo = Math.min(lo, m.v);
     hi = Math.max(hi, m.v);
   }
-  if (!data.length) { lo = 0; hi = 1; }
-  const labelCells = data.length <= 150;
+  const n = cellRows.length;
+  if (!n) { lo = 0; hi = 1; }
+  const cellText = (i) => `${paramsText(cellRows[i].params)}<br>${METRICS[metric].label}: <b>${fmt(cells[i * 3 + 2])}</b>`;
+  // Faster is better: dark for fast times, dark for high throughput.
+  const colors = metric === 'time' ? ['#1e3a8a', '#93c5fd', '#fef3c7'] : ['#fef3c7', '#93c5fd', '#1e3a8a'];
+  const image = n > LARGE && pointer;
+  const base = baseOption(animate);
+  // The image is one item at (0, 0): zooming must not filter it out with the cells left of and
+  // below the window.
+  if (image) base.toolbox.feature.dataZoom.filterMode = 'none';
+  let series;
+  if (image) {
+    series = imageHeatmap({name: METRICS[metric].short, cells: cells.subarray(0, n * 3), nx: xs.length, ny: ys.length,
+                           lo, hi, colors, pointer, tooltip: cellText});
+  } else {
+    // Plain arrays (not {value, params} objects): ECharts builds cells several times faster.
+    const data = [];
+    for (let i = 0; i < n; ++i) data.push([cells[i * 3], cells[i * 3 + 1], cells[i * 3 + 2]]);
+    series = {name: METRICS[metric].short, type: 'heatmap', data, progressive: 0,
+              label: {show: n <= 150, formatter: (p) => fmt(p.data[2]), fontSize: 10},
+              emphasis: n > LARGE ? {disabled: true} : {itemStyle: {borderColor: '#111', borderWidth: 1}}};
+  }
   return {
-    ...baseOption(animate),
+    ...base,
     grid: {left: 80, right: 110, top: 40, bottom: 60},
-    tooltip: {confine: true, formatter: (p) => cellRows[p.dataIndex]
-      ? `${paramsText(cellRows[p.dataIndex].params)}<br>${METRICS[metric].label}: <b>${fmt(p.data[2])}</b>` : ''},
+    tooltip: {confine: true, formatter: (p) => (cellRows[p.dataIndex] ? cellText(p.dataIndex) : '')},
     xAxis: {type: 'category', data: xs.map(String), name: x, nameLocation: 'middle', nameGap: 35,
             splitArea: {show: xs.length <= 50}, axisLabel: {interval: Math.max(0, Math.ceil(xs.length / 12) - 1)}},
     yAxis: {type: 'category', data: ys.map(String), name: y, splitArea: {show: ys.length <= 50},
             axisLabel: {interval: Math.max(0, Math.ceil(ys.length / 10) - 1)}},
     visualMap: {min: lo, max: hi, calculable: true, orient: 'vertical', right: 10, top: 'center',
-                text: [METRICS[metric].short, ''],
-                // Faster is better: dark for fast times, dark for high throughput.
-                inRange: {color: metric === 'time' ? ['#1e3a8a', '#93c5fd', '#fef3c7']
-                                                    : ['#fef3c7', '#93c5fd', '#1e3a8a']}},
-    series: [{name: METRICS[metric].short, type: 'heatmap', data, progressive: 0,
-              label: {show: labelCells, formatter: (p) => fmt(p.data[2]), fontSize: 10},
-              emphasis: data.length > LARGE ? {disabled: true} : {itemStyle: {borderColor: '#111', borderWidth: 1}}}],
+                text: [METRICS[metric].short, ''], inRange: {color: colors},
+                seriesIndex: image ? [] : undefined},
+    series: [series],
   };
 }
 
@@ -206,22 +318,29 @@ function ceiling(name, peakTflops, bandwidthGbps, xmin, xmax, style) {
 // Log-log roofline: the device's datasheet ceiling (and its measured one when the device has
 // been measured) for the kernel's dtype, and the job's points.
 export function rooflineOption({rows, device, dtype, animate}) {
-  const pts = [], ptRows = [];  // arrays, with rows beside them for tooltips (see heatmapOption)
+  // (intensity, TFLOP/s) pairs, with rows beside them for tooltips. Many points go to ECharts
+  // as one typed array, which it takes as it is where it would clone thousands of little arrays.
+  const xy = new Float64Array(rows.length * 2), ptRows = [];
+  let aiMin = Infinity, aiMax = -Infinity;
   for (const r of rows) {
     const m = r.metrics || {};
     if (r.status !== 'ok' || !(m.arithmetic_intensity > 0) || !(m.tflops > 0)) continue;
-    pts.push([m.arithmetic_intensity, m.tflops]);
+    xy[ptRows.length * 2] = m.arithmetic_intensity;
+    xy[ptRows.length * 2 + 1] = m.tflops;
     ptRows.push(r);
+    aiMin = Math.min(aiMin, m.arithmetic_intensity);
+    aiMax = Math.max(aiMax, m.arithmetic_intensity);
   }
-  const ais = pts.map((p) => p[0]);
+  const n = ptRows.length, large = n > LARGE;
+  const pts = large ? xy.subarray(0, n * 2) : ptRows.map((r, i) => [xy[i * 2], xy[i * 2 + 1]]);
   const key = `${dtype}_tflops`;
   const sheet = device && device.datasheet;
   const measured = device && device.measured;
   const ridges = [sheet, measured].filter((p) => p && p[key] && p.bandwidth_gbps)
                                   .map((p) => (p[key] * 1000) / p.bandwidth_gbps);
   // Whole decades, so the log axis ends on round labels.
-  const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, ...ais.map((a) => a / 4), ...ridges.map((r) => r / 100))));
-  const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, ...ais.map((a) => a * 4), ...ridges.map((r) => r * 10))));
+  const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, aiMin / 4, ...ridges.map((r) => r / 100))));
+  const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, n ? aiMax * 4 : 0, ...ridges.map((r) => r * 10))));
   const series = [];
   if (sheet && sheet[key] && sheet.bandwidth_gbps) {
     series.push(ceiling(`datasheet ${dtype} (${sheet[key]} TFLOP/s, ${sheet.bandwidth_gbps} GB/s)`,
@@ -233,8 +352,10 @@ export function rooflineOption({rows, device, dtype, animate}) {
                         {color: '#d97706', type: 'dashed'}));
   }
   series.push({
-    name: 'points', type: 'scatter', data: pts, symbolSize: pts.length > 500 ? 4 : 7,
-    large: pts.length > LARGE, largeThreshold: LARGE, itemStyle: {color: '#2563eb', opacity: 0.75},
+    name: 'points', type: 'scatter', data: pts, dimensions: large ? ['x', 'y'] : undefined,
+    // At 4 px a square reads as a dot, and thousands of them draw in a fraction of the time circles take.
+    symbol: large ? 'rect' : 'circle', symbolSize: n > 500 ? 4 : 7,
+    large, largeThreshold: LARGE, itemStyle: {color: '#2563eb', opacity: 0.75},
   });
   return {
     ...baseOption(animate),

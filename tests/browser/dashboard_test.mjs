@@ -122,7 +122,11 @@ async function series(page, id) {
     const el = document.getElementById(chartId);
     const chart = el && echarts.getInstanceByDom(el);
     if (!chart) return null;
-    return chart.getOption().series.map((s) => ({type: s.type, name: s.name, n: (s.data || []).length}));
+    // Points as a flat typed array (a large roofline) count by their dimensions; an image
+    // heatmap (web/charts.js) is one item drawn from `cells`, (x, y, value) triples.
+    const count = (s) => (s.cells ? s.cells.length / 3
+                          : ArrayBuffer.isView(s.data) ? s.data.length / s.dimensions.length : (s.data || []).length);
+    return chart.getOption().series.map((s) => ({type: s.type, name: s.name, n: count(s)}));
   }, id);
 }
 

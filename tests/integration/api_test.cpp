@@ -124,6 +124,65 @@ TEST_F(Api, SubmitSweepAndReadEveryPointBack) {
   EXPECT_EQ(page.body["results"][2]["index"], 4);
 }
 
+TEST_F(Api, ResultFieldsKeepOnlyTheNamedMembers) {
+  const auto id = daemon.submit(gemm_sweep());
+  ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  const std::string results = "/api/v1/jobs/" + std::to_string(id) + "/results";
+  const auto full = daemon.get(results);
+  ASSERT_EQ(full.status, 200) << full.text;
+
+  const auto some = daemon.get(results + "?fields=index,params.N,time_us.median,metrics");
+  ASSERT_EQ(some.status, 200) << some.text;
+  const auto& rows = some.body["results"];
+  ASSERT_EQ(rows.size(), 6u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& want = full.body["results"][i];
+    EXPECT_EQ(rows[i], (json{{"index", want["index"]},
+                             {"params", {{"N", want["params"]["N"]}}},
+                             {"time_us", {{"median", want["time_us"]["median"]}}},
+                             {"metrics", want["metrics"]}}))
+        << rows[i].dump();
+  }
+
+  // JSON lines, with offset and limit; the values are the stored text, digit for digit.
+  const auto lines = daemon.get(results + "?format=jsonl&offset=4&limit=5&fields=time_us,index");
+  ASSERT_EQ(lines.status, 200) << lines.text;
+  std::istringstream in(lines.text);
+  std::string line;
+  std::vector<json> got;
+  while (std::getline(in, line))
+    got.push_back(json::parse(line));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0]["index"], 4);
+  EXPECT_EQ(got[0]["time_us"].dump(), full.body["results"][4]["time_us"].dump());
+
+  for (const char* bad : {"fields=", "fields=index,", "fields=colour", "fields=time_us.colour",
+                          "fields=params.K", "fields=index,index", "format=csv&fields=index"}) {
+    const auto r = daemon.get(results + "?" + bad);
+    expect_error(r, 400, "invalid_parameter");
+    EXPECT_EQ(r.body["error"]["details"]["parameter"], "fields") << bad << ": " << r.text;
+  }
+}
+
+TEST(ApiResults, FieldsKeepAFailedPointsErrorAndNulls) {
+  daemon_process daemon({.mock_devices = 1, .allow_fault_injection = true, .extra_args = {}});
+  daemon.start();
+  json spec = slow_job(4, 0);
+  spec["mock"] = {{"fault", "crash"}, {"fault_index", 2}};
+  const auto id = daemon.submit(spec);
+  ASSERT_EQ(daemon.wait_job(id)["status"], "failed");
+  const auto r = daemon.get("/api/v1/jobs/" + std::to_string(id) +
+                            "/results?fields=index,status,error,time_us.median");
+  ASSERT_EQ(r.status, 200) << r.text;
+  const auto& rows = r.body["results"];
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[2]["status"], "failed");
+  EXPECT_EQ(rows[2]["error"]["type"], "device_fault") << rows[2].dump();
+  EXPECT_TRUE(rows[2]["time_us"].is_null()) << rows[2].dump();
+  EXPECT_FALSE(rows[1].contains("error")) << rows[1].dump();
+  EXPECT_EQ(rows[1]["time_us"].size(), 1u) << rows[1].dump();
+}
+
 TEST_F(Api, ListFiltersByStatusAndLabelsAndPagesWithACursor) {
   std::vector<std::int64_t> ids;
   for (int i = 0; i < 5; ++i) {
@@ -346,6 +405,22 @@ TEST_F(Api, ServesThePageTheAssetsAndTheContract) {
   const auto js = daemon.get("/assets/app.js");
   EXPECT_EQ(js.status, 200);
   EXPECT_EQ(js.header("Content-Type").rfind("text/javascript", 0), 0u);
+
+  // Text assets go out as compressed at build time to clients that take gzip, as they are to
+  // others; both are the same file.
+  c.set_decompress(false);  // then httplib's client offers no encoding
+  const auto plain = c.Get("/assets/echarts.min.js");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->has_header("Content-Encoding"));
+  EXPECT_GT(plain->body.size(), 500'000u);
+  c.set_decompress(true);
+  const auto zipped = c.Get("/assets/echarts.min.js", {{"Accept-Encoding", "gzip, deflate"}});
+  ASSERT_TRUE(zipped);
+  EXPECT_EQ(zipped->status, 200);
+  EXPECT_EQ(zipped->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_EQ(zipped->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_LT(std::stoul(zipped->get_header_value("Content-Length")), plain->body.size() / 2);
+  EXPECT_TRUE(zipped->body == plain->body) << "the gzip copy is not the same file";
 
   const auto contract = daemon.get("/api/v1/openapi.yaml");
   ASSERT_EQ(contract.status, 200);
