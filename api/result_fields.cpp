@@ -8,8 +8,7 @@ namespace kernelscan {
 namespace {
 
 // PointResult's members (api/openapi.yaml) and, for those that are objects of a fixed shape,
-// their members. `params` holds the job's sweep parameters; `fitness` has no schema yet, so it
-// is selected whole.
+// their members. `params` holds the job's sweep parameters.
 struct known_member {
   std::string_view name;
   std::vector<std::string_view> inner;
@@ -20,6 +19,7 @@ const std::vector<known_member>& known_members() {
   static const std::vector<known_member> k{
       {"index", {}},
       {"params", {}, true},
+      {"name", {}},
       {"status", {}},
       {"error", {"type", "message"}},
       {"time_us",
@@ -35,10 +35,14 @@ const std::vector<known_member>& known_members() {
       {"metrics",
        {"flops", "bytes", "tflops", "gbps", "arithmetic_intensity", "roof_tflops", "roof_pct",
         "bound", "roof_source"}},
-      {"verification", {"status", "trials", "max_abs_err", "max_rel_err", "note"}},
+      {"verification",
+       {"status", "trials", "max_abs_err", "max_rel_err", "unwritten", "tolerance", "note"}},
       {"flags", {}},
       {"advice", {}},
-      {"fitness", {}},
+      {"fitness",
+       {"correct", "speedup", "speedup_ci95", "baseline_us", "latency_score", "combined_score"}},
+      {"cache", {"hit", "job_id"}},
+      {"import", {"format", "type", "total_us", "time_pct", "notes"}},
       {"environment", {"device", "driver", "clock_mhz", "temperature_c", "power_w"}},
   };
   return k;
