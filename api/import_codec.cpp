@@ -1,5 +1,7 @@
 #include "api/import_codec.hpp"
 
+#include "api/device_codec.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -748,18 +750,7 @@ json import_spec_json(const import_request& request) {
     device = {{"name", t.device_name},
               {"model", t.model ? json(std::string(t.model->key)) : json(nullptr)},
               {"from", request.device_from}};
-    if (t.model) {
-      const auto& p = t.model->peaks;
-      device["datasheet"] = {{"f64_tflops", p.f64_tflops},
-                             {"f32_tflops", p.f32_tflops},
-                             {"f16_tflops", p.f16_tflops},
-                             {"bf16_tflops", p.bf16_tflops},
-                             {"i8_tops", p.i8_tops},
-                             {"vector_f32_tflops", p.vector_f32_tflops},
-                             {"bandwidth_gbps", p.bandwidth_gbps}};
-    } else {
-      device["datasheet"] = nullptr;
-    }
+    device["datasheet"] = t.model ? to_json(t.model->peaks) : json(nullptr);
   }
   json work = json::object();
   for (const auto& [name, w] : request.work) {
