@@ -143,6 +143,13 @@ int run_worker(const worker_config& config) {
     if (held++ == 0) first_held = std::chrono::steady_clock::now();
     pending += reply;
   };
+  // Writes the held replies; false if the daemon is gone.
+  auto flush = [&] {
+    const bool ok = write_all(out, pending);
+    pending.clear();
+    held = 0;
+    return ok;
+  };
   // Parses an incoming line into the queue; a drop answers the job's queued requests at once.
   auto take = [&](const std::string& text) {
     try {
@@ -171,11 +178,7 @@ int run_worker(const worker_config& config) {
     while (input.next_if_ready(line))
       take(line);
     if (queue.empty()) {
-      if (!pending.empty()) {
-        if (!write_all(out, pending)) return 1;
-        pending.clear();
-        held = 0;
-      }
+      if (!pending.empty() && !flush()) return 1;
       if (!input.next(line)) break;  // the daemon closed our input: exit
       take(line);
       continue;
@@ -193,9 +196,7 @@ int run_worker(const worker_config& config) {
         spdlog::error("roofline measurement failed: {}", e.what());
         hold(worker_protocol::roofline_failure_line(e.what()));
       }
-      if (!write_all(out, pending)) return 1;
-      pending.clear();
-      held = 0;
+      if (!flush()) return 1;
       continue;
     }
     if (msg.type == worker_protocol::daemon_message::kind::job) {
@@ -235,12 +236,10 @@ int run_worker(const worker_config& config) {
     // Hold replies while more requests wait, within bounds; write when none do.
     if (held >= k_max_held_replies || (queue.empty() && !input.input_waiting()) ||
         std::chrono::steady_clock::now() - first_held >= k_max_hold) {
-      if (!write_all(out, pending)) return 1;
-      pending.clear();
-      held = 0;
+      if (!flush()) return 1;
     }
   }
-  if (!pending.empty() && !write_all(out, pending)) return 1;
+  if (!pending.empty() && !flush()) return 1;
   return 0;
 }
 
