@@ -328,20 +328,15 @@ struct http_api::impl {
 
   // Asks for the device's roofline to be measured again (between jobs); 202 with the device.
   response measure_roofline(const request& req) {
-    const std::string& text = req.captures.at(0);
-    int index = -1;
-    if (text.size() <= 4 && std::all_of(text.begin(), text.end(), ::isdigit)) {
-      index = std::stoi(text);
-    }
-    if (!sched.request_roofline(index)) throw api_error(404, "not_found", "no device " + text);
     for (const auto& d : sched.devices()) {
-      if (d.info.index == index) {
+      if (std::to_string(d.info.index) == req.captures.at(0) &&
+          sched.request_roofline(d.info.index)) {
         json j = device_json(d);
         j["roofline_requested"] = true;
         return json_response(202, j);
       }
     }
-    throw api_error(404, "not_found", "no device " + text);
+    throw api_error(404, "not_found", "no device " + req.captures.at(0));
   }
 
   // The devices a spec could run on; checks engine and device against what exists.
