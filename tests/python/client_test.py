@@ -321,6 +321,16 @@ class LongPollLimitTest(DaemonTestCase):
 
     DAEMON_ARGS = ("--max-long-polls", "1")
 
+    def hold_the_long_poll_place(self, job: dict, wait_s: int) -> threading.Thread:
+        """Starts a raw ?wait= request on `job` that holds the one place until it returns."""
+        holder = threading.Thread(
+            target=lambda: urllib.request.urlopen(
+                f"{self.daemon.url}/api/v1/jobs/{job['id']}?wait={wait_s}", timeout=60).read()
+        )
+        holder.start()
+        self.daemon.wait_for_long_polls(1)
+        return holder
+
     def test_too_many_waiters_is_retried(self) -> None:
         seen: list[str] = []
 
@@ -335,12 +345,7 @@ class LongPollLimitTest(DaemonTestCase):
         client = Recording(self.daemon.url, token="")
         job = client.submit(stream_sweep(6, delay_ms=500))
         # Hold the one long-poll place until the job ends.
-        holder = threading.Thread(
-            target=lambda: urllib.request.urlopen(
-                f"{self.daemon.url}/api/v1/jobs/{job['id']}?wait=30", timeout=60).read()
-        )
-        holder.start()
-        self.daemon.wait_for_long_polls(1)
+        holder = self.hold_the_long_poll_place(job, wait_s=30)
         ended = client.wait(job, timeout_s=60)
         holder.join(60)
         self.assertEqual(ended["status"], "succeeded")
@@ -350,12 +355,7 @@ class LongPollLimitTest(DaemonTestCase):
     def test_too_many_waiters_does_not_outlast_the_timeout(self) -> None:
         client = Client(self.daemon.url, token="")
         job = client.submit(stream_sweep(20, delay_ms=500))
-        holder = threading.Thread(
-            target=lambda: urllib.request.urlopen(
-                f"{self.daemon.url}/api/v1/jobs/{job['id']}?wait=3", timeout=60).read()
-        )
-        holder.start()
-        self.daemon.wait_for_long_polls(1)
+        holder = self.hold_the_long_poll_place(job, wait_s=3)
         started = time.monotonic()
         with self.assertRaises(JobTimeout):
             client.wait(job, timeout_s=1.5)
