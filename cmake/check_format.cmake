@@ -1,7 +1,7 @@
 # Fails listing the files clang-format would change. Script mode:
 # cmake -DCLANG_FORMAT=clang-format -DSOURCE_DIR=... -P check_format.cmake
 file(GLOB_RECURSE files
-  ${SOURCE_DIR}/engine/*.hpp ${SOURCE_DIR}/engine/*.cpp
+  ${SOURCE_DIR}/engine/*.hpp ${SOURCE_DIR}/engine/*.cpp ${SOURCE_DIR}/engine/*.hip
   ${SOURCE_DIR}/storage/*.hpp ${SOURCE_DIR}/storage/*.cpp
   ${SOURCE_DIR}/api/*.hpp ${SOURCE_DIR}/api/*.cpp
   ${SOURCE_DIR}/server/*.hpp ${SOURCE_DIR}/server/*.cpp

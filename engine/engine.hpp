@@ -26,6 +26,9 @@ class engine {
   virtual measured_roofline measure_roofline() = 0;
   // Judges points by a roofline measured before (kept by the daemon across restarts).
   virtual void set_roofline(const measured_roofline& roofline) = 0;
+  // True once the device is unusable in this process (a kernel faulted and left the GPU context
+  // broken): the worker answers the current point, then exits so that the daemon replaces it.
+  virtual bool needs_restart() const { return false; }
 };
 
 }  // namespace kernelscan

@@ -1,0 +1,179 @@
+#include "engine/hip/blas.hpp"
+
+#include <string>
+
+#if defined(KERNELSCAN_GPU_CUDA)
+#include <cublas_v2.h>
+#elif defined(KERNELSCAN_HAVE_HIPBLAS)
+#include <hipblas/hipblas.h>
+#endif
+
+namespace kernelscan::gpu {
+
+namespace {
+
+// Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: the library multiplies B by A with the sizes
+// swapped. A row-major operand is, read column-major, its own transpose (no op, leading
+// dimension its row length); a column-major one needs the transpose op.
+struct gemm_call {
+  bool transpose_first = false;             // op on B
+  bool transpose_second = false;            // op on A
+  long long rows = 0, cols = 0, depth = 0;  // n, m, k
+  long long ld_first = 0, ld_second = 0, ld_c = 0;
+};
+
+gemm_call swapped(const gemm_args& g) {
+  gemm_call c;
+  c.transpose_first = g.layout_b == layout::col;
+  c.ld_first = g.layout_b == layout::row ? g.n : g.k;
+  c.transpose_second = g.layout_a == layout::col;
+  c.ld_second = g.layout_a == layout::row ? g.k : g.m;
+  c.rows = g.n;
+  c.cols = g.m;
+  c.depth = g.k;
+  c.ld_c = g.n;
+  return c;
+}
+
+}  // namespace
+
+#if defined(KERNELSCAN_GPU_CUDA)
+
+namespace {
+void blas_check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string(what) + ": " + cublasGetStatusName(s) + " (" +
+                             cublasGetStatusString(s) + ")");
+  }
+}
+}  // namespace
+
+struct gemm_library::impl {
+  cublasHandle_t handle{};
+};
+
+gemm_library::gemm_library() : m_impl(std::make_unique<impl>()) {
+  blas_check(cublasCreate(&m_impl->handle), "cublasCreate");
+}
+gemm_library::~gemm_library() {
+  (void)cublasDestroy(m_impl->handle);
+}
+bool gemm_library::available() {
+  return true;
+}
+std::string gemm_library::name() {
+  return "cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR);
+}
+
+void gemm_library::gemm(const gemm_args& g, hipStream_t s) {
+  const gemm_call c = swapped(g);
+  blas_check(cublasSetStream(m_impl->handle, s), "cublasSetStream");
+  cudaDataType_t type{};
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  switch (g.type) {
+    case dtype::f64:
+      type = CUDA_R_64F;
+      compute = CUBLAS_COMPUTE_64F;
+      break;
+    case dtype::f32:
+      type = CUDA_R_32F;
+      break;
+    case dtype::f16:
+      type = CUDA_R_16F;
+      break;
+    case dtype::bf16:
+      type = CUDA_R_16BF;
+      break;
+    default:
+      throw std::invalid_argument("gemm: the library takes f64, f32, f16 or bf16");
+  }
+  const double alpha64 = g.alpha, beta64 = g.beta;
+  const float alpha32 = float(g.alpha), beta32 = float(g.beta);
+  const void* alpha = compute == CUBLAS_COMPUTE_64F ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = compute == CUBLAS_COMPUTE_64F ? static_cast<const void*>(&beta64) : &beta32;
+  blas_check(
+      cublasGemmEx(m_impl->handle, c.transpose_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+                   c.transpose_second ? CUBLAS_OP_T : CUBLAS_OP_N, int(c.rows), int(c.cols),
+                   int(c.depth), alpha, g.b, type, int(c.ld_first), g.a, type, int(c.ld_second),
+                   beta, g.c, type, int(c.ld_c), compute, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmEx");
+}
+
+#elif defined(KERNELSCAN_HAVE_HIPBLAS)
+
+namespace {
+void blas_check(hipblasStatus_t s, const char* what) {
+  if (s != HIPBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string(what) + ": hipBLAS status " + std::to_string(int(s)));
+  }
+}
+}  // namespace
+
+struct gemm_library::impl {
+  hipblasHandle_t handle{};
+};
+
+gemm_library::gemm_library() : m_impl(std::make_unique<impl>()) {
+  blas_check(hipblasCreate(&m_impl->handle), "hipblasCreate");
+}
+gemm_library::~gemm_library() {
+  (void)hipblasDestroy(m_impl->handle);
+}
+bool gemm_library::available() {
+  return true;
+}
+std::string gemm_library::name() {
+  return "hipBLAS";
+}
+
+void gemm_library::gemm(const gemm_args& g, hipStream_t s) {
+  const gemm_call c = swapped(g);
+  blas_check(hipblasSetStream(m_impl->handle, s), "hipblasSetStream");
+  hipblasDatatype_t type{};
+  hipblasDatatype_t compute = HIPBLAS_R_32F;
+  switch (g.type) {
+    case dtype::f64:
+      type = compute = HIPBLAS_R_64F;
+      break;
+    case dtype::f32:
+      type = HIPBLAS_R_32F;
+      break;
+    case dtype::f16:
+      type = HIPBLAS_R_16F;
+      break;
+    case dtype::bf16:
+      type = HIPBLAS_R_16B;
+      break;
+    default:
+      throw std::invalid_argument("gemm: the library takes f64, f32, f16 or bf16");
+  }
+  const double alpha64 = g.alpha, beta64 = g.beta;
+  const float alpha32 = float(g.alpha), beta32 = float(g.beta);
+  const void* alpha = compute == HIPBLAS_R_64F ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = compute == HIPBLAS_R_64F ? static_cast<const void*>(&beta64) : &beta32;
+  blas_check(
+      hipblasGemmEx(m_impl->handle, c.transpose_first ? HIPBLAS_OP_T : HIPBLAS_OP_N,
+                    c.transpose_second ? HIPBLAS_OP_T : HIPBLAS_OP_N, int(c.rows), int(c.cols),
+                    int(c.depth), alpha, g.b, type, int(c.ld_first), g.a, type, int(c.ld_second),
+                    beta, g.c, type, int(c.ld_c), compute, HIPBLAS_GEMM_DEFAULT),
+      "hipblasGemmEx");
+}
+
+#else
+
+struct gemm_library::impl {};
+gemm_library::gemm_library() = default;
+gemm_library::~gemm_library() = default;
+bool gemm_library::available() {
+  return false;
+}
+std::string gemm_library::name() {
+  return "none: this build found no hipBLAS (install ROCm's hipblas and rebuild)";
+}
+void gemm_library::gemm(const gemm_args&, hipStream_t) {
+  throw std::invalid_argument("impl \"library\": " + name() + "; use impl \"builtin\"");
+}
+
+#endif
+
+}  // namespace kernelscan::gpu

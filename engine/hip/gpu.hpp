@@ -1,0 +1,140 @@
+#pragma once
+// Error handling and owners for the GPU runtime's objects, shared by the HIP engine's files.
+// Compiled by hipcc or nvcc only (it includes the runtime).
+//
+// Every runtime call goes through check(), which throws gpu_error naming the call. An error
+// that leaves the context unusable (an illegal address, a trapped kernel) is `sticky`: the
+// engine then fails the point as a device fault and its worker is replaced.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "engine/dtype.hpp"
+#include "engine/hip/runtime.hpp"
+
+namespace kernelscan::gpu {
+
+class gpu_error : public std::runtime_error {
+ public:
+  gpu_error(hipError_t code, const std::string& what)
+      : std::runtime_error(what + ": " + hipGetErrorName(code) + " (" + hipGetErrorString(code) +
+                           ")"),
+        m_code(code) {}
+  hipError_t code() const { return m_code; }
+  bool out_of_memory() const { return m_code == hipErrorOutOfMemory; }
+  // The context cannot be used any more; only a new process recovers the device.
+  bool sticky() const {
+    return m_code == hipErrorIllegalAddress || m_code == hipErrorLaunchFailure ||
+           m_code == hipErrorAssert || m_code == hipErrorLaunchTimeOut;
+  }
+
+ private:
+  hipError_t m_code;
+};
+
+inline void check(hipError_t e, const char* what) {
+  if (e != hipSuccess) throw gpu_error(e, what);
+}
+
+// Device memory; moves, never copies.
+class buffer {
+ public:
+  buffer() = default;
+  explicit buffer(std::uint64_t bytes) : m_bytes(bytes) {
+    if (bytes) check(hipMalloc(&m_ptr, bytes), "hipMalloc");
+  }
+  buffer(buffer&& o) noexcept
+      : m_ptr(std::exchange(o.m_ptr, nullptr)), m_bytes(std::exchange(o.m_bytes, 0)) {}
+  buffer& operator=(buffer&& o) noexcept {
+    std::swap(m_ptr, o.m_ptr);
+    std::swap(m_bytes, o.m_bytes);
+    return *this;
+  }
+  buffer(const buffer&) = delete;
+  buffer& operator=(const buffer&) = delete;
+  ~buffer() {
+    if (m_ptr) (void)hipFree(m_ptr);
+  }
+  void* get() const { return m_ptr; }
+  std::uint64_t bytes() const { return m_bytes; }
+
+ private:
+  void* m_ptr = nullptr;
+  std::uint64_t m_bytes = 0;
+};
+
+class event {
+ public:
+  event() { check(hipEventCreate(&m_event), "hipEventCreate"); }
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+  ~event() { (void)hipEventDestroy(m_event); }
+  hipEvent_t get() const { return m_event; }
+
+ private:
+  hipEvent_t m_event{};
+};
+
+class stream {
+ public:
+  stream() { check(hipStreamCreateWithFlags(&m_stream, hipStreamNonBlocking), "hipStreamCreate"); }
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  ~stream() { (void)hipStreamDestroy(m_stream); }
+  hipStream_t get() const { return m_stream; }
+
+ private:
+  hipStream_t m_stream{};
+};
+
+// Host memory the device reads while kernels run (the blocking kernel's release flag).
+class mapped_flag {
+ public:
+  mapped_flag() {
+    check(hipHostMalloc(reinterpret_cast<void**>(&m_host), 2 * sizeof(int), hipHostMallocMapped),
+          "hipHostMalloc");
+    m_host[0] = m_host[1] = 0;
+    check(hipHostGetDevicePointer(reinterpret_cast<void**>(&m_device), m_host, 0),
+          "hipHostGetDevicePointer");
+  }
+  mapped_flag(const mapped_flag&) = delete;
+  mapped_flag& operator=(const mapped_flag&) = delete;
+  ~mapped_flag() { (void)hipHostFree(m_host); }
+  // [0]: the release flag the host sets; [1]: set by the kernel when it gave up waiting.
+  volatile int* host() const { return m_host; }
+  int* device() const { return m_device; }
+
+ private:
+  int* m_host = nullptr;
+  int* m_device = nullptr;
+};
+
+// Calls f(T{}) with T the element type of `t` on the device.
+template <typename F>
+decltype(auto) with_type(dtype t, F&& f) {
+  switch (t) {
+    case dtype::f64:
+      return f(double{});
+    case dtype::f32:
+      return f(float{});
+    case dtype::f16:
+      return f(gpu_f16{});
+    case dtype::bf16:
+      return f(gpu_bf16{});
+    case dtype::i64:
+      return f(std::int64_t{});
+    case dtype::i32:
+      return f(std::int32_t{});
+    case dtype::u32:
+      return f(std::uint32_t{});
+    case dtype::i8:
+      return f(std::int8_t{});
+    case dtype::u8:
+      return f(std::uint8_t{});
+  }
+  throw std::invalid_argument("unknown dtype");
+}
+
+}  // namespace kernelscan::gpu

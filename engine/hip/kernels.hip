@@ -1,0 +1,400 @@
+// The HIP engine's own kernels (kernels.hpp). Written once for hipcc and nvcc: only the names of
+// runtime.hpp, and the clock read of the blocking kernel, differ between platforms.
+
+#include <algorithm>
+#include <type_traits>
+
+#include "engine/hip/kernels.hpp"
+
+namespace kernelscan::gpu {
+namespace {
+
+constexpr int k_block = 256;
+constexpr std::int64_t k_max_grid = 8192;  // grid-stride loops cover the rest
+
+unsigned grid_for(std::int64_t n) {
+  return unsigned(std::clamp<std::int64_t>((n + k_block - 1) / k_block, 1, k_max_grid));
+}
+
+template <typename T>
+constexpr bool is_half_v = std::is_same_v<T, gpu_f16> || std::is_same_v<T, gpu_bf16>;
+
+// Arithmetic type of a kernel on T: f64 for 32- and 64-bit types other than f32, f32 otherwise.
+template <typename T>
+using acc_t = std::conditional_t<(sizeof(T) >= 4 && !std::is_same_v<T, float>), double, float>;
+
+template <typename A, typename T>
+__device__ inline A to_acc(T x) {
+  if constexpr (is_half_v<T>) {
+    return A(to_float(x));
+  } else {
+    return A(x);
+  }
+}
+
+template <typename T, typename A>
+__device__ inline T from_acc(A x) {
+  if constexpr (is_half_v<T>) {
+    return from_float<T>(float(x));
+  } else {
+    return T(x);
+  }
+}
+
+__host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+template <typename T>
+__global__ void fill_random_kernel(T* p, std::int64_t n, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t r = mix64(seed ^ mix64(std::uint64_t(i)));
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      const float u = float(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+      p[i] = from_acc<T>(2.0f * u - 1.0f);
+    } else if constexpr (std::is_signed_v<T>) {
+      p[i] = T(std::int64_t(r >> 60) - 8);
+    } else {
+      p[i] = T(r >> 60);
+    }
+  }
+}
+
+template <typename T>
+__global__ void fill_value_kernel(T* p, std::int64_t n, double value) {
+  const T v = from_acc<T>(acc_t<T>(value));
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    p[i] = v;
+  }
+}
+
+template <typename T>
+__global__ void fill_arange_kernel(T* p, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    p[i] = from_acc<T>(acc_t<T>(i));
+  }
+}
+
+// Bit patterns: a quiet NaN for floating types; for integers, the byte 0xA5 repeated.
+template <typename T>
+__global__ void fill_unwritten_kernel(T* p, std::int64_t n) {
+  T v;
+  if constexpr (sizeof(T) == 8) {
+    const std::uint64_t bits =
+        std::is_same_v<T, double> ? 0x7ff8000000000000ull : 0xa5a5a5a5a5a5a5a5ull;
+    memcpy(&v, &bits, 8);
+  } else if constexpr (sizeof(T) == 4) {
+    const std::uint32_t bits = std::is_same_v<T, float> ? 0x7fc00000u : 0xa5a5a5a5u;
+    memcpy(&v, &bits, 4);
+  } else if constexpr (sizeof(T) == 2) {
+    const std::uint16_t bits = std::is_same_v<T, gpu_f16> ? 0x7e00u : 0x7fc0u;
+    memcpy(&v, &bits, 2);
+  } else {
+    const std::uint8_t bits = 0xa5u;
+    memcpy(&v, &bits, 1);
+  }
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    p[i] = v;
+  }
+}
+
+template <typename T>
+__global__ void stream_kernel(int variant, std::int64_t n, double scalar, T* a, T* b, T* c) {
+  using A = acc_t<T>;
+  const A s = A(scalar);
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    switch (variant) {
+      case 0:  // copy
+        c[i] = a[i];
+        break;
+      case 1:  // scale
+        b[i] = from_acc<T>(A(s * to_acc<A>(c[i])));
+        break;
+      case 2:  // add
+        c[i] = from_acc<T>(A(to_acc<A>(a[i]) + to_acc<A>(b[i])));
+        break;
+      default:  // triad
+        a[i] = from_acc<T>(A(to_acc<A>(b[i]) + s * to_acc<A>(c[i])));
+        break;
+    }
+  }
+}
+
+template <typename T>
+__global__ void stream_reference_kernel(int variant, std::int64_t n, double s, T* a, T* b, T* c) {
+  const std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  if (variant == 0) c[i] = from_acc<T>(to_acc<double>(a[i]));
+  if (variant == 1) b[i] = from_acc<T>(s * to_acc<double>(c[i]));
+  if (variant == 2) c[i] = from_acc<T>(to_acc<double>(a[i]) + to_acc<double>(b[i]));
+  if (variant == 3) a[i] = from_acc<T>(to_acc<double>(b[i]) + s * to_acc<double>(c[i]));
+}
+
+// A(i, p) = a[i*sai + p*sap]; B(p, j) = b[p*sbp + j*sbj]; C row-major.
+constexpr int k_tile = 64;
+constexpr int k_tile_k = 16;
+
+template <typename T, typename A>
+__global__ void __launch_bounds__(256)
+    gemm_tiled_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t sai,
+                      std::int64_t sap, const T* b, std::int64_t sbp, std::int64_t sbj, T* c,
+                      A alpha, A beta) {
+  __shared__ A as[k_tile_k][k_tile + 1];
+  __shared__ A bs[k_tile_k][k_tile + 1];
+  const int tx = int(threadIdx.x) % 16;
+  const int ty = int(threadIdx.x) / 16;
+  const std::int64_t row0 = std::int64_t(blockIdx.y) * k_tile;
+  const std::int64_t col0 = std::int64_t(blockIdx.x) * k_tile;
+  A acc[4][4] = {};
+  for (std::int64_t p0 = 0; p0 < k; p0 += k_tile_k) {
+    for (int l = int(threadIdx.x); l < k_tile * k_tile_k; l += 256) {
+      const int r = l / k_tile_k, q = l % k_tile_k;
+      const std::int64_t gi = row0 + r, gp = p0 + q;
+      as[q][r] = (gi < m && gp < k) ? to_acc<A>(a[gi * sai + gp * sap]) : A(0);
+      const int qb = l / k_tile, jb = l % k_tile;
+      const std::int64_t gpb = p0 + qb, gj = col0 + jb;
+      bs[qb][jb] = (gpb < k && gj < n) ? to_acc<A>(b[gpb * sbp + gj * sbj]) : A(0);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < k_tile_k; ++q) {
+      A av[4], bv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        av[i] = as[q][ty + 16 * i];
+        bv[i] = bs[q][tx + 16 * i];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] += av[i] * bv[j];
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const std::int64_t gi = row0 + ty + 16 * i, gj = col0 + tx + 16 * j;
+      if (gi >= m || gj >= n) continue;
+      A v = alpha * acc[i][j];
+      if (beta != A(0)) v += beta * to_acc<A>(c[gi * n + gj]);  // beta 0: C is not read
+      c[gi * n + gj] = from_acc<T>(v);
+    }
+  }
+}
+
+template <typename T>
+__global__ void gemm_reference_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                                      std::int64_t sai, std::int64_t sap, const T* b,
+                                      std::int64_t sbp, std::int64_t sbj, T* c, double alpha,
+                                      double beta) {
+  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  const std::int64_t i = blockIdx.y;
+  if (j >= n) return;
+  double sum = 0;
+  for (std::int64_t p = 0; p < k; ++p)
+    sum += to_acc<double>(a[i * sai + p * sap]) * to_acc<double>(b[p * sbp + j * sbj]);
+  double v = alpha * sum;
+  if (beta != 0) v += beta * to_acc<double>(c[i * n + j]);
+  c[i * n + j] = from_acc<T>(v);
+}
+
+__device__ inline unsigned long long now_ticks() {
+#if defined(KERNELSCAN_GPU_CUDA)
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));  // nanoseconds
+  return t;
+#elif defined(__HIP_DEVICE_COMPILE__)
+  return __builtin_amdgcn_s_memrealtime();  // the 100 MHz real-time counter of CDNA GPUs
+#else
+  return 0;  // host pass of hipcc: never called
+#endif
+}
+
+__global__ void hold_kernel(volatile int* flag, unsigned long long timeout_ticks) {
+  const unsigned long long start = now_ticks();
+  while (flag[0] == 0) {
+    if (now_ticks() - start > timeout_ticks) {
+      flag[1] = 1;
+      return;
+    }
+  }
+}
+
+__global__ void fma_kernel(float* out, int iterations) {
+  float x[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    x[i] = float(threadIdx.x + i) * 1e-3f;
+  const float y = 0.999f, z = 1e-4f;
+  for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      x[i] = fmaf(x[i], y, z);
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    s += x[i];
+  out[blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x] = s;
+}
+
+void launched(const char* what) {
+  check(hipGetLastError(), what);
+}
+
+int variant_code(stream_variant v) {
+  return v == stream_variant::copy    ? 0
+         : v == stream_variant::scale ? 1
+         : v == stream_variant::add   ? 2
+                                      : 3;
+}
+
+struct strides {
+  std::int64_t sai, sap, sbp, sbj;
+};
+strides gemm_strides(const gemm_args& g) {
+  strides s{};
+  if (g.layout_a == layout::row) {
+    s.sai = g.k;
+    s.sap = 1;
+  } else {
+    s.sai = 1;
+    s.sap = g.m;
+  }
+  if (g.layout_b == layout::row) {
+    s.sbp = g.n;
+    s.sbj = 1;
+  } else {
+    s.sbp = 1;
+    s.sbj = g.k;
+  }
+  return s;
+}
+
+}  // namespace
+
+void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipStream_t s) {
+  with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    fill_random_kernel<T><<<grid_for(count), k_block, 0, s>>>(static_cast<T*>(p), count, seed);
+  });
+  launched("fill_random");
+}
+
+void fill_value(void* p, dtype t, std::int64_t count, double value, hipStream_t s) {
+  with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    fill_value_kernel<T><<<grid_for(count), k_block, 0, s>>>(static_cast<T*>(p), count, value);
+  });
+  launched("fill_value");
+}
+
+void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s) {
+  with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    fill_arange_kernel<T><<<grid_for(count), k_block, 0, s>>>(static_cast<T*>(p), count);
+  });
+  launched("fill_arange");
+}
+
+void fill_unwritten(void* p, dtype t, std::int64_t count, hipStream_t s) {
+  with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    fill_unwritten_kernel<T><<<grid_for(count), k_block, 0, s>>>(static_cast<T*>(p), count);
+  });
+  launched("fill_unwritten");
+}
+
+void stream_op(stream_variant v, dtype t, std::int64_t n, double scalar, void* a, void* b, void* c,
+               hipStream_t s) {
+  const int variant = variant_code(v);
+  // Enough blocks to fill any current GPU several times over; each thread then loops.
+  const unsigned grid = unsigned(std::clamp<std::int64_t>((n + k_block - 1) / k_block, 1, 65536));
+  with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    stream_kernel<T><<<grid, k_block, 0, s>>>(variant, n, scalar, static_cast<T*>(a),
+                                              static_cast<T*>(b), static_cast<T*>(c));
+  });
+  launched("stream");
+}
+
+void stream_reference(stream_variant v, dtype t, std::int64_t n, double scalar, void* a, void* b,
+                      void* c, hipStream_t s) {
+  const unsigned grid = unsigned((n + k_block - 1) / k_block);
+  with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    stream_reference_kernel<T><<<grid, k_block, 0, s>>>(
+        variant_code(v), n, scalar, static_cast<T*>(a), static_cast<T*>(b), static_cast<T*>(c));
+  });
+  launched("stream_reference");
+}
+
+void gemm_builtin(const gemm_args& g, hipStream_t s) {
+  const strides st = gemm_strides(g);
+  const dim3 grid(unsigned((g.n + k_tile - 1) / k_tile), unsigned((g.m + k_tile - 1) / k_tile));
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    gemm_tiled_kernel<T, A><<<grid, 256, 0, s>>>(g.m, g.n, g.k, static_cast<const T*>(g.a), st.sai,
+                                                 st.sap, static_cast<const T*>(g.b), st.sbp, st.sbj,
+                                                 static_cast<T*>(g.c), A(g.alpha), A(g.beta));
+  };
+  switch (g.type) {
+    case dtype::f64:
+      run(double{});
+      break;
+    case dtype::f32:
+      run(float{});
+      break;
+    case dtype::f16:
+      run(gpu_f16{});
+      break;
+    case dtype::bf16:
+      run(gpu_bf16{});
+      break;
+    default:
+      throw std::invalid_argument("gemm: the builtin kernel takes f64, f32, f16 or bf16");
+  }
+  launched("gemm_builtin");
+}
+
+void gemm_reference(const gemm_args& g, hipStream_t s) {
+  const strides st = gemm_strides(g);
+  const dim3 grid(unsigned((g.n + k_block - 1) / k_block), unsigned(g.m));
+  with_type(g.type, [&](auto tag) {
+    using T = decltype(tag);
+    gemm_reference_kernel<T><<<grid, k_block, 0, s>>>(
+        g.m, g.n, g.k, static_cast<const T*>(g.a), st.sai, st.sap, static_cast<const T*>(g.b),
+        st.sbp, st.sbj, static_cast<T*>(g.c), g.alpha, g.beta);
+  });
+  launched("gemm_reference");
+}
+
+void hold_stream(int* flag, double timeout_ms, hipStream_t s) {
+#if defined(KERNELSCAN_GPU_CUDA)
+  const double ticks_per_ms = 1e6;  // %globaltimer counts nanoseconds
+#else
+  const double ticks_per_ms = 1e5;          // s_memrealtime counts at 100 MHz
+#endif
+  hold_kernel<<<1, 1, 0, s>>>(flag, static_cast<unsigned long long>(timeout_ms * ticks_per_ms));
+  launched("hold_stream");
+}
+
+void fma_peak(float* out, std::int64_t threads, int iterations, hipStream_t s) {
+  fma_kernel<<<unsigned(threads / k_block), k_block, 0, s>>>(out, iterations);
+  launched("fma_peak");
+}
+
+}  // namespace kernelscan::gpu

@@ -1,0 +1,57 @@
+#pragma once
+// The HIP engine's own device code, behind host functions that enqueue it on a stream: input
+// initialisation, the STREAM ops, the builtin tiled GEMM and a plain reference GEMM, the
+// blocking kernel that holds a stream while launches are queued, and an FMA peak kernel.
+// Launch errors throw gpu_error (gpu.hpp).
+
+#include <cstdint>
+
+#include "engine/hip/gpu.hpp"
+#include "engine/kernel_spec.hpp"
+
+namespace kernelscan::gpu {
+
+// Seeded uniform values: [-1, 1) for floating types, [-8, 8) for signed and [0, 16) for
+// unsigned integers, so that sums stay exact or well-conditioned.
+void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipStream_t s);
+void fill_value(void* p, dtype t, std::int64_t count, double value, hipStream_t s);
+void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s);
+// What an output holds before a kernel writes it: NaN for floating types, the pattern
+// unwritten_sentinel() for integers (which have no NaN).
+void fill_unwritten(void* p, dtype t, std::int64_t count, hipStream_t s);
+
+// copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c, over n elements.
+void stream_op(stream_variant v, dtype t, std::int64_t n, double scalar, void* a, void* b, void* c,
+               hipStream_t s);
+
+// The same arithmetic written independently (one element per thread, in f64), for checking.
+void stream_reference(stream_variant v, dtype t, std::int64_t n, double scalar, void* a, void* b,
+                      void* c, hipStream_t s);
+
+// C (m×n, row-major) = alpha·A·B + beta·C, with A m×k and B k×n row- or column-major.
+struct gemm_args {
+  std::int64_t m = 0, n = 0, k = 0;
+  dtype type = dtype::f32;
+  layout layout_a = layout::row, layout_b = layout::row;
+  double alpha = 1, beta = 0;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+};
+// 64×64 tiles through shared memory, 4×4 outputs per thread, f32 accumulation (f64 for f64).
+void gemm_builtin(const gemm_args& g, hipStream_t s);
+// One thread per output, accumulating in f64: slow, simple, the answer others are checked
+// against.
+void gemm_reference(const gemm_args& g, hipStream_t s);
+
+// Holds the stream until flag[0] is set by the host, or about `timeout_ms` has passed (then
+// flag[1] is set): launches queued behind it then run back to back, so events time the
+// kernels, not the host's launch rate.
+void hold_stream(int* flag, double timeout_ms, hipStream_t s);
+
+// `threads` threads (a multiple of 256) each running 8 independent FMA chains for `iterations`
+// steps: 16 FLOP per iteration per thread. `out` (threads floats) keeps the compiler from removing
+// the work.
+void fma_peak(float* out, std::int64_t threads, int iterations, hipStream_t s);
+
+}  // namespace kernelscan::gpu

@@ -1,0 +1,17 @@
+#include "engine/hip/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace kernelscan::gpu {
+
+void log_info(const std::string& message) {
+  spdlog::info("{}", message);
+}
+void log_warn(const std::string& message) {
+  spdlog::warn("{}", message);
+}
+void log_error(const std::string& message) {
+  spdlog::error("{}", message);
+}
+
+}  // namespace kernelscan::gpu

@@ -1,0 +1,188 @@
+#pragma once
+// The GPU runtime the HIP engine is written against: HIP itself on AMD (hipcc), or CUDA under the
+// HIP names we use (nvcc). Debian 12's HIP headers for NVIDIA do not compile with CUDA 13, so the
+// mapping below is ours and covers exactly what engine/hip/ calls; a new HIP call needs a line
+// here before it builds for NVIDIA.
+//
+// Also the element types of kernels (gpu_f16, gpu_bf16) and their float conversions, usable on
+// host and device.
+
+#if defined(KERNELSCAN_GPU_CUDA)
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <nvrtc.h>
+
+#define KERNELSCAN_PLATFORM_NAME "CUDA"
+
+using hipError_t = cudaError_t;
+using hipStream_t = cudaStream_t;
+using hipEvent_t = cudaEvent_t;
+using hipDeviceProp_t = cudaDeviceProp;
+using hipDeviceAttribute_t = cudaDeviceAttr;
+using hipGraph_t = cudaGraph_t;
+using hipGraphExec_t = cudaGraphExec_t;
+// Runtime-compiled modules go through CUDA's library API, which the runtime loads from the
+// driver on demand: the binary does not link libcuda, so it starts on machines without one.
+using hipModule_t = cudaLibrary_t;
+using hipFunction_t = cudaKernel_t;
+
+inline constexpr hipError_t hipSuccess = cudaSuccess;
+inline constexpr hipError_t hipErrorNoDevice = cudaErrorNoDevice;
+inline constexpr hipError_t hipErrorInsufficientDriver = cudaErrorInsufficientDriver;
+inline constexpr hipError_t hipErrorOutOfMemory = cudaErrorMemoryAllocation;
+inline constexpr hipError_t hipErrorNotReady = cudaErrorNotReady;
+inline constexpr hipError_t hipErrorIllegalAddress = cudaErrorIllegalAddress;
+inline constexpr hipError_t hipErrorLaunchFailure = cudaErrorLaunchFailure;
+inline constexpr hipError_t hipErrorLaunchTimeOut = cudaErrorLaunchTimeout;
+inline constexpr hipError_t hipErrorAssert = cudaErrorAssert;
+inline constexpr hipError_t hipErrorInvalidConfiguration = cudaErrorInvalidConfiguration;
+inline constexpr hipError_t hipErrorInvalidValue = cudaErrorInvalidValue;
+inline constexpr unsigned hipStreamNonBlocking = cudaStreamNonBlocking;
+inline constexpr unsigned hipHostMallocMapped = cudaHostAllocMapped;
+inline constexpr hipDeviceAttribute_t hipDeviceAttributeClockRate = cudaDevAttrClockRate;
+inline constexpr hipDeviceAttribute_t hipDeviceAttributeMemoryClockRate =
+    cudaDevAttrMemoryClockRate;
+inline constexpr hipDeviceAttribute_t hipDeviceAttributeMaxSharedMemoryPerBlock =
+    cudaDevAttrMaxSharedMemoryPerBlockOptin;
+inline constexpr auto hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
+inline constexpr auto hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
+inline constexpr auto hipMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;
+inline constexpr auto hipStreamCaptureModeThreadLocal = cudaStreamCaptureModeThreadLocal;
+
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipSetDevice cudaSetDevice
+#define hipGetDevice cudaGetDevice
+#define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipDeviceGetAttribute cudaDeviceGetAttribute
+#define hipDriverGetVersion cudaDriverGetVersion
+#define hipRuntimeGetVersion cudaRuntimeGetVersion
+#define hipDeviceGetPCIBusId cudaDeviceGetPCIBusId
+#define hipGetErrorString cudaGetErrorString
+#define hipGetErrorName cudaGetErrorName
+#define hipGetLastError cudaGetLastError
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipHostMalloc cudaHostAlloc
+#define hipHostFree cudaFreeHost
+#define hipHostGetDevicePointer cudaHostGetDevicePointer
+#define hipMemGetInfo cudaMemGetInfo
+#define hipMemcpy cudaMemcpy
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemsetAsync cudaMemsetAsync
+#define hipStreamCreateWithFlags cudaStreamCreateWithFlags
+#define hipStreamDestroy cudaStreamDestroy
+#define hipStreamSynchronize cudaStreamSynchronize
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipGraphInstantiate(exec, graph, a, b, c) cudaGraphInstantiate(exec, graph, 0)
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphDestroy cudaGraphDestroy
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipEventCreate cudaEventCreate
+#define hipEventDestroy cudaEventDestroy
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventQuery cudaEventQuery
+#define hipEventElapsedTime cudaEventElapsedTime
+
+inline hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
+  return cudaLibraryLoadData(module, image, nullptr, nullptr, 0, nullptr, nullptr, 0);
+}
+inline hipError_t hipModuleUnload(hipModule_t module) {
+  return cudaLibraryUnload(module);
+}
+inline hipError_t hipModuleGetFunction(hipFunction_t* f, hipModule_t module, const char* name) {
+  return cudaLibraryGetKernel(f, module, name);
+}
+// Above 48 KiB of dynamic shared memory CUDA wants the kernel to opt in first; HIP does not.
+inline hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz,
+                                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                        hipStream_t stream, void** args, void** /*extra*/) {
+  const void* fn = reinterpret_cast<const void*>(f);
+  if (shared > 48u * 1024u) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (e != cudaSuccess) return e;
+  }
+  return cudaLaunchKernel(fn, dim3(gx, gy, gz), dim3(bx, by, bz), args, shared, stream);
+}
+
+using hiprtcResult = nvrtcResult;
+using hiprtcProgram = nvrtcProgram;
+inline constexpr hiprtcResult HIPRTC_SUCCESS = NVRTC_SUCCESS;
+#define hiprtcCreateProgram nvrtcCreateProgram
+#define hiprtcDestroyProgram nvrtcDestroyProgram
+#define hiprtcCompileProgram nvrtcCompileProgram
+#define hiprtcGetProgramLogSize nvrtcGetProgramLogSize
+#define hiprtcGetProgramLog nvrtcGetProgramLog
+#define hiprtcGetErrorString nvrtcGetErrorString
+#define hiprtcAddNameExpression nvrtcAddNameExpression
+#define hiprtcGetLoweredName nvrtcGetLoweredName
+#define hiprtcVersion nvrtcVersion
+// Compiled for a real architecture (-arch=sm_XY), NVRTC's product to load is the cubin.
+#define hiprtcGetCodeSize nvrtcGetCUBINSize
+#define hiprtcGetCode nvrtcGetCUBIN
+
+using gpu_f16 = __half;
+using gpu_bf16 = __nv_bfloat16;
+__host__ __device__ inline float to_float(gpu_f16 x) {
+  return __half2float(x);
+}
+__host__ __device__ inline float to_float(gpu_bf16 x) {
+  return __bfloat162float(x);
+}
+template <typename T>
+__host__ __device__ inline T from_float(float x) {
+  return T(x);
+}
+template <>
+__host__ __device__ inline gpu_f16 from_float<gpu_f16>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__host__ __device__ inline gpu_bf16 from_float<gpu_bf16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+#elif defined(KERNELSCAN_GPU_HIP)
+
+#include <hip/hip_bfloat16.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#include <hip/hiprtc.h>
+
+#define KERNELSCAN_PLATFORM_NAME "HIP"
+
+using gpu_f16 = __half;
+using gpu_bf16 = hip_bfloat16;
+__host__ __device__ inline float to_float(gpu_f16 x) {
+  return __half2float(x);
+}
+__host__ __device__ inline float to_float(gpu_bf16 x) {
+  return float(x);
+}
+template <typename T>
+__host__ __device__ inline T from_float(float x) {
+  return T(x);
+}
+template <>
+__host__ __device__ inline gpu_f16 from_float<gpu_f16>(float x) {
+  return __float2half(x);
+}
+template <>
+__host__ __device__ inline gpu_bf16 from_float<gpu_bf16>(float x) {
+  return gpu_bf16(x);
+}
+
+#else
+#error "engine/hip/runtime.hpp needs KERNELSCAN_GPU_HIP or KERNELSCAN_GPU_CUDA"
+#endif
+
+// The remaining element types convert as plain C++ numbers.
+template <typename T>
+__host__ __device__ inline float to_float(T x) {
+  return float(x);
+}
