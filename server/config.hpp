@@ -12,6 +12,7 @@ namespace kernelscan {
 struct serve_config {
   std::string listen = "127.0.0.1:8080";
   std::string data_dir = "kernelscan-data";
+  std::string engine = "auto";  // auto, hip, mock, all
   int mock_devices = 1;
   std::string mock_model = "MI300X";
   std::string log_level = "info";
@@ -35,7 +36,8 @@ struct serve_config {
 };
 
 struct worker_config {
-  int device = 0;
+  int device = 0;      // the GPU ordinal (hip) or the device index (mock)
+  bool probe = false;  // report the GPUs found as ready lines, then exit
   std::string engine = "mock";
   std::string mock_model = "MI300X";
   bool allow_fault_injection = false;

@@ -11,11 +11,13 @@
 #include <memory>
 #include <thread>
 
+#include "api/worker_protocol.hpp"
 #include "engine/device_catalog.hpp"
 #include "server/http_api.hpp"
 #include "server/job_waiters.hpp"
 #include "server/logging.hpp"
 #include "server/scheduler.hpp"
+#include "server/worker_process.hpp"
 #include "storage/job_store.hpp"
 
 namespace kernelscan {
@@ -32,6 +34,69 @@ std::string self_executable() {
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) fatal("cannot find this executable (/proc/self/exe): " + ec.message());
   return p.string();
+}
+
+// The GPUs a worker's runtime sees, asked of a child process (`worker --probe`): a GPU runtime
+// may abort or hang a process that finds no usable device, and the daemon must not be it.
+// Whatever goes wrong there means no GPUs, logged.
+std::vector<device_info> probe_gpus(const serve_config& config) {
+  std::vector<device_info> found;
+#ifdef KERNELSCAN_HAVE_GPU
+  asio::io_context io;
+  asio::steady_timer deadline(io);
+  std::string end;
+  std::unique_ptr<worker_process> probe;
+  try {
+    probe = std::make_unique<worker_process>(
+        io,
+        std::vector<std::string>{config.worker_executable, "worker", "--probe", "--log-level",
+                                 config.log_level, "--log-format", config.log_format},
+        [&](std::string_view line) {
+          try {
+            auto msg = worker_protocol::parse_worker_line(line);
+            if (msg.type == worker_protocol::worker_message::kind::ready) {
+              found.push_back(std::move(msg.device));
+            }
+          } catch (const std::exception& e) {
+            spdlog::warn("GPU probe: unreadable line: {}", e.what());
+          }
+        },
+        [&](const std::string& how) {
+          end = how;
+          deadline.cancel();
+        });
+  } catch (const std::exception& e) {
+    spdlog::warn("GPU probe: cannot start it: {}; no GPUs", e.what());
+    return found;
+  }
+  deadline.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config.worker_start_timeout_s)));
+  deadline.async_wait([&](const asio::error_code& ec) {
+    if (ec) return;
+    end = "did not finish in time";
+    probe->kill();
+  });
+  io.run();
+  if (end != "exited with status 0") {
+    spdlog::warn("GPU probe {}; serving no GPUs", end);
+    found.clear();
+  }
+#else
+  (void)config;
+#endif
+  return found;
+}
+
+std::string describe_devices(const std::vector<device_info>& gpus, const serve_config& config,
+                             bool mocks) {
+  std::string text;
+  for (const auto& g : gpus)
+    text += (text.empty() ? "" : ", ") + g.name;
+  if (mocks) {
+    text += (text.empty() ? "" : ", ") + std::to_string(config.mock_devices) +
+            " mock device(s) as " + config.mock_model;
+  }
+  return text;
 }
 
 }  // namespace
@@ -55,8 +120,13 @@ int run_serve(serve_config config) {
     fatal("--mock-model \"" + config.mock_model + "\" is not in the catalog (" + known + ")");
   }
   if (config.mock_devices < 1 || config.mock_devices > 64) {
-    fatal("--mock-devices must be 1 to 64 (this build has no GPU engine)");
+    fatal("--mock-devices must be 1 to 64");
   }
+#ifndef KERNELSCAN_HAVE_GPU
+  if (config.engine == "hip") {
+    fatal("--engine hip: this build has no GPU engine (build with KERNELSCAN_GPU=hip or cuda)");
+  }
+#endif
   if (config.http_threads < config.max_long_polls + config.max_event_streams + 4) {
     fatal(
         "--http-threads must exceed --max-long-polls plus --max-event-streams by at least 4, "
@@ -82,10 +152,15 @@ int run_serve(serve_config config) {
     fatal("cannot open the database: " + std::string(e.what()));
   }
 
+  std::vector<device_info> gpus;
+  if (config.engine != "mock") gpus = probe_gpus(config);
+  if (config.engine == "hip" && gpus.empty()) fatal("--engine hip: no GPU found (see the log)");
+  const bool mocks = config.engine == "mock" || config.engine == "all" || gpus.empty();
+
   asio::io_context io;
   job_waiters waiters;
   event_hub events;
-  scheduler sched(io, *store, waiters, events, config);
+  scheduler sched(io, *store, waiters, events, config, gpus);
   std::unique_ptr<http_api> api_owner;
   int port = 0;
   try {
@@ -103,8 +178,8 @@ int run_serve(serve_config config) {
     if (ec) fatal("cannot write --port-file " + config.port_file + ": " + ec.message());
   }
   sched.start();
-  spdlog::info("kernelscan listening on http://{}:{} (data in {}, {} mock device(s) as {})",
-               address.first, port, config.data_dir, config.mock_devices, config.mock_model);
+  spdlog::info("kernelscan listening on http://{}:{} (data in {}; devices: {})", address.first,
+               port, config.data_dir, describe_devices(gpus, config, mocks));
 
   std::thread http_thread([&api] {
     if (!api.run()) spdlog::error("the HTTP server stopped with an error");

@@ -174,6 +174,12 @@ int main(int argc, char** argv) {
       "KERNELSCAN_LISTEN");
   env(serve->add_option("--data-dir", sc.data_dir, "Directory of the SQLite database"),
       "KERNELSCAN_DATA_DIR");
+  env(serve
+          ->add_option("--engine", sc.engine,
+                       "Devices to serve: auto (the GPUs found, else mock devices), hip (GPUs "
+                       "only), mock, or all (GPUs and mock devices)")
+          ->check(CLI::IsMember({"auto", "hip", "mock", "all"})),
+      "KERNELSCAN_ENGINE");
   env(serve->add_option("--mock-devices", sc.mock_devices, "Number of mock devices"),
       "KERNELSCAN_MOCK_DEVICES");
   env(serve->add_option("--mock-model", sc.mock_model, "Catalog GPU the mock devices imitate"),
@@ -247,7 +253,9 @@ int main(int argc, char** argv) {
   worker_config wc;
   auto* worker = app.add_subcommand("worker", "Serve one device for the daemon (internal)");
   worker->group("");  // not listed in --help: never started by hand
-  worker->add_option("--device", wc.device)->required();
+  auto* device = worker->add_option("--device", wc.device);
+  auto* probe = worker->add_flag("--probe", wc.probe, "Report the GPUs found, then exit");
+  device->excludes(probe);
   worker->add_option("--engine", wc.engine)->check(CLI::IsMember({"mock", "hip"}));
   worker->add_option("--mock-model", wc.mock_model);
   worker->add_option("--log-level", wc.log_level);
@@ -267,7 +275,13 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (*serve) return run_serve(sc);
-  if (*worker) return run_worker(wc);
+  if (*worker) {
+    if (!wc.probe && !*device) {
+      std::cerr << "worker: --device is required\n";
+      return 2;
+    }
+    return run_worker(wc);
+  }
   if (const int code = run_client_command(client); code >= 0) return code;
   return 2;
 }

@@ -112,6 +112,7 @@ struct scheduler::outstanding_point {
 struct scheduler::device_slot {
   device_slot(asio::io_context& io, int i) : index(i), watchdog(io), restart_timer(io) {}
   int index;
+  int ordinal = 0;  // the GPU's number in its runtime (hip), or the mock device's index
   device_info info;
   device_state state = device_state::starting;
   std::unique_ptr<worker_process> proc;
@@ -138,13 +139,24 @@ struct scheduler::device_slot {
 };
 
 scheduler::scheduler(asio::io_context& io, job_store& store, job_waiters& waiters,
-                     event_hub& events, const serve_config& config)
+                     event_hub& events, const serve_config& config,
+                     const std::vector<device_info>& gpus)
     : m_io(io), m_store(store), m_waiters(waiters), m_events(events), m_config(config) {
+  for (const auto& gpu : gpus) {
+    auto slot = std::make_unique<device_slot>(io, int(m_slots.size()));
+    slot->ordinal = gpu.index;
+    slot->info = gpu;
+    slot->info.index = slot->index;
+    m_slots.push_back(std::move(slot));
+  }
+  const bool mocks = config.engine == "mock" || config.engine == "all" ||
+                     (config.engine == "auto" && gpus.empty());
   const device_model* model = find_device_model(config.mock_model);
-  for (int i = 0; i < config.mock_devices; ++i) {
-    auto slot = std::make_unique<device_slot>(io, i);
+  for (int i = 0; mocks && i < config.mock_devices; ++i) {
+    auto slot = std::make_unique<device_slot>(io, int(m_slots.size()));
+    slot->ordinal = slot->index;
     // Until the worker reports, show what it will be.
-    slot->info.index = i;
+    slot->info.index = slot->index;
     slot->info.engine = engine_kind::mock;
     if (model) {
       slot->info.name = std::string(model->name) + " (mock)";
@@ -192,12 +204,13 @@ void scheduler::start() {
 }
 
 std::vector<std::string> scheduler::worker_argv(const device_slot& slot) const {
+  const bool gpu = slot.info.engine == engine_kind::hip;
   std::vector<std::string> argv{m_config.worker_executable,
                                 "worker",
                                 "--device",
-                                std::to_string(slot.index),
+                                std::to_string(slot.ordinal),
                                 "--engine",
-                                "mock",
+                                gpu ? "hip" : "mock",
                                 "--mock-model",
                                 m_config.mock_model,
                                 "--log-level",
@@ -395,7 +408,7 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
 
 bool scheduler::matches(const pending_job& job, const device_slot& slot) const {
   if (job.requested_device && *job.requested_device != slot.index) return false;
-  if (job.engine == engine_kind::any) return true;  // mock-only daemon: auto means mock
+  if (job.engine == engine_kind::any) return true;
   return job.engine == slot.info.engine;
 }
 

@@ -49,8 +49,10 @@ struct device_view {
 
 class scheduler {
  public:
+  // Serves `gpus` (found by the daemon's probe; indices 0..n-1) with the GPU engine, then
+  // config.mock_devices mock devices when config.engine asks for them (see serve_config).
   scheduler(asio::io_context& io, job_store& store, job_waiters& waiters, event_hub& events,
-            const serve_config& config);
+            const serve_config& config, const std::vector<device_info>& gpus = {});
   scheduler(const scheduler&) = delete;
   scheduler& operator=(const scheduler&) = delete;
   ~scheduler();

@@ -18,6 +18,9 @@
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
 #include "engine/mock_engine.hpp"
+#ifdef KERNELSCAN_HAVE_GPU
+#include "engine/hip/hip_engine.hpp"
+#endif
 #include "server/logging.hpp"
 
 namespace kernelscan {
@@ -98,6 +101,19 @@ constexpr int k_max_held_replies = 32;
 constexpr auto k_max_hold = std::chrono::milliseconds(5);
 
 std::unique_ptr<engine> make_engine(const worker_config& config) {
+  if (config.engine == "hip") {
+#ifdef KERNELSCAN_HAVE_GPU
+    try {
+      return make_hip_engine(config.device);
+    } catch (const std::exception& e) {
+      spdlog::critical("worker: GPU {} cannot be opened: {}", config.device, e.what());
+      std::exit(2);
+    }
+#else
+    spdlog::critical("worker: this binary has no GPU engine (built with KERNELSCAN_GPU=off)");
+    std::exit(2);
+#endif
+  }
   if (config.engine != "mock") {
     spdlog::critical("worker: engine \"{}\" is not built into this binary", config.engine);
     std::exit(2);
@@ -123,6 +139,15 @@ int run_worker(const worker_config& config) {
   setup_logging("worker" + std::to_string(config.device), config.log_level, config.log_format);
 
   const int out = take_protocol_fd();
+  if (config.probe) {
+    // One ready line per GPU found; none in a build without the GPU engine.
+    std::string lines;
+#ifdef KERNELSCAN_HAVE_GPU
+    for (const auto& d : discover_gpus())
+      lines += worker_protocol::ready_line(d);
+#endif
+    return write_all(out, lines) ? 0 : 1;
+  }
   auto eng = make_engine(config);
   spdlog::debug("serving device {} ({}, engine {})", config.device, eng->device().name,
                 config.engine);
@@ -233,6 +258,13 @@ int run_worker(const worker_config& config) {
       reply = worker_protocol::failure_line(msg.seq, "internal", e.what());
     }
     hold(std::move(reply));
+    if (eng->needs_restart()) {
+      // The GPU context is broken: answer, then make way for a fresh process.
+      spdlog::error("device {}: the device faulted; this worker exits to be replaced",
+                    config.device);
+      flush();
+      return 3;
+    }
     // Hold replies while more requests wait, within bounds; write when none do.
     if (held >= k_max_held_replies || (queue.empty() && !input.input_waiting()) ||
         std::chrono::steady_clock::now() - first_held >= k_max_hold) {
