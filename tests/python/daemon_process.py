@@ -91,6 +91,7 @@ class Daemon:
             "--data-dir", str(Path(self.dir, "data")),
             "--port-file", str(port_file),
             "--mock-devices", str(self.mock_devices),
+            "--engine", "mock",
             "--log-level", "debug",
             *self.args,
         ]

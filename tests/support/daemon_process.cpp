@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -94,12 +95,23 @@ daemon_process::~daemon_process() {
 void daemon_process::start() {
   const std::string port_file = m_data_dir + "/port";
   std::filesystem::remove(port_file);
-  std::vector<std::string> args{KERNELSCAN_BINARY, "serve",
-                                "--listen",        "127.0.0.1:0",
-                                "--data-dir",      m_data_dir + "/data",
-                                "--port-file",     port_file,
-                                "--mock-devices",  std::to_string(m_options.mock_devices),
-                                "--log-level",     "debug"};
+  // KERNELSCAN_TEST_BINARY overrides the build's path: the tests run from a bundle on another
+  // machine (deploy/gpu-bundle.sh).
+  const char* binary = std::getenv("KERNELSCAN_TEST_BINARY");
+  std::vector<std::string> args{binary && *binary ? binary : KERNELSCAN_BINARY,
+                                "serve",
+                                "--listen",
+                                "127.0.0.1:0",
+                                "--data-dir",
+                                m_data_dir + "/data",
+                                "--port-file",
+                                port_file,
+                                "--mock-devices",
+                                std::to_string(m_options.mock_devices),
+                                "--engine",
+                                m_options.engine,
+                                "--log-level",
+                                "debug"};
   if (m_options.allow_fault_injection) args.push_back("--allow-fault-injection");
   for (const auto& a : m_options.extra_args)
     args.push_back(a);

@@ -27,6 +27,8 @@ class daemon_process {
  public:
   struct options {
     int mock_devices = 1;
+    // --engine: mock keeps the tests on mock devices on a machine with a GPU too.
+    std::string engine = "mock";
     bool allow_fault_injection = false;
     std::vector<std::string> extra_args;
   };
