@@ -16,6 +16,9 @@ KERNELSCAN_PACKAGES=(
 # client's tests.
 KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk chromium
   python3)
+# The AMD toolchain, so that the tests also compile the GPU engine for AMD (Debian's hipcc targets
+# gfx90a); nvcc for the NVIDIA build comes with the CUDA toolkit, which Debian does not carry.
+KERNELSCAN_HIP_PACKAGES=(hipcc libamdhip64-dev)
 
 install_missing() {
   local missing=()
@@ -59,8 +62,27 @@ install_web_packages() {
   echo "$want" >"$stamp"
 }
 
+# The default preset with the GPU engine of this machine's GPU (KERNELSCAN_GPU=auto: hip where
+# /dev/kfd and hipcc exist, cuda where an NVIDIA driver and nvcc do, else the mock engine only).
+# KERNELSCAN_GPU in the environment overrides it.
 build_kernelscan() {
   cd "$KERNELSCAN_ROOT"
-  cmake --preset default >/dev/null
+  cmake --preset default -DKERNELSCAN_GPU="${KERNELSCAN_GPU:-auto}" >/dev/null
   cmake --build --preset default -j "$(nproc)"
+}
+
+# Builds the daemon and the GPU tests in a GPU configuration (hip or cuda) and runs the tests
+# labelled gpu, which skip themselves where there is no GPU but check that the GPU build starts
+# and serves mock devices.
+build_and_test_gpu() {
+  local gpu="$1"
+  cd "$KERNELSCAN_ROOT"
+  echo "kernelscan: building the GPU engine for $gpu"
+  cmake --preset "$gpu" >/dev/null
+  cmake --build --preset "$gpu" -j "$(nproc)" --target kernelscan gpu_tests
+  ctest --preset "$gpu" -L gpu --timeout 600
+}
+
+nvcc_available() {
+  command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]
 }

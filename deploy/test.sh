@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the fuzzers for a bounded time, then
-# unit, integration (real daemons on free loopback ports), the Python client's tests and the
-# source format check.
+# unit, integration (real daemons on free loopback ports), the Python client's tests, the
+# browser test and the source format check; then it builds the GPU engine for AMD (hipcc) and
+# NVIDIA (nvcc) and runs the GPU tests, which skip themselves on a machine without a GPU.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-install_missing "${KERNELSCAN_PACKAGES[@]}" "${KERNELSCAN_TEST_PACKAGES[@]}"
+install_missing "${KERNELSCAN_PACKAGES[@]}" "${KERNELSCAN_TEST_PACKAGES[@]}" \
+  "${KERNELSCAN_HIP_PACKAGES[@]}"
 install_web_packages dev
 build_kernelscan
 bash "$KERNELSCAN_ROOT/deploy/fuzz.sh"
 cd "$KERNELSCAN_ROOT"
 ctest --preset default -j "$(nproc)" --timeout 300
+build_and_test_gpu hip
+if nvcc_available; then
+  build_and_test_gpu cuda
+else
+  echo "kernelscan: WARNING: no nvcc (CUDA toolkit) on this machine: the NVIDIA build is not checked"
+fi
