@@ -352,7 +352,9 @@ export function mount(root, {id, query}) {
   function renderTableRows() {
     if (!tableBody) return;
     const rows = sortedRows();
-    const first = Math.max(0, Math.floor(tableScroll.scrollTop / ROW_HEIGHT) - 10);
+    // A table just built has not scrolled: reading scrollTop would lay the page out for nothing.
+    const top = tableBody.childElementCount ? tableScroll.scrollTop : 0;
+    const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - 10);
     const last = Math.min(rows.length, first + TABLE_ROWS + 30);
     const spacer = (n) => h('tr', {class: 'spacer', style: `height:${n * ROW_HEIGHT}px`});
     const out = [];
