@@ -29,7 +29,9 @@ function baseOption(animate) {
   return {
     animation: animate,
     color: PALETTE,
-    grid: {left: 70, right: 30, top: 40, bottom: 55, containLabel: false},
+    // Fixed margins, as ECharts 5 drew them: ECharts 6's default outerBoundsMode ('auto') lays
+    // every chart's axes out twice to fit their labels into the container, which these margins do.
+    grid: {left: 70, right: 30, top: 40, bottom: 55, containLabel: false, outerBoundsMode: 'none'},
     tooltip: {trigger: 'item', confine: true},
     toolbox: {right: 10, feature: {saveAsImage: {title: 'PNG'}, dataZoom: {title: {zoom: 'zoom', back: 'reset'}}}},
   };
@@ -257,7 +259,7 @@ export function heatmapOption({rows, x, y, metric, animate, pointer}) {
   }
   return {
     ...base,
-    grid: {left: 80, right: 110, top: 40, bottom: 60},
+    grid: {left: 80, right: 110, top: 40, bottom: 60, outerBoundsMode: 'none'},
     tooltip: {confine: true, formatter: (p) => (cellRows[p.dataIndex] ? cellText(p.dataIndex) : '')},
     xAxis: {type: 'category', data: xs.map(String), name: x, nameLocation: 'middle', nameGap: 35,
             splitArea: {show: xs.length <= 50}, axisLabel: {interval: Math.max(0, Math.ceil(xs.length / 12) - 1)}},
@@ -356,6 +358,9 @@ export function rooflineOption({rows, device, dtype, animate}) {
     // At 4 px a square reads as a dot, and thousands of them draw in a fraction of the time circles take.
     symbol: large ? 'rect' : 'circle', symbolSize: n > 500 ? 4 : 7,
     large, largeThreshold: LARGE, itemStyle: {color: '#2563eb', opacity: 0.75},
+    // Drawn in one go: from 10,000 points a large scatter is drawn 5,000 a frame on a canvas layer
+    // of its own, one more canvas to make and composite and its last points a frame later.
+    progressive: 0,
   });
   return {
     ...baseOption(animate),

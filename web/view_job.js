@@ -10,8 +10,9 @@ const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const ROW_HEIGHT = 26;
 const TABLE_ROWS = 16;  // visible rows; the rest scroll (only visible ones are in the DOM)
 // The members of a result row this view reads (charts.js and the table below): under half of
-// each row's bytes, so a 10,000-point job loads 4.7 MB instead of 10. Exports fetch whole rows.
-const ROW_FIELDS = ['index', 'params', 'name', 'status', 'error', 'samples', 'flags', 'fitness', 'verification.status',
+// each row's bytes, so a 10,000-point job loads 4.9 MB instead of 10. Exports fetch whole rows.
+const ROW_FIELDS = ['index', 'params', 'name', 'status', 'error', 'samples', 'flags', 'fitness.speedup', 'fitness.speedup_ci95',
+  'verification.status',
   ...['median', 'ci95_low', 'ci95_high', 'p5', 'p95'].map((f) => `time_us.${f}`),
   ...['flops', 'bytes', 'tflops', 'gbps', 'arithmetic_intensity', 'roof_pct', 'bound'].map((f) => `metrics.${f}`)].join(',');
 
@@ -207,14 +208,21 @@ export function mount(root, {id, query}) {
   // ---- charts ----
   let sweepChart, heatChart, speedChart, roofChart;
   let heatPointer, heatImage;  // the pointer over the heatmap; its series when drawn as an image
-  function ensureCharts() {
-    if (sweepChart) return;
-    [sweepChart, heatChart, speedChart, roofChart] = [
+  let boxes = null;
+  // The boxes go in as soon as the job is known, so that the table below them does not move when
+  // the charts come (ECharts may still be compiling when the results are in).
+  function ensureBoxes() {
+    boxes = boxes || [
       chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
       state.names.length >= 2 ? chartBox('chart-heatmap', 'Heatmap') : null,
       chartBox('chart-speedup', 'Speedup'),
       chartBox('chart-roofline', 'Roofline'),
-    ].map(initChart);
+    ];
+  }
+  function ensureCharts() {
+    if (sweepChart) return;
+    ensureBoxes();
+    [sweepChart, heatChart, speedChart, roofChart] = boxes.map(initChart);
     if (heatChart) {
       heatPointer = trackPointer(heatChart.getDom());
       // An image heatmap (charts.js) is redrawn for the range the visualMap's handles select.
@@ -224,14 +232,19 @@ export function mount(root, {id, query}) {
         heatChart.setOption({series: [{id: heatImage.id, data: [[0, 0]]}]});
       });
     }
-    // A static placeholder (showLoading's spinner would repaint every frame while data loads).
+  }
+
+  // A static placeholder (showLoading's spinner would repaint every frame while data loads), drawn
+  // only when ECharts is ready before the results: set on four charts, it costs as much as a chart.
+  function placeholders() {
+    ensureCharts();
     charts.forEach((c) => c.setOption({title: {text: 'loading results…', left: 'center', top: 'middle',
                                                 textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}));
   }
 
   let firstRender = true;
   function renderCharts() {
-    if (disposed) return;
+    if (disposed || !window.echarts) return;  // drawn when ECharts comes (load)
     ensureCharts();
     if (!state.rows.length) {
       charts.forEach((c) => { c.setOption({title: {text: 'no points measured yet', left: 'center', top: 'middle', textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}, {notMerge: true}); });
@@ -339,7 +352,9 @@ export function mount(root, {id, query}) {
   function renderTableRows() {
     if (!tableBody) return;
     const rows = sortedRows();
-    const first = Math.max(0, Math.floor(tableScroll.scrollTop / ROW_HEIGHT) - 10);
+    // A table just built has not scrolled: reading scrollTop would lay the page out for nothing.
+    const top = tableBody.childElementCount ? tableScroll.scrollTop : 0;
+    const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - 10);
     const last = Math.min(rows.length, first + TABLE_ROWS + 30);
     const spacer = (n) => h('tr', {class: 'spacer', style: `height:${n * ROW_HEIGHT}px`});
     const out = [];
@@ -406,12 +421,18 @@ export function mount(root, {id, query}) {
       if (job.engine === 'import') state.device = importedDevice(job);
       state.names = Object.keys(job.spec.sweep || {});
       renderHead();
-      await whenECharts();
-      if (disposed) return;
-      ensureCharts();
+      ensureBoxes();
+      // Whichever comes first, ECharts or the results, waits for the other; the table and the
+      // selectors go in as soon as the results do, while ECharts may still be compiling.
+      let loaded = false;
+      whenECharts().then(() => {
+        if (disposed) return;
+        if (loaded) renderCharts(); else placeholders();
+      }, showError);
       const [results, devices] = await Promise.all([rowsPromise, devicesPromise]);
       if (disposed) return;
       state.rows = results;
+      loaded = true;
       state.device = job.engine === 'import' ? importedDevice(job)
                    : devices && job.device !== null ? devices.devices.find((d) => d.index === job.device) || null : null;
       renderHead();
