@@ -32,6 +32,7 @@
 #include "engine/hip/telemetry.hpp"
 #include "engine/job.hpp"
 #include "engine/metrics.hpp"
+#include "engine/output_check.hpp"
 
 namespace kernelscan {
 namespace {
@@ -238,67 +239,6 @@ kernel_params scalar_storage(const custom_instance& c) {
     });
   }
   return p;
-}
-
-// --- comparing outputs --------------------------------------------------------------------------
-
-struct error_stats {
-  double max_abs = 0;
-  double max_rel = 0;  // |out - ref| / (|ref| + atol/rtol): at most rtol where the output passes
-  std::uint64_t unwritten = 0;
-  std::uint64_t wrong = 0;
-  std::uint64_t first_wrong = std::numeric_limits<std::uint64_t>::max();
-};
-
-bool is_unwritten_pattern(dtype t, const unsigned char* p) {
-  for (std::size_t i = 0; i < size_of(t); ++i) {
-    if (p[i] != 0xa5) return false;
-  }
-  return true;
-}
-
-void compare_chunk(dtype t, const std::vector<unsigned char>& out,
-                   const std::vector<unsigned char>& ref, std::int64_t n, std::uint64_t offset,
-                   double atol, double rtol, error_stats& e) {
-  const bool floating = is_floating(t);
-  const std::size_t w = size_of(t);
-  auto value = [&](const std::vector<unsigned char>& v, std::int64_t i) {
-    return with_type(t, [&](auto tag) {
-      using T = decltype(tag);
-      T x;
-      std::memcpy(&x, v.data() + std::size_t(i) * w, sizeof x);
-      if constexpr (std::is_same_v<T, gpu_f16> || std::is_same_v<T, gpu_bf16>) {
-        return double(to_float(x));
-      } else {
-        return double(x);
-      }
-    });
-  };
-  const double floor = rtol > 0 ? atol / rtol : 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double o = value(out, i), r = value(ref, i);
-    const bool unwritten = floating ? (std::isnan(o) && !std::isnan(r))
-                                    : is_unwritten_pattern(t, out.data() + std::size_t(i) * w) &&
-                                          !is_unwritten_pattern(t, ref.data() + std::size_t(i) * w);
-    bool bad = false;
-    if (unwritten) {
-      ++e.unwritten;
-      bad = true;
-    } else if (std::isnan(r) || std::isnan(o)) {
-      bad = std::isnan(r) != std::isnan(o);
-      if (bad) e.max_abs = e.max_rel = std::numeric_limits<double>::infinity();
-    } else {
-      const double d = std::fabs(o - r);
-      e.max_abs = std::max(e.max_abs, d);
-      const double denom = std::fabs(r) + floor;
-      if (denom > 0) e.max_rel = std::max(e.max_rel, d / denom);
-      bad = !(d <= atol + rtol * std::fabs(r));
-    }
-    if (bad) {
-      ++e.wrong;
-      e.first_wrong = std::min(e.first_wrong, offset + std::uint64_t(i));
-    }
-  }
 }
 
 // --- the engine -------------------------------------------------------------------------------
@@ -524,7 +464,7 @@ verification_result hip_engine::verify(point_kernel& k, const job_spec& spec, st
   const double atol = spec.verify.atol.value_or(tol);
   const double rtol = spec.verify.rtol.value_or(tol);
   v.tolerance = rtol;
-  error_stats e;
+  output_errors e;
   std::vector<unsigned char> out, ref;
   for (int trial = 0; trial < spec.verify.trials; ++trial) {
     init_inputs(k, mix(seed ^ mix(0x7e57ull + std::uint64_t(trial))));
@@ -542,7 +482,7 @@ verification_result hip_engine::verify(point_kernel& k, const job_spec& spec, st
         const auto* rmem = static_cast<const unsigned char*>(b.ref.get()) + std::size_t(off) * w;
         check(hipMemcpy(out.data(), mem, out.size(), hipMemcpyDeviceToHost), "reading outputs");
         check(hipMemcpy(ref.data(), rmem, ref.size(), hipMemcpyDeviceToHost), "reading outputs");
-        compare_chunk(b.type, out, ref, n, std::uint64_t(off), atol, rtol, e);
+        compare_outputs(b.type, out.data(), ref.data(), n, std::uint64_t(off), atol, rtol, e);
       }
     }
     ++v.trials;
@@ -664,6 +604,7 @@ point_result hip_engine::measure(const job_plan& plan, std::uint64_t index, std:
     return r;
   };
   if (m_broken) return failed("device_fault", "the device faulted earlier in this worker");
+  m_modules->trim();
   kernel_instance instance;
   std::optional<kernel_instance> baseline_instance;
   try {

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "engine/hip/kernels.hpp"
+#include "engine/output_check.hpp"
 
 namespace kernelscan::gpu {
 namespace {
@@ -81,7 +82,7 @@ __global__ void fill_arange_kernel(T* p, std::int64_t n) {
   }
 }
 
-// Bit patterns: a quiet NaN for floating types; for integers, the byte 0xA5 repeated.
+// Bit patterns: a quiet NaN for floating types; for integers, k_unwritten_byte repeated.
 template <typename T>
 __global__ void fill_unwritten_kernel(T* p, std::int64_t n) {
   T v;

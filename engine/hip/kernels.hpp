@@ -17,7 +17,7 @@ void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipSt
 void fill_value(void* p, dtype t, std::int64_t count, double value, hipStream_t s);
 void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s);
 // What an output holds before a kernel writes it: NaN for floating types, the pattern
-// unwritten_sentinel() for integers (which have no NaN).
+// k_unwritten_byte repeated for integers (output_check.hpp).
 void fill_unwritten(void* p, dtype t, std::int64_t count, hipStream_t s);
 
 // copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c, over n elements.

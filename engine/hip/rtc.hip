@@ -66,17 +66,19 @@ module_cache::~module_cache() {
     (void)hipModuleUnload(m.module);
 }
 
+void module_cache::trim() {
+  if (m_modules.size() < k_max_modules) return;
+  for (auto& [key, m] : m_modules)
+    (void)hipModuleUnload(m.module);
+  m_modules.clear();
+}
+
 hipFunction_t module_cache::function(const custom_kernel& kernel) {
   std::string key = m_arch + '\0' + kernel.entry + '\0';
   for (const auto& o : kernel.compile_options)
     key += o + '\0';
   key += kernel.source;
   if (auto it = m_modules.find(key); it != m_modules.end()) return it->second.function;
-  if (m_modules.size() >= k_max_modules) {
-    for (auto& [k, m] : m_modules)
-      (void)hipModuleUnload(m.module);
-    m_modules.clear();
-  }
 
   program_owner prog;
 #if defined(KERNELSCAN_GPU_CUDA)

@@ -31,6 +31,9 @@ class module_cache {
   // The kernel's entry, compiled and loaded; throws compile_error or gpu_error.
   hipFunction_t function(const custom_kernel& kernel);
   std::size_t size() const { return m_modules.size(); }
+  // Unloads everything once the cache holds many modules. Call between points only: functions
+  // handed out before become invalid.
+  void trim();
 
  private:
   struct loaded {

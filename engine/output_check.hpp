@@ -1,0 +1,39 @@
+#pragma once
+// Comparing a kernel's outputs with its reference's (DESIGN.md §4), on the host, chunk by chunk
+// as the GPU engine copies them back: plain C++ so that the arithmetic is unit-tested without a
+// GPU. Values are decoded from their device representation (f16 and bf16 included).
+//
+// An element passes when |out − ref| ≤ atol + rtol·|ref|. Before a run every output holds the
+// `unwritten` pattern: NaN for floating types, k_unwritten_byte repeated for integers; an
+// element that still holds it where the reference does not was never written.
+
+#include <cstdint>
+#include <limits>
+
+#include "engine/dtype.hpp"
+
+namespace kernelscan {
+
+inline constexpr unsigned char k_unwritten_byte = 0xa5;
+
+struct output_errors {
+  double max_abs = 0;
+  // |out − ref| / (|ref| + atol/rtol): at most rtol exactly where elements pass (|out − ref| /
+  // |ref| when rtol is 0).
+  double max_rel = 0;
+  std::uint64_t compared = 0;
+  std::uint64_t unwritten = 0;
+  std::uint64_t wrong = 0;  // failing elements, the unwritten included
+  std::uint64_t first_wrong = std::numeric_limits<std::uint64_t>::max();  // element index
+};
+
+// Adds `n` elements of type `t` starting at element `offset` of the output. `out` and `ref`
+// hold them as the device stores them.
+void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
+                     std::uint64_t offset, double atol, double rtol, output_errors& e);
+
+// IEEE binary16 and bfloat16 bits to a double.
+double decode_f16(std::uint16_t bits);
+double decode_bf16(std::uint16_t bits);
+
+}  // namespace kernelscan
