@@ -3,6 +3,8 @@
 #include <memory>
 #include <vector>
 
+#include "engine/source_policy.hpp"
+
 namespace kernelscan::gpu {
 namespace {
 
@@ -10,8 +12,8 @@ namespace {
 constexpr std::size_t k_max_modules = 256;
 
 #if defined(KERNELSCAN_GPU_CUDA)
-// User sources are HIP. On NVIDIA they see this header in place of HIP's runtime header: the
-// CUDA built-ins under the HIP names user kernels commonly use.
+// User sources are HIP. On NVIDIA they see this header in place of each HIP header a kernel may
+// include (source_policy.hpp): the CUDA built-ins under the HIP names kernels commonly use.
 constexpr const char* k_hip_runtime_shim = R"(#pragma once
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -82,9 +84,16 @@ hipFunction_t module_cache::function(const custom_kernel& kernel) {
 
   program_owner prog;
 #if defined(KERNELSCAN_GPU_CUDA)
-  std::vector<const char*> shim_sources(std::size(k_shim_names), k_hip_runtime_shim);
+  std::vector<std::string> names;
+  for (auto h : allowed_kernel_includes())
+    names.emplace_back(h);
+  std::vector<const char*> shim_names, shim_sources;
+  for (const auto& n : names) {
+    shim_names.push_back(n.c_str());
+    shim_sources.push_back(k_hip_runtime_shim);
+  }
   rtc_check(hiprtcCreateProgram(&prog.program, kernel.source.c_str(), "kernel.hip",
-                                int(shim_sources.size()), shim_sources.data(), k_shim_names),
+                                int(shim_sources.size()), shim_sources.data(), shim_names.data()),
             "creating the program");
 #else
   rtc_check(

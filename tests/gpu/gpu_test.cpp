@@ -57,6 +57,7 @@ json gemm(const std::string& dtype, const std::string& impl) {
 
 // c[i] = a[i] + s * b[i] over n elements, as a user would write it in HIP.
 constexpr const char* k_axpy = R"(#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
 extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = WRITE;
@@ -201,6 +202,38 @@ TEST_F(GpuTest, AKernelThatWritesHalfItsOutputIsCaught) {
     EXPECT_EQ(row["verification"]["status"], "failed");
     EXPECT_GT(row["verification"]["unwritten"].get<double>(), 0);
     EXPECT_TRUE(has_flag(row, "output_not_written"));
+  }
+}
+
+// Issue 4's adversarial suite on hardware: each way of cheating the score is caught.
+TEST_F(GpuTest, CheatingKernelsAreFlaggedAndScoreZero) {
+  struct cheat {
+    std::string name, body, flag;
+    std::string declared_bytes = "12*N";
+  };
+  const std::vector<cheat> cheats{
+      // Writes nothing: the outputs keep the NaN they were filled with.
+      {"writes nothing", "out[i]", "output_not_written"},
+      {"writes zeros", "0.0f", "verification_failed"},
+      // Computes in half precision and stores f32.
+      {"low precision", "float(__half(a[i]) + __half(s) * __half(b[i]))", "precision_mismatch"},
+      // Computes once, then skips the work on every timed launch (the output is no longer NaN),
+      // reading a third of the bytes it declares: faster than the memory allows.
+      {"memoises", "out[i] == out[i] ? out[i] : a[i] + s * b[i]", "faster_than_roofline"},
+      // Declares ten times the bytes it moves, to look better than it is.
+      {"overclaims", "a[i] + s * b[i]", "faster_than_roofline", "120*N"},
+  };
+  for (const cheat& c : cheats) {
+    SCOPED_TRACE(c.name);
+    json spec = axpy_job(c.body);
+    spec["kernel"]["bytes"] = c.declared_bytes;
+    spec["sweep"] = {{"N", {1 << 24}}};
+    spec["fitness"] = {{"target_us", 1}};
+    const json job = run(spec);
+    ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+    const json& row = job["rows"][0];
+    EXPECT_TRUE(has_flag(row, c.flag)) << row.dump();
+    EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
   }
 }
 
