@@ -7,6 +7,8 @@
 // Also the element types of kernels (gpu_f16, gpu_bf16) and their float conversions, usable on
 // host and device.
 
+#include <type_traits>
+
 #if defined(KERNELSCAN_GPU_CUDA)
 
 #include <cuda_bf16.h>
@@ -128,24 +130,10 @@ inline constexpr hiprtcResult HIPRTC_SUCCESS = NVRTC_SUCCESS;
 
 using gpu_f16 = __half;
 using gpu_bf16 = __nv_bfloat16;
-__host__ __device__ inline float to_float(gpu_f16 x) {
-  return __half2float(x);
-}
-__host__ __device__ inline float to_float(gpu_bf16 x) {
-  return __bfloat162float(x);
-}
-template <typename T>
-__host__ __device__ inline T from_float(float x) {
-  return T(x);
-}
-template <>
-__host__ __device__ inline gpu_f16 from_float<gpu_f16>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__host__ __device__ inline gpu_bf16 from_float<gpu_bf16>(float x) {
-  return __float2bfloat16_rn(x);
-}
+#define KERNELSCAN_F16_TO_FLOAT(x) __half2float(x)
+#define KERNELSCAN_BF16_TO_FLOAT(x) __bfloat162float(x)
+#define KERNELSCAN_FLOAT_TO_F16(x) __float2half_rn(x)
+#define KERNELSCAN_FLOAT_TO_BF16(x) __float2bfloat16_rn(x)
 
 #elif defined(KERNELSCAN_GPU_HIP)
 
@@ -158,31 +146,34 @@ __host__ __device__ inline gpu_bf16 from_float<gpu_bf16>(float x) {
 
 using gpu_f16 = __half;
 using gpu_bf16 = hip_bfloat16;
-__host__ __device__ inline float to_float(gpu_f16 x) {
-  return __half2float(x);
-}
-__host__ __device__ inline float to_float(gpu_bf16 x) {
-  return float(x);
-}
-template <typename T>
-__host__ __device__ inline T from_float(float x) {
-  return T(x);
-}
-template <>
-__host__ __device__ inline gpu_f16 from_float<gpu_f16>(float x) {
-  return __float2half(x);
-}
-template <>
-__host__ __device__ inline gpu_bf16 from_float<gpu_bf16>(float x) {
-  return gpu_bf16(x);
-}
+#define KERNELSCAN_F16_TO_FLOAT(x) __half2float(x)
+#define KERNELSCAN_BF16_TO_FLOAT(x) float(x)
+#define KERNELSCAN_FLOAT_TO_F16(x) __float2half(x)
+#define KERNELSCAN_FLOAT_TO_BF16(x) gpu_bf16(x)
 
 #else
 #error "engine/hip/runtime.hpp needs KERNELSCAN_GPU_HIP or KERNELSCAN_GPU_CUDA"
 #endif
 
-// The remaining element types convert as plain C++ numbers.
+// Element conversions through float: the half types by the platform's intrinsics, the others
+// as plain C++ numbers.
+__host__ __device__ inline float to_float(gpu_f16 x) {
+  return KERNELSCAN_F16_TO_FLOAT(x);
+}
+__host__ __device__ inline float to_float(gpu_bf16 x) {
+  return KERNELSCAN_BF16_TO_FLOAT(x);
+}
 template <typename T>
 __host__ __device__ inline float to_float(T x) {
   return float(x);
+}
+template <typename T>
+__host__ __device__ inline T from_float(float x) {
+  if constexpr (std::is_same_v<T, gpu_f16>) {
+    return KERNELSCAN_FLOAT_TO_F16(x);
+  } else if constexpr (std::is_same_v<T, gpu_bf16>) {
+    return KERNELSCAN_FLOAT_TO_BF16(x);
+  } else {
+    return T(x);
+  }
 }
