@@ -28,8 +28,15 @@ cat >"$out/run.sh" <<'RUN'
 # On the GPU machine: the GPU tests, then the GPU benchmark. Output goes to stdout.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cuda_libs="$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | tr '\n' ':')"
+# cuBLAS and NVRTC from the CUDA toolkit, else from the Python wheels PyTorch brought.
+cuda_libs=""
+for lib in libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13; do
+  dir="$(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /opt /usr/lib \
+    -name "$lib" -printf '%h\n' 2>/dev/null | head -1)"
+  [ -n "$dir" ] && cuda_libs="$cuda_libs$dir:"
+done
 export LD_LIBRARY_PATH="$here/lib:${cuda_libs}${LD_LIBRARY_PATH:-}"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 export KERNELSCAN_TEST_BINARY="$here/kernelscan"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv 2>/dev/null || true
