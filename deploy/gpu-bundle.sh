@@ -31,7 +31,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # cuBLAS and NVRTC from the CUDA toolkit, else from the Python wheels PyTorch brought.
 cuda_libs=""
 for lib in libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13; do
-  dir="$(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /opt /usr/lib \
+  dir="$(find -H /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /opt /usr/lib \
     -name "$lib" -printf '%h\n' 2>/dev/null | head -1)"
   [ -n "$dir" ] && cuda_libs="$cuda_libs$dir:"
 done
