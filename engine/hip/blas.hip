@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "engine/gemm_layout.hpp"
+
 #if defined(KERNELSCAN_GPU_CUDA)
 #include <cublas_v2.h>
 #elif defined(KERNELSCAN_HAVE_HIPBLAS)
@@ -9,33 +11,6 @@
 #endif
 
 namespace kernelscan::gpu {
-
-namespace {
-
-// Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: the library multiplies B by A with the sizes
-// swapped. A row-major operand is, read column-major, its own transpose (no op, leading
-// dimension its row length); a column-major one needs the transpose op.
-struct gemm_call {
-  bool transpose_first = false;             // op on B
-  bool transpose_second = false;            // op on A
-  long long rows = 0, cols = 0, depth = 0;  // n, m, k
-  long long ld_first = 0, ld_second = 0, ld_c = 0;
-};
-
-gemm_call swapped(const gemm_args& g) {
-  gemm_call c;
-  c.transpose_first = g.layout_b == layout::col;
-  c.ld_first = g.layout_b == layout::row ? g.n : g.k;
-  c.transpose_second = g.layout_a == layout::col;
-  c.ld_second = g.layout_a == layout::row ? g.k : g.m;
-  c.rows = g.n;
-  c.cols = g.m;
-  c.depth = g.k;
-  c.ld_c = g.n;
-  return c;
-}
-
-}  // namespace
 
 #if defined(KERNELSCAN_GPU_CUDA)
 
@@ -66,7 +41,7 @@ std::string gemm_library::name() {
 }
 
 void gemm_library::gemm(const gemm_args& g, hipStream_t s) {
-  const gemm_call c = swapped(g);
+  const blas_gemm_call c = column_major_call(g.m, g.n, g.k, g.layout_a, g.layout_b);
   blas_check(cublasSetStream(m_impl->handle, s), "cublasSetStream");
   cudaDataType_t type{};
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
@@ -127,7 +102,7 @@ std::string gemm_library::name() {
 }
 
 void gemm_library::gemm(const gemm_args& g, hipStream_t s) {
-  const gemm_call c = swapped(g);
+  const blas_gemm_call c = column_major_call(g.m, g.n, g.k, g.layout_a, g.layout_b);
   blas_check(hipblasSetStream(m_impl->handle, s), "hipblasSetStream");
   hipblasDatatype_t type{};
   hipblasDatatype_t compute = HIPBLAS_R_32F;

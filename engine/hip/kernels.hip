@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "engine/gemm_layout.hpp"
 #include "engine/hip/kernels.hpp"
 #include "engine/output_check.hpp"
 
@@ -139,7 +140,8 @@ __global__ void stream_reference_kernel(int variant, std::int64_t n, double s, T
   if (variant == 3) a[i] = from_acc<T>(to_acc<double>(b[i]) + s * to_acc<double>(c[i]));
 }
 
-// A(i, p) = a[i*sai + p*sap]; B(p, j) = b[p*sbp + j*sbj]; C row-major.
+// A(i, p) = a[i*sai + p*sap]; B(p, j) = b[p*sbp + j*sbj] (strides_of, gemm_layout.hpp); C
+// row-major.
 constexpr int k_tile = 64;
 constexpr int k_tile_k = 16;
 
@@ -262,28 +264,6 @@ int variant_code(stream_variant v) {
                                       : 3;
 }
 
-struct strides {
-  std::int64_t sai, sap, sbp, sbj;
-};
-strides gemm_strides(const gemm_args& g) {
-  strides s{};
-  if (g.layout_a == layout::row) {
-    s.sai = g.k;
-    s.sap = 1;
-  } else {
-    s.sai = 1;
-    s.sap = g.m;
-  }
-  if (g.layout_b == layout::row) {
-    s.sbp = g.n;
-    s.sbj = 1;
-  } else {
-    s.sbp = 1;
-    s.sbj = g.k;
-  }
-  return s;
-}
-
 }  // namespace
 
 void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipStream_t s) {
@@ -343,14 +323,14 @@ void stream_reference(stream_variant v, dtype t, std::int64_t n, double scalar, 
 }
 
 void gemm_builtin(const gemm_args& g, hipStream_t s) {
-  const strides st = gemm_strides(g);
+  const gemm_strides st = strides_of(g.m, g.n, g.k, g.layout_a, g.layout_b);
   const dim3 grid(unsigned((g.n + k_tile - 1) / k_tile), unsigned((g.m + k_tile - 1) / k_tile));
   auto run = [&](auto tag) {
     using T = decltype(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    gemm_tiled_kernel<T, A><<<grid, 256, 0, s>>>(g.m, g.n, g.k, static_cast<const T*>(g.a), st.sai,
-                                                 st.sap, static_cast<const T*>(g.b), st.sbp, st.sbj,
-                                                 static_cast<T*>(g.c), A(g.alpha), A(g.beta));
+    gemm_tiled_kernel<T, A><<<grid, 256, 0, s>>>(
+        g.m, g.n, g.k, static_cast<const T*>(g.a), st.a_row, st.a_col, static_cast<const T*>(g.b),
+        st.b_row, st.b_col, static_cast<T*>(g.c), A(g.alpha), A(g.beta));
   };
   switch (g.type) {
     case dtype::f64:
@@ -372,13 +352,13 @@ void gemm_builtin(const gemm_args& g, hipStream_t s) {
 }
 
 void gemm_reference(const gemm_args& g, hipStream_t s) {
-  const strides st = gemm_strides(g);
+  const gemm_strides st = strides_of(g.m, g.n, g.k, g.layout_a, g.layout_b);
   const dim3 grid(unsigned((g.n + k_block - 1) / k_block), unsigned(g.m));
   with_type(g.type, [&](auto tag) {
     using T = decltype(tag);
     gemm_reference_kernel<T><<<grid, k_block, 0, s>>>(
-        g.m, g.n, g.k, static_cast<const T*>(g.a), st.sai, st.sap, static_cast<const T*>(g.b),
-        st.sbp, st.sbj, static_cast<T*>(g.c), g.alpha, g.beta);
+        g.m, g.n, g.k, static_cast<const T*>(g.a), st.a_row, st.a_col, static_cast<const T*>(g.b),
+        st.b_row, st.b_col, static_cast<T*>(g.c), g.alpha, g.beta);
   });
   launched("gemm_reference");
 }
