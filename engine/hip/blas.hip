@@ -7,6 +7,9 @@
 #if defined(KERNELSCAN_GPU_CUDA)
 #include <cublas_v2.h>
 #elif defined(KERNELSCAN_HAVE_HIPBLAS)
+// hipBLAS 2 (ROCm 6) takes hipDataType and hipblasComputeType_t under HIPBLAS_V2; hipBLAS 3
+// (ROCm 7) only so. The build asks for hipBLAS 2 or newer.
+#define HIPBLAS_V2
 #include <hipblas/hipblas.h>
 #endif
 
@@ -104,28 +107,30 @@ std::string gemm_library::name() {
 void gemm_library::gemm(const gemm_args& g, hipStream_t s) {
   const blas_gemm_call c = column_major_call(g.m, g.n, g.k, g.layout_a, g.layout_b);
   blas_check(hipblasSetStream(m_impl->handle, s), "hipblasSetStream");
-  hipblasDatatype_t type{};
-  hipblasDatatype_t compute = HIPBLAS_R_32F;
+  hipDataType type{};
+  hipblasComputeType_t compute = HIPBLAS_COMPUTE_32F;
   switch (g.type) {
     case dtype::f64:
-      type = compute = HIPBLAS_R_64F;
+      type = HIP_R_64F;
+      compute = HIPBLAS_COMPUTE_64F;
       break;
     case dtype::f32:
-      type = HIPBLAS_R_32F;
+      type = HIP_R_32F;
       break;
     case dtype::f16:
-      type = HIPBLAS_R_16F;
+      type = HIP_R_16F;
       break;
     case dtype::bf16:
-      type = HIPBLAS_R_16B;
+      type = HIP_R_16BF;
       break;
     default:
       throw std::invalid_argument("gemm: the library takes f64, f32, f16 or bf16");
   }
   const double alpha64 = g.alpha, beta64 = g.beta;
   const float alpha32 = float(g.alpha), beta32 = float(g.beta);
-  const void* alpha = compute == HIPBLAS_R_64F ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = compute == HIPBLAS_R_64F ? static_cast<const void*>(&beta64) : &beta32;
+  const void* alpha =
+      compute == HIPBLAS_COMPUTE_64F ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = compute == HIPBLAS_COMPUTE_64F ? static_cast<const void*>(&beta64) : &beta32;
   blas_check(
       hipblasGemmEx(m_impl->handle, c.transpose_first ? HIPBLAS_OP_T : HIPBLAS_OP_N,
                     c.transpose_second ? HIPBLAS_OP_T : HIPBLAS_OP_N, int(c.rows), int(c.cols),
