@@ -62,12 +62,11 @@ install_web_packages() {
   echo "$want" >"$stamp"
 }
 
-# The default preset with the GPU engine of this machine's GPU (KERNELSCAN_GPU=auto: hip where
-# /dev/kfd and hipcc exist, cuda where an NVIDIA driver and nvcc do, else the mock engine only).
-# KERNELSCAN_GPU in the environment overrides it.
+# The default preset, with the GPU engine given as $1 (off, hip, cuda or auto: the toolchain of
+# this machine's GPU, else the one installed); KERNELSCAN_GPU in the environment overrides it.
 build_kernelscan() {
   cd "$KERNELSCAN_ROOT"
-  cmake --preset default -DKERNELSCAN_GPU="${KERNELSCAN_GPU:-auto}" >/dev/null
+  cmake --preset default -DKERNELSCAN_GPU="${KERNELSCAN_GPU:-${1:-auto}}" >/dev/null
   cmake --build --preset default -j "$(nproc)"
 }
 
