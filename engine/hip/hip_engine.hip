@@ -405,11 +405,15 @@ point_kernel hip_engine::prepare(const kernel_instance& instance, bool verifying
     };
   } else if (const auto* rs = std::get_if<stream_instance>(&*c.reference)) {
     const stream_instance si = *rs;
-    const auto ia = index_of(k, bound(k, si.bind_a, si.type, si.n, "a"));
-    const auto ib = index_of(k, bound(k, si.bind_b, si.type, si.n, "b"));
-    const auto ic = index_of(k, bound(k, si.bind_c, si.type, si.n, "c"));
+    // copy reads no b and scale no a: their names are empty and their pointers null.
+    auto slot = [&](const std::string& name, const char* role) -> std::optional<std::size_t> {
+      if (name.empty()) return std::nullopt;
+      return index_of(k, bound(k, name, si.type, si.n, role));
+    };
+    const auto ia = slot(si.bind_a, "a"), ib = slot(si.bind_b, "b"), ic = slot(si.bind_c, "c");
     k.reference = [si, ia, ib, ic](hipStream_t st, const std::vector<void*>& p) {
-      stream_reference(si.variant, si.type, si.n, si.scalar, p[ia], p[ib], p[ic], st);
+      auto at = [&p](const std::optional<std::size_t>& i) { return i ? p[*i] : nullptr; };
+      stream_reference(si.variant, si.type, si.n, si.scalar, at(ia), at(ib), at(ic), st);
     };
   } else {
     k.reference = launch_custom(std::get<custom_launch>(*c.reference));

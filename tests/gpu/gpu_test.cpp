@@ -184,6 +184,16 @@ TEST_F(GpuTest, ACustomKernelSweepPassesVerification) {
   EXPECT_EQ(job["rows"][0]["batch"], 1);
 }
 
+TEST_F(GpuTest, ACopyReferenceBindsOnlyTheArraysItUses) {
+  json spec = axpy_job("a[i]");
+  spec["kernel"]["reference"] = {{"op", "stream"}, {"variant", "copy"}, {"n", "N"},
+                                 {"dtype", "f32"}, {"a", "a"},          {"c", "out"}};
+  const json job = run(spec);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  for (const auto& row : job["rows"])
+    EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+}
+
 TEST_F(GpuTest, AWrongKernelFailsVerificationAndScoresZero) {
   const json job = run(axpy_job("a[i] + 2 * s * b[i]"));
   for (const auto& row : job["rows"]) {
