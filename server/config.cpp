@@ -4,6 +4,11 @@
 
 namespace kernelscan {
 
+bool serves_mock_devices(const serve_config& config, std::size_t gpus_found) {
+  return config.engine == "mock" || config.engine == "all" ||
+         (config.engine == "auto" && gpus_found == 0);
+}
+
 std::pair<std::string, int> split_listen(const std::string& listen) {
   const auto colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) {

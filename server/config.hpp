@@ -45,6 +45,10 @@ struct worker_config {
   std::string log_format = "text";
 };
 
+// Whether the daemon serves mock devices, given how many GPUs its probe found (--engine: mock
+// and all always do, auto when there is no GPU, hip never).
+bool serves_mock_devices(const serve_config& config, std::size_t gpus_found);
+
 // Splits "HOST:PORT"; throws std::invalid_argument naming the problem.
 std::pair<std::string, int> split_listen(const std::string& listen);
 

@@ -87,12 +87,11 @@ std::vector<device_info> probe_gpus(const serve_config& config) {
   return found;
 }
 
-std::string describe_devices(const std::vector<device_info>& gpus, const serve_config& config,
-                             bool mocks) {
+std::string describe_devices(const std::vector<device_info>& gpus, const serve_config& config) {
   std::string text;
   for (const auto& g : gpus)
     text += (text.empty() ? "" : ", ") + g.name;
-  if (mocks) {
+  if (serves_mock_devices(config, gpus.size())) {
     text += (text.empty() ? "" : ", ") + std::to_string(config.mock_devices) +
             " mock device(s) as " + config.mock_model;
   }
@@ -155,7 +154,6 @@ int run_serve(serve_config config) {
   std::vector<device_info> gpus;
   if (config.engine != "mock") gpus = probe_gpus(config);
   if (config.engine == "hip" && gpus.empty()) fatal("--engine hip: no GPU found (see the log)");
-  const bool mocks = config.engine == "mock" || config.engine == "all" || gpus.empty();
 
   asio::io_context io;
   job_waiters waiters;
@@ -179,7 +177,7 @@ int run_serve(serve_config config) {
   }
   sched.start();
   spdlog::info("kernelscan listening on http://{}:{} (data in {}; devices: {})", address.first,
-               port, config.data_dir, describe_devices(gpus, config, mocks));
+               port, config.data_dir, describe_devices(gpus, config));
 
   std::thread http_thread([&api] {
     if (!api.run()) spdlog::error("the HTTP server stopped with an error");

@@ -149,8 +149,7 @@ scheduler::scheduler(asio::io_context& io, job_store& store, job_waiters& waiter
     slot->info.index = slot->index;
     m_slots.push_back(std::move(slot));
   }
-  const bool mocks = config.engine == "mock" || config.engine == "all" ||
-                     (config.engine == "auto" && gpus.empty());
+  const bool mocks = serves_mock_devices(config, gpus.size());
   const device_model* model = find_device_model(config.mock_model);
   for (int i = 0; mocks && i < config.mock_devices; ++i) {
     auto slot = std::make_unique<device_slot>(io, int(m_slots.size()));
