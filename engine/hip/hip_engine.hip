@@ -282,7 +282,7 @@ class hip_engine final : public engine {
   mapped_flag m_flag;
   buffer m_flush;
   std::uint64_t m_flushes = 0;
-  std::optional<gemm_library> m_blas;
+  gemm_library m_blas;  // without a library in the build, its gemm() says so
   std::optional<module_cache> m_modules;
   std::unique_ptr<telemetry> m_telemetry;
   bool m_broken = false;
@@ -301,7 +301,6 @@ hip_engine::hip_engine(int ordinal) : m_ordinal(select_device(ordinal)), m_info(
   m_analysis.cache_bytes = m_info.l2_bytes + m_info.llc_bytes;
   // Writing twice the caches' size evicts what a previous sample left in them.
   m_flush = buffer(std::max<std::uint64_t>(2 * (m_info.l2_bytes + m_info.llc_bytes), 64ull << 20));
-  if (gemm_library::available()) m_blas.emplace();
   m_modules.emplace(m_info.arch);
   m_telemetry = telemetry::open(m_info.vendor, pci_bus_id(ordinal));
   log_info("GPU " + std::to_string(ordinal) + ": " + m_info.name + " (" + m_info.arch + ", " +
@@ -334,9 +333,8 @@ point_kernel hip_engine::prepare(const kernel_instance& instance, bool verifying
                verifying);
     const gemm_instance gi = *g;
     if (g->impl == gemm_impl::library) {
-      if (!m_blas) gemm_library{}.gemm(gemm_args{}, s());  // throws: names what is missing
       k.run = [this, gi](hipStream_t st, const std::vector<void*>& p) {
-        m_blas->gemm(gemm_on(gi, p[0], p[1], p[2]), st);
+        m_blas.gemm(gemm_on(gi, p[0], p[1], p[2]), st);
       };
     } else {
       k.run = [gi](hipStream_t st, const std::vector<void*>& p) {
@@ -397,8 +395,8 @@ point_kernel hip_engine::prepare(const kernel_instance& instance, bool verifying
     const auto ic = index_of(k, bound(k, gi.bind_c, gi.type, gi.m * gi.n, "C"));
     k.reference = [this, gi, ia, ib, ic](hipStream_t st, const std::vector<void*>& p) {
       const gemm_args args = gemm_on(gi, p[ia], p[ib], p[ic]);
-      if (gi.impl == gemm_impl::library && m_blas) {
-        m_blas->gemm(args, st);
+      if (gi.impl == gemm_impl::library && gemm_library::available()) {
+        m_blas.gemm(args, st);
       } else {
         gemm_reference(args, st);
       }
@@ -710,7 +708,7 @@ measured_roofline hip_engine::measure_roofline() {
   check_memory(footprint_bytes(triad), "the stream triad");
   r.peaks.bandwidth_gbps = workload_bytes(triad) / (median_us(triad) * 1e3);
 
-  const gemm_impl impl = m_blas ? gemm_impl::library : gemm_impl::builtin;
+  const gemm_impl impl = gemm_library::available() ? gemm_impl::library : gemm_impl::builtin;
   auto gemm_tflops = [&](dtype t) {
     gemm_instance g;
     g.m = g.n = g.k = 8192;
@@ -744,7 +742,7 @@ measured_roofline hip_engine::measure_roofline() {
 
   r.measured_ms = unix_time_ms();
   r.method = "stream triad 2^28 f32 (cold), " +
-             std::string(m_blas ? gemm_library::name() : "builtin") +
+             std::string(gemm_library::available() ? gemm_library::name() : "builtin") +
              " gemm 8192^3 per dtype, fma; i8 scaled from the f16 share";
   set_roofline(r);
   return r;
