@@ -11,10 +11,9 @@
 #include <limits>
 
 #include "engine/dtype.hpp"
+#include "engine/element.hpp"
 
 namespace kernelscan {
-
-inline constexpr unsigned char k_unwritten_byte = 0xa5;
 
 struct output_errors {
   double max_abs = 0;
@@ -31,9 +30,5 @@ struct output_errors {
 // hold them as the device stores them.
 void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
                      std::uint64_t offset, double atol, double rtol, output_errors& e);
-
-// IEEE binary16 and bfloat16 bits to a double.
-double decode_f16(std::uint16_t bits);
-double decode_bf16(std::uint16_t bits);
 
 }  // namespace kernelscan

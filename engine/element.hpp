@@ -1,0 +1,31 @@
+#pragma once
+// Elements of every dtype as a device stores them, read and written on the host: the output
+// comparison decodes them, scalar kernel arguments and host-side fills encode them. f16 is IEEE
+// binary16 and bf16 the upper half of an f32, both rounded to nearest even; integers take a
+// double as a C cast does (toward zero). Pure functions; thread-safe.
+
+#include <cstdint>
+
+#include "engine/dtype.hpp"
+
+namespace kernelscan {
+
+// Before a run every output holds the `unwritten` pattern: a quiet NaN for floating types, this
+// byte repeated for integers.
+inline constexpr unsigned char k_unwritten_byte = 0xa5;
+
+double decode_f16(std::uint16_t bits);
+double decode_bf16(std::uint16_t bits);
+std::uint16_t encode_f16(float v);
+std::uint16_t encode_bf16(float v);
+
+// size_of(t) bytes at `src` as a double.
+double load_element(dtype t, const void* src);
+// `v` in the device representation of `t`, size_of(t) bytes at `dst`.
+void store_element(dtype t, double v, void* dst);
+// The unwritten pattern of `t`, size_of(t) bytes at `dst`.
+void store_unwritten(dtype t, void* dst);
+// Whether `src` holds the unwritten pattern (any NaN, for floating types).
+bool holds_unwritten(dtype t, const void* src);
+
+}  // namespace kernelscan
