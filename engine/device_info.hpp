@@ -19,7 +19,8 @@ struct measured_roofline {
 
 struct device_info {
   int index = 0;
-  engine_kind engine = engine_kind::mock;  // mock or hip
+  engine_kind engine = engine_kind::mock;  // mock, hip or opencl
+  std::string type = "gpu";                // gpu, cpu or accelerator (as the platform says)
   std::string vendor;
   std::string name;
   std::string arch;
@@ -30,6 +31,7 @@ struct device_info {
   std::uint64_t l2_bytes = 0;
   std::uint64_t llc_bytes = 0;
   std::string driver;
+  std::string pci_bus_id;  // "0000:41:00.0" where the platform tells; a GPU is served once by it
   std::optional<device_peaks> datasheet;
   std::optional<measured_roofline> measured;
 };

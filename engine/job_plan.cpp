@@ -310,7 +310,7 @@ struct job_plan::impl {
     out.launch = resolve(c.launch, s.kernel, index);
     for (std::size_t i = 0; i < s.args.size(); ++i) {
       const auto& a = s.args[i];
-      arg_instance r{a.name, a.type, a.pointer, 0, a.init, a.output, 0};
+      arg_instance r{a.name, a.type, a.pointer, 0, a.init, a.output, 0, a.local};
       if (a.pointer) {
         r.count = eval_in(*c.args[i].count, 1, limits.max_dimension, index);
       } else {

@@ -38,8 +38,12 @@ struct arg_instance {
   std::int64_t count = 0;
   arg_init init = arg_init::none;
   bool output = false;
-  double value = 0;  // scalars
-  std::uint64_t bytes() const { return pointer ? std::uint64_t(count) * size_of(type) : 0; }
+  double value = 0;    // scalars
+  bool local = false;  // work-group local memory of `count` elements (kernel_arg::local)
+  // Device memory the argument takes: its buffer's size, 0 for scalars and local memory.
+  std::uint64_t bytes() const {
+    return pointer && !local ? std::uint64_t(count) * size_of(type) : 0;
+  }
 };
 
 struct custom_launch {

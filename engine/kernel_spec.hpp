@@ -70,6 +70,9 @@ struct kernel_arg {
   arg_init init = arg_init::none;  // buffers: none means random for inputs, NaN for outputs
   bool output = false;             // buffers only: compared against the reference
   num_expr value;                  // scalars only
+  // A pointer to `count` elements of work-group local memory (OpenCL's __local), reserved per
+  // work-group at launch: neither input nor output, no device buffer.
+  bool local = false;
   bool operator==(const kernel_arg&) const = default;
 };
 

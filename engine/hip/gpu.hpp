@@ -2,33 +2,49 @@
 // Error handling and owners for the GPU runtime's objects, shared by the HIP engine's files.
 // Compiled by hipcc or nvcc only (it includes the runtime).
 //
-// Every runtime call goes through check(), which throws gpu_error naming the call. An error
-// that leaves the context unusable (an illegal address, a trapped kernel) is `sticky`: the
-// engine then fails the point as a device fault and its worker is replaced.
+// Every runtime call goes through check(), which throws gpu_error (a backend_error) naming the
+// call.
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "engine/device_backend.hpp"
 #include "engine/dtype.hpp"
 #include "engine/hip/runtime.hpp"
 
 namespace kernelscan::gpu {
 
-class gpu_error : public std::runtime_error {
+// The kind of a runtime error, as the runner reports it. An error that leaves the context
+// unusable (an illegal address, a trapped kernel) is device_lost: the engine then fails the
+// point as a device fault and its worker is replaced.
+inline fault_kind fault_of(hipError_t code) {
+  if (code == hipErrorIllegalAddress || code == hipErrorLaunchFailure || code == hipErrorAssert ||
+      code == hipErrorLaunchTimeOut) {
+    return fault_kind::device_lost;
+  }
+  if (code == hipErrorOutOfMemory) return fault_kind::out_of_memory;
+  if (code == hipErrorInvalidConfiguration || code == hipErrorInvalidValue) {
+    return fault_kind::invalid_launch;
+  }
+  return fault_kind::internal;
+}
+
+// Set once the process has seen an error that leaves the context unusable.
+inline bool g_context_lost = false;
+
+class gpu_error : public backend_error {
  public:
   gpu_error(hipError_t code, const std::string& what)
-      : std::runtime_error(what + ": " + hipGetErrorName(code) + " (" + hipGetErrorString(code) +
-                           ")"),
-        m_code(code) {}
-  hipError_t code() const { return m_code; }
-  bool out_of_memory() const { return m_code == hipErrorOutOfMemory; }
-  // The context cannot be used any more; only a new process recovers the device.
-  bool sticky() const {
-    return m_code == hipErrorIllegalAddress || m_code == hipErrorLaunchFailure ||
-           m_code == hipErrorAssert || m_code == hipErrorLaunchTimeOut;
+      : backend_error(fault_of(code),
+                      what + ": " + hipGetErrorName(code) + " (" + hipGetErrorString(code) + ")"),
+        m_code(code) {
+    if (kind() == fault_kind::device_lost) g_context_lost = true;
   }
+  hipError_t code() const { return m_code; }
+  bool out_of_memory() const { return kind() == fault_kind::out_of_memory; }
+  bool sticky() const { return kind() == fault_kind::device_lost; }
 
  private:
   hipError_t m_code;

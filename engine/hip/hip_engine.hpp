@@ -1,7 +1,8 @@
 #pragma once
-// The engine for real GPUs (DESIGN.md §3, §4): written against the HIP API, built by hipcc for
-// AMD or by nvcc for NVIDIA (engine/hip/runtime.hpp maps the names). This header includes no
-// GPU runtime, so the worker and the tests use it from plain C++.
+// The engine for real GPUs: the point runner (point_runner.hpp) over the HIP backend, written
+// against the HIP API and built by hipcc for AMD or by nvcc for NVIDIA (engine/hip/runtime.hpp
+// maps the names). This header includes no GPU runtime, so the worker and the tests use it from
+// plain C++.
 //
 // It exists only in builds configured with KERNELSCAN_GPU=hip or cuda (KERNELSCAN_HAVE_GPU).
 

@@ -14,11 +14,8 @@
 
 namespace kernelscan::gpu {
 
-// The source did not compile, or has no such entry; what() carries the compiler's log.
-class compile_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// The source did not compile, or has no such entry (device_backend.hpp).
+using kernelscan::compile_error;
 
 class module_cache {
  public:

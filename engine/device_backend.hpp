@@ -1,0 +1,225 @@
+#pragma once
+// The device-backend interface (DESIGN.md §1, after Kernel Tuner's kernel_tuner/backends/): what
+// the point runner asks of a platform, and nothing that judges a kernel. A backend allocates,
+// fills and copies buffers, compiles user kernels, enqueues launches (its own ops and user
+// kernels), takes one timed sample of launches, flushes the caches and reads telemetry.
+// Everything that decides whether a kernel is correct or how fast it is belongs to the runner
+// (point_runner.hpp), written once.
+//
+// Backends: engine/hip/ (HIP, and CUDA through engine/hip/runtime.hpp), engine/opencl/, and the
+// mock (mock_engine.hpp), which simulates timings from a roofline model and runs no device code.
+//
+// This header is standard C++ only: hipcc and nvcc compile it too.
+//
+// Threading: a backend is used by one thread (the worker's). Work is enqueued in order on the
+// backend's one queue (stream); reads, synchronize() and time_launches() wait for it.
+// Units: bytes, microseconds; clock_ms() in milliseconds.
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "engine/device_info.hpp"
+#include "engine/fill_pattern.hpp"
+#include "engine/hip/telemetry.hpp"
+#include "engine/kernel_instance.hpp"
+#include "engine/point_result.hpp"
+
+namespace kernelscan {
+
+// What went wrong in a backend call, as the runner reports it.
+enum class fault_kind {
+  device_lost,     // the context is unusable (illegal address, trap): the worker is replaced
+  out_of_memory,   // an allocation failed
+  invalid_launch,  // the device refuses the launch: block too large, too much shared memory
+  unsupported,     // the device or this build cannot do it (a dtype, a GEMM library, a language)
+  internal,        // anything else the platform reported
+};
+
+class backend_error : public std::runtime_error {
+ public:
+  backend_error(fault_kind kind, const std::string& what)
+      : std::runtime_error(what), m_kind(kind) {}
+  fault_kind kind() const { return m_kind; }
+
+ private:
+  fault_kind m_kind;
+};
+
+// A user kernel did not compile, or has no such entry; what() carries the compiler's log.
+class compile_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class device_backend;
+
+// Device memory owned through its backend; moves, never copies. The handle is the platform's
+// (a device pointer, a cl_mem) as an integer; the mock's is a counter.
+class device_buffer {
+ public:
+  device_buffer() = default;
+  device_buffer(device_backend* owner, std::uintptr_t handle, std::uint64_t bytes)
+      : m_owner(owner), m_handle(handle), m_bytes(bytes) {}
+  device_buffer(device_buffer&& o) noexcept
+      : m_owner(std::exchange(o.m_owner, nullptr)),
+        m_handle(std::exchange(o.m_handle, 0)),
+        m_bytes(std::exchange(o.m_bytes, 0)) {}
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    std::swap(m_owner, o.m_owner);
+    std::swap(m_handle, o.m_handle);
+    std::swap(m_bytes, o.m_bytes);
+    return *this;
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  inline ~device_buffer();
+
+  std::uintptr_t handle() const { return m_handle; }
+  std::uint64_t bytes() const { return m_bytes; }
+  explicit operator bool() const { return m_owner != nullptr; }
+
+ private:
+  device_backend* m_owner = nullptr;
+  std::uintptr_t m_handle = 0;
+  std::uint64_t m_bytes = 0;
+};
+
+// Which algorithm a GEMM launch runs.
+enum class gemm_algorithm {
+  library,    // the vendor library (cuBLAS, hipBLAS, CLBlast)
+  builtin,    // the backend's own tiled kernel
+  reference,  // one thread per output, accumulating in f64: the answer others are checked against
+};
+
+// C (m×n, row-major) = alpha·op(A)·op(B) + beta·C; A and B laid out as `gemm` says.
+struct gemm_call {
+  const gemm_instance* gemm = nullptr;
+  gemm_algorithm algorithm = gemm_algorithm::builtin;
+  const device_buffer* a = nullptr;
+  const device_buffer* b = nullptr;
+  const device_buffer* c = nullptr;
+};
+
+// A STREAM op over n elements (kernel_spec.hpp), or its independently written reference (f64
+// arithmetic, one element per thread). Arrays the variant does not use may be null.
+struct stream_call {
+  const stream_instance* stream = nullptr;
+  bool reference = false;
+  const device_buffer* a = nullptr;
+  const device_buffer* b = nullptr;
+  const device_buffer* c = nullptr;
+};
+
+// One argument of a user kernel's launch, in the kernel's parameter order.
+struct launch_argument {
+  enum class kind { buffer, scalar, local };
+  kind what = kind::scalar;
+  const device_buffer* buffer = nullptr;  // buffer
+  std::array<unsigned char, 8> value{};   // scalar: its bytes as the device stores the type
+  std::uint64_t size = 0;                 // scalar: bytes of value; local: bytes to reserve
+};
+
+// A compiled user kernel, as the backend that compiled it numbers them. Valid until the
+// backend's next begin_point().
+using kernel_id = std::uint64_t;
+
+// A launch of a compiled user kernel: global size grid × block, work-group (block) size block.
+struct kernel_call {
+  const custom_instance* kernel = nullptr;  // what the launch is of (the mock models its time)
+  const custom_launch* launch = nullptr;    // dimensions and dynamic shared memory
+  kernel_id function = 0;
+  std::span<const launch_argument> args;
+};
+
+// What one timed sample measured.
+struct timed_sample {
+  double time_us = 0;  // device time from the start of the first launch to the end of the last
+  bool valid = true;   // false: the host could not queue the launches before the hold gave up
+};
+
+// Whose launches a sample times; the mock applies mock.speedup to the candidate's only.
+enum class kernel_role { candidate, baseline };
+
+// A point as the runner starts it: which, with what seed, and the mock's test options.
+struct point_context {
+  std::uint64_t index = 0;
+  std::uint64_t seed = 0;
+  const mock_options* mock = nullptr;
+};
+
+class device_backend {
+ public:
+  virtual ~device_backend() = default;
+
+  virtual const device_info& device() const = 0;
+  // The launch overhead below which a kernel's time is latency, for the analysis (µs).
+  virtual double launch_latency_us() const = 0;
+  // The name and version of the GEMM library, or "" when the backend has none.
+  virtual std::string gemm_library() const = 0;
+  // False when a GEMM of `t` cannot run with `algorithm` on this device.
+  virtual bool supports_gemm(gemm_algorithm algorithm, dtype t) const = 0;
+
+  // --- points
+  // Called before each point; the backend may drop cached kernels (kernel ids die here).
+  virtual void begin_point(const point_context& point) = 0;
+  // False once the device cannot be used in this process (it faulted): the worker is replaced.
+  virtual bool usable() const = 0;
+  // False for a backend that runs no device code (the mock): verification is then simulated.
+  virtual bool runs_device_code() const { return true; }
+  // What verifying `k` would report, on a backend that runs no device code.
+  virtual verification_result simulate_verification(const job_spec& spec, const kernel_instance& k);
+
+  // --- memory
+  // Bytes that may still be allocated, and the largest single allocation.
+  virtual std::uint64_t free_memory() = 0;
+  virtual std::uint64_t max_allocation() const = 0;
+  // Throws backend_error (out_of_memory) when the device cannot allocate it.
+  virtual device_buffer allocate(std::uint64_t bytes) = 0;
+  virtual void fill(const device_buffer& b, const fill_request& f) = 0;
+  virtual void write(const device_buffer& b, std::uint64_t offset, const void* src,
+                     std::uint64_t bytes) = 0;
+  // Waits for queued work, then copies.
+  virtual void read(const device_buffer& b, std::uint64_t offset, void* dst,
+                    std::uint64_t bytes) = 0;
+  virtual void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) = 0;
+
+  // --- kernels (enqueued; errors of the launch itself are thrown, errors of the kernel's run
+  // surface at the next wait)
+  // Compiles (or finds in the backend's cache) a user kernel for this device; throws
+  // compile_error with the log, or backend_error (unsupported) for a language it cannot run.
+  virtual kernel_id compile(const custom_kernel& kernel) = 0;
+  virtual void launch(const kernel_call& call) = 0;
+  virtual void gemm(const gemm_call& call) = 0;
+  virtual void stream(const stream_call& call) = 0;
+  // `threads` work-items (a multiple of 256), each running 8 independent FMA chains for
+  // `iterations` steps: 16 FLOP per iteration per work-item; `out` holds `threads` f32.
+  virtual void fma(const device_buffer& out, std::int64_t threads, int iterations) = 0;
+  virtual void synchronize() = 0;
+
+  // --- timing
+  // Evicts what earlier work left in the caches (untimed; enqueued before a cold sample).
+  virtual void flush_caches() = 0;
+  // One sample: `enqueue` queues the launches to time; they run back to back behind a hold of
+  // the queue where the platform has one, so that the host's launch rate is not timed.
+  virtual timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) = 0;
+  // The clock the sampling budget is spent on: wall time, or the mock's simulated clock.
+  virtual double clock_ms();
+  // The device's clocks now, where the platform reports them.
+  virtual std::optional<telemetry_reading> read_telemetry();
+
+ private:
+  friend class device_buffer;
+  virtual void release(std::uintptr_t handle, std::uint64_t bytes) noexcept = 0;
+};
+
+inline device_buffer::~device_buffer() {
+  if (m_owner) m_owner->release(m_handle, m_bytes);
+}
+
+}  // namespace kernelscan

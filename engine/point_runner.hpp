@@ -1,0 +1,54 @@
+#pragma once
+// The engine every backend runs through (DESIGN.md §3, §4): measures a sweep point on a
+// device_backend. In order: resolve the point's kernels (candidate, and the fitness baseline when
+// the job has one); check that their buffers fit the device; allocate and compile them
+// (point_kernel); verify the candidate against its reference for `verify.trials` fresh seeded
+// inputs; initialise timing inputs; sample the kernels interleaved (sample_loop); analyse the
+// result. Problems of the point (a compile error, out of memory, a refused launch, a fault)
+// become a failed row with its error type; after a fault that leaves the device unusable,
+// needs_restart() is true and the worker is replaced.
+//
+// Verification, per trial: inputs get fresh seeded values and outputs the unwritten pattern;
+// the reference runs first, on the same inputs and its own copies of the outputs, and its answer
+// is read back to the host and its copies freed; then the kernel runs and its outputs are
+// compared with that answer chunk by chunk (output_check.hpp).
+//
+// Threading: one thread (the worker's). Owns its backend.
+
+#include <memory>
+
+#include "engine/analysis.hpp"
+#include "engine/device_backend.hpp"
+#include "engine/engine.hpp"
+
+namespace kernelscan {
+
+class point_kernel;
+
+class point_runner : public engine {
+ public:
+  explicit point_runner(std::unique_ptr<device_backend> backend);
+  ~point_runner() override;
+
+  const device_info& device() const override { return m_info; }
+  point_result measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) override;
+  measured_roofline measure_roofline() override;
+  void set_roofline(const measured_roofline& roofline) override;
+  bool needs_restart() const override { return !m_backend->usable(); }
+
+  device_backend& backend() { return *m_backend; }
+
+ private:
+  void check_memory(double need, const std::string& what);
+  void init_inputs(point_kernel& k, std::uint64_t seed);
+  verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed);
+
+  std::unique_ptr<device_backend> m_backend;
+  device_info m_info;
+  analysis_context m_analysis;
+};
+
+// Error types of failed points, from what a measurement threw.
+std::string point_error_type(fault_kind kind);
+
+}  // namespace kernelscan

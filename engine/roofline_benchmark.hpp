@@ -1,0 +1,24 @@
+#pragma once
+// The empirical roofline recipe (DESIGN.md §5), written once for every backend: a cold STREAM
+// triad in f32 for bandwidth; a hot GEMM per floating dtype for compute (the device's GEMM
+// library where it has one for that dtype, else the backend's builtin kernel); an FMA kernel for
+// the vector f32 peak; i8 scaled from the datasheet by the share of its f16 peak reached (no i8
+// GEMM is measured, and the method says so).
+//
+// Each benchmark sizes itself to the device: one probe at a small size, then the size at which
+// a launch takes about k_roofline_target_ms, capped at the sizes that saturate any current GPU
+// (2^28 elements, 8192^3) and at a share of the device's memory. So a GPU runs the big
+// problems in milliseconds and a 2-core CPU spends seconds, not minutes.
+//
+// Threading: the worker's thread.
+
+#include "engine/device_backend.hpp"
+
+namespace kernelscan {
+
+inline constexpr double k_roofline_target_ms = 10;
+
+// Measures the device's ceilings; throws backend_error when a benchmark cannot run at all.
+measured_roofline run_roofline_benchmark(device_backend& backend);
+
+}  // namespace kernelscan

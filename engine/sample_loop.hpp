@@ -1,0 +1,49 @@
+#pragma once
+// The timing loop of the point runner (DESIGN.md §3, after nvbench's measure_cold and its
+// blocking kernel): warm-up, the batch decision, and adaptive sampling of one or more kernels
+// interleaved on one device (A/B/A/B...) so that drift affects them alike. Written once over
+// device_backend; the mock and every real backend time through it.
+//
+// Each sample: in cold mode the backend flushes the caches (untimed), then times `batch`
+// launches run back to back behind its queue hold. Kernels shorter than k_batch_below_us in hot
+// mode are batched to about k_batch_sample_us per sample and the time divided. Samples taken
+// while telemetry says the device throttled, or whose hold gave up, are discarded.
+//
+// Threading: the worker's thread, like the backend it drives.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/adaptive_sampler.hpp"
+#include "engine/device_backend.hpp"
+
+namespace kernelscan {
+
+inline constexpr double k_batch_below_us = 10;   // hot kernels shorter than this are batched ...
+inline constexpr double k_batch_sample_us = 50;  // ... to about this much device time per sample
+inline constexpr std::int64_t k_max_batch = 200;
+inline constexpr double k_telemetry_every_ms = 10;
+
+// A kernel to sample: how to enqueue one launch of it, and whose it is.
+struct timed_kernel {
+  std::function<void()> launch;
+  kernel_role role = kernel_role::candidate;
+  std::int64_t batch = 1;  // set by sample_interleaved()
+};
+
+// Launches per sample for a kernel whose probe samples (batch 1) had median `median_us`: 1 in
+// cold mode (each launch needs its own flush) or when it is long enough, else enough to fill
+// about k_batch_sample_us, at most k_max_batch.
+std::int64_t batch_for(double median_us, l2_mode l2);
+
+// Warms each kernel up (timing.warmup launches, at least one, so that lazy loading and
+// first-launch compilation never happen inside a timed sample), decides its batch, then samples
+// them in turn until every sampler's rule stops in the same round. One result per kernel, in
+// order; kernels[i].batch is set.
+std::vector<sampling_result> sample_interleaved(device_backend& backend,
+                                                std::span<timed_kernel> kernels,
+                                                const timing_options& timing);
+
+}  // namespace kernelscan

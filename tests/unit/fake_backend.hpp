@@ -1,0 +1,240 @@
+#pragma once
+// A device backend for the point runner's unit tests: buffers in host memory, the built-in ops
+// computed on the host, user kernels as host functions registered by entry name, a simulated
+// clock whose launches take the time a test gives them, and a log of every call so that tests
+// can check the order of what the runner did. Faults are injected by name of the call.
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/device_backend.hpp"
+#include "engine/element.hpp"
+#include "engine/fill_pattern.hpp"
+#include "engine/gemm_layout.hpp"
+
+namespace kernelscan::testing {
+
+class fake_backend final : public device_backend {
+ public:
+  // A user kernel on the host: the launch's arguments, with buffers as host pointers.
+  struct host_args {
+    std::vector<void*> buffers;                // buffer arguments, in order
+    std::vector<double> scalars;               // scalar arguments, in order, as doubles
+    const std::vector<launch_argument>* args;  // as launched
+  };
+  using host_kernel = std::function<void(const host_args&)>;
+
+  fake_backend() {
+    m_info.index = 0;
+    m_info.engine = engine_kind::opencl;
+    m_info.type = "gpu";
+    m_info.vendor = "Test";
+    m_info.name = "fake device";
+    m_info.arch = "fake";
+    m_info.compute_units = 4;
+    m_info.memory_bytes = 1ull << 30;
+    m_info.l2_bytes = 1 << 20;
+    m_info.driver = "fake driver";
+  }
+
+  // --- what tests set
+  std::map<std::string, host_kernel> kernels;    // by entry name
+  std::map<std::string, double> kernel_time_us;  // device time per launch, by entry name
+  double gemm_tflops = 10;                       // for built-in GEMMs (all dtypes)
+  double bandwidth_gbps = 100;                   // for STREAM ops
+  double fma_tflops = 5;
+  double launch_overhead_us = 2;              // added to every timed launch
+  std::map<std::string, fault_kind> fail_on;  // call name -> the fault it throws
+  bool throttled = false;
+  bool fp64 = true;  // f64 GEMMs supported
+  std::uint64_t free_bytes = 1ull << 30;
+  // False: buffers have no storage and ops only take their time (the roofline's big problems).
+  bool backing = true;
+
+  // --- what tests read
+  std::vector<std::string> log;
+  std::size_t live_buffers() const { return m_memory.size(); }
+
+  const device_info& device() const override { return m_info; }
+  device_info& info() { return m_info; }
+  double launch_latency_us() const override { return 3; }
+  std::string gemm_library() const override { return "fake BLAS"; }
+  bool supports_gemm(gemm_algorithm, dtype t) const override { return t != dtype::f64 || fp64; }
+
+  void begin_point(const point_context&) override { log.push_back("begin_point"); }
+  bool usable() const override { return !m_lost; }
+
+  std::uint64_t free_memory() override { return free_bytes; }
+  std::uint64_t max_allocation() const override { return m_info.memory_bytes; }
+  device_buffer allocate(std::uint64_t bytes) override {
+    maybe_fail("allocate");
+    const std::uintptr_t h = m_next++;
+    m_memory[h].assign(backing ? bytes : 0, 0xcd);
+    log.push_back("allocate " + std::to_string(h));
+    return device_buffer(this, h, bytes);
+  }
+  void fill(const device_buffer& b, const fill_request& f) override {
+    if (backing) fill_host(f, data(b));
+    log.push_back("fill " + std::to_string(b.handle()) + " " + kind_name(f.kind));
+  }
+  void write(const device_buffer& b, std::uint64_t offset, const void* src,
+             std::uint64_t bytes) override {
+    std::memcpy(data(b) + offset, src, bytes);
+  }
+  void read(const device_buffer& b, std::uint64_t offset, void* dst, std::uint64_t bytes) override {
+    maybe_fail("read");
+    std::memcpy(dst, data(b) + offset, bytes);
+    log.push_back("read " + std::to_string(b.handle()));
+  }
+  void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
+    std::memcpy(data(dst), data(src), bytes);
+    log.push_back("copy " + std::to_string(src.handle()) + " " + std::to_string(dst.handle()));
+  }
+
+  kernel_id compile(const custom_kernel& k) override {
+    maybe_fail("compile");
+    if (!kernels.count(k.entry)) throw compile_error("no kernel named " + k.entry);
+    m_compiled.push_back(k.entry);
+    return m_compiled.size() - 1;
+  }
+  void launch(const kernel_call& call) override {
+    const std::string& entry = m_compiled.at(call.function);
+    maybe_fail("launch");
+    host_args a;
+    std::vector<launch_argument> copy(call.args.begin(), call.args.end());
+    a.args = &copy;
+    for (std::size_t i = 0; i < call.args.size(); ++i) {
+      const auto& arg = call.args[i];
+      if (arg.what == launch_argument::kind::buffer) a.buffers.push_back(data(*arg.buffer));
+      if (arg.what == launch_argument::kind::scalar) {
+        a.scalars.push_back(load_element(call.kernel->args[i].type, arg.value.data()));
+      }
+    }
+    kernels.at(entry)(a);
+    launched("launch " + entry, kernel_time_us.count(entry) ? kernel_time_us[entry] : 10);
+  }
+  void gemm(const gemm_call& c) override {
+    maybe_fail("gemm");
+    const auto& g = *c.gemm;
+    if (g.type == dtype::f64 && !fp64) throw backend_error(fault_kind::unsupported, "no f64");
+    const gemm_strides st = strides_of(g.m, g.n, g.k, g.layout_a, g.layout_b);
+    const std::size_t w = size_of(g.type);
+    const unsigned char* a = data(*c.a);
+    const unsigned char* b = data(*c.b);
+    unsigned char* out = data(*c.c);
+    if (backing && (c.algorithm != gemm_algorithm::builtin || !skip_builtin_gemm)) {
+      for (std::int64_t i = 0; i < g.m; ++i) {
+        for (std::int64_t j = 0; j < g.n; ++j) {
+          double sum = 0;
+          for (std::int64_t p = 0; p < g.k; ++p) {
+            sum += load_element(g.type, a + std::size_t(i * st.a_row + p * st.a_col) * w) *
+                   load_element(g.type, b + std::size_t(p * st.b_row + j * st.b_col) * w);
+          }
+          double v = g.alpha * sum;
+          unsigned char* cp = out + std::size_t(i * g.n + j) * w;
+          if (g.beta != 0) v += g.beta * load_element(g.type, cp);
+          store_element(g.type, v, cp);
+        }
+      }
+    }
+    const char* what = c.algorithm == gemm_algorithm::reference ? "gemm reference"
+                       : c.algorithm == gemm_algorithm::library ? "gemm library"
+                                                                : "gemm builtin";
+    launched(what, 2.0 * double(g.m) * double(g.n) * double(g.k) / (gemm_tflops * 1e6));
+  }
+  void stream(const stream_call& c) override {
+    maybe_fail("stream");
+    const auto& s = *c.stream;
+    for (std::int64_t i = 0; backing && i < s.n; ++i) {
+      auto at = [&](const device_buffer* b) { return data(*b) + std::size_t(i) * size_of(s.type); };
+      auto get = [&](const device_buffer* b) { return load_element(s.type, at(b)); };
+      switch (s.variant) {
+        case stream_variant::copy:
+          store_element(s.type, get(c.a), at(c.c));
+          break;
+        case stream_variant::scale:
+          store_element(s.type, s.scalar * get(c.c), at(c.b));
+          break;
+        case stream_variant::add:
+          store_element(s.type, get(c.a) + get(c.b), at(c.c));
+          break;
+        case stream_variant::triad:
+          store_element(s.type, get(c.b) + s.scalar * get(c.c), at(c.a));
+          break;
+      }
+    }
+    launched(c.reference ? "stream reference" : "stream",
+             double(s.n) * 3 * double(size_of(s.type)) / (bandwidth_gbps * 1e3));
+  }
+  void fma(const device_buffer&, std::int64_t threads, int iterations) override {
+    launched("fma", double(threads) * iterations * 16 / (fma_tflops * 1e6));
+  }
+  void synchronize() override {
+    maybe_fail("synchronize");
+    log.push_back("synchronize");
+  }
+
+  void flush_caches() override { log.push_back("flush"); }
+  timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override {
+    log.push_back(role == kernel_role::candidate ? "sample candidate" : "sample baseline");
+    m_pending = 0;
+    m_timing = true;
+    enqueue();
+    m_timing = false;
+    m_clock_us += m_pending + 5;
+    return {m_pending, true};
+  }
+  double clock_ms() override { return m_clock_us / 1e3; }
+  std::optional<telemetry_reading> read_telemetry() override {
+    telemetry_reading r;
+    r.sm_clock_mhz = throttled ? 500 : 2000;
+    r.max_sm_clock_mhz = 2000;
+    return r;
+  }
+
+  bool skip_builtin_gemm = false;  // the builtin GEMM writes nothing (a wrong kernel)
+
+ private:
+  static std::string kind_name(fill_kind k) {
+    switch (k) {
+      case fill_kind::random:
+        return "random";
+      case fill_kind::value:
+        return "value";
+      case fill_kind::arange:
+        return "arange";
+      case fill_kind::unwritten:
+        return "unwritten";
+    }
+    return "?";
+  }
+  void maybe_fail(const std::string& call) {
+    auto it = fail_on.find(call);
+    if (it == fail_on.end()) return;
+    if (it->second == fault_kind::device_lost) m_lost = true;
+    throw backend_error(it->second, call + " failed (injected)");
+  }
+  void launched(const std::string& what, double us) {
+    log.push_back(what);
+    if (m_timing) m_pending += us + launch_overhead_us;
+  }
+  unsigned char* data(const device_buffer& b) { return m_memory.at(b.handle()).data(); }
+  void release(std::uintptr_t handle, std::uint64_t) noexcept override {
+    m_memory.erase(handle);
+    log.push_back("release " + std::to_string(handle));
+  }
+
+  device_info m_info;
+  std::map<std::uintptr_t, std::vector<unsigned char>> m_memory;
+  std::uintptr_t m_next = 1;
+  std::vector<std::string> m_compiled;
+  bool m_lost = false;
+  bool m_timing = false;
+  double m_pending = 0;
+  double m_clock_us = 0;
+};
+
+}  // namespace kernelscan::testing

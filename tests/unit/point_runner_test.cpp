@@ -1,0 +1,364 @@
+// The point runner against a fake backend (fake_backend.hpp): verification order and poisoning,
+// reference isolation, the batch decision, interleaving with a baseline, warm-up, error mapping,
+// the memory check, throttled samples and the roofline recipe. This is the logic every backend
+// shares, checked without a device.
+
+#include "engine/point_runner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "api/job_spec_codec.hpp"
+#include "engine/job_plan.hpp"
+#include "engine/sample_loop.hpp"
+#include "fake_backend.hpp"
+
+namespace kernelscan {
+namespace {
+
+using testing::fake_backend;
+
+// y = a*x + y over n elements; "axpy_half" writes only the first half, "axpy_none" nothing,
+// "axpy_wrong" adds 1.
+json axpy_job(const std::string& entry, int n = 1000, int trials = 3) {
+  return json::parse(R"({
+    "kernel": {"op": "custom", "language": "hip", "entry": ")" +
+                     entry + R"(",
+      "source": "extern \"C\" __global__ void k() {}",
+      "block": [256, 1, 1], "grid": [4, 1, 1],
+      "args": [{"name": "n", "type": "i32", "value": "N"},
+               {"name": "a", "type": "f32", "value": 2.0},
+               {"name": "x", "type": "f32*", "count": "N", "init": "random"},
+               {"name": "y", "type": "f32*", "count": "N", "init": "random", "output": true}],
+      "flops": "2*N", "bytes": "12*N",
+      "reference": {"op": "custom", "entry": "axpy", "source": "extern \"C\" __global__ void k() {}",
+                    "block": [256, 1, 1], "grid": [4, 1, 1]}},
+    "sweep": {"N": [)" +
+                     std::to_string(n) +
+                     R"(]},
+    "verify": {"trials": )" +
+                     std::to_string(trials) + R"(},
+    "timing": {"l2": "hot", "min_samples": 10, "max_time_ms": 50}
+  })");
+}
+
+// y = 2*x with y written only (no init: it starts as the unwritten pattern).
+json scale_job(const std::string& entry) {
+  json j = axpy_job(entry);
+  j["kernel"]["args"][3].erase("init");
+  j["kernel"]["reference"]["entry"] = "scale";
+  return j;
+}
+
+job_plan plan_of(const json& j) {
+  return compile_plan(parse_job_spec(j, spec_limits::stored()), spec_limits::stored().plan);
+}
+
+struct runner_fixture {
+  fake_backend* fake;
+  point_runner runner;
+  explicit runner_fixture(std::unique_ptr<fake_backend> f) : fake(f.get()), runner(std::move(f)) {}
+};
+
+runner_fixture make_runner() {
+  auto f = std::make_unique<fake_backend>();
+  auto axpy = [](double bias, double share) {
+    return [bias, share](const fake_backend::host_args& a) {
+      const int n = int(a.scalars[0]);
+      const double alpha = a.scalars[1];
+      auto* x = static_cast<float*>(a.buffers[0]);
+      auto* y = static_cast<float*>(a.buffers[1]);
+      for (int i = 0; i < int(n * share); ++i)
+        y[i] = float(alpha * x[i] + y[i] + bias);
+    };
+  };
+  f->kernels["axpy"] = axpy(0, 1);
+  f->kernels["axpy_wrong"] = axpy(1, 1);
+  f->kernels["axpy_half"] = axpy(0, 0.5);
+  f->kernels["axpy_none"] = axpy(0, 0);
+  // y = a*x: y is written only, so it starts as the unwritten pattern.
+  auto scale = [](double share) {
+    return [share](const fake_backend::host_args& a) {
+      const int n = int(a.scalars[0]);
+      auto* x = static_cast<float*>(a.buffers[0]);
+      auto* y = static_cast<float*>(a.buffers[1]);
+      for (int i = 0; i < int(n * share); ++i)
+        y[i] = float(a.scalars[1] * x[i]);
+    };
+  };
+  f->kernels["scale"] = scale(1);
+  f->kernels["scale_half"] = scale(0.5);
+  f->kernels["scale_none"] = scale(0);
+  f->kernel_time_us["axpy"] = 40;
+  f->kernel_time_us["axpy_wrong"] = 40;
+  f->kernel_time_us["axpy_half"] = 20;
+  f->kernel_time_us["axpy_none"] = 1;
+  return runner_fixture(std::move(f));
+}
+
+std::size_t position(const std::vector<std::string>& log, const std::string& entry,
+                     std::size_t from = 0) {
+  auto it = std::find(log.begin() + std::ptrdiff_t(from), log.end(), entry);
+  return std::size_t(it - log.begin());
+}
+
+TEST(PointRunner, ACorrectKernelPassesEveryTrial) {
+  auto t = make_runner();
+  const auto plan = plan_of(axpy_job("axpy"));
+  const auto r = t.runner.measure(plan, 0, 7);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_EQ(r.verification.trials, 3);
+  EXPECT_EQ(r.verification.max_abs_err, 0.0);
+  EXPECT_TRUE(r.flags.empty());
+  EXPECT_EQ(t.fake->live_buffers(), 0u);  // everything the point allocated is freed
+}
+
+TEST(PointRunner, EachTrialPoisonsOutputsAndRunsTheIsolatedReferenceFirst) {
+  auto t = make_runner();
+  const auto plan = plan_of(axpy_job("axpy", 1000, 2));
+  (void)t.runner.measure(plan, 0, 7);
+  const auto& log = t.fake->log;
+  // Buffers 1 (x) and 2 (y) are the kernel's; each trial refills them: x random, y random
+  // (its init), then the reference gets a copy of y, runs, is read back and freed before the
+  // kernel runs; then the kernel's y is read and compared.
+  std::size_t at = 0;
+  for (int trial = 0; trial < 2; ++trial) {
+    const std::size_t fill_x = position(log, "fill 1 random", at);
+    const std::size_t fill_y = position(log, "fill 2 random", at);
+    ASSERT_LT(fill_x, log.size()) << "trial " << trial;
+    ASSERT_LT(fill_y, log.size());
+    const std::size_t copy =
+        std::find_if(log.begin() + std::ptrdiff_t(fill_y), log.end(),
+                     [](const std::string& s) { return s.rfind("copy 2 ", 0) == 0; }) -
+        log.begin();
+    ASSERT_LT(copy, log.size());
+    const std::string copy_handle = log[copy].substr(log[copy].rfind(' ') + 1);
+    const std::size_t reference = position(log, "launch axpy", copy);
+    const std::size_t read_reference = position(log, "read " + copy_handle, reference);
+    const std::size_t freed = position(log, "release " + copy_handle, read_reference);
+    const std::size_t kernel = position(log, "launch axpy", freed);
+    const std::size_t read_kernel = position(log, "read 2", kernel);
+    EXPECT_LT(reference, read_reference);
+    EXPECT_LT(read_reference, freed);
+    EXPECT_LT(freed, kernel) << "the reference's copy must be gone before the kernel runs";
+    ASSERT_LT(read_kernel, log.size());
+    at = read_kernel + 1;
+  }
+  // Timing starts only after verification, with a fresh fill of the inputs.
+  const std::size_t first_sample = position(log, "sample candidate");
+  EXPECT_GT(first_sample, at);
+}
+
+TEST(PointRunner, UnwrittenOutputsAreCaughtThroughThePoison) {
+  auto t = make_runner();
+  const auto r = t.runner.measure(plan_of(scale_job("scale_none")), 0, 1);
+  ASSERT_EQ(r.status, point_status::ok);
+  EXPECT_EQ(r.verification.status, "failed");
+  EXPECT_EQ(r.verification.unwritten, 1000u);
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "output_not_written"), r.flags.end());
+  EXPECT_FALSE(r.fitness.correct);
+  EXPECT_EQ(r.fitness.combined_score, 0.0);
+}
+
+TEST(PointRunner, HalfWrittenAndWrongOutputsFail) {
+  auto t = make_runner();
+  EXPECT_EQ(t.runner.measure(plan_of(scale_job("scale")), 0, 1).verification.status, "passed");
+  const auto half = t.runner.measure(plan_of(scale_job("scale_half")), 0, 1);
+  EXPECT_EQ(half.verification.status, "failed");
+  EXPECT_EQ(half.verification.unwritten, 500u);
+
+  const auto wrong = t.runner.measure(plan_of(axpy_job("axpy_wrong")), 0, 1);
+  EXPECT_EQ(wrong.verification.status, "failed");
+  EXPECT_EQ(wrong.verification.unwritten, 0u);
+  EXPECT_EQ(wrong.verification.trials, 1);  // one failing trial decides
+  EXPECT_NE(wrong.verification.note.find("first at element 0"), std::string::npos)
+      << wrong.verification.note;
+  EXPECT_NE(std::find(wrong.flags.begin(), wrong.flags.end(), "verification_failed"),
+            wrong.flags.end());
+}
+
+TEST(PointRunner, NoTrialsOrNoReferenceSkipVerification) {
+  auto t = make_runner();
+  const auto none = t.runner.measure(plan_of(axpy_job("axpy", 1000, 0)), 0, 1);
+  EXPECT_EQ(none.verification.status, "skipped");
+  EXPECT_EQ(none.verification.note, "verify.trials is 0");
+  auto j = axpy_job("axpy");
+  j["kernel"].erase("reference");
+  const auto no_reference = t.runner.measure(plan_of(j), 0, 1);
+  EXPECT_EQ(no_reference.verification.status, "skipped");
+}
+
+TEST(PointRunner, WarmsUpBeforeTheFirstTimedSample) {
+  auto t = make_runner();
+  auto j = axpy_job("axpy", 1000, 0);
+  j["timing"]["warmup"] = 0;  // even then, one untimed launch
+  (void)t.runner.measure(plan_of(j), 0, 1);
+  const auto& log = t.fake->log;
+  const std::size_t first_launch = position(log, "launch axpy");
+  const std::size_t first_sample = position(log, "sample candidate");
+  EXPECT_LT(first_launch, first_sample);
+}
+
+TEST(PointRunner, BatchesShortHotKernelsOnly) {
+  EXPECT_EQ(batch_for(2.0, l2_mode::hot), 25);
+  EXPECT_EQ(batch_for(0.1, l2_mode::hot), k_max_batch);
+  EXPECT_EQ(batch_for(20.0, l2_mode::hot), 1);
+  EXPECT_EQ(batch_for(2.0, l2_mode::cold), 1);
+  EXPECT_EQ(batch_for(0.0, l2_mode::hot), 1);
+
+  auto t = make_runner();
+  t.fake->kernel_time_us["axpy"] = 1;  // 3 µs a launch with the overhead
+  const auto hot = t.runner.measure(plan_of(axpy_job("axpy", 1000, 0)), 0, 1);
+  EXPECT_EQ(hot.batch, 17);
+  EXPECT_NEAR(hot.time_us->median, 3.0, 1e-9);  // per launch, the batch divided out
+
+  auto cold_job = axpy_job("axpy", 1000, 0);
+  cold_job["timing"]["l2"] = "cold";
+  const auto cold = t.runner.measure(plan_of(cold_job), 0, 1);
+  EXPECT_EQ(cold.batch, 1);
+  // Each cold sample flushes first.
+  const auto& log = t.fake->log;
+  const std::size_t sample = position(log, "sample candidate", position(log, "begin_point", 1));
+  ASSERT_LT(sample, log.size());
+  EXPECT_EQ(log[sample - 1], "flush");
+}
+
+TEST(PointRunner, SamplesABaselineInterleavedAndPairsTheSpeedup) {
+  auto t = make_runner();
+  t.fake->kernel_time_us["axpy"] = 38;  // 40 µs with the overhead
+  t.fake->gemm_tflops = 1;
+  auto j = axpy_job("axpy", 1000, 0);
+  // The baseline: a 100 µs custom launch of the slow variant.
+  j["fitness"]["baseline"] = j["kernel"];
+  j["fitness"]["baseline"]["entry"] = "axpy_wrong";
+  j["fitness"]["baseline"].erase("reference");
+  t.fake->kernel_time_us["axpy_wrong"] = 98;
+  const auto r = t.runner.measure(plan_of(j), 0, 1);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  std::vector<std::string> roles;
+  for (const auto& e : t.fake->log) {
+    if (e.rfind("sample ", 0) == 0) roles.push_back(e);
+  }
+  // After the batch probes (three of each), strict alternation.
+  ASSERT_GT(roles.size(), 8u);
+  for (std::size_t i = 6; i + 1 < roles.size(); i += 2) {
+    EXPECT_EQ(roles[i], "sample candidate");
+    EXPECT_EQ(roles[i + 1], "sample baseline");
+  }
+  ASSERT_TRUE(r.fitness.speedup.has_value());
+  EXPECT_NEAR(*r.fitness.speedup, 100.0 / 40.0, 1e-9);
+  ASSERT_TRUE(r.fitness.baseline_us.has_value());
+  EXPECT_NEAR(*r.fitness.baseline_us, 100.0, 1e-9);
+}
+
+TEST(PointRunner, MapsFaultsToPointErrors) {
+  struct expectation {
+    const char* call;
+    fault_kind kind;
+    const char* type;
+  };
+  for (const auto& e : {expectation{"compile", fault_kind::unsupported, "unsupported"},
+                        expectation{"allocate", fault_kind::out_of_memory, "out_of_memory"},
+                        expectation{"launch", fault_kind::invalid_launch, "invalid_point"},
+                        expectation{"read", fault_kind::internal, "internal"}}) {
+    auto t = make_runner();
+    t.fake->fail_on[e.call] = e.kind;
+    const auto r = t.runner.measure(plan_of(axpy_job("axpy")), 0, 1);
+    ASSERT_EQ(r.status, point_status::failed) << e.call;
+    EXPECT_EQ(r.error->type, e.type) << e.call;
+    EXPECT_NE(r.error->message.find("(injected)"), std::string::npos);
+    EXPECT_FALSE(t.runner.needs_restart());
+    EXPECT_EQ(r.fitness.combined_score, 0.0);
+  }
+}
+
+TEST(PointRunner, ACompileErrorCarriesItsMessage) {
+  auto t = make_runner();
+  const auto r = t.runner.measure(plan_of(axpy_job("missing_entry")), 0, 1);
+  ASSERT_EQ(r.status, point_status::failed);
+  EXPECT_EQ(r.error->type, "compile_error");
+  EXPECT_EQ(r.error->message, "no kernel named missing_entry");
+}
+
+TEST(PointRunner, ALostDeviceFailsThePointAndAsksForARestart) {
+  auto t = make_runner();
+  t.fake->fail_on["synchronize"] = fault_kind::device_lost;
+  const auto r = t.runner.measure(plan_of(axpy_job("axpy")), 0, 1);
+  ASSERT_EQ(r.status, point_status::failed);
+  EXPECT_EQ(r.error->type, "device_fault");
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "device_fault"), r.flags.end());
+  EXPECT_TRUE(t.runner.needs_restart());
+  t.fake->fail_on.clear();
+  const auto next = t.runner.measure(plan_of(axpy_job("axpy")), 0, 1);
+  EXPECT_EQ(next.error->type, "device_fault");
+  EXPECT_NE(next.error->message.find("faulted earlier"), std::string::npos);
+}
+
+TEST(PointRunner, APointThatDoesNotFitTheFreeMemoryIsOutOfMemory) {
+  auto t = make_runner();
+  t.fake->free_bytes = 4000;  // the point needs 3 × 4000 bytes (x, y and the reference's y)
+  const auto r = t.runner.measure(plan_of(axpy_job("axpy")), 0, 1);
+  ASSERT_EQ(r.status, point_status::failed);
+  EXPECT_EQ(r.error->type, "out_of_memory");
+  EXPECT_NE(r.error->message.find("needs"), std::string::npos) << r.error->message;
+  EXPECT_EQ(t.fake->live_buffers(), 0u);
+
+  auto big = make_runner();
+  big.fake->info().memory_bytes = 2000;  // the largest allocation: x alone needs 4000 bytes
+  const auto one = big.runner.measure(plan_of(axpy_job("axpy")), 0, 1);
+  ASSERT_EQ(one.status, point_status::failed);
+  EXPECT_EQ(one.error->type, "out_of_memory");
+  EXPECT_NE(one.error->message.find("allocates at most"), std::string::npos) << one.error->message;
+}
+
+TEST(PointRunner, ThrottledSamplesAreDiscarded) {
+  auto t = make_runner();
+  t.fake->throttled = true;
+  const auto r = t.runner.measure(plan_of(axpy_job("axpy", 1000, 0)), 0, 1);
+  ASSERT_EQ(r.status, point_status::failed);
+  EXPECT_NE(r.error->message.find("discarded"), std::string::npos);
+}
+
+TEST(PointRunner, TheRooflineRecipeMeasuresTheDeviceItRunsOn) {
+  auto fast = std::make_unique<fake_backend>();
+  fast->bandwidth_gbps = 3000;
+  fast->gemm_tflops = 500;
+  fast->fma_tflops = 60;
+  fast->free_bytes = 80ull << 30;
+  fast->info().memory_bytes = 80ull << 30;
+  fast->backing = false;
+  fake_backend* f = fast.get();
+  point_runner gpu(std::move(fast));
+  const auto r = gpu.measure_roofline();
+  // The triad's three arrays and the GEMMs' operands reach their caps on a fast device.
+  EXPECT_NE(r.method.find("stream triad 2^28 f32"), std::string::npos) << r.method;
+  EXPECT_NE(r.method.find("f16 library 8192^3"), std::string::npos) << r.method;
+  // The ceilings come back as measured (the launch overhead is part of each launch).
+  EXPECT_GT(r.peaks.bandwidth_gbps, 3000 * 0.97);
+  EXPECT_LT(r.peaks.bandwidth_gbps, 3000 * 1.0001);
+  EXPECT_GT(r.peaks.f32_tflops, 500 * 0.97);
+  EXPECT_GT(r.peaks.vector_f32_tflops, 60 * 0.97);
+  EXPECT_EQ(r.peaks.i8_tops, 0.0);  // no datasheet to scale from
+  EXPECT_EQ(gpu.device().measured->peaks.bandwidth_gbps, r.peaks.bandwidth_gbps);
+  EXPECT_NE(std::find(f->log.begin(), f->log.end(), "fma"), f->log.end());
+
+  // A slow device without f64 gets smaller problems and no f64 ceiling.
+  auto slow = std::make_unique<fake_backend>();
+  slow->bandwidth_gbps = 10;
+  slow->gemm_tflops = 0.05;
+  slow->fp64 = false;
+  slow->backing = false;
+  point_runner cpu(std::move(slow));
+  const auto s = cpu.measure_roofline();
+  EXPECT_EQ(s.peaks.f64_tflops, 0.0);
+  EXPECT_NE(s.method.find("f64 not supported"), std::string::npos) << s.method;
+  EXPECT_EQ(s.method.find("8192^3"), std::string::npos) << s.method;
+  EXPECT_EQ(s.method.find("2^28"), std::string::npos) << s.method;
+  EXPECT_GT(s.peaks.f32_tflops, 0.05 * 0.9);
+}
+
+}  // namespace
+}  // namespace kernelscan
