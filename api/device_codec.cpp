@@ -7,6 +7,7 @@ namespace kernelscan {
 json to_json(const device_info& d) {
   json j = {{"index", d.index},
             {"engine", to_string(d.engine)},
+            {"type", d.type},
             {"vendor", d.vendor},
             {"name", d.name},
             {"arch", d.arch},
@@ -16,7 +17,8 @@ json to_json(const device_info& d) {
             {"memory_bytes", d.memory_bytes},
             {"l2_bytes", d.l2_bytes},
             {"llc_bytes", d.llc_bytes},
-            {"driver", d.driver}};
+            {"driver", d.driver},
+            {"pci_bus_id", d.pci_bus_id.empty() ? json(nullptr) : json(d.pci_bus_id)}};
   j["datasheet"] = d.datasheet ? to_json(*d.datasheet) : json(nullptr);
   j["measured"] = d.measured ? to_json(*d.measured) : json(nullptr);
   return j;
@@ -57,7 +59,8 @@ device_info device_info_from_json(const json& j) {
     device_info d;
     d.index = j.at("index").get<int>();
     const auto engine = j.at("engine").get<std::string>();
-    d.engine = engine == "hip" ? engine_kind::hip : engine_kind::mock;
+    d.engine = parse_engine_kind(engine).value_or(engine_kind::mock);
+    d.type = j.value("type", std::string("gpu"));
     d.vendor = j.at("vendor").get<std::string>();
     d.name = j.at("name").get<std::string>();
     d.arch = j.at("arch").get<std::string>();
@@ -68,6 +71,9 @@ device_info device_info_from_json(const json& j) {
     d.l2_bytes = j.at("l2_bytes").get<std::uint64_t>();
     d.llc_bytes = j.at("llc_bytes").get<std::uint64_t>();
     d.driver = j.at("driver").get<std::string>();
+    if (j.contains("pci_bus_id") && j["pci_bus_id"].is_string()) {
+      d.pci_bus_id = j["pci_bus_id"].get<std::string>();
+    }
     if (const auto& p = j.at("datasheet"); !p.is_null()) d.datasheet = device_peaks_from_json(p);
     if (j.contains("measured") && !j["measured"].is_null()) {
       d.measured = measured_roofline_from_json(j["measured"]);

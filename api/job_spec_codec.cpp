@@ -44,7 +44,8 @@ class spec_parser {
     if (const json* labels = r.get("labels")) spec.labels = parse_labels(*labels, "labels");
     spec.engine = r.choice<engine_kind>("engine", {{"auto", engine_kind::any},
                                                    {"mock", engine_kind::mock},
-                                                   {"hip", engine_kind::hip}})
+                                                   {"hip", engine_kind::hip},
+                                                   {"opencl", engine_kind::opencl}})
                       .value_or(engine_kind::any);
     if (const json* device = r.get("device")) {
       if (device->is_string() && device->get<std::string>() == "any") {
@@ -490,8 +491,24 @@ class spec_parser {
     return out;
   }
 
-  static bool option_allowed(const std::string& o) {
-    if (o == "-O0" || o == "-O1" || o == "-O2" || o == "-O3" || o == "-ffast-math") return true;
+  // OpenCL C's build options that change code generation only (no paths, no files).
+  static bool opencl_option_allowed(const std::string& o) {
+    static const char* const flags[] = {"-cl-std=CL1.0",        "-cl-std=CL1.1",
+                                        "-cl-std=CL1.2",        "-cl-std=CL2.0",
+                                        "-cl-std=CL3.0",        "-cl-fast-relaxed-math",
+                                        "-cl-mad-enable",       "-cl-no-signed-zeros",
+                                        "-cl-finite-math-only", "-cl-unsafe-math-optimizations",
+                                        "-cl-denorms-are-zero", "-cl-single-precision-constant",
+                                        "-cl-opt-disable",      "-w"};
+    return std::find(std::begin(flags), std::end(flags), o) != std::end(flags);
+  }
+
+  static bool option_allowed(const std::string& language, const std::string& o) {
+    if (language == "opencl") {
+      if (opencl_option_allowed(o)) return true;
+    } else if (o == "-O0" || o == "-O1" || o == "-O2" || o == "-O3" || o == "-ffast-math") {
+      return true;
+    }
     if (o.rfind("-D", 0) != 0) return false;
     const std::string def = o.substr(2);
     const auto eq = def.find('=');
@@ -507,7 +524,8 @@ class spec_parser {
 
   std::optional<custom_kernel> parse_launch(object_reader& r) {
     custom_kernel k;
-    k.language = r.choice<std::string>("language", {{"hip", "hip"}}).value_or("hip");
+    k.language =
+        r.choice<std::string>("language", {{"hip", "hip"}, {"opencl", "opencl"}}).value_or("hip");
     auto source = r.string("source", m_limits.max_source_bytes, true);
     if (source) {
       const std::string& text = *source;
@@ -535,11 +553,17 @@ class spec_parser {
           const auto& o = (*opts)[i];
           if (!o.is_string()) {
             error(index_path(field, i), "must be a string");
-          } else if (!option_allowed(o.get<std::string>())) {
+          } else if (!option_allowed(k.language, o.get<std::string>())) {
             error(index_path(field, i),
-                  "\"" + o.get<std::string>() +
-                      "\" is not an allowed option (allowed: -O0..-O3, -ffast-math, -DNAME, "
-                      "-DNAME=VALUE)");
+                  "\"" + o.get<std::string>() + "\" is not an allowed option for language " +
+                      k.language +
+                      (k.language == "opencl"
+                           ? " (allowed: -cl-std=CL1.0..CL3.0, -cl-fast-relaxed-math, "
+                             "-cl-mad-enable, -cl-no-signed-zeros, -cl-finite-math-only, "
+                             "-cl-unsafe-math-optimizations, -cl-denorms-are-zero, "
+                             "-cl-single-precision-constant, -cl-opt-disable, -w, -DNAME, "
+                             "-DNAME=VALUE)"
+                           : " (allowed: -O0..-O3, -ffast-math, -DNAME, -DNAME=VALUE)"));
           } else {
             k.compile_options.push_back(o.get<std::string>());
           }
@@ -582,6 +606,7 @@ class spec_parser {
                                             {"ones", arg_init::ones},
                                             {"arange", arg_init::arange}});
     auto output = r.boolean("output");
+    auto local = r.boolean("local");
     auto value = num_field(r, "value", false);
     r.finish();
     if (!ok) return std::nullopt;
@@ -595,11 +620,18 @@ class spec_parser {
       a.count = *count;
       a.init = init.value_or(arg_init::none);
       a.output = output.value_or(false);
+      a.local = local.value_or(false);
+      if (a.local && (init || a.output)) {
+        r.error(init ? "init" : "output",
+                "is for buffers in device memory; a local argument is work-group scratch memory "
+                "that no one initialises or reads back");
+      }
     } else {
-      if (has_count || init || output) {
+      if (has_count || init || output || local) {
         r.error(has_count ? "count"
                 : init    ? "init"
-                          : "output",
+                : output  ? "output"
+                          : "local",
                 "is for buffer arguments (types ending in *); a scalar has value");
       }
       if (!has_value) {
@@ -701,6 +733,21 @@ class spec_parser {
         }
       }
     }
+    if (launch && launch->language != "opencl") {
+      for (std::size_t i = 0; i < c.args.size(); ++i) {
+        if (c.args[i].local) {
+          error(join_path(index_path(r.field("args"), i), "local"),
+                "local memory arguments are OpenCL's; a " + launch->language +
+                    " kernel takes dynamic shared memory through shared_bytes");
+          args_ok = false;
+        }
+      }
+    }
+    if (launch && launch->language == "opencl" && launch->shared_bytes != int_expr::of(0)) {
+      error(r.field("shared_bytes"),
+            "is HIP's dynamic shared memory; an OpenCL kernel takes work-group local memory as "
+            "an argument with \"local\": true");
+    }
     if (!launch || !args_ok) return std::nullopt;
     c.kernel = std::move(*launch);
     return c;
@@ -771,6 +818,7 @@ json custom_json(const custom_spec& c) {
       arg["count"] = int_json(a.count);
       if (a.init != arg_init::none) arg["init"] = to_string(a.init);
       arg["output"] = a.output;
+      if (a.local) arg["local"] = true;
     } else {
       arg["value"] = num_json(a.value);
     }

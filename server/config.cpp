@@ -4,9 +4,9 @@
 
 namespace kernelscan {
 
-bool serves_mock_devices(const serve_config& config, std::size_t gpus_found) {
+bool serves_mock_devices(const serve_config& config, std::size_t devices_served) {
   return config.engine == "mock" || config.engine == "all" ||
-         (config.engine == "auto" && gpus_found == 0);
+         (config.engine == "auto" && devices_served == 0);
 }
 
 std::pair<std::string, int> split_listen(const std::string& listen) {

@@ -12,7 +12,7 @@ namespace kernelscan {
 struct serve_config {
   std::string listen = "127.0.0.1:8080";
   std::string data_dir = "kernelscan-data";
-  std::string engine = "auto";  // auto, hip, mock, all
+  std::string engine = "auto";  // auto, hip, opencl, mock, all (device_selection.hpp)
   int mock_devices = 1;
   std::string mock_model = "MI300X";
   std::string log_level = "info";
@@ -36,8 +36,8 @@ struct serve_config {
 };
 
 struct worker_config {
-  int device = 0;      // the GPU ordinal (hip) or the device index (mock)
-  bool probe = false;  // report the GPUs found as ready lines, then exit
+  int device = 0;      // the GPU ordinal (hip), OpenCL device number, or mock device index
+  bool probe = false;  // report the HIP and OpenCL devices found as ready lines, then exit
   std::string engine = "mock";
   std::string mock_model = "MI300X";
   bool allow_fault_injection = false;
@@ -45,9 +45,9 @@ struct worker_config {
   std::string log_format = "text";
 };
 
-// Whether the daemon serves mock devices, given how many GPUs its probe found (--engine: mock
-// and all always do, auto when there is no GPU, hip never).
-bool serves_mock_devices(const serve_config& config, std::size_t gpus_found);
+// Whether the daemon serves mock devices, given how many real devices it serves (--engine: mock
+// and all always do, auto when there is none, hip and opencl never).
+bool serves_mock_devices(const serve_config& config, std::size_t devices_served);
 
 // Splits "HOST:PORT"; throws std::invalid_argument naming the problem.
 std::pair<std::string, int> split_listen(const std::string& listen);

@@ -13,6 +13,7 @@
 
 #include "api/worker_protocol.hpp"
 #include "engine/device_catalog.hpp"
+#include "server/device_selection.hpp"
 #include "server/http_api.hpp"
 #include "server/job_waiters.hpp"
 #include "server/logging.hpp"
@@ -36,12 +37,12 @@ std::string self_executable() {
   return p.string();
 }
 
-// The GPUs a worker's runtime sees, asked of a child process (`worker --probe`): a GPU runtime
-// may abort or hang a process that finds no usable device, and the daemon must not be it.
-// Whatever goes wrong there means no GPUs, logged.
-std::vector<device_info> probe_gpus(const serve_config& config) {
+// The devices a worker's runtimes see (HIP GPUs, OpenCL devices), asked of a child process
+// (`worker --probe`): a GPU runtime or OpenCL driver may abort or hang a process that finds no
+// usable device, and the daemon must not be it. Whatever goes wrong there means no devices,
+// logged.
+std::vector<device_info> probe_devices(const serve_config& config) {
   std::vector<device_info> found;
-#ifdef KERNELSCAN_HAVE_GPU
   asio::io_context io;
   asio::steady_timer deadline(io);
   std::string end;
@@ -58,7 +59,7 @@ std::vector<device_info> probe_gpus(const serve_config& config) {
               found.push_back(std::move(msg.device));
             }
           } catch (const std::exception& e) {
-            spdlog::warn("GPU probe: unreadable line: {}", e.what());
+            spdlog::warn("device probe: unreadable line: {}", e.what());
           }
         },
         [&](const std::string& how) {
@@ -66,7 +67,7 @@ std::vector<device_info> probe_gpus(const serve_config& config) {
           deadline.cancel();
         });
   } catch (const std::exception& e) {
-    spdlog::warn("GPU probe: cannot start it: {}; no GPUs", e.what());
+    spdlog::warn("device probe: cannot start it: {}; serving no GPU or OpenCL device", e.what());
     return found;
   }
   deadline.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -78,12 +79,9 @@ std::vector<device_info> probe_gpus(const serve_config& config) {
   });
   io.run();
   if (end != "exited with status 0") {
-    spdlog::warn("GPU probe {}; serving no GPUs", end);
+    spdlog::warn("device probe {}; serving no GPU or OpenCL device", end);
     found.clear();
   }
-#else
-  (void)config;
-#endif
   return found;
 }
 
@@ -152,8 +150,13 @@ int run_serve(serve_config config) {
   }
 
   std::vector<device_info> gpus;
-  if (config.engine != "mock") gpus = probe_gpus(config);
+  if (config.engine != "mock") gpus = select_devices(config.engine, probe_devices(config));
   if (config.engine == "hip" && gpus.empty()) fatal("--engine hip: no GPU found (see the log)");
+  if (config.engine == "opencl" && gpus.empty()) {
+    fatal(
+        "--engine opencl: no OpenCL device found (install an OpenCL driver: PoCL runs on the "
+        "CPU, Debian package pocl-opencl-icd; see the log)");
+  }
 
   asio::io_context io;
   job_waiters waiters;

@@ -3,10 +3,12 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -342,22 +344,37 @@ struct http_api::impl {
   // The devices a spec could run on; checks engine and device against what exists.
   std::uint64_t check_placement(const job_spec& spec) {
     const auto devices = sched.devices();
+    const auto languages = kernel_languages(spec);
     std::uint64_t max_memory = 0;
-    bool any = false;
+    bool any = false, placed_but_language = false;
     for (const auto& d : devices) {
       const bool engine_ok = spec.engine == engine_kind::any || spec.engine == d.info.engine;
       const bool device_ok = !spec.device || *spec.device == d.info.index;
-      if (engine_ok && device_ok) {
+      const bool language_ok = std::all_of(languages.begin(), languages.end(), [&](const auto& l) {
+        return runs_language(d.info.engine, l);
+      });
+      if (engine_ok && device_ok && !language_ok) placed_but_language = true;
+      if (engine_ok && device_ok && language_ok) {
         any = true;
         max_memory = std::max(max_memory, d.info.memory_bytes);
       }
     }
     if (!any) {
       std::vector<field_error> errors;
-      if (spec.engine == engine_kind::hip) {
-        errors.push_back({"engine", "this daemon has no HIP device (it runs " +
-                                        std::to_string(devices.size()) + " mock device" +
-                                        (devices.size() == 1 ? "" : "s") + ")"});
+      std::map<std::string, int> kinds;
+      for (const auto& d : devices)
+        ++kinds[std::string(to_string(d.info.engine))];
+      std::string have;
+      for (const auto& [kind, n] : kinds)
+        have += (have.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+      if (placed_but_language) {
+        errors.push_back({"kernel.language",
+                          "no device this job may run on runs its kernels' "
+                          "language (this daemon's devices: " +
+                              have + ")"});
+      } else if (spec.engine != engine_kind::any && !spec.device) {
+        errors.push_back({"engine", "this daemon has no " + std::string(to_string(spec.engine)) +
+                                        " device (its devices: " + have + ")"});
       } else if (spec.device) {
         errors.push_back({"device", "no device " + std::to_string(*spec.device) + " with engine " +
                                         std::string(to_string(spec.engine)) + "; this daemon has " +

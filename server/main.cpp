@@ -176,9 +176,10 @@ int main(int argc, char** argv) {
       "KERNELSCAN_DATA_DIR");
   env(serve
           ->add_option("--engine", sc.engine,
-                       "Devices to serve: auto (the GPUs found, else mock devices), hip (GPUs "
-                       "only), mock, or all (GPUs and mock devices)")
-          ->check(CLI::IsMember({"auto", "hip", "mock", "all"})),
+                       "Devices to serve: auto (the GPUs found through HIP or OpenCL, else mock "
+                       "devices), hip (HIP GPUs only), opencl (every OpenCL device, CPUs "
+                       "included), mock, or all (every device found, and mock devices)")
+          ->check(CLI::IsMember({"auto", "hip", "opencl", "mock", "all"})),
       "KERNELSCAN_ENGINE");
   env(serve->add_option("--mock-devices", sc.mock_devices, "Number of mock devices"),
       "KERNELSCAN_MOCK_DEVICES");
@@ -254,9 +255,9 @@ int main(int argc, char** argv) {
   auto* worker = app.add_subcommand("worker", "Serve one device for the daemon (internal)");
   worker->group("");  // not listed in --help: never started by hand
   auto* device = worker->add_option("--device", wc.device);
-  auto* probe = worker->add_flag("--probe", wc.probe, "Report the GPUs found, then exit");
+  auto* probe = worker->add_flag("--probe", wc.probe, "Report the devices found, then exit");
   device->excludes(probe);
-  worker->add_option("--engine", wc.engine)->check(CLI::IsMember({"mock", "hip"}));
+  worker->add_option("--engine", wc.engine)->check(CLI::IsMember({"mock", "hip", "opencl"}));
   worker->add_option("--mock-model", wc.mock_model);
   worker->add_option("--log-level", wc.log_level);
   worker->add_option("--log-format", wc.log_format);

@@ -112,7 +112,7 @@ struct scheduler::outstanding_point {
 struct scheduler::device_slot {
   device_slot(asio::io_context& io, int i) : index(i), watchdog(io), restart_timer(io) {}
   int index;
-  int ordinal = 0;  // the GPU's number in its runtime (hip), or the mock device's index
+  int ordinal = 0;  // the device's number in its runtime (hip, opencl), or the mock's index
   device_info info;
   device_state state = device_state::starting;
   std::unique_ptr<worker_process> proc;
@@ -203,13 +203,12 @@ void scheduler::start() {
 }
 
 std::vector<std::string> scheduler::worker_argv(const device_slot& slot) const {
-  const bool gpu = slot.info.engine == engine_kind::hip;
   std::vector<std::string> argv{m_config.worker_executable,
                                 "worker",
                                 "--device",
                                 std::to_string(slot.ordinal),
                                 "--engine",
-                                gpu ? "hip" : "mock",
+                                std::string(to_string(slot.info.engine)),
                                 "--mock-model",
                                 m_config.mock_model,
                                 "--log-level",

@@ -18,6 +18,7 @@
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
 #include "engine/mock_engine.hpp"
+#include "engine/opencl/opencl_backend.hpp"
 #ifdef KERNELSCAN_HAVE_GPU
 #include "engine/hip/hip_engine.hpp"
 #endif
@@ -114,6 +115,14 @@ std::unique_ptr<engine> make_engine(const worker_config& config) {
     std::exit(2);
 #endif
   }
+  if (config.engine == "opencl") {
+    try {
+      return make_opencl_engine(config.device);
+    } catch (const std::exception& e) {
+      spdlog::critical("worker: OpenCL device {} cannot be opened: {}", config.device, e.what());
+      std::exit(2);
+    }
+  }
   if (config.engine != "mock") {
     spdlog::critical("worker: engine \"{}\" is not built into this binary", config.engine);
     std::exit(2);
@@ -140,12 +149,15 @@ int run_worker(const worker_config& config) {
 
   const int out = take_protocol_fd();
   if (config.probe) {
-    // One ready line per GPU found; none in a build without the GPU engine.
+    // One ready line per device found: the GPUs of the HIP engine (none in a build without
+    // it), then every OpenCL device.
     std::string lines;
 #ifdef KERNELSCAN_HAVE_GPU
     for (const auto& d : discover_gpus())
       lines += worker_protocol::ready_line(d);
 #endif
+    for (const auto& d : discover_opencl_devices())
+      lines += worker_protocol::ready_line(d);
     return write_all(out, lines) ? 0 : 1;
   }
   auto eng = make_engine(config);

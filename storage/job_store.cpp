@@ -54,6 +54,7 @@ std::map<std::string, std::string> decode_labels(std::string_view text) {
 engine_kind parse_engine(std::string_view s) {
   if (s == "mock") return engine_kind::mock;
   if (s == "hip") return engine_kind::hip;
+  if (s == "opencl") return engine_kind::opencl;
   if (s == "import") return engine_kind::imported;
   return engine_kind::any;
 }

@@ -1,0 +1,198 @@
+#include "engine/opencl/builtin_kernels.hpp"
+
+namespace kernelscan::opencl {
+
+// The OpenCL backend's own kernels, in OpenCL C 1.2, built once per element type with the macros
+// of element_macros(). They compute exactly what the HIP engine's kernels (engine/hip/kernels.hip)
+// and fill_pattern.hpp define.
+const char* const k_builtin_source = R"CLC(
+#ifdef KS_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double ref_t;
+#else
+typedef float ref_t;
+#endif
+
+inline ulong ks_mix64(ulong x) {
+  x += 0x9e3779b97f4a7c15UL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9UL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebUL;
+  return x ^ (x >> 31);
+}
+
+inline ushort ks_to_bf16(float v) {
+  uint x = as_uint(v);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
+  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+inline float ks_from_bf16(ushort v) { return as_float(((uint)v) << 16); }
+
+/* Element i of a random fill (fill_pattern.hpp). */
+__kernel void fill_random(__global T* p, long n, ulong seed) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    ulong r = ks_mix64(seed ^ ks_mix64((ulong)i));
+#if KS_FLOATING
+    float u = (float)(r >> 40) * (1.0f / 16777216.0f);
+    STORE(p, i, 2.0f * u - 1.0f);
+#elif KS_SIGNED
+    STORE(p, i, (ACC)((long)(r >> 60) - 8));
+#else
+    STORE(p, i, (ACC)(r >> 60));
+#endif
+  }
+}
+
+__kernel void fill_arange(__global T* p, long n) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) STORE(p, i, (ACC)i);
+}
+
+/* copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c. */
+__kernel void stream_op(int variant, long n, ACC s, __global T* a, __global T* b, __global T* c) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    switch (variant) {
+      case 0: STORE(c, i, LOAD(a, i)); break;
+      case 1: STORE(b, i, s * LOAD(c, i)); break;
+      case 2: STORE(c, i, LOAD(a, i) + LOAD(b, i)); break;
+      default: STORE(a, i, LOAD(b, i) + s * LOAD(c, i)); break;
+    }
+  }
+}
+
+/* The same arithmetic written independently: one element per work-item, in ref_t. */
+__kernel void stream_reference(int variant, long n, ref_t s, __global T* a, __global T* b,
+                               __global T* c) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  if (variant == 0) STORE(c, i, (ref_t)LOAD(a, i));
+  if (variant == 1) STORE(b, i, s * (ref_t)LOAD(c, i));
+  if (variant == 2) STORE(c, i, (ref_t)LOAD(a, i) + (ref_t)LOAD(b, i));
+  if (variant == 3) STORE(a, i, (ref_t)LOAD(b, i) + s * (ref_t)LOAD(c, i));
+}
+
+/* C (m x n, row-major) = alpha*A*B + beta*C; A(i,p) = a[i*sai + p*sap], B(p,j) = b[p*sbp + j*sbj].
+   64x64 tiles through local memory, 16x16 work-items of 4x4 outputs each. */
+#define KS_TILE 64
+#define KS_TILE_K 16
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void gemm_tiled(long m, long n, long k, __global const T* a, long sai, long sap,
+                __global const T* b, long sbp, long sbj, __global T* c, ACC alpha, ACC beta) {
+  __local ACC as[KS_TILE_K][KS_TILE + 1];
+  __local ACC bs[KS_TILE_K][KS_TILE + 1];
+  const int t = (int)get_local_id(0);
+  const int tx = t % 16, ty = t / 16;
+  const long row0 = (long)get_group_id(1) * KS_TILE;
+  const long col0 = (long)get_group_id(0) * KS_TILE;
+  ACC acc[4][4];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0;
+  for (long p0 = 0; p0 < k; p0 += KS_TILE_K) {
+    for (int l = t; l < KS_TILE * KS_TILE_K; l += 256) {
+      const int r = l / KS_TILE_K, q = l % KS_TILE_K;
+      const long gi = row0 + r, gp = p0 + q;
+      as[q][r] = (gi < m && gp < k) ? (ACC)LOAD(a, gi * sai + gp * sap) : (ACC)0;
+      const int qb = l / KS_TILE, jb = l % KS_TILE;
+      const long gpb = p0 + qb, gj = col0 + jb;
+      bs[qb][jb] = (gpb < k && gj < n) ? (ACC)LOAD(b, gpb * sbp + gj * sbj) : (ACC)0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int q = 0; q < KS_TILE_K; ++q) {
+      ACC av[4], bv[4];
+      for (int i = 0; i < 4; ++i) {
+        av[i] = as[q][ty + 16 * i];
+        bv[i] = bs[q][tx + 16 * i];
+      }
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const long gi = row0 + ty + 16 * i, gj = col0 + tx + 16 * j;
+      if (gi >= m || gj >= n) continue;
+      ACC v = alpha * acc[i][j];
+      if (beta != (ACC)0) v += beta * (ACC)LOAD(c, gi * n + gj); /* beta 0: C is not read */
+      STORE(c, gi * n + gj, v);
+    }
+  }
+}
+
+/* One work-item per output, accumulating in ref_t: slow, simple, the answer others are checked
+   against. */
+__kernel void gemm_reference(long m, long n, long k, __global const T* a, long sai, long sap,
+                             __global const T* b, long sbp, long sbj, __global T* c, ref_t alpha,
+                             ref_t beta) {
+  const long id = get_global_id(0);
+  if (id >= m * n) return;
+  const long i = id / n, j = id % n;
+  ref_t sum = 0;
+  for (long p = 0; p < k; ++p)
+    sum += (ref_t)LOAD(a, i * sai + p * sap) * (ref_t)LOAD(b, p * sbp + j * sbj);
+  ref_t v = alpha * sum;
+  if (beta != (ref_t)0) v += beta * (ref_t)LOAD(c, i * n + j);
+  STORE(c, i * n + j, v);
+}
+
+/* Writes every word of the cache flush buffer (in parallel, unlike a byte-pattern fill). */
+__kernel void flush_caches(__global ulong* p, long n, ulong v) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) p[i] = v + (ulong)i;
+}
+
+/* 8 independent FMA chains per work-item: 16 FLOP per iteration. */
+__kernel void fma_peak(__global float* out, int iterations) {
+  float x[8];
+  for (int i = 0; i < 8; ++i) x[i] = (float)(get_local_id(0) + i) * 1e-3f;
+  const float y = 0.999f, z = 1e-4f;
+  for (int it = 0; it < iterations; ++it) {
+    for (int i = 0; i < 8; ++i) x[i] = fma(x[i], y, z);
+  }
+  float s = 0;
+  for (int i = 0; i < 8; ++i) s += x[i];
+  out[get_global_id(0)] = s;
+}
+)CLC";
+
+std::string element_prelude(dtype t, bool fp64) {
+  // T: how the type is stored; ACC: what kernels compute in (f64 for 32- and 64-bit types other
+  // than f32 where the device has it, f32 otherwise, as on HIP); LOAD and STORE convert.
+  std::string d = fp64 ? "#define KS_FP64 1\n" : "";
+  const std::string wide = fp64 ? "double" : "float";
+  auto floating = [&](const std::string& type, const std::string& acc, const std::string& load,
+                      const std::string& store) {
+    return d + "#define T " + type + "\n#define ACC " + acc +
+           "\n#define KS_FLOATING 1\n#define KS_SIGNED 1\n#define LOAD(p, i) " + load +
+           "\n#define STORE(p, i, v) " + store + "\n";
+  };
+  auto integer = [&](const std::string& type, const std::string& acc, bool is_signed) {
+    return d + "#define T " + type + "\n#define ACC " + acc +
+           "\n#define KS_FLOATING 0\n#define KS_SIGNED " + (is_signed ? "1" : "0") +
+           "\n#define LOAD(p, i) ((ACC)(p)[i])\n#define STORE(p, i, v) ((p)[i] = convert_" + type +
+           "_sat_rtz((ACC)(v)))\n";
+  };
+  switch (t) {
+    case dtype::f32:
+      return floating("float", "float", "((p)[i])", "((p)[i] = (float)(v))");
+    case dtype::f64:
+      return floating("double", "double", "((p)[i])", "((p)[i] = (double)(v))");
+    case dtype::f16:
+      return floating("half", "float", "vload_half((i), (p))",
+                      "vstore_half_rte((float)(v), (i), (p))");
+    case dtype::bf16:
+      return floating("ushort", "float", "ks_from_bf16((p)[i])",
+                      "((p)[i] = ks_to_bf16((float)(v)))");
+    case dtype::i64:
+      return integer("long", wide, true);
+    case dtype::i32:
+      return integer("int", wide, true);
+    case dtype::u32:
+      return integer("uint", wide, false);
+    case dtype::i8:
+      return integer("char", "float", true);
+    case dtype::u8:
+      return integer("uchar", "float", false);
+  }
+  return "";
+}
+
+}  // namespace kernelscan::opencl

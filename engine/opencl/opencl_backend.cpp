@@ -1,0 +1,808 @@
+// The OpenCL backend (opencl_backend.hpp): the platform calls of device_backend on OpenCL 1.2.
+//
+// A timed sample: a user event holds the in-order queue (a barrier waits on it) while the host
+// queues the launches, then the host completes it; so the launches run back to back whatever
+// the host's enqueue rate, as behind the HIP backend's blocking kernel. The time is the device's
+// profiling clock from the start of the first command of the sample to the end of the last.
+
+#define CL_TARGET_OPENCL_VERSION 120
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include "engine/opencl/opencl_backend.hpp"
+
+#include <CL/cl.h>
+#include <clblast_c.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/device_catalog.hpp"
+#include "engine/element.hpp"
+#include "engine/gemm_layout.hpp"
+#include "engine/hip/telemetry.hpp"
+#include "engine/opencl/builtin_kernels.hpp"
+#include "engine/opencl/opencl_errors.hpp"
+#include "engine/point_kernel.hpp"
+#include "engine/point_runner.hpp"
+
+namespace kernelscan {
+namespace {
+
+using opencl::cl_phase;
+
+// Vendor extensions that describe a device (cl_ext.h values, declared here so that any
+// OpenCL headers build this file).
+constexpr cl_device_info k_compute_capability_major_nv = 0x4000;
+constexpr cl_device_info k_compute_capability_minor_nv = 0x4001;
+constexpr cl_device_info k_pci_bus_id_nv = 0x4008;
+constexpr cl_device_info k_pci_slot_id_nv = 0x4009;
+constexpr cl_device_info k_pci_domain_id_nv = 0x400A;
+constexpr cl_device_info k_topology_amd = 0x4037;
+constexpr cl_device_info k_board_name_amd = 0x4038;
+constexpr cl_device_info k_pci_bus_info_khr = 0x410F;
+
+constexpr std::size_t k_max_programs = 256;  // user programs cached before the cache starts over
+constexpr int k_block = 256;
+constexpr std::int64_t k_max_groups = 65536;  // grid-stride loops cover the rest
+constexpr std::uint64_t k_max_cpu_flush = 256ull << 20;
+
+[[noreturn]] void fail(cl_int status, const std::string& what, cl_phase phase) {
+  throw backend_error(opencl::classify_cl_status(status, phase),
+                      what + ": " + opencl::cl_status_name(status));
+}
+
+void check(cl_int status, const char* what, cl_phase phase = cl_phase::enqueue) {
+  if (status != CL_SUCCESS) fail(status, what, phase);
+}
+
+// Owners of OpenCL objects.
+struct release_mem {
+  void operator()(cl_mem m) const { clReleaseMemObject(m); }
+};
+struct release_event {
+  void operator()(cl_event e) const { clReleaseEvent(e); }
+};
+struct release_kernel {
+  void operator()(cl_kernel k) const { clReleaseKernel(k); }
+};
+struct release_program {
+  void operator()(cl_program p) const { clReleaseProgram(p); }
+};
+using mem_ptr = std::unique_ptr<std::remove_pointer_t<cl_mem>, release_mem>;
+using event_ptr = std::unique_ptr<std::remove_pointer_t<cl_event>, release_event>;
+using kernel_ptr = std::unique_ptr<std::remove_pointer_t<cl_kernel>, release_kernel>;
+using program_ptr = std::unique_ptr<std::remove_pointer_t<cl_program>, release_program>;
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  std::size_t size = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
+  std::string s(size, '\0');
+  if (clGetDeviceInfo(d, what, size, s.data(), nullptr) != CL_SUCCESS) return "";
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' '))
+    s.pop_back();
+  return s.substr(std::min(s.find_first_not_of(' '), s.size()));
+}
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  std::size_t size = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
+  std::string s(size, '\0');
+  if (clGetPlatformInfo(p, what, size, s.data(), nullptr) != CL_SUCCESS) return "";
+  while (!s.empty() && s.back() == '\0')
+    s.pop_back();
+  return s;
+}
+
+template <typename T>
+T device_value(cl_device_id d, cl_device_info what, T fallback = T{}) {
+  T v{};
+  return clGetDeviceInfo(d, what, sizeof v, &v, nullptr) == CL_SUCCESS ? v : fallback;
+}
+
+struct cl_device_ref {
+  cl_platform_id platform{};
+  cl_device_id device{};
+};
+
+// Every device of every platform, in the ICD loader's order.
+std::vector<cl_device_ref> enumerate_devices() {
+  std::vector<cl_device_ref> out;
+  cl_uint platforms = 0;
+  if (clGetPlatformIDs(0, nullptr, &platforms) != CL_SUCCESS || platforms == 0) return out;
+  std::vector<cl_platform_id> ids(platforms);
+  if (clGetPlatformIDs(platforms, ids.data(), nullptr) != CL_SUCCESS) return out;
+  for (cl_platform_id p : ids) {
+    cl_uint n = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS || n == 0) continue;
+    std::vector<cl_device_id> devices(n);
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, devices.data(), nullptr) != CL_SUCCESS) continue;
+    for (cl_device_id d : devices)
+      out.push_back({p, d});
+  }
+  return out;
+}
+
+bool has_extension(cl_device_id d, const char* name) {
+  const std::string ext = " " + device_string(d, CL_DEVICE_EXTENSIONS) + " ";
+  return ext.find(" " + std::string(name) + " ") != std::string::npos;
+}
+
+std::string format_pci(unsigned domain, unsigned bus, unsigned device, unsigned function) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", domain, bus, device, function);
+  return text;
+}
+
+// The device's PCI address where an extension tells it, else "".
+std::string pci_address(cl_device_id d) {
+  if (has_extension(d, "cl_khr_pci_bus_info")) {
+    struct {
+      cl_uint domain, bus, device, function;
+    } info{};
+    if (clGetDeviceInfo(d, k_pci_bus_info_khr, sizeof info, &info, nullptr) == CL_SUCCESS) {
+      return format_pci(info.domain, info.bus, info.device, info.function);
+    }
+  }
+  if (has_extension(d, "cl_nv_device_attribute_query")) {
+    const auto bus = device_value<cl_uint>(d, k_pci_bus_id_nv, ~0u);
+    const auto slot = device_value<cl_uint>(d, k_pci_slot_id_nv, ~0u);
+    const auto domain = device_value<cl_uint>(d, k_pci_domain_id_nv, 0);
+    if (bus != ~0u && slot != ~0u) return format_pci(domain, bus, slot >> 3, slot & 7);
+  }
+  if (has_extension(d, "cl_amd_device_attribute_query")) {
+    union {
+      struct {
+        cl_uint type;
+        cl_uint data[5];
+      } raw;
+      struct {
+        cl_uint type;
+        cl_char unused[17];
+        cl_char bus, device, function;
+      } pcie;
+    } topology{};
+    if (clGetDeviceInfo(d, k_topology_amd, sizeof topology, &topology, nullptr) == CL_SUCCESS &&
+        topology.raw.type == 1) {
+      return format_pci(0, std::uint8_t(topology.pcie.bus), std::uint8_t(topology.pcie.device),
+                        std::uint8_t(topology.pcie.function));
+    }
+  }
+  return "";
+}
+
+// The last-level cache of this host's CPU, for a CPU device whose driver reports no cache.
+std::uint64_t host_last_level_cache() {
+  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long v = sysconf(name);
+    if (v > 0) return std::uint64_t(v);
+  }
+  return 0;
+}
+
+device_info describe(const cl_device_ref& ref, int index) {
+  const cl_device_id d = ref.device;
+  device_info info;
+  info.index = index;
+  info.engine = engine_kind::opencl;
+  const auto type = device_value<cl_device_type>(d, CL_DEVICE_TYPE);
+  info.type = (type & CL_DEVICE_TYPE_GPU)   ? "gpu"
+              : (type & CL_DEVICE_TYPE_CPU) ? "cpu"
+                                            : "accelerator";
+  info.vendor = opencl::normalise_vendor(device_string(d, CL_DEVICE_VENDOR));
+  info.name = device_string(d, CL_DEVICE_NAME);
+  if (info.vendor == "AMD" && info.type == "gpu") {
+    // ROCm names the device by its architecture ("gfx942:sramecc+:xnack-") and the part in the
+    // board name.
+    info.arch = info.name.substr(0, info.name.find(':'));
+    const std::string board = device_string(d, k_board_name_amd);
+    if (!board.empty()) info.name = board;
+  } else if (info.vendor == "NVIDIA" && has_extension(d, "cl_nv_device_attribute_query")) {
+    info.arch = "sm_" + std::to_string(device_value<cl_uint>(d, k_compute_capability_major_nv)) +
+                std::to_string(device_value<cl_uint>(d, k_compute_capability_minor_nv));
+  } else {
+    info.arch = info.type;
+  }
+  info.compute_units = int(device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
+  info.clock_mhz = double(device_value<cl_uint>(d, CL_DEVICE_MAX_CLOCK_FREQUENCY));
+  info.memory_bytes = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
+  info.l2_bytes = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
+  if (info.type == "cpu" && info.l2_bytes == 0) info.l2_bytes = host_last_level_cache();
+  info.pci_bus_id = pci_address(d);
+  info.driver = "OpenCL " + platform_string(ref.platform, CL_PLATFORM_NAME) + " (" +
+                platform_string(ref.platform, CL_PLATFORM_VERSION) + "), driver " +
+                device_string(d, CL_DRIVER_VERSION);
+  if (info.type != "cpu") {
+    if (const device_model* m = match_device_model(info.name)) {
+      info.model = std::string(m->key);
+      info.datasheet = m->peaks;
+      info.llc_bytes = m->llc_bytes;
+    }
+  }
+  return info;
+}
+
+cl_mem mem(const device_buffer* b) {
+  return b ? reinterpret_cast<cl_mem>(b->handle()) : nullptr;
+}
+
+int variant_code(stream_variant v) {
+  return v == stream_variant::copy    ? 0
+         : v == stream_variant::scale ? 1
+         : v == stream_variant::add   ? 2
+                                      : 3;
+}
+
+std::size_t round_up(std::int64_t n, std::int64_t step) {
+  return std::size_t((std::max<std::int64_t>(n, 1) + step - 1) / step * step);
+}
+
+class opencl_backend final : public device_backend {
+ public:
+  explicit opencl_backend(int index);
+  ~opencl_backend() override;
+
+  const device_info& device() const override { return m_info; }
+  double launch_latency_us() const override {
+    if (const device_model* m = match_device_model(m_info.name); m && m_info.type != "cpu") {
+      return m->launch_latency_us;
+    }
+    return m_info.type == "cpu" ? 20.0 : 10.0;
+  }
+  std::string gemm_library() const override { return "CLBlast"; }
+  bool supports_gemm(gemm_algorithm algorithm, dtype t) const override;
+
+  void begin_point(const point_context&) override { m_functions.clear(); }
+  bool usable() const override { return !m_lost; }
+
+  std::uint64_t free_memory() override {
+    return m_info.memory_bytes > m_allocated ? m_info.memory_bytes - m_allocated : 0;
+  }
+  std::uint64_t max_allocation() const override { return m_max_allocation; }
+  device_buffer allocate(std::uint64_t bytes) override;
+  void fill(const device_buffer& b, const fill_request& f) override;
+  void write(const device_buffer& b, std::uint64_t offset, const void* src,
+             std::uint64_t bytes) override {
+    guard(clEnqueueWriteBuffer(m_queue, mem(&b), CL_TRUE, offset, bytes, src, 0, nullptr, nullptr),
+          "copying to the device", cl_phase::wait);
+  }
+  void read(const device_buffer& b, std::uint64_t offset, void* dst, std::uint64_t bytes) override {
+    guard(clEnqueueReadBuffer(m_queue, mem(&b), CL_TRUE, offset, bytes, dst, 0, nullptr, nullptr),
+          "reading from the device", cl_phase::wait);
+  }
+  void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
+    guard(clEnqueueCopyBuffer(m_queue, mem(&src), mem(&dst), 0, 0, bytes, 0, nullptr, nullptr),
+          "copying on the device", cl_phase::enqueue);
+  }
+
+  kernel_id compile(const custom_kernel& kernel) override;
+  void launch(const kernel_call& call) override;
+  void gemm(const gemm_call& call) override;
+  void stream(const stream_call& call) override;
+  void fma(const device_buffer& out, std::int64_t threads, int iterations) override;
+  void synchronize() override {
+    guard(clFinish(m_queue), "waiting for the device", cl_phase::wait);
+  }
+
+  void flush_caches() override;
+  timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override;
+  std::optional<telemetry_reading> read_telemetry() override {
+    if (!m_telemetry) return std::nullopt;
+    return m_telemetry->read();
+  }
+
+ private:
+  void release(std::uintptr_t handle, std::uint64_t bytes) noexcept override {
+    if (!handle) return;
+    clReleaseMemObject(reinterpret_cast<cl_mem>(handle));
+    m_allocated -= std::min(m_allocated, bytes);
+  }
+  // check() that marks the device lost when the fault says so.
+  void guard(cl_int status, const char* what, cl_phase phase) {
+    if (status == CL_SUCCESS) return;
+    if (opencl::classify_cl_status(status, phase) == fault_kind::device_lost) m_lost = true;
+    fail(status, what, phase);
+  }
+  void require_type(dtype t, const char* what) const;
+  cl_kernel builtin(dtype t, const char* name);
+  // Enqueues `k` over `global` work-items in groups of `local` (1 to 3 dimensions); the event of
+  // the launch is kept when a sample is being timed.
+  void run(cl_kernel k, cl_uint dims, const std::size_t* global, const std::size_t* local,
+           const char* what);
+  void sampled(cl_event e);
+  template <typename T>
+  void arg(cl_kernel k, cl_uint i, const T& v, const char* what) {
+    guard(clSetKernelArg(k, i, sizeof v, &v), what, cl_phase::enqueue);
+  }
+
+  device_info m_info;
+  cl_device_id m_device{};
+  cl_context m_context{};
+  cl_command_queue m_queue{};
+  bool m_fp64 = false;
+  bool m_fp16 = false;
+  bool m_lost = false;
+  std::uint64_t m_max_allocation = 0;
+  std::uint64_t m_allocated = 0;
+  std::map<dtype, program_ptr> m_builtin_programs;
+  std::map<std::pair<dtype, std::string>, kernel_ptr> m_builtin_kernels;
+  struct user_program {
+    program_ptr program;
+    kernel_ptr kernel;
+  };
+  std::map<std::string, user_program> m_programs;  // key: options, entry and source in full
+  std::vector<cl_kernel> m_functions;              // compiled this point, by kernel_id
+  mem_ptr m_flush;
+  std::uint64_t m_flush_bytes = 0;
+  std::uint64_t m_flushes = 0;
+  // While a sample is timed: the first and the last command it enqueued.
+  bool m_sampling = false;
+  event_ptr m_first, m_last;
+  bool m_first_is_marker = false;
+  std::unique_ptr<telemetry> m_telemetry;
+};
+
+opencl_backend::opencl_backend(int index) {
+  const auto devices = enumerate_devices();
+  if (index < 0 || std::size_t(index) >= devices.size()) {
+    throw std::runtime_error("no OpenCL device " + std::to_string(index) + " (" +
+                             std::to_string(devices.size()) + " found)");
+  }
+  const cl_device_ref ref = devices[std::size_t(index)];
+  m_device = ref.device;
+  m_info = describe(ref, index);
+  m_fp64 = has_extension(m_device, "cl_khr_fp64");
+  m_fp16 = has_extension(m_device, "cl_khr_fp16");
+  m_max_allocation = device_value<cl_ulong>(m_device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  cl_int status = CL_SUCCESS;
+  const cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                         reinterpret_cast<cl_context_properties>(ref.platform), 0};
+  m_context = clCreateContext(props, 1, &m_device, nullptr, nullptr, &status);
+  if (status != CL_SUCCESS) {
+    throw std::runtime_error("clCreateContext: " + opencl::cl_status_name(status));
+  }
+  m_queue = clCreateCommandQueue(m_context, m_device, CL_QUEUE_PROFILING_ENABLE, &status);
+  if (status != CL_SUCCESS) {
+    clReleaseContext(m_context);
+    throw std::runtime_error("clCreateCommandQueue: " + opencl::cl_status_name(status));
+  }
+  // Writing twice the caches' size evicts what a previous sample left in them. A CPU reports
+  // the last-level cache of its whole socket; the cores of one worker hold far less, so its
+  // flush stops at k_max_cpu_flush.
+  m_flush_bytes = std::max<std::uint64_t>(2 * (m_info.l2_bytes + m_info.llc_bytes), 64ull << 20);
+  if (m_info.type == "cpu") m_flush_bytes = std::min(m_flush_bytes, k_max_cpu_flush);
+  m_flush_bytes = std::min(m_flush_bytes, m_max_allocation);
+  if (!m_info.pci_bus_id.empty()) m_telemetry = telemetry::open(m_info.vendor, m_info.pci_bus_id);
+  spdlog::info(
+      "OpenCL device {}: {} ({}, {}, {} compute units, {} of memory, largest buffer {}); "
+      "fp64 {}, fp16 {}; telemetry: {}",
+      index, m_info.name, m_info.type, m_info.driver, m_info.compute_units,
+      gib(double(m_info.memory_bytes)), gib(double(m_max_allocation)), m_fp64 ? "yes" : "no",
+      m_fp16 ? "yes" : "no", m_telemetry ? "yes" : "none");
+}
+
+opencl_backend::~opencl_backend() {
+  if (!m_lost) clFinish(m_queue);
+  m_first.reset();
+  m_last.reset();
+  m_functions.clear();
+  m_programs.clear();
+  m_builtin_kernels.clear();
+  m_builtin_programs.clear();
+  m_flush.reset();
+  clReleaseCommandQueue(m_queue);
+  clReleaseContext(m_context);
+}
+
+bool opencl_backend::supports_gemm(gemm_algorithm algorithm, dtype t) const {
+  if (t == dtype::f64 && !m_fp64) return false;
+  switch (algorithm) {
+    case gemm_algorithm::library:
+      return t == dtype::f32 || t == dtype::f64 || (t == dtype::f16 && m_fp16);
+    case gemm_algorithm::builtin:
+      return t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
+    case gemm_algorithm::reference:
+      return true;
+  }
+  return false;
+}
+
+void opencl_backend::require_type(dtype t, const char* what) const {
+  if (t == dtype::f64 && !m_fp64) {
+    throw backend_error(
+        fault_kind::unsupported,
+        std::string(what) + ": f64 needs cl_khr_fp64, which " + m_info.name + " does not have");
+  }
+}
+
+device_buffer opencl_backend::allocate(std::uint64_t bytes) {
+  if (bytes == 0) return device_buffer(this, 0, 0);
+  cl_int status = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(m_context, CL_MEM_READ_WRITE, bytes, nullptr, &status);
+  if (status != CL_SUCCESS) {
+    fail(status, "allocating " + gib(double(bytes)) + " on the device", cl_phase::allocate);
+  }
+  m_allocated += bytes;
+  return device_buffer(this, reinterpret_cast<std::uintptr_t>(m), bytes);
+}
+
+cl_kernel opencl_backend::builtin(dtype t, const char* name) {
+  const auto key = std::make_pair(t, std::string(name));
+  if (auto it = m_builtin_kernels.find(key); it != m_builtin_kernels.end()) {
+    return it->second.get();
+  }
+  auto& program = m_builtin_programs[t];
+  if (!program) {
+    const std::string source = opencl::element_prelude(t, m_fp64) + opencl::k_builtin_source;
+    const char* text = source.c_str();
+    cl_int status = CL_SUCCESS;
+    program.reset(clCreateProgramWithSource(m_context, 1, &text, nullptr, &status));
+    check(status, "creating the builtin program", cl_phase::other);
+    status = clBuildProgram(program.get(), 1, &m_device, "-cl-std=CL1.2", nullptr, nullptr);
+    if (status != CL_SUCCESS) {
+      std::size_t size = 0;
+      clGetProgramBuildInfo(program.get(), m_device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+      std::string log(size, '\0');
+      clGetProgramBuildInfo(program.get(), m_device, CL_PROGRAM_BUILD_LOG, size, log.data(),
+                            nullptr);
+      program.reset();
+      throw backend_error(fault_kind::internal,
+                          "the builtin kernels for " + std::string(to_string(t)) +
+                              " did not build: " + opencl::cl_status_name(status) + "\n" + log);
+    }
+  }
+  cl_int status = CL_SUCCESS;
+  kernel_ptr k(clCreateKernel(program.get(), name, &status));
+  check(status, name, cl_phase::other);
+  return m_builtin_kernels.emplace(key, std::move(k)).first->second.get();
+}
+
+void opencl_backend::sampled(cl_event e) {
+  if (!e) return;
+  if (!m_first) {
+    m_first.reset(e);
+    m_first_is_marker = false;
+    clRetainEvent(e);
+  }
+  m_last.reset(e);
+}
+
+void opencl_backend::run(cl_kernel k, cl_uint dims, const std::size_t* global,
+                         const std::size_t* local, const char* what) {
+  cl_event e = nullptr;
+  guard(clEnqueueNDRangeKernel(m_queue, k, dims, nullptr, global, local, 0, nullptr,
+                               m_sampling ? &e : nullptr),
+        what, cl_phase::enqueue);
+  sampled(e);
+}
+
+void opencl_backend::fill(const device_buffer& b, const fill_request& f) {
+  if (f.count <= 0) return;
+  if (f.kind == fill_kind::value || f.kind == fill_kind::unwritten) {
+    unsigned char pattern[8];
+    if (f.kind == fill_kind::value) {
+      store_element(f.type, f.value, pattern);
+    } else {
+      store_unwritten(f.type, pattern);
+    }
+    guard(clEnqueueFillBuffer(m_queue, mem(&b), pattern, size_of(f.type), 0,
+                              std::size_t(f.count) * size_of(f.type), 0, nullptr, nullptr),
+          "filling a buffer", cl_phase::enqueue);
+    return;
+  }
+  require_type(f.type, "filling a buffer");
+  const bool random = f.kind == fill_kind::random;
+  cl_kernel k = builtin(f.type, random ? "fill_random" : "fill_arange");
+  arg(k, 0, mem(&b), "fill");
+  arg(k, 1, cl_long(f.count), "fill");
+  if (random) arg(k, 2, cl_ulong(f.seed), "fill");
+  const std::size_t local = k_block;
+  const std::size_t global =
+      round_up(std::min<std::int64_t>(f.count, k_max_groups * k_block), k_block);
+  run(k, 1, &global, &local, random ? "fill_random" : "fill_arange");
+}
+
+void opencl_backend::stream(const stream_call& call) {
+  const auto& s = *call.stream;
+  require_type(s.type, "stream");
+  cl_kernel k = builtin(s.type, call.reference ? "stream_reference" : "stream_op");
+  arg(k, 0, cl_int(variant_code(s.variant)), "stream");
+  arg(k, 1, cl_long(s.n), "stream");
+  // The scalar is the kernel's ACC (double for f64 and wide integers where the device has f64)
+  // or, for the reference, its ref_t.
+  const bool acc_double = m_fp64 && (s.type == dtype::f64 || s.type == dtype::i64 ||
+                                     s.type == dtype::i32 || s.type == dtype::u32);
+  if (call.reference ? m_fp64 : acc_double) {
+    arg(k, 2, cl_double(s.scalar), "stream");
+  } else {
+    arg(k, 2, cl_float(s.scalar), "stream");
+  }
+  arg(k, 3, mem(call.a), "stream");
+  arg(k, 4, mem(call.b), "stream");
+  arg(k, 5, mem(call.c), "stream");
+  const std::size_t local = k_block;
+  const std::size_t global =
+      call.reference ? round_up(s.n, k_block)
+                     : round_up(std::min<std::int64_t>(s.n, k_max_groups * k_block), k_block);
+  run(k, 1, &global, &local, call.reference ? "stream_reference" : "stream");
+}
+
+void opencl_backend::gemm(const gemm_call& call) {
+  const gemm_instance& g = *call.gemm;
+  require_type(g.type, "gemm");
+  if (call.algorithm == gemm_algorithm::library) {
+    if (!supports_gemm(gemm_algorithm::library, g.type)) {
+      throw backend_error(fault_kind::unsupported,
+                          "impl \"library\": CLBlast has no " + std::string(to_string(g.type)) +
+                              " GEMM on " + m_info.name +
+                              (g.type == dtype::f16 ? " (it needs cl_khr_fp16)" : "") +
+                              "; use impl \"builtin\"");
+    }
+    const auto trans_a = g.layout_a == layout::col ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const auto trans_b = g.layout_b == layout::col ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const std::size_t lda = std::size_t(g.layout_a == layout::row ? g.k : g.m);
+    const std::size_t ldb = std::size_t(g.layout_b == layout::row ? g.n : g.k);
+    const std::size_t ldc = std::size_t(g.n);
+    const auto m = std::size_t(g.m), n = std::size_t(g.n), k = std::size_t(g.k);
+    // CLBlast may enqueue several kernels per call and hands back the last one's event: a
+    // marker stands for the start of a sample that begins with a library call.
+    if (m_sampling && !m_first) {
+      cl_event marker = nullptr;
+      guard(clEnqueueMarkerWithWaitList(m_queue, 0, nullptr, &marker), "marking the start",
+            cl_phase::enqueue);
+      m_first.reset(marker);
+      m_first_is_marker = true;
+    }
+    cl_event event = nullptr;
+    CLBlastStatusCode status = CLBlastSuccess;
+    switch (g.type) {
+      case dtype::f32:
+        status = CLBlastSgemm(CLBlastLayoutRowMajor, trans_a, trans_b, m, n, k, float(g.alpha),
+                              mem(call.a), 0, lda, mem(call.b), 0, ldb, float(g.beta), mem(call.c),
+                              0, ldc, &m_queue, &event);
+        break;
+      case dtype::f64:
+        status =
+            CLBlastDgemm(CLBlastLayoutRowMajor, trans_a, trans_b, m, n, k, g.alpha, mem(call.a), 0,
+                         lda, mem(call.b), 0, ldb, g.beta, mem(call.c), 0, ldc, &m_queue, &event);
+        break;
+      default:
+        status = CLBlastHgemm(CLBlastLayoutRowMajor, trans_a, trans_b, m, n, k,
+                              encode_f16(float(g.alpha)), mem(call.a), 0, lda, mem(call.b), 0, ldb,
+                              encode_f16(float(g.beta)), mem(call.c), 0, ldc, &m_queue, &event);
+        break;
+    }
+    if (status != CLBlastSuccess) {
+      if (event) clReleaseEvent(event);
+      if (status > -1000) guard(cl_int(status), "CLBlast GEMM", cl_phase::enqueue);
+      throw backend_error(fault_kind::internal,
+                          "CLBlast GEMM: CLBlast status " + std::to_string(int(status)));
+    }
+    if (m_sampling) {
+      m_last.reset(event);
+    } else if (event) {
+      clReleaseEvent(event);
+    }
+    return;
+  }
+
+  const gemm_strides st = strides_of(g.m, g.n, g.k, g.layout_a, g.layout_b);
+  const bool reference = call.algorithm == gemm_algorithm::reference;
+  if (!reference && !supports_gemm(gemm_algorithm::builtin, g.type)) {
+    throw backend_error(fault_kind::unsupported,
+                        "gemm: the builtin kernel takes f64, f32, f16 or bf16");
+  }
+  cl_kernel k = builtin(g.type, reference ? "gemm_reference" : "gemm_tiled");
+  const char* what = reference ? "gemm_reference" : "gemm_tiled";
+  arg(k, 0, cl_long(g.m), what);
+  arg(k, 1, cl_long(g.n), what);
+  arg(k, 2, cl_long(g.k), what);
+  arg(k, 3, mem(call.a), what);
+  arg(k, 4, cl_long(st.a_row), what);
+  arg(k, 5, cl_long(st.a_col), what);
+  arg(k, 6, mem(call.b), what);
+  arg(k, 7, cl_long(st.b_row), what);
+  arg(k, 8, cl_long(st.b_col), what);
+  arg(k, 9, mem(call.c), what);
+  const bool wide = reference ? m_fp64 : g.type == dtype::f64;
+  if (wide) {
+    arg(k, 10, cl_double(g.alpha), what);
+    arg(k, 11, cl_double(g.beta), what);
+  } else {
+    arg(k, 10, cl_float(g.alpha), what);
+    arg(k, 11, cl_float(g.beta), what);
+  }
+  if (reference) {
+    const std::size_t local = k_block;
+    const std::size_t global = round_up(g.m * g.n, k_block);
+    run(k, 1, &global, &local, what);
+  } else {
+    const std::size_t local[2] = {256, 1};
+    const std::size_t global[2] = {std::size_t((g.n + 63) / 64) * 256,
+                                   std::size_t((g.m + 63) / 64)};
+    run(k, 2, global, local, what);
+  }
+}
+
+void opencl_backend::fma(const device_buffer& out, std::int64_t threads, int iterations) {
+  cl_kernel k = builtin(dtype::f32, "fma_peak");
+  arg(k, 0, mem(&out), "fma");
+  arg(k, 1, cl_int(iterations), "fma");
+  const std::size_t local = k_block;
+  const std::size_t global = round_up(threads, k_block);
+  run(k, 1, &global, &local, "fma_peak");
+}
+
+kernel_id opencl_backend::compile(const custom_kernel& kernel) {
+  if (kernel.language != "opencl") {
+    throw backend_error(fault_kind::unsupported,
+                        "language \"" + kernel.language + "\" kernels do not run on " +
+                            m_info.name + ", an OpenCL device; it runs language \"opencl\"");
+  }
+  std::string options;
+  for (const auto& o : kernel.compile_options)
+    options += (options.empty() ? "" : " ") + o;
+  const std::string key = options + '\0' + kernel.entry + '\0' + kernel.source;
+  auto it = m_programs.find(key);
+  if (it == m_programs.end()) {
+    if (m_programs.size() >= k_max_programs) m_programs.clear();
+    const char* text = kernel.source.c_str();
+    const std::size_t length = kernel.source.size();
+    cl_int status = CL_SUCCESS;
+    program_ptr program(clCreateProgramWithSource(m_context, 1, &text, &length, &status));
+    check(status, "creating the program", cl_phase::other);
+    status = clBuildProgram(program.get(), 1, &m_device, options.c_str(), nullptr, nullptr);
+    if (status != CL_SUCCESS) {
+      std::size_t size = 0;
+      clGetProgramBuildInfo(program.get(), m_device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+      std::string log(size, '\0');
+      clGetProgramBuildInfo(program.get(), m_device, CL_PROGRAM_BUILD_LOG, size, log.data(),
+                            nullptr);
+      while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
+        log.pop_back();
+      throw compile_error("the kernel did not compile (" + opencl::cl_status_name(status) + ")" +
+                          (log.empty() ? "" : ":\n" + log));
+    }
+    kernel_ptr k(clCreateKernel(program.get(), kernel.entry.c_str(), &status));
+    if (status == CL_INVALID_KERNEL_NAME) {
+      throw compile_error("entry \"" + kernel.entry +
+                          "\" is not a __kernel function of the source");
+    }
+    check(status, "creating the kernel", cl_phase::other);
+    it = m_programs.emplace(key, user_program{std::move(program), std::move(k)}).first;
+  }
+  m_functions.push_back(it->second.kernel.get());
+  return m_functions.size() - 1;
+}
+
+void opencl_backend::launch(const kernel_call& call) {
+  const custom_launch& l = *call.launch;
+  if (l.shared_bytes > 0) {
+    throw backend_error(
+        fault_kind::unsupported,
+        "kernel.shared_bytes is HIP's dynamic shared memory; an OpenCL kernel takes "
+        "work-group local memory as an argument with \"local\": true");
+  }
+  cl_kernel k = m_functions.at(call.function);
+  cl_uint params = 0;
+  check(clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof params, &params, nullptr),
+        "reading the kernel's parameters", cl_phase::other);
+  if (params != call.args.size()) {
+    throw backend_error(fault_kind::invalid_launch, "the kernel takes " + std::to_string(params) +
+                                                        " parameters but args lists " +
+                                                        std::to_string(call.args.size()));
+  }
+  for (cl_uint i = 0; i < params; ++i) {
+    const auto& a = call.args[i];
+    cl_int status = CL_SUCCESS;
+    switch (a.what) {
+      case launch_argument::kind::buffer: {
+        const cl_mem m = mem(a.buffer);
+        status = clSetKernelArg(k, i, sizeof m, &m);
+        break;
+      }
+      case launch_argument::kind::scalar:
+        status = clSetKernelArg(k, i, a.size, a.value.data());
+        break;
+      case launch_argument::kind::local:
+        status = clSetKernelArg(k, i, a.size, nullptr);
+        break;
+    }
+    if (status != CL_SUCCESS) {
+      const fault_kind kind = opencl::classify_cl_status(status, cl_phase::enqueue);
+      throw backend_error(kind, "setting argument " + std::to_string(i) + " (" +
+                                    call.kernel->args[i].name +
+                                    "): " + opencl::cl_status_name(status) +
+                                    " — does its type match the kernel's parameter?");
+    }
+  }
+  std::size_t global[3], local[3];
+  for (int d = 0; d < 3; ++d) {
+    local[d] = std::size_t(l.block[std::size_t(d)]);
+    global[d] = std::size_t(l.grid[std::size_t(d)]) * local[d];
+  }
+  run(k, 3, global, local, "launching the kernel");
+}
+
+void opencl_backend::flush_caches() {
+  if (!m_flush) {
+    // Allocated when first needed: jobs that time hot caches never pay for its memory.
+    cl_int status = CL_SUCCESS;
+    m_flush.reset(clCreateBuffer(m_context, CL_MEM_READ_WRITE, m_flush_bytes, nullptr, &status));
+    if (status != CL_SUCCESS) {
+      fail(status, "allocating the cache flush buffer (" + gib(double(m_flush_bytes)) + ")",
+           cl_phase::allocate);
+    }
+  }
+  cl_kernel k = builtin(dtype::f32, "flush_caches");
+  arg(k, 0, m_flush.get(), "flush");
+  arg(k, 1, cl_long(m_flush_bytes / 8), "flush");
+  arg(k, 2, cl_ulong(++m_flushes), "flush");
+  const std::size_t local = k_block;
+  const std::size_t global = round_up(
+      std::min<std::int64_t>(std::int64_t(m_flush_bytes / 8), k_max_groups * k_block), k_block);
+  run(k, 1, &global, &local, "flushing the caches");
+}
+
+timed_sample opencl_backend::time_launches(kernel_role, const std::function<void()>& enqueue) {
+  cl_int status = CL_SUCCESS;
+  event_ptr hold(clCreateUserEvent(m_context, &status));
+  check(status, "creating the hold event", cl_phase::other);
+  cl_event hold_event = hold.get();
+  guard(clEnqueueBarrierWithWaitList(m_queue, 1, &hold_event, nullptr), "holding the queue",
+        cl_phase::enqueue);
+  m_first.reset();
+  m_last.reset();
+  m_sampling = true;
+  try {
+    enqueue();
+  } catch (...) {
+    m_sampling = false;
+    clSetUserEventStatus(hold.get(), CL_COMPLETE);
+    throw;
+  }
+  m_sampling = false;
+  check(clSetUserEventStatus(hold.get(), CL_COMPLETE), "releasing the queue", cl_phase::other);
+  if (!m_last) return {0, true};
+  cl_event last = m_last.get();
+  guard(clWaitForEvents(1, &last), "waiting for the kernel", cl_phase::wait);
+  cl_int exec = CL_COMPLETE;
+  clGetEventInfo(last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, nullptr);
+  if (exec < 0) guard(exec, "running the kernel", cl_phase::wait);
+  cl_ulong start = 0, end = 0;
+  check(
+      clGetEventProfilingInfo(
+          m_first.get(), m_first_is_marker ? CL_PROFILING_COMMAND_END : CL_PROFILING_COMMAND_START,
+          sizeof start, &start, nullptr),
+      "reading the start time", cl_phase::other);
+  check(clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
+        "reading the end time", cl_phase::other);
+  m_first.reset();
+  m_last.reset();
+  return {end > start ? double(end - start) / 1e3 : 0.0, true};
+}
+
+}  // namespace
+
+std::vector<device_info> discover_opencl_devices() {
+  std::vector<device_info> out;
+  try {
+    const auto devices = enumerate_devices();
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      out.push_back(describe(devices[i], int(i)));
+  } catch (const std::exception& e) {
+    spdlog::warn("OpenCL devices cannot be listed: {}", e.what());
+  }
+  if (out.empty()) spdlog::info("no OpenCL device (no ICD loader, platform or device)");
+  return out;
+}
+
+std::unique_ptr<engine> make_opencl_engine(int index) {
+  return std::make_unique<point_runner>(std::make_unique<opencl_backend>(index));
+}
+
+}  // namespace kernelscan
