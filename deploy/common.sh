@@ -78,7 +78,7 @@ build_and_test_gpu() {
   cd "$KERNELSCAN_ROOT"
   echo "kernelscan: building the GPU engine for $gpu"
   cmake --preset "$gpu" >/dev/null
-  cmake --build --preset "$gpu" -j "$(nproc)" --target kernelscan gpu_tests
+  cmake --build --preset "$gpu" -j "$(nproc)" --target kernelscan device_tests
   ctest --preset "$gpu" -L gpu --timeout 600
 }
 

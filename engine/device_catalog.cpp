@@ -124,15 +124,18 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 double device_peaks::tflops_for(dtype t) const {
+  // A kernel in f32, f16 or bf16 may compute in f32 on the vector units: their peak bounds it too
+  // where it is higher than the GEMM's (a device whose GEMM library is weak, or missing for the
+  // type).
   switch (t) {
     case dtype::f64:
       return f64_tflops;
     case dtype::f32:
-      return f32_tflops;
+      return std::max(f32_tflops, vector_f32_tflops);
     case dtype::f16:
-      return f16_tflops;
+      return std::max(f16_tflops, vector_f32_tflops);
     case dtype::bf16:
-      return bf16_tflops;
+      return std::max(bf16_tflops, vector_f32_tflops);
     case dtype::i8:
     case dtype::u8:
       return i8_tops;

@@ -21,7 +21,9 @@ struct device_peaks {
   double vector_f32_tflops = 0;  // without matrix cores
   double bandwidth_gbps = 0;
 
-  // The ceiling for work in `t`: integer types other than i8 count at the vector f32 rate.
+  // The ceiling for work in `t`: f32, f16 and bf16 at the higher of their own peak and the
+  // vector f32 peak (work in them may run on the vector units); integer types other than i8 at
+  // the vector f32 rate.
   double tflops_for(dtype t) const;
 };
 

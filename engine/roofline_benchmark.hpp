@@ -1,11 +1,14 @@
 #pragma once
-// The empirical roofline recipe (DESIGN.md §5), written once for every backend: a cold STREAM
-// triad in f32 for bandwidth; a hot GEMM per floating dtype for compute (the device's GEMM
+// The empirical roofline recipe (DESIGN.md §5), written once for every backend: cold STREAM
+// kernels in f32 for bandwidth (the triad at the size below and at a quarter of it, and a copy:
+// the best of them); a hot GEMM per floating dtype for compute (the device's GEMM
 // library where it has one for that dtype, else the backend's builtin kernel); an FMA kernel for
 // the vector f32 peak; i8 scaled from the datasheet by the share of its f16 peak reached (no i8
 // GEMM is measured, and the method says so).
 //
-// Each benchmark sizes itself to the device: one probe at a small size, then the size at which
+// Each ceiling is the benchmark's best sample (as STREAM reports its best time): what the device
+// can reach, which interference from other work never raises. Each benchmark sizes itself to the
+// device: one probe at a small size, then the size at which
 // a launch takes about k_roofline_target_ms, capped at the sizes that saturate any current GPU
 // (2^28 elements, 8192^3) and at a share of the device's memory. So a GPU runs the big
 // problems in milliseconds and a 2-core CPU spends seconds, not minutes.

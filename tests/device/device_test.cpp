@@ -1,0 +1,436 @@
+// The device suite: every real engine present, through a real daemon and its workers. Each case
+// runs once per engine (parameter `opencl`, `hip`) with kernels written in that engine's
+// language. The OpenCL half runs on any OpenCL device (PoCL on the CPU in CI: ctest label
+// `device`); the HIP half on an AMD or NVIDIA GPU (labels `device` and `gpu`). An engine with no
+// device skips, except where KERNELSCAN_REQUIRE_OPENCL=1 says the OpenCL half must run (CI).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "tests/support/daemon_process.hpp"
+
+namespace kernelscan::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto k_job_timeout = 600s;
+
+bool has_flag(const json& row, const std::string& flag) {
+  const auto& f = row["flags"];
+  return std::find(f.begin(), f.end(), flag) != f.end();
+}
+
+// out[i] = BODY over n elements, in each engine's language, with h(x): x rounded through f16.
+constexpr const char* k_hip_template = R"(#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+__device__ float h(float x) { return __half2float(__float2half(x)); }
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  STATEMENT
+})";
+
+constexpr const char* k_opencl_template = R"(float h(float x) {
+  ushort t;  // half is a storage type only, without cl_khr_fp16
+  vstore_half(x, 0, (half*)&t);
+  return vload_half(0, (half*)&t);
+}
+__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
+                   float s, int n) {
+  long i = get_global_id(0);
+  STATEMENT
+})";
+
+std::string replace(std::string text, const std::string& what, const std::string& with) {
+  text.replace(text.find(what), what.size(), with);
+  return text;
+}
+
+class DeviceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  const std::string& engine() const { return GetParam(); }
+  std::string language() const { return engine() == "hip" ? "hip" : "opencl"; }
+
+  void SetUp() override {
+    auto& shared = daemons()[engine()];
+    if (!shared) {
+      shared = start_daemon({});
+      if (!shared) {
+        const bool required = engine() == "opencl" && std::getenv("KERNELSCAN_REQUIRE_OPENCL") &&
+                              std::string(std::getenv("KERNELSCAN_REQUIRE_OPENCL")) == "1";
+        if (required) FAIL() << "KERNELSCAN_REQUIRE_OPENCL=1 but the daemon found no device";
+        GTEST_SKIP() << "no " << engine() << " device on this machine";
+      }
+    }
+    m_daemon = shared.get();
+    m_device = m_daemon->get("/api/v1/devices").body["devices"][0];
+    ASSERT_EQ(m_device["engine"], engine()) << m_device.dump();
+  }
+
+  // A daemon serving this engine's devices, or nullptr when it finds none.
+  std::unique_ptr<daemon_process> start_daemon(std::vector<std::string> extra) {
+    daemon_process::options o;
+    o.engine = engine();
+    o.extra_args = std::move(extra);
+    // Points may ask for any share of the device's memory (the out-of-memory case).
+    o.extra_args.insert(o.extra_args.end(), {"--max-point-bytes", "1000000000000000"});
+    auto d = std::make_unique<daemon_process>(o);
+    try {
+      d->start();
+    } catch (const std::runtime_error&) {
+      // No device of this engine, or a build without it: a clear start-up error naming it.
+      if (d->log().find("--engine " + engine() + ":") != std::string::npos) return nullptr;
+      throw;
+    }
+    return d;
+  }
+
+  static std::map<std::string, std::unique_ptr<daemon_process>>& daemons() {
+    static std::map<std::string, std::unique_ptr<daemon_process>> d;
+    return d;
+  }
+
+  // Submits `spec` to this engine's first device and waits for it to end; the rows are in
+  // job["rows"].
+  json run(json spec, daemon_process* on = nullptr) {
+    daemon_process& d = on ? *on : *m_daemon;
+    spec["engine"] = engine();
+    spec["device"] = 0;
+    if (!spec.contains("timing")) spec["timing"] = {{"l2", "hot"}, {"max_time_ms", 200}};
+    const auto id = d.submit(spec);
+    json job = d.wait_job(id, k_job_timeout);
+    job["rows"] = d.get("/api/v1/jobs/" + std::to_string(id) + "/results").body["results"];
+    return job;
+  }
+
+  // A custom kernel writing out[i] = body (or running `statement`), checked against a STREAM
+  // triad reference: out = a + 3·b.
+  json axpy_job(const std::string& body, const std::string& n_expr = "N",
+                const std::string& statement = "") const {
+    const std::string source =
+        replace(engine() == "hip" ? k_hip_template : k_opencl_template, "STATEMENT",
+                statement.empty() ? "if (i < n) out[i] = " + body + ";" : statement);
+    json spec = parse_json(R"js({
+      "kernel": {"op": "custom", "entry": "axpy", "block": [256, 1, 1],
+        "grid": ["ceil(N/256)", 1, 1],
+        "args": [{"name": "out", "type": "f32*", "count": "N", "output": true},
+                 {"name": "a", "type": "f32*", "count": "N"},
+                 {"name": "b", "type": "f32*", "count": "N"},
+                 {"name": "s", "type": "f32", "value": 3},
+                 {"name": "n", "type": "i32", "value": ")js" +
+                           n_expr + R"js("}],
+        "flops": "2*N", "bytes": "12*N",
+        "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32", "scalar": 3,
+                      "a": "out", "b": "a", "c": "b"}},
+      "sweep": {"N": [4096, 100000, 1048576]}
+    })js");
+    spec["kernel"]["source"] = source;
+    spec["kernel"]["language"] = language();
+    return spec;
+  }
+
+  daemon_process* m_daemon = nullptr;
+  json m_device;
+};
+
+TEST_P(DeviceTest, DiscoversTheDeviceAndMeasuresItsRoofline) {
+  std::cout << engine() << " device: " << m_device.dump() << "\n";
+  EXPECT_FALSE(m_device["name"].get<std::string>().empty());
+  EXPECT_FALSE(m_device["vendor"].get<std::string>().empty());
+  EXPECT_FALSE(m_device["driver"].get<std::string>().empty());
+  const std::string type = m_device["type"];
+  EXPECT_TRUE(type == "gpu" || type == "cpu" || type == "accelerator") << type;
+  EXPECT_GT(m_device["compute_units"].get<int>(), 0);
+  EXPECT_GT(m_device["memory_bytes"].get<double>(), 1e8);
+  EXPECT_GT(m_device["clock_mhz"].get<double>(), 100);
+  if (engine() == "hip") {
+    const std::string arch = m_device["arch"];
+    EXPECT_TRUE(arch.rfind("gfx", 0) == 0 || arch.rfind("sm_", 0) == 0) << arch;
+  }
+  // The roofline is measured before the first job, sized to the device.
+  ASSERT_TRUE(eventually(
+      [&] { return !m_daemon->get("/api/v1/devices").body["devices"][0]["measured"].is_null(); },
+      300s));
+  const json measured = m_daemon->get("/api/v1/devices").body["devices"][0]["measured"];
+  std::cout << "measured roofline: " << measured.dump() << "\n";
+  EXPECT_GT(measured["bandwidth_gbps"].get<double>(), 0.1);
+  EXPECT_GT(measured["f32_tflops"].get<double>(), 1e-4);
+  EXPECT_GT(measured["vector_f32_tflops"].get<double>(), 1e-4);
+  const std::string method = measured["method"];
+  EXPECT_NE(method.find("stream triad"), std::string::npos) << method;
+  EXPECT_EQ(method.find("simulated"), std::string::npos) << method;
+  if (!m_device["datasheet"].is_null()) {
+    EXPECT_LT(measured["bandwidth_gbps"].get<double>(),
+              1.1 * m_device["datasheet"]["bandwidth_gbps"].get<double>());
+  }
+}
+
+TEST_P(DeviceTest, GemmOfEveryDtypeAgreesWithTheReference) {
+  struct variant {
+    std::string dtype, impl, layout_a, layout_b;
+    double alpha, beta;
+  };
+  for (const variant& v : {variant{"f32", "library", "row", "row", 1, 0},
+                           variant{"f32", "builtin", "row", "row", 1, 0},
+                           variant{"f16", "library", "col", "row", 1, 0},
+                           variant{"f16", "builtin", "col", "row", 1, 0},
+                           variant{"bf16", "library", "row", "col", 0.5, 1},
+                           variant{"bf16", "builtin", "row", "col", 0.5, 1},
+                           variant{"f64", "library", "col", "col", 2, 0.5},
+                           variant{"f64", "builtin", "col", "col", 2, 0.5}}) {
+    SCOPED_TRACE(v.dtype + " " + v.impl + " " + v.layout_a + "/" + v.layout_b);
+    const json kernel = {{"op", "gemm"},
+                         {"m", "M"},
+                         {"n", "N"},
+                         {"k", "K"},
+                         {"dtype", v.dtype},
+                         {"impl", v.impl},
+                         {"layout_a", v.layout_a},
+                         {"layout_b", v.layout_b},
+                         {"alpha", v.alpha},
+                         {"beta", v.beta}};
+    // Non-square, not multiples of the tiles.
+    const json job =
+        run({{"kernel", kernel}, {"sweep", {{"M", {64, 200}}, {"N", {72}}, {"K", {40}}}}});
+    ASSERT_EQ(job["rows"].size(), 2u) << job.dump();
+    for (const auto& row : job["rows"]) {
+      if (row["status"] == "failed" && row["error"]["type"] == "unsupported") {
+        // A combination this device cannot run says so by name (e.g. CLBlast's f16 GEMM on a
+        // device without cl_khr_fp16); the builtin kernel runs every floating type.
+        EXPECT_EQ(v.impl, "library") << row.dump();
+        EXPECT_NE(row["error"]["message"].get<std::string>().find("builtin"), std::string::npos)
+            << row.dump();
+        continue;
+      }
+      ASSERT_EQ(row["status"], "ok") << row.dump();
+      EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+      EXPECT_EQ(row["verification"]["trials"], 3);
+      EXPECT_GT(row["metrics"]["tflops"].get<double>(), 0);
+    }
+  }
+}
+
+TEST_P(DeviceTest, StreamOpsVerifyAndStayUnderTheRoofline) {
+  for (const std::string variant : {"copy", "scale", "add", "triad"}) {
+    SCOPED_TRACE(variant);
+    const json job = run({{"kernel", {{"op", "stream"}, {"variant", variant}, {"n", "N"}}},
+                          {"sweep", {{"N", {1 << 16, 1 << 22}}}},
+                          {"timing", {{"l2", "cold"}, {"max_time_ms", 300}}}});
+    ASSERT_EQ(job["status"], "succeeded") << job.dump();
+    for (const auto& row : job["rows"]) {
+      EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+      EXPECT_GT(row["metrics"]["gbps"].get<double>(), 0);
+      if (!m_device["datasheet"].is_null()) {
+        EXPECT_LT(row["metrics"]["gbps"].get<double>(),
+                  1.1 * m_device["datasheet"]["bandwidth_gbps"].get<double>())
+            << row.dump();
+      } else {
+        // No datasheet (a CPU, an unknown GPU): judged by its measured roofline only.
+        EXPECT_EQ(row["metrics"]["roof_source"], "measured") << row.dump();
+      }
+      EXPECT_FALSE(has_flag(row, "faster_than_roofline")) << row.dump();
+    }
+  }
+}
+
+TEST_P(DeviceTest, ACustomKernelSweepPassesVerification) {
+  const json job = run(axpy_job("a[i] + s * b[i]"));
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  ASSERT_EQ(job["rows"].size(), 3u);
+  for (const auto& row : job["rows"]) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["status"], "ok");
+    EXPECT_EQ(row["verification"]["status"], "passed");
+    EXPECT_EQ(row["verification"]["unwritten"], 0);
+    EXPECT_LE(row["verification"]["max_rel_err"].get<double>(), 1e-4);
+    EXPECT_GT(row["time_us"]["median"].get<double>(), 0);
+    EXPECT_TRUE(row["flags"].empty());
+    EXPECT_TRUE(row["fitness"]["correct"].get<bool>());
+  }
+}
+
+TEST_P(DeviceTest, AWrongKernelFailsVerificationAndScoresZero) {
+  const json job = run(axpy_job("a[i] + 2 * s * b[i]"));
+  ASSERT_EQ(job["rows"].size(), 3u) << job.dump();
+  for (const auto& row : job["rows"]) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["verification"]["status"], "failed");
+    EXPECT_TRUE(has_flag(row, "verification_failed"));
+    EXPECT_EQ(row["fitness"]["combined_score"], 0);
+  }
+}
+
+TEST_P(DeviceTest, HalfWrittenAndUnwrittenOutputsAreCaught) {
+  // n passed as N/2: the second half of `out` keeps the unwritten pattern.
+  for (const auto& [what, job] : {std::pair{"half", run(axpy_job("a[i] + s * b[i]", "N/2"))},
+                                  std::pair{"none", run(axpy_job("out[i]"))}}) {
+    SCOPED_TRACE(what);
+    ASSERT_EQ(job["rows"].size(), 3u) << job.dump();
+    for (const auto& row : job["rows"]) {
+      SCOPED_TRACE(row.dump());
+      EXPECT_EQ(row["verification"]["status"], "failed");
+      const double n = row["params"]["N"];
+      EXPECT_EQ(row["verification"]["unwritten"].get<double>(),
+                std::string(what) == "half" ? n / 2 : n);
+      EXPECT_TRUE(has_flag(row, "output_not_written"));
+      EXPECT_EQ(row["fitness"]["combined_score"], 0);
+    }
+  }
+}
+
+TEST_P(DeviceTest, ACompileErrorFailsWithTheCompilerLog) {
+  json spec = axpy_job("nope_undeclared");
+  spec["sweep"] = {{"N", {4096}}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  EXPECT_EQ(row["status"], "failed") << row.dump();
+  EXPECT_EQ(row["error"]["type"], "compile_error") << row.dump();
+  EXPECT_NE(row["error"]["message"].get<std::string>().find("nope_undeclared"), std::string::npos)
+      << row.dump();
+  // An entry the source does not define is a compile error too.
+  json wrong_entry = axpy_job("a[i]");
+  wrong_entry["kernel"]["entry"] = "not_there";
+  wrong_entry["sweep"] = {{"N", {4096}}};
+  const json job2 = run(wrong_entry);
+  EXPECT_EQ(job2["rows"][0]["error"]["type"], "compile_error") << job2.dump();
+  EXPECT_NE(job2["rows"][0]["error"]["message"].get<std::string>().find("not_there"),
+            std::string::npos);
+}
+
+TEST_P(DeviceTest, AnOutOfBoundsWriteIsADeviceFaultAndTheNextJobRuns) {
+  json bad = axpy_job("", "N", "out[i + ((long)1 << 40)] = 1.0f;");
+  bad["sweep"] = {{"N", {4096}}};
+  const json job = run(bad);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  EXPECT_EQ(row["status"], "failed") << row.dump();
+  EXPECT_EQ(row["error"]["type"], "device_fault") << row.dump();
+  EXPECT_TRUE(has_flag(row, "device_fault"));
+  // The next job runs on a fresh worker of the same device.
+  const json good = run(axpy_job("a[i] + s * b[i]"));
+  EXPECT_EQ(good["status"], "succeeded") << good.dump();
+  EXPECT_EQ(m_daemon->get("/readyz").status, 200);
+}
+
+TEST_P(DeviceTest, AHangingKernelTimesOutAndTheDaemonCarriesOn) {
+  // A daemon of its own with a short watchdog.
+  auto d = start_daemon({"--point-timeout", "5"});
+  ASSERT_TRUE(d);
+  json hang = axpy_job("", "N", "for (;;) { out[0] = out[0] + 1.0f; }");
+  hang["sweep"] = {{"N", {4096}}};
+  hang["verify"] = {{"trials", 1}};
+  const json job = run(hang, d.get());
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["rows"][0]["error"]["type"], "timeout") << job.dump();
+  EXPECT_TRUE(has_flag(job["rows"][0], "timeout"));
+  const json good = run(axpy_job("a[i] + s * b[i]"), d.get());
+  EXPECT_EQ(good["status"], "succeeded") << good.dump();
+}
+
+TEST_P(DeviceTest, APointLargerThanTheDeviceCanAllocateIsOutOfMemory) {
+  // Eight f64 inputs of 97% of the device's memory in all: the daemon accepts the point (it fits
+  // the device's size), the device cannot hold it (free memory, or its largest allocation).
+  const double per_buffer = 0.97 * m_device["memory_bytes"].get<double>() / 8 / 8;
+  std::string params, names;
+  json args = json::array();
+  args.push_back({{"name", "out"}, {"type", "f32*"}, {"count", 1024}, {"output", true}});
+  for (int i = 0; i < 8; ++i) {
+    const std::string name = "b" + std::to_string(i);
+    params += engine() == "hip" ? ", const double* " + name : ", __global const double* " + name;
+    args.push_back({{"name", name},
+                    {"type", "f64*"},
+                    {"count", std::int64_t(std::min(per_buffer, 2147483647.0))}});
+  }
+  const std::string source =
+      engine() == "hip"
+          ? "extern \"C\" __global__ void big(float* out" + params + ") { out[threadIdx.x] = 0; }"
+          : "__kernel void big(__global float* out" + params + ") { out[get_local_id(0)] = 0; }";
+  json spec = {{"kernel",
+                {{"op", "custom"},
+                 {"language", language()},
+                 {"source", source},
+                 {"entry", "big"},
+                 {"block", {256, 1, 1}},
+                 {"grid", {4, 1, 1}},
+                 {"args", args}}}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["rows"][0]["error"]["type"], "out_of_memory") << job.dump();
+}
+
+// The ways of cheating the score that exist today, each caught.
+TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
+  struct cheat {
+    std::string name, body, flag;
+    std::string declared_bytes = "12*N";
+    std::string statement = "";
+  };
+  const std::vector<cheat> cheats{
+      {"writes nothing", "out[i]", "output_not_written"},
+      {"writes zeros", "0.0f", "verification_failed"},
+      // Computes in half precision and stores f32.
+      {"low precision", "h(h(a[i]) + h(s) * h(b[i]))", "precision_mismatch"},
+      // Computes once, then skips the work on every timed launch (the output no longer holds
+      // the unwritten pattern), reading a third of the bytes it declares.
+      {"memoises", "", "faster_than_roofline", "12*N",
+       "if (i < n && out[i] != out[i]) out[i] = a[i] + s * b[i];"},
+      // Declares ten times the bytes it moves, to look better than it is.
+      {"overclaims", "a[i] + s * b[i]", "faster_than_roofline", "120*N"},
+  };
+  for (const cheat& c : cheats) {
+    SCOPED_TRACE(c.name);
+    if (c.name == "memoises" && m_device["type"] == "cpu") {
+      // On a CPU the check-and-skip loop is bound by its compare and branch per element, not by
+      // the bytes it spares: it runs about as long as the honest kernel, and no roofline can
+      // tell them apart. Its timed outputs are what give it away.
+      std::cout << "memoises: not run on a CPU device\n";
+      continue;
+    }
+    json spec = axpy_job(c.body, "N", c.statement);
+    spec["kernel"]["bytes"] = c.declared_bytes;
+    spec["sweep"] = {{"N", {1 << 24}}};
+    spec["timing"] = {{"l2", "cold"}, {"max_time_ms", 500}};
+    spec["fitness"] = {{"target_us", 1}};
+    const json job = run(spec);
+    ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+    const json& row = job["rows"][0];
+    EXPECT_TRUE(has_flag(row, c.flag)) << row.dump();
+    EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+  }
+}
+
+std::string engine_name(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param;
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, DeviceTest, ::testing::Values("opencl", "hip"), engine_name);
+
+// Runs where the GPU half skips: a daemon that finds no GPU (whatever its build) starts cleanly
+// and serves mock devices, and asking for GPUs only is a clear start-up error.
+TEST(GpuAbsent, TheDaemonServesMockDevicesWithoutAGpu) {
+  daemon_process::options o;
+  o.engine = "auto";
+  o.mock_devices = 2;
+  daemon_process daemon(o);
+  daemon.start();
+  const json devices = daemon.get("/api/v1/devices").body["devices"];
+  for (const auto& d : devices) {
+    if (d["engine"] != "mock") GTEST_SKIP() << "this machine has a GPU: " << d.dump();
+  }
+  ASSERT_EQ(devices.size(), 2u) << devices.dump();
+  const auto id = daemon.submit(stream_sweep(2, 0));
+  EXPECT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  daemon_process::options hip_only;
+  hip_only.engine = "hip";
+  daemon_process gpu_daemon(hip_only);
+  EXPECT_THROW(gpu_daemon.start(), std::runtime_error);
+  EXPECT_NE(gpu_daemon.log().find("--engine hip"), std::string::npos) << gpu_daemon.log();
+}
+
+}  // namespace
+}  // namespace kernelscan::testing
