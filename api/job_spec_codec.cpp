@@ -507,15 +507,21 @@ class spec_parser {
 
   std::optional<custom_kernel> parse_launch(object_reader& r) {
     custom_kernel k;
-    k.language = r.choice<std::string>("language", {{"hip", "hip"}}).value_or("hip");
+    // hip runs on AMD and NVIDIA GPUs; cuda on NVIDIA GPUs only, which the device that measures
+    // a point decides (language_support.hpp). The source is checked against its language's
+    // headers; with no valid language there is nothing to check it against.
+    const auto language = r.choice<kernel_language>(
+        "language", {{"hip", kernel_language::hip}, {"cuda", kernel_language::cuda}});
+    const bool language_ok = language || !r.get("language");
+    k.language = language.value_or(kernel_language::hip);
     auto source = r.string("source", m_limits.max_source_bytes, true);
     if (source) {
       const std::string& text = *source;
       std::optional<std::string> why;
       if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
         why = "is empty";
-      } else {
-        why = check_kernel_source(text);
+      } else if (language_ok) {
+        why = check_kernel_source(text, k.language);
       }
       if (why) {
         r.error("source", *why);
@@ -546,7 +552,7 @@ class spec_parser {
         }
       }
     }
-    if (!source || !entry || !block || !grid || !shared) return std::nullopt;
+    if (!language_ok || !source || !entry || !block || !grid || !shared) return std::nullopt;
     k.source = std::move(*source);
     k.entry = std::move(*entry);
     k.block = *block;
@@ -752,7 +758,7 @@ json stream_json(const stream_spec& s) {
 
 json launch_json(const custom_kernel& k) {
   return {{"op", "custom"},
-          {"language", k.language},
+          {"language", to_string(k.language)},
           {"source", k.source},
           {"entry", k.entry},
           {"block", dims_json(k.block)},

@@ -35,6 +35,10 @@ std::string_view to_string(stream_variant v) {
   return "?";
 }
 
+std::string_view to_string(kernel_language l) {
+  return l == kernel_language::cuda ? "cuda" : "hip";
+}
+
 std::string_view to_string(arg_init i) {
   switch (i) {
     case arg_init::none:

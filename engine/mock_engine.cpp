@@ -5,11 +5,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "engine/adaptive_sampler.hpp"
 #include "engine/job.hpp"
+#include "engine/language_support.hpp"
 #include "engine/metrics.hpp"
 
 namespace kernelscan {
@@ -193,11 +195,19 @@ point_result mock_engine::measure(const job_plan& plan, std::uint64_t index, std
   const auto& spec = plan.spec();
   kernel_instance instance;
   std::optional<kernel_instance> baseline;
+  // A point this device cannot run: a field that does not resolve here, or a kernel language
+  // no mock device compiles (language_support.hpp).
+  std::optional<std::string> refusal = unsupported_language(spec, m_info);
   try {
-    instance = plan.resolve(index);
-    baseline = plan.resolve_baseline(index);
+    if (!refusal) {
+      instance = plan.resolve(index);
+      baseline = plan.resolve_baseline(index);
+    }
   } catch (const plan_error& e) {
-    auto r = failed_point(index, plan.params(index), "invalid_point", e.what());
+    refusal = e.what();
+  }
+  if (refusal) {
+    auto r = failed_point(index, plan.params(index), "invalid_point", *refusal);
     r.l2 = spec.timing.l2;
     r.environment.device = m_info.name;
     r.environment.driver = m_info.driver;
