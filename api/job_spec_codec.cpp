@@ -503,8 +503,8 @@ class spec_parser {
     return std::find(std::begin(flags), std::end(flags), o) != std::end(flags);
   }
 
-  static bool option_allowed(const std::string& language, const std::string& o) {
-    if (language == "opencl") {
+  static bool option_allowed(kernel_language language, const std::string& o) {
+    if (language == kernel_language::opencl) {
       if (opencl_option_allowed(o)) return true;
     } else if (o == "-O0" || o == "-O1" || o == "-O2" || o == "-O3" || o == "-ffast-math") {
       return true;
@@ -524,16 +524,23 @@ class spec_parser {
 
   std::optional<custom_kernel> parse_launch(object_reader& r) {
     custom_kernel k;
-    k.language =
-        r.choice<std::string>("language", {{"hip", "hip"}, {"opencl", "opencl"}}).value_or("hip");
+    // hip runs on AMD and NVIDIA GPUs, cuda on NVIDIA GPUs only, opencl on OpenCL devices; the
+    // device that measures a point decides (language_support.hpp). The source is checked against
+    // its language's headers; with no valid language there is nothing to check it against.
+    const auto language =
+        r.choice<kernel_language>("language", {{"hip", kernel_language::hip},
+                                               {"cuda", kernel_language::cuda},
+                                               {"opencl", kernel_language::opencl}});
+    const bool language_ok = language || !r.get("language");
+    k.language = language.value_or(kernel_language::hip);
     auto source = r.string("source", m_limits.max_source_bytes, true);
     if (source) {
       const std::string& text = *source;
       std::optional<std::string> why;
       if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
         why = "is empty";
-      } else {
-        why = check_kernel_source(text);
+      } else if (language_ok) {
+        why = check_kernel_source(text, k.language);
       }
       if (why) {
         r.error("source", *why);
@@ -556,8 +563,8 @@ class spec_parser {
           } else if (!option_allowed(k.language, o.get<std::string>())) {
             error(index_path(field, i),
                   "\"" + o.get<std::string>() + "\" is not an allowed option for language " +
-                      k.language +
-                      (k.language == "opencl"
+                      std::string(to_string(k.language)) +
+                      (k.language == kernel_language::opencl
                            ? " (allowed: -cl-std=CL1.0..CL3.0, -cl-fast-relaxed-math, "
                              "-cl-mad-enable, -cl-no-signed-zeros, -cl-finite-math-only, "
                              "-cl-unsafe-math-optimizations, -cl-denorms-are-zero, "
@@ -570,7 +577,7 @@ class spec_parser {
         }
       }
     }
-    if (!source || !entry || !block || !grid || !shared) return std::nullopt;
+    if (!language_ok || !source || !entry || !block || !grid || !shared) return std::nullopt;
     k.source = std::move(*source);
     k.entry = std::move(*entry);
     k.block = *block;
@@ -733,17 +740,19 @@ class spec_parser {
         }
       }
     }
-    if (launch && launch->language != "opencl") {
+    if (launch && launch->language != kernel_language::opencl) {
       for (std::size_t i = 0; i < c.args.size(); ++i) {
         if (c.args[i].local) {
           error(join_path(index_path(r.field("args"), i), "local"),
-                "local memory arguments are OpenCL's; a " + launch->language +
+                "local memory arguments are OpenCL's; a " +
+                    std::string(to_string(launch->language)) +
                     " kernel takes dynamic shared memory through shared_bytes");
           args_ok = false;
         }
       }
     }
-    if (launch && launch->language == "opencl" && launch->shared_bytes != int_expr::of(0)) {
+    if (launch && launch->language == kernel_language::opencl &&
+        launch->shared_bytes != int_expr::of(0)) {
       error(r.field("shared_bytes"),
             "is HIP's dynamic shared memory; an OpenCL kernel takes work-group local memory as "
             "an argument with \"local\": true");
@@ -799,7 +808,7 @@ json stream_json(const stream_spec& s) {
 
 json launch_json(const custom_kernel& k) {
   return {{"op", "custom"},
-          {"language", k.language},
+          {"language", to_string(k.language)},
           {"source", k.source},
           {"entry", k.entry},
           {"block", dims_json(k.block)},

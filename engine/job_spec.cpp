@@ -26,32 +26,6 @@ std::optional<engine_kind> parse_engine_kind(std::string_view s) {
   return std::nullopt;
 }
 
-bool runs_language(engine_kind e, std::string_view language) {
-  switch (e) {
-    case engine_kind::opencl:
-      return language == "opencl";
-    case engine_kind::hip:
-      return language != "opencl";
-    default:
-      return true;
-  }
-}
-
-std::vector<std::string> kernel_languages(const job_spec& spec) {
-  std::vector<std::string> out;
-  auto add = [&out](const kernel_spec& k) {
-    const auto* c = std::get_if<custom_spec>(&k);
-    if (!c) return;
-    out.push_back(c->kernel.language);
-    if (c->reference) {
-      if (const auto* r = std::get_if<custom_kernel>(&*c->reference)) out.push_back(r->language);
-    }
-  };
-  add(spec.kernel);
-  if (spec.fitness.baseline) add(*spec.fitness.baseline);
-  return out;
-}
-
 std::string_view to_string(l2_mode m) {
   return m == l2_mode::cold ? "cold" : "hot";
 }

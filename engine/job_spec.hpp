@@ -20,9 +20,6 @@ enum class engine_kind { any, mock, hip, opencl, imported };
 std::string_view to_string(engine_kind e);
 // The wire's spelling back to the kind ("auto" is any); nullopt for anything else.
 std::optional<engine_kind> parse_engine_kind(std::string_view s);
-// Whether devices of engine `e` run user kernels written in `language`: OpenCL devices run
-// OpenCL C, HIP devices HIP (and CUDA C++ on NVIDIA), the mock runs no device code at all.
-bool runs_language(engine_kind e, std::string_view language);
 
 enum class l2_mode { cold, hot };
 std::string_view to_string(l2_mode m);
@@ -90,8 +87,5 @@ struct job_spec {
   std::optional<std::uint64_t> seed;  // the daemon fills it in when absent
   bool operator==(const job_spec&) const;
 };
-
-// The languages of the user kernels a job runs (its kernel, its reference, its baseline).
-std::vector<std::string> kernel_languages(const job_spec& spec);
 
 }  // namespace kernelscan

@@ -35,6 +35,18 @@ std::string_view to_string(stream_variant v) {
   return "?";
 }
 
+std::string_view to_string(kernel_language l) {
+  switch (l) {
+    case kernel_language::cuda:
+      return "cuda";
+    case kernel_language::opencl:
+      return "opencl";
+    case kernel_language::hip:
+      break;
+  }
+  return "hip";
+}
+
 std::string_view to_string(arg_init i) {
   switch (i) {
     case arg_init::none:

@@ -76,9 +76,15 @@ struct kernel_arg {
   bool operator==(const kernel_arg&) const = default;
 };
 
+// The language of a user kernel's device code. hip: HIP, compiled by hipRTC on AMD GPUs and by
+// NVRTC on NVIDIA GPUs (engine/hip/rtc.hip maps the HIP names). cuda: CUDA C++, compiled by NVRTC,
+// so NVIDIA GPUs only. opencl: OpenCL C, built by the OpenCL driver of an OpenCL device
+// (language_support.hpp).
+enum class kernel_language { hip, cuda, opencl };
+
 // The device code of a user kernel and how to launch it.
 struct custom_kernel {
-  std::string language = "hip";
+  kernel_language language = kernel_language::hip;
   std::string source;
   std::string entry;
   std::array<int_expr, 3> block;
@@ -108,5 +114,6 @@ std::string_view to_string(layout l);
 std::string_view to_string(gemm_impl i);
 std::string_view to_string(stream_variant v);
 std::string_view to_string(arg_init i);
+std::string_view to_string(kernel_language l);
 
 }  // namespace kernelscan

@@ -8,6 +8,7 @@
 #include "engine/fill_pattern.hpp"
 #include "engine/fitness.hpp"
 #include "engine/job_plan.hpp"
+#include "engine/language_support.hpp"
 #include "engine/output_check.hpp"
 #include "engine/point_kernel.hpp"
 #include "engine/roofline_benchmark.hpp"
@@ -180,6 +181,8 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
   };
   if (!m_backend->usable())
     return failed("device_fault", "the device faulted earlier in this worker");
+  // A kernel language this device cannot compile fails the point before anything is allocated.
+  if (auto why = unsupported_language(spec, m_info)) return failed("unsupported", *why);
   kernel_instance instance;
   std::optional<kernel_instance> baseline_instance;
   try {

@@ -7,13 +7,42 @@
 namespace kernelscan {
 namespace {
 
-constexpr std::array<std::string_view, 11> k_allowed{
+constexpr std::array<std::string_view, 11> k_hip_allowed{
     "hip/hip_runtime.h",       "hip/hip_runtime_api.h",
     "hip/hip_fp16.h",          "hip/hip_bf16.h",
     "hip/hip_bfloat16.h",      "hip/hip_complex.h",
     "hip/hip_vector_types.h",  "hip/math_functions.h",
     "hip/device_functions.h",  "hip/hip_cooperative_groups.h",
     "hip/hip_math_constants.h"};
+
+// CUDA's device headers that NVRTC compiles (checked against CUDA 13's toolkit); the libcu++
+// ones (cuda/...) come from the toolkit's cccl folder.
+constexpr std::array<std::string_view, 26> k_cuda_allowed{"cuda_runtime.h",
+                                                          "cuda_fp16.h",
+                                                          "cuda_bf16.h",
+                                                          "cuda_fp8.h",
+                                                          "cuda_fp6.h",
+                                                          "cuda_fp4.h",
+                                                          "cuda_pipeline.h",
+                                                          "cuda_awbarrier.h",
+                                                          "cooperative_groups.h",
+                                                          "cooperative_groups/reduce.h",
+                                                          "cooperative_groups/scan.h",
+                                                          "cooperative_groups/memcpy_async.h",
+                                                          "mma.h",
+                                                          "math_constants.h",
+                                                          "vector_types.h",
+                                                          "vector_functions.h",
+                                                          "device_launch_parameters.h",
+                                                          "cuComplex.h",
+                                                          "cuda/barrier",
+                                                          "cuda/pipeline",
+                                                          "cuda/std/array",
+                                                          "cuda/std/cmath",
+                                                          "cuda/std/cstdint",
+                                                          "cuda/std/limits",
+                                                          "cuda/std/type_traits",
+                                                          "cuda/std/utility"};
 
 bool ident_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
@@ -87,20 +116,29 @@ text normalise(std::string_view in) {
   return out;
 }
 
-std::string allowed_list() {
+std::string allowed_list(kernel_language language) {
   std::string out;
-  for (auto h : k_allowed)
+  for (auto h : allowed_kernel_includes(language))
     out += (out.empty() ? "" : ", ") + std::string(h);
   return out;
 }
 
 }  // namespace
 
-std::span<const std::string_view> allowed_kernel_includes() {
-  return k_allowed;
+std::span<const std::string_view> allowed_kernel_includes(kernel_language language) {
+  switch (language) {
+    case kernel_language::cuda:
+      return k_cuda_allowed;
+    case kernel_language::opencl:
+      return {};  // OpenCL C has no headers of its own: anything included is a host file
+    case kernel_language::hip:
+      break;
+  }
+  return k_hip_allowed;
 }
 
-std::optional<std::string> check_kernel_source(std::string_view source) {
+std::optional<std::string> check_kernel_source(std::string_view source, kernel_language language) {
+  const auto allowed_headers = allowed_kernel_includes(language);
   const text t = normalise(source);
   const std::string& s = t.chars;
   auto where = [&](std::size_t i) {
@@ -156,13 +194,17 @@ std::optional<std::string> check_kernel_source(std::string_view source) {
         }
         const std::string_view header(s.data() + j + 1, end - j - 1);
         bool allowed = false;
-        for (auto h : k_allowed)
+        for (auto h : allowed_headers)
           allowed |= (h == header);
+        if (!allowed && allowed_headers.empty()) {
+          return where(i) + ": #include " + std::string(1, open) + std::string(header) +
+                 std::string(1, close) + " is not allowed; " + std::string(to_string(language)) +
+                 " kernels may include nothing (put what you need in the source)";
+        }
         if (!allowed) {
           return where(i) + ": #include " + std::string(1, open) + std::string(header) +
-                 std::string(1, close) +
-                 " is not allowed; kernels may include only the runtime's headers (" +
-                 allowed_list() + ")";
+                 std::string(1, close) + " is not allowed; " + std::string(to_string(language)) +
+                 " kernels may include only the runtime's headers (" + allowed_list(language) + ")";
         }
       }
     }

@@ -19,6 +19,7 @@
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
 #include "api/result_fields.hpp"
+#include "engine/language_support.hpp"
 #include "server/access_control.hpp"
 #include "server/detail/comma_list.hpp"
 #include "server/http_metrics.hpp"
@@ -341,23 +342,45 @@ struct http_api::impl {
     throw api_error(404, "not_found", "no device " + req.captures.at(0));
   }
 
-  // The devices a spec could run on; checks engine and device against what exists.
-  std::uint64_t check_placement(const job_spec& spec) {
+  struct placement {
+    std::uint64_t max_memory = 0;           // the largest memory of a device the job may run on
+    engine_kind engine = engine_kind::any;  // what the queue matches devices by
+  };
+
+  // The devices a spec could run on; checks engine, device and kernel language against what
+  // exists. A job with user kernels and engine auto is placed on the engine that runs their
+  // language: a real one (HIP, then OpenCL) where the daemon has it, else the mock.
+  placement check_placement(const job_spec& spec) {
     const auto devices = sched.devices();
-    const auto languages = kernel_languages(spec);
-    std::uint64_t max_memory = 0;
+    placement p;
     bool any = false, placed_but_language = false;
+    std::string language_refusal;  // "kernel.language: ...", why the first device refused
+    std::optional<engine_kind> real, mock;
     for (const auto& d : devices) {
       const bool engine_ok = spec.engine == engine_kind::any || spec.engine == d.info.engine;
       const bool device_ok = !spec.device || *spec.device == d.info.index;
-      const bool language_ok = std::all_of(languages.begin(), languages.end(), [&](const auto& l) {
-        return runs_language(d.info.engine, l);
-      });
-      if (engine_ok && device_ok && !language_ok) placed_but_language = true;
+      const auto refusal = unsupported_language(spec, d.info);
+      const bool language_ok = !refusal;
+      if (engine_ok && device_ok && !language_ok && !placed_but_language) {
+        placed_but_language = true;
+        language_refusal = *refusal;
+      }
       if (engine_ok && device_ok && language_ok) {
         any = true;
-        max_memory = std::max(max_memory, d.info.memory_bytes);
+        p.max_memory = std::max(p.max_memory, d.info.memory_bytes);
+        auto& slot = d.info.engine == engine_kind::mock ? mock : real;
+        if (!slot) slot = d.info.engine;
       }
+    }
+    p.engine = spec.engine;
+    const auto is_custom = [](const kernel_spec& k) {
+      return std::holds_alternative<custom_spec>(k);
+    };
+    const bool user_kernels =
+        is_custom(spec.kernel) || (spec.fitness.baseline && is_custom(*spec.fitness.baseline));
+    if (spec.engine == engine_kind::any && user_kernels && any) {
+      // Only the engine that runs the job's kernels may take it, a real one before the mock.
+      p.engine = real ? *real : *mock;
     }
     if (!any) {
       std::vector<field_error> errors;
@@ -368,10 +391,10 @@ struct http_api::impl {
       for (const auto& [kind, n] : kinds)
         have += (have.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
       if (placed_but_language) {
-        errors.push_back({"kernel.language",
-                          "no device this job may run on runs its kernels' "
-                          "language (this daemon's devices: " +
-                              have + ")"});
+        const auto colon = language_refusal.find(": ");
+        errors.push_back({language_refusal.substr(0, colon),
+                          "no device of this daemon runs this kernel (its devices: " + have +
+                              "): " + language_refusal.substr(colon + 2)});
       } else if (spec.engine != engine_kind::any && !spec.device) {
         errors.push_back({"engine", "this daemon has no " + std::string(to_string(spec.engine)) +
                                         " device (its devices: " + have + ")"});
@@ -386,7 +409,7 @@ struct http_api::impl {
       }
       throw validation_error(std::move(errors));
     }
-    return max_memory;
+    return p;
   }
   response replay(std::int64_t id) {
     auto rec = store.get(id);
@@ -418,7 +441,8 @@ struct http_api::impl {
     if (auto replayed = replay_known_key(key, request_hash)) return std::move(*replayed);
     const json body = parse_json(req.body);
     job_spec spec = parse_job_spec(body, config.limits);
-    const std::uint64_t memory = check_placement(spec);
+    const placement where = check_placement(spec);
+    const std::uint64_t memory = where.max_memory;
     if (!spec.seed) {
       std::lock_guard lock(seeds_mutex);
       spec.seed = seeds() >> 1;  // kept within int64 for SQLite and JSON readers
@@ -432,7 +456,7 @@ struct http_api::impl {
     sub.name = spec.name;
     sub.labels = spec.labels;
     sub.priority = spec.priority;
-    sub.engine = spec.engine;
+    sub.engine = where.engine;
     sub.requested_device = spec.device;
     sub.op = std::string(op_name(spec.kernel));
     sub.total_points = plan.size();

@@ -184,6 +184,8 @@ class hip_backend final : public device_backend {
       throw;
     } catch (const compile_error&) {
       throw;
+    } catch (const unsupported_language_error& e) {
+      throw backend_error(fault_kind::unsupported, e.what());
     } catch (const std::runtime_error& e) {
       throw backend_error(fault_kind::internal, e.what());
     }

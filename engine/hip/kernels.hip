@@ -218,6 +218,17 @@ __device__ inline unsigned long long now_ticks() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));  // nanoseconds
   return t;
+#elif defined(__HIP_DEVICE_COMPILE__) && (defined(__GFX11__) || defined(__GFX12__))
+  // gfx11 and gfx12 dropped s_memrealtime: the real-time counter is read by a message
+  // (MSG_RTN_GET_REALTIME), as HIP's wall_clock64() does on them.
+#if __has_builtin(__builtin_amdgcn_s_sendmsg_rtnl)
+  return __builtin_amdgcn_s_sendmsg_rtnl(0x83);
+#else  // clang 15 (Debian 12's hipcc) assembles the instruction but has no builtin for it
+  unsigned long long t;
+  asm volatile("s_sendmsg_rtn_b64 %0, sendmsg(MSG_RTN_GET_REALTIME)\n\ts_waitcnt lgkmcnt(0)"
+               : "=s"(t));
+  return t;
+#endif
 #elif defined(__HIP_DEVICE_COMPILE__)
   return __builtin_amdgcn_s_memrealtime();  // the 100 MHz real-time counter of CDNA GPUs
 #else
@@ -367,7 +378,7 @@ void hold_stream(int* flag, double timeout_ms, hipStream_t s) {
 #if defined(KERNELSCAN_GPU_CUDA)
   const double ticks_per_ms = 1e6;  // %globaltimer counts nanoseconds
 #else
-  const double ticks_per_ms = 1e5;          // s_memrealtime counts at 100 MHz
+  const double ticks_per_ms = 1e5;  // s_memrealtime counts at 100 MHz
 #endif
   hold_kernel<<<1, 1, 0, s>>>(flag, static_cast<unsigned long long>(timeout_ms * ticks_per_ms));
   launched("hold_stream");

@@ -6,16 +6,13 @@
 // Threading: one per engine, used from the worker's thread. Owns its modules.
 
 #include <map>
-#include <stdexcept>
 #include <string>
 
 #include "engine/hip/gpu.hpp"
+#include "engine/hip/rtc_compile.hpp"
 #include "engine/kernel_spec.hpp"
 
 namespace kernelscan::gpu {
-
-// The source did not compile, or has no such entry (device_backend.hpp).
-using kernelscan::compile_error;
 
 class module_cache {
  public:
@@ -25,7 +22,8 @@ class module_cache {
   module_cache& operator=(const module_cache&) = delete;
   ~module_cache();
 
-  // The kernel's entry, compiled and loaded; throws compile_error or gpu_error.
+  // The kernel's entry, compiled (compile_kernel) and loaded; throws compile_error,
+  // unsupported_language_error or gpu_error.
   hipFunction_t function(const custom_kernel& kernel);
   std::size_t size() const { return m_modules.size(); }
   // Unloads everything once the cache holds many modules. Call between points only: functions
@@ -38,7 +36,7 @@ class module_cache {
     hipFunction_t function{};
   };
   std::string m_arch;
-  std::map<std::string, loaded> m_modules;  // key: arch, entry, options and source, in full
+  std::map<std::string, loaded> m_modules;  // key: arch, language, entry, options and source
 };
 
 }  // namespace kernelscan::gpu

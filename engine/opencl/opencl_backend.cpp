@@ -25,6 +25,7 @@
 #include "engine/element.hpp"
 #include "engine/gemm_layout.hpp"
 #include "engine/hip/telemetry.hpp"
+#include "engine/language_support.hpp"
 #include "engine/opencl/builtin_kernels.hpp"
 #include "engine/opencl/opencl_errors.hpp"
 #include "engine/point_kernel.hpp"
@@ -638,10 +639,8 @@ void opencl_backend::fma(const device_buffer& out, std::int64_t threads, int ite
 }
 
 kernel_id opencl_backend::compile(const custom_kernel& kernel) {
-  if (kernel.language != "opencl") {
-    throw backend_error(fault_kind::unsupported,
-                        "language \"" + kernel.language + "\" kernels do not run on " +
-                            m_info.name + ", an OpenCL device; it runs language \"opencl\"");
+  if (auto why = unsupported_language(kernel.language, m_info)) {
+    throw backend_error(fault_kind::unsupported, *why);
   }
   std::string options;
   for (const auto& o : kernel.compile_options)

@@ -410,6 +410,126 @@ std::string engine_name(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Engines, DeviceTest, ::testing::Values("opencl", "hip"), engine_name);
 
+// Cases of the HIP engine alone: HIP's half type, warp functions and headers on either vendor,
+// and CUDA C++ kernels on NVIDIA.
+class HipDeviceTest : public DeviceTest {};
+
+// HIP's half type and intrinsics (hip/hip_fp16.h) on either vendor: hipRTC's own on AMD, CUDA's
+// through our mapping on NVIDIA.
+TEST_P(HipDeviceTest, AKernelIncludingHipFp16ComputesInHalfPrecision) {
+  json spec = axpy_job("__half2float(__hadd(__float2half(a[i]), __float2half(b[i])))");
+  spec["kernel"]["reference"] = {{"op", "stream"}, {"variant", "add"}, {"n", "N"},
+                                 {"dtype", "f32"}, {"a", "a"},         {"b", "b"},
+                                 {"c", "out"}};
+  spec["verify"] = {{"atol", 2e-3}, {"rtol", 2e-3}};
+  const json job = run(spec);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  for (const auto& row : job["rows"]) {
+    EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+    // Half precision, not f32 under another name.
+    EXPECT_GT(row["verification"]["max_abs_err"].get<double>(), 0) << row.dump();
+  }
+}
+
+// HIP's maskless warp functions: native on AMD (64 lanes), mapped onto CUDA's _sync forms on
+// NVIDIA (32 lanes). Each lane writes its warp's sum (a butterfly of __shfl_xor, and a
+// __shfl_down reduction broadcast by __shfl) and the number of its warp's positive inputs
+// (__ballot); a plain loop over the warp's inputs is the reference.
+TEST_P(HipDeviceTest, HipWarpShufflesAndVotesRunOnEitherVendor) {
+  json spec = parse_json(R"js({
+    "kernel": {"op": "custom", "entry": "warp_sums", "block": [256, 1, 1],
+      "grid": ["N/256", 1, 1],
+      "args": [{"name": "sum", "type": "f32*", "count": "N", "output": true},
+               {"name": "positive", "type": "f32*", "count": "N", "output": true},
+               {"name": "in", "type": "f32*", "count": "N"}],
+      "flops": "N", "bytes": "12*N",
+      "reference": {"op": "custom", "entry": "warp_sums_reference", "block": [256, 1, 1],
+                    "grid": ["N/256", 1, 1]}},
+    "sweep": {"N": [4096, 1048576]},
+    "verify": {"atol": 1e-4, "rtol": 1e-4}
+  })js");
+  spec["kernel"]["source"] = R"(#include <hip/hip_runtime.h>
+extern "C" __global__ void warp_sums(float* sum, float* positive, const float* in) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float x = in[i], y = in[i];
+  for (int d = warpSize / 2; d > 0; d /= 2) {
+    x += __shfl_xor(x, d);
+    y += __shfl_down(y, d);
+  }
+  y = __shfl(y, 0);
+  if (!__all(x == x) || __any(x != x)) x = 0.0f;  // no NaN: both votes hold
+  sum[i] = 0.5f * (x + y);
+  positive[i] = float(__popcll(__ballot(in[i] > 0.0f)));
+})";
+  spec["kernel"]["reference"]["source"] = R"(#include <hip/hip_runtime.h>
+extern "C" __global__ void warp_sums_reference(float* sum, float* positive, const float* in) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int first = i / warpSize * warpSize;
+  float s = 0.0f, p = 0.0f;
+  for (int l = first; l < first + warpSize; ++l) {
+    s += in[l];
+    p += in[l] > 0.0f ? 1.0f : 0.0f;
+  }
+  sum[i] = s;
+  positive[i] = p;
+})";
+  const json job = run(spec);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  for (const auto& row : job["rows"]) {
+    EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+    EXPECT_EQ(row["verification"]["unwritten"], 0) << row.dump();
+  }
+}
+
+// Every HIP header a kernel may include (source_policy.hpp) is found where the machine has it,
+// or built into the run-time compiler.
+TEST_P(HipDeviceTest, EveryHipHeaderAKernelMayIncludeIsFound) {
+  std::string includes;
+  for (const char* h :
+       {"hip/hip_runtime.h", "hip/hip_runtime_api.h", "hip/hip_fp16.h", "hip/hip_bf16.h",
+        "hip/hip_bfloat16.h", "hip/hip_complex.h", "hip/hip_vector_types.h", "hip/math_functions.h",
+        "hip/device_functions.h", "hip/hip_cooperative_groups.h", "hip/hip_math_constants.h"}) {
+    includes += "#include <" + std::string(h) + ">\n";
+  }
+  json spec = axpy_job("a[i] + s * b[i]");
+  spec["kernel"]["source"] = includes + spec["kernel"]["source"].get<std::string>();
+  spec["sweep"] = {{"N", {4096}}};
+  const json job = run(spec);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_EQ(job["rows"][0]["verification"]["status"], "passed") << job["rows"][0].dump();
+}
+
+// A .cu file's kernel as written (CUDA headers, cooperative groups) in language "cuda": measured
+// and verified on NVIDIA; on any other GPU each point fails saying why.
+TEST_P(HipDeviceTest, ACudaKernelRunsOnNvidiaAndIsRefusedClearlyElsewhere) {
+  json spec = axpy_job("a[i] + s * b[i]");
+  spec["kernel"]["language"] = "cuda";
+  spec["kernel"]["source"] = R"(#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  cg::thread_block block = cg::this_thread_block();
+  const int i = block.group_index().x * block.size() + block.thread_rank();
+  if (i < n) out[i] = a[i] + s * b[i];
+})";
+  if (m_device["vendor"] == "NVIDIA") {
+    const json job = run(spec);
+    ASSERT_EQ(job["status"], "succeeded") << job.dump();
+    for (const auto& row : job["rows"])
+      EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+    return;
+  }
+  // No device of this daemon runs it: refused at submission, saying why.
+  spec["engine"] = "hip";
+  spec["device"] = 0;
+  const auto reply = m_daemon->post_json("/api/v1/jobs", spec);
+  EXPECT_EQ(reply.status, 422) << reply.text;
+  EXPECT_NE(reply.text.find("runs on NVIDIA GPUs only"), std::string::npos) << reply.text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Hip, HipDeviceTest, ::testing::Values("hip"), engine_name);
+
 // Runs where the GPU half skips: a daemon that finds no GPU (whatever its build) starts cleanly
 // and serves mock devices, and asking for GPUs only is a clear start-up error.
 TEST(GpuAbsent, TheDaemonServesMockDevicesWithoutAGpu) {

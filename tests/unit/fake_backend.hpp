@@ -29,7 +29,7 @@ class fake_backend final : public device_backend {
 
   fake_backend() {
     m_info.index = 0;
-    m_info.engine = engine_kind::opencl;
+    m_info.engine = engine_kind::hip;
     m_info.type = "gpu";
     m_info.vendor = "Test";
     m_info.name = "fake device";

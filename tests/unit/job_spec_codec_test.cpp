@@ -207,7 +207,7 @@ TEST(JobSpecCodec, ParsesStream) {
 TEST(JobSpecCodec, ParsesCustom) {
   const auto spec = parse_job_spec(custom_body(), {});
   const auto& c = std::get<custom_spec>(spec.kernel);
-  EXPECT_EQ(c.kernel.language, "hip");
+  EXPECT_EQ(c.kernel.language, kernel_language::hip);
   EXPECT_EQ(c.kernel.entry, "saxpy");
   EXPECT_EQ(c.kernel.block[0], int_expr::of(256));
   EXPECT_EQ(c.kernel.block[1], int_expr::of(1));
