@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# Packs a GPU build for a machine that has a GPU and its driver but not Debian's packages nor this
-# build's CUDA version (a machine with only a driver, a CUDA toolkit, PyTorch and Triton): the
-# stripped daemon and GPU tests; beside them in lib/ the shared libraries they need beyond glibc
-# and the driver, cuBLAS, cuBLASLt and NVRTC (with its builtins) of the toolkit they were built
-# with included; in include/ that toolkit's device headers, which the bundled NVRTC compiles user
-# kernels with (engine/hip/rtc_headers.hpp looks beside the loaded libnvrtc first); and run.sh,
-# which runs the GPU tests and the GPU benchmark there.
-#   deploy/gpu-bundle.sh build-cuda .gpu     # here
-#   bash .gpu/run.sh                         # there, from the repository root
+# Packs a GPU build for a machine that has a GPU and its driver but not Debian's packages (a
+# machine with only a driver, a CUDA toolkit, PyTorch and Triton): the stripped daemon and the
+# device and run-time-compilation tests; beside them in lib/ the shared libraries they need
+# beyond glibc and the driver; and run.sh, which runs the tests and the GPU benchmark there.
+#   deploy/gpu-bundle.sh build-cuda .gpu          # here (slim: for a machine with the toolkit)
+#   deploy/gpu-bundle.sh build-cuda .gpu --full   # also cuBLAS, cuBLASLt, NVRTC and headers
+#   bash .gpu/run.sh                              # there, from the repository root
 # The executables find lib/ by their RPATH ($ORIGIN/lib), so no LD_LIBRARY_PATH is set: Python
 # (PyTorch, Triton, the benchmark) keeps loading its own CUDA libraries.
+#
+# cuBLAS, cuBLASLt and NVRTC are most of a full bundle (over 700 MB for CUDA 13, cuBLASLt alone
+# 540 MB), more than a lent GPU machine takes along (64 MiB). A slim bundle leaves them out:
+# run.sh finds the same major version on that machine (its CUDA toolkit, or the nvidia-* Python
+# wheels PyTorch brings) and links them into lib/, where the RPATH finds them; NVRTC then takes
+# its headers from that toolkit (engine/hip/rtc_headers.hpp).
 set -euo pipefail
 build="${1:-build-cuda}"
 out="${2:-.gpu}"
+full=0
+if [ "${3:-}" = "--full" ]; then full=1; fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if ! command -v patchelf >/dev/null 2>&1; then
   source "$root/deploy/common.sh"
   install_missing patchelf
 fi
 exes=()
-for exe in server/kernelscan tests/gpu_tests tests/rtc_compile_tests; do
+for exe in server/kernelscan tests/device_tests tests/rtc_compile_tests; do
   if [ -f "$build/$exe" ]; then exes+=("$exe"); fi
 done
 rm -rf "$out"
@@ -30,18 +36,30 @@ for exe in "${exes[@]}"; do
   # opens when it first compiles.
   patchelf --force-rpath --set-rpath '$ORIGIN/lib' "$out/$(basename "$exe")"
 done
+# The CUDA libraries a slim bundle takes from the machine it runs on.
+toolkit_lib() {
+  case "$1" in
+    libcublas.so.* | libcublasLt.so.* | libnvrtc.so.* | libnvrtc-builtins.so.*) return 0 ;;
+  esac
+  return 1
+}
 # Every library the executables load, except glibc's own and the driver's (the machine's).
 ldd "${exes[@]/#/$build/}" | awk '/=> \// {print $3}' | sort -u |
   while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) ;;
-      libcuda.so* | libnvidia-*) ;;
-      *) cp -L "$lib" "$out/lib/" ;;
+    name="$(basename "$lib")"
+    case "$name" in
+      libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) continue ;;
+      libcuda.so* | libnvidia-*) continue ;;
     esac
+    if [ "$full" = 0 ] && toolkit_lib "$name"; then
+      echo "$name" >>"$out/lib/from-the-machine.txt"
+      continue
+    fi
+    cp -L "$lib" "$out/lib/"
   done
-# NVRTC opens its builtins itself (not through ldd's list); cuBLAS loads cuBLASLt, already there.
 nvrtc="$(ldd "$build/server/kernelscan" | awk '/libnvrtc\.so/ {print $3}')"
-if [ -n "$nvrtc" ]; then
+if [ "$full" = 1 ] && [ -n "$nvrtc" ]; then
+  # NVRTC opens its builtins itself (not through ldd's list); cuBLAS loads cuBLASLt, already there.
   cp -L "$(dirname "$nvrtc")"/libnvrtc-builtins.so.* "$out/lib/"
   # The toolkit's device headers, as rtc_headers.hpp finds them beside lib/ (libcu++ in cccl/).
   cuda_include="$(cd "$(dirname "$nvrtc")/../include" && pwd -P)"
@@ -51,15 +69,45 @@ if [ -n "$nvrtc" ]; then
   cp -rL "$cuda_include"/cccl/cuda "$cuda_include"/cccl/nv "$out/include/cccl/"
   # Host-only parts of the toolkit and other libraries' headers are not for kernels.
   rm -f "$out"/include/{cudnn,cupti,cufft,cusparse,cusolver,npp,nvjpeg,nvml}*.h
+elif [ -n "$nvrtc" ]; then
+  (cd "$(dirname "$nvrtc")" && ls libnvrtc-builtins.so.* | head -n 1) >>"$out/lib/from-the-machine.txt"
 fi
 cp "$root/tests/bench/bench_gpu.py" "$out/"
 cat >"$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
-# On the GPU machine: run-time compilation with the bundled NVRTC, the GPU tests, then the GPU
-# benchmark. Output goes to stdout. The executables load the bundle's lib/ by their RPATH; the
-# environment is left as it is, for Python's sake.
+# On the GPU machine: run-time compilation with NVRTC, the device tests, then the GPU benchmark.
+# Output goes to stdout. The executables load the bundle's lib/ by their RPATH; the environment
+# is left as it is, for Python's sake.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# A slim bundle: link the CUDA libraries it left out (lib/from-the-machine.txt) into lib/ from
+# this machine's toolkit or PyTorch's nvidia-* wheels.
+if [ -f "$here/lib/from-the-machine.txt" ]; then
+  dirs=()
+  for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+    [ -n "$d" ] && [ -d "$d" ] && dirs+=("$d/lib64" "$d/lib" "$d/targets/x86_64-linux/lib")
+  done
+  wheels="$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null || true)"
+  [ -n "$wheels" ] && dirs+=("$wheels/nvidia")
+  while read -r name; do
+    [ -n "$name" ] || continue
+    found=""
+    for d in "${dirs[@]}"; do
+      [ -d "$d" ] || continue
+      found="$(find -L "$d" -maxdepth 4 -name "$name" -print -quit 2>/dev/null || true)"
+      [ -n "$found" ] && break
+    done
+    if [ -z "$found" ]; then
+      echo "run.sh: $name not found in ${dirs[*]}" >&2
+      continue
+    fi
+    ln -sf "$found" "$here/lib/$name"
+    # NVRTC's builtins live beside it, whatever their version suffix.
+    for b in "$(dirname "$found")"/libnvrtc-builtins.so*; do
+      [ -e "$b" ] && ln -sf "$b" "$here/lib/$(basename "$b")"
+    done
+  done <"$here/lib/from-the-machine.txt"
+fi
 export KERNELSCAN_TEST_BINARY="$here/kernelscan"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv 2>/dev/null || true
@@ -68,10 +116,9 @@ if [ -x "$here/rtc_compile_tests" ]; then
   "$here/rtc_compile_tests" --gtest_color=no
   echo "rtc_compile_tests exit: $?"
 fi
-filter=()
-if [ -n "${GPU_TEST_FILTER:-}" ]; then filter=(--gtest_filter="$GPU_TEST_FILTER"); fi
-"$here/gpu_tests" --gtest_color=no "${filter[@]}"
-echo "gpu_tests exit: $?"
+filter=(--gtest_filter="${GPU_TEST_FILTER:-*/hip:GpuAbsent.*}")
+"$here/device_tests" --gtest_color=no "${filter[@]}"
+echo "device_tests exit: $?"
 if [ -z "${SKIP_BENCH:-}" ]; then
   python3 "$here/bench_gpu.py" --binary "$here/kernelscan"
   echo "bench_gpu exit: $?"
@@ -79,11 +126,12 @@ fi
 RUN
 chmod +x "$out/run.sh"
 # What the bundle loads from where, checked here: every library of the executables resolves
-# inside it or to glibc and the driver.
+# inside it, to glibc and the driver, or (slim) to the toolkit libraries run.sh links there.
 for exe in "${exes[@]}"; do
   outside="$(ldd "$out/$(basename "$exe")" | awk '/=> \// {print $3}' |
     grep -v -e "^$(cd "$out" && pwd)/lib/" -e '/libc\.so' -e '/libm\.so' -e '/libpthread\.so' \
-      -e '/libdl\.so' -e '/librt\.so' -e 'ld-linux' -e '/libcuda\.so' || true)"
+      -e '/libdl\.so' -e '/librt\.so' -e 'ld-linux' -e '/libcuda\.so' \
+      -e '/libcublas' -e '/libnvrtc' || true)"
   if [ -n "$outside" ]; then
     echo "kernelscan: $(basename "$exe") would load from outside the bundle:" >&2
     echo "$outside" >&2
