@@ -6,10 +6,13 @@ set -euo pipefail
 KERNELSCAN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # Build and runtime dependencies (README, "Dependencies").
+# The OpenCL engine: the ICD loader and headers, CLBlast, and PoCL, which runs OpenCL kernels on
+# the CPU, so that every machine has a real device.
 KERNELSCAN_PACKAGES=(
   cmake ninja-build g++ pkg-config
   libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libasio-dev
   libcli11-dev libmuparser-dev
+  ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd
 )
 # What the tests add: GoogleTest, the format check, clang with libFuzzer for the fuzzers, wrk
 # for the benchmarks, Chromium for the dashboard's browser test, Python 3 for the Python

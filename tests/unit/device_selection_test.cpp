@@ -1,0 +1,89 @@
+#include "server/device_selection.hpp"
+
+#include <gtest/gtest.h>
+
+#include "engine/opencl/opencl_errors.hpp"
+
+namespace kernelscan {
+namespace {
+
+device_info device(engine_kind e, std::string type, std::string vendor, std::string pci) {
+  device_info d;
+  d.engine = e;
+  d.type = std::move(type);
+  d.vendor = std::move(vendor);
+  d.pci_bus_id = std::move(pci);
+  d.name = d.vendor + " " + d.type + " " + d.pci_bus_id;
+  return d;
+}
+
+std::vector<std::string> names(const std::vector<device_info>& ds) {
+  std::vector<std::string> out;
+  for (const auto& d : ds)
+    out.push_back(std::string(to_string(d.engine)) + ":" + d.name);
+  return out;
+}
+
+const std::vector<device_info> k_machine = {
+    device(engine_kind::hip, "gpu", "NVIDIA", "0000:41:00.0"),
+    // The same GPU through NVIDIA's OpenCL driver (NVML's spelling of the address).
+    device(engine_kind::opencl, "gpu", "NVIDIA", "00000000:41:00.0"),
+    // Another NVIDIA GPU that only OpenCL sees.
+    device(engine_kind::opencl, "gpu", "NVIDIA", "0000:81:00.0"),
+    device(engine_kind::opencl, "cpu", "AMD", ""),
+};
+
+TEST(DeviceSelection, AutoTakesGpusOnceAndNoCpu) {
+  EXPECT_EQ(
+      names(select_devices("auto", k_machine)),
+      (std::vector<std::string>{"hip:NVIDIA gpu 0000:41:00.0", "opencl:NVIDIA gpu 0000:81:00.0"}));
+}
+
+TEST(DeviceSelection, AllAddsTheCpuAndStillOwnsEachGpuOnce) {
+  EXPECT_EQ(names(select_devices("all", k_machine)),
+            (std::vector<std::string>{"hip:NVIDIA gpu 0000:41:00.0",
+                                      "opencl:NVIDIA gpu 0000:81:00.0", "opencl:AMD cpu "}));
+}
+
+TEST(DeviceSelection, EachEngineAlone) {
+  EXPECT_EQ(select_devices("hip", k_machine).size(), 1u);
+  EXPECT_EQ(select_devices("opencl", k_machine).size(), 3u);  // every OpenCL device
+  EXPECT_TRUE(select_devices("mock", k_machine).empty());
+}
+
+TEST(DeviceSelection, AnOpenClGpuWithoutAnAddressIsNeverOwnedTwice) {
+  const std::vector<device_info> machine = {
+      device(engine_kind::hip, "gpu", "AMD", "0000:03:00.0"),
+      device(engine_kind::opencl, "gpu", "AMD", ""),    // cannot tell which: left to HIP
+      device(engine_kind::opencl, "gpu", "Intel", ""),  // another vendor: its own GPU
+  };
+  EXPECT_EQ(names(select_devices("auto", machine)),
+            (std::vector<std::string>{"hip:AMD gpu 0000:03:00.0", "opencl:Intel gpu "}));
+}
+
+TEST(OpenClErrors, TheSameStatusMeansWhatItsCallMeans) {
+  using opencl::cl_phase;
+  using opencl::classify_cl_status;
+  constexpr int out_of_resources = -5;
+  EXPECT_EQ(classify_cl_status(out_of_resources, cl_phase::enqueue), fault_kind::invalid_launch);
+  EXPECT_EQ(classify_cl_status(out_of_resources, cl_phase::wait), fault_kind::device_lost);
+  EXPECT_EQ(classify_cl_status(out_of_resources, cl_phase::allocate), fault_kind::out_of_memory);
+  EXPECT_EQ(classify_cl_status(-4, cl_phase::wait), fault_kind::out_of_memory);
+  EXPECT_EQ(classify_cl_status(-54, cl_phase::enqueue), fault_kind::invalid_launch);
+  EXPECT_EQ(classify_cl_status(-36, cl_phase::enqueue), fault_kind::device_lost);
+  EXPECT_EQ(classify_cl_status(-14, cl_phase::other), fault_kind::device_lost);
+  EXPECT_EQ(classify_cl_status(-30, cl_phase::other), fault_kind::internal);
+  EXPECT_EQ(opencl::cl_status_name(-5), "CL_OUT_OF_RESOURCES (-5)");
+  EXPECT_EQ(opencl::cl_status_name(-9999), "OpenCL status -9999");
+}
+
+TEST(OpenClErrors, VendorsAreNamedAsHipNamesThem) {
+  EXPECT_EQ(opencl::normalise_vendor("NVIDIA Corporation"), "NVIDIA");
+  EXPECT_EQ(opencl::normalise_vendor("Advanced Micro Devices, Inc."), "AMD");
+  EXPECT_EQ(opencl::normalise_vendor("AuthenticAMD"), "AMD");
+  EXPECT_EQ(opencl::normalise_vendor("Intel(R) Corporation"), "Intel");
+  EXPECT_EQ(opencl::normalise_vendor("Imagination Technologies"), "Imagination Technologies");
+}
+
+}  // namespace
+}  // namespace kernelscan
