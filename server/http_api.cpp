@@ -997,8 +997,17 @@ struct http_api::impl {
     // httplib answers "Accept-Encoding: br" with brotli at its slowest setting (quality 11): a
     // 10,000-point result set took 15 s to compress instead of 0.3 s to send. Browsers always
     // offer br, so "br" is dropped from what the client accepts and gzip (level 6) serves them.
+    //
+    // A request with neither Content-Length nor Transfer-Encoding has an empty body (RFC 9112
+    // §6.3: only a response is read until the connection closes). httplib 0.11 reads such a
+    // POST until the connection closes instead, so `curl -X POST .../cancel`, which keeps the
+    // connection open, waited out the read timeout and got 400. The pre-routing handler runs
+    // before httplib reads the body, so the body's length is stated here.
     server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
       auto& r = const_cast<httplib::Request&>(req);
+      if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+        r.headers.emplace("Content-Length", "0");
+      }
       if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
         r.headers.erase("Content-Type");
         r.headers.emplace("Content-Type", "application/json");

@@ -1,6 +1,11 @@
 // The HTTP API against a real daemon with mock devices: submit, read back, list, long-poll,
 // cancel, idempotency, bad input, routing errors, assets.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <set>
 #include <sstream>
@@ -439,6 +444,70 @@ TEST_F(Api, CurlStyleFormContentTypeIsReadAsJson) {
   const auto r = c.Post("/api/v1/jobs", spec.dump(), "application/x-www-form-urlencoded");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 201) << r->body;
+}
+
+// One keep-alive connection that sends requests exactly as written (no header added) and reads
+// each answer (headers and a Content-Length body), or "" if none came within `timeout`.
+class raw_connection {
+ public:
+  explicit raw_connection(int port) : m_fd(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(std::uint16_t(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(m_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close(m_fd);
+      throw std::runtime_error("cannot connect to the daemon");
+    }
+  }
+  raw_connection(const raw_connection&) = delete;
+  raw_connection& operator=(const raw_connection&) = delete;
+  ~raw_connection() { close(m_fd); }
+
+  std::string exchange(const std::string& request, std::chrono::milliseconds timeout) {
+    if (send(m_fd, request.data(), request.size(), 0) != ssize_t(request.size())) return "";
+    std::string in;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto head_end = in.find("\r\n\r\n");
+      if (head_end != std::string::npos) {
+        std::size_t length = 0;
+        const auto cl = in.find("Content-Length: ");
+        if (cl != std::string::npos && cl < head_end) length = std::stoul(in.substr(cl + 16));
+        if (in.size() >= head_end + 4 + length) return in;
+      }
+      pollfd p{m_fd, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = recv(m_fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      in.append(buf, std::size_t(n));
+    }
+    return "";
+  }
+
+ private:
+  int m_fd;
+};
+
+TEST_F(Api, APostWithoutABodyOrContentLengthIsAnsweredAtOnce) {
+  // `curl -X POST .../cancel` sends neither Content-Length nor a body and keeps the connection
+  // open: the request has an empty body (RFC 9112 6.3), and the next request on the connection
+  // is read as a request. httplib alone waits for a body until its 30 s read timeout and then
+  // answers 400, so each answer must come well within that.
+  const std::int64_t id = daemon.submit(slow_job(1, 0));
+  ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(daemon.port()) + "\r\n";
+  raw_connection connection(daemon.port());
+  const auto cancel = connection.exchange(
+      "POST /api/v1/jobs/" + std::to_string(id) + "/cancel HTTP/1.1\r\n" + host + "\r\n", 20s);
+  EXPECT_EQ(cancel.rfind("HTTP/1.1 409", 0), 0u) << cancel;
+  EXPECT_NE(cancel.find("\"job_finished\""), std::string::npos) << cancel;
+  const auto roofline =
+      connection.exchange("POST /api/v1/devices/0/roofline HTTP/1.1\r\n" + host + "\r\n", 20s);
+  EXPECT_EQ(roofline.rfind("HTTP/1.1 202", 0), 0u) << roofline;
+  const auto health = connection.exchange("GET /healthz HTTP/1.1\r\n" + host + "\r\n", 20s);
+  EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
 }
 
 TEST(ApiDevices, HealthReadinessAndDevices) {
