@@ -69,13 +69,15 @@ _SUMMARY_LINES = 40
 
 
 class KernelscanError(Exception):
-    """An error answer of the API, `{"error": {"type", "message", "details"}}`.
+    """An error answer of the API, `{"error": {"type", "message", "details", ...}}`.
 
     `status` is the HTTP status (None for errors with no answer: connection failures, wait
     timeouts), `type` the API's error type (`invalid_spec`, `not_found`, `unauthorized`, ...;
     `http_error` for an answer not in the API's error shape), `message` its message, `details`
-    its details (for `invalid_spec` a list of `{"field", "message"}`), `retry_after` the
-    Retry-After header in seconds when the daemon sent one (429, 503).
+    its list of `{"field", "message"}` problems (empty when it lists none), `context` the
+    error's other members (`job_id` and `job_status` for `job_finished`, `job_id` for
+    `idempotency_conflict`), `retry_after` the Retry-After header in seconds when the daemon
+    sent one (429, 503).
     """
 
     def __init__(
@@ -84,21 +86,22 @@ class KernelscanError(Exception):
         *,
         status: int | None = None,
         type: str = "error",  # noqa: A002 - the API's name for it
-        details: Any = None,
+        details: list[dict] | None = None,
+        context: dict | None = None,
         retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.type = type
         self.message = message
-        self.details = details
+        self.details = list(details or [])
+        self.context = dict(context or {})
         self.retry_after = retry_after
 
     @property
     def field_errors(self) -> list[tuple[str, str]]:
-        """(field, message) for each problem an `invalid_spec` answer lists; else empty."""
-        if not isinstance(self.details, list):
-            return []
+        """(field, message) for each problem the answer lists (`invalid_spec`,
+        `invalid_import`, `invalid_parameter`, ...); else empty."""
         return [
             (str(d.get("field", "")), str(d.get("message", "")))
             for d in self.details
@@ -190,11 +193,13 @@ def _failure(status: int, body: bytes, headers: Any) -> KernelscanError:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
         e = parsed["error"]
+        details = e.get("details")
         return KernelscanError(
             str(e.get("message", "")),
             status=status,
             type=str(e.get("type", "http_error")),
-            details=e.get("details"),
+            details=details if isinstance(details, list) else None,
+            context={k: v for k, v in e.items() if k not in ("type", "message", "details")},
             retry_after=retry,
         )
     excerpt = body[:200].decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")

@@ -126,7 +126,8 @@ class ClientTest(DaemonTestCase):
             self.client.cancel(job["id"])
         self.assertEqual(again.exception.status, 409)
         self.assertEqual(again.exception.type, "job_finished")
-        self.assertEqual(again.exception.details, {"status": "cancelled"})
+        self.assertEqual(again.exception.context, {"job_id": job["id"], "job_status": "cancelled"})
+        self.assertEqual(again.exception.details, [])
 
     def test_an_invalid_spec_names_every_field(self) -> None:
         with self.assertRaises(KernelscanError) as caught:
@@ -159,7 +160,7 @@ class ClientTest(DaemonTestCase):
         with self.assertRaises(KernelscanError) as caught:
             self.client.submit(other, idempotency_key="py-idem-1")
         self.assertEqual(caught.exception.type, "idempotency_conflict")
-        self.assertEqual(caught.exception.details, {"job_id": first["id"]})
+        self.assertEqual(caught.exception.context, {"job_id": first["id"]})
 
     def test_unknown_job_is_not_found(self) -> None:
         for call in (self.client.job, self.client.cancel, self.client.results):
