@@ -89,8 +89,9 @@ std::string job_summary_line(const json& job) {
   std::string out = "job " + field(job, "/id") + " " + field(job, "/status") + ":";
   const std::string name = job.value("name", "");
   if (!name.empty()) out += " \"" + one_line(name, 60) + "\",";
-  out += " " + field(job, "/op") + ", " + field(job, "/progress/total") + " points, device " +
-         field(job, "/requested_device") + ", priority " + field(job, "/priority");
+  const std::string total = field(job, "/progress/total");
+  out += " " + field(job, "/op") + ", " + total + (total == "1" ? " point" : " points") +
+         ", device " + field(job, "/requested_device") + ", priority " + field(job, "/priority");
   return out;
 }
 
