@@ -587,7 +587,7 @@ TEST(ApiLimits, HostileKernelsAndExpressionsGetClearErrors) {
        .allow_fault_injection = false,
        .extra_args = {"--max-source-bytes", "1000", "--max-point-bytes", "1048576"}});
   daemon.start();
-  auto custom = [](std::string source, json count = 64, json options = json::array()) {
+  auto custom = [](std::string source, json count = "N*64", json options = json::array()) {
     return json{
         {"kernel",
          {{"op", "custom"},
@@ -609,17 +609,27 @@ TEST(ApiLimits, HostileKernelsAndExpressionsGetClearErrors) {
   expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, "N * 1048576")), 422,
                "invalid_spec", "kernel.args");
   // Compile options outside the allowlist.
-  expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, 64, {"-I/etc"})), 422,
+  expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, "N*64", {"-I/etc"})), 422,
                "invalid_spec", "kernel.compile_options[0]");
-  expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, 64, {"--include-path=/"})), 422,
-               "invalid_spec", "kernel.compile_options[0]");
+  expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, "N*64", {"--include-path=/"})),
+               422, "invalid_spec", "kernel.compile_options[0]");
   // Expressions: overflow, division by zero, huge exponents, too long.
-  for (const char* expr : {"N * 1e300 * 1e300", "64 / (N - N)", "N ^ 100000", "2 ^ 64"}) {
+  for (const char* expr : {"N * 1e300 * 1e300", "64 / (N - N)", "N ^ 100000", "N ^ 64"}) {
     expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, expr)), 422, "invalid_spec",
                  "kernel.args[0].count");
   }
   expect_error(daemon.post_json("/api/v1/jobs", custom(ok_source, std::string(1025, 'N'))), 422,
                "invalid_spec", "kernel.args[0].count");
+  // A sweep parameter nothing uses, and every expression that does not compile, at once.
+  const auto unused = daemon.post_json("/api/v1/jobs", custom(ok_source, 64));
+  expect_error(unused, 422, "invalid_spec", "sweep.N");
+  json unknown = custom(ok_source, "ceil(M/16)");
+  unknown["kernel"]["grid"] = {"K*2"};
+  const auto names = daemon.post_json("/api/v1/jobs", unknown);
+  expect_error(names, 422, "invalid_spec", "kernel.args[0].count");
+  expect_error(names, 422, "invalid_spec", "kernel.grid[0]");
+  EXPECT_EQ(names.body["error"]["message"],
+            "kernel.grid[0]: \"K*2\": unknown name K (sweep parameters: N) (and 2 more problems)");
   EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 1u);  // only the valid one
 }
 
