@@ -135,7 +135,8 @@ std::string fitness_json_text(const job_fitness& f) {
               {"speedup", or_null(f.speedup)},
               {"latency_score", or_null(f.latency_score)},
               {"combined_score", f.combined_score},
-              {"flags", f.flags}}
+              {"flags", f.flags},
+              {"simulated", f.simulated}}
       .dump();
 }
 

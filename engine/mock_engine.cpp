@@ -264,6 +264,7 @@ point_result mock_engine::measure(const job_plan& plan, std::uint64_t index, std
   r.index = index;
   r.params = plan.params(index);
   r.status = point_status::ok;
+  r.simulated = true;
   r.time_us = sampled.summary;
   r.samples = sampled.samples_us.size();
   r.discarded = sampled.discarded;
