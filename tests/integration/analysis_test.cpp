@@ -212,19 +212,22 @@ TEST(AnalysisApi, RooflinesAreMeasuredStoredReusedAndRemeasuredOnRequest) {
     EXPECT_LT(first[key].get<double>(), devices[0]["datasheet"][key].get<double>()) << key;
   }
   EXPECT_NE(first["method"].get<std::string>().find("simulated"), std::string::npos);
+  // When it was measured is a timestamp, and nothing pretends to be a duration.
+  EXPECT_EQ(first["measured_at"].get<std::string>().size(), 24u) << first.dump();
+  EXPECT_FALSE(first.contains("measured_ms")) << first.dump();
 
   // A restart judges by the stored roofline rather than measuring again.
   daemon.terminate();
   daemon.start();
   ASSERT_TRUE(eventually([&] { return daemon.get("/api/v1/devices/0").body["state"] == "idle"; }));
-  EXPECT_EQ(daemon.get("/api/v1/devices/0").body["measured"]["measured_ms"], first["measured_ms"]);
+  EXPECT_EQ(daemon.get("/api/v1/devices/0").body["measured"]["measured_at"], first["measured_at"]);
 
   // Asked to, it measures again.
   const auto asked = daemon.post("/api/v1/devices/0/roofline", std::string("{}"));
   EXPECT_EQ(asked.status, 202) << asked.text;
   EXPECT_EQ(asked.body["roofline_requested"], true);
   ASSERT_TRUE(eventually([&] {
-    return daemon.get("/api/v1/devices/0").body["measured"]["measured_ms"] != first["measured_ms"];
+    return daemon.get("/api/v1/devices/0").body["measured"]["measured_at"] != first["measured_at"];
   }));
   EXPECT_EQ(daemon.post("/api/v1/devices/7/roofline", std::string("{}")).status, 404);
   EXPECT_EQ(daemon.post("/api/v1/devices/x/roofline", std::string("{}")).status, 404);

@@ -298,6 +298,28 @@ TEST(DeviceCodec, RoundTrips) {
   }
 }
 
+TEST(DeviceCodec, AMeasuredRooflineSaysWhenAndRoundTrips) {
+  measured_roofline m;
+  m.peaks.f16_tflops = 1000;
+  m.peaks.bandwidth_gbps = 4000;
+  m.measured_ms = 1'795'510'933'724;
+  m.method = "stream triad";
+  const json j = to_json(m);
+  EXPECT_EQ(j["measured_at"], "2026-11-24T09:02:13.724Z");
+  EXPECT_FALSE(j.contains("measured_ms"));  // an instant, not a duration: one field says it
+  const auto back = measured_roofline_from_json(json::parse(j.dump()));
+  EXPECT_EQ(back.measured_ms, m.measured_ms);
+  EXPECT_EQ(back.method, m.method);
+  // A roofline stored before measured_at existed still loads.
+  json old = j;
+  old.erase("measured_at");
+  old["measured_ms"] = m.measured_ms;
+  EXPECT_EQ(measured_roofline_from_json(old).measured_ms, m.measured_ms);
+  old.erase("measured_ms");
+  old["measured_at"] = "yesterday";
+  EXPECT_THROW((void)measured_roofline_from_json(old), std::runtime_error);
+}
+
 TEST(DeviceCodec, RejectsIncompleteDescriptions) {
   json j = to_json(sample_device(true));
   j.erase("driver");
