@@ -43,15 +43,21 @@ device_peaks device_peaks_from_json(const json& p) {
 
 json to_json(const measured_roofline& m) {
   json j = to_json(m.peaks);
-  j["measured_at"] = format_time_ms(m.measured_ms);
-  j["measured_ms"] = m.measured_ms;
+  j["measured_at"] = format_time_ms(m.measured_ms);  // when; there is no duration to give
   j["method"] = m.method;
   return j;
 }
 
 measured_roofline measured_roofline_from_json(const json& j) {
-  return {device_peaks_from_json(j), j.at("measured_ms").get<std::int64_t>(),
-          j.at("method").get<std::string>()};
+  std::int64_t when = 0;
+  if (j.contains("measured_at")) {
+    const auto parsed = parse_time_ms(j.at("measured_at").get<std::string>());
+    if (!parsed) throw std::runtime_error("measured_at is not a timestamp");
+    when = *parsed;
+  } else {
+    when = j.at("measured_ms").get<std::int64_t>();  // stored by versions before measured_at
+  }
+  return {device_peaks_from_json(j), when, j.at("method").get<std::string>()};
 }
 
 device_info device_info_from_json(const json& j) {

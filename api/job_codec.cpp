@@ -1,10 +1,38 @@
 #include "api/job_codec.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "api/detail/json_writer.hpp"
 
 namespace kernelscan {
+
+std::optional<std::int64_t> parse_time_ms(std::string_view t) {
+  // Exactly "YYYY-MM-DDTHH:MM:SS.mmmZ", as the daemon writes them.
+  constexpr std::string_view shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+  if (t.size() != shape.size()) return std::nullopt;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(t[i])) != 0;
+    if (shape[i] == 'd' ? !digit : t[i] != shape[i]) return std::nullopt;
+  }
+  auto num = [&](std::size_t at, std::size_t n) {
+    std::int64_t v = 0;
+    for (std::size_t i = at; i < at + n; ++i)
+      v = v * 10 + (t[i] - '0');
+    return v;
+  };
+  const std::int64_t y0 = num(0, 4), m = num(5, 2), d = num(8, 2);
+  if (m < 1 || m > 12 || d < 1 || d > 31) return std::nullopt;
+  // Days since the epoch from a civil date (H. Hinnant's algorithm, the inverse of the one the
+  // daemon formats with).
+  const std::int64_t y = y0 - (m <= 2);
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const std::int64_t yoe = y - era * 400;
+  const std::int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const std::int64_t days = era * 146097 + doe - 719468;
+  return ((days * 24 + num(11, 2)) * 60 + num(14, 2)) * 60000 + num(17, 2) * 1000 + num(20, 3);
+}
 
 std::string format_time_ms(std::int64_t unix_ms) {
   // Civil date from days since the epoch (H. Hinnant's algorithm): no locale, no libc tm.
@@ -135,7 +163,8 @@ std::string fitness_json_text(const job_fitness& f) {
               {"speedup", or_null(f.speedup)},
               {"latency_score", or_null(f.latency_score)},
               {"combined_score", f.combined_score},
-              {"flags", f.flags}}
+              {"flags", f.flags},
+              {"simulated", f.simulated}}
       .dump();
 }
 

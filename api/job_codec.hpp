@@ -2,7 +2,9 @@
 // A job on the wire (api/openapi.yaml `Job`).
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "api/json.hpp"
 #include "engine/fitness.hpp"
@@ -12,6 +14,8 @@ namespace kernelscan {
 
 // RFC 3339 UTC with milliseconds: "2026-11-21T21:07:00.123Z".
 std::string format_time_ms(std::int64_t unix_ms);
+// The inverse: exactly "YYYY-MM-DDTHH:MM:SS.mmmZ" as format_time_ms writes it, else nullopt.
+std::optional<std::int64_t> parse_time_ms(std::string_view text);
 
 // `spec_json`, when the record carries it, is embedded as the "spec" object.
 json to_json(const job_record& job);

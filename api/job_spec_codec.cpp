@@ -29,6 +29,16 @@ class spec_parser {
     job_spec spec;
     object_reader r(body, "", m_errors);
     if (!r.ok()) throw validation_error(std::move(m_errors));
+    // The sweep's names, for checking expressions as they are read. Only when they can be read
+    // at all: against a broken sweep every expression would seem to use unknown names.
+    if (const auto it = body.find("sweep"); it == body.end()) {
+      m_names.emplace();
+    } else if (it->is_object()) {
+      m_names.emplace();
+      for (const auto& [name, values] : it->items()) {
+        if (is_identifier(name) && !is_reserved_name(name)) m_names->push_back(name);
+      }
+    }
 
     const json* kernel = r.get("kernel");
     std::string op_default = "job";
@@ -68,6 +78,17 @@ class spec_parser {
       spec.seed = std::uint64_t(*seed);
     }
     r.finish();
+    if (m_limits.require_used_parameters && m_names) {
+      for (const auto& p : spec.sweep.parameters()) {
+        if (m_used.count(p.name)) continue;
+        error(join_path("sweep", p.name),
+              "no field uses " + p.name +
+                  ", so every point would measure the same kernel; use it in an integer "
+                  "field (\"m\": \"" +
+                  p.name + "\"), an expression (\"ceil(" + p.name +
+                  "/16)\") or a compile option (\"-DTILE=" + p.name + "\"), or remove it");
+      }
+    }
     if (!m_errors.empty()) throw validation_error(std::move(m_errors));
     return spec;
   }
@@ -75,6 +96,23 @@ class spec_parser {
  private:
   const spec_limits& m_limits;
   std::vector<field_error> m_errors;
+  std::optional<std::vector<std::string>> m_names;  // the sweep's parameters, when readable
+  std::set<std::string> m_used;                     // parameters some field refers to
+
+  // Compiles an expression over the sweep's parameters: reports what does not compile (every
+  // unknown name) with the field, and notes the parameters it uses.
+  bool check_expression(const std::string& text, const std::string& field) {
+    if (!m_names) return true;
+    try {
+      const expression e(text, *m_names);
+      for (auto& name : e.used_parameters())
+        m_used.insert(std::move(name));
+      return true;
+    } catch (const expression_error& x) {
+      error(field, x.what());
+      return false;
+    }
+  }
 
   void error(std::string field, std::string message) {
     m_errors.push_back({std::move(field), std::move(message)});
@@ -323,6 +361,13 @@ class spec_parser {
 
   std::optional<int_expr> int_value(const json& v, const std::string& field) {
     if (const auto x = exact_integer(v)) return int_expr::of(*x);
+    if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+        std::fabs(v.get<double>()) <= double(k_max_literal)) {
+      error(field, "is " + v.dump() +
+                       ", not an integer (give a whole number, or an expression such as "
+                       "\"ceil(N/16)\" that is one at every point)");
+      return std::nullopt;
+    }
     if (v.is_number_unsigned()) {
       error(field, "is larger than 2^53");
       return std::nullopt;
@@ -338,6 +383,7 @@ class spec_parser {
               "expression must be 1 to " + std::to_string(k_max_expression_length) + " characters");
         return std::nullopt;
       }
+      if (!check_expression(s, field)) return std::nullopt;
       return int_expr{s, std::nullopt};
     }
     error(field, "must be an integer or an expression string such as \"ceil(N/16)\", not " +
@@ -366,6 +412,7 @@ class spec_parser {
                          " characters");
         return std::nullopt;
       }
+      if (!check_expression(s, r.field(key))) return std::nullopt;
       return num_expr{s, std::nullopt};
     }
     r.error(key, "must be a number or an expression string such as \"2*M*N*K\", not " +
@@ -572,7 +619,15 @@ class spec_parser {
                              "-DNAME=VALUE)"
                            : " (allowed: -O0..-O3, -ffast-math, -DNAME, -DNAME=VALUE)"));
           } else {
-            k.compile_options.push_back(o.get<std::string>());
+            const std::string& text = o.get_ref<const std::string&>();
+            // -DNAME=PARAMETER: the parameter's value at each point.
+            if (const auto eq = text.find('='); m_names && eq != std::string::npos) {
+              const std::string value = text.substr(eq + 1);
+              if (std::find(m_names->begin(), m_names->end(), value) != m_names->end()) {
+                m_used.insert(value);
+              }
+            }
+            k.compile_options.push_back(text);
           }
         }
       }
@@ -864,6 +919,7 @@ spec_limits spec_limits::stored() {
   l.max_labels = SIZE_MAX;
   l.max_point_time_ms = 1e12;
   l.allow_fault_injection = true;
+  l.require_used_parameters = false;
   l.plan.max_dimension = INT64_MAX;
   l.plan.max_point_bytes = UINT64_MAX;
   l.plan.max_threads_per_block = INT64_MAX;
@@ -875,11 +931,22 @@ job_spec parse_job_spec(const json& body, const spec_limits& limits) {
   return spec_parser(limits).parse(body);
 }
 
+namespace {
+
+validation_error field_errors_of(const plan_error& e) {
+  std::vector<field_error> errors;
+  for (const auto& p : e.problems())
+    errors.push_back({p.field, p.reason});
+  return validation_error(std::move(errors));
+}
+
+}  // namespace
+
 job_plan compile_plan(job_spec spec, const plan_limits& limits) {
   try {
     return job_plan(std::move(spec), limits);
   } catch (const plan_error& e) {
-    throw validation_error({{e.field(), e.reason()}});
+    throw field_errors_of(e);
   }
 }
 
@@ -887,7 +954,7 @@ void validate_points(const job_plan& plan) {
   try {
     plan.validate_all();
   } catch (const plan_error& e) {
-    throw validation_error({{e.field(), e.reason()}});
+    throw field_errors_of(e);
   }
 }
 

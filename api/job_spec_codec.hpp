@@ -21,6 +21,8 @@ struct spec_limits {
   std::size_t max_labels = 32;
   double max_point_time_ms = 600000;   // timing.max_time_ms and mock.delay_ms
   bool allow_fault_injection = false;  // mock.fault
+  // A sweep parameter that no field uses is an error (every point would be the same kernel).
+  bool require_used_parameters = true;
   plan_limits plan;
 
   // For specs this daemon stored itself: they passed validation when accepted, and must load
@@ -28,16 +30,19 @@ struct spec_limits {
   static spec_limits stored();
 };
 
-// Parses and checks a submitted job: types, ranges, names, expression syntax. Does not resolve
-// the sweep points (see validate_points). Throws validation_error listing every problem found.
+// Parses and checks a submitted job: types, ranges, names, expressions (their syntax and that
+// every name in them is a sweep parameter), and that every sweep parameter is used by a field.
+// Does not resolve the sweep points (see validate_points). Throws validation_error listing
+// every problem found.
 job_spec parse_job_spec(const json& body, const spec_limits& limits);
 
-// Compiles the spec's expressions; throws validation_error naming the field of one that does
+// Compiles the spec's expressions; throws validation_error naming the field of each that does
 // not compile (syntax, a name that is not a sweep parameter).
 job_plan compile_plan(job_spec spec, const plan_limits& limits);
 
-// Resolves every point of `plan` and throws validation_error for the first that is invalid
-// (an expression that is not an integer there, a size over a limit). O(points).
+// Resolves every point of `plan` and throws validation_error naming every field that is invalid
+// at some point (an expression that is not an integer there, a size over a limit), each with
+// the first such point. O(points).
 void validate_points(const job_plan& plan);
 
 // The canonical JSON of a spec: every default filled in, sweeps as explicit value lists.

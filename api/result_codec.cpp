@@ -8,7 +8,7 @@ namespace kernelscan {
 namespace {
 
 // Columns after the sweep parameters: (header, JSON pointer into the row).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 29> k_columns{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 30> k_columns{{
     {"index", "/index"},
     {"status", "/status"},
     {"error_type", "/error/type"},
@@ -37,7 +37,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 29> k_column
     {"speedup", "/fitness/speedup"},
     {"latency_score", "/fitness/latency_score"},
     {"combined_score", "/fitness/combined_score"},
-    {"name", "/name"},  // imported points' kernel names; last, so older columns keep their place
+    {"name", "/name"},  // imported points' kernel names; after the older columns, which keep
+                        // their place
+    {"simulated", "/simulated"},
 }};
 
 std::string csv_quote(const std::string& s) {
@@ -127,6 +129,7 @@ json to_json(const point_result& r) {
   if (!r.name.empty()) j["name"] = r.name;
   j["status"] = to_string(r.status);
   if (r.error) j["error"] = {{"type", r.error->type}, {"message", r.error->message}};
+  j["simulated"] = r.simulated;
   if (imported) {
     j["time_us"] = stats_json(imported->time_us);
     j["samples"] = imported->calls ? json(*imported->calls) : json(nullptr);

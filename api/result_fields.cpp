@@ -22,6 +22,7 @@ const std::vector<known_member>& known_members() {
       {"name", {}},
       {"status", {}},
       {"error", {"type", "message"}},
+      {"simulated", {}},
       {"time_us",
        {"mean", "median", "min", "max", "stddev", "p5", "p95", "p99", "ci95_low", "ci95_high",
         "rel_noise"}},

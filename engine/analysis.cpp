@@ -114,7 +114,7 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
     const bool from_dram = r.l2 == l2_mode::cold || r.metrics->bytes > double(ctx.cache_bytes);
     const double floor_us =
         physical_floor_us(r.metrics->flops, r.metrics->bytes, roof_dtype(k), roof, from_dram);
-    if (floor_us > 0 && median < floor_us * (1 - k_roofline_allowance)) {
+    if (floor_us > 0 && median < floor_us * (1 - ctx.roofline_allowance)) {
       add_flag(r.flags, "faster_than_roofline");
     }
     if (speedup && speedup->speedup > k_excessive_speedup) add_flag(r.flags, "excessive_speedup");

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstring>
+#include <string_view>
 
 namespace kernelscan {
 namespace {
@@ -41,6 +43,82 @@ constexpr std::array<const char*, 33> k_reserved{
     "asinh", "acosh", "atanh", "log2",     "log10", "log",  "ln",   "exp",  "sqrt",
     "sign",  "rint",  "abs",   "sum",      "avg",   "min",  "max",  "ceil", "floor",
     "trunc", "cdiv",  "fdiv",  "round_up", "mod",   "pow"};
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Names in `text` that are neither sweep parameters nor constants (used as values), and names
+// called as functions that are not functions. muparser reports only the first unknown token, as
+// "Unexpected token \"M/16)\" found at position 5"; people need the names.
+std::string unknown_names(std::string_view text, const std::vector<std::string>& parameters) {
+  std::vector<std::string> values, functions;
+  auto add = [](std::vector<std::string>& list, std::string name) {
+    if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(std::move(name));
+  };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  auto word = [&](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (digit(c) || (c == '.' && i + 1 < text.size() && digit(text[i + 1]))) {
+      // A number: digits, a fraction, an exponent (1e6, 2.5E-3).
+      while (i < text.size() && (digit(text[i]) || text[i] == '.'))
+        ++i;
+      if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+        ++i;
+        if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+        while (i < text.size() && digit(text[i]))
+          ++i;
+      }
+      continue;
+    }
+    if (!word(c)) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < text.size() && (word(text[end]) || digit(text[end])))
+      ++end;
+    const std::string name(text.substr(i, end - i));
+    i = end;
+    std::size_t next = end;
+    while (next < text.size() && (text[next] == ' ' || text[next] == '\t'))
+      ++next;
+    const bool called = next < text.size() && text[next] == '(';
+    const bool function = std::find_if(k_reserved.begin(), k_reserved.end(), [&](const char* r) {
+                            return name == r;
+                          }) != k_reserved.end();
+    if (called) {
+      if (!function) add(functions, name);
+    } else if (name != "_pi" && name != "_e" &&
+               std::find(parameters.begin(), parameters.end(), name) == parameters.end()) {
+      add(values, name);
+    }
+  }
+  std::string out;
+  if (!values.empty()) {
+    out = std::string(values.size() == 1 ? "unknown name " : "unknown names ") + join(values) +
+          (parameters.empty() ? " (the sweep defines no parameters)"
+                              : " (sweep parameters: " + join(parameters) + ")");
+  }
+  if (!functions.empty()) {
+    out += std::string(out.empty() ? "" : "; ") +
+           (functions.size() == 1 ? "unknown function " : "unknown functions ") + join(functions) +
+           " (functions: " +
+           [] {
+             std::string all;
+             for (const char* r : k_reserved)
+               all += (all.empty() ? "" : ", ") + std::string(r);
+             return all;
+           }() +
+           ")";
+  }
+  return out;
+}
 
 std::string sentence(const mu::Parser::exception_type& e) {
   std::string msg = e.GetMsg();
@@ -82,6 +160,9 @@ expression::expression(std::string text, const std::vector<std::string>& paramet
   }
   if (m_text.find_first_not_of(" \t") == std::string::npos) {
     throw expression_error("expression is empty");
+  }
+  if (const auto unknown = unknown_names(m_text, m_parameters); !unknown.empty()) {
+    throw expression_error("\"" + m_text + "\": " + unknown);
   }
   auto& p = m_impl->parser;
   m_impl->values = std::make_unique<double[]>(std::max<std::size_t>(1, m_parameters.size()));

@@ -44,15 +44,18 @@ point_fitness score_point(const point_result& r, const fitness_options& options,
   point_fitness f;
   const bool voided = std::any_of(r.flags.begin(), r.flags.end(),
                                   [](const std::string& x) { return voids_score(x); });
+  // A point whose outputs were not checked is not known to be correct, however fast it is.
   f.correct =
-      r.status == point_status::ok && r.time_us && r.verification.status != "failed" && !voided;
+      r.status == point_status::ok && r.time_us && r.verification.status == "passed" && !voided;
   if (speedup && speedup->speedup > 0) {
     f.speedup = speedup->speedup;
     f.speedup_ci95 = std::pair{speedup->ci95_low, speedup->ci95_high};
     f.baseline_us = speedup->baseline_us;
   }
+  // Not capped at 1: beating the target by more still scores more, so an optimising loop keeps
+  // a gradient past the target.
   if (options.target_us && r.time_us && r.time_us->median > 0) {
-    f.latency_score = std::min(1.0, *options.target_us / r.time_us->median);
+    f.latency_score = *options.target_us / r.time_us->median;
   }
   if (!f.correct) {
     f.combined_score = 0;
@@ -75,6 +78,7 @@ job_fitness summarize_fitness(std::span<const scored_point> points, std::uint64_
   double log_speedup = 0, latency = 0, combined = 0;
   std::size_t n_speedup = 0, n_latency = 0, n_correct = 0;
   for (const auto& p : points) {
+    if (p.simulated) j.simulated = true;
     if (p.ok) ++j.ok_points;
     if (p.correct) ++n_correct;
     combined += p.combined_score;

@@ -1,9 +1,11 @@
 #pragma once
 // The fitness score kernel-optimising agents read (DESIGN.md §4; the rule is in the README under
 // "Fitness" and in openapi.yaml). Per point:
-//   correct        the point measured, verification did not fail, and no flag voids it;
+//   correct        the point measured, verification ran and passed, and no flag voids it (a
+//                  point whose outputs were not checked is never correct);
 //   speedup        baseline median / candidate median from interleaved A/B samples, with a 95% CI;
-//   latency_score  min(1, target_us / median_us) when a target is given;
+//   latency_score  target_us / median_us when a target is given: 1 at the target, above 1
+//                  faster than it, never capped;
 //   combined_score 0 unless correct; else w·1 + (1 − w)·latency_score with a target, else the
 //                  speedup with a baseline, else 1.
 // Per job: the mean combined score over every point (a failed point counts 0), so a candidate
@@ -48,6 +50,7 @@ struct scored_point {
   double combined_score = 0;
   std::optional<double> speedup;
   std::optional<double> latency_score;
+  bool simulated = false;  // measured by the mock engine
 };
 
 struct job_fitness {
@@ -58,6 +61,7 @@ struct job_fitness {
   std::optional<double> latency_score;  // mean over points with one
   double combined_score = 0;            // mean over all `total_points`, missing points 0
   std::vector<std::string> flags;       // every flag any point raised
+  bool simulated = false;               // some point's times come from the mock engine's model
 };
 
 // `total_points`: the job's sweep size (points never measured count 0). A job that did not

@@ -1,7 +1,11 @@
 #include "engine/job_plan.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <map>
+#include <memory>
 
 #include "engine/detail/overloaded.hpp"
 #include "engine/expression.hpp"
@@ -34,6 +38,8 @@ struct compiled_stream {
 struct compiled_launch {
   std::array<compiled_int, 3> block, grid;
   compiled_int shared;
+  // -DNAME=PARAMETER compile options: (index of the option, index of the sweep parameter).
+  std::vector<std::pair<std::size_t, std::size_t>> substitutions;
 };
 struct compiled_arg {
   std::optional<compiled_int> count;
@@ -47,6 +53,24 @@ struct compiled_custom {
 };
 using compiled_kernel = std::variant<compiled_gemm, compiled_stream, compiled_custom>;
 
+// Byte counts as people read limits: "80 GiB", "1.5 MiB", "512 bytes".
+std::string format_bytes(double v) {
+  static constexpr std::array<const char*, 4> k_units{"KiB", "MiB", "GiB", "TiB"};
+  if (v < 1024) return std::to_string(std::int64_t(v)) + " bytes";
+  double x = v / 1024;
+  std::size_t unit = 0;
+  while (x >= 1024 && unit + 1 < k_units.size()) {
+    x /= 1024;
+    ++unit;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g %s", x, k_units[unit]);
+  return buf;
+}
+
+// Distinct sets of substituted compile options a plan keeps: each is compiled separately.
+constexpr std::size_t k_max_option_variants = 64;
+
 std::string format_number(double v) {
   char buf[64];
   if (std::fabs(v) < 1e15 && v == std::nearbyint(v)) {
@@ -59,10 +83,22 @@ std::string format_number(double v) {
 
 }  // namespace
 
+namespace {
+
+std::string describe_problems(const std::vector<plan_error::problem>& problems) {
+  std::string out;
+  for (const auto& p : problems)
+    out += (out.empty() ? "" : "; ") + p.field + ": " + p.reason;
+  return out;
+}
+
+}  // namespace
+
 plan_error::plan_error(std::string field, std::string reason)
-    : std::runtime_error(field + ": " + reason),
-      m_field(std::move(field)),
-      m_reason(std::move(reason)) {}
+    : plan_error(std::vector<problem>{{std::move(field), std::move(reason)}}) {}
+
+plan_error::plan_error(std::vector<problem> problems)
+    : std::runtime_error(describe_problems(problems)), m_problems(std::move(problems)) {}
 
 struct job_plan::impl {
   job_spec spec;
@@ -72,6 +108,14 @@ struct job_plan::impl {
   std::optional<compiled_kernel> baseline;
   mutable std::vector<double> values;  // the current point's parameters
   mutable std::uint64_t current = UINT64_MAX;
+  // Expressions that did not compile; the constructor throws them all.
+  mutable std::vector<plan_error::problem> compile_problems;
+  // While validate_all() runs: every field that fails at some point, instead of a throw.
+  mutable std::vector<plan_error::problem>* collecting = nullptr;
+  mutable std::size_t point_problems = 0;  // recorded for the point being resolved
+  // Custom kernels with sweep parameters substituted into their compile options, by the
+  // original's address and the options.
+  mutable std::map<std::string, std::unique_ptr<custom_kernel>> variants;
 
   compiled_int compile(const int_expr& e, std::string field) const {
     compiled_int c{std::move(field), e.text, e.literal, std::nullopt};
@@ -79,7 +123,7 @@ struct job_plan::impl {
       try {
         c.expr.emplace(e.text, names);
       } catch (const expression_error& x) {
-        throw plan_error(c.field, x.what());
+        compile_problems.push_back({c.field, x.what()});
       }
     }
     return c;
@@ -91,7 +135,7 @@ struct job_plan::impl {
       try {
         c.expr.emplace(e.text, names);
       } catch (const expression_error& x) {
-        throw plan_error(c.field, x.what());
+        compile_problems.push_back({c.field, x.what()});
       }
     }
     return c;
@@ -108,6 +152,13 @@ struct job_plan::impl {
       l.grid[i] = compile(k.grid[i], at + ".grid[" + std::to_string(i) + "]");
     }
     l.shared = compile(k.shared_bytes, at + ".shared_bytes");
+    for (std::size_t i = 0; i < k.compile_options.size(); ++i) {
+      const std::string& o = k.compile_options[i];
+      const auto eq = o.find('=');
+      if (o.rfind("-D", 0) != 0 || eq == std::string::npos) continue;
+      const auto it = std::find(names.begin(), names.end(), o.substr(eq + 1));
+      if (it != names.end()) l.substitutions.emplace_back(i, std::size_t(it - names.begin()));
+    }
     return l;
   }
 
@@ -170,17 +221,28 @@ struct job_plan::impl {
     return out + ")";
   }
 
-  [[noreturn]] void fail(const std::string& field, const std::string& reason,
-                         std::uint64_t index) const {
-    throw plan_error(field, reason + " at " + describe(index));
+  // Throws the problem, or while collecting records it (once per field) and returns: the
+  // caller then goes on with a fallback value and the point's checks that combine fields are
+  // skipped, so that one bad field does not cause others to be reported.
+  void report(const std::string& field, const std::string& reason) const {
+    if (!collecting) throw plan_error(field, reason);
+    ++point_problems;
+    const bool known = std::any_of(collecting->begin(), collecting->end(),
+                                   [&](const plan_error::problem& p) { return p.field == field; });
+    if (!known) collecting->push_back({field, reason});
   }
 
-  std::int64_t eval(const compiled_int& c, std::uint64_t index) const {
+  void fail(const std::string& field, const std::string& reason, std::uint64_t index) const {
+    report(field, reason + " at " + describe(index));
+  }
+
+  std::optional<std::int64_t> eval(const compiled_int& c, std::uint64_t index) const {
     if (c.literal) return *c.literal;
     try {
       return c.expr->evaluate_integer(values);
     } catch (const expression_error& x) {
       fail(c.field, x.what(), index);
+      return std::nullopt;
     }
   }
 
@@ -190,33 +252,65 @@ struct job_plan::impl {
       return c.expr->evaluate(values);
     } catch (const expression_error& x) {
       fail(c.field, x.what(), index);
+      return 0;
     }
   }
 
-  // Evaluates and checks lo <= value <= hi.
+  // Evaluates and checks lo <= value <= hi; `lo` when it fails while collecting.
   std::int64_t eval_in(const compiled_int& c, std::int64_t lo, std::int64_t hi,
                        std::uint64_t index) const {
-    const std::int64_t v = eval(c, index);
-    if (v < lo || v > hi) {
+    const auto v = eval(c, index);
+    if (!v) return lo;
+    if (*v < lo || *v > hi) {
       const std::string shown =
-          c.literal ? std::to_string(v) : "\"" + c.text + "\" is " + std::to_string(v);
+          c.literal ? std::to_string(*v) : "\"" + c.text + "\" is " + std::to_string(*v);
       const std::string bound =
-          v < lo ? "at least " + std::to_string(lo) : "at most " + std::to_string(hi);
+          *v < lo ? "at least " + std::to_string(lo) : "at most " + std::to_string(hi);
       if (c.literal) {
-        throw plan_error(c.field, "is " + shown + "; must be " + bound);
+        report(c.field, "is " + shown + "; must be " + bound);
+      } else {
+        fail(c.field, shown + "; must be " + bound, index);
       }
-      fail(c.field, shown + "; must be " + bound, index);
+      return lo;
     }
-    return v;
+    return *v;
   }
 
   void check_bytes(const std::string& field, double bytes, std::uint64_t index) const {
+    if (point_problems > 0) return;
     if (bytes > double(limits.max_point_bytes)) {
       fail(field,
-           "needs " + format_number(bytes) + " bytes of device memory, more than the limit of " +
-               format_number(double(limits.max_point_bytes)),
+           "needs " + format_bytes(bytes) + " of device memory (" + format_number(bytes) +
+               " bytes), more than the limit of " + format_bytes(double(limits.max_point_bytes)),
            index);
     }
+  }
+
+  // The kernel `k` with the sweep parameters of point `index` substituted into its compile
+  // options, or `k` itself when it has none to substitute.
+  const custom_kernel* with_options(const compiled_launch& c, const custom_kernel& k,
+                                    std::uint64_t index) const {
+    if (c.substitutions.empty()) return &k;
+    std::vector<std::string> options = k.compile_options;
+    for (const auto& [option, parameter] : c.substitutions) {
+      const std::string& o = options[option];
+      options[option] = o.substr(0, o.find('=') + 1) + format_number(values[parameter]);
+    }
+    std::string key = std::to_string(reinterpret_cast<std::uintptr_t>(&k));
+    for (const auto& o : options)
+      key += '\0' + o;
+    if (auto it = variants.find(key); it != variants.end()) return it->second.get();
+    if (variants.size() >= k_max_option_variants) {
+      const std::string field = c.shared.field.substr(0, c.shared.field.rfind('.'));
+      fail(field + ".compile_options",
+           "take more than " + std::to_string(k_max_option_variants) +
+               " different values over the sweep; each is a separate compilation",
+           index);
+      return &k;
+    }
+    auto variant = std::make_unique<custom_kernel>(k);
+    variant->compile_options = std::move(options);
+    return variants.emplace(std::move(key), std::move(variant)).first->second.get();
   }
 
   gemm_instance resolve(const compiled_gemm& c, const gemm_spec& g, std::uint64_t index) const {
@@ -252,14 +346,15 @@ struct job_plan::impl {
   custom_launch resolve(const compiled_launch& c, const custom_kernel& k,
                         std::uint64_t index) const {
     custom_launch out;
-    out.kernel = &k;
+    out.kernel = with_options(c, k, index);
     static constexpr std::array<std::int64_t, 3> k_grid_max{2147483647, 65535, 65535};
+    const std::size_t problems_before = point_problems;
     for (int i = 0; i < 3; ++i) {
       out.block[i] = eval_in(c.block[i], 1, limits.max_threads_per_block, index);
       out.grid[i] = eval_in(c.grid[i], 1, k_grid_max[i], index);
     }
     const std::int64_t threads = out.block[0] * out.block[1] * out.block[2];
-    if (threads > limits.max_threads_per_block) {
+    if (point_problems == problems_before && threads > limits.max_threads_per_block) {
       fail(c.block[0].field.substr(0, c.block[0].field.size() - 3),
            "has " + std::to_string(threads) + " threads per block; the limit is " +
                std::to_string(limits.max_threads_per_block),
@@ -272,6 +367,7 @@ struct job_plan::impl {
   // A built-in reference reads and writes the custom kernel's buffers: they must be big enough.
   void check_binding(const custom_instance& k, const std::string& field, const std::string& arg,
                      double needed, const char* what, std::uint64_t index) const {
+    if (point_problems > 0) return;
     for (const auto& a : k.args) {
       if (a.name != arg) continue;
       if (double(a.count) < needed) {
@@ -384,6 +480,7 @@ job_plan::job_plan(job_spec spec, plan_limits limits) : m_impl(std::make_unique<
   if (p.spec.fitness.baseline) {
     p.baseline = p.compile_kernel(*p.spec.fitness.baseline, "fitness.baseline");
   }
+  if (!p.compile_problems.empty()) throw plan_error(std::move(p.compile_problems));
 }
 
 job_plan::job_plan(job_plan&&) noexcept = default;
@@ -412,10 +509,22 @@ std::optional<kernel_instance> job_plan::resolve_baseline(std::uint64_t index) c
 }
 
 void job_plan::validate_all() const {
+  auto& p = *m_impl;
+  std::vector<plan_error::problem> problems;
+  p.collecting = &problems;
+  struct stop_collecting {
+    const impl& p;
+    ~stop_collecting() {
+      p.collecting = nullptr;
+      p.point_problems = 0;
+    }
+  } guard{p};
   for (std::uint64_t i = 0; i < size(); ++i) {
+    p.point_problems = 0;
     (void)resolve(i);
-    (void)resolve_baseline(i);
+    if (p.point_problems == 0) (void)resolve_baseline(i);
   }
+  if (!problems.empty()) throw plan_error(std::move(problems));
 }
 
 std::vector<std::pair<std::string, std::int64_t>> job_plan::params(std::uint64_t index) const {

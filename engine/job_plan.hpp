@@ -4,8 +4,13 @@
 // (every point is resolved before the job is accepted) and to name points; a worker builds one
 // to measure them.
 //
-// Not thread-safe (expressions evaluate in place); build one per thread. Owns its job_spec;
-// kernel instances it returns point into it and must not outlive the plan.
+// A custom kernel's `-DNAME=VALUE` compile option whose VALUE is a sweep parameter's name is
+// given that parameter's value at each point (the classic way to sweep a tile size): the
+// kernel instances of such points point to a copy of the kernel with the options substituted.
+//
+// Not thread-safe (expressions evaluate in place); build one per thread. Owns its job_spec and
+// the substituted kernels; kernel instances it returns point into them and must not outlive the
+// plan.
 
 #include <cstdint>
 #include <memory>
@@ -28,22 +33,29 @@ struct plan_limits {
   std::int64_t max_shared_bytes = 256 * 1024;
 };
 
-// A field of the spec that cannot be compiled or evaluated. `field` is its JSON path
-// ("kernel.grid[0]"); `reason` says why, naming the point when the failure is per point.
+// Fields of the spec that cannot be compiled or evaluated: for each its JSON path
+// ("kernel.grid[0]") and why, naming the point when the failure is per point. field() and
+// reason() are the first; problems() all, in the order of the spec.
 class plan_error : public std::runtime_error {
  public:
+  struct problem {
+    std::string field;
+    std::string reason;
+  };
   plan_error(std::string field, std::string reason);
-  const std::string& field() const { return m_field; }
-  const std::string& reason() const { return m_reason; }
+  // Precondition: at least one problem.
+  explicit plan_error(std::vector<problem> problems);
+  const std::string& field() const { return m_problems.front().field; }
+  const std::string& reason() const { return m_problems.front().reason; }
+  const std::vector<problem>& problems() const { return m_problems; }
 
  private:
-  std::string m_field;
-  std::string m_reason;
+  std::vector<problem> m_problems;
 };
 
 class job_plan {
  public:
-  // Throws plan_error for an expression that does not compile.
+  // Throws plan_error listing every expression that does not compile.
   job_plan(job_spec spec, plan_limits limits);
   job_plan(job_plan&&) noexcept;
   job_plan& operator=(job_plan&&) noexcept;
@@ -58,7 +70,8 @@ class job_plan {
   // The job's fitness baseline at point `index` (its expressions see the same sweep
   // parameters), nullopt when the job has none; throws plan_error like resolve().
   std::optional<kernel_instance> resolve_baseline(std::uint64_t index) const;
-  // Resolves every point; throws the first plan_error. Cost: size() resolutions.
+  // Resolves every point; throws a plan_error listing every field that is invalid at some point
+  // (each with the first point where it is). Cost: size() resolutions.
   void validate_all() const;
 
   // The sweep parameters of point `index`, in sweep order.

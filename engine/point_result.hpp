@@ -39,7 +39,7 @@ struct point_fitness {
   std::optional<double> speedup;  // baseline median / candidate median, from paired samples
   std::optional<std::pair<double, double>> speedup_ci95;
   std::optional<double> baseline_us;
-  std::optional<double> latency_score;  // min(1, target_us / median_us)
+  std::optional<double> latency_score;  // target_us / median_us (not capped)
   double combined_score = 0;
 };
 
@@ -89,6 +89,9 @@ struct point_result {
   std::vector<std::pair<std::string, std::int64_t>> params;
   std::string name;  // imported points: the kernel or component as its source names it
   point_status status = point_status::ok;
+  // The times come from a model, not a GPU (the mock engine): the kernel was neither compiled
+  // nor run, and its verification, if any, is what `mock.output` asked for.
+  bool simulated = false;
   std::optional<point_error> error;
   std::optional<time_summary> time_us;  // absent when the point failed before sampling
   std::size_t samples = 0;

@@ -51,6 +51,7 @@ point_runner::point_runner(std::unique_ptr<device_backend> backend)
   if (m_info.datasheet) m_analysis.datasheet = *m_info.datasheet;
   m_analysis.launch_latency_us = m_backend->launch_latency_us();
   m_analysis.cache_bytes = m_info.l2_bytes + m_info.llc_bytes;
+  if (m_info.type == "cpu") m_analysis.roofline_allowance = k_cpu_roofline_allowance;
 }
 
 point_runner::~point_runner() = default;
@@ -172,9 +173,12 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
 
 point_result point_runner::measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) {
   const auto& spec = plan.spec();
+  // A backend that runs no device code (the mock) makes simulated rows, failed ones included.
+  const bool simulated = !m_backend->runs_device_code();
   auto failed = [&](const std::string& type, const std::string& message) {
     auto r = failed_point(index, plan.params(index), type, message);
     r.l2 = spec.timing.l2;
+    r.simulated = simulated;
     r.environment.device = m_info.name;
     r.environment.driver = m_info.driver;
     return r;
@@ -207,6 +211,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     r.index = index;
     r.params = plan.params(index);
     r.l2 = spec.timing.l2;
+    r.simulated = simulated;
     r.verification = m_backend->runs_device_code()
                          ? verify(candidate, spec, point_seed)
                          : m_backend->simulate_verification(spec, instance);

@@ -26,15 +26,25 @@ api_failure failure_of(int status, const std::string& body) {
   const json j = json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {
     const json& e = j["error"];
+    std::vector<field_error> details;
+    json context = json::object();
+    for (const auto& [key, value] : e.items()) {
+      if (key == "details" && value.is_array()) {
+        for (const auto& d : value) {
+          if (d.is_object()) details.push_back({d.value("field", ""), d.value("message", "")});
+        }
+      } else if (key != "type" && key != "message") {
+        context[key] = value;
+      }
+    }
     return api_failure(status, e.value("type", "http_error"), e.value("message", ""),
-                       e.value("details", json()));
+                       std::move(details), std::move(context));
   }
   std::string excerpt = body.substr(0, 200);
   std::replace_if(
       excerpt.begin(), excerpt.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
   return api_failure(status, "http_error",
-                     "HTTP " + std::to_string(status) + (excerpt.empty() ? "" : ": " + excerpt),
-                     nullptr);
+                     "HTTP " + std::to_string(status) + (excerpt.empty() ? "" : ": " + excerpt));
 }
 
 std::string describe(httplib::Error e) {

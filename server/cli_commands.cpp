@@ -27,19 +27,8 @@ bool terminal(const json& job) {
 
 void print_failure(std::ostream& err, const api_failure& e) {
   err << "kernelscan: " << e.type() << " (HTTP " << e.status() << "): " << e.what() << "\n";
-  const json& d = e.details();
-  if (d.is_array()) {  // invalid_spec: one {field, message} per problem
-    for (const auto& item : d) {
-      if (item.is_object() && item.contains("field")) {
-        err << "  " << item.value("field", "") << ": " << item.value("message", "") << "\n";
-      } else {
-        err << "  " << item.dump() << "\n";
-      }
-    }
-  } else if (d.is_object()) {  // {"parameter": NAME}, {"job_id": ID}, {"status": S}
-    for (const auto& [key, value] : d.items())
-      err << "  " << key << ": " << (value.is_string() ? value.get<std::string>() : value.dump())
-          << "\n";
+  for (const auto& d : e.details()) {  // one {field, message} per problem
+    err << "  " << (d.field.empty() ? "" : d.field + ": ") << d.message << "\n";
   }
 }
 

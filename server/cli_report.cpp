@@ -1,5 +1,6 @@
 #include "server/cli_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -187,6 +188,15 @@ std::string results_report(const json& job, const json& rows) {
   header("points", std::to_string(rows.size()) + " of " + total +
                        (imported ? " imported: " : " measured: ") + std::to_string(ok) + " ok, " +
                        std::to_string(failed) + " failed");
+  const std::size_t simulated =
+      static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const json& r) {
+        return r.is_object() && r.value("simulated", false) == true;
+      }));
+  if (simulated > 0) {
+    header("note",
+           "simulated: the mock engine's times come from a model of the device; the "
+           "kernel was not compiled, run or verified");
+  }
   if (job.contains("labels") && job["labels"].is_object() && !job["labels"].empty()) {
     std::string labels;
     for (const auto& [k, v] : job["labels"].items())

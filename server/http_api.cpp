@@ -101,7 +101,7 @@ std::optional<std::string> query_value(const request& req, const std::string& ke
 }
 
 api_error bad_parameter(const std::string& name, const std::string& why) {
-  return api_error(400, "invalid_parameter", name + ": " + why, json{{"parameter", name}});
+  return api_error(400, "invalid_parameter", name + ": " + why, {{name, why}});
 }
 
 std::int64_t int_param(const request& req, const std::string& name, std::int64_t lo,
@@ -139,15 +139,6 @@ std::string hash_hex(std::string_view data) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
-}
-
-// The `details` of a 422: one {field, message} per problem.
-json field_details(const validation_error& e) {
-  json details = json::array();
-  for (const auto& fe : e.errors()) {
-    details.push_back({{"field", fe.field}, {"message", fe.message}});
-  }
-  return details;
 }
 
 json device_json(const device_view& v) {
@@ -245,14 +236,20 @@ struct http_api::impl {
 
   response readyz(const request&) {
     json devices = json::array();
+    std::vector<field_error> unready;  // one per device without a running worker
     for (const auto& d : sched.devices()) {
       devices.push_back({{"index", d.info.index}, {"state", to_string(d.state)}});
+      if (d.state != device_state::idle && d.state != device_state::busy) {
+        unready.push_back({"devices[" + std::to_string(d.info.index) + "]",
+                           "is " + std::string(to_string(d.state)) + ": no running worker" +
+                               (d.last_error.empty() ? "" : " (" + d.last_error + ")")});
+      }
     }
     // Readiness includes being able to read the store (a storage error answers 503 itself).
     store.ping();
     if (!sched.ready()) {
       return json_response(503, error_body("not_ready", "not every device has a running worker",
-                                           json{{"storage", "ok"}, {"devices", devices}}));
+                                           unready, json{{"devices", devices}}));
     }
     return json_response(200, {{"status", "ready"}, {"storage", "ok"}, {"devices", devices}});
   }
@@ -396,8 +393,11 @@ struct http_api::impl {
                           "no device of this daemon runs this kernel (its devices: " + have +
                               "): " + language_refusal.substr(colon + 2)});
       } else if (spec.engine != engine_kind::any && !spec.device) {
-        errors.push_back({"engine", "this daemon has no " + std::string(to_string(spec.engine)) +
-                                        " device (its devices: " + have + ")"});
+        const std::string kind = spec.engine == engine_kind::hip      ? "HIP"
+                                 : spec.engine == engine_kind::opencl ? "OpenCL"
+                                                                      : "mock";
+        errors.push_back(
+            {"engine", "this daemon has no " + kind + " device (its devices: " + have + ")"});
       } else if (spec.device) {
         errors.push_back({"device", "no device " + std::to_string(*spec.device) + " with engine " +
                                         std::string(to_string(spec.engine)) + "; this daemon has " +
@@ -426,7 +426,8 @@ struct http_api::impl {
   std::optional<response> replay_known_key(const std::string& key,
                                            const std::string& request_hash) {
     if (key.size() > 200) {
-      throw api_error(400, "invalid_header", "Idempotency-Key is longer than 200 characters");
+      throw api_error(400, "invalid_header", "Idempotency-Key is longer than 200 characters",
+                      {{"Idempotency-Key", "is longer than 200 characters"}});
     }
     if (key.empty()) return std::nullopt;
     auto known = store.find_by_idempotency_key(key);
@@ -488,7 +489,7 @@ struct http_api::impl {
     try {
       imp = parse_import(body, {config.limits.max_points, config.limits.max_labels});
     } catch (const validation_error& e) {
-      throw api_error(422, "invalid_import", e.what(), field_details(e));
+      throw api_error(422, "invalid_import", e.what(), e.errors());
     }
     const std::string format(to_string(imp.format));
     const std::string parameter(point_parameter(imp.format));
@@ -529,7 +530,7 @@ struct http_api::impl {
     return api_error(409, "idempotency_conflict",
                      "Idempotency-Key \"" + key + "\" was used for a different request (job " +
                          std::to_string(id) + ")",
-                     json{{"job_id", id}});
+                     {}, json{{"job_id", id}});
   }
 
   response list_jobs(const request& req) {
@@ -643,8 +644,8 @@ struct http_api::impl {
         const auto rec = find_job(id);
         throw api_error(
             409, "job_finished",
-            "job " + std::to_string(id) + " already " + std::string(to_string(rec.status)),
-            json{{"status", to_string(rec.status)}});
+            "job " + std::to_string(id) + " already " + std::string(to_string(rec.status)), {},
+            json{{"job_id", id}, {"job_status", to_string(rec.status)}});
       }
       case cancel_outcome::cancelled:
         waiters.notify(id);
@@ -892,7 +893,7 @@ struct http_api::impl {
   }
 
   static void send_error(int status, const std::string& type, const std::string& message,
-                         httplib::Response& res, const json& details = nullptr) {
+                         httplib::Response& res, const std::vector<field_error>& details = {}) {
     res.status = status;
     res.set_content(error_body(type, message, details).dump(), "application/json");
   }
@@ -1002,7 +1003,7 @@ struct http_api::impl {
       res.status = e.status();
       res.set_content(e.body().dump(), "application/json");
     } catch (const validation_error& e) {
-      send_error(422, "invalid_spec", e.what(), res, field_details(e));
+      send_error(422, "invalid_spec", e.what(), res, e.errors());
     } catch (const json_syntax_error& e) {
       send_error(400, "invalid_json", e.what(), res);
     } catch (const storage_error& e) {
@@ -1038,8 +1039,17 @@ struct http_api::impl {
     // httplib answers "Accept-Encoding: br" with brotli at its slowest setting (quality 11): a
     // 10,000-point result set took 15 s to compress instead of 0.3 s to send. Browsers always
     // offer br, so "br" is dropped from what the client accepts and gzip (level 6) serves them.
+    //
+    // A request with neither Content-Length nor Transfer-Encoding has an empty body (RFC 9112
+    // §6.3: only a response is read until the connection closes). httplib 0.11 reads such a
+    // POST until the connection closes instead, so `curl -X POST .../cancel`, which keeps the
+    // connection open, waited out the read timeout and got 400. The pre-routing handler runs
+    // before httplib reads the body, so the body's length is stated here.
     server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
       auto& r = const_cast<httplib::Request&>(req);
+      if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+        r.headers.emplace("Content-Length", "0");
+      }
       if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
         r.headers.erase("Content-Type");
         r.headers.emplace("Content-Type", "application/json");

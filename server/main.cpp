@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
@@ -70,9 +71,13 @@ std::vector<std::string> with_config_file(CLI::App& serve, std::vector<std::stri
   return args;
 }
 
-// The client subcommands' options; the subcommand that was chosen runs with them.
+// The client subcommands' options; the subcommand that was chosen runs with them. Each
+// subcommand has its own --server and --token: CLI11 fills an option from its environment
+// variable when the option is not on the command line, also for the subcommands that were not
+// chosen, so one variable shared by all three would end up with the environment's value
+// whenever the chosen one's option was given.
 struct client_commands {
-  kernelscan::client_options client;
+  kernelscan::client_options submit_client, jobs_client, results_client;
   kernelscan::submit_options submit;
   kernelscan::jobs_options jobs;
   kernelscan::results_options results;
@@ -81,19 +86,32 @@ struct client_commands {
   CLI::App* results_cmd = nullptr;
 };
 
+// A job id as `kernelscan jobs` lists them: a positive integer.
+CLI::Validator job_id_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::int64_t id = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+        if (ec == std::errc() && end == text.data() + text.size() && id >= 1) return "";
+        return "\"" + text +
+               "\" is not a job id (a positive integer, as `kernelscan jobs` lists them)";
+      },
+      "JOB_ID");
+}
+
 void add_client_commands(CLI::App& app, client_commands& c) {
-  auto common = [&c](CLI::App* cmd) {
-    cmd->add_option("--server", c.client.server, "URL of the daemon")
+  auto common = [](CLI::App* cmd, kernelscan::client_options& client) {
+    cmd->add_option("--server", client.server, "URL of the daemon")
         ->envname("KERNELSCAN_SERVER")
         ->capture_default_str();
-    cmd->add_option("--token", c.client.token,
-                    "Bearer token, for a daemon started with --token-file")
+    cmd->add_option("--token", client.token, "Bearer token, for a daemon started with --token-file")
         ->envname("KERNELSCAN_TOKEN");
     return cmd;
   };
 
   auto& s = c.submit;
-  c.submit_cmd = common(app.add_subcommand("submit", "Submit a job to a running daemon"));
+  c.submit_cmd =
+      common(app.add_subcommand("submit", "Submit a job to a running daemon"), c.submit_client);
   c.submit_cmd->add_option("FILE", s.file, "Job spec (JSON); - reads standard input")->required();
   c.submit_cmd
       ->add_option("--wait", s.wait_s,
@@ -107,7 +125,8 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                            "the job already created");
 
   auto& j = c.jobs;
-  c.jobs_cmd = common(app.add_subcommand("jobs", "List a daemon's jobs, newest first"));
+  c.jobs_cmd =
+      common(app.add_subcommand("jobs", "List a daemon's jobs, newest first"), c.jobs_client);
   j.limit = 20;
   c.jobs_cmd->add_option("--status", j.status,
                          "Only jobs in these states, comma-separated (queued, running, "
@@ -124,11 +143,9 @@ void add_client_commands(CLI::App& app, client_commands& c) {
       ->capture_default_str();
 
   auto& r = c.results;
-  c.results_cmd = common(app.add_subcommand("results", "Print a job's results"));
+  c.results_cmd = common(app.add_subcommand("results", "Print a job's results"), c.results_client);
   r.format = "table";
-  c.results_cmd->add_option("ID", r.id, "Job id")
-      ->required()
-      ->check(CLI::Range(std::int64_t(1), std::numeric_limits<std::int64_t>::max()));
+  c.results_cmd->add_option("ID", r.id, "Job id")->required()->check(job_id_validator());
   c.results_cmd
       ->add_option("--format", r.format,
                    "table (a report), or csv or json as the API gives them, all rows")
@@ -144,10 +161,10 @@ int run_client_command(client_commands& c) {
   using namespace kernelscan;
   if (*c.submit_cmd) {
     c.submit.wait = c.submit_cmd->count("--wait") > 0;
-    return run_submit(c.client, c.submit, std::cin, std::cout, std::cerr);
+    return run_submit(c.submit_client, c.submit, std::cin, std::cout, std::cerr);
   }
-  if (*c.jobs_cmd) return run_jobs(c.client, c.jobs, std::cout, std::cerr);
-  if (*c.results_cmd) return run_results(c.client, c.results, std::cout, std::cerr);
+  if (*c.jobs_cmd) return run_jobs(c.jobs_client, c.jobs, std::cout, std::cerr);
+  if (*c.results_cmd) return run_results(c.results_client, c.results, std::cout, std::cerr);
   return -1;
 }
 
@@ -155,7 +172,7 @@ int run_client_command(client_commands& c) {
 
 int main(int argc, char** argv) {
   using namespace kernelscan;
-  CLI::App app{"kernelscan: a GPU kernel profiling daemon with an HTTP/JSON API"};
+  CLI::App app{"kernelscan: a GPU kernel profiling daemon with an HTTP/JSON API", "kernelscan"};
   app.require_subcommand(1);
   app.set_version_flag("--version", KERNELSCAN_VERSION);
 

@@ -322,7 +322,8 @@ std::vector<scored_point> job_store::scored_points(std::int64_t job_id) {
   auto q = db->prepare(
       "SELECT status = 'ok', json_extract(result, '$.fitness.correct'), "
       "json_extract(result, '$.fitness.combined_score'), json_extract(result, "
-      "'$.fitness.speedup'), json_extract(result, '$.fitness.latency_score') "
+      "'$.fitness.speedup'), json_extract(result, '$.fitness.latency_score'), "
+      "json_extract(result, '$.simulated') "
       "FROM results WHERE job_id = ? ORDER BY idx");
   q->bind(1, job_id);
   std::vector<scored_point> out;
@@ -333,6 +334,7 @@ std::vector<scored_point> job_store::scored_points(std::int64_t job_id) {
     p.combined_score = q->is_null(2) ? 0.0 : q->real(2);
     if (!q->is_null(3)) p.speedup = q->real(3);
     if (!q->is_null(4)) p.latency_score = q->real(4);
+    p.simulated = !q->is_null(5) && q->int64(5) != 0;
     out.push_back(p);
   }
   return out;

@@ -25,16 +25,52 @@ export function metricOf(row, metric) {
   return {v: work / t.median, lo: work / t.ci95_high, hi: work / t.ci95_low};
 }
 
+// Room at the top of a chart: the toolbox (top right), then a legend when there is one, then the
+// y axis's name above the plot. Each gets a band of its own so none is drawn over another.
+const TOP_PLAIN = 40, TOP_LEGEND = 80;
+
 function baseOption(animate) {
   return {
     animation: animate,
     color: PALETTE,
     // Fixed margins, as ECharts 5 drew them: ECharts 6's default outerBoundsMode ('auto') lays
     // every chart's axes out twice to fit their labels into the container, which these margins do.
-    grid: {left: 70, right: 30, top: 40, bottom: 55, containLabel: false, outerBoundsMode: 'none'},
+    grid: {left: 70, right: 30, top: TOP_PLAIN, bottom: 55, containLabel: false, outerBoundsMode: 'none'},
     tooltip: {trigger: 'item', confine: true},
-    toolbox: {right: 10, feature: {saveAsImage: {title: 'PNG'}, dataZoom: {title: {zoom: 'zoom', back: 'reset'}}}},
+    toolbox: {right: 10, top: 0, feature: {saveAsImage: {title: 'PNG'}, dataZoom: {title: {zoom: 'zoom', back: 'reset'}}}},
   };
+}
+
+// A legend in its own band: left of the toolbox, above the y axis's name, scrolling when long.
+function legendBand(names) {
+  return {top: 34, left: 10, right: 10, type: 'scroll', data: names};
+}
+
+// Axis labels: a number as people read it (4 significant digits at most, thousands grouped or
+// compact), never a double's 17 (a log axis ends where its data does: 2466.7924528301887).
+export function axisNumber(v) {
+  if (!Number.isFinite(v)) return '';
+  const a = Math.abs(v);
+  if (a >= 10000) return compact(v);
+  if (a === 0) return '0';
+  const digits = a >= 1 ? Math.max(0, 3 - Math.floor(Math.log10(a))) : Math.min(12, 3 - Math.floor(Math.log10(a)));
+  return String(Number(v.toFixed(digits)));
+}
+
+// The top of a speedup axis: above the tallest bar and the 1× line, so that neither touches the
+// toolbox or the axis's name.
+function headroom(extent) {
+  const top = Math.max(extent.max, 1) * 1.15, step = 10 ** Math.floor(Math.log10(top)) / 2;
+  return Math.ceil(top / step) * step;  // a round number: 4, not 3.737
+}
+
+// Whether sorted `values` step by a constant factor of at least 1.5 (a sweep with "mul": 2):
+// evenly spaced on a log axis, bunched at one end of a linear one.
+export function isGeometric(values) {
+  const v = [...values].filter((x) => x > 0).sort((a, b) => a - b);
+  if (v.length < 3 || v.length !== values.length) return false;
+  const r = v[1] / v[0];
+  return r >= 1.5 && v.every((x, i) => i === 0 || Math.abs(x / v[i - 1] / r - 1) < 0.01);
 }
 
 // Whether values spread over orders of magnitude (then a log axis reads better).
@@ -100,13 +136,15 @@ export function sweepOption({rows, x, by, metric, logX, animate}) {
   });
   return {
     ...baseOption(animate),
-    legend: by ? {top: 5, type: 'scroll', data: series.filter((s) => s.type === 'line').map((s) => s.name)} : undefined,
+    grid: {...baseOption(animate).grid, top: by ? TOP_LEGEND : TOP_PLAIN},
+    legend: by ? legendBand(series.filter((s) => s.type === 'line').map((s) => s.name)) : undefined,
     tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.params
       ? `${paramsText(p.data.params, p.data.name)}<br>${METRICS[metric].label}: <b>${fmt(p.data.value[1])}</b>` +
         (Number.isFinite(p.data.ci[0]) ? `<br>95% CI ${fmt(p.data.ci[0])} – ${fmt(p.data.ci[1])}` : '') : ''},
-    xAxis: {type: logX ? 'log' : 'value', logBase: 2, name: x, nameLocation: 'middle', nameGap: 30,
-            scale: true, axisLabel: {formatter: compact}},
-    yAxis: {type: 'value', name: METRICS[metric].label, scale: metric === 'time' ? false : true},
+    xAxis: {type: logX ? 'log' : 'value', logBase: 2, name: logX ? `${x} (log scale)` : x, nameLocation: 'middle', nameGap: 30,
+            scale: true, axisLabel: {formatter: axisNumber}},
+    yAxis: {type: 'value', name: METRICS[metric].label, scale: metric === 'time' ? false : true,
+            nameTextStyle: {align: 'left'}, axisLabel: {formatter: axisNumber}},
     dataZoom: [{type: 'inside', xAxisIndex: 0}],
     series,
   };
@@ -238,8 +276,11 @@ export function heatmapOption({rows, x, y, metric, animate, pointer}) {
   const n = cellRows.length;
   if (!n) { lo = 0; hi = 1; }
   const cellText = (i) => `${paramsText(cellRows[i].params)}<br>${METRICS[metric].label}: <b>${fmt(cells[i * 3 + 2])}</b>`;
-  // Faster is better: dark for fast times, dark for high throughput.
-  const colors = metric === 'time' ? ['#1e3a8a', '#93c5fd', '#fef3c7'] : ['#fef3c7', '#93c5fd', '#1e3a8a'];
+  // One colour scale for every metric, read the same way: dark is better (a short time, a high
+  // throughput) and sits at the top of the scale; its ends say which way is better and its
+  // labels carry the unit.
+  const time = metric === 'time';
+  const colors = time ? ['#1e3a8a', '#93c5fd', '#fef3c7'] : ['#fef3c7', '#93c5fd', '#1e3a8a'];
   const image = n > LARGE && pointer;
   const base = baseOption(animate);
   // The image is one item at (0, 0): zooming must not filter it out with the cells left of and
@@ -259,15 +300,17 @@ export function heatmapOption({rows, x, y, metric, animate, pointer}) {
   }
   return {
     ...base,
-    grid: {left: 80, right: 110, top: 40, bottom: 60, outerBoundsMode: 'none'},
+    // Room on the right for the colour scale and the values at its handles ("134.1 µs").
+    grid: {left: 80, right: 180, top: 40, bottom: 60, outerBoundsMode: 'none'},
     tooltip: {confine: true, formatter: (p) => (cellRows[p.dataIndex] ? cellText(p.dataIndex) : '')},
     xAxis: {type: 'category', data: xs.map(String), name: x, nameLocation: 'middle', nameGap: 35,
             splitArea: {show: xs.length <= 50}, axisLabel: {interval: Math.max(0, Math.ceil(xs.length / 12) - 1)}},
     yAxis: {type: 'category', data: ys.map(String), name: y, splitArea: {show: ys.length <= 50},
             axisLabel: {interval: Math.max(0, Math.ceil(ys.length / 10) - 1)}},
     visualMap: {min: lo, max: hi, calculable: true, orient: 'vertical', right: 10, top: 'center',
-                text: [METRICS[metric].short, ''], inRange: {color: colors},
-                seriesIndex: image ? [] : undefined},
+                inverse: time, text: time ? ['slower', 'faster'] : ['faster', 'slower'],
+                formatter: (v) => `${axisNumber(v)} ${METRICS[metric].unit}`,
+                inRange: {color: colors}, seriesIndex: image ? [] : undefined},
     series: [series],
   };
 }
@@ -302,7 +345,7 @@ export function speedupOption({rows, x, against, animate}) {
       ? `${paramsText(p.data.params)}<br>${title}: <b>${fmt(p.data.value)}×</b>` : ''},
     xAxis: {type: 'category', data: pts.map((r) => String(r.params[x])), name: x,
             nameLocation: 'middle', nameGap: 30},
-    yAxis: {type: 'value', name: 'speedup (×)'},
+    yAxis: {type: 'value', name: 'speedup (×)', max: headroom, axisLabel: {formatter: axisNumber}},
     series,
   };
 }
@@ -349,7 +392,7 @@ export function rooflineOption({rows, device, dtype, animate}) {
                         sheet[key], sheet.bandwidth_gbps, xmin, xmax, {color: '#111827'}));
   }
   if (measured && measured[key] && measured.bandwidth_gbps) {
-    series.push(ceiling(`measured ${dtype} (${fmt(measured[key])} TFLOP/s, ${fmt(measured.bandwidth_gbps)} GB/s)`,
+    series.push(ceiling(`${measuredWord(measured)} ${dtype} (${fmt(measured[key])} TFLOP/s, ${fmt(measured.bandwidth_gbps)} GB/s)`,
                         measured[key], measured.bandwidth_gbps, xmin, xmax,
                         {color: '#d97706', type: 'dashed'}));
   }
@@ -364,7 +407,10 @@ export function rooflineOption({rows, device, dtype, animate}) {
   });
   return {
     ...baseOption(animate),
-    legend: {top: 5, data: series.map((s) => s.name)},
+    // The ceilings' names are long: the legend goes under the plot, wrapping, where it is clear
+    // of the toolbox and the axis names.
+    grid: {...baseOption(animate).grid, bottom: 100},
+    legend: {bottom: 0, left: 10, right: 10, type: 'plain', data: series.map((s) => s.name)},
     tooltip: {trigger: 'item', confine: true, formatter: (p) => {
       const r = p.seriesType === 'scatter' && ptRows[p.dataIndex];
       return r ? `${paramsText(r.params, r.name)}<br>${fmt(r.metrics.tflops)} TFLOP/s at ` +
@@ -372,17 +418,34 @@ export function rooflineOption({rows, device, dtype, animate}) {
                  (r.metrics.bound ? `${fmt(r.metrics.roof_pct)}% of roof · ${r.metrics.bound}-bound` : 'no roof: device not in the catalog') : '';
     }},
     xAxis: {type: 'log', name: 'arithmetic intensity (FLOP/byte)', nameLocation: 'middle',
-            nameGap: 30, min: xmin, max: xmax},
-    yAxis: {type: 'log', name: 'TFLOP/s'},
+            nameGap: 30, min: xmin, max: xmax, axisLabel: {formatter: axisNumber}},
+    yAxis: {type: 'log', name: 'TFLOP/s', nameTextStyle: {align: 'left'}, axisLabel: {formatter: axisNumber}},
     series,
   };
 }
 
-// Speedup of each job over a baseline job, per shared-parameter key (compare view).
-export function compareOption({keys, jobs, speedups, animate}) {
+// What a device's non-datasheet roofline is: measured on the GPU, or simulated by the mock engine
+// (its `method` says which).
+export function measuredWord(measured) {
+  return measured && /^simulated/.test(measured.method || '') ? 'simulated' : 'measured';
+}
+
+// The colours of a comparison's verdicts (view_compare.js): faster and slower than the baseline
+// beyond both medians' 95% intervals, or the same within them.
+export const VERDICT_COLORS = {faster: '#059669', slower: '#dc2626', same: '#9ca3af'};
+// Series colours for several compared jobs: none of the verdicts' green, red or grey.
+const JOB_COLORS = ['#2563eb', '#7c3aed', '#d97706', '#0891b2', '#db2777', '#475569'];
+
+// Speedup of each job over a baseline job, per shared-parameter key (compare view). With one job
+// compared, each bar has its verdict's colour (`verdicts[0][k]`); with several, each job its own
+// colour (the table gives the verdicts).
+export function compareOption({keys, jobs, speedups, verdicts, animate}) {
+  const one = jobs.length === 1;
   const series = jobs.map((j, i) => ({
-    name: `#${j.id} ${j.name}`, type: 'bar', color: PALETTE[(i + 1) % PALETTE.length],
-    data: speedups[i], large: keys.length > LARGE, barMaxWidth: 30,
+    name: `#${j.id} ${j.name}`, type: 'bar', color: JOB_COLORS[i % JOB_COLORS.length],
+    data: one ? speedups[i].map((v, k) => ({value: v, itemStyle: {color: VERDICT_COLORS[verdicts[i][k]]}}))
+              : speedups[i],
+    large: keys.length > LARGE && !one, barMaxWidth: 30,
   }));
   if (series.length) {
     series[0].markLine = {silent: true, symbol: 'none', data: [{yAxis: 1}],
@@ -390,11 +453,14 @@ export function compareOption({keys, jobs, speedups, animate}) {
   }
   return {
     ...baseOption(animate),
-    legend: {top: 5, type: 'scroll'},
+    legend: one ? undefined : legendBand(series.map((s) => s.name)),
     tooltip: {trigger: 'axis', confine: true, valueFormatter: (v) => `${fmt(v)}×`},
     xAxis: {type: 'category', data: keys, axisLabel: {rotate: keys.length > 12 ? 40 : 0}},
-    yAxis: {type: 'value', name: 'speedup over baseline (×)'},
-    grid: {left: 70, right: 30, top: 50, bottom: keys.length > 12 ? 110 : 55},
+    yAxis: {type: 'value', name: 'speedup over baseline (×)', nameTextStyle: {align: 'left'},
+            max: headroom, axisLabel: {formatter: axisNumber}},
+    // Rotated labels reach left of the first bar: room for them.
+    grid: {left: keys.length > 12 ? 120 : 70, right: 30, top: one ? TOP_PLAIN : TOP_LEGEND,
+           bottom: keys.length > 12 ? 120 : 55, outerBoundsMode: 'none'},
     dataZoom: keys.length > 60 ? [{type: 'inside'}, {type: 'slider', bottom: 5}] : undefined,
     series,
   };
@@ -406,8 +472,9 @@ export function deviceRooflineOption(device) {
   const series = [];
   const dtypes = ['f64', 'f32', 'f16', 'bf16'].filter((d) => sheet[`${d}_tflops`] > 0);
   const ridges = dtypes.map((d) => (sheet[`${d}_tflops`] * 1000) / sheet.bandwidth_gbps);
-  const xmin = Math.min(0.05, ...ridges.map((r) => r / 100));
-  const xmax = Math.max(1000, ...ridges.map((r) => r * 10));
+  // Whole decades, so the log axis ends on round labels.
+  const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, ...ridges.map((r) => r / 100))));
+  const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, ...ridges.map((r) => r * 10))));
   const seen = new Set();
   dtypes.forEach((d, i) => {
     const peak = sheet[`${d}_tflops`];
@@ -426,16 +493,18 @@ export function deviceRooflineOption(device) {
     if (drawn.some((p) => Math.abs(p - peak) <= 0.02 * p)) return;
     drawn.push(peak);
     const same = dtypes.filter((e) => Math.abs(measured[`${e}_tflops`] - peak) <= 0.02 * peak);
-    series.push(ceiling(`measured ${same.join('/')}: ${fmt(peak)} TFLOP/s`, peak,
+    series.push(ceiling(`${measuredWord(measured)} ${same.join('/')}: ${fmt(peak)} TFLOP/s`, peak,
                         measured.bandwidth_gbps, xmin, xmax,
                         {color: PALETTE[i % PALETTE.length], type: 'dashed'}));
   });
   return {
     animation: false, color: PALETTE,
-    grid: {left: 60, right: 20, top: 50, bottom: 45},
-    legend: {top: 0, type: 'scroll'},
-    xAxis: {type: 'log', name: 'FLOP/byte', nameLocation: 'middle', nameGap: 28, min: xmin, max: xmax},
-    yAxis: {type: 'log', name: 'TFLOP/s'},
+    // Up to four ceilings: the legend wraps onto two lines rather than hiding some behind a pager.
+    grid: {left: 60, right: 20, top: 84, bottom: 45, outerBoundsMode: 'none'},
+    legend: {top: 0, left: 10, right: 10, type: 'plain'},
+    xAxis: {type: 'log', name: 'FLOP/byte', nameLocation: 'middle', nameGap: 28, min: xmin, max: xmax,
+            axisLabel: {formatter: axisNumber}},
+    yAxis: {type: 'log', name: 'TFLOP/s', nameTextStyle: {align: 'left'}, axisLabel: {formatter: axisNumber}},
     series,
   };
 }

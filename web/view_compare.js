@@ -1,14 +1,86 @@
 // Compare: two or more jobs joined on the sweep parameters they share; per shared-parameter
 // point, each job's median and its speedup over a chosen baseline job, as a table and a chart.
-// A job with parameters the others lack contributes its best (fastest) point per key.
+// A job with parameters the others lack contributes its best (fastest) point per key. A point is
+// faster or slower than the baseline's only when their medians' 95% intervals do not overlap;
+// otherwise it is the same. What the join means (which field of each kernel a parameter sets) is
+// said above the results, as a warning when the jobs use the names differently.
 
 import {get, getRows} from './api.js';
-import {compareOption} from './charts.js';
+import {VERDICT_COLORS, compareOption} from './charts.js';
 import {emptyState, errorBox, fmtTime, h, setQuery, sig, statusBadge, whenECharts} from './dom.js';
 
 function geomean(xs) {
   const v = xs.filter((x) => x > 0);
   return v.length ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : NaN;
+}
+
+// The median's 95% interval of a row; a row without one (an import's summary) is its median.
+function interval(r) {
+  const t = r.time_us;
+  return [Number.isFinite(t.ci95_low) ? t.ci95_low : t.median, Number.isFinite(t.ci95_high) ? t.ci95_high : t.median];
+}
+
+// `other` against `base`: faster, slower, or the same within both intervals.
+function verdict(base, other) {
+  const [bl, bh] = interval(base), [ol, oh] = interval(other);
+  if (oh < bl) return 'faster';
+  if (ol > bh) return 'slower';
+  return 'same';
+}
+
+// The fields of a job's kernel that a sweep parameter sets (`kernel.m`, `kernel.grid[0]`,
+// `kernel.compile_options[1]`): where the name appears as a word in an expression.
+function usesOf(spec, name) {
+  const word = new RegExp(`(^|[^A-Za-z0-9_])${name}([^A-Za-z0-9_]|$)`);
+  const out = [];
+  const walk = (v, path) => {
+    if (typeof v === 'string') {
+      if (path !== 'kernel.source' && path !== 'kernel.entry' && word.test(v)) out.push(path);
+    } else if (Array.isArray(v)) {
+      v.forEach((x, i) => walk(x, `${path}[${i}]`));
+    } else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) if (k !== 'name' && k !== 'op') walk(x, `${path}.${k}`);
+    }
+  };
+  walk((spec || {}).kernel, 'kernel');
+  return out;
+}
+
+// A job's kernel in a few words.
+function kernelText(job) {
+  const k = (job.spec || {}).kernel || {};
+  if (job.engine === 'import') return `imported ${((job.spec || {}).import || {}).format || ''} results`;
+  if (k.op === 'gemm') return `gemm ${k.dtype} (${k.impl}), m=${k.m} n=${k.n} k=${k.k}`;
+  if (k.op === 'stream') return `stream ${k.variant} ${k.dtype}, n=${k.n}`;
+  if (k.op === 'custom') return `custom kernel ${k.entry}`;
+  return job.op;
+}
+
+// What joining `jobs` on `shared` means, said above the results: a note, or a warning when the
+// jobs run different ops or use a shared name for different fields.
+function joinNotice(jobs, shared, byName, base) {
+  const list = h('ul', {}, jobs.map((j) => h('li', {}, h('a', {href: `#/jobs/${j.id}`}, `#${j.id} ${j.name}`), `: ${kernelText(j)}`)));
+  if (byName) {
+    return h('div', {class: 'note-box', id: 'compare-join'},
+             h('strong', {}, 'Matched by kernel name: '), 'each kernel is compared with the kernel of the same name in every job.', list);
+  }
+  const ops = new Set(jobs.map((j) => j.op));
+  const differ = shared.filter((n) => new Set(jobs.map((j) => usesOf(j.spec, n).join(' '))).size > 1);
+  if (ops.size > 1 || differ.length) {
+    const why = [];
+    if (ops.size > 1) why.push(h('li', {}, `they run different ops (${[...ops].join(', ')})`));
+    for (const n of differ) {
+      why.push(h('li', {}, `${n} sets ` + jobs.map((j) => `${usesOf(j.spec, n).join(', ') || 'nothing'} in #${j.id}`).join('; ')));
+    }
+    return h('div', {class: 'warning-box', id: 'compare-join', role: 'note'},
+             h('strong', {}, `Matched on the parameter names ${shared.join(', ')} only. `),
+             'These jobs may not measure the same problem at a matched point:', h('ul', {}, why), list);
+  }
+  return h('div', {class: 'note-box', id: 'compare-join'},
+           h('strong', {}, `Matched on ${shared.join(', ')}: `),
+           `each point of #${base.id} is compared with the point of every other job that has the same ${shared.join(', ')}, `,
+           'which each job uses for the same fields. Faster or slower means the 95% intervals of the medians do not overlap; ',
+           'otherwise the point is the same.', list);
 }
 
 export function mount(root, {query}) {
@@ -96,6 +168,7 @@ export function mount(root, {query}) {
     base = String(jobs[b].job.id);
     const others = jobs.map((j, i) => i).filter((i) => i !== b);
     const speedups = others.map((i) => keys.map((k) => perJob[b].get(k).time_us.median / perJob[i].get(k).time_us.median));
+    const verdicts = others.map((i) => keys.map((k) => verdict(perJob[b].get(k), perJob[i].get(k))));
     const label = (k) => (byName ? k : k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', '));
 
     const baseSelect = h('select', {id: 'compare-base', 'aria-label': 'baseline'},
@@ -109,13 +182,18 @@ export function mount(root, {query}) {
     const extra = jobs.filter((j, i) => names[i].length > shared.length);
     const summary = h('table', {class: 'data narrow', id: 'compare-summary'},
       h('thead', {}, h('tr', {}, h('th', {}, 'job'), h('th', {}, 'status'), h('th', {class: 'num'}, 'geomean speedup'),
-                                 h('th', {class: 'num'}, 'faster at'), h('th', {class: 'num'}, 'best'), h('th', {class: 'num'}, 'worst'))),
+                                 h('th', {class: 'num'}, 'faster at'), h('th', {class: 'num'}, 'slower at'),
+                                 h('th', {class: 'num', title: 'within the 95% intervals of both medians'}, 'same at'),
+                                 h('th', {class: 'num'}, 'best'), h('th', {class: 'num'}, 'worst'))),
       h('tbody', {}, others.map((i, o) => {
-        const s = speedups[o];
+        const s = speedups[o], v = verdicts[o];
+        const count = (x) => `${v.filter((y) => y === x).length} of ${v.length}`;
         return h('tr', {}, h('td', {}, h('a', {href: `#/jobs/${jobs[i].job.id}`}, `#${jobs[i].job.id} ${jobs[i].job.name}`)),
                  h('td', {}, statusBadge(jobs[i].job.status)),
                  h('td', {class: 'num'}, `${sig(geomean(s), 3)}×`),
-                 h('td', {class: 'num'}, `${s.filter((x) => x > 1).length} of ${s.length}`),
+                 h('td', {class: 'num good'}, count('faster')),
+                 h('td', {class: 'num bad'}, count('slower')),
+                 h('td', {class: 'num same'}, count('same')),
                  h('td', {class: 'num'}, `${sig(Math.max(...s), 3)}×`),
                  h('td', {class: 'num'}, `${sig(Math.min(...s), 3)}×`));
       })));
@@ -126,21 +204,29 @@ export function mount(root, {query}) {
       h('tbody', {}, keys.slice(0, 2000).map((k, row) => h('tr', {},
         parts(k).map((v) => h('td', {class: byName ? 'name' : 'num', title: byName ? v : undefined}, v)),
         jobs.map((j, i) => h('td', {class: 'num'}, fmtTime(perJob[i].get(k).time_us.median))),
-        others.map((i, o) => h('td', {class: `num ${speedups[o][row] >= 1 ? 'good' : 'bad'}`}, `${sig(speedups[o][row], 3)}×`)))))));
+        others.map((i, o) => {
+          const v = verdicts[o][row];
+          return h('td', {class: `num ${v === 'faster' ? 'good' : v === 'slower' ? 'bad' : 'same'}`, title: v},
+                   `${sig(speedups[o][row], 3)}×`, v === 'same' ? ' same' : '');
+        }))))));
     const chartEl = h('div', {class: 'chart wide', id: 'chart-compare'});
     body.replaceChildren(
+      joinNotice(jobs.map((j) => j.job), shared, byName, jobs[b].job),
       h('div', {class: 'toolbar'}, h('label', {}, 'Baseline ', baseSelect),
         h('span', {class: 'muted'}, `matched on ${shared.join(', ')}: ${keys.length} point${keys.length === 1 ? '' : 's'} in every job` +
           (extra.length ? `; for ${extra.map((j) => `#${j.job.id}`).join(', ')}, the fastest point per match` : ''))),
       summary,
-      h('section', {class: 'chart-box'}, h('h3', {}, 'Speedup over the baseline'), chartEl),
+      h('section', {class: 'chart-box'}, h('h3', {}, 'Speedup over the baseline',
+        others.length === 1 ? h('span', {class: 'muted'}, ' ', ...['faster', 'slower', 'same'].map((v) =>
+          h('span', {class: 'legend-key'}, h('span', {class: 'swatch', style: `background:${VERDICT_COLORS[v]}`}), v))) : ''), chartEl),
       h('h3', {}, 'Per point'), detail,
       keys.length > 2000 ? h('p', {class: 'muted'}, `The first 2000 of ${keys.length} matched points are listed; the chart has them all.`) : '');
     await whenECharts();
     if (disposed) return;
     if (chart) chart.dispose();
     chart = echarts.init(chartEl);
-    chart.setOption(compareOption({keys: keys.map(label), jobs: others.map((i) => jobs[i].job), speedups, animate: keys.length < 500}));
+    chart.setOption(compareOption({keys: keys.map(label), jobs: others.map((i) => jobs[i].job), speedups, verdicts,
+                                   animate: keys.length < 500}));
     root.dataset.chartsReady = '1';
   }
   load();

@@ -2,7 +2,7 @@
 // datasheet peaks and measured roofline when it has one, and its ceilings as a roofline chart.
 
 import {get} from './api.js';
-import {deviceRooflineOption} from './charts.js';
+import {deviceRooflineOption, measuredWord} from './charts.js';
 import {emptyState, errorBox, fmtBytes, h, sig, throttle, whenECharts} from './dom.js';
 
 const PEAKS = [['f64_tflops', 'f64', 'TFLOP/s'], ['f32_tflops', 'f32 (matrix)', 'TFLOP/s'],
@@ -18,8 +18,10 @@ export function mount(root) {
 
   function card(d) {
     const busy = d.state === 'busy' && d.current_job !== null;
+    // A mock device's "measured" roofline is its model's: call it what it is.
+    const word = measuredWord(d.measured);
     const peaks = h('table', {class: 'data narrow peaks'},
-      h('thead', {}, h('tr', {}, h('th', {}, 'peak'), h('th', {class: 'num'}, 'datasheet'), h('th', {class: 'num'}, 'measured'))),
+      h('thead', {}, h('tr', {}, h('th', {}, 'peak'), h('th', {class: 'num'}, 'datasheet'), h('th', {class: 'num'}, word))),
       h('tbody', {}, PEAKS.filter(([k]) => (d.datasheet && d.datasheet[k]) || (d.measured && d.measured[k])).map(([k, label, unit]) =>
         h('tr', {}, h('td', {}, label),
           h('td', {class: 'num'}, d.datasheet && d.datasheet[k] ? `${sig(d.datasheet[k])} ${unit}` : '—'),
@@ -40,7 +42,9 @@ export function mount(root) {
         h('dt', {}, 'worker'), h('dd', {}, d.worker_pid ? `pid ${d.worker_pid}, ${d.worker_restarts} restart${d.worker_restarts === 1 ? '' : 's'}` : 'not running'),
         h('dt', {}, 'points measured'), h('dd', {}, String(d.points_measured)),
         d.last_error ? [h('dt', {}, 'last error'), h('dd', {class: 'error'}, d.last_error)] : ''),
-      h('div', {class: 'device-peaks'}, peaks, d.measured ? '' : h('p', {class: 'muted'}, 'No measured roofline yet: the chart shows datasheet ceilings.')),
+      h('div', {class: 'device-peaks'}, peaks,
+        !d.measured ? h('p', {class: 'muted'}, 'No measured roofline yet: the chart shows datasheet ceilings.')
+        : word === 'simulated' ? h('p', {class: 'warn'}, 'Simulated peaks: the mock engine\'s model of this GPU, not a measurement.') : ''),
       chartEl);
     return {el, chartEl, d};
   }

@@ -3,7 +3,7 @@
 // with CSV/JSON export. Running jobs update live from the event stream.
 
 import {download, get, getRows, post} from './api.js';
-import {METRICS, heatmapOption, metricOf, rooflineOption, speedupOption, sweepOption, trackPointer, wantsLog} from './charts.js';
+import {METRICS, heatmapOption, isGeometric, metricOf, rooflineOption, speedupOption, sweepOption, trackPointer, wantsLog} from './charts.js';
 import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
@@ -11,10 +11,34 @@ const ROW_HEIGHT = 26;
 const TABLE_ROWS = 16;  // visible rows; the rest scroll (only visible ones are in the DOM)
 // The members of a result row this view reads (charts.js and the table below): under half of
 // each row's bytes, so a 10,000-point job loads 4.9 MB instead of 10. Exports fetch whole rows.
-const ROW_FIELDS = ['index', 'params', 'name', 'status', 'error', 'samples', 'flags', 'fitness.speedup', 'fitness.speedup_ci95',
+const ROW_FIELDS = ['index', 'params', 'name', 'status', 'simulated', 'error', 'samples', 'flags', 'fitness.speedup', 'fitness.speedup_ci95',
   'verification.status',
   ...['median', 'ci95_low', 'ci95_high', 'p5', 'p95'].map((f) => `time_us.${f}`),
   ...['flops', 'bytes', 'tflops', 'gbps', 'arithmetic_intensity', 'roof_pct', 'bound'].map((f) => `metrics.${f}`)].join(',');
+
+// Whether the job asked to be scored (fitness.baseline or fitness.target_us): only then is its
+// fitness summary worth showing (without, every correct point scores 1 by definition).
+function hasFitness(spec) {
+  const f = (spec && spec.fitness) || {};
+  return Boolean(f.baseline) || Number.isFinite(f.target_us);
+}
+
+// The job's fitness in words: the score, whether every point was correct, and why not.
+function fitnessText(f, simulated) {
+  const parts = [`combined ${sig(f.combined_score, 3)}`];
+  if (Number.isFinite(f.speedup)) parts.push(`speedup ${sig(f.speedup, 3)}×`);
+  if (Number.isFinite(f.latency_score)) parts.push(`latency score ${sig(f.latency_score, 3)}`);
+  parts.push(f.correct ? 'every point correct'
+             : simulated ? 'not correct: the mock engine verifies nothing unless mock.output says what to simulate'
+             : 'not every point verified correct');
+  return parts.join(', ');
+}
+
+// The scale of the x axis for parameter values: log for a geometric sweep (×2, ×4, ...) or one
+// spread over orders of magnitude, else linear.
+function defaultScale(values) {
+  return isGeometric(values) || wantsLog(values) ? 'log' : 'linear';
+}
 
 function defaultMetric(job) {
   if (job.op === 'gemm') return 'tflops';
@@ -93,6 +117,8 @@ export function mount(root, {id, query}) {
               : state.device ? `${state.device.index}: ${state.device.name}` : j.device === null ? `${j.requested_device} (not started)` : String(j.device);
     const best = j.summary && j.summary.best;
     const bestName = best && state.rows.length ? (state.rows.find((r) => r.index === best.index) || {}).name : undefined;
+    const fitness = j.summary && j.summary.fitness;
+    const simulated = (fitness && fitness.simulated === true) || state.rows.some((r) => r.simulated === true);
     const facts = h('dl', {class: 'facts'},
       h('dt', {}, 'op'), h('dd', {}, j.op),
       h('dt', {}, 'device'), h('dd', {}, dev),
@@ -101,8 +127,9 @@ export function mount(root, {id, query}) {
                : [h('dt', {}, 'ran for'), h('dd', {}, j.started_at ? duration(j.started_at, j.finished_at) : '—')],
       h('dt', {}, 'best'), h('dd', {id: 'best-point'}, best
         ? `${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}${bestName ? ` (${bestName})` : ''}` : '—'),
-      j.summary && j.summary.fitness ? [h('dt', {}, 'fitness'),
-        h('dd', {}, `combined ${sig(j.summary.fitness.combined_score, 3)}`)] : '');
+      simulated ? [h('dt', {}, 'times'), h('dd', {id: 'simulated-note', class: 'warn'},
+        'simulated by the mock engine: a model of the device, no kernel compiled, run or verified')] : '',
+      fitness && hasFitness(j.spec) ? [h('dt', {}, 'fitness'), h('dd', {id: 'job-fitness'}, fitnessText(fitness, simulated))] : '');
     head.replaceChildren(
       h('div', {class: 'title-row'},
         h('h2', {}, `#${j.id} `, j.name), statusBadge(j.status), labelChips(j.labels), h('span', {class: 'spacer'}), buttons),
@@ -144,11 +171,13 @@ export function mount(root, {id, query}) {
       hx: query.get('hx') || bySize[0] || '',
       hy: query.get('hy') || bySize[1] || '',
       against: query.get('against') || 'slowest',
+      xscale: query.get('xscale') || '',
       fixed: {},
     };
     if (!METRICS[sel.metric]) sel.metric = 'time';
     for (const key of ['x', 'by', 'hx', 'hy']) if (sel[key] && !names.includes(sel[key])) sel[key] = '';
     if (!sel.x) sel.x = bySize[0] || '';
+    if (sel.xscale !== 'log' && sel.xscale !== 'linear') sel.xscale = '';  // '': by the values (xScale)
     for (const n of names) {
       const q = query.get(`fix.${n}`);
       const vals = state.values[n];
@@ -158,9 +187,16 @@ export function mount(root, {id, query}) {
     state.sel = sel;
   }
 
+  // The x axis's scale: the one chosen, else the one the x parameter's values call for (decided
+  // when drawing, so that points still arriving count).
+  function xScale() {
+    return state.sel.xscale || defaultScale(state.values[state.sel.x] || []);
+  }
+
   function saveSelections() {
     const s = state.sel;
     const q = [['metric', s.metric], ['x', s.x]];
+    if (s.xscale) q.push(['xscale', s.xscale]);
     if (s.by) q.push(['by', s.by]);
     if (s.hx) q.push(['hx', s.hx], ['hy', s.hy]);
     if (s.against !== 'slowest') q.push(['against', s.against]);
@@ -181,7 +217,10 @@ export function mount(root, {id, query}) {
     const hasBaseline = state.rows.some((r) => r.fitness && Number.isFinite(r.fitness.speedup));
     const parts = [
       select('sel-metric', 'metric', Object.entries(METRICS).map(([k, m]) => [k, m.short]), s.metric, (v) => { s.metric = v; }),
-      select('sel-x', 'x', names.map((n) => [n, n]), s.x, (v) => { s.x = v; if (s.by === v) s.by = ''; renderControls(); }),
+      select('sel-x', 'x', names.map((n) => [n, n]), s.x, (v) => {
+        s.x = v; if (s.by === v) s.by = ''; s.xscale = ''; renderControls();
+      }),
+      select('sel-xscale', 'x scale', [['linear', 'linear'], ['log', 'log']], xScale(), (v) => { s.xscale = v; }),
       select('sel-by', 'lines per', [['', 'none'], ...names.filter((n) => n !== s.x).map((n) => [n, n])], s.by, (v) => { s.by = v; renderControls(); }),
     ];
     if (names.length >= 2) {
@@ -259,7 +298,7 @@ export function mount(root, {id, query}) {
     };
     const sweepRows = slice([s.x, s.by].filter(Boolean));
     set(sweepChart, sweepOption({rows: sweepRows.filter((r) => r.status === 'ok'), x: s.x, by: s.by, metric: s.metric,
-                                 logX: wantsLog(state.values[s.x] || []), animate}));
+                                 logX: xScale() === 'log', animate}));
     if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
       const option = heatmapOption({rows: slice([s.hx, s.hy]).filter((r) => r.status === 'ok'), x: s.hx, y: s.hy, metric: s.metric,
                                     animate, pointer: heatPointer});
@@ -439,7 +478,14 @@ export function mount(root, {id, query}) {
       renderData();
     } catch (e) {
       head.replaceChildren(h('h2', {}, `Job ${id}`));
-      showError(e.status === 404 ? {type: 'not_found', message: `There is no job ${id}.`} : e);
+      if (e.status === 404) {
+        // Nothing to chart or list: no empty boxes, no spec to expand.
+        for (const el of [controls, grid, tableWrap, specBox]) el.remove();
+        message.replaceChildren(errorBox({type: 'not_found', message: `There is no job ${id}.`}),
+                                h('p', {}, h('a', {href: '#/jobs'}, 'All jobs')));
+      } else {
+        showError(e);
+      }
     }
   }
   load();

@@ -134,6 +134,8 @@ export function mount(root, {query}) {
                        ', with ', h('code', {}, 'kernelscan submit job.json'), ', or with curl:'),
                      h('pre', {}, `curl -X POST ${location.origin}/api/v1/jobs -d @job.json`)));
     } else {
+      // A job that came live to an empty list: the "No jobs yet" note goes.
+      if (message.querySelector('.empty')) message.replaceChildren();
       table.hidden = false;
       tbody.replaceChildren(...state.jobs.map(row));
     }

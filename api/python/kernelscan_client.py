@@ -44,6 +44,7 @@ from typing import Any
 __all__ = [
     "Client",
     "Evaluation",
+    "EvaluatorError",
     "JobTimeout",
     "KernelscanConnectionError",
     "KernelscanError",
@@ -69,13 +70,15 @@ _SUMMARY_LINES = 40
 
 
 class KernelscanError(Exception):
-    """An error answer of the API, `{"error": {"type", "message", "details"}}`.
+    """An error answer of the API, `{"error": {"type", "message", "details", ...}}`.
 
     `status` is the HTTP status (None for errors with no answer: connection failures, wait
     timeouts), `type` the API's error type (`invalid_spec`, `not_found`, `unauthorized`, ...;
     `http_error` for an answer not in the API's error shape), `message` its message, `details`
-    its details (for `invalid_spec` a list of `{"field", "message"}`), `retry_after` the
-    Retry-After header in seconds when the daemon sent one (429, 503).
+    its list of `{"field", "message"}` problems (empty when it lists none), `context` the
+    error's other members (`job_id` and `job_status` for `job_finished`, `job_id` for
+    `idempotency_conflict`), `retry_after` the Retry-After header in seconds when the daemon
+    sent one (429, 503).
     """
 
     def __init__(
@@ -84,21 +87,22 @@ class KernelscanError(Exception):
         *,
         status: int | None = None,
         type: str = "error",  # noqa: A002 - the API's name for it
-        details: Any = None,
+        details: list[dict] | None = None,
+        context: dict | None = None,
         retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.type = type
         self.message = message
-        self.details = details
+        self.details = list(details or [])
+        self.context = dict(context or {})
         self.retry_after = retry_after
 
     @property
     def field_errors(self) -> list[tuple[str, str]]:
-        """(field, message) for each problem an `invalid_spec` answer lists; else empty."""
-        if not isinstance(self.details, list):
-            return []
+        """(field, message) for each problem the answer lists (`invalid_spec`,
+        `invalid_import`, `invalid_parameter`, ...); else empty."""
         return [
             (str(d.get("field", "")), str(d.get("message", "")))
             for d in self.details
@@ -113,6 +117,13 @@ class KernelscanError(Exception):
         if len(fields) > 1:
             text += "".join(f"\n  {f}: {m}" for f, m in fields)
         return text
+
+
+class EvaluatorError(KernelscanError):
+    """The daemon refused a spec for fields the candidate does not write (`evaluate`'s
+    `candidate_fields`): the evaluator's own template, or an engine or device the daemon does
+    not have. No candidate can score anything until it is fixed, so it is not scored 0.0.
+    `status`, `type`, `details` and `context` are the daemon's answer."""
 
 
 class KernelscanConnectionError(KernelscanError, ConnectionError):
@@ -190,11 +201,13 @@ def _failure(status: int, body: bytes, headers: Any) -> KernelscanError:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
         e = parsed["error"]
+        details = e.get("details")
         return KernelscanError(
             str(e.get("message", "")),
             status=status,
             type=str(e.get("type", "http_error")),
-            details=e.get("details"),
+            details=details if isinstance(details, list) else None,
+            context={k: v for k, v in e.items() if k not in ("type", "message", "details")},
             retry_after=retry,
         )
     excerpt = body[:200].decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")
@@ -486,7 +499,10 @@ class Client:
           when no point did. Lower is better.
         - `points`, `ok_points`: points in the sweep, and those measured ok.
 
-        Artifacts (in evaluate_detailed) say why a score is 0.0.
+        Artifacts (in evaluate_detailed) say why a score is 0.0, and `simulated` says in words
+        when the mock engine measured the job (its times are a model's, nothing was compiled
+        or run, and an unverified point is never correct, so such a score is 0.0 unless the
+        spec's `mock.output` simulated a verification).
         """
         return self.evaluate_detailed(spec, timeout_s, **kw).metrics
 
@@ -499,24 +515,34 @@ class Client:
         cancel_on_timeout: bool = True,
         partial_credit: bool = False,
         raise_on_infrastructure_error: bool = True,
+        candidate_fields: Iterable[str] | None = ("kernel",),
     ) -> Evaluation:
         """Submits `spec`, waits up to `timeout_s` for the job, reads its rows and scores it.
 
-        Failures of the candidate give a score of 0.0 and an `error` artifact: a refused spec
-        (400/413/422: the field errors), a job that failed (a compile error with its log, a
-        faulting or timed-out point), was cancelled, or did not end in time (then it is
-        cancelled, unless `cancel_on_timeout` is False). With `partial_credit`, a job that
-        ended `failed` because some of its points failed keeps the daemon's combined score, in
-        which failed points count 0.
+        Failures of the candidate give a score of 0.0 and an `error` artifact: a spec refused
+        for the candidate's fields (400/413/422: the field errors), a job that failed (a
+        compile error with its log, a faulting or timed-out point), was cancelled, or did not
+        end in time (then it is cancelled, unless `cancel_on_timeout` is False). With
+        `partial_credit`, a job that ended `failed` because some of its points failed keeps the
+        daemon's combined score, in which failed points count 0.
+
+        `candidate_fields` are the spec's fields (JSON paths, and everything under them) that
+        the candidate wrote; the rest is the evaluator's template. A 422 naming any other field
+        (a typo in the template, `engine: hip` on a daemon without a GPU, a sweep parameter
+        nothing uses) is not the candidate's fault: it raises `EvaluatorError` instead of
+        scoring every candidate 0.0. The default, `("kernel",)`, is a template that fixes
+        everything but the kernel; None makes the whole spec the candidate's.
 
         Failures of the infrastructure (the daemon unreachable, 401, 429 rate limits, 5xx) are
-        not the candidate's doing: they raise, so that a loop does not record a good program as
-        worthless (OpenEvolve retries an evaluator that raises). With
-        `raise_on_infrastructure_error=False` they score 0.0 like the rest.
+        not the candidate's doing either: they raise, so that a loop does not record a good
+        program as worthless (OpenEvolve retries an evaluator that raises). With
+        `raise_on_infrastructure_error=False` these and `EvaluatorError`s score 0.0 like the
+        rest, with an `error` artifact saying whose fault it is.
 
         Artifacts (str values): `server`, `job_id`, `status`, `error`, `flags`, `fitness` (the
         summary as JSON), `points` (one line per point, failed and flagged points first,
-        capped), `cache` (points served from the result cache), `missing` (metrics the daemon
+        capped), `cache` (points served from the result cache), `simulated` (the mock engine
+        measured the job, and what that means for the score), `missing` (metrics the daemon
         did not give and why they read 0.0), `elapsed_s`.
         """
         started = time.monotonic()
@@ -537,6 +563,21 @@ class Client:
             job = self.submit(spec, idempotency_key)
         except KernelscanError as e:
             if e.status in (400, 413, 422):
+                if e.status == 422 and candidate_fields is not None:
+                    theirs = _outside(e.field_errors, tuple(candidate_fields))
+                    if theirs or not e.field_errors:
+                        listed = "; ".join(f"{f or '(the body)'}: {m}" for f, m in
+                                           (theirs or [("", e.message)]))
+                        harness = EvaluatorError(
+                            "the evaluator's spec was refused for fields the candidate does not "
+                            f"write ({listed}); fix the evaluator or the daemon, not the "
+                            "candidate",
+                            status=e.status, type=e.type, details=e.details,
+                            context=e.context)
+                        if raise_on_infrastructure_error:
+                            raise harness from e
+                        artifacts["error"] = f"evaluator: {harness.message}"
+                        return done()
                 artifacts["error"] = f"the spec was refused: {e.type} (HTTP {e.status}): {e.message}"
                 if e.field_errors:
                     artifacts["spec_errors"] = "\n".join(f"{f}: {m}" for f, m in e.field_errors)
@@ -588,6 +629,17 @@ class Client:
             err = job["error"]
             text = f"{err.get('type')}: {err.get('message')}" if isinstance(err, dict) else str(err)
             artifacts["error"] = (artifacts["error"] + "\n" if "error" in artifacts else "") + text
+        summary = job.get("summary") if isinstance(job.get("summary"), dict) else {}
+        fitness = summary.get("fitness") if isinstance(summary.get("fitness"), dict) else {}
+        if fitness.get("simulated") is True or any(r.get("simulated") is True for r in rows):
+            artifacts["simulated"] = (
+                "simulated: the mock engine measured this job. Its times come from a roofline "
+                "model of the device; the kernel was neither compiled nor run, so a kernel that "
+                "does not compile gets the same times as a correct one. A point whose outputs "
+                "were not verified is never correct and scores 0; where the spec's mock.output "
+                "asked for a simulated verification, that is what the score rests on. This "
+                "score is not a measurement of the candidate: run it on a GPU."
+            )
         if rows:
             artifacts["points"] = _points_summary(rows)
             flags = sorted({f for r in rows for f in (r.get("flags") or []) if isinstance(f, str)})
@@ -650,6 +702,14 @@ class Client:
             artifacts["missing"] = "\n".join(missing)
 
 
+def _outside(errors: list[tuple[str, str]], fields: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The field errors that name none of `fields` nor anything under them."""
+    def within(field: str) -> bool:
+        return any(field == f or field.startswith(f + ".") or field.startswith(f + "[")
+                   for f in fields)
+    return [(f, m) for f, m in errors if not within(f)]
+
+
 def _params_text(params: Any) -> str:
     if not isinstance(params, dict) or not params:
         return ""
@@ -680,6 +740,9 @@ def _point_line(row: dict) -> str:
             if score is not None:
                 text += f", score {score:.3g}"
         verification = row.get("verification") or {}
+        if verification.get("status") == "skipped":
+            note = verification.get("note")
+            text += ", not verified" + (f" ({note})" if note else "")
         if verification.get("status") == "failed":
             text += (f", verification failed (max abs err {verification.get('max_abs_err')}, "
                      f"max rel err {verification.get('max_rel_err')})")

@@ -136,7 +136,59 @@ async function gotoView(page, origin, hash, readySelector) {
 }
 
 async function shot(page, name) {
+  // From the top: a page scrolled by a step would put the sticky header in the middle of a
+  // full-page picture.
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({path: path.join(artifacts, `dashboard-${name}.png`), fullPage: true});
+}
+
+// The texts a chart drew (axis names and labels, legend entries, visual map labels) with their
+// boxes in the chart's pixels, read from its zrender elements.
+async function chartTexts(page, id) {
+  return page.evaluate((chartId) => {
+    const chart = echarts.getInstanceByDom(document.getElementById(chartId));
+    const out = [];
+    chart.getZr().storage.getDisplayList(true).forEach((el) => {
+      const text = el.style && typeof el.style.text === 'string' ? el.style.text : null;
+      if (!text || el.invisible || el.ignore) return;
+      const r = el.getBoundingRect().clone();
+      el.updateTransform && el.updateTransform();
+      if (el.transform) r.applyTransform(el.transform);
+      if (r.width <= 0 || r.height <= 0) return;
+      out.push({text, x: r.x, y: r.y, w: r.width, h: r.height});
+    });
+    // The toolbox's icons, as one box.
+    // (Its hover titles are texts kept hidden until then: icons only.)
+    const icons = chart.getZr().storage.getDisplayList(true).filter((el) => {
+      if (el.style && typeof el.style.text === 'string') return false;
+      for (let p = el.parent; p; p = p.parent) if (p.__ecComponentInfo && p.__ecComponentInfo.mainType === 'toolbox') return true;
+      return false;
+    });
+    if (icons.length) {
+      const boxes = icons.map((el) => { const r = el.getBoundingRect().clone(); if (el.transform) r.applyTransform(el.transform); return r; });
+      const x = Math.min(...boxes.map((b) => b.x)), y = Math.min(...boxes.map((b) => b.y));
+      out.push({text: '[toolbox]', x, y, w: Math.max(...boxes.map((b) => b.x + b.width)) - x, h: Math.max(...boxes.map((b) => b.y + b.height)) - y});
+    }
+    return out;
+  }, id);
+}
+
+// Texts of a chart that overlap one another (cell labels inside a heatmap excepted).
+async function overlaps(page, id) {
+  const texts = (await chartTexts(page, id)).filter((t) => t.text.trim());
+  const hit = [];
+  for (let i = 0; i < texts.length; ++i) {
+    for (let j = i + 1; j < texts.length; ++j) {
+      const a = texts[i], b = texts[j];
+      if (a.x < b.x + b.w - 1 && b.x < a.x + a.w - 1 && a.y < b.y + b.h - 1 && b.y < a.y + a.h - 1) hit.push(`"${a.text}" / "${b.text}"`);
+    }
+  }
+  return hit;
+}
+
+// Numbers printed with more digits than anyone reads (2,466.7924528301887).
+async function longNumbers(page, id) {
+  return (await chartTexts(page, id)).map((t) => t.text).filter((t) => /\d[.,]\d{5,}/.test(t) || /\d{6,}/.test(t.replace(/,/g, '')));
 }
 
 const gemm = (name, dtype, labels = {}) => ({
@@ -207,6 +259,7 @@ async function main() {
     await step('jobs view: rows, filters', async () => {
       await gotoView(page, d.origin, '#/jobs', '#jobs-table tbody tr');
       expect(await page.locator('#jobs-table tbody tr').count() === 5, 'five jobs listed');
+      expect(await page.locator('#view .empty').count() === 0, 'no "No jobs yet" beside the jobs that came live');
       expect(await page.locator(`#jobs-table tr[data-id="${ids.failed}"] .status-failed`).count() === 1, 'the crashed job is shown failed');
       await shot(page, 'jobs');
       await page.selectOption('#filter-status', 'failed');
@@ -236,15 +289,41 @@ async function main() {
       const roof = await series(page, 'chart-roofline');
       expect(roof.some((s) => s.type === 'line' && s.name.startsWith('datasheet f16')) && roof.some((s) => s.type === 'scatter' && s.n === 50),
              `roofline: datasheet f16 ceiling and 50 points (got ${JSON.stringify(roof)})`);
-      expect(roof.some((s) => s.type === 'line' && s.name.startsWith('measured f16')),
-             `roofline: the device's measured f16 ceiling (got ${JSON.stringify(roof)})`);
+      expect(roof.some((s) => s.type === 'line' && s.name.startsWith('simulated f16')),
+             `roofline: the mock device's simulated f16 ceiling, not called measured (got ${JSON.stringify(roof)})`);
+      // Geometric sweeps (×2) get a log x axis by default; linear is a choice.
+      const xAxis = () => page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().xAxis[0].type);
+      expect(await page.$eval('#sel-xscale', (el) => el.value) === 'log' && await xAxis() === 'log', 'a ×2 sweep is drawn on a log x axis');
+      await page.selectOption('#sel-xscale', 'linear');
+      expect(await xAxis() === 'value' && page.url().includes('xscale=linear'), 'the x scale can be made linear (and is in the URL)');
+      await page.selectOption('#sel-xscale', 'log');
+      // The heatmap's scale carries the unit and runs the same way for time as for throughput.
+      const vm = () => page.evaluate(() => {
+        const o = echarts.getInstanceByDom(document.getElementById('chart-heatmap')).getOption().visualMap[0];
+        return {inverse: o.inverse, text: o.text};
+      });
+      expect((await vm()).inverse === false && (await vm()).text[0] === 'faster', `TFLOP/s heatmap: high (faster) at the top (${JSON.stringify(await vm())})`);
+      expect((await chartTexts(page, 'chart-heatmap')).some((t) => / TFLOP\/s$/.test(t.text)), 'the heatmap scale names its unit');
+      // Nothing the job did not ask for: no fitness line; the mock's times are said to be simulated.
+      expect(await page.locator('#job-fitness').count() === 0, 'no fitness shown for a job without fitness settings');
+      expect((await page.textContent('#simulated-note')).includes('simulated by the mock engine'), 'the job says its times are simulated');
+      for (const chart of ['chart-sweep', 'chart-heatmap', 'chart-speedup', 'chart-roofline']) {
+        const o = await overlaps(page, chart);
+        expect(o.length === 0, `${chart}: no text drawn over another (${o.join('; ')})`);
+        const n = await longNumbers(page, chart);
+        expect(n.length === 0, `${chart}: no long numbers in labels (${n})`);
+      }
       const other = await page.$eval('#sel-x', (el) => (el.value === 'M' ? 'N' : 'M'));
       await page.selectOption('#sel-by', other);
       await page.waitForFunction(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series.length === 10);
       expect(page.url().includes(`by=${other}`), 'chart selections are in the URL');
+      const legendOverlap = await overlaps(page, 'chart-sweep');
+      expect(legendOverlap.length === 0, `sweep chart with a legend: no text drawn over another (${legendOverlap.join('; ')})`);
       await page.selectOption('#sel-metric', 'time');
       const y = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().yAxis[0].name);
       expect(y.includes('time'), 'metric selector switches the axis to time');
+      expect((await vm()).inverse === true && (await vm()).text[1] === 'faster', `time heatmap: short (faster) at the top (${JSON.stringify(await vm())})`);
+      expect((await chartTexts(page, 'chart-heatmap')).some((t) => / µs$/.test(t.text)), 'the time heatmap scale is in µs');
       expect((await page.textContent('#results-count')).startsWith('50 points'), 'results count');
       await page.click('#results-table th[data-key="median"]');
       const medians = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.slice(0, 5).map((tr) => tr.children[5].textContent));
@@ -266,6 +345,9 @@ async function main() {
     await step('job view: an unknown job', async () => {
       await gotoView(page, d.origin, '#/jobs/999999', '.error-box');
       expect((await page.textContent('.error-box')).includes('There is no job 999999'), 'unknown job says so');
+      expect(await page.locator('#view details, #view .chart-box, #view .results').count() === 0,
+             'no empty boxes or Details expander for a job that does not exist');
+      await shot(page, 'job-missing');
     });
 
     await step('job view: imported results (a kernel trace and an nsys summary)', async () => {
@@ -316,7 +398,18 @@ async function main() {
       expect(await page.locator('#compare-table tbody tr').count() === 50, 'fifty matched points');
       const s = await series(page, 'chart-compare');
       expect(s.length === 1 && s[0].n === 50, `one speedup series of 50 (got ${JSON.stringify(s)})`);
+      expect((await page.getAttribute('#compare-join', 'class')) === 'note-box' &&
+             (await page.textContent('#compare-join')).includes('Matched on M, N, K'), 'the join is said above the results');
+      // f32 is 4-8x slower than f16 here: every point is slower, beyond the intervals, in red; the
+      // series itself is not drawn in the verdicts' red.
+      const bars = await page.evaluate(() => {
+        const o = echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series[0];
+        return {color: o.color, items: o.data.map((d) => d.itemStyle.color)};
+      });
+      expect(bars.color !== '#dc2626' && bars.items.every((c) => c === '#dc2626'), `slower bars red, the series not (${JSON.stringify(bars).slice(0, 200)})`);
+      expect((await page.textContent('#compare-summary tbody tr')).includes('50 of 50'), 'slower at 50 of 50');
       await shot(page, 'compare');
+
       await page.selectOption('#compare-base', String(ids.b));
       await page.waitForFunction((b) => location.hash.includes(`base=${b}`), ids.b);
       await page.waitForSelector('#compare-summary');
@@ -324,6 +417,27 @@ async function main() {
       expect(geo > 1, `f16 over an f32 baseline is faster (geomean ${geo})`);
       await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${ids.stream}`, '.error-box');
       expect((await page.textContent('.error-box')).includes('share no sweep parameter'), 'jobs with nothing in common say so');
+      // The same measurement under another name (served from the result cache): the same at
+      // every point, in grey, not "faster" or red.
+      const copy = (await api(d, 'POST', '/api/v1/jobs', {...gemm('f16 gemm again', 'f16'), labels: {}})).id;
+      await waitJob(d, copy);
+      await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${copy}`, '#view[data-charts-ready]');
+      const cells = await page.$$eval('#compare-table tbody tr td:last-child', (tds) => tds.map((td) => td.className + ' ' + td.textContent));
+      expect(cells.length === 50 && cells.every((c) => c.includes('same') && c.includes('1.00×')), `identical jobs are the same everywhere (${cells.slice(0, 3)})`);
+      const summary = await page.$$eval('#compare-summary tbody td', (tds) => tds.map((td) => td.textContent));
+      expect(summary[3] === '0 of 50' && summary[4] === '0 of 50' && summary[5] === '50 of 50', `faster 0, slower 0, same 50 (${summary})`);
+      const grey = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series[0].data.every((d) => d.itemStyle.color === '#9ca3af'));
+      expect(grey, 'bars of points that are the same are grey');
+      await shot(page, 'compare-same');
+      // Two jobs that use a shared name for different things: said prominently.
+      const swapped = (await api(d, 'POST', '/api/v1/jobs', {...gemm('swapped gemm', 'f16'),
+                                                              kernel: {op: 'gemm', m: 'N', n: 'M', k: 'K', dtype: 'f16'}})).id;
+      await waitJob(d, swapped);
+      await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${swapped}`, '#view[data-charts-ready]');
+      const warning = await page.textContent('.warning-box#compare-join');
+      expect(warning.includes('Matched on the parameter names M, N, K only') && warning.includes(`M sets kernel.m in #${ids.a}; kernel.n in #${swapped}`),
+             `a join of differently used parameters is a warning (${warning})`);
+      await shot(page, 'compare-unrelated');
     });
 
     await step('job view: speedup over the job\'s baseline, with its CI', async () => {
@@ -336,7 +450,11 @@ async function main() {
       expect(speed.length === 2 && speed[0].type === 'bar' && speed[0].n === 5 && speed[0].name === 'speedup over the baseline' &&
              speed[1].type === 'custom' && speed[1].n === 5,
              `baseline speedup bars with CI bars for 5 values (got ${JSON.stringify(speed)})`);
-      expect((await page.textContent('#view')).includes('combined'), 'the job\'s fitness is shown');
+      const scale = await page.$eval('#sel-xscale', (el) => el.value);
+      expect(scale === 'log', `a ×2 sweep opens on a log x axis (${scale}, ${page.url()})`);
+      const fitness = await page.textContent('#job-fitness');
+      expect(fitness.includes('combined 0') && fitness.includes('not correct: the mock engine verifies nothing'),
+             `the job's fitness is shown, and why it is 0 on the mock (${fitness})`);
       await shot(page, 'job-baseline');
     });
 
@@ -347,9 +465,15 @@ async function main() {
         const s = await series(page, `chart-device-${i}`);
         const names = (s || []).map((x) => x.name);
         expect(names.filter((n) => n.startsWith('datasheet')).length === 2 &&
-               names.filter((n) => n.startsWith('measured')).length === 2,
-               `device ${i}: datasheet and measured ceilings, f64/f32 and f16/bf16 each (got ${JSON.stringify(s)})`);
+               names.filter((n) => n.startsWith('simulated')).length === 2,
+               `device ${i}: datasheet and simulated ceilings, f64/f32 and f16/bf16 each (got ${JSON.stringify(s)})`);
+        const o = await overlaps(page, `chart-device-${i}`);
+        expect(o.length === 0, `device ${i} chart: no text drawn over another (${o.join('; ')})`);
+        const n = await longNumbers(page, `chart-device-${i}`);
+        expect(n.length === 0, `device ${i} chart: no long numbers in labels (${n})`);
       }
+      const heads = await page.$$eval('.device-card table.peaks th', (ths) => ths.map((th) => th.textContent));
+      expect(heads.includes('simulated') && !heads.includes('measured'), `a mock device's peaks are called simulated (${heads})`);
       await shot(page, 'devices');
     });
 

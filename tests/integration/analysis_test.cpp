@@ -73,7 +73,9 @@ TEST(AnalysisApi, ACustomKernelWithABaselineGetsMetricsAdviceAndFitness) {
     EXPECT_GE(f["speedup_ci95"][1].get<double>(), f["speedup"].get<double>());
     EXPECT_GT(f["baseline_us"].get<double>(), 0);
     const double median = row["time_us"]["median"].get<double>();
-    EXPECT_NEAR(f["latency_score"].get<double>(), std::min(1.0, 100 / median), 1e-9);
+    // target_us / median, not capped at 1: faster than the target still scores more.
+    EXPECT_NEAR(f["latency_score"].get<double>(), 100 / median, 1e-9);
+    EXPECT_TRUE(row["simulated"].get<bool>());
     EXPECT_NEAR(f["combined_score"].get<double>(), 0.5 + 0.5 * f["latency_score"].get<double>(),
                 1e-9);
     score_sum += f["combined_score"].get<double>();
@@ -83,9 +85,10 @@ TEST(AnalysisApi, ACustomKernelWithABaselineGetsMetricsAdviceAndFitness) {
   EXPECT_EQ(summary["points"], 3);
   EXPECT_NEAR(summary["combined_score"].get<double>(), score_sum / 3, 1e-9);
   EXPECT_TRUE(summary["flags"].empty());
+  EXPECT_TRUE(summary["simulated"].get<bool>());
   // CSV carries the score columns.
   const auto csv = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=csv");
-  EXPECT_NE(csv.text.find(",correct,speedup,latency_score,combined_score,name\r\n"),
+  EXPECT_NE(csv.text.find(",correct,speedup,latency_score,combined_score,name,simulated\r\n"),
             std::string::npos);
 }
 
@@ -121,7 +124,7 @@ TEST(AnalysisApi, CheatsAreFlaggedAndScoreZero) {
   // Over 10x the baseline is a warning, not a zero: a small copy against a huge GEMM.
   spec = parse_json(R"js({"kernel": {"op": "stream", "variant": "copy", "n": 1048576},
       "fitness": {"baseline": {"op": "gemm", "m": 4096, "n": 4096, "k": 4096,
-                               "impl": "builtin"}}})js");
+                               "impl": "builtin"}}, "mock": {"output": "correct"}})js");
   id = daemon.submit(spec);
   ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
   row = rows_of(daemon, id).at(0);
@@ -129,6 +132,28 @@ TEST(AnalysisApi, CheatsAreFlaggedAndScoreZero) {
   EXPECT_GT(row["fitness"]["speedup"].get<double>(), 10);
   EXPECT_TRUE(row["fitness"]["correct"].get<bool>());
   EXPECT_EQ(row["fitness"]["combined_score"], row["fitness"]["speedup"]);
+
+  // The mock runs no device code: a kernel that does not even compile gets a modelled time like
+  // any other, but with nothing verified it is not correct and scores 0, and says simulated.
+  spec = parse_json(R"js({"kernel": {"op": "custom", "source": "this is not C++",
+      "entry": "matmul", "block": [16, 16], "grid": ["cdiv(N,16)", "cdiv(N,16)"],
+      "args": [{"name": "a", "type": "f32*", "count": "N*N", "init": "random"},
+               {"name": "c", "type": "f32*", "count": "N*N", "output": true}],
+      "flops": "2*N*N*N",
+      "reference": {"op": "gemm", "m": "N", "n": "N", "k": "N", "a": "a", "b": "a", "c": "c"}},
+      "sweep": {"N": [256, 512]}, "fitness": {"target_us": 50}})js");
+  id = daemon.submit(spec);
+  const json unverified = daemon.wait_job(id);
+  ASSERT_EQ(unverified["status"], "succeeded");
+  for (const auto& r : rows_of(daemon, id)) {
+    EXPECT_TRUE(r["simulated"].get<bool>()) << r.dump();
+    EXPECT_EQ(r["verification"]["status"], "skipped") << r.dump();
+    EXPECT_FALSE(r["fitness"]["correct"].get<bool>()) << r.dump();
+    EXPECT_EQ(r["fitness"]["combined_score"], 0.0) << r.dump();
+  }
+  EXPECT_EQ(unverified["summary"]["fitness"]["combined_score"], 0.0);
+  EXPECT_FALSE(unverified["summary"]["fitness"]["correct"].get<bool>());
+  EXPECT_TRUE(unverified["summary"]["fitness"]["simulated"].get<bool>());
 }
 
 TEST(AnalysisApi, AResubmissionIsAnsweredFromTheCacheUnlessAskedNotTo) {
@@ -187,19 +212,22 @@ TEST(AnalysisApi, RooflinesAreMeasuredStoredReusedAndRemeasuredOnRequest) {
     EXPECT_LT(first[key].get<double>(), devices[0]["datasheet"][key].get<double>()) << key;
   }
   EXPECT_NE(first["method"].get<std::string>().find("simulated"), std::string::npos);
+  // When it was measured is a timestamp, and nothing pretends to be a duration.
+  EXPECT_EQ(first["measured_at"].get<std::string>().size(), 24u) << first.dump();
+  EXPECT_FALSE(first.contains("measured_ms")) << first.dump();
 
   // A restart judges by the stored roofline rather than measuring again.
   daemon.terminate();
   daemon.start();
   ASSERT_TRUE(eventually([&] { return daemon.get("/api/v1/devices/0").body["state"] == "idle"; }));
-  EXPECT_EQ(daemon.get("/api/v1/devices/0").body["measured"]["measured_ms"], first["measured_ms"]);
+  EXPECT_EQ(daemon.get("/api/v1/devices/0").body["measured"]["measured_at"], first["measured_at"]);
 
   // Asked to, it measures again.
   const auto asked = daemon.post("/api/v1/devices/0/roofline", std::string("{}"));
   EXPECT_EQ(asked.status, 202) << asked.text;
   EXPECT_EQ(asked.body["roofline_requested"], true);
   ASSERT_TRUE(eventually([&] {
-    return daemon.get("/api/v1/devices/0").body["measured"]["measured_ms"] != first["measured_ms"];
+    return daemon.get("/api/v1/devices/0").body["measured"]["measured_at"] != first["measured_at"];
   }));
   EXPECT_EQ(daemon.post("/api/v1/devices/7/roofline", std::string("{}")).status, 404);
   EXPECT_EQ(daemon.post("/api/v1/devices/x/roofline", std::string("{}")).status, 404);

@@ -366,6 +366,64 @@ TEST(cli_token, TheTokenComesFromTheOptionOrTheEnvironment) {
   const auto with_env = run_cli({"submit", "-", "--server", url}, spec,
                                 {"KERNELSCAN_TOKEN=a-token-of-sixteen-chars"});
   EXPECT_EQ(with_env.exit_code, 0) << describe(with_env);
+
+  // The command line wins over the environment, in every subcommand.
+  const std::vector<std::string> wrong{"KERNELSCAN_TOKEN=not-the-token-at-all"};
+  const auto over_env =
+      run_cli({"submit", "-", "--server", url, "--token", "a-token-of-sixteen-chars"}, spec, wrong);
+  EXPECT_EQ(over_env.exit_code, 0) << describe(over_env);
+  daemon_process reads({.mock_devices = 1,
+                        .allow_fault_injection = false,
+                        .extra_args = {"--token-file", token_file, "--auth-reads"}});
+  reads.start();
+  const std::string reads_url = "http://127.0.0.1:" + std::to_string(reads.port());
+  const std::int64_t id = [&] {
+    httplib::Client c("127.0.0.1", reads.port());
+    const auto r = c.Post("/api/v1/jobs", {{"Authorization", "Bearer a-token-of-sixteen-chars"}},
+                          spec, "application/json");
+    return json::parse(r->body).at("id").get<std::int64_t>();
+  }();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"jobs"}, {"results", std::to_string(id), "--format", "json"}}) {
+    auto full = args;
+    for (const std::string a :
+         {"--server", reads_url.c_str(), "--token", "a-token-of-sixteen-chars"})
+      full.push_back(a);
+    const auto r = run_cli(full, "", wrong);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << "\n" << describe(r);
+  }
+}
+
+TEST_F(cli, TheServerOptionWinsOverTheEnvironmentInEverySubcommand) {
+  const std::int64_t id = finished_job();
+  const std::vector<std::string> elsewhere{"KERNELSCAN_SERVER=http://127.0.0.1:" +
+                                           std::to_string(closed_port())};
+  const auto jobs = run_cli({"jobs", "--server", server()}, "", elsewhere);
+  EXPECT_EQ(jobs.exit_code, 0) << describe(jobs);
+  EXPECT_EQ(count_lines_starting(jobs.out, std::to_string(id) + "  succeeded"), 1u)
+      << describe(jobs);
+  const auto results =
+      run_cli({"results", std::to_string(id), "--server", server()}, "", elsewhere);
+  EXPECT_EQ(results.exit_code, 0) << describe(results);
+  const auto submit =
+      run_cli({"submit", "-", "--server", server()}, stream_sweep(1, 0).dump(), elsewhere);
+  EXPECT_EQ(submit.exit_code, 0) << describe(submit);
+  EXPECT_NE(submit.out.find(", stream, 1 point, device any"), std::string::npos)
+      << describe(submit);
+}
+
+TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
+  const auto help = run_cli({"--help"});
+  EXPECT_EQ(help.exit_code, 0) << describe(help);
+  EXPECT_NE(help.out.find("Usage: kernelscan [OPTIONS] SUBCOMMAND"), std::string::npos)
+      << describe(help);
+  const auto jobs_help = run_cli({"jobs", "--help"});
+  EXPECT_NE(jobs_help.out.find("Usage: kernelscan jobs [OPTIONS]"), std::string::npos)
+      << describe(jobs_help);
+  const auto not_an_id = run_cli({"results", "abc"});
+  EXPECT_EQ(not_an_id.exit_code, 2) << describe(not_an_id);
+  EXPECT_NE(not_an_id.err.find("\"abc\" is not a job id"), std::string::npos)
+      << describe(not_an_id);
 }
 
 }  // namespace

@@ -126,7 +126,8 @@ class ClientTest(DaemonTestCase):
             self.client.cancel(job["id"])
         self.assertEqual(again.exception.status, 409)
         self.assertEqual(again.exception.type, "job_finished")
-        self.assertEqual(again.exception.details, {"status": "cancelled"})
+        self.assertEqual(again.exception.context, {"job_id": job["id"], "job_status": "cancelled"})
+        self.assertEqual(again.exception.details, [])
 
     def test_an_invalid_spec_names_every_field(self) -> None:
         with self.assertRaises(KernelscanError) as caught:
@@ -159,7 +160,7 @@ class ClientTest(DaemonTestCase):
         with self.assertRaises(KernelscanError) as caught:
             self.client.submit(other, idempotency_key="py-idem-1")
         self.assertEqual(caught.exception.type, "idempotency_conflict")
-        self.assertEqual(caught.exception.details, {"job_id": first["id"]})
+        self.assertEqual(caught.exception.context, {"job_id": first["id"]})
 
     def test_unknown_job_is_not_found(self) -> None:
         for call in (self.client.job, self.client.cancel, self.client.results):
@@ -210,12 +211,18 @@ class ClientTest(DaemonTestCase):
                          ev.metrics.keys())
 
     def test_evaluate_a_refused_spec_scores_zero(self) -> None:
-        ev = self.client.evaluate_detailed(BAD_SPEC, timeout_s=10)
+        # The whole spec is the candidate's: all its field errors are the candidate's fault.
+        ev = self.client.evaluate_detailed(BAD_SPEC, timeout_s=10, candidate_fields=None)
         self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
         self.assertIsNone(ev.job)
         self.assertIn("the spec was refused: invalid_spec (HTTP 422)", ev.artifacts["error"])
         self.assertIn("kernel.dtype: ", ev.artifacts["spec_errors"])
         self.assertIn("timing.min_sample: unknown field", ev.artifacts["spec_errors"])
+        # By default only the kernel is: timing.min_sample is the evaluator's own mistake.
+        with self.assertRaises(kernelscan_client.EvaluatorError) as caught:
+            self.client.evaluate_detailed(BAD_SPEC, timeout_s=10)
+        self.assertIn("timing.min_sample: unknown field", caught.exception.message)
+        self.assertNotIn("kernel.dtype", caught.exception.message)
 
     def test_evaluate_a_job_that_outlives_its_timeout_cancels_it(self) -> None:
         ev = self.client.evaluate_detailed(stream_sweep(100, delay_ms=100), timeout_s=0.5)

@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
+import tempfile
+from pathlib import Path
 from unittest import mock
 
 from daemon_process import ROOT, DaemonTestCase, main
@@ -32,16 +35,18 @@ BIG_GEMM = {"op": "gemm", "m": 4096, "n": 4096, "k": 4096, "dtype": "f16"}
 ROW_FITNESS = {"correct", "speedup", "speedup_ci95", "baseline_us", "latency_score",
                "combined_score"}
 SUMMARY_FITNESS = {"correct", "points", "ok_points", "speedup", "latency_score",
-                   "combined_score", "flags"}
+                   "combined_score", "flags", "simulated"}
 
 
 def gemm_job(speedup: float, **extra) -> dict:
-    """Two GEMM sizes, the candidate simulated `speedup` times faster than the baseline."""
+    """Two GEMM sizes, the candidate simulated `speedup` times faster than the baseline, and a
+    simulated verification that passes (the mock runs no device code: without one no point
+    would be correct)."""
     return {
         "kernel": GEMM,
         "sweep": {"M": [512, 1024], "N": [1024]},
         "fitness": {"baseline": GEMM, "target_us": 50},
-        "mock": {"speedup": speedup},
+        "mock": {"speedup": speedup, "output": "correct"},
         "seed": 7,
         **extra,
     }
@@ -79,6 +84,9 @@ class FitnessTest(DaemonTestCase):
         summary = job["summary"]["fitness"]
         self.assertEqual(set(summary), SUMMARY_FITNESS, summary)
         self.assertIs(summary["correct"], True)
+        self.assertIs(summary["simulated"], True)
+        for row in rows:
+            self.assertIs(row["simulated"], True)
         self.assertEqual((summary["points"], summary["ok_points"]), (2, 2))
         self.assertEqual(summary["flags"], [])
         geomean = math.sqrt(rows[0]["fitness"]["speedup"] * rows[1]["fitness"]["speedup"])
@@ -101,6 +109,21 @@ class FitnessTest(DaemonTestCase):
         self.assertNotIn("error", ev.artifacts)
         self.assertRegex(ev.artifacts["points"], r"point 0 \(M=512, N=1024\): ok, median "
                                                  r"[0-9.]+ us, speedup [0-9.]+x \[")
+        self.assertIn("the mock engine measured this job", ev.artifacts["simulated"])
+
+    def test_an_unverified_point_never_scores(self) -> None:
+        spec = gemm_job(2.0, cache=False)
+        del spec["mock"]["output"]  # the mock verifies nothing
+        ev = self.evaluated(spec)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertEqual(ev.metrics["correct"], 0.0)
+        self.assertGreater(ev.metrics["median_us"], 0)  # the times are still reported
+        for row in ev.rows:
+            self.assertEqual(row["verification"]["status"], "skipped")
+            self.assertIs(row["fitness"]["correct"], False)
+        self.assertIn("not verified (the mock engine cannot run device code)",
+                      ev.artifacts["points"])
+        self.assertIn("never correct", ev.artifacts["simulated"])
 
     def test_an_impossible_speedup_is_flagged_and_scores_zero(self) -> None:
         spec = gemm_job(50.0, cache=False, kernel=BIG_GEMM, sweep={})
@@ -133,7 +156,7 @@ class FitnessTest(DaemonTestCase):
         for row in third.rows:
             self.assertFalse((row.get("cache") or {}).get("hit", False), row)
 
-    def test_bad_fitness_fields_are_named(self) -> None:
+    def test_bad_fitness_fields_are_the_evaluators_fault_not_the_candidates(self) -> None:
         for fitness, field in (({"baseline": GEMM, "correctness_weight": 2},
                                 "fitness.correctness_weight"),
                                ({"baseline": GEMM, "target_us": 0}, "fitness.target_us"),
@@ -143,15 +166,41 @@ class FitnessTest(DaemonTestCase):
                 self.client.submit(spec)
             self.assertEqual(caught.exception.type, "invalid_spec")
             self.assertIn(field, dict(caught.exception.field_errors), caught.exception)
-            ev = self.client.evaluate_detailed(spec, timeout_s=10)
+            # The fields outside the candidate's (the kernel, by default) are the template's.
+            with self.assertRaises(kernelscan_client.EvaluatorError) as harness:
+                self.client.evaluate_detailed(spec, timeout_s=10)
+            self.assertIn(field + ": ", harness.exception.message)
+            self.assertEqual(harness.exception.status, 422)
+            ev = self.client.evaluate_detailed(spec, timeout_s=10,
+                                               raise_on_infrastructure_error=False)
+            self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+            self.assertTrue(ev.artifacts["error"].startswith("evaluator: "), ev.artifacts)
+            # When the whole spec is the candidate's, it scores 0 with the field errors.
+            ev = self.client.evaluate_detailed(spec, timeout_s=10, candidate_fields=None)
             self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
             self.assertIn(field + ": ", ev.artifacts["spec_errors"])
 
+    def test_a_bad_kernel_is_the_candidates_fault(self) -> None:
+        spec = gemm_job(1.0)
+        spec["kernel"] = dict(GEMM, dtype="f17")
+        ev = self.client.evaluate_detailed(spec, timeout_s=10)
+        self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
+        self.assertIn("kernel.dtype: ", ev.artifacts["spec_errors"])
+
+    def test_an_engine_the_daemon_does_not_have_is_not_the_candidates_fault(self) -> None:
+        spec = dict(gemm_job(1.0), engine="hip")
+        with self.assertRaises(kernelscan_client.EvaluatorError) as caught:
+            self.client.evaluate_detailed(spec, timeout_s=10)
+        self.assertIn("engine: this daemon has no HIP device", caught.exception.message)
+
+    def example_env(self, **extra: str):
+        return mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": self.daemon.url,
+                                            "KERNELSCAN_TOKEN": "",
+                                            "KERNELSCAN_EVAL_TIMEOUT": "120", **extra})
+
     def test_example_evaluator_end_to_end(self) -> None:
         candidate = str(ROOT / "api" / "python" / "examples" / "matmul_candidate.hip")
-        with mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": self.daemon.url,
-                                          "KERNELSCAN_TOKEN": "",
-                                          "KERNELSCAN_EVAL_TIMEOUT": "120"}):
+        with self.example_env():
             detailed = example.evaluate_detailed(candidate)
             metrics = example.evaluate(candidate)
             quick = example.evaluate_stage1(candidate)
@@ -161,12 +210,40 @@ class FitnessTest(DaemonTestCase):
         if not isinstance(metrics, dict):  # OpenEvolve is installed: an EvaluationResult
             metrics, quick = metrics.metrics, quick.metrics
         self.assertEqual(set(metrics), set(kernelscan_client.METRIC_KEYS))
-        self.assertGreater(metrics["combined_score"], 0, metrics)
-        self.assertEqual(metrics["correct"], 1.0)
+        # The mock compiles and runs nothing: the candidate is measured by a model, verified
+        # by no one, and so scores 0, which the artifacts explain in words.
+        self.assertEqual(metrics["combined_score"], 0.0, metrics)
+        self.assertEqual(metrics["correct"], 0.0)
         self.assertGreater(metrics["speedup"], 0)
+        self.assertGreater(metrics["median_us"], 0)
         self.assertEqual((metrics["points"], metrics["ok_points"]), (4.0, 4.0))
         self.assertEqual((quick["points"], quick["ok_points"]), (1.0, 1.0))
-        self.assertGreater(quick["combined_score"], 0, quick)
+        self.assertIn("neither compiled nor run", detailed.artifacts["simulated"])
+        self.assertIn("not verified", detailed.artifacts["points"])
+
+    def test_example_evaluator_blames_itself_not_the_candidate(self) -> None:
+        candidate = str(ROOT / "api" / "python" / "examples" / "matmul_candidate.hip")
+        # A typo in the template (a sweep parameter nothing uses) ...
+        with self.example_env(), mock.patch.object(example, "SWEEP",
+                                                   dict(example.SWEEP, Q=[1, 2])):
+            with self.assertRaises(kernelscan_client.EvaluatorError) as typo:
+                example.evaluate(candidate)
+        self.assertIn("sweep.Q: no field uses Q", typo.exception.message)
+        # ... or an engine this daemon does not have.
+        with self.example_env(KERNELSCAN_EVAL_ENGINE="hip"):
+            with self.assertRaises(kernelscan_client.EvaluatorError) as engine:
+                example.evaluate(candidate)
+        self.assertIn("engine: ", engine.exception.message)
+        # A candidate whose own launch line is wrong still scores 0.
+        source = re.sub(r"^// kernelscan:.*$", '// kernelscan: {"block": [16, 16, 8]}',
+                        Path(candidate).read_text(), count=1, flags=re.MULTILINE)
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = Path(tmp) / "candidate.hip"
+            bad.write_text(source)
+            with self.example_env():
+                ev = example.evaluate_detailed(str(bad))
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertIn("kernel.block: ", ev.artifacts["spec_errors"])
 
 
 if __name__ == "__main__":

@@ -28,9 +28,12 @@ analysis_context mi300x() {
   return c;
 }
 
+// A point measured in `median_us` whose outputs were verified and passed.
 point_result at(double median_us, l2_mode l2 = l2_mode::cold) {
   point_result r;
   r.status = point_status::ok;
+  r.verification.status = "passed";
+  r.verification.trials = 3;
   time_summary t;
   t.median = median_us;
   r.time_us = t;

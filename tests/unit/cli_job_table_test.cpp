@@ -69,6 +69,8 @@ TEST(cli_job_table, SubmitLine) {
             "job 17 queued: \"sweep 17\", stream, 10 points, device any, priority 0");
   job["name"] = "";
   EXPECT_EQ(job_summary_line(job), "job 17 queued: stream, 10 points, device any, priority 0");
+  job["progress"]["total"] = 1;
+  EXPECT_EQ(job_summary_line(job), "job 17 queued: stream, 1 point, device any, priority 0");
 }
 
 }  // namespace

@@ -154,6 +154,17 @@ TEST(cli_report, OneParameterGivesPlainRowsWithSpeedupAgainstTheSlowest) {
       << report;
 }
 
+TEST(cli_report, SimulatedRowsAreSaidToBeSo) {
+  const json job = job_with({{"N", {1024, 2048}}}, "succeeded", 2);
+  json rows = json::array(
+      {ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01), ok_row(1, {{"N", 2048}}, 20, 19.9, 20.1)});
+  EXPECT_EQ(line_starting(results_report(job, rows), "note"), "");
+  rows[1]["simulated"] = true;
+  EXPECT_EQ(line_starting(results_report(job, rows), "note"),
+            "note    simulated: the mock engine's times come from a model of the device; the "
+            "kernel was not compiled, run or verified");
+}
+
 TEST(cli_report, TwoParametersGiveOneSectionPerValueOfTheFirst) {
   const json job = job_with({{"M", {1024, 2048}}, {"N", {256, 512, 1024}}}, "succeeded", 6);
   json rows = json::array();

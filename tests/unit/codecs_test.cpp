@@ -112,13 +112,19 @@ TEST(ResultCodec, PointResultHasTheDocumentedKeys) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items())
     keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"index", "params", "status", "time_us", "samples",
-                                            "discarded_samples", "converged", "stop_reason",
-                                            "sampling_ms", "batch", "l2", "metrics", "verification",
-                                            "flags", "advice", "fitness", "environment"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "index", "params", "status", "simulated", "time_us", "samples",
+                      "discarded_samples", "converged", "stop_reason", "sampling_ms", "batch", "l2",
+                      "metrics", "verification", "flags", "advice", "fitness", "environment"}));
   EXPECT_EQ(j["index"], 3);
   EXPECT_EQ(j["params"], json::parse(R"({"M":128,"N":64})"));
   EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["simulated"], false);
+  point_result modelled = ok_result();
+  modelled.simulated = true;
+  EXPECT_EQ(to_json(modelled)["simulated"], true);
+  EXPECT_EQ(csv_line(to_json(modelled), {}).substr(csv_line(to_json(modelled), {}).size() - 7),
+            ",true\r\n");
   EXPECT_EQ(j["time_us"]["median"], 12.5);
   EXPECT_EQ(j["time_us"]["ci95_high"], 13.0);
   EXPECT_EQ(j["time_us"]["rel_noise"], 0.01);
@@ -170,7 +176,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
             "M,N,index,status,error_type,median_us,mean_us,min_us,max_us,stddev_us,p5_us,p95_us,"
             "p99_us,ci95_low_us,ci95_high_us,rel_noise,samples,converged,l2,tflops,gbps,"
             "arithmetic_intensity,roof_pct,bound,verification,flags,correct,speedup,latency_score,"
-            "combined_score,name\r\n");
+            "combined_score,name,simulated\r\n");
   // No parameters: the fixed columns alone.
   EXPECT_EQ(csv_header({}).rfind("index,status,", 0), 0u);
 }
@@ -178,7 +184,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
 TEST(ResultCodec, CsvLineOfAnOkPoint) {
   EXPECT_EQ(csv_line(to_json(ok_result()), {"M", "N"}),
             "128,64,3,ok,,12.5,13,10,20,1.5,10.5,18,19.5,12,13,0.01,100,true,hot,1.25,300,4.5,50,"
-            "compute,skipped,\"faster_than_roofline;x,y\",false,,,0,\r\n");
+            "compute,skipped,\"faster_than_roofline;x,y\",false,,,0,,false\r\n");
   // Parameters follow the requested order; a missing one is an empty cell.
   EXPECT_EQ(csv_line(to_json(ok_result()), {"N", "Q", "M"}).rfind("64,,128,3,ok,", 0), 0u);
 }
@@ -188,7 +194,7 @@ TEST(ResultCodec, CsvLineOfAFailedPointQuotesFields) {
   const std::string line = csv_line(to_json(r), {"M"});
   EXPECT_EQ(line,
             "7,9,failed,\"odd \"\"type\"\", really\",,,,,,,,,,,,0,false,cold,,,,,,skipped,,false,,,"
-            "0,\r\n");
+            "0,,false\r\n");
   // As many cells as header columns.
   const auto count_cells = [](const std::string& s) {
     std::size_t n = 1;
@@ -290,6 +296,28 @@ TEST(DeviceCodec, RoundTrips) {
     // Through text, as between processes.
     expect_same_device(device_info_from_json(json::parse(j.dump())), d);
   }
+}
+
+TEST(DeviceCodec, AMeasuredRooflineSaysWhenAndRoundTrips) {
+  measured_roofline m;
+  m.peaks.f16_tflops = 1000;
+  m.peaks.bandwidth_gbps = 4000;
+  m.measured_ms = 1'795'510'933'724;
+  m.method = "stream triad";
+  const json j = to_json(m);
+  EXPECT_EQ(j["measured_at"], "2026-11-24T09:02:13.724Z");
+  EXPECT_FALSE(j.contains("measured_ms"));  // an instant, not a duration: one field says it
+  const auto back = measured_roofline_from_json(json::parse(j.dump()));
+  EXPECT_EQ(back.measured_ms, m.measured_ms);
+  EXPECT_EQ(back.method, m.method);
+  // A roofline stored before measured_at existed still loads.
+  json old = j;
+  old.erase("measured_at");
+  old["measured_ms"] = m.measured_ms;
+  EXPECT_EQ(measured_roofline_from_json(old).measured_ms, m.measured_ms);
+  old.erase("measured_ms");
+  old["measured_at"] = "yesterday";
+  EXPECT_THROW((void)measured_roofline_from_json(old), std::runtime_error);
 }
 
 TEST(DeviceCodec, RejectsIncompleteDescriptions) {

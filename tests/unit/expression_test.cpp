@@ -243,3 +243,28 @@ TEST(Expression, ParametersMayBeOmittedWhenUnused) {
 
 }  // namespace
 }  // namespace kernelscan
+
+namespace kernelscan {
+namespace {
+
+TEST(Expression, UnknownNamesAndFunctionsAreNamedWithoutParserPositions) {
+  auto message = [](const std::string& text, const std::vector<std::string>& names) {
+    try {
+      expression e(text, names);
+    } catch (const expression_error& x) {
+      return std::string(x.what());
+    }
+    return std::string("compiled");
+  };
+  EXPECT_EQ(message("ceil(M/16)", {"N"}), "\"ceil(M/16)\": unknown name M (sweep parameters: N)");
+  EXPECT_EQ(message("M*K + M", {"N", "B"}),
+            "\"M*K + M\": unknown names M, K (sweep parameters: N, B)");
+  EXPECT_EQ(message("Q", {}), "\"Q\": unknown name Q (the sweep defines no parameters)");
+  const std::string fn = message("tile(N) + cdiv(N, 2)", {"N"});
+  EXPECT_EQ(fn.rfind("\"tile(N) + cdiv(N, 2)\": unknown function tile (functions: ", 0), 0u) << fn;
+  // Numbers with exponents, constants and functions are not names.
+  EXPECT_EQ(message("1e6*N + 2.5E-3 + _pi + sqrt(N) + max(N, 2)", {"N"}), "compiled");
+}
+
+}  // namespace
+}  // namespace kernelscan

@@ -8,12 +8,15 @@
 namespace kernelscan {
 namespace {
 
+// A point measured in `median_us` whose outputs were verified and passed.
 point_result measured(double median_us) {
   point_result r;
   r.status = point_status::ok;
   time_summary t;
   t.median = median_us;
   r.time_us = t;
+  r.verification.status = "passed";
+  r.verification.trials = 3;
   return r;
 }
 
@@ -41,10 +44,34 @@ TEST(Fitness, LatencyScoreAndCombinedWithATarget) {
   EXPECT_TRUE(f.correct);
   EXPECT_DOUBLE_EQ(*f.latency_score, 0.5);
   EXPECT_DOUBLE_EQ(f.combined_score, 0.25 + 0.75 * 0.5);
-  // Faster than the target scores 1, not more.
-  f = score_point(measured(2), o, std::nullopt);
+  // At the target: 1.
+  f = score_point(measured(5), o, std::nullopt);
   EXPECT_DOUBLE_EQ(*f.latency_score, 1.0);
   EXPECT_DOUBLE_EQ(f.combined_score, 1.0);
+  // Faster than the target keeps scoring more (target / median, not capped at 1), so a loop
+  // that has met the target still sees which candidate is faster.
+  f = score_point(measured(2), o, std::nullopt);
+  EXPECT_DOUBLE_EQ(*f.latency_score, 2.5);
+  EXPECT_DOUBLE_EQ(f.combined_score, 0.25 + 0.75 * 2.5);
+  const auto faster = score_point(measured(1), o, std::nullopt);
+  EXPECT_GT(faster.combined_score, f.combined_score);
+}
+
+TEST(Fitness, APointWhoseOutputsWereNotCheckedIsNeverCorrect) {
+  fitness_options o;
+  o.target_us = 5;
+  for (const char* status : {"skipped", "", "failed"}) {
+    auto r = measured(1);
+    r.verification.status = status;
+    r.verification.trials = 0;
+    const auto f = score_point(r, o, std::nullopt);
+    EXPECT_FALSE(f.correct) << status;
+    EXPECT_EQ(f.combined_score, 0) << status;
+    EXPECT_DOUBLE_EQ(*f.latency_score, 5.0) << status;  // the time is still reported
+  }
+  auto unchecked = measured(10);
+  unchecked.verification.status = "skipped";
+  EXPECT_EQ(score_point(unchecked, {}, std::nullopt).combined_score, 0);
 }
 
 TEST(Fitness, WithoutATargetTheSpeedupIsTheScore) {
@@ -107,6 +134,9 @@ TEST(Fitness, JobSummaryAveragesOverEveryPointAndGeometricMeanSpeedup) {
   // A job that did not succeed scores 0 whatever its points did.
   EXPECT_EQ(summarize_fitness(good, 2, false, {}).combined_score, 0);
   EXPECT_FALSE(summarize_fitness(good, 2, false, {}).correct);
+  EXPECT_FALSE(j.simulated);
+  good[1].simulated = true;  // one point from the mock engine's model makes the job's simulated
+  EXPECT_TRUE(summarize_fitness(good, 2, true, {}).simulated);
 }
 
 }  // namespace

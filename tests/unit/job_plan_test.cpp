@@ -261,3 +261,81 @@ TEST(JobPlan, InvalidValuesNameFieldAndPoint) {
 
 }  // namespace
 }  // namespace kernelscan
+
+namespace kernelscan {
+namespace {
+
+TEST(JobPlan, SweepParametersAreSubstitutedIntoDefineOptions) {
+  job_spec spec = custom_job({256, 1024});
+  auto& c = std::get<custom_spec>(spec.kernel);
+  c.kernel.compile_options = {"-O3", "-DTILE=T", "-DUNROLL=4", "-DN_VALUE=N", "-DT"};
+  std::get<custom_kernel>(*c.reference).compile_options = {"-DTILE=T"};
+  spec.sweep = sweep({{"N", {256, 1024}}, {"T", {16, 32}}});
+  const job_plan plan(std::move(spec), {});
+  const auto& original = std::get<custom_spec>(plan.spec().kernel).kernel;
+
+  const auto at = [&](std::uint64_t i) { return std::get<custom_instance>(plan.resolve(i)); };
+  // Points: (256, 16), (256, 32), (1024, 16), (1024, 32).
+  const auto p0 = at(0), p1 = at(1), p3 = at(3);
+  EXPECT_EQ(p0.launch.kernel->compile_options,
+            (std::vector<std::string>{"-O3", "-DTILE=16", "-DUNROLL=4", "-DN_VALUE=256", "-DT"}));
+  EXPECT_EQ(p3.launch.kernel->compile_options,
+            (std::vector<std::string>{"-O3", "-DTILE=32", "-DUNROLL=4", "-DN_VALUE=1024", "-DT"}));
+  EXPECT_EQ(p1.launch.kernel->source, original.source);
+  EXPECT_EQ(p1.launch.kernel->entry, original.entry);
+  // The spec keeps what the user wrote; one copy per distinct set of options.
+  EXPECT_EQ(original.compile_options[1], "-DTILE=T");
+  EXPECT_EQ(at(1).launch.kernel, p1.launch.kernel);
+  EXPECT_NE(p0.launch.kernel, p1.launch.kernel);
+  const auto& ref = std::get<custom_launch>(*p1.reference);
+  EXPECT_EQ(ref.kernel->compile_options, std::vector<std::string>{"-DTILE=32"});
+}
+
+TEST(JobPlan, WithoutSubstitutionTheSpecsKernelIsUsed) {
+  job_spec spec = custom_job();
+  std::get<custom_spec>(spec.kernel).kernel.compile_options = {"-DTILE=16", "-DM=X"};
+  const job_plan plan(std::move(spec), {});
+  EXPECT_EQ(std::get<custom_instance>(plan.resolve(0)).launch.kernel,
+            &std::get<custom_spec>(plan.spec().kernel).kernel);
+}
+
+TEST(JobPlan, SubstitutedOptionsAreBoundedInNumber) {
+  job_spec spec = custom_job({256});
+  std::get<custom_spec>(spec.kernel).kernel.compile_options = {"-DTILE=T"};
+  std::vector<std::int64_t> tiles;
+  for (std::int64_t t = 1; t <= 65; ++t)
+    tiles.push_back(t);
+  spec.sweep = sweep({{"N", {256}}, {"T", tiles}});
+  const job_plan plan(std::move(spec), {});
+  try {
+    plan.validate_all();
+    FAIL() << "65 compilations accepted";
+  } catch (const plan_error& e) {
+    EXPECT_EQ(e.field(), "kernel.compile_options");
+    EXPECT_NE(e.reason().find("more than 64 different values"), std::string::npos) << e.reason();
+    EXPECT_NE(e.reason().find("point 64 (N=256, T=65)"), std::string::npos) << e.reason();
+  }
+}
+
+TEST(JobPlan, EveryExpressionThatDoesNotCompileIsReported) {
+  job_spec spec = custom_job();
+  auto& c = std::get<custom_spec>(spec.kernel);
+  c.kernel.grid[1] = ex("ceil(X)");
+  c.args[2].count = ex("N +");
+  c.flops = nx("Y*2");
+  try {
+    const job_plan plan(std::move(spec), {});
+    FAIL() << "compiled";
+  } catch (const plan_error& e) {
+    ASSERT_EQ(e.problems().size(), 3u) << e.what();
+    EXPECT_EQ(e.problems()[0].field, "kernel.grid[1]");
+    EXPECT_EQ(e.problems()[1].field, "kernel.args[2].count");
+    EXPECT_EQ(e.problems()[2].field, "kernel.flops");
+    EXPECT_NE(e.problems()[2].reason.find("unknown name Y (sweep parameters: N)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kernelscan

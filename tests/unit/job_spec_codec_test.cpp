@@ -345,6 +345,10 @@ TEST(JobSpecCodecErrors, MissingM) {
 TEST(JobSpecCodecErrors, MNotAnIntegerOrExpression) {
   json body = gemm_body();
   body["kernel"]["m"] = 1.5;
+  EXPECT_TRUE(rejects(body, "kernel.m", "is 1.5, not an integer"));
+  body["kernel"]["m"] = 1024.5;
+  EXPECT_TRUE(rejects(body, "kernel.m", "is 1024.5, not an integer"));
+  body["kernel"]["m"] = true;
   EXPECT_TRUE(rejects(body, "kernel.m", "must be an integer or an expression"));
   body["kernel"]["m"] = json::object({{"from", 1}});
   EXPECT_TRUE(rejects(body, "kernel.m", "not an object"));
@@ -603,7 +607,7 @@ TEST(JobSpecCodecErrors, GridEntryBoolean) {
   body["kernel"]["grid"] = {true};
   EXPECT_TRUE(rejects(body, "kernel.grid[0]", "not a boolean"));
   body["kernel"]["grid"] = {16, 2.5};
-  EXPECT_TRUE(rejects(body, "kernel.grid[1]", "must be an integer or an expression"));
+  EXPECT_TRUE(rejects(body, "kernel.grid[1]", "is 2.5, not an integer"));
 }
 
 TEST(JobSpecCodecErrors, ArgsMissing) {
@@ -763,8 +767,10 @@ TEST(ValidatePoints, FootprintOverMaxPointBytes) {
   // M=2048.
   const auto plan = compile_plan(gemm_spec_of("M", {64, 2048}), limits);
   EXPECT_NO_THROW((void)plan.resolve(0));
-  EXPECT_TRUE(throws_for([&] { validate_points(plan); }, "kernel", "bytes of device memory"));
-  EXPECT_TRUE(throws_for([&] { validate_points(plan); }, "kernel", "point 1 (M=2048)"));
+  // Sizes in binary units, as the limit is set.
+  EXPECT_TRUE(throws_for([&] { validate_points(plan); }, "kernel",
+                         "needs 1.52 MiB of device memory (1589248 bytes), more than the limit of "
+                         "1 MiB at point 1 (M=2048)"));
 }
 
 TEST(ValidatePoints, BlockThreadsOverLimit) {
@@ -847,10 +853,101 @@ TEST(JobSpecCodec, ABaselineExpressionIsCheckedAtEveryPoint) {
   plan_limits small;
   small.max_point_bytes = 1000000;  // each alone fits; together they do not
   EXPECT_TRUE(throws_for([&] { validate_points(compile_plan(parse_job_spec(body, {}), small)); },
-                         "fitness.baseline", "bytes of device memory"));
+                         "fitness.baseline", "of device memory (1200000 bytes)"));
   body["fitness"] = parse_json(R"({"baseline": {"op": "stream", "variant": "copy", "n": "Q"}})");
   EXPECT_TRUE(throws_for([&] { (void)compile_plan(parse_job_spec(body, {}), {}); },
                          "fitness.baseline.n", "Q"));
+}
+
+}  // namespace
+}  // namespace kernelscan
+
+namespace kernelscan {
+namespace {
+
+// --- sweeps mean what they say ------------------------------------------------------------------
+
+TEST(SweepRules, AParameterNoFieldUsesIsRejected) {
+  json body = gemm_body();
+  body["sweep"]["TILE"] = {16, 32};
+  EXPECT_TRUE(rejects(body, "sweep.TILE", "no field uses TILE"));
+  // Stored specs load whatever the rule was when they were accepted.
+  EXPECT_NO_THROW((void)parse_job_spec(body, spec_limits::stored()));
+  // Used in an expression, or as the value of a -D compile option, it is used.
+  body["kernel"]["k"] = "TILE*16";
+  EXPECT_NO_THROW((void)parse_job_spec(body, {}));
+  json custom = custom_body();
+  custom["sweep"]["TILE"] = {16, 32};
+  EXPECT_TRUE(rejects(custom, "sweep.TILE", "no field uses TILE"));
+  custom["kernel"]["compile_options"] = {"-O3", "-DTILE=TILE"};
+  EXPECT_NO_THROW((void)parse_job_spec(custom, {}));
+  // A baseline's use counts too.
+  json baseline = gemm_body();
+  baseline["sweep"]["K"] = {64, 128};
+  baseline["fitness"] = {{"baseline", {{"op", "gemm"}, {"m", "M"}, {"n", "N"}, {"k", "K"}}}};
+  EXPECT_NO_THROW((void)parse_job_spec(baseline, {}));
+}
+
+TEST(SweepRules, EveryFailingExpressionIsListedAtOnceByName) {
+  json body = custom_body();
+  body["kernel"]["grid"] = {"ceil(M/16)"};
+  body["kernel"]["args"][0]["value"] = "N + Q";
+  body["kernel"]["flops"] = "2*N*K*X";
+  body["kernel"]["block"] = {"bogus(N)"};
+  body["timing"] = {{"l2", "warm"}};
+  const auto errors = errors_of(body);
+  EXPECT_EQ(errors.size(), 5u) << dump(errors);
+  EXPECT_TRUE(
+      rejects(body, "kernel.grid[0]", "\"ceil(M/16)\": unknown name M (sweep parameters: N, B)"));
+  EXPECT_TRUE(rejects(body, "kernel.args[0].value", "unknown name Q (sweep parameters: N, B)"));
+  EXPECT_TRUE(rejects(body, "kernel.flops", "unknown names K, X (sweep parameters: N, B)"));
+  EXPECT_TRUE(rejects(body, "kernel.block[0]", "unknown function bogus (functions: "));
+  EXPECT_TRUE(rejects(body, "timing.l2", "not one of"));
+  for (const auto& e : errors)
+    EXPECT_EQ(e.message.find("position"), std::string::npos) << e.message;
+}
+
+TEST(SweepRules, ABrokenSweepIsReportedWithoutBlamingTheExpressions) {
+  json body = gemm_body();
+  body["sweep"] = "M=128";
+  const auto errors = errors_of(body);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "sweep");
+}
+
+TEST(SweepRules, ValidatePointsListsEveryFieldThatFails) {
+  json body = gemm_body();
+  body["kernel"]["m"] = "M/3";
+  body["kernel"]["n"] = "N-64";
+  body["kernel"]["k"] = "M*N*1000000";
+  try {
+    validate_points(compile_plan(parse_job_spec(body, {}), {}));
+    FAIL() << "accepted";
+  } catch (const validation_error& e) {
+    const auto& errors = e.errors();
+    ASSERT_EQ(errors.size(), 3u) << dump(errors);
+    EXPECT_EQ(errors[0].field, "kernel.m");
+    EXPECT_NE(errors[0].message.find("\"M/3\" is 42.6667, not an integer"), std::string::npos)
+        << dump(errors);
+    EXPECT_EQ(errors[1].field, "kernel.n");
+    EXPECT_NE(errors[1].message.find("must be at least 1 at point 0 (M=128, N=64)"),
+              std::string::npos)
+        << dump(errors);
+    EXPECT_EQ(errors[2].field, "kernel.k");
+    EXPECT_NE(errors[2].message.find("must be at most 2147483647"), std::string::npos)
+        << dump(errors);
+  }
+}
+
+TEST(SweepRules, ByteLimitsReadInBinaryUnits) {
+  json body = parse_json(R"({"kernel": {"op": "stream", "variant": "triad", "n": "N"},
+                             "sweep": {"N": [2000000000]}})");
+  plan_limits limits;
+  limits.max_point_bytes = 16ull << 30;
+  EXPECT_TRUE(throws_for([&] { validate_points(compile_plan(parse_job_spec(body, {}), limits)); },
+                         "kernel",
+                         "needs 29.8 GiB of device memory (32000000000 bytes), more than the "
+                         "limit of 16 GiB at point 0 (N=2000000000)"));
 }
 
 }  // namespace

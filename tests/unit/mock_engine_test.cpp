@@ -248,8 +248,10 @@ TEST(MockEngine, ABaselineIsSampledInterleavedAndGivesTheSpeedup) {
   gemm_spec builtin = std::get<gemm_spec>(spec.kernel);
   builtin.impl = gemm_impl::builtin;
   spec.fitness.baseline = builtin;
+  spec.mock.output = "correct";  // simulated verification: passed
   const job_plan plan(spec, {});
   const auto r = engine.measure(plan, 0, 7);
+  EXPECT_TRUE(r.simulated);
   ASSERT_TRUE(r.fitness.speedup);
   const double expected = engine.model_time_us(*plan.resolve_baseline(0), l2_mode::cold) /
                           engine.model_time_us(plan.resolve(0), l2_mode::cold);
@@ -272,9 +274,25 @@ TEST(MockEngine, MockSpeedupBeatsTheRooflineAndScoresZero) {
   EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "faster_than_roofline"), r.flags.end());
   EXPECT_EQ(r.fitness.combined_score, 0);
   spec.mock.speedup = 1;
+  spec.mock.output = "correct";
   const auto honest = engine.measure(job_plan(spec, {}), 0, 1);
   EXPECT_TRUE(honest.flags.empty());
   EXPECT_EQ(honest.fitness.combined_score, 1);
+}
+
+TEST(MockEngine, ItsPointsAreSimulatedAndUnverifiedOnesNeverCorrect) {
+  // The mock runs no device code: without mock.output nothing was verified, so however good
+  // the modelled time, the point is not correct and scores 0 (a kernel that does not compile
+  // would get the same time).
+  mock_engine engine(mi300x(), 0);
+  job_spec spec = gemm_job({1024});
+  spec.fitness.target_us = 1e6;
+  const auto r = engine.measure(job_plan(spec, {}), 0, 1);
+  EXPECT_TRUE(r.simulated);
+  EXPECT_EQ(r.verification.status, "skipped");
+  EXPECT_FALSE(r.fitness.correct);
+  EXPECT_EQ(r.fitness.combined_score, 0);
+  EXPECT_GT(*r.fitness.latency_score, 1);
 }
 
 TEST(MockEngine, SimulatedOutputsDriveVerificationAndItsFlags) {

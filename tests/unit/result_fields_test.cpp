@@ -72,6 +72,13 @@ TEST(ResultFields, KeepsTheNamedMembersInTheRowsOrder) {
                           .dump());
 }
 
+TEST(ResultFields, SimulatedIsAMemberToAskFor) {
+  json row = to_json(ok_row(3));
+  row["simulated"] = true;
+  const json p = project(result_fields::parse("index,simulated", k_params), row);
+  EXPECT_EQ(p.dump(), R"({"index":3,"simulated":true})");
+}
+
 TEST(ResultFields, ValuesAreTheStoredTextExactly) {
   const json row = to_json(ok_row(0));
   const auto f = result_fields::parse("time_us,verification", k_params);

@@ -14,6 +14,14 @@ this file only builds the job. `evaluate` returns OpenEvolve's `EvaluationResult
 text artifacts: why a score is 0, compiler errors, per-size times and speedups) when OpenEvolve
 is importable, else the plain metrics dict; `combined_score` is what evolution maximises.
 
+A spec the daemon refuses for the candidate's own fields (its source, its launch line) scores
+0. One refused for any other field (a mistake in this file's template, or an engine the daemon
+does not have) raises `kernelscan_client.EvaluatorError`: no candidate is at fault, and
+OpenEvolve reports an evaluator that raises rather than recording good programs as worthless.
+
+On a daemon with only mock devices nothing is compiled or run: every point is unverified, so
+every candidate scores 0, and the `simulated` artifact says so. Score candidates on a GPU.
+
 Settings, from the environment:
 
     KERNELSCAN_SERVER        the daemon, default http://127.0.0.1:8080
@@ -63,6 +71,10 @@ ARGS = [
 GEMM = {"op": "gemm", "m": "N", "n": "M", "k": "K", "dtype": "f32"}
 LAUNCH = {"block": [16, 16, 1], "grid": ["cdiv(M, 16)", "cdiv(N, 16)", 1]}
 LAUNCH_KEYS = {"block", "grid", "shared_bytes", "compile_options"}
+# The spec's fields the candidate writes. The daemon refusing any other field is this file's
+# fault (or the daemon's: an engine it does not have), not the candidate's: that raises
+# kernelscan_client.EvaluatorError instead of scoring every candidate 0.
+CANDIDATE_FIELDS = ("kernel.source",) + tuple(f"kernel.{key}" for key in sorted(LAUNCH_KEYS))
 
 _LAUNCH_LINE = re.compile(r"^\s*//\s*kernelscan:(.*)$", re.MULTILINE)
 
@@ -137,7 +149,9 @@ def evaluate_detailed(program_path: str, sweep: dict | None = None) -> kernelsca
         metrics = kernelscan_client.zero_metrics()
         return kernelscan_client.Evaluation(metrics, {"error": f"the candidate: {e}"})
     timeout_s = float(os.environ.get("KERNELSCAN_EVAL_TIMEOUT") or 240)
-    return kernelscan_client.Client().evaluate_detailed(spec, timeout_s)
+    return kernelscan_client.Client().evaluate_detailed(
+        spec, timeout_s, candidate_fields=CANDIDATE_FIELDS
+    )
 
 
 def evaluate(program_path: str):
