@@ -65,9 +65,10 @@ def closed_port() -> int:
 
 
 class Daemon:
-    def __init__(self, *args: str, mock_devices: int = 1) -> None:
+    def __init__(self, *args: str, mock_devices: int = 1, engine: str = "mock") -> None:
         self.args = list(args)
         self.mock_devices = mock_devices
+        self.engine = engine
         self.dir = tempfile.mkdtemp(prefix="kernelscan-pytest-")
         self.process: subprocess.Popen | None = None
         self.port = 0
@@ -91,7 +92,7 @@ class Daemon:
             "--data-dir", str(Path(self.dir, "data")),
             "--port-file", str(port_file),
             "--mock-devices", str(self.mock_devices),
-            "--engine", "mock",
+            "--engine", self.engine,
             "--log-level", "debug",
             *self.args,
         ]

@@ -24,7 +24,8 @@ come out as the README numbers them. What the test substitutes, and nothing else
 - commands run in a temporary directory where `api/` is the repository's (the README's commands
   run from the repository root);
 - the example under "Access and safety" runs against a second daemon started with
-  `--token-file token`.
+  `--token-file token`, and those under "The OpenCL engine" against a third started with
+  `--engine opencl` (its job ids count from 1 again).
 
 Every `curl` runs through a wrapper that also writes the HTTP status to stderr.
 
@@ -58,6 +59,7 @@ SKIPPED = [
     ("python openevolve-run.py", "needs OpenEvolve, which is not installed here"),
     ("build/tests/bench/", "a benchmark: minutes of load, run by hand"),
     ("node tests/browser/dashboard_test.mjs", "the dashboard benchmark: run by hand"),
+    ("kernelscan serve", "starts a daemon: the test runs its own, with the same --engine"),
 ]
 
 TOKEN = "readme-example-token-0123456789"
@@ -288,9 +290,11 @@ class ReadmeExamplesTest(unittest.TestCase):
         cls.daemon = Daemon(mock_devices=2)
         (cls.work / "token").write_text(TOKEN + "\n")
         cls.token_daemon = Daemon("--token-file", str(cls.work / "token"))
+        cls.opencl_daemon = Daemon(engine="opencl")
         try:
             cls.daemon.start()
             cls.token_daemon.start()
+            cls.opencl_daemon.start()
         except BaseException:
             cls.tearDownClass()
             raise
@@ -301,6 +305,7 @@ class ReadmeExamplesTest(unittest.TestCase):
     def tearDownClass(cls) -> None:
         cls.daemon.stop()
         cls.token_daemon.stop()
+        cls.opencl_daemon.stop()
         shutil.rmtree(cls.work, ignore_errors=True)
 
     def write_files(self, first_spec: str) -> None:
@@ -335,6 +340,7 @@ class ReadmeExamplesTest(unittest.TestCase):
         first_job: int | None = None
         for block in shell:
             block_job: int | None = None
+            opencl = "## The OpenCL engine" in block.before
             for command in commands(block):
                 reason = next((why for start, why in SKIPPED if command.text.startswith(start)),
                               None)
@@ -361,14 +367,16 @@ class ReadmeExamplesTest(unittest.TestCase):
                     self.assertIsNotNone(cursor, "no second page to follow")
                     text = text.replace("<next_cursor from the previous page>", cursor)
                 text = text.replace("curl -N ", "curl -N --max-time 3 ")
-                daemon = self.token_daemon if "Authorization: Bearer" in text else self.daemon
+                daemon = (self.opencl_daemon if opencl else
+                          self.token_daemon if "Authorization: Bearer" in text else self.daemon)
                 run = self.run_command(command, text, daemon)
                 ran.append(str(command))
                 with self.subTest(example=str(command)):
                     check.verify(self, run)
                 submitted = check.submits(run)
-                if submitted is not None and daemon is self.daemon:
+                if submitted is not None and daemon is not self.token_daemon:
                     block_job = submitted
+                if submitted is not None and daemon is self.daemon:
                     first_job = first_job or submitted
         print(f"\nran {len(ran)} README examples; did not run {len(skipped)}:")
         for s in skipped:
@@ -614,6 +622,15 @@ def _evaluator(t: unittest.TestCase, run: Run) -> None:
     t.assertIn("--- simulated\nsimulated: the mock engine measured this job", run.stdout)
 
 
+def _opencl_results(t: unittest.TestCase, run: Run) -> None:
+    rows = _ok_json(t, run)["results"]
+    t.assertEqual(len(rows), 2)
+    for row in rows:
+        t.assertEqual(row["verification"]["status"], "passed", row)
+        t.assertEqual(row["metrics"]["roof_source"], "measured", row)
+        t.assertGreater(row["time_us"]["median"], 0, row)
+
+
 def _events(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.exit_code, 28, "curl --max-time ends the stream: " + run.describe())
     t.assertEqual(run.statuses, [200], run.describe())
@@ -654,6 +671,11 @@ CHECKS = [
     Check(r"Authorization: Bearer \$\(cat token\)\" -d @job.json$",
           lambda t, run: t.assertEqual(_ok_json(t, run, 201)["name"], "f16 gemm")),
     Check(r"^curl -N localhost:8080/api/v1/events$", _events),
+    Check(r"(?s)\"engine\": \"opencl\",\n  \"kernel\": \{\"op\": \"custom\", \"language\": \"opencl\"",
+          lambda t, run: t.assertEqual(_ok_json(t, run, 201)["engine"], "opencl"), _job_id),
+    Check(r"\?wait=60' \| jq -r .status\s+#", _text(200, "succeeded")),
+    Check(r"results\?fields=params,time_us.median,verification.status,metrics.gbps,"
+          r"metrics.roof_source'$", _opencl_results),
 ]
 
 
