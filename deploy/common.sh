@@ -18,7 +18,7 @@ KERNELSCAN_PACKAGES=(
 # for the benchmarks, Chromium for the dashboard's browser test, Python 3 for the Python
 # client's tests, curl and jq for the README's examples (run as a test).
 KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk chromium
-  python3 curl jq)
+  python3 python3-yaml curl jq)
 # The AMD toolchain, so that the tests also compile the GPU engine for AMD (Debian's hipcc targets
 # gfx90a); nvcc for the NVIDIA build comes with the CUDA toolkit, which Debian does not carry.
 KERNELSCAN_HIP_PACKAGES=(hipcc libamdhip64-dev)

@@ -325,6 +325,14 @@ class ReadmeExamplesTest(unittest.TestCase):
 
     examples_ran = False
 
+    def test_0_the_contract_is_valid_yaml(self) -> None:
+        """api/openapi.yaml, which the README points to, parses (a ': ' in a plain scalar does
+        not)."""
+        import yaml  # python3-yaml (deploy/common.sh)
+
+        contract = yaml.safe_load((ROOT / "api" / "openapi.yaml").read_text())
+        self.assertIn("/api/v1/jobs", contract["paths"])
+
     def test_1_every_shell_example_works_as_the_readme_says(self) -> None:
         self.run_examples()
 
