@@ -10,11 +10,13 @@ adaptive_sampler::adaptive_sampler(const timing_options& options)
   m_samples.reserve(std::size_t(std::min(options.max_samples, 4096)));
 }
 
-void adaptive_sampler::add(double time_us, bool throttled) {
-  if (throttled) {
+void adaptive_sampler::add(double time_us, bool throttled, bool invalid) {
+  if (invalid || (throttled && m_discarded < m_samples.size() +
+                                                 std::size_t(std::max(0, m_options.min_samples)))) {
     ++m_discarded;
     return;
   }
+  if (throttled) ++m_throttled_kept;
   m_samples.push_back(time_us);
 }
 
@@ -52,6 +54,7 @@ bool adaptive_sampler::should_stop(double elapsed_ms) {
 sampling_result adaptive_sampler::finish() {
   sampling_result r;
   r.discarded = m_discarded;
+  r.throttled_kept = m_throttled_kept;
   r.converged = m_converged;
   r.elapsed_ms = m_elapsed_ms;
   r.stop_reason = m_reason;

@@ -2,7 +2,8 @@
 // The stopping rule of DESIGN.md §3, shared by every engine: sample at least `min_samples` and
 // `min_time_ms`, then stop once the relative standard error of the median is below
 // `target_rel_noise`; give up at `max_time_ms` or `max_samples` (converged: false unless the
-// noise target happens to be met then). Samples taken while the device throttled are discarded.
+// noise target happens to be met then). Samples taken while the device throttled are discarded,
+// up to as many as are kept.
 //
 // The engine owns the loop and the clock: it takes a sample, add()s it, and asks should_stop()
 // with the sampling time elapsed on its own clock (wall time on a GPU, simulated on the mock).
@@ -19,7 +20,8 @@ namespace kernelscan {
 
 struct sampling_result {
   std::vector<double> samples_us;  // kept samples, in the order taken
-  std::size_t discarded = 0;       // throttled samples dropped
+  std::size_t discarded = 0;       // samples dropped: taken while throttled, or invalid
+  std::size_t throttled_kept = 0;  // throttled samples kept (too many to drop all)
   bool converged = false;
   double elapsed_ms = 0;
   std::string stop_reason;  // "noise_target", "max_time", "max_samples"
@@ -30,7 +32,10 @@ class adaptive_sampler {
  public:
   explicit adaptive_sampler(const timing_options& options);
 
-  void add(double time_us, bool throttled = false);
+  // An invalid sample (not the kernel's time) is always dropped. A throttled one is dropped
+  // while fewer have been dropped than kept plus min_samples, else kept and counted: a device
+  // that throttles under any load is measured as it runs, and a point never fails for it alone.
+  void add(double time_us, bool throttled = false, bool invalid = false);
   // Evaluates the rule; once it returns true, call finish().
   bool should_stop(double elapsed_ms);
   sampling_result finish();
@@ -42,6 +47,7 @@ class adaptive_sampler {
   std::vector<double> m_samples;
   std::vector<double> m_scratch;
   std::size_t m_discarded = 0;
+  std::size_t m_throttled_kept = 0;
   std::size_t m_next_check = 0;
   double m_last_noise = 0;
   double m_elapsed_ms = 0;

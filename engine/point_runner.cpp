@@ -255,6 +255,13 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       r.environment.power_w = reading->power_w;
     }
     analyse_point(r, instance, spec, m_analysis, speedup);
+    if (main.throttled_kept > 0) {
+      r.advice.push_back(std::to_string(main.throttled_kept) + " of the " +
+                         std::to_string(r.samples) +
+                         " samples kept ran while the device throttled (thermal or hardware "
+                         "slowdown), too many to discard: the time is what the device gives "
+                         "under this load");
+    }
     return r;
   } catch (const compile_error& e) {
     return failed("compile_error", e.what());

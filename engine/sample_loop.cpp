@@ -55,7 +55,7 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
     }
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       const timed_sample s = sample_once(backend, kernels[i], cold);
-      samplers[i].add(s.time_us / double(kernels[i].batch), throttled || !s.valid);
+      samplers[i].add(s.time_us / double(kernels[i].batch), throttled, !s.valid);
     }
     const double elapsed = backend.clock_ms() - started;
     bool done = true;

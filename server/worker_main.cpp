@@ -234,6 +234,13 @@ int run_worker(const worker_config& config) {
         hold(worker_protocol::roofline_failure_line(e.what()));
       }
       if (!flush()) return 1;
+      if (eng->needs_restart()) {
+        spdlog::error(
+            "device {}: the device faulted measuring its roofline; this worker exits "
+            "to be replaced",
+            config.device);
+        return 3;
+      }
       continue;
     }
     if (msg.type == worker_protocol::daemon_message::kind::job) {

@@ -22,6 +22,9 @@ class gemm_library {
   // False when this build has no GEMM library; gemm() then throws std::invalid_argument.
   static bool available();
   static std::string name();  // "cuBLAS 13.0", "hipBLAS", or why there is none
+  // Sets the library's stream (and, for cuBLAS, a workspace of its own) once, outside any timed
+  // region: a call on another stream binds again.
+  void bind(hipStream_t s);
   // C = alpha·A·B + beta·C on `s`, C row-major (see gemm_args).
   void gemm(const gemm_args& g, hipStream_t s);
 

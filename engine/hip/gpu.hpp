@@ -12,23 +12,16 @@
 
 #include "engine/device_backend.hpp"
 #include "engine/dtype.hpp"
+#include "engine/hip/gpu_errors.hpp"
 #include "engine/hip/runtime.hpp"
 
 namespace kernelscan::gpu {
 
-// The kind of a runtime error, as the runner reports it. An error that leaves the context
-// unusable (an illegal address, a trapped kernel) is device_lost: the engine then fails the
-// point as a device fault and its worker is replaced.
+// The kind of a runtime error, as the runner reports it (gpu_errors.hpp). An error that leaves
+// the context unusable is device_lost: the engine then fails the point as a device fault and
+// its worker is replaced.
 inline fault_kind fault_of(hipError_t code) {
-  if (code == hipErrorIllegalAddress || code == hipErrorLaunchFailure || code == hipErrorAssert ||
-      code == hipErrorLaunchTimeOut) {
-    return fault_kind::device_lost;
-  }
-  if (code == hipErrorOutOfMemory) return fault_kind::out_of_memory;
-  if (code == hipErrorInvalidConfiguration || code == hipErrorInvalidValue) {
-    return fault_kind::invalid_launch;
-  }
-  return fault_kind::internal;
+  return classify_gpu_error(static_cast<int>(code));
 }
 
 // Set once the process has seen an error that leaves the context unusable.
@@ -37,8 +30,9 @@ inline bool g_context_lost = false;
 class gpu_error : public backend_error {
  public:
   gpu_error(hipError_t code, const std::string& what)
-      : backend_error(fault_of(code),
-                      what + ": " + hipGetErrorName(code) + " (" + hipGetErrorString(code) + ")"),
+      : backend_error(fault_of(code), what + ": " + hipGetErrorName(code) + " (" +
+                                          hipGetErrorString(code) + ")" +
+                                          hint(static_cast<int>(code))),
         m_code(code) {
     if (kind() == fault_kind::device_lost) g_context_lost = true;
   }
@@ -47,6 +41,10 @@ class gpu_error : public backend_error {
   bool sticky() const { return kind() == fault_kind::device_lost; }
 
  private:
+  static std::string hint(int code) {
+    const std::string h = gpu_error_hint(code);
+    return h.empty() ? "" : "; " + h;
+  }
   hipError_t m_code;
 };
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/cache_flush.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/hip/blas.hpp"
 #include "engine/hip/gpu.hpp"
@@ -77,6 +78,7 @@ device_info describe(int ordinal) {
     d.datasheet = m->peaks;
     d.llc_bytes = m->llc_bytes;  // Infinity Cache: no runtime attribute reports it
   }
+  d.llc_bytes = last_level_cache_bytes(d);  // by architecture where the catalog does not know
   return d;
 }
 
@@ -131,6 +133,8 @@ class hip_backend final : public device_backend {
   }
 
   void begin_point(const point_context&) override {
+    // A failed call of an earlier point must not be reported by this one's first launch.
+    (void)hipGetLastError();
     m_modules->trim();
     m_functions.clear();
   }
@@ -209,8 +213,7 @@ class hip_backend final : public device_backend {
   void synchronize() override { check(hipStreamSynchronize(s()), "waiting for the device"); }
 
   void flush_caches() override {
-    check(hipMemsetAsync(m_flush.get(), int(++m_flushes & 0xff), m_flush.bytes(), s()),
-          "flushing the caches");
+    flush_by_reading(m_flush.get(), m_flush.bytes(), m_sink.get(), s());
   }
   timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override;
   std::optional<telemetry_reading> read_telemetry() override {
@@ -230,7 +233,7 @@ class hip_backend final : public device_backend {
   event m_start, m_stop;
   mapped_flag m_flag;
   buffer m_flush;
-  std::uint64_t m_flushes = 0;
+  buffer m_sink{sizeof(std::uint64_t)};
   gpu::gemm_library m_blas;  // without a library in the build, its gemm() says so
   std::optional<module_cache> m_modules;
   std::vector<hipFunction_t> m_functions;  // compiled this point, by kernel_id
@@ -247,8 +250,11 @@ int select_device(int ordinal) {
 
 hip_backend::hip_backend(int ordinal)
     : m_ordinal(select_device(ordinal)), m_info(describe(ordinal)) {
-  // Writing twice the caches' size evicts what a previous sample left in them.
-  m_flush = buffer(std::max<std::uint64_t>(2 * (m_info.l2_bytes + m_info.llc_bytes), 64ull << 20));
+  // Reading twice the caches' size evicts what a previous sample left in them.
+  m_flush = buffer(cache_flush_bytes(m_info));
+  m_blas.bind(s());
+  // The flush buffer is written once so its pages are resident; each flush then reads it.
+  check(hipMemsetAsync(m_flush.get(), 0, m_flush.bytes(), s()), "preparing the cache flush");
   m_modules.emplace(m_info.arch);
   m_telemetry = telemetry::open(m_info.vendor, m_info.pci_bus_id);
   log_info("GPU " + std::to_string(ordinal) + ": " + m_info.name + " (" + m_info.arch + ", " +

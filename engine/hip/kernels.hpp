@@ -40,9 +40,13 @@ struct gemm_args {
 };
 // 64×64 tiles through shared memory, 4×4 outputs per thread, f32 accumulation (f64 for f64).
 void gemm_builtin(const gemm_args& g, hipStream_t s);
-// One thread per output, accumulating in f64: slow, simple, the answer others are checked
-// against.
+// One output per thread through 16×16 tiles, accumulating in f64: simple, written apart from the
+// builtin kernel, the answer others are checked against. Any m (rows loop over the grid).
 void gemm_reference(const gemm_args& g, hipStream_t s);
+
+// Evicts the caches by reading `bytes` of `buffer` (zeros; `sink` holds one u64, never written),
+// leaving clean lines behind.
+void flush_by_reading(const void* buffer, std::uint64_t bytes, void* sink, hipStream_t s);
 
 // Holds the stream until flag[0] is set by the host, or about `timeout_ms` has passed (then
 // flag[1] is set): launches queued behind it then run back to back, so events time the

@@ -15,6 +15,14 @@
 namespace kernelscan {
 
 bool telemetry_reading::throttled() const {
+  if (reasons_known) {
+    for (const auto& r : throttle_reasons) {
+      if (r == "hw_slowdown" || r == "sw_thermal" || r == "hw_thermal" || r == "hw_power_brake") {
+        return true;
+      }
+    }
+    return false;
+  }
   if (!sm_clock_mhz || !max_sm_clock_mhz || *max_sm_clock_mhz <= 0) return false;
   return *sm_clock_mhz < 0.75 * *max_sm_clock_mhz;
 }
@@ -360,8 +368,10 @@ class nvml_telemetry final : public telemetry {
     if (api.power_usage && api.power_usage(m_device, &value) == nvml_success)
       r.power_w = value / 1000.0;
     unsigned long long reasons = 0;
-    if (api.clocks_event_reasons && api.clocks_event_reasons(m_device, &reasons) == nvml_success)
+    if (api.clocks_event_reasons && api.clocks_event_reasons(m_device, &reasons) == nvml_success) {
       r.throttle_reasons = telemetry_detail::nvml_clock_event_reasons(reasons);
+      r.reasons_known = true;
+    }
     return r;
   }
 

@@ -31,12 +31,17 @@ struct telemetry_reading {
   std::optional<double> temperature_c;     // NVIDIA: the GPU die; AMD: junction, else edge
   std::optional<double> power_w;           // board (NVIDIA) or socket (AMD) power
   // Why the clocks are below their maximum, as NVML names them ("sw_power_cap", "hw_slowdown",
-  // "sw_thermal", "hw_thermal", "hw_power_brake", "gpu_idle", ...); empty when there is none or
-  // the library cannot tell (always on AMD).
+  // "sw_thermal", "hw_thermal", "hw_power_brake", "gpu_idle", ...): valid when reasons_known
+  // (NVML); empty there means none. ROCm SMI tells no reasons.
   std::vector<std::string> throttle_reasons;
+  bool reasons_known = false;
 
-  // nvbench's rule: throttled when the current clock is below 75% of the max clock. False when
-  // either clock is unknown: a reading we cannot judge does not discard a sample.
+  // Whether a sample taken now is not the kernel's normal speed. Where the driver says why the
+  // clocks are low, only a slowdown the part does not run at under steady load counts: thermal
+  // or hardware slowdown and the power brake. A power cap (sw_power_cap) is how a busy GPU
+  // normally runs and is kept. Where it cannot say (AMD), nvbench's rule: the current clock
+  // below 75% of the max clock. False when the clocks are unknown: a reading we cannot judge
+  // does not discard a sample.
   bool throttled() const;
 };
 

@@ -134,9 +134,13 @@ __kernel void gemm_reference(long m, long n, long k, __global const T* a, long s
   STORE(c, i * n + j, v);
 }
 
-/* Writes every word of the cache flush buffer (in parallel, unlike a byte-pattern fill). */
-__kernel void flush_caches(__global ulong* p, long n, ulong v) {
-  for (long i = get_global_id(0); i < n; i += get_global_size(0)) p[i] = v + (ulong)i;
+/* Reads every word of the cache flush buffer, which evicts what the caches held and leaves clean
+   lines: no write-back of the flush itself lands in the next timed sample. The buffer holds
+   zeros; the sink is never written, but the compiler cannot know it. */
+__kernel void flush_caches(__global const ulong* p, long n, __global ulong* sink) {
+  ulong acc = 0;
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) acc ^= p[i];
+  if (acc == 0x9e3779b97f4a7c15UL) sink[0] = acc;
 }
 
 /* 8 independent FMA chains per work-item (one float8): 16 FLOP per iteration. A vector type

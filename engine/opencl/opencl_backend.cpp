@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cache_flush.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/element.hpp"
 #include "engine/gemm_layout.hpp"
@@ -223,6 +224,7 @@ device_info describe(const cl_device_ref& ref, int index) {
       info.datasheet = m->peaks;
       info.llc_bytes = m->llc_bytes;
     }
+    info.llc_bytes = last_level_cache_bytes(info);
   }
   return info;
 }
@@ -309,6 +311,7 @@ class opencl_backend final : public device_backend {
     fail(status, what, phase);
   }
   void require_type(dtype t, const char* what) const;
+  void check_launch(cl_kernel k, const kernel_call& call, const std::size_t* local) const;
   cl_kernel builtin(dtype t, const char* name);
   // Enqueues `k` over `global` work-items in groups of `local` (1 to 3 dimensions); the event of
   // the launch is kept when a sample is being timed.
@@ -328,6 +331,7 @@ class opencl_backend final : public device_backend {
   bool m_fp16 = false;
   bool m_lost = false;
   std::uint64_t m_max_allocation = 0;
+  std::uint64_t m_local_memory = 0;  // per work-group
   std::uint64_t m_allocated = 0;
   std::map<dtype, program_ptr> m_builtin_programs;
   std::map<std::pair<dtype, std::string>, kernel_ptr> m_builtin_kernels;
@@ -337,9 +341,8 @@ class opencl_backend final : public device_backend {
   };
   std::map<std::string, user_program> m_programs;  // key: options, entry and source in full
   std::vector<cl_kernel> m_functions;              // compiled this point, by kernel_id
-  mem_ptr m_flush;
+  mem_ptr m_flush, m_flush_sink;
   std::uint64_t m_flush_bytes = 0;
-  std::uint64_t m_flushes = 0;
   // While a sample is timed: the first and the last command it enqueued.
   bool m_sampling = false;
   event_ptr m_first, m_last;
@@ -359,6 +362,7 @@ opencl_backend::opencl_backend(int index) {
   m_fp64 = has_extension(m_device, "cl_khr_fp64");
   m_fp16 = has_extension(m_device, "cl_khr_fp16");
   m_max_allocation = device_value<cl_ulong>(m_device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  m_local_memory = device_value<cl_ulong>(m_device, CL_DEVICE_LOCAL_MEM_SIZE);
   cl_int status = CL_SUCCESS;
   const cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                          reinterpret_cast<cl_context_properties>(ref.platform), 0};
@@ -371,10 +375,10 @@ opencl_backend::opencl_backend(int index) {
     clReleaseContext(m_context);
     throw std::runtime_error("clCreateCommandQueue: " + opencl::cl_status_name(status));
   }
-  // Writing twice the caches' size evicts what a previous sample left in them. A CPU reports
+  // Reading twice the caches' size evicts what a previous sample left in them. A CPU reports
   // the last-level cache of its whole socket; the cores of one worker hold far less, so its
   // flush stops at k_max_cpu_flush.
-  m_flush_bytes = std::max<std::uint64_t>(2 * (m_info.l2_bytes + m_info.llc_bytes), 64ull << 20);
+  m_flush_bytes = cache_flush_bytes(m_info);
   if (m_info.type == "cpu") m_flush_bytes = std::min(m_flush_bytes, k_max_cpu_flush);
   m_flush_bytes = std::min(m_flush_bytes, m_max_allocation);
   if (!m_info.pci_bus_id.empty()) m_telemetry = telemetry::open(m_info.vendor, m_info.pci_bus_id);
@@ -395,6 +399,7 @@ opencl_backend::~opencl_backend() {
   m_builtin_kernels.clear();
   m_builtin_programs.clear();
   m_flush.reset();
+  m_flush_sink.reset();
   clReleaseCommandQueue(m_queue);
   clReleaseContext(m_context);
 }
@@ -724,23 +729,75 @@ void opencl_backend::launch(const kernel_call& call) {
     local[d] = std::size_t(l.block[std::size_t(d)]);
     global[d] = std::size_t(l.grid[std::size_t(d)]) * local[d];
   }
+  check_launch(k, call, local);
   run(k, 3, global, local, "launching the kernel");
+}
+
+// What the device would refuse (or, some drivers, crash on) is refused here with the limits
+// named: the work-group size for this kernel and per dimension, and local memory per group.
+void opencl_backend::check_launch(cl_kernel k, const kernel_call& call,
+                                  const std::size_t* local) const {
+  const std::size_t threads = local[0] * local[1] * local[2];
+  std::size_t kernel_max = 0;
+  if (clGetKernelWorkGroupInfo(k, m_device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kernel_max,
+                               &kernel_max, nullptr) == CL_SUCCESS &&
+      kernel_max > 0 && threads > kernel_max) {
+    throw backend_error(fault_kind::invalid_launch,
+                        "a work-group of " + std::to_string(threads) + " work-items (block " +
+                            std::to_string(local[0]) + "×" + std::to_string(local[1]) + "×" +
+                            std::to_string(local[2]) + ") is more than this kernel may have on " +
+                            m_info.name + " (" + std::to_string(kernel_max) + ")");
+  }
+  std::size_t dims[3] = {};
+  if (clGetDeviceInfo(m_device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, nullptr) ==
+      CL_SUCCESS) {
+    for (int d = 0; d < 3; ++d) {
+      if (dims[d] > 0 && local[d] > dims[d]) {
+        throw backend_error(fault_kind::invalid_launch,
+                            "block[" + std::to_string(d) + "] = " + std::to_string(local[d]) +
+                                " is more than " + m_info.name + " allows (" +
+                                std::to_string(dims[d]) + ")");
+      }
+    }
+  }
+  cl_ulong kernel_local = 0;
+  clGetKernelWorkGroupInfo(k, m_device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof kernel_local,
+                           &kernel_local, nullptr);
+  std::uint64_t asked = 0;
+  for (const auto& a : call.args) {
+    if (a.what == launch_argument::kind::local) asked += a.size;
+  }
+  if (asked + kernel_local > m_local_memory) {
+    throw backend_error(fault_kind::invalid_launch,
+                        "the kernel asks for " + std::to_string((asked + kernel_local) >> 10) +
+                            " KiB of local memory per work-group; " + m_info.name + " has " +
+                            std::to_string(m_local_memory >> 10) + " KiB");
+  }
 }
 
 void opencl_backend::flush_caches() {
   if (!m_flush) {
-    // Allocated when first needed: jobs that time hot caches never pay for its memory.
+    // Allocated when first needed: jobs that time hot caches never pay for its memory. Zeroed
+    // once, so that its pages exist before the first flush reads them.
     cl_int status = CL_SUCCESS;
     m_flush.reset(clCreateBuffer(m_context, CL_MEM_READ_WRITE, m_flush_bytes, nullptr, &status));
+    if (status == CL_SUCCESS) {
+      m_flush_sink.reset(clCreateBuffer(m_context, CL_MEM_READ_WRITE, 8, nullptr, &status));
+    }
     if (status != CL_SUCCESS) {
+      m_flush.reset();
       fail(status, "allocating the cache flush buffer (" + gib(double(m_flush_bytes)) + ")",
            cl_phase::allocate);
     }
+    const cl_ulong zero = 0;
+    guard(clEnqueueFillBuffer(m_queue, m_flush.get(), &zero, sizeof zero, 0, m_flush_bytes, 0,
+                              nullptr, nullptr),
+          "preparing the cache flush", cl_phase::enqueue);
   }
   cl_kernel k = builtin(dtype::f32, "flush_caches");
   arg(k, 0, m_flush.get(), "flush");
   arg(k, 1, cl_long(m_flush_bytes / 8), "flush");
-  arg(k, 2, cl_ulong(++m_flushes), "flush");
+  arg(k, 2, m_flush_sink.get(), "flush");
   const std::size_t local = k_block;
   const std::size_t global = round_up(
       std::min<std::int64_t>(std::int64_t(m_flush_bytes / 8), k_max_groups * k_block), k_block);

@@ -332,35 +332,81 @@ TEST_P(DeviceTest, AHangingKernelTimesOutAndTheDaemonCarriesOn) {
   EXPECT_EQ(good["status"], "succeeded") << good.dump();
 }
 
-TEST_P(DeviceTest, APointLargerThanTheDeviceCanAllocateIsOutOfMemory) {
+TEST_P(DeviceTest, APointLargerThanTheDeviceCanAllocateIsOutOfMemoryAndTheNextPointRuns) {
   // Eight f64 inputs of 97% of the device's memory in all: the daemon accepts the point (it fits
-  // the device's size), the device cannot hold it (free memory, or its largest allocation).
+  // the device's size), the device cannot hold it (free memory, or its largest allocation). The
+  // next point of the sweep is small: the failed allocation must not be reported again by it.
   const double per_buffer = 0.97 * m_device["memory_bytes"].get<double>() / 8 / 8;
-  std::string params, names;
+  std::string params;
   json args = json::array();
   args.push_back({{"name", "out"}, {"type", "f32*"}, {"count", 1024}, {"output", true}});
   for (int i = 0; i < 8; ++i) {
     const std::string name = "b" + std::to_string(i);
     params += engine() == "hip" ? ", const double* " + name : ", __global const double* " + name;
-    args.push_back({{"name", name},
-                    {"type", "f64*"},
-                    {"count", std::int64_t(std::min(per_buffer, 2147483647.0))}});
+    args.push_back({{"name", name}, {"type", "f64*"}, {"count", "B"}});
   }
   const std::string source =
       engine() == "hip"
           ? "extern \"C\" __global__ void big(float* out" + params + ") { out[threadIdx.x] = 0; }"
           : "__kernel void big(__global float* out" + params + ") { out[get_local_id(0)] = 0; }";
-  json spec = {{"kernel",
-                {{"op", "custom"},
-                 {"language", language()},
-                 {"source", source},
-                 {"entry", "big"},
-                 {"block", {256, 1, 1}},
-                 {"grid", {4, 1, 1}},
-                 {"args", args}}}};
+  json spec = {
+      {"kernel",
+       {{"op", "custom"},
+        {"language", language()},
+        {"source", source},
+        {"entry", "big"},
+        {"block", {256, 1, 1}},
+        {"grid", {4, 1, 1}},
+        {"args", args}}},
+      {"sweep", {{"B", {std::int64_t(std::min(per_buffer, 2147483647.0)), std::int64_t(1024)}}}}};
   const json job = run(spec);
-  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  ASSERT_EQ(job["rows"].size(), 2u) << job.dump();
   EXPECT_EQ(job["rows"][0]["error"]["type"], "out_of_memory") << job.dump();
+  EXPECT_EQ(job["rows"][1]["status"], "ok") << job["rows"][1].dump();
+}
+
+TEST_P(DeviceTest, ALaunchTheDeviceRefusesIsAClearPointErrorAndTheNextPointRuns) {
+  // More work-group memory than any device gives a block: 240 KiB of dynamic shared memory
+  // (HIP), a 1 MiB local-memory argument (OpenCL). The second point asks for 1 KiB.
+  json spec = axpy_job("a[i] + s * b[i]");
+  spec["sweep"] = {{"N", {4096}}, {"L", {262144, 256}}};
+  if (engine() == "hip") {
+    spec["kernel"]["source"] = R"(#include <hip/hip_runtime.h>
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  extern __shared__ float scratch[];
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  scratch[threadIdx.x] = a[i];
+  if (i < n) out[i] = scratch[threadIdx.x] + s * b[i];
+})";
+    spec["kernel"]["shared_bytes"] = "4*L";
+  } else {
+    spec["kernel"]["source"] =
+        "__kernel void axpy(__global float* out, __global const float* a, __global const float* "
+        "b, float s, int n, __local float* scratch) { long i = get_global_id(0); "
+        "scratch[get_local_id(0)] = a[i]; if (i < n) out[i] = scratch[get_local_id(0)] + s * b[i]; "
+        "}";
+    spec["kernel"]["args"].push_back(
+        {{"name", "scratch"}, {"type", "f32*"}, {"count", "L"}, {"local", true}});
+  }
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 2u) << job.dump();
+  const json& refused = job["rows"][0];
+  EXPECT_EQ(refused["status"], "failed") << refused.dump();
+  EXPECT_EQ(refused["error"]["type"], "invalid_point") << refused.dump();
+  EXPECT_FALSE(refused["error"]["message"].get<std::string>().empty());
+  EXPECT_EQ(job["rows"][1]["status"], "ok") << job["rows"][1].dump();
+  EXPECT_EQ(job["rows"][1]["verification"]["status"], "passed") << job["rows"][1].dump();
+}
+
+TEST_P(DeviceTest, TheReferenceGemmTakesMoreRowsThanAGridDimensionHolds) {
+  // m = 70000: beyond 65535, the grid's limit in y, where a reference with one row of threads
+  // per block row would stop.
+  const json kernel = {
+      {"op", "gemm"},      {"m", 70000},        {"n", 8},           {"k", 8}, {"dtype", "f32"},
+      {"impl", "builtin"}, {"layout_a", "row"}, {"layout_b", "row"}};
+  const json job = run({{"kernel", kernel}});
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["rows"][0]["verification"]["status"], "passed") << job["rows"][0].dump();
 }
 
 // The ways of cheating the score that exist today, each caught.

@@ -117,6 +117,23 @@ TEST(AdaptiveSampler, StopsAtMaxSamples) {
   EXPECT_EQ(r.summary.count, 50u);
 }
 
+TEST(AdaptiveSampler, AThrottledDeviceIsNeverLeftWithoutSamples) {
+  timing_options t;
+  t.min_samples = 10;
+  t.min_time_ms = 0.0;
+  t.max_time_ms = 1e6;
+  adaptive_sampler sampler(t);
+  for (int i = 0; i < 200; ++i)
+    sampler.add(low_noise(i), true);
+  sampler.add(5.0, false, true);  // invalid: always dropped
+  (void)sampler.should_stop(1.0);
+  const auto r = sampler.finish();
+  EXPECT_EQ(r.samples_us.size() + r.discarded, 201u);
+  EXPECT_GT(r.samples_us.size(), 90u);
+  EXPECT_EQ(r.throttled_kept, r.samples_us.size());
+  EXPECT_LE(r.discarded, r.samples_us.size() + 10 + 1);
+}
+
 TEST(AdaptiveSampler, ThrottledSamplesAreDiscardedAndExcluded) {
   timing_options t;
   t.min_samples = 20;
@@ -146,7 +163,7 @@ TEST(AdaptiveSampler, ThrottledSamplesAreDiscardedAndExcluded) {
       std::none_of(r.samples_us.begin(), r.samples_us.end(), [](double x) { return x > 1000.0; }));
 }
 
-TEST(AdaptiveSampler, EverySampleThrottledGivesAnEmptySummary) {
+TEST(AdaptiveSampler, EverySampleInvalidGivesAnEmptySummary) {
   timing_options t;
   t.min_samples = 5;
   t.max_time_ms = 1.0;
@@ -155,7 +172,7 @@ TEST(AdaptiveSampler, EverySampleThrottledGivesAnEmptySummary) {
   int i = 0;
   bool stopped = false;
   while (!stopped) {
-    sampler.add(10.0, true);
+    sampler.add(10.0, false, true);
     stopped = sampler.should_stop(double(++i) * 0.1);
   }
   const auto r = sampler.finish();

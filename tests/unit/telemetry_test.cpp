@@ -70,6 +70,26 @@ TEST(TelemetryReading, ThrottledBelowThreeQuartersOfTheMaxClock) {
   EXPECT_FALSE(r.throttled());
 }
 
+TEST(TelemetryReading, WhereTheDriverSaysWhyOnlyASlowdownIsThrottling) {
+  telemetry_reading r;
+  r.reasons_known = true;
+  r.max_sm_clock_mhz = 1980;
+  // A GPU at its power cap under load runs at 1200 MHz: that is its speed, not a throttle.
+  r.sm_clock_mhz = 1200;
+  r.throttle_reasons = {"sw_power_cap"};
+  EXPECT_FALSE(r.throttled());
+  r.throttle_reasons = {};
+  EXPECT_FALSE(r.throttled());
+  for (const char* reason : {"hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"}) {
+    r.throttle_reasons = {"sw_power_cap", reason};
+    EXPECT_TRUE(r.throttled()) << reason;
+  }
+  // Even at full clock, a thermal slowdown reported now discards the sample.
+  r.sm_clock_mhz = 1980;
+  r.throttle_reasons = {"hw_thermal"};
+  EXPECT_TRUE(r.throttled());
+}
+
 TEST(TelemetryReading, UnknownClocksAreNotThrottled) {
   telemetry_reading r;
   EXPECT_FALSE(r.throttled());
