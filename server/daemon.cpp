@@ -18,7 +18,7 @@
 #include "server/logging.hpp"
 #include "server/scheduler.hpp"
 #include "server/worker_process.hpp"
-#include "storage/job_store.hpp"
+#include "storage/sqlite_job_store.hpp"
 
 namespace kernelscan {
 namespace {
@@ -146,7 +146,7 @@ int run_serve(serve_config config) {
   const std::string db_path = config.data_dir + "/kernelscan.db";
   std::unique_ptr<job_store> store;
   try {
-    store = std::make_unique<job_store>(db_path);
+    store = std::make_unique<sqlite_job_store>(db_path);
   } catch (const std::exception& e) {
     fatal("cannot open the database: " + std::string(e.what()));
   }

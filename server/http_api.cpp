@@ -298,9 +298,10 @@ struct http_api::impl {
     for (const auto& [st, n] : states) {
       out += "kernelscan_devices{state=\"" + st + "\"} " + std::to_string(n) + "\n";
     }
-    gauge("kernelscan_sqlite_memory_bytes", "Memory SQLite holds: page caches, statements.",
-          "gauge");
-    out += "kernelscan_sqlite_memory_bytes " + std::to_string(sqlite_memory_used()) + "\n";
+    for (const auto& m : store.metrics()) {
+      gauge(m.name.c_str(), m.help.c_str(), m.type);
+      out += m.name + " " + std::to_string(std::int64_t(m.value)) + "\n";
+    }
     gauge("kernelscan_long_polls", "Requests waiting on a job (?wait=).", "gauge");
     out += "kernelscan_long_polls " + std::to_string(long_polls.load()) + "\n";
     out += requests.exposition();
@@ -461,7 +462,10 @@ struct http_api::impl {
       row.ok = true;
       row.median_us = point.origin->time_us.median;
       row.params_json = params_json(point.params).dump();
-      row.result_json = to_json(point).dump();
+      const json j = to_json(point);
+      row.result_json = j.dump();
+      row.score = score_of(j);
+      row.flags = flags_of(j);
       rows.push_back(std::move(row));
     }
 

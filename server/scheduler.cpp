@@ -339,8 +339,14 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     slot.job->first_failure_index = index;
   }
   slot.last_point_ms = msg.wall_ms;
-  point_done(slot, std::move(msg.result_text), ok, median,
-             r.contains("params") ? r["params"].dump() : "{}");
+  result_row row;
+  row.ok = ok;
+  row.median_us = median;
+  row.params_json = r.contains("params") ? r["params"].dump() : "{}";
+  row.result_json = std::move(msg.result_text);
+  row.score = score_of(r);
+  row.flags = flags_of(r);
+  point_done(slot, std::move(row));
 }
 
 void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
@@ -614,16 +620,22 @@ void scheduler::record_failure(device_slot& slot, const std::string& type,
     job.first_failure = point_error{type, message};
     job.first_failure_index = index;
   }
-  point_done(slot, to_json(result).dump(), false, std::nullopt, params_text);
+  const json j = to_json(result);
+  result_row row;
+  row.params_json = params_text;
+  row.result_json = j.dump();
+  row.score = score_of(j);
+  row.flags = flags_of(j);
+  point_done(slot, std::move(row));
 }
 
-void scheduler::point_done(device_slot& slot, std::string result_json, bool ok,
-                           std::optional<double> median_us, std::string params_json_text) {
+void scheduler::point_done(device_slot& slot, result_row row) {
   auto& job = *slot.job;
   const std::uint64_t index = slot.outstanding.front().index;
   const auto now = std::chrono::steady_clock::now();
-  m_unflushed.push_back(
-      {job.info.id, index, ok, median_us, std::move(params_json_text), std::move(result_json)});
+  row.job_id = job.info.id;
+  row.index = index;
+  m_unflushed.push_back(std::move(row));
   if (m_unflushed.size() >= k_max_group_commit) {
     flush_results();
   } else if (!m_flush_armed) {

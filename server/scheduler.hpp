@@ -101,8 +101,8 @@ class scheduler {
   // Commits the measured points waiting in m_unflushed; false (and a retry armed) if storage
   // failed.
   bool flush_results();
-  void point_done(device_slot& slot, std::string result_json, bool ok,
-                  std::optional<double> median_us, std::string params_json);
+  // Queues a measured point (its job_id and index are the slot's current point) for the store.
+  void point_done(device_slot& slot, result_row row);
   void record_failure(device_slot& slot, const std::string& type, const std::string& message);
   void finish_job(device_slot& slot, job_status status, std::optional<point_error> error);
   void publish();

@@ -1,15 +1,24 @@
-#include "storage/job_store.hpp"
+#include "storage/sqlite_job_store.hpp"
 
-#include "storage/migrations.hpp"
+#include <set>
+
+#include "storage/detail/store_text.hpp"
+#include "storage/sqlite_migrations.hpp"
 
 namespace kernelscan {
 namespace {
 
-// Rows of a "SELECT idx, params, result FROM results ..." query.
+using detail::decode_labels;
+using detail::encode_labels;
+using detail::parse_engine;
+
+// Rows of a "SELECT idx, params, result, cache_origin FROM results ..." query.
 std::vector<stored_result> read_results(statement& q) {
   std::vector<stored_result> out;
   while (q.step()) {
-    out.push_back({std::uint64_t(q.int64(0)), std::string(q.text(1)), std::string(q.text(2))});
+    stored_result r{std::uint64_t(q.int64(0)), std::string(q.text(1)), std::string(q.text(2))};
+    if (!q.is_null(3)) r.result_json = detail::with_cache_hit(r.result_json, q.int64(3));
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -22,42 +31,6 @@ const std::string k_columns =
     "cached_from";
 constexpr int k_column_count = 24;
 
-// Labels ride in the job row for reading (job_labels holds them for filtering), encoded as
-// length-prefixed strings ("3:key5:value...") so that any bytes survive without a JSON library.
-std::string encode_labels(const std::map<std::string, std::string>& labels) {
-  std::string out;
-  for (const auto& [k, v] : labels) {
-    out += std::to_string(k.size()) + ":" + k + std::to_string(v.size()) + ":" + v;
-  }
-  return out;
-}
-
-std::map<std::string, std::string> decode_labels(std::string_view text) {
-  std::map<std::string, std::string> out;
-  auto next = [&](std::string& into) {
-    const auto colon = text.find(':');
-    if (colon == std::string_view::npos) return false;
-    std::size_t n = 0;
-    for (char c : text.substr(0, colon))
-      n = n * 10 + std::size_t(c - '0');
-    if (colon + 1 + n > text.size()) return false;
-    into.assign(text.substr(colon + 1, n));
-    text.remove_prefix(colon + 1 + n);
-    return true;
-  };
-  std::string k, v;
-  while (!text.empty() && next(k) && next(v))
-    out.emplace(k, v);
-  return out;
-}
-
-engine_kind parse_engine(std::string_view s) {
-  if (s == "mock") return engine_kind::mock;
-  if (s == "hip") return engine_kind::hip;
-  if (s == "import") return engine_kind::imported;
-  return engine_kind::any;
-}
-
 std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
   if (!v) return std::nullopt;
   return int(*v);
@@ -65,14 +38,14 @@ std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
 
 }  // namespace
 
-job_store::job_store(const std::string& path)
+sqlite_job_store::sqlite_job_store(const std::string& path)
     : m_path(path),
       m_shared_reads(path == ":memory:" || path.empty()),
-      m_db(path, schema_migrations()) {}
+      m_db(path, sqlite_migrations()) {}
 
-job_store::~job_store() = default;
+sqlite_job_store::~sqlite_job_store() = default;
 
-job_store::reader::reader(job_store& store) : m_store(store) {
+sqlite_job_store::reader::reader(sqlite_job_store& store) : m_store(store) {
   if (store.m_shared_reads) {
     m_writer_lock = std::unique_lock(store.m_mutex);
     m_db = &store.m_db;
@@ -85,17 +58,17 @@ job_store::reader::reader(job_store& store) : m_store(store) {
       store.m_idle_readers.pop_back();
     }
   }
-  if (!m_own) m_own = std::make_unique<database>(store.m_path, schema_migrations());
+  if (!m_own) m_own = std::make_unique<database>(store.m_path, sqlite_migrations());
   m_db = m_own.get();
 }
 
-job_store::reader::~reader() {
+sqlite_job_store::reader::~reader() {
   if (!m_own) return;
   std::lock_guard lock(m_store.m_pool_mutex);
   m_store.m_idle_readers.push_back(std::move(m_own));
 }
 
-job_record job_store::read_row(statement& s) {
+job_record sqlite_job_store::read_row(statement& s) {
   job_record r;
   r.id = s.int64(0);
   r.name = std::string(s.text(1));
@@ -125,7 +98,7 @@ job_record job_store::read_row(statement& s) {
 
 // An accepted job must survive a power loss, not only a crash: while one of these lives, commits
 // are synced to disk (synchronous=FULL). Points stay at NORMAL: a lost one is measured again.
-class job_store::durable_commits {
+class sqlite_job_store::durable_commits {
  public:
   explicit durable_commits(database& db) : m_db(db) { m_db.exec("PRAGMA synchronous=FULL"); }
   durable_commits(const durable_commits&) = delete;
@@ -141,7 +114,7 @@ class job_store::durable_commits {
   database& m_db;
 };
 
-std::optional<submit_outcome> job_store::find_key(const job_submission& job) {
+std::optional<submit_outcome> sqlite_job_store::find_key(const job_submission& job) {
   if (!job.idempotency_key) return std::nullopt;
   auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
   s->bind(1, *job.idempotency_key);
@@ -149,8 +122,9 @@ std::optional<submit_outcome> job_store::find_key(const job_submission& job) {
   return submit_outcome{s->int64(0), false, s->text(1) != job.request_hash};
 }
 
-std::int64_t job_store::insert_job(const job_submission& job, job_status status,
-                                   std::int64_t now_ms, std::optional<std::int64_t> finished_ms) {
+std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status status,
+                                          std::int64_t now_ms,
+                                          std::optional<std::int64_t> finished_ms) {
   {
     auto s = m_db.prepare(
         "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
@@ -185,7 +159,7 @@ std::int64_t job_store::insert_job(const job_submission& job, job_status status,
   return id;
 }
 
-submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms) {
+submit_outcome sqlite_job_store::submit(const job_submission& job, std::int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   durable_commits durable(m_db);
   database::transaction tx(m_db);
@@ -195,8 +169,8 @@ submit_outcome job_store::submit(const job_submission& job, std::int64_t now_ms)
   return {id, true, false};
 }
 
-submit_outcome job_store::import_job(const job_submission& job, std::span<const result_row> rows,
-                                     std::int64_t now_ms) {
+submit_outcome sqlite_job_store::import_job(const job_submission& job,
+                                            std::span<const result_row> rows, std::int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   durable_commits durable(m_db);
   database::transaction tx(m_db);
@@ -208,7 +182,7 @@ submit_outcome job_store::import_job(const job_submission& job, std::span<const 
   return {id, true, false};
 }
 
-std::optional<job_record> job_store::get(std::int64_t id) {
+std::optional<job_record> sqlite_job_store::get(std::int64_t id) {
   reader db(*this);
   auto s = db->prepare("SELECT " + k_columns +
                        ", (SELECT spec FROM job_specs WHERE job_id = id) FROM jobs WHERE id = ?");
@@ -219,7 +193,7 @@ std::optional<job_record> job_store::get(std::int64_t id) {
   return r;
 }
 
-std::vector<job_record> job_store::list(const list_filter& filter) {
+std::vector<job_record> sqlite_job_store::list(const list_filter& filter) {
   std::string sql = "SELECT " + k_columns + " FROM jobs WHERE 1";
   if (!filter.statuses.empty()) {
     sql += " AND status IN (";
@@ -252,7 +226,7 @@ std::vector<job_record> job_store::list(const list_filter& filter) {
   return out;
 }
 
-std::optional<std::string> job_store::spec_json(std::int64_t id) {
+std::optional<std::string> sqlite_job_store::spec_json(std::int64_t id) {
   reader db(*this);
   auto s = db->prepare("SELECT spec FROM job_specs WHERE job_id = ?");
   s->bind(1, id);
@@ -260,7 +234,7 @@ std::optional<std::string> job_store::spec_json(std::int64_t id) {
   return std::string(s->text(0));
 }
 
-std::optional<std::pair<std::int64_t, std::string>> job_store::find_by_idempotency_key(
+std::optional<std::pair<std::int64_t, std::string>> sqlite_job_store::find_by_idempotency_key(
     const std::string& key) {
   reader db(*this);
   auto s = db->prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
@@ -269,7 +243,7 @@ std::optional<std::pair<std::int64_t, std::string>> job_store::find_by_idempoten
   return std::pair{s->int64(0), std::string(s->text(1))};
 }
 
-std::vector<pending_job> job_store::pending() {
+std::vector<pending_job> sqlite_job_store::pending() {
   reader db(*this);
   std::vector<pending_job> out;
   auto s = db->prepare(
@@ -283,7 +257,7 @@ std::vector<pending_job> job_store::pending() {
   return out;
 }
 
-bool job_store::start(std::int64_t id, int device, std::int64_t now_ms) {
+bool sqlite_job_store::start(std::int64_t id, int device, std::int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare(
       "UPDATE jobs SET status = 'running', device = ?, started_ms = coalesce(started_ms, ?) "
@@ -293,15 +267,16 @@ bool job_store::start(std::int64_t id, int device, std::int64_t now_ms) {
   return m_db.changes() == 1;
 }
 
-void job_store::requeue(std::int64_t id) {
+void sqlite_job_store::requeue(std::int64_t id) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare("UPDATE jobs SET status = 'queued' WHERE id = ? AND status = 'running'");
   s->bind(1, id);
   s->run();
 }
 
-void job_store::finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
-                       std::int64_t now_ms, const std::optional<std::string>& fitness_json) {
+void sqlite_job_store::finish(std::int64_t id, job_status status,
+                              const std::optional<point_error>& error, std::int64_t now_ms,
+                              const std::optional<std::string>& fitness_json) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare(
       "UPDATE jobs SET status = ?, finished_ms = ?, error_type = ?, error_message = ?, "
@@ -314,49 +289,46 @@ void job_store::finish(std::int64_t id, job_status status, const std::optional<p
   s->run();
 }
 
-std::vector<scored_point> job_store::scored_points(std::int64_t job_id) {
+std::vector<scored_point> sqlite_job_store::scored_points(std::int64_t job_id) {
   reader db(*this);
-  // json_extract reads the rows in SQLite: a 10,000-point job is summarised without handing
-  // 10 MB of JSON to a parser here.
   auto q = db->prepare(
-      "SELECT status = 'ok', json_extract(result, '$.fitness.correct'), "
-      "json_extract(result, '$.fitness.combined_score'), json_extract(result, "
-      "'$.fitness.speedup'), json_extract(result, '$.fitness.latency_score') "
-      "FROM results WHERE job_id = ? ORDER BY idx");
+      "SELECT status = 'ok', correct, combined_score, speedup, latency_score FROM results "
+      "WHERE job_id = ? ORDER BY idx");
   q->bind(1, job_id);
   std::vector<scored_point> out;
   while (q->step()) {
     scored_point p;
     p.ok = q->int64(0) != 0;
-    p.correct = !q->is_null(1) && q->int64(1) != 0;
-    p.combined_score = q->is_null(2) ? 0.0 : q->real(2);
-    if (!q->is_null(3)) p.speedup = q->real(3);
-    if (!q->is_null(4)) p.latency_score = q->real(4);
+    p.correct = q->int64(1) != 0;
+    p.combined_score = q->real(2);
+    p.speedup = q->opt_real(3);
+    p.latency_score = q->opt_real(4);
     out.push_back(p);
   }
   return out;
 }
 
-std::vector<std::string> job_store::result_flags(std::int64_t job_id) {
+std::vector<std::string> sqlite_job_store::result_flags(std::int64_t job_id) {
   reader db(*this);
-  auto q = db->prepare(
-      "SELECT DISTINCT f.value FROM results, json_each(results.result, '$.flags') AS f "
-      "WHERE results.job_id = ? ORDER BY f.value");
+  auto q = db->prepare("SELECT DISTINCT flags FROM results WHERE job_id = ? AND flags <> ''");
   q->bind(1, job_id);
-  std::vector<std::string> out;
-  while (q->step())
-    out.emplace_back(q->text(0));
-  return out;
+  std::set<std::string> flags;
+  while (q->step()) {
+    for (auto& f : detail::split_flags(q->text(0)))
+      flags.insert(std::move(f));
+  }
+  return {flags.begin(), flags.end()};
 }
 
-void job_store::set_cache_key(std::int64_t id, const std::string& key) {
+void sqlite_job_store::set_cache_key(std::int64_t id, const std::string& key) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare("UPDATE jobs SET cache_key = ? WHERE id = ?");
   s->bind(1, key).bind(2, id);
   s->run();
 }
 
-std::optional<std::int64_t> job_store::find_cached(const std::string& key, std::int64_t except_id) {
+std::optional<std::int64_t> sqlite_job_store::find_cached(const std::string& key,
+                                                          std::int64_t except_id) {
   reader db(*this);
   auto q = db->prepare(
       "SELECT id FROM jobs WHERE cache_key = ? AND id <> ? AND status = 'succeeded' AND "
@@ -366,8 +338,8 @@ std::optional<std::int64_t> job_store::find_cached(const std::string& key, std::
   return q->int64(0);
 }
 
-std::int64_t job_store::copy_cached_results(std::int64_t from, std::int64_t to,
-                                            std::int64_t now_ms) {
+std::int64_t sqlite_job_store::copy_cached_results(std::int64_t from, std::int64_t to,
+                                                   std::int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   database::transaction tx(m_db);
   std::int64_t origin = from;  // a cached job's own results came from an earlier one
@@ -378,9 +350,10 @@ std::int64_t job_store::copy_cached_results(std::int64_t from, std::int64_t to,
   }
   {
     auto s = m_db.prepare(
-        "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms) "
-        "SELECT ?1, idx, status, median_us, params, json_set(result, '$.cache', "
-        "json_object('hit', json('true'), 'job_id', ?2)), ?3 FROM results WHERE job_id = ?4 "
+        "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms, "
+        "correct, combined_score, speedup, latency_score, flags, cache_origin) "
+        "SELECT ?1, idx, status, median_us, params, result, ?3, correct, combined_score, "
+        "speedup, latency_score, flags, ?2 FROM results WHERE job_id = ?4 "
         "ON CONFLICT DO NOTHING");
     s->bind(1, to).bind(2, origin).bind(3, now_ms).bind(4, from);
     s->run();
@@ -397,7 +370,7 @@ std::int64_t job_store::copy_cached_results(std::int64_t from, std::int64_t to,
   return origin;
 }
 
-std::optional<std::string> job_store::roofline(const std::string& device_key) {
+std::optional<std::string> sqlite_job_store::roofline(const std::string& device_key) {
   reader db(*this);
   auto q = db->prepare("SELECT roofline FROM device_rooflines WHERE device_key = ?");
   q->bind(1, device_key);
@@ -405,8 +378,8 @@ std::optional<std::string> job_store::roofline(const std::string& device_key) {
   return std::string(q->text(0));
 }
 
-void job_store::put_roofline(const std::string& device_key, const std::string& roofline_json,
-                             std::int64_t measured_ms) {
+void sqlite_job_store::put_roofline(const std::string& device_key, const std::string& roofline_json,
+                                    std::int64_t measured_ms) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare(
       "INSERT INTO device_rooflines (device_key, roofline, measured_ms) VALUES (?, ?, ?) "
@@ -416,7 +389,7 @@ void job_store::put_roofline(const std::string& device_key, const std::string& r
   s->run();
 }
 
-cancel_outcome job_store::cancel(std::int64_t id, std::int64_t now_ms) {
+cancel_outcome sqlite_job_store::cancel(std::int64_t id, std::int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   database::transaction tx(m_db);
   std::string status;
@@ -446,7 +419,7 @@ cancel_outcome job_store::cancel(std::int64_t id, std::int64_t now_ms) {
   return out;
 }
 
-void job_store::add_results(std::span<const result_row> rows, std::int64_t now_ms) {
+void sqlite_job_store::add_results(std::span<const result_row> rows, std::int64_t now_ms) {
   if (rows.empty()) return;
   std::lock_guard lock(m_mutex);
   database::transaction tx(m_db);
@@ -455,18 +428,24 @@ void job_store::add_results(std::span<const result_row> rows, std::int64_t now_m
   tx.commit();
 }
 
-void job_store::store_row(const result_row& row, std::int64_t job_id, std::int64_t now_ms) {
+void sqlite_job_store::store_row(const result_row& row, std::int64_t job_id, std::int64_t now_ms) {
   {
     auto s = m_db.prepare(
-        "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+        "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms, "
+        "correct, combined_score, speedup, latency_score, flags) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
     s->bind(1, job_id)
         .bind(2, std::int64_t(row.index))
         .bind(3, std::string_view(row.ok ? "ok" : "failed"))
         .bind(4, row.median_us)
         .bind(5, row.params_json)
         .bind(6, row.result_json)
-        .bind(7, now_ms);
+        .bind(7, now_ms)
+        .bind(8, row.score.correct ? 1 : 0)
+        .bind(9, row.score.combined_score)
+        .bind(10, row.score.speedup)
+        .bind(11, row.score.latency_score)
+        .bind(12, detail::join_flags(row.flags));
     s->run();
   }
   if (m_db.changes() == 0) return;  // already stored
@@ -490,7 +469,7 @@ void job_store::store_row(const result_row& row, std::int64_t job_id, std::int64
   s->run();
 }
 
-std::vector<std::uint64_t> job_store::result_indices(std::int64_t job_id) {
+std::vector<std::uint64_t> sqlite_job_store::result_indices(std::int64_t job_id) {
   reader db(*this);
   std::vector<std::uint64_t> out;
   auto s = db->prepare("SELECT idx FROM results WHERE job_id = ? ORDER BY idx");
@@ -500,36 +479,39 @@ std::vector<std::uint64_t> job_store::result_indices(std::int64_t job_id) {
   return out;
 }
 
-std::vector<stored_result> job_store::results(std::int64_t job_id, std::uint64_t offset,
-                                              std::uint64_t limit) {
+std::vector<stored_result> sqlite_job_store::results(std::int64_t job_id, std::uint64_t offset,
+                                                     std::uint64_t limit) {
   reader db(*this);
   // OFFSET counts rows, not indices: a job still running may have gaps in idx.
   auto q = db->prepare(
-      "SELECT idx, params, result FROM results WHERE job_id = ? ORDER BY idx LIMIT ? OFFSET ?");
+      "SELECT idx, params, result, cache_origin FROM results WHERE job_id = ? ORDER BY idx "
+      "LIMIT ? OFFSET ?");
   q->bind(1, job_id)
       .bind(2, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)))
       .bind(3, std::int64_t(offset));
   return read_results(*q);
 }
 
-std::vector<stored_result> job_store::results_after(std::int64_t job_id, std::uint64_t after_index,
-                                                    std::uint64_t limit) {
+std::vector<stored_result> sqlite_job_store::results_after(std::int64_t job_id,
+                                                           std::uint64_t after_index,
+                                                           std::uint64_t limit) {
   reader db(*this);
   auto q = db->prepare(
-      "SELECT idx, params, result FROM results WHERE job_id = ? AND idx > ? ORDER BY idx LIMIT ?");
+      "SELECT idx, params, result, cache_origin FROM results WHERE job_id = ? AND idx > ? "
+      "ORDER BY idx LIMIT ?");
   q->bind(1, job_id)
       .bind(2, std::int64_t(after_index))
       .bind(3, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)));
   return read_results(*q);
 }
 
-void job_store::ping() {
+void sqlite_job_store::ping() {
   reader db(*this);
   auto s = db->prepare("SELECT id FROM jobs ORDER BY id DESC LIMIT 1");
   (void)s->step();
 }
 
-std::map<job_status, std::int64_t> job_store::count_by_status() {
+std::map<job_status, std::int64_t> sqlite_job_store::count_by_status() {
   reader db(*this);
   std::map<job_status, std::int64_t> out;
   auto s = db->prepare("SELECT status, count(*) FROM jobs GROUP BY status");
@@ -537,6 +519,11 @@ std::map<job_status, std::int64_t> job_store::count_by_status() {
     if (auto st = parse_job_status(s->text(0))) out[*st] = s->int64(1);
   }
   return out;
+}
+
+std::vector<store_metric> sqlite_job_store::metrics() {
+  return {{"kernelscan_sqlite_memory_bytes", "Memory SQLite holds: page caches, statements.",
+           "gauge", double(sqlite_memory_used())}};
 }
 
 }  // namespace kernelscan

@@ -1,4 +1,4 @@
-#include "storage/migrations.hpp"
+#include "storage/sqlite_migrations.hpp"
 
 #include <array>
 
@@ -76,11 +76,33 @@ CREATE TABLE device_rooflines (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr std::array<std::string_view, 2> k_steps{k_v1, k_v2};
+// What a job's summary and the result cache need of each row, in columns, so that no query
+// parses result JSON: the point's fitness and flags, and for a row copied from the result cache
+// the job that measured it (the row's text stays as measured; reads add the "cache" member).
+// Rows stored before are filled in from their JSON, once.
+constexpr std::string_view k_v3 = R"sql(
+ALTER TABLE results ADD COLUMN correct INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN combined_score REAL NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN speedup REAL;
+ALTER TABLE results ADD COLUMN latency_score REAL;
+ALTER TABLE results ADD COLUMN flags TEXT NOT NULL DEFAULT '';  -- comma-separated
+ALTER TABLE results ADD COLUMN cache_origin INTEGER;
+UPDATE results SET
+  correct = coalesce(json_extract(result, '$.fitness.correct'), 0),
+  combined_score = coalesce(json_extract(result, '$.fitness.combined_score'), 0),
+  speedup = json_extract(result, '$.fitness.speedup'),
+  latency_score = json_extract(result, '$.fitness.latency_score'),
+  flags = coalesce((SELECT group_concat(value, ',') FROM json_each(result, '$.flags')), ''),
+  cache_origin = json_extract(result, '$.cache.job_id'),
+  result = CASE WHEN json_extract(result, '$.cache.hit') THEN json_remove(result, '$.cache')
+           ELSE result END;
+)sql";
+
+constexpr std::array<std::string_view, 3> k_steps{k_v1, k_v2, k_v3};
 
 }  // namespace
 
-std::span<const std::string_view> schema_migrations() {
+std::span<const std::string_view> sqlite_migrations() {
   return k_steps;
 }
 

@@ -1,18 +1,14 @@
-#include "storage/job_store.hpp"
-
+// The job store's behaviour, one suite run against every backend (SQLite and PostgreSQL): what
+// the server relies on must hold for both.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <algorithm>
-#include <array>
-#include <filesystem>
-#include <random>
+#include <map>
+#include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "storage/database.hpp"
-#include "storage/migrations.hpp"
+#include "tests/storage/store_backends.hpp"
 
 namespace kernelscan {
 namespace {
@@ -50,8 +46,14 @@ std::vector<std::int64_t> ids(const std::vector<job_record>& jobs) {
   return out;
 }
 
-TEST(JobStore, SubmitReturnsIncreasingIdsAndGetReturnsEverything) {
-  job_store store(":memory:");
+class JobStore : public ::testing::TestWithParam<std::string> {
+ protected:
+  JobStore() : m_owner(testing::make_store(GetParam())), store(*m_owner) {}
+  std::unique_ptr<job_store> m_owner;
+  job_store& store;
+};
+
+TEST_P(JobStore, SubmitReturnsIncreasingIdsAndGetReturnsEverything) {
   const auto a = store.submit(submission("first", {{"team", "perf"}, {"run", "7"}}), 1000);
   const auto b = store.submit(submission("second"), 2000);
   EXPECT_TRUE(a.created);
@@ -94,8 +96,7 @@ TEST(JobStore, SubmitReturnsIncreasingIdsAndGetReturnsEverything) {
   EXPECT_EQ(store.get(c.id)->engine, engine_kind::any);
 }
 
-TEST(JobStore, IdempotencyKey) {
-  job_store store(":memory:");
+TEST_P(JobStore, IdempotencyKey) {
   auto s = submission("job");
   s.idempotency_key = "key-1";
   const auto first = store.submit(s, 1000);
@@ -126,8 +127,7 @@ TEST(JobStore, IdempotencyKey) {
   EXPECT_EQ(store.count_by_status()[job_status::queued], 4);
 }
 
-TEST(JobStore, ListNewestFirstWithFilters) {
-  job_store store(":memory:");
+TEST_P(JobStore, ListNewestFirstWithFilters) {
   const auto j1 = store.submit(submission("j1", {{"team", "a"}, {"env", "ci"}}), 1).id;
   const auto j2 = store.submit(submission("j2", {{"team", "a"}}), 2).id;
   const auto j3 = store.submit(submission("j3", {{"team", "b"}, {"env", "ci"}}), 3).id;
@@ -176,8 +176,7 @@ TEST(JobStore, ListNewestFirstWithFilters) {
   EXPECT_EQ(ids(store.list(combined)), (std::vector<std::int64_t>{j1}));
 }
 
-TEST(JobStore, StartOnlyFromQueued) {
-  job_store store(":memory:");
+TEST_P(JobStore, StartOnlyFromQueued) {
   const auto id = store.submit(submission("j"), 100).id;
   EXPECT_TRUE(store.start(id, 2, 150));
   auto job = store.get(id);
@@ -199,8 +198,7 @@ TEST(JobStore, StartOnlyFromQueued) {
   EXPECT_FALSE(store.start(id + 1, 0, 1000));  // no such job
 }
 
-TEST(JobStore, CancelOutcomes) {
-  job_store store(":memory:");
+TEST_P(JobStore, CancelOutcomes) {
   const auto queued = store.submit(submission("q"), 1).id;
   const auto running = store.submit(submission("r"), 2).id;
   const auto finished = store.submit(submission("f"), 3).id;
@@ -231,8 +229,7 @@ TEST(JobStore, CancelOutcomes) {
   EXPECT_EQ(store.cancel(9999, 100), cancel_outcome::not_found);
 }
 
-TEST(JobStore, AddResultsUpdatesProgressAndBest) {
-  job_store store(":memory:");
+TEST_P(JobStore, AddResultsUpdatesProgressAndBest) {
   const auto id = store.submit(submission("j", {}, 6), 1).id;
   const auto other = store.submit(submission("other", {}, 2), 1).id;
   ASSERT_TRUE(store.start(id, 0, 2));
@@ -281,8 +278,7 @@ TEST(JobStore, AddResultsUpdatesProgressAndBest) {
   EXPECT_EQ(store.get(id)->progress.done, 6u);
 }
 
-TEST(JobStore, OnlyFailedPointsMeansNoBest) {
-  job_store store(":memory:");
+TEST_P(JobStore, OnlyFailedPointsMeansNoBest) {
   const auto id = store.submit(submission("j"), 1).id;
   store.add_results(
       std::vector<result_row>{row(id, 0, false, std::nullopt), row(id, 1, false, 3.0)}, 2);
@@ -291,8 +287,7 @@ TEST(JobStore, OnlyFailedPointsMeansNoBest) {
   EXPECT_FALSE(job->best.has_value());
 }
 
-TEST(JobStore, ResultIndicesSortedAndPaging) {
-  job_store store(":memory:");
+TEST_P(JobStore, ResultIndicesSortedAndPaging) {
   const auto id = store.submit(submission("j", {}, 10), 1).id;
   std::vector<result_row> rows;
   for (std::uint64_t i : {7u, 2u, 9u, 0u, 5u})
@@ -319,8 +314,7 @@ TEST(JobStore, ResultIndicesSortedAndPaging) {
   EXPECT_EQ(first[0].result_json, R"({"index":2})");
 }
 
-TEST(JobStore, PendingRequeueFinishAndCounts) {
-  job_store store(":memory:");
+TEST_P(JobStore, PendingRequeueFinishAndCounts) {
   const auto a = store.submit(submission("a"), 1).id;
   const auto b = store.submit(submission("b"), 2).id;
   const auto c = store.submit(submission("c"), 3).id;
@@ -363,171 +357,6 @@ TEST(JobStore, PendingRequeueFinishAndCounts) {
   EXPECT_EQ(counts.count(job_status::cancelled), 0u);
 }
 
-// --- database ----------------------------------------------------------------------------------
-
-class temp_dir {
- public:
-  temp_dir() {
-    std::random_device rd;
-    m_path = std::filesystem::temp_directory_path() /
-             ("kernelscan-unit-" + std::to_string(rd()) + "-" + std::to_string(rd()));
-    std::filesystem::create_directories(m_path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(m_path, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  std::string file(const std::string& name) const { return (m_path / name).string(); }
-
- private:
-  std::filesystem::path m_path;
-};
-
-std::int64_t scalar(database& db, const std::string& sql) {
-  auto s = db.prepare(sql);
-  EXPECT_TRUE(s->step()) << sql;
-  return s->int64(0);
-}
-
-// Runs `sql` on a plain SQLite connection to `path`.
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
-
-constexpr std::array<std::string_view, 2> k_test_steps{
-    "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);",
-    "ALTER TABLE t ADD COLUMN y INTEGER; INSERT INTO t VALUES (2, 3);"};
-
-TEST(Database, MigrationsAppliedOnce) {
-  database mem(":memory:", schema_migrations());
-  EXPECT_EQ(mem.user_version(), int(schema_migrations().size()));
-  EXPECT_EQ(scalar(mem, "PRAGMA application_id"), 0x4B534E31);
-
-  temp_dir dir;
-  const auto path = dir.file("test.db");
-  {
-    database db(path, k_test_steps);
-    EXPECT_EQ(db.user_version(), 2);
-    EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), 2);
-  }
-  {
-    // Re-running a step would fail (the table exists) or duplicate its rows.
-    database db(path, k_test_steps);
-    EXPECT_EQ(db.user_version(), 2);
-    EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), 2);
-  }
-  {
-    // Only the new step runs on a database at version 1.
-    const std::array<std::string_view, 1> first{k_test_steps[0]};
-    const auto path1 = dir.file("v1.db");
-    { database db(path1, first); }
-    database db(path1, k_test_steps);
-    EXPECT_EQ(db.user_version(), 2);
-    EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), 2);
-  }
-  {
-    // The real schema, reopened through job_store, keeps its jobs.
-    const auto store_path = dir.file("store.db");
-    std::int64_t id = 0;
-    {
-      job_store store(store_path);
-      id = store.submit(submission("durable"), 1).id;
-    }
-    job_store store(store_path);
-    ASSERT_TRUE(store.get(id).has_value());
-    EXPECT_EQ(store.get(id)->name, "durable");
-  }
-}
-
-TEST(Database, RefusesAnotherApplicationsFile) {
-  temp_dir dir;
-  const auto path = dir.file("other.db");
-  raw_exec(path, "PRAGMA application_id=123; CREATE TABLE foreign_data (x);");
-  try {
-    database db(path, schema_migrations());
-    FAIL() << "opened";
-  } catch (const storage_error& e) {
-    EXPECT_NE(std::string(e.what()).find("not a kernelscan database"), std::string::npos)
-        << e.what();
-    EXPECT_FALSE(e.unavailable());
-  }
-  // Tables of an application that sets no application_id are refused too.
-  const auto anonymous = dir.file("anonymous.db");
-  raw_exec(anonymous, "CREATE TABLE foreign_data (x); PRAGMA user_version=5;");
-  EXPECT_THROW((void)database(anonymous, schema_migrations()), storage_error);
-}
-
-TEST(Database, RefusesANewerSchema) {
-  temp_dir dir;
-  const auto path = dir.file("newer.db");
-  { database db(path, k_test_steps); }
-  const std::array<std::string_view, 1> older{k_test_steps[0]};
-  try {
-    database db(path, older);
-    FAIL() << "opened";
-  } catch (const storage_error& e) {
-    EXPECT_NE(std::string(e.what()).find("newer than this kernelscan knows"), std::string::npos)
-        << e.what();
-  }
-  // The same check against the real schema, with user_version set behind its back.
-  const auto real = dir.file("real.db");
-  { database db(real, schema_migrations()); }
-  raw_exec(real, "PRAGMA user_version=" + std::to_string(schema_migrations().size() + 1));
-  EXPECT_THROW((void)job_store(real), storage_error);
-}
-
-TEST(Database, TransactionRollsBackUnlessCommitted) {
-  database db(":memory:", k_test_steps);
-  {
-    database::transaction tx(db);
-    db.exec("INSERT INTO t VALUES (10, 10)");
-    EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), 3);
-  }
-  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), 2);
-  {
-    database::transaction tx(db);
-    db.exec("INSERT INTO t VALUES (11, 11)");
-    tx.commit();
-  }
-  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), 3);
-  // An exception unwinding through a transaction rolls it back.
-  try {
-    database::transaction tx(db);
-    db.exec("INSERT INTO t VALUES (12, 12)");
-    db.exec("INSERT INTO no_such_table VALUES (1)");
-    tx.commit();
-  } catch (const storage_error&) {
-  }
-  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), 3);
-}
-
-TEST(Database, StatementsBindAndReadValues) {
-  database db(":memory:", k_test_steps);
-  {
-    auto s = db.prepare("INSERT INTO t VALUES (?, ?)");
-    s->bind(1, std::int64_t(-5)).bind(2, nullptr);
-    s->run();
-  }
-  auto q = db.prepare("SELECT x, y, 'text', 2.5 FROM t WHERE x = ?");
-  q->bind(1, std::optional<std::int64_t>(-5));
-  ASSERT_TRUE(q->step());
-  EXPECT_EQ(q->int64(0), -5);
-  EXPECT_FALSE(q->opt_int64(1).has_value());
-  EXPECT_EQ(q->text(2), "text");
-  EXPECT_EQ(q->opt_text(2), "text");
-  EXPECT_DOUBLE_EQ(q->real(3), 2.5);
-  EXPECT_FALSE(q->step());
-  EXPECT_THROW((void)db.prepare("SELECT * FROM missing"), storage_error);
-}
-
 // --- imports -----------------------------------------------------------------------------------
 
 job_submission imported(std::uint64_t total) {
@@ -543,8 +372,7 @@ std::vector<result_row> imported_rows() {
   return {row(0, 0, true, 45.5), row(0, 1, true, 4.4), row(0, 2, true, 9.0)};
 }
 
-TEST(JobStore, ImportStoresAFinishedJobWithEveryRow) {
-  job_store store(":memory:");
+TEST_P(JobStore, ImportStoresAFinishedJobWithEveryRow) {
   const auto queued = store.submit(submission("measured"), 1).id;
   const auto out = store.import_job(imported(3), imported_rows(), 5000);
   EXPECT_TRUE(out.created);
@@ -582,8 +410,7 @@ TEST(JobStore, ImportStoresAFinishedJobWithEveryRow) {
   EXPECT_EQ(store.pending()[0].id, queued);
 }
 
-TEST(JobStore, ImportIdempotencyKey) {
-  job_store store(":memory:");
+TEST_P(JobStore, ImportIdempotencyKey) {
   auto sub = imported(3);
   sub.idempotency_key = "nightly-7";
   const auto first = store.import_job(sub, imported_rows(), 1);
@@ -599,26 +426,101 @@ TEST(JobStore, ImportIdempotencyKey) {
   EXPECT_EQ(store.get(first.id)->progress.done, 3u);  // not stored twice
 }
 
-TEST(JobStore, ImportIsStoredWholeOrNotAtAll) {
-  temp_dir dir;
-  const std::string path = dir.file("kernelscan.db");
-  { job_store create(path); }
-  // The third row fails to insert, as a full disk would make it.
-  raw_exec(path,
-           "CREATE TRIGGER fail_third BEFORE INSERT ON results WHEN NEW.idx = 2 "
-           "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;");
-  job_store store(path);
-  EXPECT_THROW(store.import_job(imported(3), imported_rows(), 1), storage_error);
-  EXPECT_TRUE(store.list({}).empty());
-  EXPECT_TRUE(store.result_indices(1).empty());
-  // The store goes on working: an import that avoids the trigger is stored.
-  auto rows = imported_rows();
-  rows.pop_back();
-  const auto out = store.import_job(imported(2), rows, 2);
-  EXPECT_TRUE(out.created);
-  EXPECT_EQ(store.get(out.id)->progress.done, 2u);
-  EXPECT_EQ(store.result_indices(out.id).size(), 2u);
+TEST_P(JobStore, ScoresAndFlagsOfEveryPointInIndexOrder) {
+  const auto id = store.submit(submission("scored", {}, 3), 1).id;
+  auto a = row(id, 2, true, 10.0);
+  a.score = {true, true, 0.5, 1.5, std::nullopt};
+  a.flags = {"excessive_speedup"};
+  auto b = row(id, 0, true, 20.0);
+  b.score = {true, false, 0.0, std::nullopt, 0.25};
+  b.flags = {"faster_than_roofline", "excessive_speedup"};
+  auto c = row(id, 1, false, std::nullopt);
+  store.add_results(std::vector<result_row>{a, b, c}, 5);
+  const auto points = store.scored_points(id);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_TRUE(points[0].ok);
+  EXPECT_FALSE(points[0].correct);
+  EXPECT_EQ(points[0].latency_score, 0.25);
+  EXPECT_FALSE(points[0].speedup);
+  EXPECT_FALSE(points[1].ok);
+  EXPECT_EQ(points[1].combined_score, 0.0);
+  EXPECT_TRUE(points[2].correct);
+  EXPECT_DOUBLE_EQ(points[2].combined_score, 0.5);
+  EXPECT_EQ(points[2].speedup, 1.5);
+  EXPECT_EQ(store.result_flags(id),
+            (std::vector<std::string>{"excessive_speedup", "faster_than_roofline"}));
+  EXPECT_TRUE(store.scored_points(id + 1).empty());
+  EXPECT_TRUE(store.result_flags(id + 1).empty());
 }
+
+TEST_P(JobStore, TheResultCacheCopiesACompleteJobsRowsMarkedWithTheJobThatMeasuredThem) {
+  const auto first = store.submit(submission("first", {}, 2), 1).id;
+  store.set_cache_key(first, "key-a");
+  EXPECT_FALSE(store.find_cached("key-a", 0));  // not finished yet
+  auto r0 = row(first, 0, true, 8.0);
+  r0.result_json = R"({"index":0,"status":"ok","flags":["excessive_speedup"]})";
+  r0.score = {true, true, 1.0, 3.0, std::nullopt};
+  r0.flags = {"excessive_speedup"};
+  store.add_results(std::vector<result_row>{r0, row(first, 1, true, 4.0)}, 2);
+  store.finish(first, job_status::succeeded, std::nullopt, 3, std::nullopt);
+  EXPECT_EQ(store.find_cached("key-a", 0), first);
+  EXPECT_FALSE(store.find_cached("key-a", first));  // not itself
+  EXPECT_FALSE(store.find_cached("key-b", 0));
+
+  const auto second = store.submit(submission("second", {}, 2), 4).id;
+  store.set_cache_key(second, "key-a");
+  EXPECT_EQ(store.find_cached("key-a", second), first);
+  EXPECT_EQ(store.copy_cached_results(first, second, 5), first);
+  auto job = store.get(second);
+  EXPECT_EQ(job->cached_from, first);
+  EXPECT_EQ(job->progress.done, 2u);
+  EXPECT_EQ(job->progress.ok, 2u);
+  ASSERT_TRUE(job->best);
+  EXPECT_EQ(job->best->index, 1u);
+  EXPECT_DOUBLE_EQ(job->best->median_us, 4.0);
+  const auto rows = store.results(second, 0, 10);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].result_json, R"({"index":0,"status":"ok","flags":["excessive_speedup"],)"
+                                 R"("cache":{"hit":true,"job_id":)" +
+                                     std::to_string(first) + "}}");
+  EXPECT_EQ(rows[1].result_json,
+            R"({"index":1,"cache":{"hit":true,"job_id":)" + std::to_string(first) + "}}");
+  EXPECT_EQ(store.results_after(second, 0, 10).at(0).result_json, rows[1].result_json);
+  // The copies keep their scores and flags.
+  EXPECT_EQ(store.scored_points(second).at(0).speedup, 3.0);
+  EXPECT_EQ(store.result_flags(second), (std::vector<std::string>{"excessive_speedup"}));
+  // The measured rows are untouched.
+  EXPECT_EQ(store.results(first, 0, 1).at(0).result_json, r0.result_json);
+
+  // A copy of a copy names the job that measured the rows, and its rows carry one "cache".
+  store.finish(second, job_status::succeeded, std::nullopt, 6, std::nullopt);
+  const auto third = store.submit(submission("third", {}, 2), 7).id;
+  EXPECT_EQ(store.copy_cached_results(second, third, 8), first);
+  EXPECT_EQ(store.get(third)->cached_from, first);
+  EXPECT_EQ(store.results(third, 1, 1).at(0).result_json, rows[1].result_json);
+}
+
+TEST_P(JobStore, RooflinesAreKeptPerDeviceAndReplaced) {
+  EXPECT_FALSE(store.roofline("mock|MI300X|0"));
+  store.put_roofline("mock|MI300X|0", R"({"bandwidth_gbps":1})", 10);
+  store.put_roofline("mock|MI300X|1", R"({"bandwidth_gbps":2})", 11);
+  EXPECT_EQ(store.roofline("mock|MI300X|0"), R"({"bandwidth_gbps":1})");
+  store.put_roofline("mock|MI300X|0", R"({"bandwidth_gbps":3})", 12);
+  EXPECT_EQ(store.roofline("mock|MI300X|0"), R"({"bandwidth_gbps":3})");
+  EXPECT_EQ(store.roofline("mock|MI300X|1"), R"({"bandwidth_gbps":2})");
+}
+
+TEST_P(JobStore, PingAndMetrics) {
+  EXPECT_NO_THROW(store.ping());
+  for (const auto& m : store.metrics()) {
+    EXPECT_EQ(m.name.rfind("kernelscan_", 0), 0u) << m.name;
+    EXPECT_TRUE(m.type == "gauge" || m.type == "counter") << m.type;
+    EXPECT_FALSE(m.help.empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, JobStore, ::testing::ValuesIn(testing::store_backends()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
 }  // namespace kernelscan
