@@ -11,8 +11,12 @@ namespace kernelscan {
 
 struct serve_config {
   std::string listen = "127.0.0.1:8080";
-  std::string data_dir = "kernelscan-data";
-  std::string engine = "auto";  // auto, hip, mock, all
+  std::string data_dir = "kernelscan-data";  // the SQLite database, without `database`
+  // PostgreSQL (postgresql://...): a store many daemons share as one fleet; empty: SQLite.
+  std::string database;
+  std::string database_password_file;  // the password, read from this file (never logged)
+  int database_pool = 8;               // connections to PostgreSQL per daemon
+  std::string engine = "auto";         // auto, hip, mock, all
   int mock_devices = 1;
   std::string mock_model = "MI300X";
   std::string log_level = "info";

@@ -18,7 +18,7 @@
 #include "server/logging.hpp"
 #include "server/scheduler.hpp"
 #include "server/worker_process.hpp"
-#include "storage/sqlite_job_store.hpp"
+#include "storage/open_store.hpp"
 
 namespace kernelscan {
 namespace {
@@ -87,6 +87,18 @@ std::vector<device_info> probe_gpus(const serve_config& config) {
   return found;
 }
 
+// The first line of the file, without its line end: a password file as operators write them.
+std::string read_password_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string password;
+  if (!in || !std::getline(in, password)) {
+    fatal("cannot read --database-password-file " + path);
+  }
+  while (!password.empty() && (password.back() == '\r' || password.back() == ' '))
+    password.pop_back();
+  return password;
+}
+
 std::string describe_devices(const std::vector<device_info>& gpus, const serve_config& config) {
   std::string text;
   for (const auto& g : gpus)
@@ -141,14 +153,26 @@ int run_serve(serve_config config) {
   config.limits.allow_fault_injection = config.allow_fault_injection;
 
   std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
-  if (ec) fatal("cannot create --data-dir " + config.data_dir + ": " + ec.message());
-  const std::string db_path = config.data_dir + "/kernelscan.db";
+  store_config store_settings;
+  store_settings.database_url = config.database;
+  store_settings.pool_size = std::size_t(config.database_pool);
+  std::string store_description;
+  if (config.database.empty()) {
+    std::filesystem::create_directories(config.data_dir, ec);
+    if (ec) fatal("cannot create --data-dir " + config.data_dir + ": " + ec.message());
+    store_settings.sqlite_path = config.data_dir + "/kernelscan.db";
+    store_description = "SQLite in " + config.data_dir;
+  } else {
+    store_description = "PostgreSQL at " + redact_database_url(config.database);
+    if (!config.database_password_file.empty()) {
+      store_settings.password = read_password_file(config.database_password_file);
+    }
+  }
   std::unique_ptr<job_store> store;
   try {
-    store = std::make_unique<sqlite_job_store>(db_path);
+    store = open_store(store_settings);
   } catch (const std::exception& e) {
-    fatal("cannot open the database: " + std::string(e.what()));
+    fatal("cannot open the database (" + store_description + "): " + std::string(e.what()));
   }
 
   std::vector<device_info> gpus;
@@ -176,8 +200,8 @@ int run_serve(serve_config config) {
     if (ec) fatal("cannot write --port-file " + config.port_file + ": " + ec.message());
   }
   sched.start();
-  spdlog::info("kernelscan listening on http://{}:{} (data in {}; devices: {})", address.first,
-               port, config.data_dir, describe_devices(gpus, config));
+  spdlog::info("kernelscan listening on http://{}:{} (store: {}; devices: {})", address.first, port,
+               store_description, describe_devices(gpus, config));
 
   std::thread http_thread([&api] {
     if (!api.run()) spdlog::error("the HTTP server stopped with an error");

@@ -48,8 +48,8 @@ std::vector<std::int64_t> ids(const std::vector<job_record>& jobs) {
 
 class JobStore : public ::testing::TestWithParam<std::string> {
  protected:
-  JobStore() : m_owner(testing::make_store(GetParam())), store(*m_owner) {}
-  std::unique_ptr<job_store> m_owner;
+  JobStore() : m_owner(GetParam()), store(*m_owner) {}
+  testing::test_store m_owner;
   job_store& store;
 };
 
