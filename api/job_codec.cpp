@@ -82,6 +82,12 @@ std::string job_json_text(const job_record& job) {
   } else {
     w.null();
   }
+  w.key("node");
+  if (job.node.empty()) {
+    w.null();
+  } else {
+    w.value(job.node);
+  }
   w.key("progress").begin_object();
   w.key("done").value(job.progress.done).key("total").value(job.progress.total);
   w.key("ok").value(job.progress.ok).key("failed").value(job.progress.failed);

@@ -48,7 +48,8 @@ struct job_record {
   int priority = 0;
   engine_kind engine = engine_kind::any;
   std::optional<int> requested_device;  // nullopt: any
-  std::optional<int> device;            // where it runs or ran
+  std::optional<int> device;            // where it runs or ran: its index on `node`
+  std::string node;                     // the node that runs or ran it; empty: none yet
   std::string op;                       // gemm, stream, custom
   job_progress progress;
   std::int64_t created_ms = 0;  // Unix epoch milliseconds

@@ -16,6 +16,8 @@ struct serve_config {
   std::string database;
   std::string database_password_file;  // the password, read from this file (never logged)
   int database_pool = 8;               // connections to PostgreSQL per daemon
+  std::string node;                    // this daemon's name in the fleet; empty: the host name
+  double lease_timeout_s = 20;         // a node that stops renewing loses its jobs after this
   std::string engine = "auto";         // auto, hip, mock, all
   int mock_devices = 1;
   std::string mock_model = "MI300X";

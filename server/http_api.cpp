@@ -19,6 +19,7 @@
 #include "api/result_fields.hpp"
 #include "server/access_control.hpp"
 #include "server/detail/comma_list.hpp"
+#include "server/fleet_devices.hpp"
 #include "server/http_metrics.hpp"
 #include "server/web_assets.hpp"
 
@@ -148,13 +149,8 @@ json field_details(const validation_error& e) {
 }
 
 json device_json(const device_view& v) {
-  json j = to_json(v.info);
-  j["state"] = to_string(v.state);
-  j["current_job"] = v.current_job ? json(*v.current_job) : json(nullptr);
-  j["worker_pid"] = v.worker_pid ? json(v.worker_pid) : json(nullptr);
-  j["worker_restarts"] = v.worker_restarts;
-  j["points_measured"] = v.points_measured;
-  j["last_error"] = v.last_error.empty() ? json(nullptr) : json(v.last_error);
+  json j = to_json(v);
+  j["last_heartbeat_at"] = format_time_ms(unix_time_ms());
   return j;
 }
 
@@ -313,8 +309,8 @@ struct http_api::impl {
 
   response list_devices(const request&) {
     json out = json::array();
-    for (const auto& d : sched.devices())
-      out.push_back(device_json(d));
+    for (auto& d : fleet_devices(store, sched, config.lease_timeout_s))
+      out.push_back(std::move(d));
     return json_response(200, {{"devices", std::move(out)}});
   }
 

@@ -12,6 +12,7 @@
 // caller; a store does not parse them.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -52,14 +53,33 @@ struct list_filter {
   std::optional<std::int64_t> before_id;  // cursor: jobs older than this id
 };
 
-// What the scheduler needs of an unfinished job.
-struct pending_job {
-  std::int64_t id = 0;
-  int priority = 0;
-  engine_kind engine = engine_kind::any;
-  std::optional<int> requested_device;
-  job_status status = job_status::queued;
+// A device of a node offering to run a job (job_store::claim).
+struct claim_request {
+  std::string node;
+  int device = 0;      // its index on the node
+  std::string engine;  // what it runs: to_string(engine_kind), "mock", "hip", ...
+  std::string model;   // its catalog key; empty when the part is not in the catalog
+  std::int64_t lease_ms = 30000;
+  std::int64_t now_ms = 0;  // the job's start time, if it is its first
+};
+
+// A node's hold on a running job: the claim it made, numbered so that a node whose lease ran
+// out (and whose job another node claimed since) can no longer change the job.
+struct job_lease {
+  std::int64_t job_id = 0;
+  std::int64_t attempt = 0;  // 1 for the first claim, +1 for every claim after a requeue
+  bool operator==(const job_lease&) const = default;
+};
+
+struct claimed_job {
+  job_lease lease;
+  std::string spec_json;
   bool cancel_requested = false;
+};
+
+struct lease_renewal {
+  std::vector<std::int64_t> lost;              // no longer this node's: stop them, store nothing
+  std::vector<std::int64_t> cancel_requested;  // cancelled since: stop after the current point
 };
 
 // One measured point, as the scheduler hands it to the store. `score` and `flags` repeat what
@@ -82,6 +102,43 @@ struct stored_result {
 };
 
 enum class cancel_outcome { cancelled, requested, already_finished, not_found };
+
+// A daemon of the fleet (DESIGN.md §7), as the store knows it.
+struct node_record {
+  std::string name;
+  std::string instance;  // the running process: a random id per start
+  std::string version;
+  std::int64_t started_ms = 0;
+  // Read back: time since its last heartbeat, by the store's clock, and whether it left cleanly.
+  std::int64_t heartbeat_age_ms = 0;
+  bool stopped = false;
+};
+
+// A device as its node reports it with every heartbeat.
+struct device_record {
+  std::string node;
+  int index = 0;
+  std::string engine;  // to_string(engine_kind)
+  std::string model;   // catalog key or empty
+  std::string state;   // idle, busy, ... (device_state)
+  std::optional<std::int64_t> current_job;
+  std::string info_json;  // the device as the API shows it, JSON made by its node
+  // Read back: time since its node's last heartbeat, and whether its node left cleanly.
+  std::int64_t heartbeat_age_ms = 0;
+  bool node_stopped = false;
+};
+
+// Another live node has this name (two daemons were given one --node).
+class node_conflict : public storage_error {
+ public:
+  explicit node_conflict(const std::string& message) : storage_error(message, false) {}
+};
+
+// A change one node announces to the others (DESIGN.md §7: events cross nodes).
+struct store_event {
+  std::string type;  // "job", "points", ...
+  std::string data;  // JSON, small (PostgreSQL carries at most 8000 bytes)
+};
 
 // A figure for GET /metrics (Prometheus text): a gauge or counter the store keeps.
 struct store_metric {
@@ -113,16 +170,32 @@ class job_store {
   virtual std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(
       const std::string& key) = 0;
 
-  // Queued and running jobs, oldest first.
-  virtual std::vector<pending_job> pending() = 0;
-  // queued -> running on `device`; false if the job is no longer queued (cancelled meanwhile).
-  virtual bool start(std::int64_t id, int device, std::int64_t now_ms) = 0;
-  // running -> queued, for jobs interrupted by a shutdown or crash; they resume later.
-  virtual void requeue(std::int64_t id) = 0;
+  // Dispatch and leases (DESIGN.md §7). A node claims the first queued job, by priority then
+  // submission order, that the offered device can run (the job's engine is `auto` or the
+  // device's, and the device is the one it asks for, if any): the job becomes running on that
+  // node and device under a lease of `lease_ms`, which the node renews (renew_leases) until the
+  // job ends. A job whose lease runs out is queued again (expire_leases) and resumes on the
+  // next node that claims it. Jobs are claimed by one node at a time, whatever the number of
+  // nodes claiming at once. SQLite measures leases with the `now_ms` given; PostgreSQL with its
+  // own clock, so that the nodes' clocks need not agree.
+  virtual std::optional<claimed_job> claim(const claim_request& request) = 0;
+  // Extends the leases the node holds by `lease_ms` and says which it lost and which jobs have
+  // been asked to cancel since.
+  virtual lease_renewal renew_leases(const std::string& node, std::span<const job_lease> held,
+                                     std::int64_t lease_ms, std::int64_t now_ms) = 0;
+  // Requeues running jobs whose lease has run out; returns their ids.
+  virtual std::vector<std::int64_t> expire_leases(std::int64_t now_ms) = 0;
+  // A node starting: the jobs a previous run of it left running are queued again (those with a
+  // cancel request end cancelled) without waiting for their leases. Returns their ids.
+  virtual std::vector<std::int64_t> recover_node(const std::string& node, std::int64_t now_ms) = 0;
+  // running -> queued, for a job interrupted by a shutdown; false if the lease was lost.
+  virtual bool requeue(const std::string& node, const job_lease& lease) = 0;
+  // running -> succeeded | failed | cancelled; false (and nothing changed) if the lease was lost.
   // `fitness_json`: the job's fitness summary (summarize_fitness), JSON.
-  virtual void finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
-                      std::int64_t now_ms,
+  virtual bool finish(const std::string& node, const job_lease& lease, job_status status,
+                      const std::optional<point_error>& error, std::int64_t now_ms,
                       const std::optional<std::string>& fitness_json = std::nullopt) = 0;
+
   // Each stored point's fitness, in index order, and every flag any point raised (sorted, once
   // each).
   virtual std::vector<scored_point> scored_points(std::int64_t job_id) = 0;
@@ -156,6 +229,23 @@ class job_store {
   // OFFSET's cost of walking every row before it.
   virtual std::vector<stored_result> results_after(std::int64_t job_id, std::uint64_t after_index,
                                                    std::uint64_t limit) = 0;
+
+  // Nodes and their devices. join() registers a starting node (throws node_conflict when a
+  // live node has its name), heartbeat() says it is alive and how its devices are, leave() that
+  // it stopped cleanly. A node is live while its heartbeats are younger than its lease.
+  virtual void join(const node_record& node, std::int64_t now_ms) = 0;
+  virtual void heartbeat(const std::string& node, std::span<const device_record> devices,
+                         std::int64_t now_ms) = 0;
+  virtual void leave(const std::string& node, std::int64_t now_ms) = 0;
+  virtual std::vector<node_record> nodes(std::int64_t now_ms) = 0;
+  // Every node's devices, by node then index.
+  virtual std::vector<device_record> devices(std::int64_t now_ms) = 0;
+
+  // Events across nodes: publish_event() hands an event to every other node sharing the store,
+  // whose subscriber (set once, before join) is called with it on a thread of the store's. A
+  // store only one daemon uses (SQLite) has no other nodes and drops them.
+  virtual void publish_event(const store_event& event) = 0;
+  virtual void subscribe(std::function<void(const store_event&)> on_event) = 0;
 
   virtual std::map<job_status, std::int64_t> count_by_status() = 0;
   // Reads one row: throws storage_error if the database cannot be read (readiness).

@@ -2,7 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <poll.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <set>
+#include <thread>
 
 #include "storage/detail/store_text.hpp"
 #include "storage/postgres_migrations.hpp"
@@ -19,13 +25,36 @@ using detail::pg_transaction;
 // Serialises migrations of one database: daemons starting together migrate once.
 constexpr std::int64_t k_migration_lock = 0x4B534E31'00000001;
 
+// The channel nodes announce events on.
+constexpr const char* k_channel = "kernelscan_events";
+// PostgreSQL's limit on a notification's payload is 8000 bytes.
+constexpr std::size_t k_max_payload = 7900;
+
+// The advisory lock that holds a node's name: a 64-bit hash of it.
+std::int64_t node_lock_key(const std::string& name) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : "kernelscan-node:" + name) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return std::int64_t(h);
+}
+
+// A running job put back: queued again, or cancelled when a cancel was asked for meanwhile.
+const std::string k_release =
+    "status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END, "
+    "finished_ms = CASE WHEN cancel_requested THEN $1 ELSE finished_ms END, "
+    "error_type = CASE WHEN cancel_requested THEN 'cancelled' ELSE error_type END, "
+    "error_message = CASE WHEN cancel_requested THEN $2 ELSE error_message END, "
+    "lease_expires_at = NULL";
+
 // read_row() reads these by position; a query may add columns after them (k_column_count).
 const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
     "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
-    "cached_from";
-constexpr int k_column_count = 24;
+    "cached_from, node";
+constexpr int k_column_count = 25;
 
 std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
   if (!v) return std::nullopt;
@@ -59,6 +88,7 @@ job_record read_row(const pg_result& r, int i) {
   j.labels = detail::decode_labels(r.text(i, 21));
   if (!r.is_null(i, 22)) j.fitness_json = std::string(r.text(i, 22));
   j.cached_from = r.opt_int64(i, 23);
+  if (!r.is_null(i, 24)) j.node = std::string(r.text(i, 24));
   return j;
 }
 
@@ -172,6 +202,126 @@ void migrate_postgres(pg_connection& c) {
   }
   tx.commit();
 }
+
+// The node's own connection, on a thread of its own: it holds the advisory lock on the node's
+// name, LISTENs on the events channel and sends what publish_event() queued. When the
+// connection is lost it reconnects every second and takes the lock and the LISTEN again.
+class postgres_job_store::session {
+ public:
+  session(const detail::pg_pool& pool, std::string node, std::string instance,
+          std::function<void(const store_event&)> on_event)
+      : m_pool(pool),
+        m_node(std::move(node)),
+        m_instance(std::move(instance)),
+        m_on_event(std::move(on_event)) {
+    m_conn = open(true);
+    m_thread = std::thread([this] { run(); });
+  }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+  ~session() {
+    m_stopping = true;
+    m_cv.notify_all();
+    m_thread.join();
+  }
+
+  void publish(const store_event& e) {
+    std::string payload = m_instance + "\n" + e.type + "\n" + e.data;
+    if (payload.size() > k_max_payload) {
+      spdlog::warn("event {} not sent to other nodes: {} bytes is over PostgreSQL's limit", e.type,
+                   payload.size());
+      return;
+    }
+    std::lock_guard lock(m_mutex);
+    if (m_outbox.size() >= 10000) m_outbox.pop_front();  // the server is away: drop the oldest
+    m_outbox.push_back(std::move(payload));
+  }
+
+ private:
+  // Connects, takes the name's lock (at start-up, failing to is a conflict; later it is
+  // logged) and LISTENs.
+  std::unique_ptr<pg_connection> open(bool starting) {
+    auto c = m_pool.connect();
+    const bool locked =
+        c->exec("SELECT pg_try_advisory_lock($1)", {node_lock_key(m_node)}).boolean(0, 0);
+    if (!locked) {
+      const std::string msg = "another live daemon is node \"" + m_node +
+                              "\" of this database (give each a name of its own with --node)";
+      if (starting) throw node_conflict(msg);
+      spdlog::error("{}", msg);
+    }
+    c->exec_script(std::string("LISTEN ") + k_channel);
+    return c;
+  }
+
+  void run() {
+    bool reported = false;
+    while (!m_stopping) {
+      try {
+        if (!m_conn) {
+          m_conn = open(false);
+          spdlog::info("storage: the node's PostgreSQL session is back");
+          reported = false;
+        }
+        send();
+        receive();
+      } catch (const std::exception& e) {
+        m_conn.reset();
+        if (!reported) {
+          spdlog::warn("storage: the node's PostgreSQL session is lost ({}); reconnecting",
+                       e.what());
+          reported = true;
+        }
+        std::unique_lock lock(m_mutex);
+        m_cv.wait_for(lock, std::chrono::seconds(1), [this] { return m_stopping.load(); });
+      }
+    }
+  }
+
+  void send() {
+    std::vector<pg_param> batch;
+    {
+      std::lock_guard lock(m_mutex);
+      while (!m_outbox.empty() && batch.size() < 256) {
+        batch.emplace_back(std::move(m_outbox.front()));
+        m_outbox.pop_front();
+      }
+    }
+    if (batch.empty()) return;
+    m_conn->exec("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
+                 {k_channel, pg_array(batch)});
+  }
+
+  // Waits up to 20 ms for notifications and hands those of other nodes on.
+  void receive() {
+    pollfd fd{m_conn->socket(), POLLIN, 0};
+    if (::poll(&fd, 1, 20) < 0) return;
+    for (auto& n : m_conn->notifications()) {
+      const auto first = n.payload.find('\n');
+      const auto second = n.payload.find('\n', first == std::string::npos ? first : first + 1);
+      if (second == std::string::npos) continue;
+      if (n.payload.compare(0, first, m_instance) == 0) continue;  // our own
+      store_event e{n.payload.substr(first + 1, second - first - 1), n.payload.substr(second + 1)};
+      if (!m_on_event) continue;
+      try {
+        m_on_event(e);
+      } catch (const std::exception& ex) {
+        spdlog::warn("storage: an event from another node was not handled: {}", ex.what());
+      }
+    }
+  }
+
+  const detail::pg_pool& m_pool;
+  const std::string m_node;
+  const std::string m_instance;
+  const std::function<void(const store_event&)> m_on_event;
+  std::unique_ptr<pg_connection> m_conn;
+  std::atomic<bool> m_stopping{false};
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  std::deque<std::string> m_outbox;
+  std::thread m_thread;
+};
 
 postgres_job_store::postgres_job_store(const postgres_options& options)
     : m_pool(postgres_settings(options), options.pool_size, std::chrono::seconds(10)) {
@@ -296,44 +446,103 @@ std::optional<std::pair<std::int64_t, std::string>> postgres_job_store::find_by_
   return std::pair{r.int64(0, 0), std::string(r.text(0, 1))};
 }
 
-std::vector<pending_job> postgres_job_store::pending() {
+std::optional<claimed_job> postgres_job_store::claim(const claim_request& request) {
+  auto c = m_pool.acquire();
+  // SKIP LOCKED: nodes claiming at once each take a different job instead of queueing on the
+  // first one's row lock.
+  const auto r = c->exec(
+      "WITH next AS (SELECT id FROM kernelscan.jobs WHERE status = 'queued' AND "
+      "(engine = 'auto' OR engine = $5) AND (requested_device IS NULL OR "
+      "requested_device = $2) AND (place_node IS NULL OR place_node = $1) AND "
+      "(place_model IS NULL OR place_model = $6) ORDER BY priority DESC, id LIMIT 1 "
+      "FOR UPDATE SKIP LOCKED) "
+      "UPDATE kernelscan.jobs j SET status = 'running', node = $1, device = $2, "
+      "started_ms = coalesce(j.started_ms, $3), attempt = j.attempt + 1, "
+      "lease_expires_at = now() + $4 * interval '1 millisecond' FROM next WHERE j.id = next.id "
+      "RETURNING j.id, j.attempt, j.cancel_requested, "
+      "(SELECT spec FROM kernelscan.job_specs WHERE job_id = j.id)",
+      {request.node, request.device, request.now_ms, request.lease_ms, request.engine,
+       request.model});
+  if (r.rows() == 0) return std::nullopt;
+  claimed_job out;
+  out.lease = {r.int64(0, 0), r.int64(0, 1)};
+  out.cancel_requested = r.boolean(0, 2);
+  out.spec_json = std::string(r.text(0, 3));
+  return out;
+}
+
+lease_renewal postgres_job_store::renew_leases(const std::string& node,
+                                               std::span<const job_lease> held,
+                                               std::int64_t lease_ms, std::int64_t) {
+  lease_renewal out;
+  if (held.empty()) return out;
+  std::vector<pg_param> ids, attempts;
+  for (const auto& l : held) {
+    ids.emplace_back(l.job_id);
+    attempts.emplace_back(l.attempt);
+  }
   auto c = m_pool.acquire();
   const auto r = c->exec(
-      "SELECT id, priority, engine, requested_device, status, cancel_requested "
-      "FROM kernelscan.jobs WHERE status IN ('queued', 'running') ORDER BY id");
-  std::vector<pending_job> out;
+      "UPDATE kernelscan.jobs j SET lease_expires_at = now() + $2 * interval '1 millisecond' "
+      "FROM unnest($3::bigint[], $4::bigint[]) AS h(id, attempt) WHERE j.id = h.id AND "
+      "j.attempt = h.attempt AND j.node = $1 AND j.status = 'running' "
+      "RETURNING j.id, j.cancel_requested",
+      {node, lease_ms, pg_array(ids), pg_array(attempts)});
+  std::set<std::int64_t> kept;
   for (int i = 0; i < r.rows(); ++i) {
-    out.push_back({r.int64(i, 0), int(r.int64(i, 1)), detail::parse_engine(r.text(i, 2)),
-                   opt_int(r.opt_int64(i, 3)),
-                   parse_job_status(r.text(i, 4)).value_or(job_status::queued), r.boolean(i, 5)});
+    kept.insert(r.int64(i, 0));
+    if (r.boolean(i, 1)) out.cancel_requested.push_back(r.int64(i, 0));
+  }
+  for (const auto& l : held) {
+    if (!kept.count(l.job_id)) out.lost.push_back(l.job_id);
   }
   return out;
 }
 
-bool postgres_job_store::start(std::int64_t id, int device, std::int64_t now_ms) {
+std::vector<std::int64_t> postgres_job_store::expire_leases(std::int64_t now_ms) {
+  auto c = m_pool.acquire();
+  const auto r = c->exec("UPDATE kernelscan.jobs SET " + k_release +
+                             " WHERE status = 'running' AND lease_expires_at < now() RETURNING id",
+                         {now_ms, "cancelled while its node was unreachable"});
+  std::vector<std::int64_t> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back(r.int64(i, 0));
+  return out;
+}
+
+std::vector<std::int64_t> postgres_job_store::recover_node(const std::string& node,
+                                                           std::int64_t now_ms) {
+  auto c = m_pool.acquire();
+  const auto r = c->exec("UPDATE kernelscan.jobs SET " + k_release +
+                             " WHERE status = 'running' AND node = $3 RETURNING id",
+                         {now_ms, "cancelled while the daemon was down", node});
+  std::vector<std::int64_t> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back(r.int64(i, 0));
+  return out;
+}
+
+bool postgres_job_store::requeue(const std::string& node, const job_lease& lease) {
   auto c = m_pool.acquire();
   return c->exec(
-              "UPDATE kernelscan.jobs SET status = 'running', device = $1, "
-              "started_ms = coalesce(started_ms, $2) WHERE id = $3 AND status = 'queued'",
-              {device, now_ms, id})
+              "UPDATE kernelscan.jobs SET status = 'queued', lease_expires_at = NULL "
+              "WHERE id = $1 AND node = $2 AND attempt = $3 AND status = 'running'",
+              {lease.job_id, node, lease.attempt})
              .affected() == 1;
 }
 
-void postgres_job_store::requeue(std::int64_t id) {
-  auto c = m_pool.acquire();
-  c->exec("UPDATE kernelscan.jobs SET status = 'queued' WHERE id = $1 AND status = 'running'",
-          {id});
-}
-
-void postgres_job_store::finish(std::int64_t id, job_status status,
+bool postgres_job_store::finish(const std::string& node, const job_lease& lease, job_status status,
                                 const std::optional<point_error>& error, std::int64_t now_ms,
                                 const std::optional<std::string>& fitness_json) {
   auto c = m_pool.acquire();
-  c->exec(
-      "UPDATE kernelscan.jobs SET status = $1, finished_ms = $2, error_type = $3, "
-      "error_message = $4, fitness = $5 WHERE id = $6",
-      {to_string(status), now_ms, error ? pg_param(error->type) : pg_param(nullptr),
-       error ? pg_param(error->message) : pg_param(nullptr), fitness_json, id});
+  return c->exec(
+              "UPDATE kernelscan.jobs SET status = $1, finished_ms = $2, error_type = $3, "
+              "error_message = $4, fitness = $5, lease_expires_at = NULL WHERE id = $6 AND "
+              "node = $7 AND attempt = $8 AND status = 'running'",
+              {to_string(status), now_ms, error ? pg_param(error->type) : pg_param(nullptr),
+               error ? pg_param(error->message) : pg_param(nullptr), fitness_json, lease.job_id,
+               node, lease.attempt})
+             .affected() == 1;
 }
 
 std::vector<scored_point> postgres_job_store::scored_points(std::int64_t job_id) {
@@ -504,6 +713,93 @@ std::vector<stored_result> postgres_job_store::results_after(std::int64_t job_id
       c->exec("SELECT idx, params, result, cache_origin FROM kernelscan.results WHERE job_id = $1 "
               "AND idx > $2 ORDER BY idx LIMIT $3",
               {job_id, clamp_limit(after_index), clamp_limit(limit)}));
+}
+
+void postgres_job_store::join(const node_record& node, std::int64_t) {
+  if (m_session) throw std::logic_error("join: this store has joined as a node already");
+  m_session = std::make_unique<session>(m_pool, node.name, node.instance, m_on_event);
+  auto c = m_pool.acquire();
+  c->exec(
+      "INSERT INTO kernelscan.nodes (name, instance, version, started_ms, heartbeat_at) "
+      "VALUES ($1, $2, $3, $4, now()) ON CONFLICT (name) DO UPDATE SET instance = $2, "
+      "version = $3, started_ms = $4, heartbeat_at = now(), stopped_ms = NULL",
+      {node.name, node.instance, node.version, node.started_ms});
+}
+
+void postgres_job_store::heartbeat(const std::string& node, std::span<const device_record> devices,
+                                   std::int64_t) {
+  std::vector<pg_param> idx, engine, model, state, job, info;
+  for (const auto& d : devices) {
+    idx.emplace_back(d.index);
+    engine.emplace_back(d.engine);
+    model.emplace_back(d.model);
+    state.emplace_back(d.state);
+    job.emplace_back(d.current_job);
+    info.emplace_back(d.info_json);
+  }
+  auto c = m_pool.acquire();
+  c->exec(
+      "WITH n AS (UPDATE kernelscan.nodes SET heartbeat_at = now() WHERE name = $1), "
+      "gone AS (DELETE FROM kernelscan.devices WHERE node = $1 AND NOT (idx = ANY($2::int[]))) "
+      "INSERT INTO kernelscan.devices (node, idx, engine, model, state, current_job, info) "
+      "SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::bigint[], "
+      "$7::text[]) ON CONFLICT (node, idx) DO UPDATE SET engine = excluded.engine, "
+      "model = excluded.model, state = excluded.state, current_job = excluded.current_job, "
+      "info = excluded.info",
+      {node, pg_array(idx), pg_array(engine), pg_array(model), pg_array(state), pg_array(job),
+       pg_array(info)});
+}
+
+void postgres_job_store::leave(const std::string& node, std::int64_t now_ms) {
+  auto c = m_pool.acquire();
+  c->exec("UPDATE kernelscan.nodes SET stopped_ms = $2 WHERE name = $1", {node, now_ms});
+}
+
+std::vector<node_record> postgres_job_store::nodes(std::int64_t) {
+  auto c = m_pool.acquire();
+  const auto r = c->exec(
+      "SELECT name, instance, version, started_ms, "
+      "(extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, stopped_ms IS NOT NULL "
+      "FROM kernelscan.nodes ORDER BY name");
+  std::vector<node_record> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    out.push_back({std::string(r.text(i, 0)), std::string(r.text(i, 1)), std::string(r.text(i, 2)),
+                   r.int64(i, 3), r.int64(i, 4), r.boolean(i, 5)});
+  }
+  return out;
+}
+
+std::vector<device_record> postgres_job_store::devices(std::int64_t) {
+  auto c = m_pool.acquire();
+  const auto r = c->exec(
+      "SELECT d.node, d.idx, d.engine, d.model, d.state, d.current_job, d.info, "
+      "(extract(epoch FROM now() - n.heartbeat_at) * 1000)::bigint, n.stopped_ms IS NOT NULL "
+      "FROM kernelscan.devices d JOIN kernelscan.nodes n ON n.name = d.node "
+      "ORDER BY d.node, d.idx");
+  std::vector<device_record> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    device_record d;
+    d.node = std::string(r.text(i, 0));
+    d.index = int(r.int64(i, 1));
+    d.engine = std::string(r.text(i, 2));
+    d.model = std::string(r.text(i, 3));
+    d.state = std::string(r.text(i, 4));
+    d.current_job = r.opt_int64(i, 5);
+    d.info_json = std::string(r.text(i, 6));
+    d.heartbeat_age_ms = r.int64(i, 7);
+    d.node_stopped = r.boolean(i, 8);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+void postgres_job_store::publish_event(const store_event& event) {
+  if (m_session) m_session->publish(event);
+}
+
+void postgres_job_store::subscribe(std::function<void(const store_event&)> on_event) {
+  if (m_session) throw std::logic_error("subscribe: call it before join");
+  m_on_event = std::move(on_event);
 }
 
 std::map<job_status, std::int64_t> postgres_job_store::count_by_status() {

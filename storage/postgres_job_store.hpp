@@ -46,11 +46,15 @@ class postgres_job_store final : public job_store {
   std::optional<std::string> spec_json(std::int64_t id) override;
   std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(
       const std::string& key) override;
-  std::vector<pending_job> pending() override;
-  bool start(std::int64_t id, int device, std::int64_t now_ms) override;
-  void requeue(std::int64_t id) override;
-  void finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
-              std::int64_t now_ms, const std::optional<std::string>& fitness_json) override;
+  std::optional<claimed_job> claim(const claim_request& request) override;
+  lease_renewal renew_leases(const std::string& node, std::span<const job_lease> held,
+                             std::int64_t lease_ms, std::int64_t now_ms) override;
+  std::vector<std::int64_t> expire_leases(std::int64_t now_ms) override;
+  std::vector<std::int64_t> recover_node(const std::string& node, std::int64_t now_ms) override;
+  bool requeue(const std::string& node, const job_lease& lease) override;
+  bool finish(const std::string& node, const job_lease& lease, job_status status,
+              const std::optional<point_error>& error, std::int64_t now_ms,
+              const std::optional<std::string>& fitness_json) override;
   std::vector<scored_point> scored_points(std::int64_t job_id) override;
   std::vector<std::string> result_flags(std::int64_t job_id) override;
   void set_cache_key(std::int64_t id, const std::string& key) override;
@@ -67,6 +71,19 @@ class postgres_job_store final : public job_store {
                                      std::uint64_t limit) override;
   std::vector<stored_result> results_after(std::int64_t job_id, std::uint64_t after_index,
                                            std::uint64_t limit) override;
+  // The node's name is held by a session-level advisory lock on a connection of its own, which
+  // PostgreSQL releases when that connection ends (the process died, the network is gone): a
+  // second live daemon with the name cannot take it. That connection also LISTENs for events.
+  void join(const node_record& node, std::int64_t now_ms) override;
+  void heartbeat(const std::string& node, std::span<const device_record> devices,
+                 std::int64_t now_ms) override;
+  void leave(const std::string& node, std::int64_t now_ms) override;
+  std::vector<node_record> nodes(std::int64_t now_ms) override;
+  std::vector<device_record> devices(std::int64_t now_ms) override;
+  // NOTIFY on one channel, sent and received by the session thread. Events published while the
+  // server is unreachable are dropped (a reconnecting event stream reloads what it missed).
+  void publish_event(const store_event& event) override;
+  void subscribe(std::function<void(const store_event&)> on_event) override;
   std::map<job_status, std::int64_t> count_by_status() override;
   void ping() override;
   std::vector<store_metric> metrics() override;
@@ -80,7 +97,11 @@ class postgres_job_store final : public job_store {
   static void insert_rows(detail::pg_connection& c, std::span<const result_row> rows,
                           std::optional<std::int64_t> job_id, std::int64_t now_ms);
 
+  class session;
+
   detail::pg_pool m_pool;
+  std::function<void(const store_event&)> m_on_event;
+  std::unique_ptr<session> m_session;  // from join() on
 };
 
 // Migrates the schema on `c` (see postgres_migrations.hpp). Throws storage_error.

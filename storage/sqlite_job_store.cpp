@@ -28,8 +28,8 @@ const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
     "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
-    "cached_from";
-constexpr int k_column_count = 24;
+    "cached_from, node";
+constexpr int k_column_count = 25;
 
 std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
   if (!v) return std::nullopt;
@@ -93,6 +93,7 @@ job_record sqlite_job_store::read_row(statement& s) {
   r.labels = decode_labels(s.text(21));
   if (!s.is_null(22)) r.fitness_json = std::string(s.text(22));
   r.cached_from = s.opt_int64(23);
+  if (!s.is_null(24)) r.node = std::string(s.text(24));
   return r;
 }
 
@@ -243,50 +244,120 @@ std::optional<std::pair<std::int64_t, std::string>> sqlite_job_store::find_by_id
   return std::pair{s->int64(0), std::string(s->text(1))};
 }
 
-std::vector<pending_job> sqlite_job_store::pending() {
-  reader db(*this);
-  std::vector<pending_job> out;
-  auto s = db->prepare(
-      "SELECT id, priority, engine, requested_device, status, cancel_requested FROM jobs "
-      "WHERE status IN ('queued', 'running') ORDER BY id");
-  while (s->step()) {
-    out.push_back({s->int64(0), int(s->int64(1)), parse_engine(s->text(2)),
-                   opt_int(s->opt_int64(3)),
-                   parse_job_status(s->text(4)).value_or(job_status::queued), s->int64(5) != 0});
+std::optional<claimed_job> sqlite_job_store::claim(const claim_request& request) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  claimed_job out;
+  {
+    auto s = m_db.prepare(
+        "UPDATE jobs SET status = 'running', node = ?1, device = ?2, "
+        "started_ms = coalesce(started_ms, ?3), attempt = attempt + 1, "
+        "lease_expires_ms = ?3 + ?4 "
+        "WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND "
+        "(engine = 'auto' OR engine = ?5) AND (requested_device IS NULL OR "
+        "requested_device = ?2) AND (place_node IS NULL OR place_node = ?1) AND "
+        "(place_model IS NULL OR place_model = ?6) ORDER BY priority DESC, id LIMIT 1) "
+        "RETURNING id, attempt, cancel_requested");
+    s->bind(1, request.node)
+        .bind(2, request.device)
+        .bind(3, request.now_ms)
+        .bind(4, request.lease_ms)
+        .bind(5, request.engine)
+        .bind(6, request.model);
+    if (!s->step()) return std::nullopt;
+    out.lease = {s->int64(0), s->int64(1)};
+    out.cancel_requested = s->int64(2) != 0;
+    s->run();
   }
+  {
+    auto s = m_db.prepare("SELECT spec FROM job_specs WHERE job_id = ?");
+    s->bind(1, out.lease.job_id);
+    if (s->step()) out.spec_json = std::string(s->text(0));
+  }
+  tx.commit();
   return out;
 }
 
-bool sqlite_job_store::start(std::int64_t id, int device, std::int64_t now_ms) {
+lease_renewal sqlite_job_store::renew_leases(const std::string& node,
+                                             std::span<const job_lease> held, std::int64_t lease_ms,
+                                             std::int64_t now_ms) {
+  lease_renewal out;
+  if (held.empty()) return out;
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  for (const auto& l : held) {
+    auto s = m_db.prepare(
+        "UPDATE jobs SET lease_expires_ms = ? WHERE id = ? AND node = ? AND attempt = ? AND "
+        "status = 'running' RETURNING cancel_requested");
+    s->bind(1, now_ms + lease_ms).bind(2, l.job_id).bind(3, node).bind(4, l.attempt);
+    if (!s->step()) {
+      out.lost.push_back(l.job_id);
+      continue;
+    }
+    if (s->int64(0) != 0) out.cancel_requested.push_back(l.job_id);
+    s->run();
+  }
+  tx.commit();
+  return out;
+}
+
+// A running job put back: queued again, or cancelled when a cancel was asked for meanwhile.
+static const std::string k_release =
+    "status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END, "
+    "finished_ms = CASE WHEN cancel_requested THEN ?1 ELSE finished_ms END, "
+    "error_type = CASE WHEN cancel_requested THEN 'cancelled' ELSE error_type END, "
+    "error_message = CASE WHEN cancel_requested THEN ?2 ELSE error_message END, "
+    "lease_expires_ms = NULL";
+
+std::vector<std::int64_t> sqlite_job_store::expire_leases(std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("UPDATE jobs SET " + k_release +
+                        " WHERE status = 'running' AND lease_expires_ms < ?1 RETURNING id");
+  s->bind(1, now_ms).bind(2, std::string_view("cancelled while its node was unreachable"));
+  std::vector<std::int64_t> out;
+  while (s->step())
+    out.push_back(s->int64(0));
+  return out;
+}
+
+std::vector<std::int64_t> sqlite_job_store::recover_node(const std::string& node,
+                                                         std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  // A job from before nodes were recorded has none: it was this daemon's.
+  auto s = m_db.prepare("UPDATE jobs SET " + k_release +
+                        " WHERE status = 'running' AND (node = ?3 OR node IS NULL) RETURNING id");
+  s->bind(1, now_ms).bind(2, std::string_view("cancelled while the daemon was down")).bind(3, node);
+  std::vector<std::int64_t> out;
+  while (s->step())
+    out.push_back(s->int64(0));
+  return out;
+}
+
+bool sqlite_job_store::requeue(const std::string& node, const job_lease& lease) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare(
-      "UPDATE jobs SET status = 'running', device = ?, started_ms = coalesce(started_ms, ?) "
-      "WHERE id = ? AND status = 'queued'");
-  s->bind(1, device).bind(2, now_ms).bind(3, id);
+      "UPDATE jobs SET status = 'queued', lease_expires_ms = NULL WHERE id = ? AND node = ? AND "
+      "attempt = ? AND status = 'running'");
+  s->bind(1, lease.job_id).bind(2, node).bind(3, lease.attempt);
   s->run();
   return m_db.changes() == 1;
 }
 
-void sqlite_job_store::requeue(std::int64_t id) {
-  std::lock_guard lock(m_mutex);
-  auto s = m_db.prepare("UPDATE jobs SET status = 'queued' WHERE id = ? AND status = 'running'");
-  s->bind(1, id);
-  s->run();
-}
-
-void sqlite_job_store::finish(std::int64_t id, job_status status,
+bool sqlite_job_store::finish(const std::string& node, const job_lease& lease, job_status status,
                               const std::optional<point_error>& error, std::int64_t now_ms,
                               const std::optional<std::string>& fitness_json) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare(
       "UPDATE jobs SET status = ?, finished_ms = ?, error_type = ?, error_message = ?, "
-      "fitness = ? WHERE id = ?");
+      "fitness = ?, lease_expires_ms = NULL WHERE id = ? AND node = ? AND attempt = ? AND "
+      "status = 'running'");
   s->bind(1, to_string(status)).bind(2, now_ms);
   if (error) {
     s->bind(3, error->type).bind(4, error->message);
   }
-  s->bind(5, fitness_json).bind(6, id);
+  s->bind(5, fitness_json).bind(6, lease.job_id).bind(7, node).bind(8, lease.attempt);
   s->run();
+  return m_db.changes() == 1;
 }
 
 std::vector<scored_point> sqlite_job_store::scored_points(std::int64_t job_id) {
@@ -509,6 +580,95 @@ void sqlite_job_store::ping() {
   reader db(*this);
   auto s = db->prepare("SELECT id FROM jobs ORDER BY id DESC LIMIT 1");
   (void)s->step();
+}
+
+void sqlite_job_store::join(const node_record& node, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "INSERT INTO nodes (name, instance, version, started_ms, heartbeat_ms) "
+      "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET instance = ?2, "
+      "version = ?3, started_ms = ?4, heartbeat_ms = ?5, stopped_ms = NULL");
+  s->bind(1, node.name)
+      .bind(2, node.instance)
+      .bind(3, node.version)
+      .bind(4, node.started_ms)
+      .bind(5, now_ms);
+  s->run();
+}
+
+void sqlite_job_store::heartbeat(const std::string& node, std::span<const device_record> devices,
+                                 std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  {
+    auto s = m_db.prepare("UPDATE nodes SET heartbeat_ms = ? WHERE name = ?");
+    s->bind(1, now_ms).bind(2, node);
+    s->run();
+  }
+  {
+    auto s = m_db.prepare("DELETE FROM devices WHERE node = ?");
+    s->bind(1, node);
+    s->run();
+  }
+  for (const auto& d : devices) {
+    auto s = m_db.prepare(
+        "INSERT INTO devices (node, idx, engine, model, state, current_job, info) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    s->bind(1, node)
+        .bind(2, d.index)
+        .bind(3, d.engine)
+        .bind(4, d.model)
+        .bind(5, d.state)
+        .bind(6, d.current_job)
+        .bind(7, d.info_json);
+    s->run();
+  }
+  tx.commit();
+}
+
+void sqlite_job_store::leave(const std::string& node, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("UPDATE nodes SET stopped_ms = ? WHERE name = ?");
+  s->bind(1, now_ms).bind(2, node);
+  s->run();
+}
+
+std::vector<node_record> sqlite_job_store::nodes(std::int64_t now_ms) {
+  reader db(*this);
+  auto s = db->prepare(
+      "SELECT name, instance, version, started_ms, ? - heartbeat_ms, stopped_ms IS NOT NULL "
+      "FROM nodes ORDER BY name");
+  s->bind(1, now_ms);
+  std::vector<node_record> out;
+  while (s->step()) {
+    out.push_back({std::string(s->text(0)), std::string(s->text(1)), std::string(s->text(2)),
+                   s->int64(3), s->int64(4), s->int64(5) != 0});
+  }
+  return out;
+}
+
+std::vector<device_record> sqlite_job_store::devices(std::int64_t now_ms) {
+  reader db(*this);
+  auto s = db->prepare(
+      "SELECT d.node, d.idx, d.engine, d.model, d.state, d.current_job, d.info, "
+      "? - n.heartbeat_ms, n.stopped_ms IS NOT NULL FROM devices d JOIN nodes n "
+      "ON n.name = d.node ORDER BY d.node, d.idx");
+  s->bind(1, now_ms);
+  std::vector<device_record> out;
+  while (s->step()) {
+    device_record d;
+    d.node = std::string(s->text(0));
+    d.index = int(s->int64(1));
+    d.engine = std::string(s->text(2));
+    d.model = std::string(s->text(3));
+    d.state = std::string(s->text(4));
+    d.current_job = s->opt_int64(5);
+    d.info_json = std::string(s->text(6));
+    d.heartbeat_age_ms = s->int64(7);
+    d.node_stopped = s->int64(8) != 0;
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 std::map<job_status, std::int64_t> sqlite_job_store::count_by_status() {

@@ -16,7 +16,7 @@
 
 namespace kernelscan {
 
-class sqlite_job_store final : public job_store {
+class sqlite_job_store : public job_store {
  public:
   // Opens (creating) the database file; ":memory:" for tests. Throws storage_error.
   explicit sqlite_job_store(const std::string& path);
@@ -31,11 +31,15 @@ class sqlite_job_store final : public job_store {
   std::optional<std::string> spec_json(std::int64_t id) override;
   std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(
       const std::string& key) override;
-  std::vector<pending_job> pending() override;
-  bool start(std::int64_t id, int device, std::int64_t now_ms) override;
-  void requeue(std::int64_t id) override;
-  void finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
-              std::int64_t now_ms, const std::optional<std::string>& fitness_json) override;
+  std::optional<claimed_job> claim(const claim_request& request) override;
+  lease_renewal renew_leases(const std::string& node, std::span<const job_lease> held,
+                             std::int64_t lease_ms, std::int64_t now_ms) override;
+  std::vector<std::int64_t> expire_leases(std::int64_t now_ms) override;
+  std::vector<std::int64_t> recover_node(const std::string& node, std::int64_t now_ms) override;
+  bool requeue(const std::string& node, const job_lease& lease) override;
+  bool finish(const std::string& node, const job_lease& lease, job_status status,
+              const std::optional<point_error>& error, std::int64_t now_ms,
+              const std::optional<std::string>& fitness_json) override;
   std::vector<scored_point> scored_points(std::int64_t job_id) override;
   std::vector<std::string> result_flags(std::int64_t job_id) override;
   void set_cache_key(std::int64_t id, const std::string& key) override;
@@ -52,6 +56,15 @@ class sqlite_job_store final : public job_store {
                                      std::uint64_t limit) override;
   std::vector<stored_result> results_after(std::int64_t job_id, std::uint64_t after_index,
                                            std::uint64_t limit) override;
+  void join(const node_record& node, std::int64_t now_ms) override;
+  void heartbeat(const std::string& node, std::span<const device_record> devices,
+                 std::int64_t now_ms) override;
+  void leave(const std::string& node, std::int64_t now_ms) override;
+  std::vector<node_record> nodes(std::int64_t now_ms) override;
+  std::vector<device_record> devices(std::int64_t now_ms) override;
+  // One daemon uses a SQLite file: there is no other node to tell.
+  void publish_event(const store_event&) override {}
+  void subscribe(std::function<void(const store_event&)>) override {}
   std::map<job_status, std::int64_t> count_by_status() override;
   void ping() override;
   std::vector<store_metric> metrics() override;

@@ -98,7 +98,41 @@ UPDATE results SET
            ELSE result END;
 )sql";
 
-constexpr std::array<std::string_view, 3> k_steps{k_v1, k_v2, k_v3};
+// Dispatch in the store (DESIGN.md §7): a job records the node that claimed it, under which
+// claim (attempt) and until when (its lease), and where it asks to run (placement); the queue
+// index serves claims in priority then submission order. Nodes and their devices, as their
+// heartbeats report them. One daemon uses a SQLite file, so it is a fleet of one node.
+constexpr std::string_view k_v4 = R"sql(
+ALTER TABLE jobs ADD COLUMN node TEXT;               -- the node that runs or ran it
+ALTER TABLE jobs ADD COLUMN place_node TEXT;         -- placement: only this node ...
+ALTER TABLE jobs ADD COLUMN place_model TEXT;        -- ... or only this catalog model
+ALTER TABLE jobs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;  -- claims so far
+ALTER TABLE jobs ADD COLUMN lease_expires_ms INTEGER;            -- while running
+CREATE INDEX jobs_queue ON jobs (priority DESC, id) WHERE status = 'queued';
+CREATE INDEX jobs_leases ON jobs (lease_expires_ms) WHERE status = 'running';
+
+CREATE TABLE nodes (
+  name         TEXT    PRIMARY KEY,
+  instance     TEXT    NOT NULL,   -- the running process: a random id per start
+  version      TEXT    NOT NULL,
+  started_ms   INTEGER NOT NULL,
+  heartbeat_ms INTEGER NOT NULL,
+  stopped_ms   INTEGER             -- set when it stops cleanly
+) WITHOUT ROWID;
+
+CREATE TABLE devices (
+  node        TEXT    NOT NULL REFERENCES nodes (name) ON DELETE CASCADE,
+  idx         INTEGER NOT NULL,
+  engine      TEXT    NOT NULL,
+  model       TEXT    NOT NULL,
+  state       TEXT    NOT NULL,
+  current_job INTEGER,
+  info        TEXT    NOT NULL,      -- the device as the API shows it, JSON
+  PRIMARY KEY (node, idx)
+) WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 4> k_steps{k_v1, k_v2, k_v3, k_v4};
 
 }  // namespace
 

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/storage/store_backends.hpp"
@@ -46,9 +48,45 @@ std::vector<std::int64_t> ids(const std::vector<job_record>& jobs) {
   return out;
 }
 
+// A device of node "n1" asking for work: index 1 (the submissions above ask for device 1).
+claim_request device(int index = 1, std::string engine = "mock", std::string node = "n1") {
+  claim_request r;
+  r.node = std::move(node);
+  r.device = index;
+  r.engine = std::move(engine);
+  r.model = "MI300X";
+  r.lease_ms = 60000;
+  r.now_ms = unix_time_ms();
+  return r;
+}
+
 class JobStore : public ::testing::TestWithParam<std::string> {
  protected:
   JobStore() : m_owner(GetParam()), store(*m_owner) {}
+
+  // Claims job `id` for node n1's device 1, putting back the jobs claimed before it.
+  job_lease take(std::int64_t id, std::int64_t now_ms = 10) {
+    std::vector<job_lease> others;
+    std::optional<job_lease> out;
+    auto req = device();
+    req.now_ms = now_ms;
+    while (auto c = store.claim(req)) {
+      if (c->lease.job_id == id) {
+        out = c->lease;
+        break;
+      }
+      others.push_back(c->lease);
+    }
+    for (const auto& l : others)
+      EXPECT_TRUE(store.requeue("n1", l));
+    EXPECT_TRUE(out) << "job " << id << " was not claimable";
+    return out.value_or(job_lease{});
+  }
+  void end(std::int64_t id, job_status status, std::int64_t now_ms,
+           std::optional<point_error> error = std::nullopt) {
+    ASSERT_TRUE(store.finish("n1", take(id), status, error, now_ms, std::nullopt));
+  }
+
   testing::test_store m_owner;
   job_store& store;
 };
@@ -133,8 +171,8 @@ TEST_P(JobStore, ListNewestFirstWithFilters) {
   const auto j3 = store.submit(submission("j3", {{"team", "b"}, {"env", "ci"}}), 3).id;
   const auto j4 = store.submit(submission("j4", {{"team", "a"}, {"env", "ci"}}), 4).id;
   const auto j5 = store.submit(submission("j5"), 5).id;
-  ASSERT_TRUE(store.start(j2, 0, 10));
-  store.finish(j3, job_status::succeeded, std::nullopt, 20);
+  take(j2);
+  end(j3, job_status::succeeded, 20);
 
   EXPECT_EQ(ids(store.list({})), (std::vector<std::int64_t>{j5, j4, j3, j2, j1}));
   // List views carry labels but no spec.
@@ -176,34 +214,146 @@ TEST_P(JobStore, ListNewestFirstWithFilters) {
   EXPECT_EQ(ids(store.list(combined)), (std::vector<std::int64_t>{j1}));
 }
 
-TEST_P(JobStore, StartOnlyFromQueued) {
+TEST_P(JobStore, AClaimStartsTheJobOnTheNodesDeviceUnderALease) {
   const auto id = store.submit(submission("j"), 100).id;
-  EXPECT_TRUE(store.start(id, 2, 150));
+  auto req = device();
+  req.now_ms = 150;
+  const auto c = store.claim(req);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->lease.job_id, id);
+  EXPECT_EQ(c->lease.attempt, 1);
+  EXPECT_EQ(c->spec_json, R"({"kernel":{"op":"gemm"}})");
+  EXPECT_FALSE(c->cancel_requested);
   auto job = store.get(id);
   EXPECT_EQ(job->status, job_status::running);
-  EXPECT_EQ(job->device, 2);
+  EXPECT_EQ(job->device, 1);
+  EXPECT_EQ(job->node, "n1");
   EXPECT_EQ(job->started_ms, 150);
-  EXPECT_FALSE(store.start(id, 3, 160));  // already running
-  EXPECT_EQ(store.get(id)->device, 2);
+  EXPECT_FALSE(store.claim(req));  // nothing else queued
 
-  // A requeued job starts again and keeps its first start time.
-  store.requeue(id);
+  // A requeued job is claimed again, under a new attempt, and keeps its first start time.
+  EXPECT_TRUE(store.requeue("n1", c->lease));
   EXPECT_EQ(store.get(id)->status, job_status::queued);
-  EXPECT_TRUE(store.start(id, 0, 500));
+  EXPECT_FALSE(store.requeue("n1", c->lease));  // only running jobs go back
+  auto other = device(1, "mock", "n2");
+  other.now_ms = 500;
+  const auto again = store.claim(other);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->lease.attempt, 2);
   EXPECT_EQ(store.get(id)->started_ms, 150);
-  EXPECT_EQ(store.get(id)->device, 0);
+  EXPECT_EQ(store.get(id)->node, "n2");
 
-  store.finish(id, job_status::succeeded, std::nullopt, 900);
-  EXPECT_FALSE(store.start(id, 0, 1000));
-  EXPECT_FALSE(store.start(id + 1, 0, 1000));  // no such job
+  // The first claim's lease is gone: it changes nothing any more.
+  EXPECT_FALSE(
+      store.finish("n1", c->lease, job_status::succeeded, std::nullopt, 900, std::nullopt));
+  EXPECT_FALSE(
+      store.finish("n2", c->lease, job_status::succeeded, std::nullopt, 900, std::nullopt));
+  EXPECT_FALSE(store.requeue("n1", again->lease));  // another node's
+  EXPECT_EQ(store.get(id)->status, job_status::running);
+  EXPECT_TRUE(
+      store.finish("n2", again->lease, job_status::succeeded, std::nullopt, 900, std::nullopt));
+  EXPECT_EQ(store.get(id)->status, job_status::succeeded);
+  EXPECT_EQ(store.get(id)->finished_ms, 900);
+  EXPECT_FALSE(store.claim(other));
+}
+
+TEST_P(JobStore, ClaimsGoByPriorityThenSubmissionAndMatchTheDevice) {
+  auto sub = [&](const std::string& name, int priority, engine_kind engine,
+                 std::optional<int> device_index) {
+    auto s = submission(name);
+    s.priority = priority;
+    s.engine = engine;
+    s.requested_device = device_index;
+    return store.submit(s, 1).id;
+  };
+  const auto low = sub("low", -5, engine_kind::any, std::nullopt);
+  const auto first = sub("first", 0, engine_kind::any, std::nullopt);
+  const auto pinned = sub("pinned to 3", 7, engine_kind::any, 3);
+  const auto second = sub("second", 0, engine_kind::mock, std::nullopt);
+  const auto urgent = sub("urgent", 9, engine_kind::any, std::nullopt);
+  const auto gpu = sub("gpu", 8, engine_kind::hip, std::nullopt);
+
+  auto next = [&](int index, const char* engine) -> std::int64_t {
+    const auto c = store.claim(device(index, engine));
+    return c ? c->lease.job_id : 0;
+  };
+  // A job pinned to another device or another engine does not hold back the ones behind it.
+  EXPECT_EQ(next(0, "mock"), urgent);
+  EXPECT_EQ(next(0, "mock"), first);
+  EXPECT_EQ(next(0, "mock"), second);
+  EXPECT_EQ(next(3, "hip"), gpu);
+  EXPECT_EQ(next(3, "hip"), pinned);
+  EXPECT_EQ(next(3, "hip"), low);
+  EXPECT_EQ(next(0, "mock"), 0);
+}
+
+TEST_P(JobStore, LeasesAreRenewedLostExpiredAndCarryCancelRequests) {
+  const auto a = store.submit(submission("a"), 1).id;
+  const auto b = store.submit(submission("b"), 2).id;
+  auto req = device();
+  req.lease_ms = 60000;
+  const auto la = store.claim(req)->lease;
+  req.lease_ms = 1;  // runs out at once
+  const auto lb = store.claim(req)->lease;
+  ASSERT_EQ(la.job_id, a);
+  ASSERT_EQ(lb.job_id, b);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+
+  // Only the run-out lease expires; its job goes back to the queue.
+  EXPECT_EQ(store.expire_leases(unix_time_ms()), (std::vector<std::int64_t>{b}));
+  EXPECT_EQ(store.get(b)->status, job_status::queued);
+  EXPECT_EQ(store.get(a)->status, job_status::running);
+  EXPECT_TRUE(store.expire_leases(unix_time_ms()).empty());
+
+  ASSERT_EQ(store.cancel(a, 5), cancel_outcome::requested);
+  const std::vector<job_lease> held{la, lb};
+  const auto renewal = store.renew_leases("n1", held, 60000, unix_time_ms());
+  EXPECT_EQ(renewal.lost, (std::vector<std::int64_t>{b}));
+  EXPECT_EQ(renewal.cancel_requested, (std::vector<std::int64_t>{a}));
+  // Another node renews nothing of n1's.
+  EXPECT_EQ(store.renew_leases("n2", std::vector<job_lease>{la}, 60000, unix_time_ms()).lost,
+            (std::vector<std::int64_t>{a}));
+  EXPECT_TRUE(store.renew_leases("n1", {}, 60000, unix_time_ms()).lost.empty());
+
+  // A job with a cancel request whose lease runs out ends cancelled rather than queued.
+  EXPECT_TRUE(store.requeue("n1", la));
+  EXPECT_EQ(store.get(a)->status, job_status::queued);
+  req.lease_ms = 1;
+  const auto again = store.claim(req);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->lease.job_id, a);
+  EXPECT_TRUE(again->cancel_requested);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(store.expire_leases(unix_time_ms()), (std::vector<std::int64_t>{a}));
+  const auto cancelled = store.get(a);
+  EXPECT_EQ(cancelled->status, job_status::cancelled);
+  ASSERT_TRUE(cancelled->error);
+  EXPECT_EQ(cancelled->error->type, "cancelled");
+}
+
+TEST_P(JobStore, ARestartingNodeGetsBackTheJobsItLeftRunning) {
+  const auto a = store.submit(submission("a"), 1).id;
+  const auto b = store.submit(submission("b"), 2).id;
+  const auto c = store.submit(submission("c"), 3).id;
+  const auto la = store.claim(device())->lease;
+  store.claim(device());
+  store.claim(device(1, "mock", "n2"));
+  ASSERT_EQ(store.cancel(b, 4), cancel_outcome::requested);
+  EXPECT_EQ(store.recover_node("n1", 50), (std::vector<std::int64_t>{a, b}));
+  EXPECT_EQ(store.get(a)->status, job_status::queued);
+  EXPECT_EQ(store.get(b)->status, job_status::cancelled);
+  EXPECT_EQ(store.get(b)->finished_ms, 50);
+  EXPECT_EQ(store.get(c)->status, job_status::running);  // n2's
+  EXPECT_FALSE(store.finish("n1", la, job_status::succeeded, std::nullopt, 60, std::nullopt));
+  EXPECT_TRUE(store.recover_node("n1", 70).empty());
 }
 
 TEST_P(JobStore, CancelOutcomes) {
   const auto queued = store.submit(submission("q"), 1).id;
   const auto running = store.submit(submission("r"), 2).id;
   const auto finished = store.submit(submission("f"), 3).id;
-  ASSERT_TRUE(store.start(running, 0, 10));
-  store.finish(finished, job_status::failed, point_error{"internal", "boom"}, 20);
+  end(finished, job_status::failed, 20, point_error{"internal", "boom"});
+  take(running);
 
   EXPECT_EQ(store.cancel(queued, 100), cancel_outcome::cancelled);
   const auto q = store.get(queued);
@@ -212,7 +362,7 @@ TEST_P(JobStore, CancelOutcomes) {
   EXPECT_EQ(q->finished_ms, 100);
   ASSERT_TRUE(q->error.has_value());
   EXPECT_EQ(q->error->type, "cancelled");
-  EXPECT_FALSE(store.start(queued, 0, 110));
+  EXPECT_FALSE(store.claim(device()));  // a cancelled job is never claimed
   EXPECT_EQ(store.get(queued)->status, job_status::cancelled);
 
   EXPECT_EQ(store.cancel(running, 100), cancel_outcome::requested);
@@ -232,7 +382,7 @@ TEST_P(JobStore, CancelOutcomes) {
 TEST_P(JobStore, AddResultsUpdatesProgressAndBest) {
   const auto id = store.submit(submission("j", {}, 6), 1).id;
   const auto other = store.submit(submission("other", {}, 2), 1).id;
-  ASSERT_TRUE(store.start(id, 0, 2));
+  take(id);
 
   const std::vector<result_row> batch{row(id, 2, true, 50.0), row(id, 0, true, 80.0),
                                       row(id, 4, false, std::nullopt), row(other, 0, true, 1.0)};
@@ -314,47 +464,34 @@ TEST_P(JobStore, ResultIndicesSortedAndPaging) {
   EXPECT_EQ(first[0].result_json, R"({"index":2})");
 }
 
-TEST_P(JobStore, PendingRequeueFinishAndCounts) {
+TEST_P(JobStore, FinishRecordsTheEndAndCountsGoByStatus) {
   const auto a = store.submit(submission("a"), 1).id;
   const auto b = store.submit(submission("b"), 2).id;
   const auto c = store.submit(submission("c"), 3).id;
   const auto d = store.submit(submission("d"), 4).id;
-  ASSERT_TRUE(store.start(b, 1, 10));
-  ASSERT_EQ(store.cancel(b, 11), cancel_outcome::requested);
-  store.finish(c, job_status::succeeded, std::nullopt, 12);
-
-  const auto pending = store.pending();
-  ASSERT_EQ(pending.size(), 3u);
-  EXPECT_EQ(pending[0].id, a);
-  EXPECT_EQ(pending[0].status, job_status::queued);
-  EXPECT_EQ(pending[0].priority, 3);
-  EXPECT_EQ(pending[0].engine, engine_kind::mock);
-  EXPECT_EQ(pending[0].requested_device, 1);
-  EXPECT_EQ(pending[1].id, b);
-  EXPECT_EQ(pending[1].status, job_status::running);
-  EXPECT_TRUE(pending[1].cancel_requested);
-  EXPECT_EQ(pending[2].id, d);
-
-  store.requeue(b);
-  EXPECT_EQ(store.get(b)->status, job_status::queued);
-  store.requeue(c);  // only running jobs go back to the queue
-  EXPECT_EQ(store.get(c)->status, job_status::succeeded);
-
-  store.finish(d, job_status::failed, point_error{"device_fault", "worker crashed"}, 99);
+  take(b);
+  end(c, job_status::succeeded, 12);
+  const auto ld = take(d);
+  ASSERT_TRUE(store.finish("n1", ld, job_status::failed,
+                           point_error{"device_fault", "worker crashed"}, 99,
+                           R"({"correct":false})"));
+  EXPECT_FALSE(store.finish("n1", ld, job_status::succeeded, std::nullopt, 100, std::nullopt));
   const auto failed = store.get(d);
   EXPECT_EQ(failed->status, job_status::failed);
   EXPECT_EQ(failed->finished_ms, 99);
   ASSERT_TRUE(failed->error.has_value());
   EXPECT_EQ(failed->error->type, "device_fault");
   EXPECT_EQ(failed->error->message, "worker crashed");
+  EXPECT_EQ(failed->fitness_json, R"({"correct":false})");
   EXPECT_FALSE(store.get(c)->error.has_value());
 
   const auto counts = store.count_by_status();
-  EXPECT_EQ(counts.at(job_status::queued), 2);
+  EXPECT_EQ(counts.at(job_status::queued), 1);
+  EXPECT_EQ(counts.at(job_status::running), 1);
   EXPECT_EQ(counts.at(job_status::succeeded), 1);
   EXPECT_EQ(counts.at(job_status::failed), 1);
-  EXPECT_EQ(counts.count(job_status::running), 0u);
   EXPECT_EQ(counts.count(job_status::cancelled), 0u);
+  EXPECT_EQ(store.get(a)->status, job_status::queued);
 }
 
 // --- imports -----------------------------------------------------------------------------------
@@ -405,9 +542,9 @@ TEST_P(JobStore, ImportStoresAFinishedJobWithEveryRow) {
   list_filter done;
   done.statuses = {job_status::succeeded};
   EXPECT_EQ(ids(store.list(done)), (std::vector<std::int64_t>{out.id}));
-  // Finished: nothing for the scheduler to run.
-  ASSERT_EQ(store.pending().size(), 1u);
-  EXPECT_EQ(store.pending()[0].id, queued);
+  // Finished: nothing to claim but the queued job.
+  EXPECT_EQ(store.claim(device())->lease.job_id, queued);
+  EXPECT_FALSE(store.claim(device()));
 }
 
 TEST_P(JobStore, ImportIdempotencyKey) {
@@ -462,7 +599,7 @@ TEST_P(JobStore, TheResultCacheCopiesACompleteJobsRowsMarkedWithTheJobThatMeasur
   r0.score = {true, true, 1.0, 3.0, std::nullopt};
   r0.flags = {"excessive_speedup"};
   store.add_results(std::vector<result_row>{r0, row(first, 1, true, 4.0)}, 2);
-  store.finish(first, job_status::succeeded, std::nullopt, 3, std::nullopt);
+  end(first, job_status::succeeded, 3);
   EXPECT_EQ(store.find_cached("key-a", 0), first);
   EXPECT_FALSE(store.find_cached("key-a", first));  // not itself
   EXPECT_FALSE(store.find_cached("key-b", 0));
@@ -493,7 +630,7 @@ TEST_P(JobStore, TheResultCacheCopiesACompleteJobsRowsMarkedWithTheJobThatMeasur
   EXPECT_EQ(store.results(first, 0, 1).at(0).result_json, r0.result_json);
 
   // A copy of a copy names the job that measured the rows, and its rows carry one "cache".
-  store.finish(second, job_status::succeeded, std::nullopt, 6, std::nullopt);
+  end(second, job_status::succeeded, 6);
   const auto third = store.submit(submission("third", {}, 2), 7).id;
   EXPECT_EQ(store.copy_cached_results(second, third, 8), first);
   EXPECT_EQ(store.get(third)->cached_from, first);
@@ -517,6 +654,145 @@ TEST_P(JobStore, PingAndMetrics) {
     EXPECT_TRUE(m.type == "gauge" || m.type == "counter") << m.type;
     EXPECT_FALSE(m.help.empty());
   }
+}
+
+TEST_P(JobStore, NodesReportTheirDevicesWithEachHeartbeat) {
+  // On PostgreSQL a store is one daemon's: n2 has its own.
+  auto other = GetParam() == "postgresql" ? m_owner.open_another() : nullptr;
+  job_store& n2 = other ? *other : store;
+  store.join({"n1", "instance-a", "1.0", 100, 0, false}, unix_time_ms());
+  n2.join({"n2", "instance-b", "1.0", 200, 0, false}, unix_time_ms());
+  auto dev = [](const std::string& node, int index, const std::string& state,
+                std::optional<std::int64_t> job) {
+    device_record d;
+    d.node = node;
+    d.index = index;
+    d.engine = "mock";
+    d.model = "MI300X";
+    d.state = state;
+    d.current_job = job;
+    d.info_json = R"({"index":)" + std::to_string(index) + "}";
+    return d;
+  };
+  store.heartbeat(
+      "n1", std::vector<device_record>{dev("n1", 0, "idle", std::nullopt), dev("n1", 1, "busy", 7)},
+      unix_time_ms());
+  n2.heartbeat("n2", std::vector<device_record>{dev("n2", 0, "idle", std::nullopt)},
+               unix_time_ms());
+  auto devices = store.devices(unix_time_ms());
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(devices[0].node, "n1");
+  EXPECT_EQ(devices[0].index, 0);
+  EXPECT_EQ(devices[1].state, "busy");
+  EXPECT_EQ(devices[1].current_job, 7);
+  EXPECT_EQ(devices[1].info_json, R"({"index":1})");
+  EXPECT_EQ(devices[2].node, "n2");
+  for (const auto& d : devices) {
+    EXPECT_GE(d.heartbeat_age_ms, 0);
+    EXPECT_LT(d.heartbeat_age_ms, 5000);
+    EXPECT_FALSE(d.node_stopped);
+  }
+  // A device the node no longer reports is gone; one that changed is updated.
+  store.heartbeat("n1", std::vector<device_record>{dev("n1", 1, "idle", std::nullopt)},
+                  unix_time_ms());
+  devices = store.devices(unix_time_ms());
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].index, 1);
+  EXPECT_EQ(devices[0].state, "idle");
+  EXPECT_FALSE(devices[0].current_job);
+
+  n2.leave("n2", unix_time_ms());
+  const auto nodes = store.nodes(unix_time_ms());
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].name, "n1");
+  EXPECT_EQ(nodes[0].instance, "instance-a");
+  EXPECT_EQ(nodes[0].started_ms, 100);
+  EXPECT_FALSE(nodes[0].stopped);
+  EXPECT_TRUE(nodes[1].stopped);
+  EXPECT_TRUE(store.devices(unix_time_ms()).back().node_stopped);
+}
+
+TEST_P(JobStore, ConcurrentClaimsTakeEachJobOnce) {
+  constexpr int jobs = 120, claimers = 6;
+  for (int i = 0; i < jobs; ++i)
+    store.submit(submission("j" + std::to_string(i)), i);
+  // Each claimer is a node of its own; on PostgreSQL each has its own connections, as daemons.
+  std::vector<std::unique_ptr<job_store>> stores;
+  for (int i = 0; i < claimers; ++i)
+    stores.push_back(GetParam() == "postgresql" ? m_owner.open_another() : nullptr);
+  std::vector<std::vector<std::int64_t>> taken(claimers);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < claimers; ++i) {
+    threads.emplace_back([&, i] {
+      job_store& s = stores[std::size_t(i)] ? *stores[std::size_t(i)] : store;
+      while (auto c = s.claim(device(1, "mock", "node" + std::to_string(i))))
+        taken[std::size_t(i)].push_back(c->lease.job_id);
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  std::vector<std::int64_t> all;
+  for (const auto& t : taken)
+    all.insert(all.end(), t.begin(), t.end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all.size(), std::size_t(jobs));
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a job claimed twice";
+  EXPECT_EQ(store.count_by_status()[job_status::running], jobs);
+}
+
+// What needs several daemons on one database: PostgreSQL only (one daemon uses a SQLite file).
+TEST_P(JobStore, TwoLiveNodesCannotShareAName) {
+  if (GetParam() == "sqlite") GTEST_SKIP() << "one daemon uses a SQLite file";
+  store.join({"gpu-07", "first", "1.0", 1, 0, false}, unix_time_ms());
+  {
+    auto other = m_owner.open_another();
+    EXPECT_THROW(other->join({"gpu-07", "second", "1.0", 2, 0, false}, unix_time_ms()),
+                 node_conflict);
+    EXPECT_NO_THROW(other->join({"gpu-08", "third", "1.0", 3, 0, false}, unix_time_ms()));
+  }
+  // Once the first is gone (its connections closed, as when its process dies), the name is free.
+  m_owner.reopen();
+  auto again = m_owner.open_another();
+  EXPECT_NO_THROW(again->join({"gpu-07", "fourth", "1.0", 4, 0, false}, unix_time_ms()));
+  EXPECT_EQ(again->nodes(unix_time_ms()).front().instance, "fourth");
+}
+
+TEST_P(JobStore, EventsReachEveryOtherNode) {
+  if (GetParam() == "sqlite") GTEST_SKIP() << "one daemon uses a SQLite file";
+  struct inbox {
+    std::mutex mutex;
+    std::vector<store_event> events;
+    std::size_t size() {
+      std::lock_guard lock(mutex);
+      return events.size();
+    }
+  };
+  inbox at_a, at_b;
+  auto b = m_owner.open_another();
+  store.subscribe([&](const store_event& e) {
+    std::lock_guard lock(at_a.mutex);
+    at_a.events.push_back(e);
+  });
+  b->subscribe([&](const store_event& e) {
+    std::lock_guard lock(at_b.mutex);
+    at_b.events.push_back(e);
+  });
+  store.join({"a", "ia", "1.0", 1, 0, false}, unix_time_ms());
+  b->join({"b", "ib", "1.0", 1, 0, false}, unix_time_ms());
+  store.publish_event({"job", R"({"id":7})"});
+  store.publish_event({"points", R"({"job_id":7,"done":3})"});
+  b->publish_event({"job", R"({"id":8})"});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((at_b.size() < 2 || at_a.size() < 1) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // nothing more arrives
+  ASSERT_EQ(at_b.size(), 2u);
+  EXPECT_EQ(at_b.events[0].type, "job");
+  EXPECT_EQ(at_b.events[0].data, R"({"id":7})");
+  EXPECT_EQ(at_b.events[1].type, "points");
+  EXPECT_EQ(at_b.events[1].data, R"({"job_id":7,"done":3})");
+  ASSERT_EQ(at_a.size(), 1u);  // not its own
+  EXPECT_EQ(at_a.events[0].data, R"({"id":8})");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, JobStore, ::testing::ValuesIn(testing::store_backends()),

@@ -28,6 +28,11 @@ test_store::~test_store() {
   if (!m_url.empty()) drop_database(m_url);
 }
 
+void test_store::reopen() {
+  m_store.reset();
+  m_store = open_another();
+}
+
 std::unique_ptr<job_store> test_store::open_another() const {
   if (m_url.empty()) throw std::logic_error("only a PostgreSQL store can be opened twice");
   postgres_options options;

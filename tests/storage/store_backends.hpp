@@ -25,6 +25,8 @@ class test_store {
   // Another store on the same database: a second daemon of a fleet (PostgreSQL only).
   std::unique_ptr<job_store> open_another() const;
   const std::string& database_url() const { return m_url; }
+  // Closes the store and opens it again (PostgreSQL: as a daemon restarting would).
+  void reopen();
 
  private:
   std::string m_url;  // PostgreSQL
