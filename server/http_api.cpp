@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "api/api_error.hpp"
@@ -336,30 +337,53 @@ struct http_api::impl {
     throw api_error(404, "not_found", "no device " + req.captures.at(0));
   }
 
-  // The devices a spec could run on; checks engine and device against what exists.
+  // The devices of the fleet a spec could run on (live ones: a node that stopped or went quiet
+  // takes nothing); checks its engine and placement against what exists. Returns the most
+  // memory any of them has.
   std::uint64_t check_placement(const job_spec& spec) {
-    const auto devices = sched.devices();
+    const auto devices = fleet_devices(store, sched, config.lease_timeout_s);
     std::uint64_t max_memory = 0;
     bool any = false;
+    std::set<std::string> nodes, models;
+    std::size_t live = 0;
     for (const auto& d : devices) {
-      const bool engine_ok = spec.engine == engine_kind::any || spec.engine == d.info.engine;
-      const bool device_ok = !spec.device || *spec.device == d.info.index;
-      if (engine_ok && device_ok) {
+      if (d.value("state", "") == "offline") continue;
+      ++live;
+      nodes.insert(d.value("node", ""));
+      if (!d.value("model", "").empty()) models.insert(d.value("model", ""));
+      const bool engine_ok =
+          spec.engine == engine_kind::any || to_string(spec.engine) == d.value("engine", "");
+      const bool index_ok = !spec.device || *spec.device == d.value("index", -1);
+      const bool node_ok = !spec.device_node || *spec.device_node == d.value("node", "");
+      const bool model_ok = !spec.device_model || *spec.device_model == d.value("model", "");
+      if (engine_ok && index_ok && node_ok && model_ok) {
         any = true;
-        max_memory = std::max(max_memory, d.info.memory_bytes);
+        max_memory = std::max(max_memory, d.value("memory_bytes", std::uint64_t(0)));
       }
     }
     if (!any) {
+      auto list = [](const std::set<std::string>& s) {
+        std::string out;
+        for (const auto& x : s)
+          out += (out.empty() ? "" : ", ") + x;
+        return out.empty() ? std::string("none") : out;
+      };
       std::vector<field_error> errors;
       if (spec.engine == engine_kind::hip) {
-        errors.push_back({"engine", "this daemon has no HIP device (it runs " +
-                                        std::to_string(devices.size()) + " mock device" +
-                                        (devices.size() == 1 ? "" : "s") + ")"});
-      } else if (spec.device) {
-        errors.push_back({"device", "no device " + std::to_string(*spec.device) + " with engine " +
-                                        std::string(to_string(spec.engine)) + "; this daemon has " +
-                                        std::to_string(devices.size()) +
-                                        " device(s), numbered from 0"});
+        errors.push_back({"engine", "no live node has a HIP device (there are " +
+                                        std::to_string(live) + " device(s), on nodes " +
+                                        list(nodes) + ")"});
+      } else if (spec.device_node && !nodes.count(*spec.device_node)) {
+        errors.push_back({"device.node", "no live node \"" + *spec.device_node +
+                                             "\" (live nodes: " + list(nodes) + ")"});
+      } else if (spec.device_model && !models.count(*spec.device_model)) {
+        errors.push_back({"device.model", "no live device is a " + *spec.device_model +
+                                              " (models: " + list(models) + ")"});
+      } else if (spec.device || spec.device_node || spec.device_model) {
+        errors.push_back({"device", "no live device matches it with engine " +
+                                        std::string(to_string(spec.engine)) + " (" +
+                                        std::to_string(live) + " device(s) on nodes " +
+                                        list(nodes) + ", numbered from 0 on each)"});
       } else {
         errors.push_back(
             {"engine", "no device runs engine " + std::string(to_string(spec.engine))});
@@ -414,6 +438,8 @@ struct http_api::impl {
     sub.priority = spec.priority;
     sub.engine = spec.engine;
     sub.requested_device = spec.device;
+    sub.requested_node = spec.device_node;
+    sub.requested_model = spec.device_model;
     sub.op = std::string(op_name(spec.kernel));
     sub.total_points = plan.size();
     sub.spec_json = to_json(spec).dump();

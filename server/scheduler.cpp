@@ -148,6 +148,7 @@ scheduler::~scheduler() {
 }
 
 void scheduler::start() {
+  m_renewed_at = m_clock.now();
   try {
     for (const auto id : m_store.recover_node(m_config.node, m_clock.unix_ms())) {
       spdlog::info("job {} was running when this node stopped; it resumes", id);
@@ -510,6 +511,7 @@ void scheduler::advance(device_slot& slot) {
   }
   if (!slot.worker_ready) return;  // resumes when the worker reports ready
   if (m_commit.full()) return;     // storage is failing: wait for it
+  if (!leases_fresh()) return;     // the lease may be lost: wait for the next heartbeat
   if (!slot.job_loaded) {
     slot.worker->send(worker_protocol::job_line(job.lease.job_id, job.spec_json));
     slot.job_loaded = true;
@@ -701,8 +703,11 @@ void scheduler::beat() {
   for (const auto& slot : m_slots) {
     if (slot->job && !slot->job->lost) held.push_back(slot->job->lease);
   }
+  const auto started = m_clock.now();
   const auto out = m_heartbeat.beat(devices, held);
   if (!out.stored) return;
+  const bool was_fresh = leases_fresh();
+  m_renewed_at = started;
   for (const auto id : out.renewal.lost) {
     if (auto* slot = slot_running(id)) {
       slot->job->lost = true;
@@ -716,8 +721,20 @@ void scheduler::beat() {
     spdlog::warn("job {}: its node stopped renewing its lease; it is queued again", id);
     m_events.job_changed(id);
   }
+  if (!was_fresh) {
+    spdlog::info("leases renewed; the jobs that waited for it go on");
+    for (auto& slot : m_slots) {
+      if (slot->job && slot->window.empty()) advance(*slot);
+    }
+  }
   // Jobs other nodes queued without this node hearing of it, and expired ones: claim them.
   dispatch();
+}
+
+bool scheduler::leases_fresh() const {
+  // Only where other nodes may take this node's jobs: measured from before the renewal was
+  // sent, so this node stops before the store can let its lease run out.
+  return m_config.database.empty() || m_clock.now() - m_renewed_at < lease_of(m_config) / 2;
 }
 
 void scheduler::load_roofline(device_slot& slot) {

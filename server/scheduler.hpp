@@ -117,6 +117,10 @@ class scheduler {
   void check_drained();
   void beat();
   void arm_heartbeat();
+  // Whether this node's leases are surely still its own: renewed within half a lease. Two nodes
+  // never run one job at once: past that, this node sends no more points until a heartbeat
+  // gets through (and tells it which jobs it lost).
+  bool leases_fresh() const;
   // A fresh worker: judge by the stored roofline, or measure one before the first job.
   void load_roofline(device_slot& slot);
   void roofline_measured(device_slot& slot, const worker_protocol::worker_message& msg);
@@ -139,6 +143,7 @@ class scheduler {
   asio::steady_timer m_flush_timer{m_io};
   bool m_flush_armed = false;
   asio::steady_timer m_heartbeat_timer{m_io};
+  clock::time_point m_renewed_at;  // when the last heartbeat that got through was sent
   bool m_draining = false;
   std::function<void()> m_on_drained;
   std::unique_ptr<asio::steady_timer> m_drain_timer;

@@ -32,7 +32,10 @@ struct job_submission {
   std::map<std::string, std::string> labels;
   int priority = 0;
   engine_kind engine = engine_kind::any;
+  // Placement: a device index, a node, a catalog model; all empty: any device of the fleet.
   std::optional<int> requested_device;
+  std::optional<std::string> requested_node;
+  std::optional<std::string> requested_model;
   std::string op;
   std::uint64_t total_points = 0;
   std::string spec_json;

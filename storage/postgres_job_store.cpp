@@ -53,8 +53,8 @@ const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
     "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
-    "cached_from, node";
-constexpr int k_column_count = 25;
+    "cached_from, node, place_node, place_model";
+constexpr int k_column_count = 27;
 
 std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
   if (!v) return std::nullopt;
@@ -89,6 +89,8 @@ job_record read_row(const pg_result& r, int i) {
   if (!r.is_null(i, 22)) j.fitness_json = std::string(r.text(i, 22));
   j.cached_from = r.opt_int64(i, 23);
   if (!r.is_null(i, 24)) j.node = std::string(r.text(i, 24));
+  j.requested_node = r.opt_text(i, 25);
+  j.requested_model = r.opt_text(i, 26);
   return j;
 }
 
@@ -342,8 +344,8 @@ std::optional<submit_outcome> postgres_job_store::insert_job(
   const auto r = c.exec(
       "WITH j AS (INSERT INTO kernelscan.jobs (name, status, priority, engine, requested_device, "
       "op, total_points, created_ms, started_ms, finished_ms, idempotency_key, request_hash, "
-      "labels) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
-      "ON CONFLICT (idempotency_key) DO NOTHING RETURNING id), "
+      "labels, place_node, place_model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+      "$12, $13, $17, $18) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id), "
       "s AS (INSERT INTO kernelscan.job_specs (job_id, spec) SELECT id, $14 FROM j), "
       "l AS (INSERT INTO kernelscan.job_labels (job_id, key, value) SELECT j.id, t.k, t.v "
       "FROM j, unnest($15::text[], $16::text[]) AS t(k, v)) "
@@ -351,7 +353,7 @@ std::optional<submit_outcome> postgres_job_store::insert_job(
       {job.name, to_string(status), job.priority, to_string(job.engine), job.requested_device,
        job.op, std::int64_t(job.total_points), now_ms, finished_ms, finished_ms,
        job.idempotency_key, job.request_hash, detail::encode_labels(job.labels), job.spec_json,
-       pg_array(keys), pg_array(values)});
+       pg_array(keys), pg_array(values), job.requested_node, job.requested_model});
   if (r.rows() == 1) return submit_outcome{r.int64(0, 0), true, false};
   // The key is taken (by a retry, or a concurrent first try that committed first).
   const auto known =

@@ -28,8 +28,8 @@ const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
     "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
-    "cached_from, node";
-constexpr int k_column_count = 25;
+    "cached_from, node, place_node, place_model";
+constexpr int k_column_count = 27;
 
 std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
   if (!v) return std::nullopt;
@@ -94,6 +94,8 @@ job_record sqlite_job_store::read_row(statement& s) {
   if (!s.is_null(22)) r.fitness_json = std::string(s.text(22));
   r.cached_from = s.opt_int64(23);
   if (!s.is_null(24)) r.node = std::string(s.text(24));
+  r.requested_node = s.opt_text(25);
+  r.requested_model = s.opt_text(26);
   return r;
 }
 
@@ -129,8 +131,8 @@ std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status 
   {
     auto s = m_db.prepare(
         "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
-        "created_ms, started_ms, finished_ms, idempotency_key, request_hash, labels) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "created_ms, started_ms, finished_ms, idempotency_key, request_hash, labels, "
+        "place_node, place_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     s->bind(1, job.name)
         .bind(2, to_string(status))
         .bind(3, job.priority)
@@ -143,7 +145,9 @@ std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status 
         .bind(10, finished_ms)
         .bind(11, job.idempotency_key)
         .bind(12, job.request_hash)
-        .bind(13, encode_labels(job.labels));
+        .bind(13, encode_labels(job.labels))
+        .bind(14, job.requested_node)
+        .bind(15, job.requested_model);
     s->run();
   }
   const std::int64_t id = m_db.last_insert_rowid();
