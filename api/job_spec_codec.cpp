@@ -34,9 +34,10 @@ json placement_json(const job_spec& spec) {
   return j;
 }
 
-// A node's name as --node takes it: 1 to 63 letters, digits, '-', '_', '.'.
+// A node's name as --node takes it: 1 to 253 letters, digits, '-', '_', '.' (a Kubernetes node
+// name fits).
 bool node_name(const std::string& s) {
-  return !s.empty() && s.size() <= 63 && std::all_of(s.begin(), s.end(), [](char c) {
+  return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
 }
@@ -45,7 +46,7 @@ bool node_name(const std::string& s) {
 void parse_placement(const json& v, job_spec& spec, std::vector<field_error>& errors) {
   const std::size_t before = errors.size();
   object_reader r(v, "device", errors);
-  if (auto node = r.string("node", 63)) {
+  if (auto node = r.string("node", 253)) {
     if (node_name(*node)) {
       spec.device_node = *node;
     } else {

@@ -99,7 +99,7 @@ std::string host_name() {
 }
 
 bool valid_node_name(const std::string& name) {
-  if (name.empty() || name.size() > 63) return false;
+  if (name.empty() || name.size() > 253) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
@@ -179,7 +179,7 @@ int run_serve(serve_config config) {
   if (config.node.empty()) config.node = host_name();
   if (!valid_node_name(config.node)) {
     fatal("--node \"" + config.node +
-          "\": a node name is 1 to 63 letters, digits, '-', '_' or '.' (it names the daemon in "
+          "\": a node name is 1 to 253 letters, digits, '-', '_' or '.' (it names the daemon in "
           "the fleet)");
   }
   if (config.lease_timeout_s < 1 || config.lease_timeout_s > 600) {
