@@ -409,6 +409,9 @@ struct http_api::impl {
     if (key.size() > 200) {
       throw api_error(400, "invalid_header", "Idempotency-Key is longer than 200 characters");
     }
+    if (!std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) {
+      throw api_error(400, "invalid_header", "Idempotency-Key must be printable ASCII");
+    }
     if (key.empty()) return std::nullopt;
     auto known = store.find_by_idempotency_key(key);
     if (!known) return std::nullopt;

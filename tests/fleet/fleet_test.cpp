@@ -3,6 +3,7 @@
 // process starts); the test that stops PostgreSQL starts a server of its own.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -274,6 +275,37 @@ TEST(Fleet, TheResultCacheAnswersAJobMeasuredOnAnotherNode) {
   const json again = f[1].wait_job(f[1].submit(spec));
   EXPECT_EQ(again["node"], "b");
   EXPECT_EQ(again["cached_from"], first);
+}
+
+TEST(Fleet, TheDatabaseAndTheNodeMayComeFromTheConfigFileOrTheEnvironment) {
+  const std::string db = create_database();
+  {
+    daemon_process from_file({.mock_devices = 1, .extra_args = {}, .database = "-"});
+    const std::string config = from_file.data_dir() + "/fleet.toml";
+    std::ofstream(config) << "[serve]\ndatabase = \"" << db << "\"\nnode = \"filed\"\n";
+    daemon_process with_config(
+        {.mock_devices = 1, .extra_args = {"--config", config}, .database = "-"});
+    with_config.start();
+    ::setenv("KERNELSCAN_DATABASE", db.c_str(), 1);
+    ::setenv("KERNELSCAN_NODE", "from-env", 1);
+    daemon_process from_env({.mock_devices = 1, .extra_args = {}, .database = "-"});
+    from_env.start();
+    ::unsetenv("KERNELSCAN_DATABASE");
+    ::unsetenv("KERNELSCAN_NODE");
+    std::set<std::string> nodes;
+    const auto listed = from_env.get("/api/v1/devices");
+    for (const auto& d : listed.body["devices"])
+      nodes.insert(d["node"].get<std::string>());
+    EXPECT_EQ(nodes, (std::set<std::string>{"filed", "from-env"})) << listed.text;
+    EXPECT_NE(with_config.log().find("node filed; store: PostgreSQL at"), std::string::npos);
+  }
+  drop_database(db);
+}
+
+TEST(Fleet, ABadNodeNameIsAStartUpError) {
+  daemon_process d({.mock_devices = 1, .extra_args = {"--node", "gpu 07"}});
+  EXPECT_THROW(d.start(), std::runtime_error);
+  EXPECT_NE(d.log().find("--node \"gpu 07\": a node name is"), std::string::npos) << d.log();
 }
 
 TEST(Fleet, AnUnreachableDatabaseIsAClearStartUpErrorThatShowsNoPassword) {

@@ -136,7 +136,7 @@ void daemon_process::start() {
                                 "--log-level",
                                 "debug"};
   if (m_options.allow_fault_injection) args.push_back("--allow-fault-injection");
-  if (!m_database.empty()) {
+  if (!m_database.empty() && m_database != "-") {
     args.push_back("--database");
     args.push_back(m_database);
   }

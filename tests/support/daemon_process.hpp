@@ -36,7 +36,8 @@ class daemon_process {
     std::string engine = "mock";
     bool allow_fault_injection = false;
     std::vector<std::string> extra_args;
-    // A PostgreSQL URL shared with other daemons (a fleet); empty: as described above.
+    // A PostgreSQL URL shared with other daemons (a fleet); empty: as described above; "-": no
+    // --database at all (the test gives it otherwise).
     std::string database = "";
   };
 

@@ -11,13 +11,17 @@ json body_with(const json& device) {
   return {{"kernel", {{"op", "stream"}, {"variant", "triad"}, {"n", 4096}}}, {"device", device}};
 }
 
-std::string first_error(const json& device) {
+std::string first_error_of(const json& body) {
   try {
-    parse_job_spec(body_with(device), spec_limits{});
+    parse_job_spec(body, spec_limits{});
   } catch (const validation_error& e) {
     return e.errors().at(0).field + ": " + e.errors().at(0).message;
   }
   return "accepted";
+}
+
+std::string first_error(const json& device) {
+  return first_error_of(body_with(device));
 }
 
 TEST(Placement, ANodeAndIndexAModelOrANodeAreRead) {
@@ -60,6 +64,15 @@ TEST(Placement, BadPlacementsNameTheFieldAndTheReason) {
   EXPECT_EQ(first_error({{"index", 1024}}).rfind("device.index", 0), 0u);
   EXPECT_EQ(first_error({{"nodes", "a"}}).rfind("device.nodes: unknown field", 0), 0u);
   EXPECT_EQ(first_error(json::array()).rfind("device: must be \"any\" or a device index", 0), 0u);
+}
+
+TEST(SpecStrings, ANulCharacterIsRefusedWhereverAStringIsRead) {
+  json body = body_with("any");
+  body["name"] = std::string("a\0b", 3);
+  EXPECT_EQ(first_error_of(body), "name: must not contain the NUL character (\\u0000)");
+  body = body_with("any");
+  body["labels"] = {{"k", std::string("\0", 1)}};
+  EXPECT_EQ(first_error_of(body), "labels.k: must not contain the NUL character (\\u0000)");
 }
 
 }  // namespace
