@@ -244,6 +244,12 @@ class postgres_job_store::session {
   // logged) and LISTENs.
   std::unique_ptr<pg_connection> open(bool starting) {
     auto c = m_pool.connect();
+    // The server learns within half a minute that this connection died with its machine (by
+    // default it would wait two hours of TCP keep-alive), and frees the node's name for the
+    // node's next start.
+    c->exec_script(
+        "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; "
+        "SET tcp_keepalives_count = 3");
     const bool locked =
         c->exec("SELECT pg_try_advisory_lock($1)", {node_lock_key(m_node)}).boolean(0, 0);
     if (!locked) {

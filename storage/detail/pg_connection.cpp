@@ -253,14 +253,17 @@ pg_pool::lease pg_pool::acquire() {
     if (c->ok()) return lease(*this, std::move(c));
     --m_open;  // lost while idle (the server restarted): make a new one
   }
+  if (std::chrono::steady_clock::now() < m_retry_after) throw storage_error(m_last_failure, true);
   ++m_open;
   ++m_connects;
   lock.unlock();
   try {
     return lease(*this, connect());
-  } catch (...) {
+  } catch (const storage_error& e) {
     lock.lock();
     --m_open;
+    m_retry_after = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    m_last_failure = e.what();
     m_cv.notify_one();
     throw;
   }

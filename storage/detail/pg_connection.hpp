@@ -172,6 +172,10 @@ class pg_pool {
   std::vector<std::unique_ptr<pg_connection>> m_idle;
   std::size_t m_open = 0;  // idle and leased
   std::uint64_t m_connects = 0;
+  // After a failed connect, callers fail at once for a second instead of each waiting out the
+  // connect timeout (a server that drops packets would stall every thread for seconds).
+  std::chrono::steady_clock::time_point m_retry_after{};
+  std::string m_last_failure;
 };
 
 }  // namespace kernelscan::detail
