@@ -6,7 +6,8 @@
 
 namespace kernelscan {
 
-std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double lease_timeout_s) {
+std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double lease_timeout_s,
+                                bool shared) {
   std::vector<json> out;
   const auto now = unix_time_ms();
   for (const auto& d : sched.devices()) {
@@ -14,6 +15,7 @@ std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double
     j["last_heartbeat_at"] = format_time_ms(now);
     out.push_back(std::move(j));
   }
+  if (!shared) return out;
   std::vector<device_record> others;
   try {
     others = store.devices(now);

@@ -14,7 +14,10 @@
 
 namespace kernelscan {
 
-// By node (this node first), then index.
-std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double lease_timeout_s);
+// By node (this node first), then index. `shared`: the store is a fleet's (PostgreSQL); a
+// daemon alone on its SQLite file lists its own devices only (whatever earlier runs under
+// other names left in the file).
+std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double lease_timeout_s,
+                                bool shared);
 
 }  // namespace kernelscan

@@ -310,7 +310,7 @@ struct http_api::impl {
 
   response list_devices(const request&) {
     json out = json::array();
-    for (auto& d : fleet_devices(store, sched, config.lease_timeout_s))
+    for (auto& d : fleet_devices(store, sched, config.lease_timeout_s, !config.database.empty()))
       out.push_back(std::move(d));
     return json_response(200, {{"devices", std::move(out)}});
   }
@@ -341,7 +341,8 @@ struct http_api::impl {
   // takes nothing); checks its engine and placement against what exists. Returns the most
   // memory any of them has.
   std::uint64_t check_placement(const job_spec& spec) {
-    const auto devices = fleet_devices(store, sched, config.lease_timeout_s);
+    const auto devices =
+        fleet_devices(store, sched, config.lease_timeout_s, !config.database.empty());
     std::uint64_t max_memory = 0;
     bool any = false;
     std::set<std::string> nodes, models;
