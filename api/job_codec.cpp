@@ -99,7 +99,13 @@ std::string job_json_text(const job_record& job) {
   w.key("priority").value(job.priority);
   w.key("engine").value(to_string(job.engine));
   w.key("requested_device");
-  if (job.requested_device) {
+  if (job.requested_node || job.requested_model) {
+    w.begin_object();
+    if (job.requested_node) w.key("node").value(*job.requested_node);
+    if (job.requested_device) w.key("index").value(*job.requested_device);
+    if (job.requested_model) w.key("model").value(*job.requested_model);
+    w.end_object();
+  } else if (job.requested_device) {
     w.value(*job.requested_device);
   } else {
     w.value("any");
@@ -109,6 +115,12 @@ std::string job_json_text(const job_record& job) {
     w.value(*job.device);
   } else {
     w.null();
+  }
+  w.key("node");
+  if (job.node.empty()) {
+    w.null();
+  } else {
+    w.value(job.node);
   }
   w.key("progress").begin_object();
   w.key("done").value(job.progress.done).key("total").value(job.progress.total);

@@ -7,6 +7,7 @@
 
 #include "api/detail/object_reader.hpp"
 #include "engine/detail/overloaded.hpp"
+#include "engine/device_catalog.hpp"
 #include "engine/expression.hpp"
 #include "engine/source_policy.hpp"
 
@@ -20,6 +21,56 @@ using detail::object_reader;
 using detail::overloaded;
 
 constexpr std::int64_t k_max_literal = 9007199254740992;  // 2^53: exact in a double
+
+// A spec's placement as written back: "any", a bare index, or the object.
+json placement_json(const job_spec& spec) {
+  if (!spec.device_node && !spec.device_model) {
+    return spec.device ? json(*spec.device) : json("any");
+  }
+  json j = json::object();
+  if (spec.device_node) j["node"] = *spec.device_node;
+  if (spec.device) j["index"] = *spec.device;
+  if (spec.device_model) j["model"] = *spec.device_model;
+  return j;
+}
+
+// A node's name as --node takes it: 1 to 253 letters, digits, '-', '_', '.' (a Kubernetes node
+// name fits).
+bool node_name(const std::string& s) {
+  return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// `device` as an object: {"node": N, "index": I}, {"model": M}, {"node": N}, ... (DESIGN.md §7).
+void parse_placement(const json& v, job_spec& spec, std::vector<field_error>& errors) {
+  const std::size_t before = errors.size();
+  object_reader r(v, "device", errors);
+  if (auto node = r.string("node", 253)) {
+    if (node_name(*node)) {
+      spec.device_node = *node;
+    } else {
+      r.error("node", "\"" + *node + "\" is not a node name (letters, digits, '-', '_', '.')");
+    }
+  }
+  if (auto index = r.integer("index", 0, 1023)) spec.device = int(*index);
+  if (auto model = r.string("model", 64)) {
+    if (find_device_model(*model)) {
+      spec.device_model = *model;
+    } else {
+      std::string known;
+      for (const auto& m : device_catalog())
+        known += (known.empty() ? "" : ", ") + std::string(m.key);
+      r.error("model", "\"" + *model + "\" is not a catalog model (" + known + ")");
+    }
+  }
+  r.finish();
+  if (errors.size() == before && !spec.device && !spec.device_node && !spec.device_model) {
+    errors.push_back({"device",
+                      "names no device: give \"node\", \"index\" or \"model\", or "
+                      "use \"any\""});
+  }
+}
 
 class spec_parser {
  public:
@@ -63,8 +114,13 @@ class spec_parser {
       } else if (device->is_number_integer() && device->get<std::int64_t>() >= 0 &&
                  device->get<std::int64_t>() < 1024) {
         spec.device = int(device->get<std::int64_t>());
+      } else if (device->is_object()) {
+        parse_placement(*device, spec, m_errors);
       } else {
-        r.error("device", "must be \"any\" or a device index (0, 1, ...), not " + device->dump());
+        r.error("device",
+                "must be \"any\" or a device index (0, 1, ...), or an object of \"node\", "
+                "\"index\" and \"model\", not " +
+                    device->dump());
       }
     }
     spec.priority = int(r.integer("priority", -1000, 1000).value_or(0));
@@ -965,7 +1021,7 @@ json to_json(const job_spec& spec) {
   for (const auto& [k, v] : spec.labels)
     j["labels"][k] = v;
   j["engine"] = to_string(spec.engine);
-  j["device"] = spec.device ? json(*spec.device) : json("any");
+  j["device"] = placement_json(spec);
   j["priority"] = spec.priority;
   j["kernel"] = kernel_json(spec.kernel);
   j["sweep"] = json::object();

@@ -227,4 +227,34 @@ std::string csv_line(const json& row, const std::vector<std::string>& param_name
   return out + "\r\n";
 }
 
+scored_point score_of(const json& row) {
+  scored_point p;
+  p.ok = row.is_object() && row.value("status", "") == "ok";
+  if (!row.is_object()) return p;
+  const auto f = row.find("fitness");
+  if (f == row.end() || !f->is_object()) return p;
+  auto number = [&](const char* key) -> std::optional<double> {
+    const auto it = f->find(key);
+    if (it == f->end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  const auto correct = f->find("correct");
+  p.correct = correct != f->end() && correct->is_boolean() && correct->get<bool>();
+  p.combined_score = number("combined_score").value_or(0.0);
+  p.speedup = number("speedup");
+  p.latency_score = number("latency_score");
+  return p;
+}
+
+std::vector<std::string> flags_of(const json& row) {
+  std::vector<std::string> out;
+  if (!row.is_object()) return out;
+  const auto f = row.find("flags");
+  if (f == row.end() || !f->is_array()) return out;
+  for (const auto& flag : *f) {
+    if (flag.is_string()) out.push_back(flag.get<std::string>());
+  }
+  return out;
+}
+
 }  // namespace kernelscan

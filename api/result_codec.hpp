@@ -6,12 +6,19 @@
 #include <vector>
 
 #include "api/json.hpp"
+#include "engine/fitness.hpp"
 #include "engine/point_result.hpp"
 
 namespace kernelscan {
 
 json to_json(const point_result& r);
 json params_json(const std::vector<std::pair<std::string, std::int64_t>>& params);
+
+// What a job's fitness summary needs of a row (its status and "fitness"), and its "flags": read
+// once when the row is stored, so that a store never parses rows. Missing or null members read
+// as not correct, score 0.
+scored_point score_of(const json& row);
+std::vector<std::string> flags_of(const json& row);
 
 // CSV export: a header naming the sweep parameters then the fixed columns, and one line per
 // stored row (the JSON text to_json produced). Fields are quoted per RFC 4180 where needed.

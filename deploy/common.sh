@@ -11,14 +11,16 @@ KERNELSCAN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KERNELSCAN_PACKAGES=(
   cmake ninja-build g++ pkg-config
   libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libasio-dev
-  libcli11-dev libmuparser-dev
+  libcli11-dev libmuparser-dev libpq-dev
   ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd
 )
 # What the tests add: GoogleTest, the format check, clang with libFuzzer for the fuzzers, wrk
 # for the benchmarks, Chromium for the dashboard's browser test, Python 3 for the Python
-# client's tests, curl and jq for the README's examples (run as a test).
+# client's tests, curl and jq for the README's examples (run as a test), and a PostgreSQL
+# server, which the tests start themselves (as the postgres user the package creates) in
+# temporary directories.
 KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk chromium
-  python3 python3-yaml curl jq)
+  python3 python3-yaml curl jq postgresql)
 # The AMD toolchain, so that the tests also compile the GPU engine for AMD (Debian's hipcc targets
 # gfx90a); nvcc for the NVIDIA build comes with the CUDA toolkit, which Debian does not carry.
 KERNELSCAN_HIP_PACKAGES=(hipcc libamdhip64-dev)

@@ -47,9 +47,12 @@ struct job_record {
   job_status status = job_status::queued;
   int priority = 0;
   engine_kind engine = engine_kind::any;
-  std::optional<int> requested_device;  // nullopt: any
-  std::optional<int> device;            // where it runs or ran
-  std::string op;                       // gemm, stream, custom
+  std::optional<int> requested_device;  // placement (job_spec::device ...); all empty: any
+  std::optional<std::string> requested_node;
+  std::optional<std::string> requested_model;
+  std::optional<int> device;  // where it runs or ran: its index on `node`
+  std::string node;           // the node that runs or ran it; empty: none yet
+  std::string op;             // gemm, stream, custom
   job_progress progress;
   std::int64_t created_ms = 0;  // Unix epoch milliseconds
   std::optional<std::int64_t> started_ms;

@@ -56,9 +56,10 @@ bool job_spec::operator==(const job_spec& o) const {
     return true;
   };
   return name == o.name && labels == o.labels && engine == o.engine && device == o.device &&
-         priority == o.priority && kernel == o.kernel && same_sweep(sweep, o.sweep) &&
-         timing == o.timing && verify == o.verify && fitness == o.fitness && cache == o.cache &&
-         mock == o.mock && seed == o.seed;
+         device_node == o.device_node && device_model == o.device_model && priority == o.priority &&
+         kernel == o.kernel && same_sweep(sweep, o.sweep) && timing == o.timing &&
+         verify == o.verify && fitness == o.fitness && cache == o.cache && mock == o.mock &&
+         seed == o.seed;
 }
 
 }  // namespace kernelscan

@@ -75,8 +75,12 @@ struct job_spec {
   std::string name;
   std::map<std::string, std::string> labels;
   engine_kind engine = engine_kind::any;
-  std::optional<int> device;  // nullopt: any device
-  int priority = 0;           // higher runs first
+  // Placement (DESIGN.md §7): a device index (on whichever node, unless device_node names one),
+  // only the devices of a node, only devices of a catalog model; all empty: any device.
+  std::optional<int> device;
+  std::optional<std::string> device_node;
+  std::optional<std::string> device_model;
+  int priority = 0;  // higher runs first
   kernel_spec kernel;
   kernelscan::sweep sweep;
   timing_options timing;

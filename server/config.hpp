@@ -11,8 +11,14 @@ namespace kernelscan {
 
 struct serve_config {
   std::string listen = "127.0.0.1:8080";
-  std::string data_dir = "kernelscan-data";
-  std::string engine = "auto";  // auto, hip, opencl, mock, all (device_selection.hpp)
+  std::string data_dir = "kernelscan-data";  // the SQLite database, without `database`
+  // PostgreSQL (postgresql://...): a store many daemons share as one fleet; empty: SQLite.
+  std::string database;
+  std::string database_password_file;  // the password, read from this file (never logged)
+  int database_pool = 8;               // connections to PostgreSQL per daemon
+  std::string node;                    // this daemon's name in the fleet; empty: the host name
+  double lease_timeout_s = 20;         // a node that stops renewing loses its jobs after this
+  std::string engine = "auto";         // auto, hip, opencl, mock, all (device_selection.hpp)
   int mock_devices = 1;
   std::string mock_model = "MI300X";
   std::string log_level = "info";

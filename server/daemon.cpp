@@ -9,17 +9,19 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include "api/worker_protocol.hpp"
 #include "engine/device_catalog.hpp"
 #include "server/device_selection.hpp"
+#include "server/fleet_relay.hpp"
 #include "server/http_api.hpp"
 #include "server/job_waiters.hpp"
 #include "server/logging.hpp"
 #include "server/scheduler.hpp"
 #include "server/worker_process.hpp"
-#include "storage/job_store.hpp"
+#include "storage/open_store.hpp"
 
 namespace kernelscan {
 namespace {
@@ -85,6 +87,42 @@ std::vector<device_info> probe_devices(const serve_config& config) {
   return found;
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || !*name) return "kernelscan";
+  std::string out = name;
+  // The short name: gpu-07.example.org is gpu-07.
+  if (const auto dot = out.find('.'); dot != std::string::npos && dot > 0) out.resize(dot);
+  return out;
+}
+
+bool valid_node_name(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// Tells this run of the node from an earlier or later one.
+std::string random_instance() {
+  std::random_device rd;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
+  return buf;
+}
+
+// The first line of the file, without its line end: a password file as operators write them.
+std::string read_password_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string password;
+  if (!in || !std::getline(in, password)) {
+    fatal("cannot read --database-password-file " + path);
+  }
+  while (!password.empty() && (password.back() == '\r' || password.back() == ' '))
+    password.pop_back();
+  return password;
+}
+
 std::string describe_devices(const std::vector<device_info>& gpus, const serve_config& config) {
   std::string text;
   for (const auto& g : gpus)
@@ -136,17 +174,38 @@ int run_serve(serve_config config) {
     fatal(e.what());
   }
   if (config.worker_executable.empty()) config.worker_executable = self_executable();
+  if (config.node.empty()) config.node = host_name();
+  if (!valid_node_name(config.node)) {
+    fatal("--node \"" + config.node +
+          "\": a node name is 1 to 253 letters, digits, '-', '_' or '.' (it names the daemon in "
+          "the fleet)");
+  }
+  if (config.lease_timeout_s < 1 || config.lease_timeout_s > 600) {
+    fatal("--lease-timeout must be 1 to 600 seconds");
+  }
   config.limits.allow_fault_injection = config.allow_fault_injection;
 
   std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
-  if (ec) fatal("cannot create --data-dir " + config.data_dir + ": " + ec.message());
-  const std::string db_path = config.data_dir + "/kernelscan.db";
+  store_config store_settings;
+  store_settings.database_url = config.database;
+  store_settings.pool_size = std::size_t(config.database_pool);
+  std::string store_description;
+  if (config.database.empty()) {
+    std::filesystem::create_directories(config.data_dir, ec);
+    if (ec) fatal("cannot create --data-dir " + config.data_dir + ": " + ec.message());
+    store_settings.sqlite_path = config.data_dir + "/kernelscan.db";
+    store_description = "SQLite in " + config.data_dir;
+  } else {
+    store_description = "PostgreSQL at " + redact_database_url(config.database);
+    if (!config.database_password_file.empty()) {
+      store_settings.password = read_password_file(config.database_password_file);
+    }
+  }
   std::unique_ptr<job_store> store;
   try {
-    store = std::make_unique<job_store>(db_path);
+    store = open_store(store_settings);
   } catch (const std::exception& e) {
-    fatal("cannot open the database: " + std::string(e.what()));
+    fatal("cannot open the database (" + store_description + "): " + std::string(e.what()));
   }
 
   std::vector<device_info> gpus;
@@ -162,6 +221,19 @@ int run_serve(serve_config config) {
   job_waiters waiters;
   event_hub events;
   scheduler sched(io, *store, waiters, events, config, gpus);
+  // Join the fleet (a store of one daemon, for SQLite): events of other nodes arrive from now
+  // on, and a live node of the same name is a start-up error.
+  fleet_relay relay(*store, events, [&sched, &waiters](const job_record& job) {
+    if (is_terminal(job.status)) waiters.notify(job.id);  // ?wait= on a job another node ran
+    sched.job_changed_elsewhere(job);
+  });
+  relay.attach();
+  try {
+    store->join({config.node, random_instance(), KERNELSCAN_VERSION, unix_time_ms(), 0, false},
+                unix_time_ms());
+  } catch (const std::exception& e) {
+    fatal("cannot join the fleet as node \"" + config.node + "\": " + e.what());
+  }
   std::unique_ptr<http_api> api_owner;
   int port = 0;
   try {
@@ -179,8 +251,8 @@ int run_serve(serve_config config) {
     if (ec) fatal("cannot write --port-file " + config.port_file + ": " + ec.message());
   }
   sched.start();
-  spdlog::info("kernelscan listening on http://{}:{} (data in {}; devices: {})", address.first,
-               port, config.data_dir, describe_devices(gpus, config));
+  spdlog::info("kernelscan listening on http://{}:{} (node {}; store: {}; devices: {})",
+               address.first, port, config.node, store_description, describe_devices(gpus, config));
 
   std::thread http_thread([&api] {
     if (!api.run()) spdlog::error("the HTTP server stopped with an error");

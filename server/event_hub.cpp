@@ -8,6 +8,11 @@
 namespace kernelscan {
 
 void event_hub::publish(std::string type, std::string data) {
+  if (m_relay) m_relay(type, data);
+  publish_local(std::move(type), std::move(data));
+}
+
+void event_hub::publish_local(std::string type, std::string data) {
   {
     std::lock_guard lock(m_mutex);
     m_ring.push_back({++m_last_id, std::move(type), std::move(data)});

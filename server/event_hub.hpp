@@ -3,6 +3,9 @@
 // stored points, each with a sequence id, kept in a bounded ring so that a client reconnecting
 // with Last-Event-ID gets what it missed (or a `reset` when it missed too much).
 //
+// In a fleet the hub's own events are relayed to the other nodes, and theirs are published
+// here, so that an events stream of any node carries every node's jobs and points.
+//
 // Threading: thread-safe. publish() is called from the scheduler's thread and HTTP handlers;
 // wait() from HTTP threads serving event streams. publish() never waits for a reader.
 
@@ -10,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,7 +32,15 @@ class event_hub {
 
   explicit event_hub(std::size_t capacity = 8192) : m_capacity(capacity) {}
 
+  // An event of this daemon's: kept for this daemon's streams and handed to the relay (the
+  // other nodes of a fleet).
   void publish(std::string type, std::string data);
+  // An event another node announced: kept for this daemon's streams only.
+  void publish_local(std::string type, std::string data);
+  // Set once, before events are published; called outside the hub's lock.
+  void set_relay(std::function<void(const std::string& type, const std::string& data)> relay) {
+    m_relay = std::move(relay);
+  }
 
   struct batch {
     std::vector<hub_event> events;
@@ -53,6 +65,7 @@ class event_hub {
   std::deque<hub_event> m_ring;
   std::uint64_t m_last_id = 0;
   bool m_stopping = false;
+  std::function<void(const std::string&, const std::string&)> m_relay;
 };
 
 // Merges the "points" events of each job in a batch into one (the latest progress, the union of

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "api/api_error.hpp"
@@ -22,6 +23,7 @@
 #include "engine/language_support.hpp"
 #include "server/access_control.hpp"
 #include "server/detail/comma_list.hpp"
+#include "server/fleet_devices.hpp"
 #include "server/http_metrics.hpp"
 #include "server/web_assets.hpp"
 
@@ -141,14 +143,15 @@ std::string hash_hex(std::string_view data) {
   return buf;
 }
 
+// A device field as text: "" where it is null (a model or PCI address not known) or absent.
+std::string text_of(const json& d, const char* key) {
+  const auto it = d.find(key);
+  return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 json device_json(const device_view& v) {
-  json j = to_json(v.info);
-  j["state"] = to_string(v.state);
-  j["current_job"] = v.current_job ? json(*v.current_job) : json(nullptr);
-  j["worker_pid"] = v.worker_pid ? json(v.worker_pid) : json(nullptr);
-  j["worker_restarts"] = v.worker_restarts;
-  j["points_measured"] = v.points_measured;
-  j["last_error"] = v.last_error.empty() ? json(nullptr) : json(v.last_error);
+  json j = to_json(v);
+  j["last_heartbeat_at"] = format_time_ms(unix_time_ms());
   return j;
 }
 
@@ -298,9 +301,10 @@ struct http_api::impl {
     for (const auto& [st, n] : states) {
       out += "kernelscan_devices{state=\"" + st + "\"} " + std::to_string(n) + "\n";
     }
-    gauge("kernelscan_sqlite_memory_bytes", "Memory SQLite holds: page caches, statements.",
-          "gauge");
-    out += "kernelscan_sqlite_memory_bytes " + std::to_string(sqlite_memory_used()) + "\n";
+    for (const auto& m : store.metrics()) {
+      gauge(m.name.c_str(), m.help.c_str(), m.type);
+      out += m.name + " " + std::to_string(std::int64_t(m.value)) + "\n";
+    }
     gauge("kernelscan_long_polls", "Requests waiting on a job (?wait=).", "gauge");
     out += "kernelscan_long_polls " + std::to_string(long_polls.load()) + "\n";
     out += requests.exposition();
@@ -312,8 +316,8 @@ struct http_api::impl {
 
   response list_devices(const request&) {
     json out = json::array();
-    for (const auto& d : sched.devices())
-      out.push_back(device_json(d));
+    for (auto& d : fleet_devices(store, sched, config.lease_timeout_s, !config.database.empty()))
+      out.push_back(std::move(d));
     return json_response(200, {{"devices", std::move(out)}});
   }
 
@@ -344,30 +348,46 @@ struct http_api::impl {
     engine_kind engine = engine_kind::any;  // what the queue matches devices by
   };
 
-  // The devices a spec could run on; checks engine, device and kernel language against what
-  // exists. A job with user kernels and engine auto is placed on the engine that runs their
-  // language: a real one (HIP, then OpenCL) where the daemon has it, else the mock.
+  // The devices of the fleet a spec could run on (live ones: a node that stopped or went quiet
+  // takes nothing); checks its engine, placement and kernel language against what exists. A job
+  // with user kernels and engine auto is placed on the engine that runs their language: a real
+  // one (HIP, then OpenCL) where the fleet has it, else the mock.
   placement check_placement(const job_spec& spec) {
-    const auto devices = sched.devices();
+    const auto devices =
+        fleet_devices(store, sched, config.lease_timeout_s, !config.database.empty());
     placement p;
     bool any = false, placed_but_language = false;
     std::string language_refusal;  // "kernel.language: ...", why the first device refused
     std::optional<engine_kind> real, mock;
+    std::set<std::string> nodes, models;
+    std::map<std::string, int> kinds;
+    std::size_t live = 0;
     for (const auto& d : devices) {
-      const bool engine_ok = spec.engine == engine_kind::any || spec.engine == d.info.engine;
-      const bool device_ok = !spec.device || *spec.device == d.info.index;
-      const auto refusal = unsupported_language(spec, d.info);
-      const bool language_ok = !refusal;
-      if (engine_ok && device_ok && !language_ok && !placed_but_language) {
+      if (text_of(d, "state") == "offline") continue;
+      ++live;
+      nodes.insert(text_of(d, "node"));
+      if (!text_of(d, "model").empty()) models.insert(text_of(d, "model"));
+      ++kinds[text_of(d, "engine")];
+      device_info info;
+      info.index = d.value("index", -1);
+      info.engine = parse_engine_kind(text_of(d, "engine")).value_or(engine_kind::mock);
+      info.vendor = text_of(d, "vendor");
+      info.name = text_of(d, "name");
+      info.arch = text_of(d, "arch");
+      const bool engine_ok = spec.engine == engine_kind::any || spec.engine == info.engine;
+      const bool index_ok = !spec.device || *spec.device == info.index;
+      const bool node_ok = !spec.device_node || *spec.device_node == text_of(d, "node");
+      const bool model_ok = !spec.device_model || *spec.device_model == text_of(d, "model");
+      if (!(engine_ok && index_ok && node_ok && model_ok)) continue;
+      if (const auto refusal = unsupported_language(spec, info)) {
+        if (!placed_but_language) language_refusal = *refusal;
         placed_but_language = true;
-        language_refusal = *refusal;
+        continue;
       }
-      if (engine_ok && device_ok && language_ok) {
-        any = true;
-        p.max_memory = std::max(p.max_memory, d.info.memory_bytes);
-        auto& slot = d.info.engine == engine_kind::mock ? mock : real;
-        if (!slot) slot = d.info.engine;
-      }
+      any = true;
+      p.max_memory = std::max(p.max_memory, d.value("memory_bytes", std::uint64_t(0)));
+      auto& slot = info.engine == engine_kind::mock ? mock : real;
+      if (!slot) slot = info.engine;
     }
     p.engine = spec.engine;
     const auto is_custom = [](const kernel_spec& k) {
@@ -380,29 +400,41 @@ struct http_api::impl {
       p.engine = real ? *real : *mock;
     }
     if (!any) {
-      std::vector<field_error> errors;
-      std::map<std::string, int> kinds;
-      for (const auto& d : devices)
-        ++kinds[std::string(to_string(d.info.engine))];
+      auto list = [](const std::set<std::string>& s) {
+        std::string out;
+        for (const auto& x : s)
+          out += (out.empty() ? "" : ", ") + x;
+        return out.empty() ? std::string("none") : out;
+      };
       std::string have;
       for (const auto& [kind, n] : kinds)
         have += (have.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+      std::vector<field_error> errors;
       if (placed_but_language) {
         const auto colon = language_refusal.find(": ");
-        errors.push_back({language_refusal.substr(0, colon),
-                          "no device of this daemon runs this kernel (its devices: " + have +
-                              "): " + language_refusal.substr(colon + 2)});
-      } else if (spec.engine != engine_kind::any && !spec.device) {
+        errors.push_back(
+            {language_refusal.substr(0, colon), "no device runs this kernel (live devices: " +
+                                                    (have.empty() ? std::string("none") : have) +
+                                                    "): " + language_refusal.substr(colon + 2)});
+      } else if (spec.engine != engine_kind::any && !spec.device && !spec.device_node &&
+                 !spec.device_model) {
         const std::string kind = spec.engine == engine_kind::hip      ? "HIP"
                                  : spec.engine == engine_kind::opencl ? "OpenCL"
                                                                       : "mock";
-        errors.push_back(
-            {"engine", "this daemon has no " + kind + " device (its devices: " + have + ")"});
-      } else if (spec.device) {
-        errors.push_back({"device", "no device " + std::to_string(*spec.device) + " with engine " +
-                                        std::string(to_string(spec.engine)) + "; this daemon has " +
-                                        std::to_string(devices.size()) +
-                                        " device(s), numbered from 0"});
+        errors.push_back({"engine", "no live node has a " + kind + " device (there are " +
+                                        std::to_string(live) + " device(s), on nodes " +
+                                        list(nodes) + ")"});
+      } else if (spec.device_node && !nodes.count(*spec.device_node)) {
+        errors.push_back({"device.node", "no live node \"" + *spec.device_node +
+                                             "\" (live nodes: " + list(nodes) + ")"});
+      } else if (spec.device_model && !models.count(*spec.device_model)) {
+        errors.push_back({"device.model", "no live device is a " + *spec.device_model +
+                                              " (models: " + list(models) + ")"});
+      } else if (spec.device || spec.device_node || spec.device_model) {
+        errors.push_back({"device", "no live device matches it with engine " +
+                                        std::string(to_string(spec.engine)) + " (" +
+                                        std::to_string(live) + " device(s) on nodes " +
+                                        list(nodes) + ", numbered from 0 on each)"});
       } else {
         errors.push_back(
             {"engine", "no device runs engine " + std::string(to_string(spec.engine))});
@@ -428,6 +460,9 @@ struct http_api::impl {
     if (key.size() > 200) {
       throw api_error(400, "invalid_header", "Idempotency-Key is longer than 200 characters",
                       {{"Idempotency-Key", "is longer than 200 characters"}});
+    }
+    if (!std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) {
+      throw api_error(400, "invalid_header", "Idempotency-Key must be printable ASCII");
     }
     if (key.empty()) return std::nullopt;
     auto known = store.find_by_idempotency_key(key);
@@ -459,6 +494,8 @@ struct http_api::impl {
     sub.priority = spec.priority;
     sub.engine = where.engine;
     sub.requested_device = spec.device;
+    sub.requested_node = spec.device_node;
+    sub.requested_model = spec.device_model;
     sub.op = std::string(op_name(spec.kernel));
     sub.total_points = plan.size();
     sub.spec_json = to_json(spec).dump();
@@ -503,7 +540,10 @@ struct http_api::impl {
       row.ok = true;
       row.median_us = point.origin->time_us.median;
       row.params_json = params_json(point.params).dump();
-      row.result_json = to_json(point).dump();
+      const json j = to_json(point);
+      row.result_json = j.dump();
+      row.score = score_of(j);
+      row.flags = flags_of(j);
       rows.push_back(std::move(row));
     }
 

@@ -191,6 +191,29 @@ int main(int argc, char** argv) {
       "KERNELSCAN_LISTEN");
   env(serve->add_option("--data-dir", sc.data_dir, "Directory of the SQLite database"),
       "KERNELSCAN_DATA_DIR");
+  env(serve->add_option("--database", sc.database,
+                        "PostgreSQL URL (postgresql://USER@HOST/DB): every daemon on one database "
+                        "serves one queue (a fleet); without it, SQLite in --data-dir"),
+      "KERNELSCAN_DATABASE");
+  env(serve
+          ->add_option("--database-password-file", sc.database_password_file,
+                       "File holding the PostgreSQL password (else the URL's, PGPASSWORD or "
+                       "~/.pgpass)")
+          ->check(CLI::ExistingFile),
+      "KERNELSCAN_DATABASE_PASSWORD_FILE");
+  env(serve->add_option("--database-pool", sc.database_pool, "Connections to PostgreSQL")
+          ->check(CLI::Range(2, 256)),
+      "KERNELSCAN_DATABASE_POOL");
+  env(serve->add_option("--node", sc.node,
+                        "This daemon's name in the fleet (default: the host name); two live "
+                        "daemons on one database must not share one"),
+      "KERNELSCAN_NODE");
+  env(serve
+          ->add_option("--lease-timeout", sc.lease_timeout_s,
+                       "Seconds after which a node that stopped renewing its leases (it died, or "
+                       "lost the database) loses its jobs to the other nodes")
+          ->check(CLI::Range(1.0, 600.0)),
+      "KERNELSCAN_LEASE_TIMEOUT");
   env(serve
           ->add_option("--engine", sc.engine,
                        "Devices to serve: auto (the GPUs found through HIP or OpenCL, else mock "

@@ -14,7 +14,7 @@ constexpr int k_application_id = 0x4B534E31;
   std::string msg(what);
   msg += ": ";
   msg += db ? sqlite3_errmsg(db) : sqlite3_errstr(code);
-  throw storage_error(code, msg);
+  throw sqlite_error(code, msg);
 }
 
 }  // namespace
@@ -23,11 +23,8 @@ std::int64_t sqlite_memory_used() {
   return sqlite3_memory_used();
 }
 
-storage_error::storage_error(int code, const std::string& message)
-    : std::runtime_error(message), m_code(code) {}
-
-bool storage_error::unavailable() const {
-  switch (m_code & 0xff) {
+storage_error sqlite_error(int code, const std::string& message) {
+  switch (code & 0xff) {
     case SQLITE_FULL:
     case SQLITE_IOERR:
     case SQLITE_READONLY:
@@ -35,9 +32,9 @@ bool storage_error::unavailable() const {
     case SQLITE_LOCKED:
     case SQLITE_CANTOPEN:
     case SQLITE_NOMEM:
-      return true;
+      return storage_error(message, true);
     default:
-      return false;
+      return storage_error(message, false);
   }
 }
 
@@ -134,7 +131,7 @@ database::database(const std::string& path, std::span<const std::string_view> mi
     std::string msg = "open " + path + ": " + (m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc));
     sqlite3_close(m_db);
     m_db = nullptr;
-    throw storage_error(rc, msg);
+    throw sqlite_error(rc, msg);
   }
   try {
     sqlite3_busy_timeout(m_db, 5000);
@@ -148,18 +145,18 @@ database::database(const std::string& path, std::span<const std::string_view> mi
     const auto id = app.int64(0);
     const int version = user_version();
     if (id != 0 && id != k_application_id) {
-      throw storage_error(SQLITE_NOTADB, path + " is not a kernelscan database (application_id " +
-                                             std::to_string(id) + ")");
+      throw sqlite_error(SQLITE_NOTADB, path + " is not a kernelscan database (application_id " +
+                                            std::to_string(id) + ")");
     }
     if (id == 0 && version != 0) {
-      throw storage_error(SQLITE_NOTADB,
-                          path + " holds another application's tables; refusing to migrate it");
+      throw sqlite_error(SQLITE_NOTADB,
+                         path + " holds another application's tables; refusing to migrate it");
     }
     if (version > int(migrations.size())) {
-      throw storage_error(SQLITE_MISMATCH, path + " has schema version " + std::to_string(version) +
-                                               ", newer than this kernelscan knows (" +
-                                               std::to_string(migrations.size()) +
-                                               "); upgrade kernelscan");
+      throw sqlite_error(SQLITE_MISMATCH, path + " has schema version " + std::to_string(version) +
+                                              ", newer than this kernelscan knows (" +
+                                              std::to_string(migrations.size()) +
+                                              "); upgrade kernelscan");
     }
     for (int v = version; v < int(migrations.size()); ++v) {
       transaction tx(*this);
@@ -196,7 +193,7 @@ void database::exec(const std::string& sql) {
   if (rc != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    throw storage_error(rc, "exec \"" + sql.substr(0, 60) + "\": " + msg);
+    throw sqlite_error(rc, "exec \"" + sql.substr(0, 60) + "\": " + msg);
   }
 }
 

@@ -10,28 +10,21 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+
+#include "storage/storage_error.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace kernelscan {
 
-// A failed SQLite call. `unavailable()` is true for conditions outside the program's control
-// (disk full, I/O error, read-only or locked database) that the API reports as 503.
-class storage_error : public std::runtime_error {
- public:
-  storage_error(int code, const std::string& message);
-  int code() const { return m_code; }
-  bool unavailable() const;
-
- private:
-  int m_code;
-};
+// A failed SQLite call as a storage_error: unavailable for conditions outside the program's
+// control (disk full, I/O error, read-only or locked database), which the API reports as 503.
+storage_error sqlite_error(int code, const std::string& message);
 
 class statement {
  public:

@@ -1,16 +1,19 @@
 #pragma once
-// Jobs and their per-point results in SQLite. Every call is one transaction: a job is durable
-// when submit() returns, points when add_results() returns.
+// The store the server keeps jobs and their per-point results in: an interface with two
+// implementations, SQLite (sqlite_job_store: one machine, the embedded default) and PostgreSQL
+// (postgres_job_store: a fleet of daemons sharing one database). open_store() picks one from
+// the configuration. Both behave the same through this interface; one test suite checks both.
 //
-// Threading: thread-safe. Writes are serialised on one connection; reads of a file database
-// use a pool of further connections, so HTTP threads read while the scheduler writes (WAL) and
-// do not queue behind each other. An in-memory database has one connection for both. Results and
-// params are JSON text made by the caller; the store does not parse them.
+// Every call is one transaction: a job is durable when submit() returns, points when
+// add_results() returns. Calls throw storage_error; `unavailable()` errors (a full disk, a
+// database server that is down) are worth retrying.
+//
+// Threading: implementations are thread-safe. Results and params are JSON text made by the
+// caller; a store does not parse them.
 
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,7 +23,7 @@
 
 #include "engine/fitness.hpp"
 #include "engine/job.hpp"
-#include "storage/database.hpp"
+#include "storage/storage_error.hpp"
 
 namespace kernelscan {
 
@@ -29,7 +32,10 @@ struct job_submission {
   std::map<std::string, std::string> labels;
   int priority = 0;
   engine_kind engine = engine_kind::any;
+  // Placement: a device index, a node, a catalog model; all empty: any device of the fleet.
   std::optional<int> requested_device;
+  std::optional<std::string> requested_node;
+  std::optional<std::string> requested_model;
   std::string op;
   std::uint64_t total_points = 0;
   std::string spec_json;
@@ -50,17 +56,37 @@ struct list_filter {
   std::optional<std::int64_t> before_id;  // cursor: jobs older than this id
 };
 
-// What the scheduler needs of an unfinished job.
-struct pending_job {
-  std::int64_t id = 0;
-  int priority = 0;
-  engine_kind engine = engine_kind::any;
-  std::optional<int> requested_device;
-  job_status status = job_status::queued;
+// A device of a node offering to run a job (job_store::claim).
+struct claim_request {
+  std::string node;
+  int device = 0;      // its index on the node
+  std::string engine;  // what it runs: to_string(engine_kind), "mock", "hip", ...
+  std::string model;   // its catalog key; empty when the part is not in the catalog
+  std::int64_t lease_ms = 30000;
+  std::int64_t now_ms = 0;  // the job's start time, if it is its first
+};
+
+// A node's hold on a running job: the claim it made, numbered so that a node whose lease ran
+// out (and whose job another node claimed since) can no longer change the job.
+struct job_lease {
+  std::int64_t job_id = 0;
+  std::int64_t attempt = 0;  // 1 for the first claim, +1 for every claim after a requeue
+  bool operator==(const job_lease&) const = default;
+};
+
+struct claimed_job {
+  job_lease lease;
+  std::string spec_json;
   bool cancel_requested = false;
 };
 
-// One measured point, as the scheduler hands it to the store.
+struct lease_renewal {
+  std::vector<std::int64_t> lost;              // no longer this node's: stop them, store nothing
+  std::vector<std::int64_t> cancel_requested;  // cancelled since: stop after the current point
+};
+
+// One measured point, as the scheduler hands it to the store. `score` and `flags` repeat what
+// the row's JSON says, so that a job's summary is computed without parsing its rows.
 struct result_row {
   std::int64_t job_id = 0;
   std::uint64_t index = 0;
@@ -68,6 +94,8 @@ struct result_row {
   std::optional<double> median_us;
   std::string params_json;
   std::string result_json;
+  scored_point score;              // score.ok is `ok`
+  std::vector<std::string> flags;  // the row's "flags"
 };
 
 struct stored_result {
@@ -78,101 +106,155 @@ struct stored_result {
 
 enum class cancel_outcome { cancelled, requested, already_finished, not_found };
 
+// A daemon of the fleet (DESIGN.md §7), as the store knows it.
+struct node_record {
+  std::string name;
+  std::string instance;  // the running process: a random id per start
+  std::string version;
+  std::int64_t started_ms = 0;
+  // Read back: time since its last heartbeat, by the store's clock, and whether it left cleanly.
+  std::int64_t heartbeat_age_ms = 0;
+  bool stopped = false;
+};
+
+// A device as its node reports it with every heartbeat.
+struct device_record {
+  std::string node;
+  int index = 0;
+  std::string engine;  // to_string(engine_kind)
+  std::string model;   // catalog key or empty
+  std::string state;   // idle, busy, ... (device_state)
+  std::optional<std::int64_t> current_job;
+  std::string info_json;  // the device as the API shows it, JSON made by its node
+  // Read back: time since its node's last heartbeat, and whether its node left cleanly.
+  std::int64_t heartbeat_age_ms = 0;
+  bool node_stopped = false;
+};
+
+// Another live node has this name (two daemons were given one --node).
+class node_conflict : public storage_error {
+ public:
+  explicit node_conflict(const std::string& message) : storage_error(message, false) {}
+};
+
+// A change one node announces to the others (DESIGN.md §7: events cross nodes).
+struct store_event {
+  std::string type;  // "job", "points", ...
+  std::string data;  // JSON, small (PostgreSQL carries at most 8000 bytes)
+};
+
+// A figure for GET /metrics (Prometheus text): a gauge or counter the store keeps.
+struct store_metric {
+  std::string name;  // kernelscan_...
+  std::string help;
+  std::string type;  // gauge or counter
+  double value = 0;
+};
+
 class job_store {
  public:
-  // Opens (creating) the database file; ":memory:" for tests. Throws storage_error.
-  explicit job_store(const std::string& path);
-  ~job_store();
+  virtual ~job_store() = default;
 
-  submit_outcome submit(const job_submission& job, std::int64_t now_ms);
+  // "sqlite" or "postgresql".
+  virtual std::string_view backend() const = 0;
+
+  virtual submit_outcome submit(const job_submission& job, std::int64_t now_ms) = 0;
   // Stores a job that ran elsewhere (POST /api/v1/imports): `succeeded`, started and finished at
   // `now_ms` on no device of ours, with every row of `rows` (their job_id is ignored) and its
-  // progress and best point as add_results() would leave them. One transaction, synced to disk
-  // like submit(): the job is stored whole or not at all. The idempotency key works as there.
-  submit_outcome import_job(const job_submission& job, std::span<const result_row> rows,
-                            std::int64_t now_ms);
-  std::optional<job_record> get(std::int64_t id);
+  // progress and best point as add_results() would leave them. One transaction, as durable as
+  // submit(): the job is stored whole or not at all. The idempotency key works as there.
+  virtual submit_outcome import_job(const job_submission& job, std::span<const result_row> rows,
+                                    std::int64_t now_ms) = 0;
+  virtual std::optional<job_record> get(std::int64_t id) = 0;
   // Newest first; records carry no spec_json.
-  std::vector<job_record> list(const list_filter& filter);
-  std::optional<std::string> spec_json(std::int64_t id);
+  virtual std::vector<job_record> list(const list_filter& filter) = 0;
+  virtual std::optional<std::string> spec_json(std::int64_t id) = 0;
   // The job an idempotency key created, with the hash of the request that created it.
-  std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(
-      const std::string& key);
+  virtual std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(
+      const std::string& key) = 0;
 
-  // Queued and running jobs, oldest first.
-  std::vector<pending_job> pending();
-  // queued -> running on `device`; false if the job is no longer queued (cancelled meanwhile).
-  bool start(std::int64_t id, int device, std::int64_t now_ms);
-  // running -> queued, for jobs interrupted by a shutdown or crash; they resume later.
-  void requeue(std::int64_t id);
+  // Dispatch and leases (DESIGN.md §7). A node claims the first queued job, by priority then
+  // submission order, that the offered device can run (the job's engine is `auto` or the
+  // device's, and the device is the one it asks for, if any): the job becomes running on that
+  // node and device under a lease of `lease_ms`, which the node renews (renew_leases) until the
+  // job ends. A job whose lease runs out is queued again (expire_leases) and resumes on the
+  // next node that claims it. Jobs are claimed by one node at a time, whatever the number of
+  // nodes claiming at once. SQLite measures leases with the `now_ms` given; PostgreSQL with its
+  // own clock, so that the nodes' clocks need not agree.
+  virtual std::optional<claimed_job> claim(const claim_request& request) = 0;
+  // Extends the leases the node holds by `lease_ms` and says which it lost and which jobs have
+  // been asked to cancel since.
+  virtual lease_renewal renew_leases(const std::string& node, std::span<const job_lease> held,
+                                     std::int64_t lease_ms, std::int64_t now_ms) = 0;
+  // Requeues running jobs whose lease has run out; returns their ids.
+  virtual std::vector<std::int64_t> expire_leases(std::int64_t now_ms) = 0;
+  // A node starting: the jobs a previous run of it left running are queued again (those with a
+  // cancel request end cancelled) without waiting for their leases. Returns their ids.
+  virtual std::vector<std::int64_t> recover_node(const std::string& node, std::int64_t now_ms) = 0;
+  // running -> queued, for a job interrupted by a shutdown; false if the lease was lost.
+  virtual bool requeue(const std::string& node, const job_lease& lease) = 0;
+  // running -> succeeded | failed | cancelled; false (and nothing changed) if the lease was lost.
   // `fitness_json`: the job's fitness summary (summarize_fitness), JSON.
-  void finish(std::int64_t id, job_status status, const std::optional<point_error>& error,
-              std::int64_t now_ms, const std::optional<std::string>& fitness_json = std::nullopt);
-  // Each stored point's fitness, in index order, and every flag any point raised.
-  std::vector<scored_point> scored_points(std::int64_t job_id);
-  std::vector<std::string> result_flags(std::int64_t job_id);
+  virtual bool finish(const std::string& node, const job_lease& lease, job_status status,
+                      const std::optional<point_error>& error, std::int64_t now_ms,
+                      const std::optional<std::string>& fitness_json = std::nullopt) = 0;
+
+  // Each stored point's fitness, in index order, and every flag any point raised (sorted, once
+  // each).
+  virtual std::vector<scored_point> scored_points(std::int64_t job_id) = 0;
+  virtual std::vector<std::string> result_flags(std::int64_t job_id) = 0;
 
   // The result cache (DESIGN.md §4): a job records what it measures where; a later job with the
   // same key is answered from the newest complete, succeeded one.
-  void set_cache_key(std::int64_t id, const std::string& key);
-  std::optional<std::int64_t> find_cached(const std::string& key, std::int64_t except_id);
-  // Copies job `from`'s results into `to`, each marked {"cache":{"hit":true,"job_id":N}}, with
-  // its progress and best point, in one transaction. Returns N: the job that measured them.
-  std::int64_t copy_cached_results(std::int64_t from, std::int64_t to, std::int64_t now_ms);
+  virtual void set_cache_key(std::int64_t id, const std::string& key) = 0;
+  virtual std::optional<std::int64_t> find_cached(const std::string& key,
+                                                  std::int64_t except_id) = 0;
+  // Copies job `from`'s results into `to`, each read back with {"cache":{"hit":true,
+  // "job_id":N}} as its last member, with its progress and best point, in one transaction.
+  // Returns N: the job that measured them.
+  virtual std::int64_t copy_cached_results(std::int64_t from, std::int64_t to,
+                                           std::int64_t now_ms) = 0;
 
   // Each device's measured roofline, JSON, by a key naming the device.
-  std::optional<std::string> roofline(const std::string& device_key);
-  void put_roofline(const std::string& device_key, const std::string& roofline_json,
-                    std::int64_t measured_ms);
-  cancel_outcome cancel(std::int64_t id, std::int64_t now_ms);
+  virtual std::optional<std::string> roofline(const std::string& device_key) = 0;
+  virtual void put_roofline(const std::string& device_key, const std::string& roofline_json,
+                            std::int64_t measured_ms) = 0;
+  virtual cancel_outcome cancel(std::int64_t id, std::int64_t now_ms) = 0;
 
   // Stores points and advances their jobs' progress, all in one transaction (group commit: one
-  // commit costs about as much as tens of rows). A point already stored is left as it was.
-  void add_results(std::span<const result_row> rows, std::int64_t now_ms);
-  std::vector<std::uint64_t> result_indices(std::int64_t job_id);
-  std::vector<stored_result> results(std::int64_t job_id, std::uint64_t offset,
-                                     std::uint64_t limit);
+  // commit costs about as much as tens of rows). A point already stored is left as it was, and
+  // counted once: writing a point twice is harmless.
+  virtual void add_results(std::span<const result_row> rows, std::int64_t now_ms) = 0;
+  virtual std::vector<std::uint64_t> result_indices(std::int64_t job_id) = 0;
+  virtual std::vector<stored_result> results(std::int64_t job_id, std::uint64_t offset,
+                                             std::uint64_t limit) = 0;
   // Rows with index > after_index, in index order: the next page of a long read without
   // OFFSET's cost of walking every row before it.
-  std::vector<stored_result> results_after(std::int64_t job_id, std::uint64_t after_index,
-                                           std::uint64_t limit);
+  virtual std::vector<stored_result> results_after(std::int64_t job_id, std::uint64_t after_index,
+                                                   std::uint64_t limit) = 0;
 
-  std::map<job_status, std::int64_t> count_by_status();
+  // Nodes and their devices. join() registers a starting node (throws node_conflict when a
+  // live node has its name), heartbeat() says it is alive and how its devices are, leave() that
+  // it stopped cleanly. A node is live while its heartbeats are younger than its lease.
+  virtual void join(const node_record& node, std::int64_t now_ms) = 0;
+  virtual void heartbeat(const std::string& node, std::span<const device_record> devices,
+                         std::int64_t now_ms) = 0;
+  virtual void leave(const std::string& node, std::int64_t now_ms) = 0;
+  virtual std::vector<node_record> nodes(std::int64_t now_ms) = 0;
+  // Every node's devices, by node then index.
+  virtual std::vector<device_record> devices(std::int64_t now_ms) = 0;
+
+  // Events across nodes: publish_event() hands an event to every other node sharing the store,
+  // whose subscriber (set once, before join) is called with it on a thread of the store's. A
+  // store only one daemon uses (SQLite) has no other nodes and drops them.
+  virtual void publish_event(const store_event& event) = 0;
+  virtual void subscribe(std::function<void(const store_event&)> on_event) = 0;
+
+  virtual std::map<job_status, std::int64_t> count_by_status() = 0;
   // Reads one row: throws storage_error if the database cannot be read (readiness).
-  void ping();
-
- private:
-  // A connection to read with, for as long as it lives.
-  class reader {
-   public:
-    explicit reader(job_store& store);
-    reader(const reader&) = delete;
-    reader& operator=(const reader&) = delete;
-    ~reader();
-    database* operator->() const { return m_db; }
-
-   private:
-    job_store& m_store;
-    std::unique_ptr<database> m_own;
-    std::unique_lock<std::mutex> m_writer_lock;
-    database* m_db = nullptr;
-  };
-
-  class durable_commits;
-
-  static job_record read_row(statement& s);
-  // With m_mutex held, inside a transaction.
-  std::optional<submit_outcome> find_key(const job_submission& job);
-  std::int64_t insert_job(const job_submission& job, job_status status, std::int64_t now_ms,
-                          std::optional<std::int64_t> finished_ms);
-  void store_row(const result_row& row, std::int64_t job_id, std::int64_t now_ms);
-
-  std::string m_path;
-  bool m_shared_reads;  // in-memory: another connection would be another database
-  std::mutex m_mutex;   // the writer connection
-  database m_db;
-  std::mutex m_pool_mutex;
-  std::vector<std::unique_ptr<database>> m_idle_readers;
+  virtual void ping() = 0;
+  // What the store reports for GET /metrics.
+  virtual std::vector<store_metric> metrics() = 0;
 };
 
 }  // namespace kernelscan

@@ -81,6 +81,11 @@ std::optional<std::string> object_reader::string(std::string_view key, std::size
                    std::to_string(max_length));
     return std::nullopt;
   }
+  // PostgreSQL's text cannot hold it, and no name, label or source needs it.
+  if (s.find('\0') != std::string::npos) {
+    error(key, "must not contain the NUL character (\\u0000)");
+    return std::nullopt;
+  }
   return s;
 }
 
@@ -179,6 +184,8 @@ std::map<std::string, std::string> read_labels(const json& v, const std::string&
       error(field, "must be a string, not " + std::string(json_type_name(value)));
     } else if (value.get_ref<const std::string&>().size() > 256) {
       error(field, "is longer than 256 bytes");
+    } else if (value.get_ref<const std::string&>().find('\0') != std::string::npos) {
+      error(field, "must not contain the NUL character (\\u0000)");
     } else {
       out[key] = value.get<std::string>();
     }

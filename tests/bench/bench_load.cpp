@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "storage/database.hpp"
-#include "storage/migrations.hpp"
+#include "storage/sqlite_migrations.hpp"
 #include "tests/support/daemon_process.hpp"
 
 namespace {
@@ -31,7 +31,7 @@ using clock_type = std::chrono::steady_clock;
 // Writes `n` finished jobs straight into a new database (the daemon's schema, from its own
 // migrations): submitting them over HTTP would sync each to disk and take many minutes.
 void fill(const std::string& path, int n) {
-  kernelscan::database db(path, kernelscan::schema_migrations());
+  kernelscan::database db(path, kernelscan::sqlite_migrations());
   kernelscan::database::transaction tx(db);
   const char* statuses[] = {"succeeded", "succeeded", "succeeded", "failed", "cancelled"};
   const std::string spec =

@@ -410,9 +410,14 @@ async function main() {
       expect((await page.textContent('#compare-summary tbody tr')).includes('50 of 50'), 'slower at 50 of 50');
       await shot(page, 'compare');
 
+      // The summary is redrawn for the new base: wait for it to change, not only to be there.
+      const before = await page.textContent('#compare-summary tbody td:nth-child(3)');
       await page.selectOption('#compare-base', String(ids.b));
       await page.waitForFunction((b) => location.hash.includes(`base=${b}`), ids.b);
-      await page.waitForSelector('#compare-summary');
+      await page.waitForFunction((old) => {
+        const td = document.querySelector('#compare-summary tbody td:nth-child(3)');
+        return td && td.textContent !== old;
+      }, before);
       const geo = parseFloat((await page.textContent('#compare-summary tbody td:nth-child(3)')));
       expect(geo > 1, `f16 over an f32 baseline is faster (geomean ${geo})`);
       await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${ids.stream}`, '.error-box');

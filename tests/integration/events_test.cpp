@@ -7,90 +7,12 @@
 #include <thread>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/sse_reader.hpp"
 
 namespace kernelscan::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct sse_event {
-  std::string id, type;
-  json data;
-};
-
-// Reads an event stream on a thread until stop() or the server ends it, parsing events as
-// they arrive.
-class sse_reader {
- public:
-  sse_reader(int port, httplib::Headers headers = {}) : m_client("127.0.0.1", port) {
-    m_client.set_read_timeout(60s);
-    m_thread = std::thread([this, headers] {
-      auto res = m_client.Get("/api/v1/events", headers, [this](const char* data, std::size_t n) {
-        std::lock_guard lock(m_mutex);
-        m_raw.append(data, n);
-        parse();
-        return !m_stop;
-      });
-      std::lock_guard lock(m_mutex);
-      if (res) m_status = res->status;
-      m_ended = true;
-    });
-  }
-  ~sse_reader() { stop(); }
-  void stop() {
-    {
-      std::lock_guard lock(m_mutex);
-      m_stop = true;
-    }
-    m_client.stop();
-    if (m_thread.joinable()) m_thread.join();
-  }
-  std::vector<sse_event> events() const {
-    std::lock_guard lock(m_mutex);
-    return m_events;
-  }
-  bool has(const std::function<bool(const sse_event&)>& pred) const {
-    std::lock_guard lock(m_mutex);
-    return std::any_of(m_events.begin(), m_events.end(), pred);
-  }
-  bool ended() const {
-    std::lock_guard lock(m_mutex);
-    return m_ended;
-  }
-
- private:
-  void parse() {
-    for (;;) {
-      const auto end = m_raw.find("\n\n");
-      if (end == std::string::npos) return;
-      const std::string block = m_raw.substr(0, end);
-      m_raw.erase(0, end + 2);
-      sse_event e;
-      std::string data;
-      std::size_t from = 0;
-      while (from < block.size()) {
-        auto nl = block.find('\n', from);
-        if (nl == std::string::npos) nl = block.size();
-        const std::string line = block.substr(from, nl - from);
-        from = nl + 1;
-        if (line.rfind("id: ", 0) == 0) e.id = line.substr(4);
-        if (line.rfind("event: ", 0) == 0) e.type = line.substr(7);
-        if (line.rfind("data: ", 0) == 0) data += line.substr(6);
-      }
-      if (e.type.empty()) continue;  // retry: and keep-alive comments
-      e.data = json::parse(data);
-      m_events.push_back(std::move(e));
-    }
-  }
-
-  httplib::Client m_client;
-  std::thread m_thread;
-  mutable std::mutex m_mutex;
-  std::string m_raw;
-  std::vector<sse_event> m_events;
-  bool m_stop = false, m_ended = false;
-  int m_status = 0;
-};
 
 bool is_ready(const sse_event& e) {
   return e.type == "ready";

@@ -1,5 +1,6 @@
-// Storage that stops accepting writes (a full disk, simulated with the daemon's file-size limit)
-// and storage that cannot be opened.
+// SQLite storage that stops accepting writes (a full disk, simulated with the daemon's file-size
+// limit) and SQLite storage that cannot be opened. PostgreSQL's faults (the server stopped and
+// started again) are tested in fleet_test.cpp.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
@@ -38,6 +39,7 @@ std::string integrity(const std::string& path) {
 }
 
 TEST(StorageFaults, DiskFullAnswers503KeepsMeasuredPointsAndRecovers) {
+  if (testing_postgres()) GTEST_SKIP() << "SQLite's own faults; the daemon runs on PostgreSQL";
   daemon_process daemon;
   daemon.start();
   const auto before = daemon.submit(stream_job(3, 0));
@@ -79,6 +81,7 @@ TEST(StorageFaults, DiskFullAnswers503KeepsMeasuredPointsAndRecovers) {
 }
 
 TEST(StorageFaults, ADatabaseThatCannotBeOpenedIsAClearStartUpError) {
+  if (testing_postgres()) GTEST_SKIP() << "SQLite's own faults; the daemon runs on PostgreSQL";
   daemon_process daemon;
   // The database path is taken by a directory.
   std::filesystem::create_directories(daemon.data_dir() + "/data/kernelscan.db");
@@ -87,6 +90,7 @@ TEST(StorageFaults, ADatabaseThatCannotBeOpenedIsAClearStartUpError) {
 }
 
 TEST(StorageFaults, AnotherApplicationsDatabaseIsRefused) {
+  if (testing_postgres()) GTEST_SKIP() << "SQLite's own faults; the daemon runs on PostgreSQL";
   daemon_process daemon;
   std::filesystem::create_directories(daemon.data_dir() + "/data");
   sqlite3* db = nullptr;

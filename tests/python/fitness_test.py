@@ -191,7 +191,7 @@ class FitnessTest(DaemonTestCase):
         spec = dict(gemm_job(1.0), engine="hip")
         with self.assertRaises(kernelscan_client.EvaluatorError) as caught:
             self.client.evaluate_detailed(spec, timeout_s=10)
-        self.assertIn("engine: this daemon has no HIP device", caught.exception.message)
+        self.assertIn("engine: no live node has a HIP device", caught.exception.message)
 
     def example_env(self, **extra: str):
         return mock.patch.dict(os.environ, {"KERNELSCAN_SERVER": self.daemon.url,

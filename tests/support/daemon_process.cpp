@@ -13,6 +13,10 @@
 #include <stdexcept>
 #include <thread>
 
+#ifdef KERNELSCAN_TEST_WITH_POSTGRES
+#include "tests/support/postgres_server.hpp"
+#endif
+
 extern char** environ;
 
 namespace kernelscan::testing {
@@ -78,9 +82,25 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
   return condition();
 }
 
+bool testing_postgres() {
+  const char* server = std::getenv("KERNELSCAN_TEST_POSTGRES");
+  return server && *server;
+}
+
 daemon_process::daemon_process(options opts) : m_options(std::move(opts)) {
   m_data_dir = make_temp_dir();
   m_log_path = m_data_dir + "/daemon.log";
+  m_database = m_options.database;
+  if (m_database.empty() && testing_postgres()) {
+#ifdef KERNELSCAN_TEST_WITH_POSTGRES
+    m_database = create_database();
+    m_own_database = true;
+#else
+    throw std::runtime_error(
+        "KERNELSCAN_TEST_POSTGRES is set, but these tests are built without "
+        "PostgreSQL");
+#endif
+  }
 }
 
 daemon_process::~daemon_process() {
@@ -88,6 +108,9 @@ daemon_process::~daemon_process() {
     ::kill(m_pid, SIGKILL);
     wait_exit(m_pid, 10s);
   }
+#ifdef KERNELSCAN_TEST_WITH_POSTGRES
+  if (m_own_database) drop_database(m_database);
+#endif
   std::error_code ec;
   std::filesystem::remove_all(m_data_dir, ec);
 }
@@ -113,6 +136,10 @@ void daemon_process::start() {
                                 "--log-level",
                                 "debug"};
   if (m_options.allow_fault_injection) args.push_back("--allow-fault-injection");
+  if (!m_database.empty() && m_database != "-") {
+    args.push_back("--database");
+    args.push_back(m_database);
+  }
   for (const auto& a : m_options.extra_args)
     args.push_back(a);
 

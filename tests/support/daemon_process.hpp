@@ -2,6 +2,11 @@
 // A real `kernelscan serve` for integration tests: started on a free loopback port (port 0,
 // read back from --port-file) with a temporary data directory, stopped and cleaned up by the
 // destructor. The data directory survives kill9()/start() so restarts can be tested.
+//
+// Its store: SQLite in the data directory, or with KERNELSCAN_TEST_POSTGRES in the environment
+// (how ctest runs every integration test a second time) a new database of that test PostgreSQL
+// server, made for this daemon and dropped with it; or the database `options.database` names
+// (daemons of one fleet).
 
 #include <httplib.h>
 #include <sys/types.h>
@@ -31,6 +36,9 @@ class daemon_process {
     std::string engine = "mock";
     bool allow_fault_injection = false;
     std::vector<std::string> extra_args;
+    // A PostgreSQL URL shared with other daemons (a fleet); empty: as described above; "-": no
+    // --database at all (the test gives it otherwise).
+    std::string database = "";
   };
 
   explicit daemon_process(options opts);
@@ -50,6 +58,8 @@ class daemon_process {
   int port() const { return m_port; }
   pid_t pid() const { return m_pid; }
   const std::string& data_dir() const { return m_data_dir; }
+  // The PostgreSQL database this daemon uses; empty with SQLite.
+  const std::string& database() const { return m_database; }
   std::string log() const;
 
   http_reply get(const std::string& path) const;
@@ -70,6 +80,8 @@ class daemon_process {
   options m_options;
   std::string m_data_dir;
   std::string m_log_path;
+  std::string m_database;
+  bool m_own_database = false;
   pid_t m_pid = -1;
   int m_port = 0;
 };
@@ -77,6 +89,9 @@ class daemon_process {
 // A mock stream-triad job over `points` sizes (step, 2*step, ...), each point taking
 // `delay_ms` of wall time.
 json stream_sweep(int points, double delay_ms, std::int64_t step = 4096);
+
+// True when the daemons run on PostgreSQL (KERNELSCAN_TEST_POSTGRES is set).
+bool testing_postgres();
 
 // Polls `condition` every 20 ms until it is true or `timeout` passes.
 bool eventually(const std::function<bool()>& condition,

@@ -57,13 +57,21 @@ TEST_F(OpenClBackend, TimesTheLaunchesOfASample) {
   const auto buffers = k.own_buffers();
   k.launch(buffers);  // builds and warms the kernel
   backend().synchronize();
-  const timed_sample one =
-      backend().time_launches(kernel_role::candidate, [&] { k.launch(buffers); });
-  const timed_sample four = backend().time_launches(kernel_role::candidate, [&] {
-    for (int i = 0; i < 4; ++i)
-      k.launch(buffers);
-  });
-  EXPECT_TRUE(one.valid);
+  // The fastest of a few samples each: another process on the CPU device slows single samples.
+  auto fastest = [&](int launches) {
+    timed_sample best;
+    for (int trial = 0; trial < 5; ++trial) {
+      const timed_sample t = backend().time_launches(kernel_role::candidate, [&] {
+        for (int i = 0; i < launches; ++i)
+          k.launch(buffers);
+      });
+      EXPECT_TRUE(t.valid);
+      if (trial == 0 || t.time_us < best.time_us) best = t;
+    }
+    return best;
+  };
+  const timed_sample one = fastest(1);
+  const timed_sample four = fastest(4);
   EXPECT_GT(one.time_us, 0);
   // Four launches take longer than one: the sample spans the first to the last.
   EXPECT_GT(four.time_us, 2 * one.time_us);

@@ -1,0 +1,39 @@
+#include "server/device_view.hpp"
+
+#include "api/device_codec.hpp"
+
+namespace kernelscan {
+
+std::string_view to_string(device_state s) {
+  switch (s) {
+    case device_state::starting:
+      return "starting";
+    case device_state::idle:
+      return "idle";
+    case device_state::busy:
+      return "busy";
+    case device_state::measuring:
+      return "measuring";
+    case device_state::restarting:
+      return "restarting";
+    case device_state::failed:
+      return "failed";
+    case device_state::offline:
+      return "offline";
+  }
+  return "?";
+}
+
+json to_json(const device_view& v) {
+  json j = to_json(v.info);
+  j["node"] = v.node;
+  j["state"] = to_string(v.state);
+  j["current_job"] = v.current_job ? json(*v.current_job) : json(nullptr);
+  j["worker_pid"] = v.worker_pid ? json(v.worker_pid) : json(nullptr);
+  j["worker_restarts"] = v.worker_restarts;
+  j["points_measured"] = v.points_measured;
+  j["last_error"] = v.last_error.empty() ? json(nullptr) : json(v.last_error);
+  return j;
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,35 @@
+#pragma once
+// A device as the API shows it (GET /api/v1/devices): what its worker reported, and its state.
+// In a fleet a node keeps its own devices' views and reads the other nodes' from the store,
+// where each node writes them with its heartbeat.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "api/json.hpp"
+#include "engine/device_info.hpp"
+
+namespace kernelscan {
+
+// measuring: the worker is measuring the device's roofline (between jobs). offline: its node
+// stopped, or has not sent a heartbeat within its lease.
+enum class device_state { starting, idle, busy, measuring, restarting, failed, offline };
+std::string_view to_string(device_state s);
+
+struct device_view {
+  std::string node;
+  device_info info;
+  device_state state = device_state::starting;
+  std::optional<std::int64_t> current_job;
+  int worker_pid = 0;
+  std::uint64_t worker_restarts = 0;
+  std::uint64_t points_measured = 0;
+  std::string last_error;
+};
+
+// api/openapi.yaml `Device`, without last_heartbeat_at (the caller adds it).
+json to_json(const device_view& v);
+
+}  // namespace kernelscan

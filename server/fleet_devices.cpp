@@ -1,0 +1,40 @@
+#include "server/fleet_devices.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "api/job_codec.hpp"
+
+namespace kernelscan {
+
+std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double lease_timeout_s,
+                                bool shared) {
+  std::vector<json> out;
+  const auto now = unix_time_ms();
+  for (const auto& d : sched.devices()) {
+    json j = to_json(d);
+    j["last_heartbeat_at"] = format_time_ms(now);
+    out.push_back(std::move(j));
+  }
+  if (!shared) return out;
+  std::vector<device_record> others;
+  try {
+    others = store.devices(now);
+  } catch (const storage_error& e) {
+    spdlog::warn("devices: the other nodes' cannot be read: {}", e.what());
+    return out;
+  }
+  for (const auto& d : others) {
+    if (d.node == sched.node()) continue;
+    json j = parse_json(d.info_json);
+    if (d.node_stopped || double(d.heartbeat_age_ms) > lease_timeout_s * 1000) {
+      j["state"] = to_string(device_state::offline);
+      j["current_job"] = nullptr;
+      j["worker_pid"] = nullptr;
+    }
+    j["last_heartbeat_at"] = format_time_ms(now - d.heartbeat_age_ms);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace kernelscan

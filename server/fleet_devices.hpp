@@ -1,0 +1,23 @@
+#pragma once
+// Every device of the fleet as GET /api/v1/devices lists them (DESIGN.md §7): this node's from
+// the scheduler (live), the other nodes' as their last heartbeat wrote them to the store, shown
+// `offline` when their node stopped or has not been heard from within its lease. Each carries
+// its `node` and `last_heartbeat_at`. A store that cannot be reached leaves this node's alone.
+//
+// Threading: thread-safe (HTTP handlers).
+
+#include <vector>
+
+#include "api/json.hpp"
+#include "server/scheduler.hpp"
+#include "storage/job_store.hpp"
+
+namespace kernelscan {
+
+// By node (this node first), then index. `shared`: the store is a fleet's (PostgreSQL); a
+// daemon alone on its SQLite file lists its own devices only (whatever earlier runs under
+// other names left in the file).
+std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double lease_timeout_s,
+                                bool shared);
+
+}  // namespace kernelscan

@@ -1,0 +1,32 @@
+#pragma once
+// Text encodings both stores use for what they keep in plain columns, so that the two write and
+// read the same values.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/job_spec.hpp"
+
+namespace kernelscan::detail {
+
+// Labels ride in the job row for reading (a table of labels holds them for filtering), encoded
+// as length-prefixed strings ("3:key5:value...") so that any bytes survive without a JSON
+// library.
+std::string encode_labels(const std::map<std::string, std::string>& labels);
+std::map<std::string, std::string> decode_labels(std::string_view text);
+
+// A job's engine as stored (to_string(engine_kind)); an unknown name reads as `any`.
+engine_kind parse_engine(std::string_view s);
+
+// A row's flags, comma-separated (flag names are identifiers), and back.
+std::string join_flags(const std::vector<std::string>& flags);
+std::vector<std::string> split_flags(std::string_view text);
+
+// The text a row copied from the result cache is read as: the measured row with
+// "cache":{"hit":true,"job_id":N} as its last member.
+std::string with_cache_hit(std::string_view result_json, std::int64_t origin_job);
+
+}  // namespace kernelscan::detail

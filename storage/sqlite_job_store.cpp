@@ -1,0 +1,694 @@
+#include "storage/sqlite_job_store.hpp"
+
+#include <set>
+
+#include "storage/detail/store_text.hpp"
+#include "storage/sqlite_migrations.hpp"
+
+namespace kernelscan {
+namespace {
+
+using detail::decode_labels;
+using detail::encode_labels;
+using detail::parse_engine;
+
+// Rows of a "SELECT idx, params, result, cache_origin FROM results ..." query.
+std::vector<stored_result> read_results(statement& q) {
+  std::vector<stored_result> out;
+  while (q.step()) {
+    stored_result r{std::uint64_t(q.int64(0)), std::string(q.text(1)), std::string(q.text(2))};
+    if (!q.is_null(3)) r.result_json = detail::with_cache_hit(r.result_json, q.int64(3));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// read_row() reads these by position; a query may add columns after them (k_column_count).
+const std::string k_columns =
+    "id, name, status, priority, engine, requested_device, device, op, total_points, "
+    "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
+    "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
+    "cached_from, node, place_node, place_model";
+constexpr int k_column_count = 27;
+
+std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
+  if (!v) return std::nullopt;
+  return int(*v);
+}
+
+}  // namespace
+
+sqlite_job_store::sqlite_job_store(const std::string& path)
+    : m_path(path),
+      m_shared_reads(path == ":memory:" || path.empty()),
+      m_db(path, sqlite_migrations()) {}
+
+sqlite_job_store::~sqlite_job_store() = default;
+
+sqlite_job_store::reader::reader(sqlite_job_store& store) : m_store(store) {
+  if (store.m_shared_reads) {
+    m_writer_lock = std::unique_lock(store.m_mutex);
+    m_db = &store.m_db;
+    return;
+  }
+  {
+    std::lock_guard lock(store.m_pool_mutex);
+    if (!store.m_idle_readers.empty()) {
+      m_own = std::move(store.m_idle_readers.back());
+      store.m_idle_readers.pop_back();
+    }
+  }
+  if (!m_own) m_own = std::make_unique<database>(store.m_path, sqlite_migrations());
+  m_db = m_own.get();
+}
+
+sqlite_job_store::reader::~reader() {
+  if (!m_own) return;
+  std::lock_guard lock(m_store.m_pool_mutex);
+  m_store.m_idle_readers.push_back(std::move(m_own));
+}
+
+job_record sqlite_job_store::read_row(statement& s) {
+  job_record r;
+  r.id = s.int64(0);
+  r.name = std::string(s.text(1));
+  r.status = parse_job_status(s.text(2)).value_or(job_status::failed);
+  r.priority = int(s.int64(3));
+  r.engine = parse_engine(s.text(4));
+  r.requested_device = opt_int(s.opt_int64(5));
+  r.device = opt_int(s.opt_int64(6));
+  r.op = std::string(s.text(7));
+  r.progress.total = std::uint64_t(s.int64(8));
+  r.progress.done = std::uint64_t(s.int64(9));
+  r.progress.ok = std::uint64_t(s.int64(10));
+  r.progress.failed = std::uint64_t(s.int64(11));
+  if (!s.is_null(12)) {
+    r.best = job_best{std::uint64_t(s.int64(12)), s.real(13), std::string(s.text(20))};
+  }
+  r.created_ms = s.int64(14);
+  r.started_ms = s.opt_int64(15);
+  r.finished_ms = s.opt_int64(16);
+  if (!s.is_null(17)) r.error = point_error{std::string(s.text(17)), std::string(s.text(18))};
+  r.cancel_requested = s.int64(19) != 0;
+  r.labels = decode_labels(s.text(21));
+  if (!s.is_null(22)) r.fitness_json = std::string(s.text(22));
+  r.cached_from = s.opt_int64(23);
+  if (!s.is_null(24)) r.node = std::string(s.text(24));
+  r.requested_node = s.opt_text(25);
+  r.requested_model = s.opt_text(26);
+  return r;
+}
+
+// An accepted job must survive a power loss, not only a crash: while one of these lives, commits
+// are synced to disk (synchronous=FULL). Points stay at NORMAL: a lost one is measured again.
+class sqlite_job_store::durable_commits {
+ public:
+  explicit durable_commits(database& db) : m_db(db) { m_db.exec("PRAGMA synchronous=FULL"); }
+  durable_commits(const durable_commits&) = delete;
+  durable_commits& operator=(const durable_commits&) = delete;
+  ~durable_commits() {
+    try {
+      m_db.exec("PRAGMA synchronous=NORMAL");
+    } catch (const storage_error&) {
+    }
+  }
+
+ private:
+  database& m_db;
+};
+
+std::optional<submit_outcome> sqlite_job_store::find_key(const job_submission& job) {
+  if (!job.idempotency_key) return std::nullopt;
+  auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
+  s->bind(1, *job.idempotency_key);
+  if (!s->step()) return std::nullopt;
+  return submit_outcome{s->int64(0), false, s->text(1) != job.request_hash};
+}
+
+std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status status,
+                                          std::int64_t now_ms,
+                                          std::optional<std::int64_t> finished_ms) {
+  {
+    auto s = m_db.prepare(
+        "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
+        "created_ms, started_ms, finished_ms, idempotency_key, request_hash, labels, "
+        "place_node, place_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    s->bind(1, job.name)
+        .bind(2, to_string(status))
+        .bind(3, job.priority)
+        .bind(4, to_string(job.engine))
+        .bind(5, job.requested_device)
+        .bind(6, job.op)
+        .bind(7, std::int64_t(job.total_points))
+        .bind(8, now_ms)
+        .bind(9, finished_ms)  // a job stored finished started when it finished, here
+        .bind(10, finished_ms)
+        .bind(11, job.idempotency_key)
+        .bind(12, job.request_hash)
+        .bind(13, encode_labels(job.labels))
+        .bind(14, job.requested_node)
+        .bind(15, job.requested_model);
+    s->run();
+  }
+  const std::int64_t id = m_db.last_insert_rowid();
+  {
+    auto s = m_db.prepare("INSERT INTO job_specs (job_id, spec) VALUES (?, ?)");
+    s->bind(1, id).bind(2, job.spec_json);
+    s->run();
+  }
+  for (const auto& [key, value] : job.labels) {
+    auto s = m_db.prepare("INSERT INTO job_labels (job_id, key, value) VALUES (?, ?, ?)");
+    s->bind(1, id).bind(2, key).bind(3, value);
+    s->run();
+  }
+  return id;
+}
+
+submit_outcome sqlite_job_store::submit(const job_submission& job, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  durable_commits durable(m_db);
+  database::transaction tx(m_db);
+  if (auto known = find_key(job)) return *known;
+  const std::int64_t id = insert_job(job, job_status::queued, now_ms, std::nullopt);
+  tx.commit();
+  return {id, true, false};
+}
+
+submit_outcome sqlite_job_store::import_job(const job_submission& job,
+                                            std::span<const result_row> rows, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  durable_commits durable(m_db);
+  database::transaction tx(m_db);
+  if (auto known = find_key(job)) return *known;
+  const std::int64_t id = insert_job(job, job_status::succeeded, now_ms, now_ms);
+  for (const auto& row : rows)
+    store_row(row, id, now_ms);
+  tx.commit();
+  return {id, true, false};
+}
+
+std::optional<job_record> sqlite_job_store::get(std::int64_t id) {
+  reader db(*this);
+  auto s = db->prepare("SELECT " + k_columns +
+                       ", (SELECT spec FROM job_specs WHERE job_id = id) FROM jobs WHERE id = ?");
+  s->bind(1, id);
+  if (!s->step()) return std::nullopt;
+  job_record r = read_row(*s);
+  r.spec_json = std::string(s->text(k_column_count));
+  return r;
+}
+
+std::vector<job_record> sqlite_job_store::list(const list_filter& filter) {
+  std::string sql = "SELECT " + k_columns + " FROM jobs WHERE 1";
+  if (!filter.statuses.empty()) {
+    sql += " AND status IN (";
+    for (std::size_t i = 0; i < filter.statuses.size(); ++i)
+      sql += i ? ",?" : "?";
+    sql += ")";
+  }
+  if (filter.before_id) sql += " AND id < ?";
+  for (std::size_t i = 0; i < filter.labels.size(); ++i) {
+    sql += " AND id IN (SELECT job_id FROM job_labels WHERE key = ? AND value = ?)";
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+
+  reader db(*this);
+  std::vector<job_record> out;
+  {
+    auto s = db->prepare(sql);
+    int i = 1;
+    for (auto st : filter.statuses)
+      s->bind(i++, to_string(st));
+    if (filter.before_id) s->bind(i++, *filter.before_id);
+    for (const auto& [k, v] : filter.labels) {
+      s->bind(i++, k);
+      s->bind(i++, v);
+    }
+    s->bind(i, std::int64_t(filter.limit));
+    while (s->step())
+      out.push_back(read_row(*s));
+  }
+  return out;
+}
+
+std::optional<std::string> sqlite_job_store::spec_json(std::int64_t id) {
+  reader db(*this);
+  auto s = db->prepare("SELECT spec FROM job_specs WHERE job_id = ?");
+  s->bind(1, id);
+  if (!s->step()) return std::nullopt;
+  return std::string(s->text(0));
+}
+
+std::optional<std::pair<std::int64_t, std::string>> sqlite_job_store::find_by_idempotency_key(
+    const std::string& key) {
+  reader db(*this);
+  auto s = db->prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
+  s->bind(1, key);
+  if (!s->step()) return std::nullopt;
+  return std::pair{s->int64(0), std::string(s->text(1))};
+}
+
+std::optional<claimed_job> sqlite_job_store::claim(const claim_request& request) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  claimed_job out;
+  {
+    auto s = m_db.prepare(
+        "UPDATE jobs SET status = 'running', node = ?1, device = ?2, "
+        "started_ms = coalesce(started_ms, ?3), attempt = attempt + 1, "
+        "lease_expires_ms = ?3 + ?4 "
+        "WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND "
+        "(engine = 'auto' OR engine = ?5) AND (requested_device IS NULL OR "
+        "requested_device = ?2) AND (place_node IS NULL OR place_node = ?1) AND "
+        "(place_model IS NULL OR place_model = ?6) ORDER BY priority DESC, id LIMIT 1) "
+        "RETURNING id, attempt, cancel_requested");
+    s->bind(1, request.node)
+        .bind(2, request.device)
+        .bind(3, request.now_ms)
+        .bind(4, request.lease_ms)
+        .bind(5, request.engine)
+        .bind(6, request.model);
+    if (!s->step()) return std::nullopt;
+    out.lease = {s->int64(0), s->int64(1)};
+    out.cancel_requested = s->int64(2) != 0;
+    s->run();
+  }
+  {
+    auto s = m_db.prepare("SELECT spec FROM job_specs WHERE job_id = ?");
+    s->bind(1, out.lease.job_id);
+    if (s->step()) out.spec_json = std::string(s->text(0));
+  }
+  tx.commit();
+  return out;
+}
+
+lease_renewal sqlite_job_store::renew_leases(const std::string& node,
+                                             std::span<const job_lease> held, std::int64_t lease_ms,
+                                             std::int64_t now_ms) {
+  lease_renewal out;
+  if (held.empty()) return out;
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  for (const auto& l : held) {
+    auto s = m_db.prepare(
+        "UPDATE jobs SET lease_expires_ms = ? WHERE id = ? AND node = ? AND attempt = ? AND "
+        "status = 'running' RETURNING cancel_requested");
+    s->bind(1, now_ms + lease_ms).bind(2, l.job_id).bind(3, node).bind(4, l.attempt);
+    if (!s->step()) {
+      out.lost.push_back(l.job_id);
+      continue;
+    }
+    if (s->int64(0) != 0) out.cancel_requested.push_back(l.job_id);
+    s->run();
+  }
+  tx.commit();
+  return out;
+}
+
+// A running job put back: queued again, or cancelled when a cancel was asked for meanwhile.
+static const std::string k_release =
+    "status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END, "
+    "finished_ms = CASE WHEN cancel_requested THEN ?1 ELSE finished_ms END, "
+    "error_type = CASE WHEN cancel_requested THEN 'cancelled' ELSE error_type END, "
+    "error_message = CASE WHEN cancel_requested THEN ?2 ELSE error_message END, "
+    "lease_expires_ms = NULL";
+
+std::vector<std::int64_t> sqlite_job_store::expire_leases(std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("UPDATE jobs SET " + k_release +
+                        " WHERE status = 'running' AND lease_expires_ms < ?1 RETURNING id");
+  s->bind(1, now_ms).bind(2, std::string_view("cancelled while its node was unreachable"));
+  std::vector<std::int64_t> out;
+  while (s->step())
+    out.push_back(s->int64(0));
+  return out;
+}
+
+std::vector<std::int64_t> sqlite_job_store::recover_node(const std::string& node,
+                                                         std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  // A job from before nodes were recorded has none: it was this daemon's.
+  auto s = m_db.prepare("UPDATE jobs SET " + k_release +
+                        " WHERE status = 'running' AND (node = ?3 OR node IS NULL) RETURNING id");
+  s->bind(1, now_ms).bind(2, std::string_view("cancelled while the daemon was down")).bind(3, node);
+  std::vector<std::int64_t> out;
+  while (s->step())
+    out.push_back(s->int64(0));
+  return out;
+}
+
+bool sqlite_job_store::requeue(const std::string& node, const job_lease& lease) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "UPDATE jobs SET status = 'queued', lease_expires_ms = NULL WHERE id = ? AND node = ? AND "
+      "attempt = ? AND status = 'running'");
+  s->bind(1, lease.job_id).bind(2, node).bind(3, lease.attempt);
+  s->run();
+  return m_db.changes() == 1;
+}
+
+bool sqlite_job_store::finish(const std::string& node, const job_lease& lease, job_status status,
+                              const std::optional<point_error>& error, std::int64_t now_ms,
+                              const std::optional<std::string>& fitness_json) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "UPDATE jobs SET status = ?, finished_ms = ?, error_type = ?, error_message = ?, "
+      "fitness = ?, lease_expires_ms = NULL WHERE id = ? AND node = ? AND attempt = ? AND "
+      "status = 'running'");
+  s->bind(1, to_string(status)).bind(2, now_ms);
+  if (error) {
+    s->bind(3, error->type).bind(4, error->message);
+  }
+  s->bind(5, fitness_json).bind(6, lease.job_id).bind(7, node).bind(8, lease.attempt);
+  s->run();
+  return m_db.changes() == 1;
+}
+
+std::vector<scored_point> sqlite_job_store::scored_points(std::int64_t job_id) {
+  reader db(*this);
+  auto q = db->prepare(
+      "SELECT status = 'ok', correct, combined_score, speedup, latency_score, "
+      "json_extract(result, '$.simulated') FROM results WHERE job_id = ? ORDER BY idx");
+  q->bind(1, job_id);
+  std::vector<scored_point> out;
+  while (q->step()) {
+    scored_point p;
+    p.ok = q->int64(0) != 0;
+    p.correct = q->int64(1) != 0;
+    p.combined_score = q->real(2);
+    p.speedup = q->opt_real(3);
+    p.latency_score = q->opt_real(4);
+    p.simulated = !q->is_null(5) && q->int64(5) != 0;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<std::string> sqlite_job_store::result_flags(std::int64_t job_id) {
+  reader db(*this);
+  auto q = db->prepare("SELECT DISTINCT flags FROM results WHERE job_id = ? AND flags <> ''");
+  q->bind(1, job_id);
+  std::set<std::string> flags;
+  while (q->step()) {
+    for (auto& f : detail::split_flags(q->text(0)))
+      flags.insert(std::move(f));
+  }
+  return {flags.begin(), flags.end()};
+}
+
+void sqlite_job_store::set_cache_key(std::int64_t id, const std::string& key) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("UPDATE jobs SET cache_key = ? WHERE id = ?");
+  s->bind(1, key).bind(2, id);
+  s->run();
+}
+
+std::optional<std::int64_t> sqlite_job_store::find_cached(const std::string& key,
+                                                          std::int64_t except_id) {
+  reader db(*this);
+  auto q = db->prepare(
+      "SELECT id FROM jobs WHERE cache_key = ? AND id <> ? AND status = 'succeeded' AND "
+      "done_points = total_points ORDER BY id DESC LIMIT 1");
+  q->bind(1, key).bind(2, except_id);
+  if (!q->step()) return std::nullopt;
+  return q->int64(0);
+}
+
+std::int64_t sqlite_job_store::copy_cached_results(std::int64_t from, std::int64_t to,
+                                                   std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  std::int64_t origin = from;  // a cached job's own results came from an earlier one
+  {
+    auto s = m_db.prepare("SELECT COALESCE(cached_from, id) FROM jobs WHERE id = ?");
+    s->bind(1, from);
+    if (s->step()) origin = s->int64(0);
+  }
+  {
+    auto s = m_db.prepare(
+        "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms, "
+        "correct, combined_score, speedup, latency_score, flags, cache_origin) "
+        "SELECT ?1, idx, status, median_us, params, result, ?3, correct, combined_score, "
+        "speedup, latency_score, flags, ?2 FROM results WHERE job_id = ?4 "
+        "ON CONFLICT DO NOTHING");
+    s->bind(1, to).bind(2, origin).bind(3, now_ms).bind(4, from);
+    s->run();
+  }
+  {
+    auto s = m_db.prepare(
+        "UPDATE jobs SET (done_points, ok_points, failed_points, best_index, best_median_us, "
+        "best_params) = (SELECT done_points, ok_points, failed_points, best_index, "
+        "best_median_us, best_params FROM jobs WHERE id = ?1), cached_from = ?2 WHERE id = ?3");
+    s->bind(1, from).bind(2, origin).bind(3, to);
+    s->run();
+  }
+  tx.commit();
+  return origin;
+}
+
+std::optional<std::string> sqlite_job_store::roofline(const std::string& device_key) {
+  reader db(*this);
+  auto q = db->prepare("SELECT roofline FROM device_rooflines WHERE device_key = ?");
+  q->bind(1, device_key);
+  if (!q->step()) return std::nullopt;
+  return std::string(q->text(0));
+}
+
+void sqlite_job_store::put_roofline(const std::string& device_key, const std::string& roofline_json,
+                                    std::int64_t measured_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "INSERT INTO device_rooflines (device_key, roofline, measured_ms) VALUES (?, ?, ?) "
+      "ON CONFLICT (device_key) DO UPDATE SET roofline = excluded.roofline, "
+      "measured_ms = excluded.measured_ms");
+  s->bind(1, device_key).bind(2, roofline_json).bind(3, measured_ms);
+  s->run();
+}
+
+cancel_outcome sqlite_job_store::cancel(std::int64_t id, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  std::string status;
+  {
+    auto s = m_db.prepare("SELECT status FROM jobs WHERE id = ?");
+    s->bind(1, id);
+    if (!s->step()) return cancel_outcome::not_found;
+    status = std::string(s->text(0));
+  }
+  cancel_outcome out;
+  if (status == "queued") {
+    auto s = m_db.prepare(
+        "UPDATE jobs SET status = 'cancelled', cancel_requested = 1, finished_ms = ?, "
+        "error_type = 'cancelled', error_message = 'cancelled before it started' WHERE id = ?");
+    s->bind(1, now_ms).bind(2, id);
+    s->run();
+    out = cancel_outcome::cancelled;
+  } else if (status == "running") {
+    auto s = m_db.prepare("UPDATE jobs SET cancel_requested = 1 WHERE id = ?");
+    s->bind(1, id);
+    s->run();
+    out = cancel_outcome::requested;
+  } else {
+    return cancel_outcome::already_finished;
+  }
+  tx.commit();
+  return out;
+}
+
+void sqlite_job_store::add_results(std::span<const result_row> rows, std::int64_t now_ms) {
+  if (rows.empty()) return;
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  for (const auto& row : rows)
+    store_row(row, row.job_id, now_ms);
+  tx.commit();
+}
+
+void sqlite_job_store::store_row(const result_row& row, std::int64_t job_id, std::int64_t now_ms) {
+  {
+    auto s = m_db.prepare(
+        "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms, "
+        "correct, combined_score, speedup, latency_score, flags) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+    s->bind(1, job_id)
+        .bind(2, std::int64_t(row.index))
+        .bind(3, std::string_view(row.ok ? "ok" : "failed"))
+        .bind(4, row.median_us)
+        .bind(5, row.params_json)
+        .bind(6, row.result_json)
+        .bind(7, now_ms)
+        .bind(8, row.score.correct ? 1 : 0)
+        .bind(9, row.score.combined_score)
+        .bind(10, row.score.speedup)
+        .bind(11, row.score.latency_score)
+        .bind(12, detail::join_flags(row.flags));
+    s->run();
+  }
+  if (m_db.changes() == 0) return;  // already stored
+  // SET expressions see the row's old values, so best_* compare against the previous best.
+  auto s = m_db.prepare(
+      "UPDATE jobs SET done_points = done_points + 1, ok_points = ok_points + ?1, "
+      "failed_points = failed_points + ?2, "
+      "best_index = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+      "best_median_us) THEN ?4 ELSE best_index END, "
+      "best_params = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+      "best_median_us) THEN ?6 ELSE best_params END, "
+      "best_median_us = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
+      "best_median_us) THEN ?3 ELSE best_median_us END "
+      "WHERE id = ?5");
+  s->bind(1, row.ok ? 1 : 0)
+      .bind(2, row.ok ? 0 : 1)
+      .bind(3, row.ok ? row.median_us : std::nullopt)
+      .bind(4, std::int64_t(row.index))
+      .bind(5, job_id)
+      .bind(6, row.params_json);
+  s->run();
+}
+
+std::vector<std::uint64_t> sqlite_job_store::result_indices(std::int64_t job_id) {
+  reader db(*this);
+  std::vector<std::uint64_t> out;
+  auto s = db->prepare("SELECT idx FROM results WHERE job_id = ? ORDER BY idx");
+  s->bind(1, job_id);
+  while (s->step())
+    out.push_back(std::uint64_t(s->int64(0)));
+  return out;
+}
+
+std::vector<stored_result> sqlite_job_store::results(std::int64_t job_id, std::uint64_t offset,
+                                                     std::uint64_t limit) {
+  reader db(*this);
+  // OFFSET counts rows, not indices: a job still running may have gaps in idx.
+  auto q = db->prepare(
+      "SELECT idx, params, result, cache_origin FROM results WHERE job_id = ? ORDER BY idx "
+      "LIMIT ? OFFSET ?");
+  q->bind(1, job_id)
+      .bind(2, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)))
+      .bind(3, std::int64_t(offset));
+  return read_results(*q);
+}
+
+std::vector<stored_result> sqlite_job_store::results_after(std::int64_t job_id,
+                                                           std::uint64_t after_index,
+                                                           std::uint64_t limit) {
+  reader db(*this);
+  auto q = db->prepare(
+      "SELECT idx, params, result, cache_origin FROM results WHERE job_id = ? AND idx > ? "
+      "ORDER BY idx LIMIT ?");
+  q->bind(1, job_id)
+      .bind(2, std::int64_t(after_index))
+      .bind(3, std::int64_t(std::min<std::uint64_t>(limit, INT64_MAX)));
+  return read_results(*q);
+}
+
+void sqlite_job_store::ping() {
+  reader db(*this);
+  auto s = db->prepare("SELECT id FROM jobs ORDER BY id DESC LIMIT 1");
+  (void)s->step();
+}
+
+void sqlite_job_store::join(const node_record& node, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "INSERT INTO nodes (name, instance, version, started_ms, heartbeat_ms) "
+      "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET instance = ?2, "
+      "version = ?3, started_ms = ?4, heartbeat_ms = ?5, stopped_ms = NULL");
+  s->bind(1, node.name)
+      .bind(2, node.instance)
+      .bind(3, node.version)
+      .bind(4, node.started_ms)
+      .bind(5, now_ms);
+  s->run();
+}
+
+void sqlite_job_store::heartbeat(const std::string& node, std::span<const device_record> devices,
+                                 std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  {
+    auto s = m_db.prepare("UPDATE nodes SET heartbeat_ms = ? WHERE name = ?");
+    s->bind(1, now_ms).bind(2, node);
+    s->run();
+  }
+  {
+    auto s = m_db.prepare("DELETE FROM devices WHERE node = ?");
+    s->bind(1, node);
+    s->run();
+  }
+  for (const auto& d : devices) {
+    auto s = m_db.prepare(
+        "INSERT INTO devices (node, idx, engine, model, state, current_job, info) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    s->bind(1, node)
+        .bind(2, d.index)
+        .bind(3, d.engine)
+        .bind(4, d.model)
+        .bind(5, d.state)
+        .bind(6, d.current_job)
+        .bind(7, d.info_json);
+    s->run();
+  }
+  tx.commit();
+}
+
+void sqlite_job_store::leave(const std::string& node, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare("UPDATE nodes SET stopped_ms = ? WHERE name = ?");
+  s->bind(1, now_ms).bind(2, node);
+  s->run();
+}
+
+std::vector<node_record> sqlite_job_store::nodes(std::int64_t now_ms) {
+  reader db(*this);
+  auto s = db->prepare(
+      "SELECT name, instance, version, started_ms, ? - heartbeat_ms, stopped_ms IS NOT NULL "
+      "FROM nodes ORDER BY name");
+  s->bind(1, now_ms);
+  std::vector<node_record> out;
+  while (s->step()) {
+    out.push_back({std::string(s->text(0)), std::string(s->text(1)), std::string(s->text(2)),
+                   s->int64(3), s->int64(4), s->int64(5) != 0});
+  }
+  return out;
+}
+
+std::vector<device_record> sqlite_job_store::devices(std::int64_t now_ms) {
+  reader db(*this);
+  auto s = db->prepare(
+      "SELECT d.node, d.idx, d.engine, d.model, d.state, d.current_job, d.info, "
+      "? - n.heartbeat_ms, n.stopped_ms IS NOT NULL FROM devices d JOIN nodes n "
+      "ON n.name = d.node ORDER BY d.node, d.idx");
+  s->bind(1, now_ms);
+  std::vector<device_record> out;
+  while (s->step()) {
+    device_record d;
+    d.node = std::string(s->text(0));
+    d.index = int(s->int64(1));
+    d.engine = std::string(s->text(2));
+    d.model = std::string(s->text(3));
+    d.state = std::string(s->text(4));
+    d.current_job = s->opt_int64(5);
+    d.info_json = std::string(s->text(6));
+    d.heartbeat_age_ms = s->int64(7);
+    d.node_stopped = s->int64(8) != 0;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::map<job_status, std::int64_t> sqlite_job_store::count_by_status() {
+  reader db(*this);
+  std::map<job_status, std::int64_t> out;
+  auto s = db->prepare("SELECT status, count(*) FROM jobs GROUP BY status");
+  while (s->step()) {
+    if (auto st = parse_job_status(s->text(0))) out[*st] = s->int64(1);
+  }
+  return out;
+}
+
+std::vector<store_metric> sqlite_job_store::metrics() {
+  return {{"kernelscan_sqlite_memory_bytes", "Memory SQLite holds: page caches, statements.",
+           "gauge", double(sqlite_memory_used())}};
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,143 @@
+#include "storage/sqlite_migrations.hpp"
+
+#include <array>
+
+namespace kernelscan {
+namespace {
+
+constexpr std::string_view k_v1 = R"sql(
+CREATE TABLE jobs (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  name             TEXT    NOT NULL,
+  status           TEXT    NOT NULL
+                   CHECK (status IN ('queued','running','succeeded','failed','cancelled')),
+  priority         INTEGER NOT NULL,
+  engine           TEXT    NOT NULL,
+  requested_device INTEGER,            -- NULL: any device
+  device           INTEGER,            -- where it runs or ran
+  op               TEXT    NOT NULL,
+  total_points     INTEGER NOT NULL,
+  done_points      INTEGER NOT NULL DEFAULT 0,
+  ok_points        INTEGER NOT NULL DEFAULT 0,
+  failed_points    INTEGER NOT NULL DEFAULT 0,
+  best_index       INTEGER,
+  best_median_us   REAL,
+  best_params      TEXT,               -- JSON object of the best point's sweep parameters
+  created_ms       INTEGER NOT NULL,
+  started_ms       INTEGER,
+  finished_ms      INTEGER,
+  error_type       TEXT,
+  error_message    TEXT,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  labels           TEXT    NOT NULL DEFAULT '',  -- for display; job_labels is for filters
+  idempotency_key  TEXT UNIQUE,
+  request_hash     TEXT
+);
+CREATE INDEX jobs_by_status ON jobs (status, id);
+
+-- Apart from jobs so that progress updates, once per point, rewrite a small row and not the
+-- spec (a custom kernel's source, a long sweep list) with it.
+CREATE TABLE job_specs (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+  spec   TEXT    NOT NULL    -- canonical JSON
+);
+
+CREATE TABLE job_labels (
+  job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  key    TEXT    NOT NULL,
+  value  TEXT    NOT NULL,
+  PRIMARY KEY (job_id, key)
+) WITHOUT ROWID;
+CREATE INDEX job_labels_by_value ON job_labels (key, value, job_id);
+
+CREATE TABLE results (
+  job_id     INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  idx        INTEGER NOT NULL,
+  status     TEXT    NOT NULL CHECK (status IN ('ok','failed')),
+  median_us  REAL,
+  params     TEXT    NOT NULL,   -- JSON object
+  result     TEXT    NOT NULL,   -- JSON row as the API returns it
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, idx)
+) WITHOUT ROWID;
+)sql";
+
+// Issue 4: the job's fitness summary, the result cache, and each device's measured roofline.
+constexpr std::string_view k_v2 = R"sql(
+ALTER TABLE jobs ADD COLUMN fitness TEXT;          -- summary JSON, written when the job ends
+ALTER TABLE jobs ADD COLUMN cache_key TEXT;        -- what was measured, where; NULL: not cacheable
+ALTER TABLE jobs ADD COLUMN cached_from INTEGER;   -- the job whose results answered this one
+CREATE INDEX jobs_by_cache_key ON jobs (cache_key, id) WHERE cache_key IS NOT NULL;
+
+CREATE TABLE device_rooflines (
+  device_key  TEXT    PRIMARY KEY,   -- engine, name, driver and index of the device
+  roofline    TEXT    NOT NULL,      -- JSON: the ceilings, measured_ms, method
+  measured_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql";
+
+// What a job's summary and the result cache need of each row, in columns, so that no query
+// parses result JSON: the point's fitness and flags, and for a row copied from the result cache
+// the job that measured it (the row's text stays as measured; reads add the "cache" member).
+// Rows stored before are filled in from their JSON, once.
+constexpr std::string_view k_v3 = R"sql(
+ALTER TABLE results ADD COLUMN correct INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN combined_score REAL NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN speedup REAL;
+ALTER TABLE results ADD COLUMN latency_score REAL;
+ALTER TABLE results ADD COLUMN flags TEXT NOT NULL DEFAULT '';  -- comma-separated
+ALTER TABLE results ADD COLUMN cache_origin INTEGER;
+UPDATE results SET
+  correct = coalesce(json_extract(result, '$.fitness.correct'), 0),
+  combined_score = coalesce(json_extract(result, '$.fitness.combined_score'), 0),
+  speedup = json_extract(result, '$.fitness.speedup'),
+  latency_score = json_extract(result, '$.fitness.latency_score'),
+  flags = coalesce((SELECT group_concat(value, ',') FROM json_each(result, '$.flags')), ''),
+  cache_origin = json_extract(result, '$.cache.job_id'),
+  result = CASE WHEN json_extract(result, '$.cache.hit') THEN json_remove(result, '$.cache')
+           ELSE result END;
+)sql";
+
+// Dispatch in the store (DESIGN.md §7): a job records the node that claimed it, under which
+// claim (attempt) and until when (its lease), and where it asks to run (placement); the queue
+// index serves claims in priority then submission order. Nodes and their devices, as their
+// heartbeats report them. One daemon uses a SQLite file, so it is a fleet of one node.
+constexpr std::string_view k_v4 = R"sql(
+ALTER TABLE jobs ADD COLUMN node TEXT;               -- the node that runs or ran it
+ALTER TABLE jobs ADD COLUMN place_node TEXT;         -- placement: only this node ...
+ALTER TABLE jobs ADD COLUMN place_model TEXT;        -- ... or only this catalog model
+ALTER TABLE jobs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;  -- claims so far
+ALTER TABLE jobs ADD COLUMN lease_expires_ms INTEGER;            -- while running
+CREATE INDEX jobs_queue ON jobs (priority DESC, id) WHERE status = 'queued';
+CREATE INDEX jobs_leases ON jobs (lease_expires_ms) WHERE status = 'running';
+
+CREATE TABLE nodes (
+  name         TEXT    PRIMARY KEY,
+  instance     TEXT    NOT NULL,   -- the running process: a random id per start
+  version      TEXT    NOT NULL,
+  started_ms   INTEGER NOT NULL,
+  heartbeat_ms INTEGER NOT NULL,
+  stopped_ms   INTEGER             -- set when it stops cleanly
+) WITHOUT ROWID;
+
+CREATE TABLE devices (
+  node        TEXT    NOT NULL REFERENCES nodes (name) ON DELETE CASCADE,
+  idx         INTEGER NOT NULL,
+  engine      TEXT    NOT NULL,
+  model       TEXT    NOT NULL,
+  state       TEXT    NOT NULL,
+  current_job INTEGER,
+  info        TEXT    NOT NULL,      -- the device as the API shows it, JSON
+  PRIMARY KEY (node, idx)
+) WITHOUT ROWID;
+)sql";
+
+constexpr std::array<std::string_view, 4> k_steps{k_v1, k_v2, k_v3, k_v4};
+
+}  // namespace
+
+std::span<const std::string_view> sqlite_migrations() {
+  return k_steps;
+}
+
+}  // namespace kernelscan

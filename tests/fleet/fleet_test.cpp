@@ -1,0 +1,324 @@
+// A fleet (DESIGN.md §7): real daemons with mock devices sharing one real PostgreSQL database.
+// Each test takes a database of its own on the test server (a ctest fixture, or one this
+// process starts); the test that stops PostgreSQL starts a server of its own.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "tests/support/daemon_process.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/sse_reader.hpp"
+
+namespace kernelscan::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Daemons named a, b, c, ... on one database, each with `devices` mock devices.
+class fleet {
+ public:
+  fleet(int nodes, int devices, std::vector<std::string> extra = {}, std::string database = "")
+      : m_database(database.empty() ? create_database() : database),
+        m_own_database(database.empty()) {
+    for (int i = 0; i < nodes; ++i) {
+      std::vector<std::string> args{"--node", std::string(1, char('a' + i)), "--lease-timeout",
+                                    "3"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      m_nodes.push_back(std::make_unique<daemon_process>(daemon_process::options{
+          .mock_devices = devices, .extra_args = args, .database = m_database}));
+    }
+    for (auto& n : m_nodes)
+      n->start();
+  }
+  ~fleet() {
+    m_nodes.clear();
+    if (m_own_database) drop_database(m_database);
+  }
+  daemon_process& operator[](std::size_t i) { return *m_nodes.at(i); }
+  daemon_process& node(const std::string& name) { return *m_nodes.at(std::size_t(name[0] - 'a')); }
+  std::size_t size() const { return m_nodes.size(); }
+  const std::string& database() const { return m_database; }
+
+ private:
+  std::string m_database;
+  bool m_own_database;
+  std::vector<std::unique_ptr<daemon_process>> m_nodes;
+};
+
+json results_of(const daemon_process& d, std::int64_t id) {
+  const auto r = d.get("/api/v1/jobs/" + std::to_string(id) + "/results");
+  return r.status == 200 ? r.body["results"] : json::array();
+}
+
+// Every point of the job stored exactly once, in index order, and ok.
+::testing::AssertionResult every_point_once(const daemon_process& d, std::int64_t id,
+                                            std::size_t total) {
+  const json rows = results_of(d, id);
+  if (rows.size() != total) {
+    return ::testing::AssertionFailure()
+           << "job " << id << " has " << rows.size() << " rows, not " << total;
+  }
+  for (std::size_t i = 0; i < total; ++i) {
+    if (rows[i]["index"] != i)
+      return ::testing::AssertionFailure() << "row " << i << " is index " << rows[i]["index"];
+    if (rows[i]["status"] != "ok")
+      return ::testing::AssertionFailure() << "point " << i << ": " << rows[i].dump();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(Fleet, TwoHundredJobsRoundRobinEverywhereAllSucceedWithEveryPointStoredOnce) {
+  fleet f(3, 4);
+  constexpr int jobs = 200;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < jobs; ++i) {
+    json spec = stream_sweep(3, 20, 4096 * (i + 1));
+    spec["name"] = "job " + std::to_string(i);
+    ids.push_back(f[std::size_t(i) % f.size()].submit(spec));
+  }
+  std::set<std::pair<std::string, int>> devices_used;
+  std::map<std::string, int> per_node;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    // Any node's API serves every job.
+    const json job = f[(i + 1) % f.size()].wait_job(ids[i], 120s);
+    ASSERT_EQ(job["status"], "succeeded") << job.dump();
+    EXPECT_EQ(job["progress"]["done"], 3);
+    EXPECT_TRUE(every_point_once(f[i % f.size()], ids[i], 3));
+    devices_used.emplace(job["node"].get<std::string>(), job["device"].get<int>());
+    ++per_node[job["node"].get<std::string>()];
+  }
+  EXPECT_EQ(devices_used.size(), 12u) << "every device of every node ran jobs";
+  for (const auto& [node, n] : per_node)
+    std::cout << "node " << node << " ran " << n << " jobs\n";
+  // Ids are the fleet's: 200 different ones.
+  EXPECT_EQ(std::set<std::int64_t>(ids.begin(), ids.end()).size(), std::size_t(jobs));
+}
+
+TEST(Fleet, AJobOfANodeKilledMidwayFinishesOnAnotherWithEveryPoint) {
+  fleet f(3, 1);
+  const auto id = f[0].submit(stream_sweep(16, 150));
+  std::string victim;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json job = f[0].get("/api/v1/jobs/" + std::to_string(id)).body;
+        if (job["status"] != "running" || job["progress"]["done"] < 3) return false;
+        victim = job["node"].get<std::string>();
+        return true;
+      },
+      20s));
+  f.node(victim).kill9();
+  daemon_process& other = f.node(victim == "a" ? "b" : "a");
+  const json job = other.wait_job(id, 60s);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_NE(job["node"], victim);
+  EXPECT_EQ(job["progress"]["done"], 16);
+  EXPECT_EQ(job["progress"]["ok"], 16);
+  EXPECT_TRUE(every_point_once(other, id, 16));
+  // Whichever node noticed first put it back in the queue.
+  std::string logs;
+  for (std::size_t i = 0; i < f.size(); ++i)
+    logs += f[i].log();
+  EXPECT_NE(logs.find("its node stopped renewing its lease; it is queued again"),
+            std::string::npos);
+}
+
+TEST(Fleet, PostgresqlStoppedAndStartedAgainMidSweepTheSweepCompletes) {
+  postgres_server server;
+  const std::string url = create_database(server.url());
+  auto f = std::make_unique<fleet>(2, 1, std::vector<std::string>{}, url);
+  const auto id = (*f)[0].submit(stream_sweep(30, 100));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return (*f)[0].get("/api/v1/jobs/" + std::to_string(id)).body["progress"]["done"] >= 5;
+      },
+      20s));
+  server.stop();
+  // Submissions cannot be stored: 503, and the daemons stay up.
+  const auto refused = (*f)[1].post_json("/api/v1/jobs", stream_sweep(2, 0));
+  EXPECT_EQ(refused.status, 503) << refused.text;
+  EXPECT_EQ(refused.body["error"]["type"], "storage_unavailable") << refused.text;
+  EXPECT_EQ((*f)[0].get("/healthz").status, 200);
+  EXPECT_EQ((*f)[1].get("/healthz").status, 200);
+  std::this_thread::sleep_for(2s);  // points are measured meanwhile, held in memory
+  server.start();
+  const json job = (*f)[1].wait_job(id, 90s);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_EQ(job["progress"]["done"], 30);
+  EXPECT_TRUE(every_point_once((*f)[0], id, 30));
+  // They reconnected by themselves: new work runs.
+  EXPECT_EQ((*f)[1].wait_job((*f)[1].submit(stream_sweep(2, 0)))["status"], "succeeded");
+  const std::string logs = (*f)[0].log() + (*f)[1].log();
+  EXPECT_NE(logs.find("storage recovered"), std::string::npos);
+  f.reset();
+}
+
+TEST(Fleet, AnEventsStreamOnOneNodeShowsTheLivePointsOfAJobAnotherNodeRuns) {
+  fleet f(3, 1);
+  sse_reader events(f[0].port());
+  ASSERT_TRUE(
+      eventually([&] { return events.has([](const sse_event& e) { return e.type == "ready"; }); }));
+  json spec = stream_sweep(6, 50);
+  spec["device"] = {{"node", "c"}};
+  const auto id = f[1].submit(spec);  // submitted to b, run by c, watched on a
+  const json job = f[2].wait_job(id, 60s);
+  ASSERT_EQ(job["status"], "succeeded");
+  EXPECT_EQ(job["node"], "c");
+  ASSERT_TRUE(eventually(
+      [&] {
+        return events.has([&](const sse_event& e) {
+          return e.type == "job" && e.data["id"] == id && e.data["status"] == "succeeded";
+        });
+      },
+      10s));
+  std::uint64_t points = 0;
+  for (const auto& e : events.events()) {
+    if (e.type == "points" && e.data["job_id"] == id)
+      points += e.data["stored"].get<std::uint64_t>();
+  }
+  EXPECT_EQ(points, 6u);
+  EXPECT_TRUE(events.has([&](const sse_event& e) {
+    return e.type == "job" && e.data["id"] == id && e.data["status"] == "running" &&
+           e.data["node"] == "c";
+  }));
+}
+
+TEST(Fleet, PlacementByNodeAndIndexByNodeOrByModel) {
+  const std::string db = create_database();
+  {
+    daemon_process a({.mock_devices = 2, .extra_args = {"--node", "a"}, .database = db});
+    daemon_process b({.mock_devices = 2,
+                      .extra_args = {"--node", "b", "--mock-model", "H100-SXM"},
+                      .database = db});
+    a.start();
+    b.start();
+    json spec = stream_sweep(2, 0);
+    spec["device"] = {{"model", "H100-SXM"}};
+    json job = a.wait_job(a.submit(spec));
+    EXPECT_EQ(job["node"], "b");
+    EXPECT_EQ(job["requested_device"], json({{"model", "H100-SXM"}}));
+    spec["device"] = {{"node", "a"}, {"index", 1}};
+    job = b.wait_job(b.submit(spec));
+    EXPECT_EQ(job["node"], "a");
+    EXPECT_EQ(job["device"], 1);
+    spec["device"] = {{"node", "b"}};
+    EXPECT_EQ(a.wait_job(a.submit(spec))["node"], "b");
+
+    spec["device"] = {{"model", "MI250X"}};
+    auto r = a.post_json("/api/v1/jobs", spec);
+    EXPECT_EQ(r.status, 422) << r.text;
+    EXPECT_EQ(r.body["error"]["details"][0]["field"], "device.model") << r.text;
+    EXPECT_NE(r.text.find("H100-SXM"), std::string::npos) << r.text;
+    spec["device"] = {{"node", "zz"}};
+    r = a.post_json("/api/v1/jobs", spec);
+    EXPECT_EQ(r.status, 422) << r.text;
+    EXPECT_EQ(r.body["error"]["details"][0]["field"], "device.node") << r.text;
+    spec["device"] = {{"node", "b"}, {"index", 5}};
+    EXPECT_EQ(a.post_json("/api/v1/jobs", spec).status, 422);
+  }
+  drop_database(db);
+}
+
+TEST(Fleet, CancelOnOneNodeStopsTheJobOnTheNodeThatRunsIt) {
+  fleet f(2, 1);
+  json spec = stream_sweep(40, 100);
+  spec["device"] = {{"node", "b"}};
+  const auto id = f[0].submit(spec);
+  ASSERT_TRUE(eventually(
+      [&] { return f[0].get("/api/v1/jobs/" + std::to_string(id)).body["progress"]["done"] >= 2; },
+      20s));
+  const auto r = f[0].post("/api/v1/jobs/" + std::to_string(id) + "/cancel", "");
+  EXPECT_EQ(r.status, 200) << r.text;
+  const json job = f[0].wait_job(id, 20s);
+  EXPECT_EQ(job["status"], "cancelled") << job.dump();
+  EXPECT_LT(job["progress"]["done"], 40);
+}
+
+TEST(Fleet, DevicesOfEveryNodeAndNodeNamesAreUnique) {
+  fleet f(2, 2);
+  const json devices = f[0].get("/api/v1/devices").body["devices"];
+  ASSERT_EQ(devices.size(), 4u) << devices.dump();
+  std::set<std::pair<std::string, int>> seen;
+  for (const auto& d : devices) {
+    seen.emplace(d["node"].get<std::string>(), d["index"].get<int>());
+    EXPECT_TRUE(d["last_heartbeat_at"].is_string());
+    EXPECT_EQ(d["model"], "MI300X");
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"a", 0}, {"a", 1}, {"b", 0}, {"b", 1}}));
+
+  // A second live "a" is refused at start-up.
+  daemon_process twin({.mock_devices = 1, .extra_args = {"--node", "a"}, .database = f.database()});
+  EXPECT_THROW(twin.start(), std::runtime_error);
+  EXPECT_NE(twin.log().find("another live daemon is node \"a\""), std::string::npos) << twin.log();
+
+  // A node that stopped shows its devices offline; restarted under its name, it serves again.
+  EXPECT_EQ(f[1].terminate(), 0);
+  const json after = f[0].get("/api/v1/devices").body["devices"];
+  ASSERT_EQ(after.size(), 4u);
+  for (const auto& d : after) {
+    EXPECT_EQ(d["state"] == "offline", d["node"] == "b") << d.dump();
+  }
+  f[1].start();
+  EXPECT_EQ(f[1].wait_job(f[1].submit(stream_sweep(2, 0)))["status"], "succeeded");
+}
+
+TEST(Fleet, TheResultCacheAnswersAJobMeasuredOnAnotherNode) {
+  fleet f(2, 1);
+  json spec = stream_sweep(3, 0);
+  spec["device"] = {{"node", "a"}};
+  const auto first = f[0].submit(spec);
+  ASSERT_EQ(f[0].wait_job(first)["status"], "succeeded");
+  spec["device"] = {{"node", "b"}};
+  const json again = f[1].wait_job(f[1].submit(spec));
+  EXPECT_EQ(again["node"], "b");
+  EXPECT_EQ(again["cached_from"], first);
+}
+
+TEST(Fleet, TheDatabaseAndTheNodeMayComeFromTheConfigFileOrTheEnvironment) {
+  const std::string db = create_database();
+  {
+    daemon_process from_file({.mock_devices = 1, .extra_args = {}, .database = "-"});
+    const std::string config = from_file.data_dir() + "/fleet.toml";
+    std::ofstream(config) << "[serve]\ndatabase = \"" << db << "\"\nnode = \"filed\"\n";
+    daemon_process with_config(
+        {.mock_devices = 1, .extra_args = {"--config", config}, .database = "-"});
+    with_config.start();
+    ::setenv("KERNELSCAN_DATABASE", db.c_str(), 1);
+    ::setenv("KERNELSCAN_NODE", "from-env", 1);
+    daemon_process from_env({.mock_devices = 1, .extra_args = {}, .database = "-"});
+    from_env.start();
+    ::unsetenv("KERNELSCAN_DATABASE");
+    ::unsetenv("KERNELSCAN_NODE");
+    std::set<std::string> nodes;
+    const auto listed = from_env.get("/api/v1/devices");
+    for (const auto& d : listed.body["devices"])
+      nodes.insert(d["node"].get<std::string>());
+    EXPECT_EQ(nodes, (std::set<std::string>{"filed", "from-env"})) << listed.text;
+    EXPECT_NE(with_config.log().find("node filed; store: PostgreSQL at"), std::string::npos);
+  }
+  drop_database(db);
+}
+
+TEST(Fleet, ABadNodeNameIsAStartUpError) {
+  daemon_process d({.mock_devices = 1, .extra_args = {"--node", "gpu 07"}});
+  EXPECT_THROW(d.start(), std::runtime_error);
+  EXPECT_NE(d.log().find("--node \"gpu 07\": a node name is"), std::string::npos) << d.log();
+}
+
+TEST(Fleet, AnUnreachableDatabaseIsAClearStartUpErrorThatShowsNoPassword) {
+  daemon_process d({.mock_devices = 1,
+                    .extra_args = {"--node", "a"},
+                    .database = "postgresql://kernelscan:hunter2@127.0.0.1:1/kernelscan"});
+  EXPECT_THROW(d.start(), std::runtime_error);
+  const std::string log = d.log();
+  EXPECT_NE(log.find("cannot open the database (PostgreSQL at postgresql://kernelscan:***@"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("hunter2"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace kernelscan::testing

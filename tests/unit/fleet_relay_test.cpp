@@ -1,0 +1,95 @@
+// Events between nodes: the scheduler's job and point events, relayed through the store to other
+// nodes and published there.
+#include "server/fleet_relay.hpp"
+
+#include <gtest/gtest.h>
+
+#include "api/job_codec.hpp"
+#include "server/job_events.hpp"
+#include "storage/sqlite_job_store.hpp"
+
+namespace kernelscan {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A store that records what is published and lets a test deliver events, as another node's
+// would arrive.
+class relaying_store : public sqlite_job_store {
+ public:
+  relaying_store() : sqlite_job_store(":memory:") {}
+  void publish_event(const store_event& e) override { sent.push_back(e); }
+  void subscribe(std::function<void(const store_event&)> f) override { deliver = std::move(f); }
+  std::vector<store_event> sent;
+  std::function<void(const store_event&)> deliver;
+};
+
+std::int64_t submit(job_store& store) {
+  job_submission s;
+  s.name = "remote";
+  s.op = "stream";
+  s.total_points = 3;
+  s.spec_json = R"({"kernel":{"op":"stream","source":")" + std::string(9000, 'x') + R"("}})";
+  return store.submit(s, 1).id;
+}
+
+TEST(FleetRelay, JobIdsAreReadFromTheStartOfAJobEvent) {
+  EXPECT_EQ(fleet_relay::job_id_of(R"({"id":42,"name":"x"})"), 42);
+  EXPECT_EQ(fleet_relay::job_id_of(R"({"id":7})"), 7);
+  EXPECT_FALSE(fleet_relay::job_id_of(R"({"name":"x","id":42})"));
+  EXPECT_FALSE(fleet_relay::job_id_of(R"({"id":-3})"));
+  EXPECT_FALSE(fleet_relay::job_id_of(R"({"id":12x})"));
+  EXPECT_FALSE(fleet_relay::job_id_of(""));
+}
+
+TEST(FleetRelay, ThisNodesEventsGoOutSmallAndOtherNodesEventsArePublishedHere) {
+  relaying_store store;
+  event_hub hub;
+  std::vector<job_record> seen;
+  fleet_relay relay(store, hub, [&](const job_record& j) { seen.push_back(j); });
+  relay.attach();
+  const auto id = submit(store);
+
+  // Ours: a job event leaves as its id (the job itself is 9 KB, over a notification's limit).
+  job_events events(store, hub);
+  events.job_changed(id);
+  ASSERT_EQ(store.sent.size(), 1u);
+  EXPECT_EQ(store.sent[0].type, "job");
+  EXPECT_EQ(store.sent[0].data, R"({"id":)" + std::to_string(id) + "}");
+  std::vector<result_row> rows(2);
+  rows[0].job_id = rows[1].job_id = id;
+  rows[0].ok = true;
+  rows[1].index = 1;
+  rows[1].ok = false;
+  events.points_stored(rows, [](std::int64_t) {
+    return std::pair<std::uint64_t, std::uint64_t>{2, 3};
+  });
+  ASSERT_EQ(store.sent.size(), 2u);
+  EXPECT_EQ(store.sent[1].type, "points");
+  const json points = json::parse(store.sent[1].data);
+  EXPECT_EQ(points["job_id"], id);
+  EXPECT_EQ(points["first_index"], 0);
+  EXPECT_EQ(points["last_index"], 1);
+  EXPECT_EQ(points["stored"], 2);
+  EXPECT_EQ(points["failed"], 1);
+  EXPECT_EQ(points["done"], 2);
+  EXPECT_EQ(points["total"], 3);
+  const auto before = hub.last_id();
+  EXPECT_EQ(before, 2u);
+
+  // Theirs: published here (not sent back out), the job read from the store in full.
+  store.deliver({"job", R"({"id":)" + std::to_string(id) + "}"});
+  store.deliver({"points", R"({"job_id":1,"done":3})"});
+  store.deliver({"job", R"({"id":999})"});  // unknown here: nothing
+  EXPECT_EQ(store.sent.size(), 2u);
+  const auto got = hub.wait(before, event_hub::clock::now(), 0ms);
+  ASSERT_EQ(got.events.size(), 2u);
+  EXPECT_EQ(got.events[0].type, "job");
+  EXPECT_EQ(got.events[0].data, job_json_text(*store.get(id)));
+  EXPECT_EQ(got.events[1].data, R"({"job_id":1,"done":3})");
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].id, id);
+}
+
+}  // namespace
+}  // namespace kernelscan
