@@ -125,26 +125,28 @@ void store_element(dtype t, double v, void* dst) {
   }
 }
 
-void store_unwritten(dtype t, void* dst) {
+void store_unwritten(dtype t, void* dst, int pattern) {
+  const bool alt = pattern != 0;
   switch (t) {
     case dtype::f64:
-      return store(std::uint64_t(0x7ff8000000000000ull), dst);
+      return store(std::uint64_t(alt ? 0xfff800000000a5a5ull : 0x7ff8000000000000ull), dst);
     case dtype::f32:
-      return store(std::uint32_t(0x7fc00000u), dst);
+      return store(std::uint32_t(alt ? 0xffc0a5a5u : 0x7fc00000u), dst);
     case dtype::f16:
-      return store(std::uint16_t(0x7e00u), dst);
+      return store(std::uint16_t(alt ? 0xfe5au : 0x7e00u), dst);
     case dtype::bf16:
-      return store(std::uint16_t(0x7fc0u), dst);
+      return store(std::uint16_t(alt ? 0xffc5u : 0x7fc0u), dst);
     default:
-      std::memset(dst, k_unwritten_byte, size_of(t));
+      std::memset(dst, alt ? k_unwritten_byte_alt : k_unwritten_byte, size_of(t));
   }
 }
 
-bool holds_unwritten(dtype t, const void* src) {
+bool holds_unwritten(dtype t, const void* src, int pattern) {
   if (is_floating(t)) return std::isnan(load_element(t, src));
+  const unsigned char byte = pattern != 0 ? k_unwritten_byte_alt : k_unwritten_byte;
   const auto* p = static_cast<const unsigned char*>(src);
   for (std::size_t i = 0; i < size_of(t); ++i) {
-    if (p[i] != k_unwritten_byte) return false;
+    if (p[i] != byte) return false;
   }
   return true;
 }

@@ -10,9 +10,12 @@
 
 namespace kernelscan {
 
-// Before a run every output holds the `unwritten` pattern: a quiet NaN for floating types, this
-// byte repeated for integers.
+// Before a run every output holds an `unwritten` pattern: a quiet NaN for floating types, a byte
+// repeated for integers. There are two, so that a kernel cannot learn the one to look for:
+// pattern 0 (a positive quiet NaN, 0xa5 bytes) and pattern 1 (a negative NaN with a payload,
+// 0x5a bytes). Any NaN counts as unwritten.
 inline constexpr unsigned char k_unwritten_byte = 0xa5;
+inline constexpr unsigned char k_unwritten_byte_alt = 0x5a;
 
 double decode_f16(std::uint16_t bits);
 double decode_bf16(std::uint16_t bits);
@@ -23,9 +26,9 @@ std::uint16_t encode_bf16(float v);
 double load_element(dtype t, const void* src);
 // `v` in the device representation of `t`, size_of(t) bytes at `dst`.
 void store_element(dtype t, double v, void* dst);
-// The unwritten pattern of `t`, size_of(t) bytes at `dst`.
-void store_unwritten(dtype t, void* dst);
-// Whether `src` holds the unwritten pattern (any NaN, for floating types).
-bool holds_unwritten(dtype t, const void* src);
+// Unwritten pattern `pattern` (0 or 1) of `t`, size_of(t) bytes at `dst`.
+void store_unwritten(dtype t, void* dst, int pattern = 0);
+// Whether `src` holds unwritten pattern `pattern` (any NaN, for floating types).
+bool holds_unwritten(dtype t, const void* src, int pattern = 0);
 
 }  // namespace kernelscan

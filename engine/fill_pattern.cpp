@@ -29,7 +29,7 @@ void fill_host(const fill_request& f, void* dst) {
         store_element(f.type, double(i), p);
         break;
       case fill_kind::unwritten:
-        store_unwritten(f.type, p);
+        store_unwritten(f.type, p, f.pattern);
         break;
     }
   }

@@ -8,7 +8,7 @@
 //              Small values keep sums exact or well-conditioned.
 //   value      every element `value`, as the type holds it
 //   arange     element i holds i
-//   unwritten  NaN, or k_unwritten_byte repeated (element.hpp)
+//   unwritten  unwritten pattern `pattern` (0 or 1): NaN, or a byte repeated (element.hpp)
 //
 // Pure functions; thread-safe.
 
@@ -34,6 +34,7 @@ struct fill_request {
   std::int64_t count = 0;
   std::uint64_t seed = 0;  // random
   double value = 0;        // value
+  int pattern = 0;         // unwritten
 };
 
 // Element i of a random fill, before it is rounded to the type.

@@ -7,7 +7,8 @@
 namespace kernelscan {
 
 void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
-                     std::uint64_t offset, double atol, double rtol, output_errors& e) {
+                     std::uint64_t offset, double atol, double rtol, output_errors& e,
+                     int pattern) {
   const auto* o = static_cast<const unsigned char*>(out);
   const auto* r = static_cast<const unsigned char*>(ref);
   const std::size_t w = size_of(t);
@@ -16,7 +17,7 @@ void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
     const double ov = load_element(t, o), rv = load_element(t, r);
     ++e.compared;
     bool bad = false;
-    if (holds_unwritten(t, o) && !holds_unwritten(t, r)) {
+    if (holds_unwritten(t, o, pattern) && !holds_unwritten(t, r, pattern)) {
       ++e.unwritten;
       bad = true;
     } else if (ov == rv || (std::isnan(ov) && std::isnan(rv))) {

@@ -28,7 +28,9 @@ struct output_errors {
 
 // Adds `n` elements of type `t` starting at element `offset` of the output. `out` and `ref`
 // hold them as the device stores them.
+// `pattern`: the unwritten pattern the output held before the run (element.hpp).
 void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
-                     std::uint64_t offset, double atol, double rtol, output_errors& e);
+                     std::uint64_t offset, double atol, double rtol, output_errors& e,
+                     int pattern = 0);
 
 }  // namespace kernelscan

@@ -65,7 +65,7 @@ void point_runner::check_memory(double need, const std::string& what) {
   }
 }
 
-void point_runner::init_inputs(point_kernel& k, std::uint64_t seed) {
+void point_runner::init_inputs(point_kernel& k, std::uint64_t seed, int pattern) {
   auto& buffers = k.buffers();
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     auto& b = buffers[i];
@@ -73,6 +73,7 @@ void point_runner::init_inputs(point_kernel& k, std::uint64_t seed) {
     f.type = b.type;
     f.count = b.count;
     f.seed = mix64(seed ^ mix64(i + 1));
+    f.pattern = pattern;
     switch (b.init) {
       case arg_init::none:
         f.kind = b.output ? fill_kind::unwritten : fill_kind::random;
@@ -114,8 +115,12 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   output_errors e;
   std::vector<unsigned char> out;
   const auto own = k.own_buffers();
+  // The trials alternate the two unwritten patterns from one the point's seed picks, so a
+  // kernel that recognises one poison and writes only where it sees it fails on the other.
+  const int first_pattern = int(mix64(seed ^ k_trial_salt) & 1);
   for (int trial = 0; trial < spec.verify.trials; ++trial) {
-    init_inputs(k, mix64(seed ^ mix64(k_trial_salt + std::uint64_t(trial))));
+    const int pattern = (first_pattern + trial) % 2;
+    init_inputs(k, mix64(seed ^ mix64(k_trial_salt + std::uint64_t(trial))), pattern);
 
     // The reference's answer, on the host: it runs on its own copies of the outputs (in their
     // initial state) and the copies are freed before the kernel runs.
@@ -151,7 +156,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
         out.resize(std::size_t(n) * w);
         m_backend->read(b.mem, std::uint64_t(off) * w, out.data(), out.size());
         compare_outputs(b.type, out.data(), answers[i].data() + std::size_t(off) * w, n,
-                        std::uint64_t(off), atol, rtol, e);
+                        std::uint64_t(off), atol, rtol, e, pattern);
       }
     }
     ++v.trials;

@@ -40,7 +40,8 @@ class point_runner : public engine {
 
  private:
   void check_memory(double need, const std::string& what);
-  void init_inputs(point_kernel& k, std::uint64_t seed);
+  // Fresh inputs from `seed`; outputs hold unwritten pattern `pattern` (element.hpp).
+  void init_inputs(point_kernel& k, std::uint64_t seed, int pattern = 0);
   verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed);
 
   std::unique_ptr<device_backend> m_backend;

@@ -161,7 +161,7 @@ class hip_backend final : public device_backend {
       case fill_kind::arange:
         return fill_arange(p, f.type, f.count, s());
       case fill_kind::unwritten:
-        return fill_unwritten(p, f.type, f.count, s());
+        return fill_unwritten(p, f.type, f.count, f.pattern, s());
     }
   }
   void write(const device_buffer& b, std::uint64_t offset, const void* src,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "engine/element.hpp"
 #include "engine/gemm_layout.hpp"
 #include "engine/hip/kernels.hpp"
 #include "engine/output_check.hpp"
@@ -83,24 +84,9 @@ __global__ void fill_arange_kernel(T* p, std::int64_t n) {
   }
 }
 
-// Bit patterns: a quiet NaN for floating types; for integers, k_unwritten_byte repeated.
+// One value in every element: the unwritten pattern, whose bits the host gives (element.hpp).
 template <typename T>
-__global__ void fill_unwritten_kernel(T* p, std::int64_t n) {
-  T v;
-  if constexpr (sizeof(T) == 8) {
-    const std::uint64_t bits =
-        std::is_same_v<T, double> ? 0x7ff8000000000000ull : 0xa5a5a5a5a5a5a5a5ull;
-    memcpy(&v, &bits, 8);
-  } else if constexpr (sizeof(T) == 4) {
-    const std::uint32_t bits = std::is_same_v<T, float> ? 0x7fc00000u : 0xa5a5a5a5u;
-    memcpy(&v, &bits, 4);
-  } else if constexpr (sizeof(T) == 2) {
-    const std::uint16_t bits = std::is_same_v<T, gpu_f16> ? 0x7e00u : 0x7fc0u;
-    memcpy(&v, &bits, 2);
-  } else {
-    const std::uint8_t bits = 0xa5u;
-    memcpy(&v, &bits, 1);
-  }
+__global__ void fill_bits_kernel(T* p, std::int64_t n, T v) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     p[i] = v;
@@ -341,11 +327,15 @@ void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s) {
   launched("fill_arange");
 }
 
-void fill_unwritten(void* p, dtype t, std::int64_t count, hipStream_t s) {
+void fill_unwritten(void* p, dtype t, std::int64_t count, int pattern, hipStream_t s) {
   clear_last_error();
+  unsigned char bits[8] = {};
+  store_unwritten(t, bits, pattern);
   with_type(t, [&](auto tag) {
     using T = decltype(tag);
-    fill_unwritten_kernel<T><<<grid_for(count), k_block, 0, s>>>(static_cast<T*>(p), count);
+    T v;
+    memcpy(&v, bits, sizeof v);
+    fill_bits_kernel<T><<<grid_for(count), k_block, 0, s>>>(static_cast<T*>(p), count, v);
   });
   launched("fill_unwritten");
 }

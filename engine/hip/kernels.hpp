@@ -18,7 +18,7 @@ void fill_value(void* p, dtype t, std::int64_t count, double value, hipStream_t 
 void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s);
 // What an output holds before a kernel writes it: NaN for floating types, the pattern
 // k_unwritten_byte repeated for integers (output_check.hpp).
-void fill_unwritten(void* p, dtype t, std::int64_t count, hipStream_t s);
+void fill_unwritten(void* p, dtype t, std::int64_t count, int pattern, hipStream_t s);
 
 // copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c, over n elements.
 void stream_op(stream_variant v, dtype t, std::int64_t n, double scalar, void* a, void* b, void* c,

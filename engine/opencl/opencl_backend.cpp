@@ -493,7 +493,7 @@ void opencl_backend::fill(const device_buffer& b, const fill_request& f) {
     if (f.kind == fill_kind::value) {
       store_element(f.type, f.value, pattern);
     } else {
-      store_unwritten(f.type, pattern);
+      store_unwritten(f.type, pattern, f.pattern);
     }
     guard(clEnqueueFillBuffer(m_queue, mem(&b), pattern, size_of(f.type), 0,
                               std::size_t(f.count) * size_of(f.type), 0, nullptr, nullptr),

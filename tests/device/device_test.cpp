@@ -282,6 +282,29 @@ TEST_P(DeviceTest, HalfWrittenAndUnwrittenOutputsAreCaught) {
   }
 }
 
+TEST_P(DeviceTest, AKernelThatWritesOnlyOverOnePoisonFailsUnderTheOther) {
+  // It recognises the positive quiet NaN outputs start as and writes only over it; verification
+  // alternates two unwritten patterns, so the second trial finds its output unwritten.
+  const std::string bits = engine() == "hip" ? "__float_as_uint(out[i])" : "as_uint(out[i])";
+  json spec =
+      axpy_job("", "N", "if (i < n && " + bits + " == 0x7fc00000u) out[i] = a[i] + s * b[i];");
+  spec["sweep"] = {{"N", {4096}}};
+  spec["verify"] = {{"trials", 2}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  EXPECT_EQ(row["verification"]["status"], "failed") << row.dump();
+  EXPECT_EQ(row["verification"]["unwritten"], 4096) << row.dump();
+  EXPECT_TRUE(has_flag(row, "output_not_written")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0);
+  // The same kernel testing for any NaN is honest about it and passes.
+  spec = axpy_job("", "N", "if (i < n && isnan(out[i])) out[i] = a[i] + s * b[i];");
+  spec["sweep"] = {{"N", {4096}}};
+  spec["verify"] = {{"trials", 2}};
+  const json honest = run(spec);
+  EXPECT_EQ(honest["rows"][0]["verification"]["status"], "passed") << honest.dump();
+}
+
 TEST_P(DeviceTest, ACompileErrorFailsWithTheCompilerLog) {
   json spec = axpy_job("nope_undeclared");
   spec["sweep"] = {{"N", {4096}}};

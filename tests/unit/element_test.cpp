@@ -52,18 +52,28 @@ TEST(Element, IntegersTakeADoubleAsACastDoesSaturatingOutOfRange) {
   EXPECT_EQ(load_element(dtype::i64, b), double(std::numeric_limits<std::int64_t>::max()));
 }
 
-TEST(Element, TheUnwrittenPatternIsNanOrRepeatedBytes) {
+TEST(Element, BothUnwrittenPatternsAreNanOrRepeatedBytes) {
   for (dtype t : {dtype::f64, dtype::f32, dtype::f16, dtype::bf16, dtype::i64, dtype::i32,
                   dtype::u32, dtype::i8, dtype::u8}) {
-    unsigned char b[8] = {};
-    store_unwritten(t, b);
-    EXPECT_TRUE(holds_unwritten(t, b)) << to_string(t);
+    unsigned char zero[8] = {}, one[8] = {};
+    store_unwritten(t, zero, 0);
+    store_unwritten(t, one, 1);
+    EXPECT_TRUE(holds_unwritten(t, zero, 0)) << to_string(t);
+    EXPECT_TRUE(holds_unwritten(t, one, 1)) << to_string(t);
+    // The two differ in their bits: a kernel cannot treat one constant as "not yet written".
+    EXPECT_NE(std::memcmp(zero, one, size_of(t)), 0) << to_string(t);
     if (!is_floating(t)) {
-      for (std::size_t i = 0; i < size_of(t); ++i)
-        EXPECT_EQ(b[i], k_unwritten_byte);
+      for (std::size_t i = 0; i < size_of(t); ++i) {
+        EXPECT_EQ(zero[i], k_unwritten_byte);
+        EXPECT_EQ(one[i], k_unwritten_byte_alt);
+      }
+      // An integer output that still holds the other run's poison was not written in this one.
+      EXPECT_FALSE(holds_unwritten(t, zero, 1)) << to_string(t);
+    } else {
+      EXPECT_TRUE(std::isnan(load_element(t, one))) << to_string(t);
     }
-    store_element(t, 1, b);
-    EXPECT_FALSE(holds_unwritten(t, b)) << to_string(t);
+    store_element(t, 1, zero);
+    EXPECT_FALSE(holds_unwritten(t, zero, 0)) << to_string(t);
   }
 }
 

@@ -37,14 +37,16 @@ TEST_F(OpenClBackend, DeviceFillsMatchTheHostDefinitionBitForBit) {
     for (fill_kind kind :
          {fill_kind::random, fill_kind::arange, fill_kind::value, fill_kind::unwritten}) {
       SCOPED_TRACE(std::string(to_string(t)) + " fill " + std::to_string(int(kind)));
-      const fill_request f{kind, t, n, 0x5eedull, 0.75};
-      const std::uint64_t bytes = std::uint64_t(n) * size_of(t);
-      device_buffer b = backend().allocate(bytes);
-      backend().fill(b, f);
-      std::vector<unsigned char> device(bytes), host(bytes);
-      backend().read(b, 0, device.data(), bytes);
-      fill_host(f, host.data());
-      ASSERT_EQ(std::memcmp(device.data(), host.data(), bytes), 0);
+      for (int pattern : {0, 1}) {
+        const fill_request f{kind, t, n, 0x5eedull, 0.75, pattern};
+        const std::uint64_t bytes = std::uint64_t(n) * size_of(t);
+        device_buffer b = backend().allocate(bytes);
+        backend().fill(b, f);
+        std::vector<unsigned char> device(bytes), host(bytes);
+        backend().read(b, 0, device.data(), bytes);
+        fill_host(f, host.data());
+        ASSERT_EQ(std::memcmp(device.data(), host.data(), bytes), 0) << "pattern " << pattern;
+      }
     }
   }
 }
