@@ -48,19 +48,6 @@ const std::string k_release =
     "error_message = CASE WHEN cancel_requested THEN $2 ELSE error_message END, "
     "lease_expires_at = NULL";
 
-// read_row() reads these by position; a query may add columns after them (k_column_count).
-const std::string k_columns =
-    "id, name, status, priority, engine, requested_device, device, op, total_points, "
-    "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
-    "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
-    "cached_from, node, place_node, place_model";
-constexpr int k_column_count = 27;
-
-std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
-  if (!v) return std::nullopt;
-  return int(*v);
-}
-
 job_record read_row(const pg_result& r, int i) {
   job_record j;
   j.id = r.int64(i, 0);
@@ -68,8 +55,8 @@ job_record read_row(const pg_result& r, int i) {
   j.status = parse_job_status(r.text(i, 2)).value_or(job_status::failed);
   j.priority = int(r.int64(i, 3));
   j.engine = detail::parse_engine(r.text(i, 4));
-  j.requested_device = opt_int(r.opt_int64(i, 5));
-  j.device = opt_int(r.opt_int64(i, 6));
+  j.requested_device = detail::opt_int(r.opt_int64(i, 5));
+  j.device = detail::opt_int(r.opt_int64(i, 6));
   j.op = std::string(r.text(i, 7));
   j.progress.total = std::uint64_t(r.int64(i, 8));
   j.progress.done = std::uint64_t(r.int64(i, 9));
@@ -396,19 +383,19 @@ submit_outcome postgres_job_store::import_job(const job_submission& job,
 
 std::optional<job_record> postgres_job_store::get(std::int64_t id) {
   auto c = m_pool.acquire();
-  const auto r = c->exec("SELECT " + k_columns +
+  const auto r = c->exec("SELECT " + detail::k_columns +
                              ", (SELECT spec FROM kernelscan.job_specs WHERE job_id = id) "
                              "FROM kernelscan.jobs WHERE id = $1",
                          {id});
   if (r.rows() == 0) return std::nullopt;
   job_record j = read_row(r, 0);
-  j.spec_json = std::string(r.text(0, k_column_count));
+  j.spec_json = std::string(r.text(0, detail::k_column_count));
   return j;
 }
 
 std::vector<job_record> postgres_job_store::list(const list_filter& filter) {
   std::vector<pg_param> params;
-  std::string sql = "SELECT " + k_columns + " FROM kernelscan.jobs WHERE true";
+  std::string sql = "SELECT " + detail::k_columns + " FROM kernelscan.jobs WHERE true";
   if (!filter.statuses.empty()) {
     std::vector<pg_param> names;
     for (auto st : filter.statuses)

@@ -23,19 +23,6 @@ std::vector<stored_result> read_results(statement& q) {
   return out;
 }
 
-// read_row() reads these by position; a query may add columns after them (k_column_count).
-const std::string k_columns =
-    "id, name, status, priority, engine, requested_device, device, op, total_points, "
-    "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
-    "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
-    "cached_from, node, place_node, place_model";
-constexpr int k_column_count = 27;
-
-std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
-  if (!v) return std::nullopt;
-  return int(*v);
-}
-
 }  // namespace
 
 sqlite_job_store::sqlite_job_store(const std::string& path)
@@ -75,8 +62,8 @@ job_record sqlite_job_store::read_row(statement& s) {
   r.status = parse_job_status(s.text(2)).value_or(job_status::failed);
   r.priority = int(s.int64(3));
   r.engine = parse_engine(s.text(4));
-  r.requested_device = opt_int(s.opt_int64(5));
-  r.device = opt_int(s.opt_int64(6));
+  r.requested_device = detail::opt_int(s.opt_int64(5));
+  r.device = detail::opt_int(s.opt_int64(6));
   r.op = std::string(s.text(7));
   r.progress.total = std::uint64_t(s.int64(8));
   r.progress.done = std::uint64_t(s.int64(9));
@@ -189,17 +176,17 @@ submit_outcome sqlite_job_store::import_job(const job_submission& job,
 
 std::optional<job_record> sqlite_job_store::get(std::int64_t id) {
   reader db(*this);
-  auto s = db->prepare("SELECT " + k_columns +
+  auto s = db->prepare("SELECT " + detail::k_columns +
                        ", (SELECT spec FROM job_specs WHERE job_id = id) FROM jobs WHERE id = ?");
   s->bind(1, id);
   if (!s->step()) return std::nullopt;
   job_record r = read_row(*s);
-  r.spec_json = std::string(s->text(k_column_count));
+  r.spec_json = std::string(s->text(detail::k_column_count));
   return r;
 }
 
 std::vector<job_record> sqlite_job_store::list(const list_filter& filter) {
-  std::string sql = "SELECT " + k_columns + " FROM jobs WHERE 1";
+  std::string sql = "SELECT " + detail::k_columns + " FROM jobs WHERE 1";
   if (!filter.statuses.empty()) {
     sql += " AND status IN (";
     for (std::size_t i = 0; i < filter.statuses.size(); ++i)

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,5 +29,19 @@ std::vector<std::string> split_flags(std::string_view text);
 // The text a row copied from the result cache is read as: the measured row with
 // "cache":{"hit":true,"job_id":N} as its last member.
 std::string with_cache_hit(std::string_view result_json, std::int64_t origin_job);
+
+// The jobs table's columns as both stores select them; read_row() reads them by position and a
+// query may add columns after them (k_column_count).
+inline const std::string k_columns =
+    "id, name, status, priority, engine, requested_device, device, op, total_points, "
+    "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
+    "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
+    "cached_from, node, place_node, place_model";
+inline constexpr int k_column_count = 27;
+
+inline std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
+  if (!v) return std::nullopt;
+  return int(*v);
+}
 
 }  // namespace kernelscan::detail
