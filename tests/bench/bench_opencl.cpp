@@ -32,7 +32,10 @@ using kernelscan::json;
 using kernelscan::testing::daemon_process;
 using namespace std::chrono_literals;
 
-constexpr std::int64_t k_triad_n = std::int64_t(1) << 22;
+// STREAM's rule: each array at least four times the last-level cache, so that no launch finds
+// part of its working set left in cache by the one before. At 2^22 (48 MiB in all) the two sides
+// differed by 5-11% on a 2-core EPYC VM, by what else ran between launches, not by the timing.
+constexpr std::int64_t k_triad_n = std::int64_t(1) << 24;
 constexpr std::int64_t k_gemm_n = 256;
 
 [[noreturn]] void die(const std::string& what) {
@@ -133,8 +136,11 @@ figure summarise(std::vector<double> us) {
 }
 
 figure raw_triad(raw_opencl& cl, int launches) {
-  static cl_mem a = cl.random_buffer(k_triad_n), b = cl.random_buffer(k_triad_n),
-                c = cl.random_buffer(k_triad_n);
+  // Fresh buffers every round, as the daemon allocates them for every job: where the pages of a
+  // buffer land decides a memory-bound kernel's time by up to 30% on a VM, so buffers kept for
+  // the whole run would bias one side for every round.
+  const cl_mem a = cl.random_buffer(k_triad_n), b = cl.random_buffer(k_triad_n),
+               c = cl.random_buffer(k_triad_n);
   static cl_kernel k = cl.kernel("stream_op");
   const cl_int variant = 3;
   const cl_long n = k_triad_n;
@@ -147,13 +153,16 @@ figure raw_triad(raw_opencl& cl, int launches) {
   clSetKernelArg(k, 5, sizeof c, &c);
   // The engine's launch: grid-stride, at most 65536 groups of 256.
   const std::size_t local = 256, global = std::size_t(std::min<std::int64_t>(n, 65536 * 256));
-  return summarise(cl.time(k, 1, &global, &local, launches));
+  const figure f = summarise(cl.time(k, 1, &global, &local, launches));
+  for (cl_mem m : {a, b, c})
+    clReleaseMemObject(m);
+  return f;
 }
 
 figure raw_gemm(raw_opencl& cl, int launches) {
-  static cl_mem a = cl.random_buffer(k_gemm_n * k_gemm_n),
-                b = cl.random_buffer(k_gemm_n * k_gemm_n),
-                c = cl.random_buffer(k_gemm_n * k_gemm_n);
+  const cl_mem a = cl.random_buffer(k_gemm_n * k_gemm_n),
+               b = cl.random_buffer(k_gemm_n * k_gemm_n),
+               c = cl.random_buffer(k_gemm_n * k_gemm_n);
   static cl_kernel k = cl.kernel("gemm_tiled");
   const cl_long n = k_gemm_n, one = 1;
   const float alpha = 1, beta = 0;
@@ -172,7 +181,10 @@ figure raw_gemm(raw_opencl& cl, int launches) {
   clSetKernelArg(k, 11, sizeof beta, &beta);
   const std::size_t local[2] = {256, 1};
   const std::size_t global[2] = {std::size_t((n + 63) / 64) * 256, std::size_t((n + 63) / 64)};
-  return summarise(cl.time(k, 2, global, local, launches));
+  const figure f = summarise(cl.time(k, 2, global, local, launches));
+  for (cl_mem m : {a, b, c})
+    clReleaseMemObject(m);
+  return f;
 }
 
 json timing() {
@@ -236,7 +248,7 @@ int main(int argc, char** argv) {
     gemm_raw.push_back(raw_gemm(cl, 100));
     gemm_daemon.push_back(daemon_point(d, gemm));
   }
-  report("stream triad f32 2^22", triad_daemon, triad_raw);
+  report("stream triad f32 2^24", triad_daemon, triad_raw);
   report("gemm builtin f32 256^3", gemm_daemon, gemm_raw);
 
   // Submit to converged result: a short custom kernel, 3 points, 3 verification trials each.
