@@ -223,10 +223,23 @@ int run_serve(serve_config config) {
   scheduler sched(io, *store, waiters, events, config, gpus);
   // Join the fleet (a store of one daemon, for SQLite): events of other nodes arrive from now
   // on, and a live node of the same name is a start-up error.
-  fleet_relay relay(*store, events, [&sched, &waiters](const job_record& job) {
-    if (is_terminal(job.status)) waiters.notify(job.id);  // ?wait= on a job another node ran
-    sched.job_changed_elsewhere(job);
-  });
+  fleet_relay relay(
+      *store, events,
+      [&sched, &waiters](const job_record& job) {
+        if (is_terminal(job.status)) waiters.notify(job.id);  // ?wait= on a job another node ran
+        sched.job_changed_elsewhere(job);
+      },
+      [&sched](const std::string& node, int index) {
+        // Asked on another node's API (POST /api/v1/devices/{index}/roofline?node=NAME).
+        if (node != sched.node()) return;
+        if (sched.request_roofline(index)) {
+          spdlog::info("device {}: its roofline will be measured again, as another node asked",
+                       index);
+        } else {
+          spdlog::warn("another node asked for the roofline of device {}, which this node lacks",
+                       index);
+        }
+      });
   relay.attach();
   try {
     store->join({config.node, random_instance(), KERNELSCAN_VERSION, unix_time_ms(), 0, false},

@@ -21,6 +21,10 @@ std::optional<std::int64_t> fleet_relay::job_id_of(std::string_view job_json) {
   return id;
 }
 
+store_event fleet_relay::roofline_request(const std::string& node, int index) {
+  return {"roofline", json{{"node", node}, {"index", index}}.dump()};
+}
+
 void fleet_relay::attach() {
   m_hub.set_relay([this](const std::string& type, const std::string& data) {
     if (type == "job") {
@@ -35,6 +39,16 @@ void fleet_relay::attach() {
 }
 
 void fleet_relay::received(const store_event& e) {
+  if (e.type == "roofline") {
+    try {
+      const json j = parse_json(e.data);
+      if (m_on_roofline) m_on_roofline(j.at("node").get<std::string>(), j.at("index").get<int>());
+    } catch (const std::exception& ex) {
+      spdlog::warn("a roofline request from another node is unreadable ({}): {}", e.data,
+                   ex.what());
+    }
+    return;
+  }
   if (e.type != "job") {
     m_hub.publish_local(e.type, e.data);
     return;

@@ -3,7 +3,9 @@
 // LISTEN/NOTIFY): this daemon's "job" events go out as the job's id (a job, with its spec, can
 // be larger than a notification may be) and its "points" events as they are; another node's
 // job event is read back from the store and published here, and handed to `on_job` (so that a
-// queued job wakes idle devices here, and a cancel reaches the node that runs the job).
+// queued job wakes idle devices here, and a cancel reaches the node that runs the job). A
+// request to measure a device's roofline again, made on any node, travels the same way to the
+// node that has the device (`on_roofline`), and is not shown on the event stream.
 //
 // Threading: attach() once at start-up, before the store joins; the rest runs on the hub's
 // publishers' threads and the store's event thread.
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "server/event_hub.hpp"
@@ -20,8 +23,14 @@ namespace kernelscan {
 
 class fleet_relay {
  public:
-  fleet_relay(job_store& store, event_hub& hub, std::function<void(const job_record&)> on_job)
-      : m_store(store), m_hub(hub), m_on_job(std::move(on_job)) {}
+  using roofline_handler = std::function<void(const std::string& node, int index)>;
+
+  fleet_relay(job_store& store, event_hub& hub, std::function<void(const job_record&)> on_job,
+              roofline_handler on_roofline = {})
+      : m_store(store),
+        m_hub(hub),
+        m_on_job(std::move(on_job)),
+        m_on_roofline(std::move(on_roofline)) {}
 
   void attach();
   // What another node announced: published on this daemon's hub.
@@ -30,10 +39,14 @@ class fleet_relay {
   // The id of a "job" event's job: its JSON starts {"id":N (the job codec writes it first).
   static std::optional<std::int64_t> job_id_of(std::string_view job_json);
 
+  // The event that asks node `node` to measure its device `index`'s roofline again.
+  static store_event roofline_request(const std::string& node, int index);
+
  private:
   job_store& m_store;
   event_hub& m_hub;
   std::function<void(const job_record&)> m_on_job;
+  roofline_handler m_on_roofline;
 };
 
 }  // namespace kernelscan

@@ -1,9 +1,12 @@
 // Devices: each device with its state (busy with which job, or idle), its description, its
 // datasheet peaks and measured roofline when it has one, and its ceilings as a roofline chart.
+// In a fleet the devices are grouped by node, each group headed by its node's name and heartbeat
+// (offline once the node stopped or went quiet); a daemon alone names its node once.
 
 import {get} from './api.js';
 import {deviceRooflineOption, measuredWord} from './charts.js';
-import {emptyState, errorBox, fmtBytes, h, sig, throttle, whenECharts} from './dom.js';
+import {age, emptyState, errorBox, fmtBytes, h, sig, throttle, whenECharts} from './dom.js';
+import {deviceLabel, nodesOf} from './fleet.js';
 
 const PEAKS = [['f64_tflops', 'f64', 'TFLOP/s'], ['f32_tflops', 'f32 (matrix)', 'TFLOP/s'],
                ['vector_f32_tflops', 'f32 (vector)', 'TFLOP/s'], ['f16_tflops', 'f16', 'TFLOP/s'],
@@ -13,10 +16,11 @@ const PEAKS = [['f64_tflops', 'f64', 'TFLOP/s'], ['f32_tflops', 'f32 (matrix)', 
 export function mount(root) {
   const charts = [];
   let disposed = false;
-  const body = h('div', {class: 'devices'});
-  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Devices')), body);
+  const body = h('div', {class: 'devices-body'});
+  const where = h('span', {class: 'muted', id: 'devices-node'});
+  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Devices ', where)), body);
 
-  function card(d) {
+  function card(d, fleet) {
     const busy = d.state === 'busy' && d.current_job !== null;
     // A mock device's "measured" roofline is its model's: call it what it is.
     const word = measuredWord(d.measured);
@@ -26,9 +30,9 @@ export function mount(root) {
         h('tr', {}, h('td', {}, label),
           h('td', {class: 'num'}, d.datasheet && d.datasheet[k] ? `${sig(d.datasheet[k])} ${unit}` : '—'),
           h('td', {class: 'num'}, d.measured && d.measured[k] ? `${sig(d.measured[k])} ${unit}` : '—')))));
-    const chartEl = h('div', {class: 'chart small', id: `chart-device-${d.index}`});
-    const el = h('section', {class: 'device-card', dataset: {index: d.index}},
-      h('div', {class: 'title-row'}, h('h3', {}, `${d.index}: ${d.name}`),
+    const chartEl = h('div', {class: 'chart small', id: `chart-device-${d.node}-${d.index}`});
+    const el = h('section', {class: 'device-card', dataset: {node: d.node, index: d.index}},
+      h('div', {class: 'title-row'}, h('h3', {}, `${deviceLabel(d.node, d.index, fleet)}: ${d.name}`),
         h('span', {class: `badge state-${d.state}`}, d.state),
         busy ? h('a', {href: `#/jobs/${d.current_job}`}, `running job #${d.current_job}`) : ''),
       h('dl', {class: 'facts'},
@@ -41,6 +45,7 @@ export function mount(root) {
         h('dt', {}, 'driver'), h('dd', {}, d.driver || '—'),
         h('dt', {}, 'worker'), h('dd', {}, d.worker_pid ? `pid ${d.worker_pid}, ${d.worker_restarts} restart${d.worker_restarts === 1 ? '' : 's'}` : 'not running'),
         h('dt', {}, 'points measured'), h('dd', {}, String(d.points_measured)),
+        fleet ? [h('dt', {}, 'last heartbeat'), h('dd', {title: d.last_heartbeat_at}, age(d.last_heartbeat_at))] : '',
         d.last_error ? [h('dt', {}, 'last error'), h('dd', {class: 'error'}, d.last_error)] : ''),
       h('div', {class: 'device-peaks'}, peaks,
         !d.measured ? h('p', {class: 'muted'}, 'No measured roofline yet: the chart shows datasheet ceilings.')
@@ -59,8 +64,26 @@ export function mount(root) {
         body.replaceChildren(emptyState('This daemon has no devices.'));
         return;
       }
-      const cards = devices.map(card);
-      body.replaceChildren(...cards.map((c) => c.el));
+      const nodes = [...nodesOf(devices)];
+      const fleet = nodes.length > 1;
+      const cards = devices.map((d) => card(d, fleet));
+      where.textContent = fleet ? `${nodes.length} nodes` : nodes.length ? `on node ${nodes[0]}` : '';
+      if (!fleet) {
+        body.replaceChildren(h('div', {class: 'devices'}, cards.map((c) => c.el)));
+      } else {
+        // By node, in the API's order (the answering node first).
+        body.replaceChildren(...nodes.map((node) => {
+          const own = cards.filter((c) => c.d.node === node);
+          const offline = own.every((c) => c.d.state === 'offline');
+          const beat = own.map((c) => c.d.last_heartbeat_at).filter(Boolean).sort().pop();
+          return h('section', {class: 'node-group', dataset: {node}},
+            h('div', {class: 'title-row node-head'}, h('h3', {}, `node ${node}`),
+              h('span', {class: `badge node-state ${offline ? 'state-offline' : 'state-idle'}`}, offline ? 'offline' : 'online'),
+              h('span', {class: 'muted', title: beat || ''},
+                `${own.length} device${own.length === 1 ? '' : 's'} · last heartbeat ${beat ? age(beat) : 'never'}`)),
+            h('div', {class: 'devices'}, own.map((c) => c.el)));
+        }));
+      }
       for (const c of cards) {
         if (!c.d.datasheet) { c.chartEl.replaceWith(h('p', {class: 'muted'}, 'No peaks known for this device.')); continue; }
         const chart = echarts.init(c.chartEl);

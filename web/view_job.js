@@ -5,6 +5,7 @@
 import {download, get, getRows, post} from './api.js';
 import {METRICS, heatmapOption, isGeometric, metricOf, rooflineOption, speedupOption, sweepOption, trackPointer, wantsLog} from './charts.js';
 import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
+import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const ROW_HEIGHT = 26;
@@ -68,7 +69,8 @@ function importedDevice(job) {
 }
 
 export function mount(root, {id, query}) {
-  const state = {job: null, rows: [], device: null, names: [], values: {}, sel: null,
+  // nodes: the fleet's (from the devices list), to name the device "node / index" in a fleet.
+  const state = {job: null, rows: [], device: null, nodes: new Set(), names: [], values: {}, sel: null,
                  sort: {key: 'index', dir: 1}, sorted: null};
   const charts = new Map();  // id -> echarts instance
   let disposed = false;
@@ -113,15 +115,19 @@ export function mount(root, {id, query}) {
                    onclick: () => download(`/api/v1/jobs/${id}/results?format=json`, `kernelscan-job-${id}.json`).catch(showError)}, 'Export JSON'),
       h('a', {class: 'button ghost', href: `#/compare?jobs=${id}`}, 'Compare…'));
     const imported = j.engine === 'import';
+    const fleet = new Set([...state.nodes, ...nodesOf([], [j])]).size > 1;
+    const where = j.device === null ? '' : deviceLabel(j.node, j.device, fleet);
     const dev = imported ? (state.device ? state.device.name : 'not named') + ' (measured elsewhere)'
-              : state.device ? `${state.device.index}: ${state.device.name}` : j.device === null ? `${j.requested_device} (not started)` : String(j.device);
+              : state.device ? `${where}: ${state.device.name}`
+              : j.device === null ? `${placementText(j.requested_device, fleet)} (not started)` : where;
     const best = j.summary && j.summary.best;
     const bestName = best && state.rows.length ? (state.rows.find((r) => r.index === best.index) || {}).name : undefined;
     const fitness = j.summary && j.summary.fitness;
     const simulated = (fitness && fitness.simulated === true) || state.rows.some((r) => r.simulated === true);
     const facts = h('dl', {class: 'facts'},
       h('dt', {}, 'op'), h('dd', {}, j.op),
-      h('dt', {}, 'device'), h('dd', {}, dev),
+      !imported && j.node ? [h('dt', {}, 'node'), h('dd', {id: 'job-node'}, j.node)] : '',
+      h('dt', {}, 'device'), h('dd', {id: 'job-device'}, dev),
       h('dt', {}, imported ? 'imported' : 'submitted'), h('dd', {title: j.created_at}, new Date(j.created_at).toLocaleString()),
       imported ? [h('dt', {}, 'from'), h('dd', {id: 'import-format'}, j.spec && j.spec.import ? j.spec.import.format : '—')]
                : [h('dt', {}, 'ran for'), h('dd', {}, j.started_at ? duration(j.started_at, j.finished_at) : '—')],
@@ -472,8 +478,10 @@ export function mount(root, {id, query}) {
       if (disposed) return;
       state.rows = results;
       loaded = true;
+      if (devices) state.nodes = nodesOf(devices.devices);
       state.device = job.engine === 'import' ? importedDevice(job)
-                   : devices && job.device !== null ? devices.devices.find((d) => d.index === job.device) || null : null;
+                   : devices && job.device !== null
+                     ? devices.devices.find((d) => d.index === job.device && (!job.node || d.node === job.node)) || null : null;
       renderHead();
       renderData();
     } catch (e) {
@@ -496,7 +504,10 @@ export function mount(root, {id, query}) {
       if (e.type === 'job' && e.data.id === id) {
         const startedNow = state.job.device === null && e.data.device !== null;
         state.job = {...e.data, spec: state.job.spec};
-        if (startedNow) state.device = await get(`/api/v1/devices/${e.data.device}`).catch(() => null);
+        if (startedNow) {
+          const node = e.data.node ? `?node=${encodeURIComponent(e.data.node)}` : '';
+          state.device = await get(`/api/v1/devices/${e.data.device}${node}`).catch(() => null);
+        }
         renderHead();
         if (TERMINAL.has(e.data.status)) { fetchMore(); renderDataSoon(); }
       } else if (e.type === 'points' && e.data.job_id === id) {

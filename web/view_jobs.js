@@ -1,8 +1,9 @@
 // Jobs: a filterable, live list (status, progress, device, labels, age), with cancel buttons and
-// a selection to compare.
+// a selection to compare. In a fleet the device is "node / index": the node that runs or ran it.
 
 import {get, post} from './api.js';
 import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge} from './dom.js';
+import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
 const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
 const PAGE = 100;
@@ -15,7 +16,9 @@ export function mount(root, {query}) {
     next: null,
     selected: new Set(),
     error: null,
+    nodes: new Set(),  // every node seen, in the devices list or in a job
   };
+  const fleet = () => state.nodes.size > 1;
   const statusSelect = h('select', {id: 'filter-status', 'aria-label': 'status'},
                          h('option', {value: ''}, 'any status'),
                          STATUSES.map((s) => h('option', {value: s}, s)));
@@ -80,11 +83,20 @@ export function mount(root, {query}) {
       if (ticket !== loading) return;
       state.jobs = append ? state.jobs.concat(page.jobs) : page.jobs;
       state.next = page.next_cursor;
+      noteNodes(page.jobs);
       message.replaceChildren();
       render();
     } catch (e) {
       if (ticket === loading) showError(e);
     }
+  }
+
+  // Adds the nodes named by `jobs`; true when the list turned into a fleet's (devices are then
+  // named "node / index", every row again).
+  function noteNodes(jobs, devices = []) {
+    const was = fleet();
+    for (const n of nodesOf(devices, jobs)) state.nodes.add(n);
+    return !was && fleet();
   }
 
   function matches(job) {
@@ -114,8 +126,10 @@ export function mount(root, {query}) {
              h('td', {}, job.op),
              h('td', {}, statusBadge(job.status, job.error ? `${job.error.type}: ${job.error.message}` : undefined)),
              h('td', {}, progressBar(job.progress)),
-             h('td', {}, job.engine === 'import' ? h('span', {class: 'muted'}, 'imported')
-                         : job.device === null ? h('span', {class: 'muted'}, job.requested_device) : String(job.device)),
+             h('td', {class: 'device', title: job.node ? `node ${job.node}` : undefined},
+               job.engine === 'import' ? h('span', {class: 'muted'}, 'imported')
+               : job.device === null ? h('span', {class: 'muted'}, placementText(job.requested_device, fleet()))
+               : deviceLabel(job.node, job.device, fleet())),
              h('td', {}, labelChips(job.labels)),
              h('td', {class: 'num'}, best),
              h('td', {title: job.created_at, dataset: {created: job.created_at}}, age(job.created_at)),
@@ -152,6 +166,7 @@ export function mount(root, {query}) {
   }
 
   function upsert(job) {
+    if (noteNodes([job])) { render(); }
     const i = state.jobs.findIndex((j) => j.id === job.id);
     if (i >= 0) {
       if (!matches(job)) state.jobs.splice(i, 1); else state.jobs[i] = job;
@@ -173,6 +188,10 @@ export function mount(root, {query}) {
   }, 10000);
 
   load(false);
+  // The fleet's nodes, so that a list whose jobs all ran on one node still names it.
+  get('/api/v1/devices').then(({devices}) => {
+    if (loading !== -1 && noteNodes([], devices) && state.jobs.length) render();
+  }).catch(() => {});
   return {
     onEvent(e) {
       if (e.type === 'job') upsert(e.data);

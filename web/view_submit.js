@@ -1,8 +1,11 @@
 // Submit: start from a template (GEMM sweep, stream, custom kernel), adjust the spec, post it.
-// Errors from the API are shown with every field they name; a created job opens its page.
+// Errors from the API are shown with every field they name; a created job opens its page. In a
+// fleet the device picker offers every node's devices (placement {"node", "index"}) and "any
+// device of" each node.
 
 import {get, post} from './api.js';
 import {errorBox, h} from './dom.js';
+import {deviceLabel, nodesOf} from './fleet.js';
 
 const MATMUL = `extern "C" __global__ void matmul(const float* a, const float* b, float* c,
                                   int M, int N, int K) {
@@ -101,7 +104,8 @@ export function mount(root) {
       }
     }
     if (priority.value !== '' && Number(priority.value) !== 0) body.priority = Number(priority.value);
-    if (device.value !== 'any') body.device = Number(device.value);
+    // A fleet's placements are JSON ({"node": ..., "index": ...}); a daemon alone takes an index.
+    if (device.value !== 'any') body.device = device.value.startsWith('{') ? JSON.parse(device.value) : Number(device.value);
     return body;
   }
 
@@ -137,7 +141,19 @@ export function mount(root) {
   fill();
   get('/api/v1/devices').then(({devices}) => {
     if (disposed) return;
-    for (const d of devices) device.append(h('option', {value: String(d.index)}, `${d.index}: ${d.name}`));
+    const nodes = [...nodesOf(devices)];
+    if (nodes.length <= 1) {
+      for (const d of devices) device.append(h('option', {value: String(d.index)}, `${d.index}: ${d.name}`));
+      return;
+    }
+    for (const node of nodes) {
+      const own = devices.filter((d) => d.node === node);
+      const offline = own.every((d) => d.state === 'offline');
+      device.append(h('optgroup', {label: `node ${node}${offline ? ' (offline)' : ''}`},
+        h('option', {value: JSON.stringify({node}), disabled: offline}, `any device of ${node}`),
+        own.map((d) => h('option', {value: JSON.stringify({node, index: d.index}), disabled: d.state === 'offline'},
+                         `${deviceLabel(node, d.index, true)}: ${d.name}`))));
+    }
   }).catch(() => {});
   return {onEvent() {}, unmount() { disposed = true; }};
 }

@@ -2,12 +2,19 @@
 // with no console error and no request to another origin, charts hold the expected series and
 // points (read from the ECharts instances), jobs appear and finish live, the submit form creates
 // a job, and the page works against a daemon that needs a token. Screenshots go to --artifacts.
-// Prints the time from navigation to charts rendered for a 10,000-point job.
+// Prints the time from navigation to charts rendered for a 10,000-point job. The daemon is node
+// "solo" (--node), which the page names once and nowhere else.
+//
+// With --fleet: two daemons (nodes alpha and beta) on one PostgreSQL, a database of the test
+// server that KERNELSCAN_TEST_POSTGRES names (the ctest fixture's); the dashboard served by alpha
+// shows a job that beta runs, with its node, the devices grouped by node, and a submit form that
+// places a job on beta's device. Exits 77 (skipped) where PostgreSQL is not installed.
 //
 //   node tests/browser/dashboard_test.mjs --binary build/server/kernelscan --artifacts DIR
+//   KERNELSCAN_TEST_POSTGRES=FILE node tests/browser/dashboard_test.mjs --binary ... --fleet
 //   node tests/browser/dashboard_test.mjs --binary ... --bench 5     (only the 10k figure, 5 runs)
 
-import {spawn} from 'node:child_process';
+import {spawn, spawnSync} from 'node:child_process';
 import fs from 'node:fs';
 import {createRequire} from 'node:module';
 import os from 'node:os';
@@ -29,12 +36,12 @@ const chromiumPath = args.chromium || '/usr/bin/chromium';
 fs.mkdirSync(artifacts, {recursive: true});
 
 // ---- a daemon of our own ----
-async function startDaemon(extra = []) {
+async function startDaemon(extra = [], {devices = 2} = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kernelscan-browser-'));
   const portFile = path.join(dir, 'port');
   const log = fs.openSync(path.join(dir, 'daemon.log'), 'w');
   const proc = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--port-file', portFile,
-                              '--data-dir', path.join(dir, 'data'), '--mock-devices', '2',
+                              '--data-dir', path.join(dir, 'data'), '--mock-devices', String(devices),
                               '--allow-fault-injection', ...extra],
                      {stdio: ['ignore', log, log]});
   const deadline = Date.now() + 20000;
@@ -52,11 +59,37 @@ async function startDaemon(extra = []) {
   return {
     origin, dir,
     async stop() {
-      proc.kill('SIGTERM');
-      await new Promise((r) => (proc.exitCode !== null ? r() : proc.on('exit', r)));
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        await new Promise((r) => proc.on('exit', r));
+      }
       fs.rmSync(dir, {recursive: true, force: true});
     },
   };
+}
+
+// ---- a database of the test PostgreSQL server (--fleet) ----
+function psql(url, sql) {
+  const r = spawnSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], {encoding: 'utf8'});
+  if (r.status !== 0) throw new Error(`psql ${sql}: ${r.error || r.stderr}`);
+}
+
+function postgresInstalled() {
+  return fs.existsSync('/usr/lib/postgresql') &&
+         fs.readdirSync('/usr/lib/postgresql').some((v) => fs.existsSync(`/usr/lib/postgresql/${v}/bin/initdb`));
+}
+
+function createDatabase() {
+  const file = process.env.KERNELSCAN_TEST_POSTGRES;
+  if (!file) {
+    throw new Error('--fleet needs KERNELSCAN_TEST_POSTGRES (a file holding the admin URL of a test PostgreSQL ' +
+                    'server; ctest -R browser_dashboard_fleet starts one, or build/tests/postgres_fixture start DIR)');
+  }
+  const admin = fs.readFileSync(file, 'utf8').trim();
+  const name = `ks_browser_${process.pid}`;
+  psql(admin, `CREATE DATABASE ${name}`);
+  return {url: admin.slice(0, admin.lastIndexOf('/') + 1) + name,
+          drop: () => psql(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)};
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -233,7 +266,7 @@ async function bench(runs) {
 }
 
 async function main() {
-  const d = await startDaemon();
+  const d = await startDaemon(['--node', 'solo']);
   const browser = await launch();
   const watch = {errors: [], foreign: []};
   const page = await openPage(browser, d.origin, watch);
@@ -261,6 +294,10 @@ async function main() {
       expect(await page.locator('#jobs-table tbody tr').count() === 5, 'five jobs listed');
       expect(await page.locator('#view .empty').count() === 0, 'no "No jobs yet" beside the jobs that came live');
       expect(await page.locator(`#jobs-table tr[data-id="${ids.failed}"] .status-failed`).count() === 1, 'the crashed job is shown failed');
+      // A daemon alone: devices are plain indices; the node is in the cell's title only.
+      const cells = await page.$$eval('#jobs-table td.device', (tds) => tds.map((td) => [td.textContent, td.title]));
+      expect(cells.length === 5 && cells.every(([text, title]) => /^[01]$/.test(text) && title === 'node solo'),
+             `a lone node's jobs show device indices, the node in the title (${JSON.stringify(cells)})`);
       await shot(page, 'jobs');
       await page.selectOption('#filter-status', 'failed');
       await page.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 1);
@@ -279,6 +316,8 @@ async function main() {
 
     await step('job view: charts, selectors, table, export', async () => {
       await gotoView(page, d.origin, `#/jobs/${ids.a}`, '#view[data-charts-ready]');
+      const [node, device] = [await page.textContent('#job-node'), await page.textContent('#job-device')];
+      expect(node === 'solo' && /^[01]: /.test(device), `the job's node named once, its device by index (${node}; ${device})`);
       const sweep = await series(page, 'chart-sweep');
       expect(sweep.length === 2 && sweep[0].type === 'line' && sweep[0].n === 5 && sweep[1].type === 'custom' && sweep[1].n === 5,
              `sweep chart: a line of 5 points and its CI bars (got ${JSON.stringify(sweep)})`);
@@ -466,15 +505,19 @@ async function main() {
     await step('devices view', async () => {
       await gotoView(page, d.origin, '#/devices', '#view[data-charts-ready]');
       expect(await page.locator('.device-card').count() === 2, 'two device cards');
+      expect((await page.textContent('#devices-node')) === 'on node solo' && await page.locator('.node-group').count() === 0,
+             'a lone node is named once, with no groups');
+      const titles = await page.$$eval('.device-card h3', (hs) => hs.map((x) => x.textContent));
+      expect(titles.every((t) => /^[01]: /.test(t)), `device titles are plain indices (${titles})`);
       for (const i of [0, 1]) {
-        const s = await series(page, `chart-device-${i}`);
+        const s = await series(page, `chart-device-solo-${i}`);
         const names = (s || []).map((x) => x.name);
         expect(names.filter((n) => n.startsWith('datasheet')).length === 2 &&
                names.filter((n) => n.startsWith('simulated')).length === 2,
                `device ${i}: datasheet and simulated ceilings, f64/f32 and f16/bf16 each (got ${JSON.stringify(s)})`);
-        const o = await overlaps(page, `chart-device-${i}`);
+        const o = await overlaps(page, `chart-device-solo-${i}`);
         expect(o.length === 0, `device ${i} chart: no text drawn over another (${o.join('; ')})`);
-        const n = await longNumbers(page, `chart-device-${i}`);
+        const n = await longNumbers(page, `chart-device-solo-${i}`);
         expect(n.length === 0, `device ${i} chart: no long numbers in labels (${n})`);
       }
       const heads = await page.$$eval('.device-card table.peaks th', (ths) => ths.map((th) => th.textContent));
@@ -484,6 +527,10 @@ async function main() {
 
     await step('submit form: a bad spec names the field, a good one creates a job', async () => {
       await gotoView(page, d.origin, '#/submit', '#submit-spec');
+      await page.waitForFunction(() => document.querySelectorAll('#submit-device option').length === 3);
+      const options = await page.$$eval('#submit-device option', (os) => os.map((o) => o.value));
+      expect(JSON.stringify(options) === '["any","0","1"]' && await page.locator('#submit-device optgroup').count() === 0,
+             `a lone node's picker offers its indices (${options})`);
       await page.fill('#submit-spec', JSON.stringify({kernel: {op: 'stream', variant: 'sideways', n: 'N'}, sweep: {N: [1024]}}));
       await page.click('#submit-button');
       await page.waitForSelector('#submit-message .error-box');
@@ -584,7 +631,117 @@ async function main() {
   if (failures.length) process.exit(1);
 }
 
-(args.bench ? bench(Number(args.bench) || 5) : main()).catch((e) => {
+// Two nodes on one PostgreSQL; the page is alpha's throughout.
+async function fleetMain() {
+  if (!postgresInstalled()) {
+    console.log('skipped: PostgreSQL is not installed (apt-get install postgresql), so there is no fleet to show');
+    process.exit(77);
+  }
+  const db = createDatabase();
+  const nodes = {};
+  let browser;
+  try {
+    nodes.alpha = await startDaemon(['--node', 'alpha', '--database', db.url], {devices: 1});
+    nodes.beta = await startDaemon(['--node', 'beta', '--database', db.url], {devices: 2});
+    const a = nodes.alpha;
+    browser = await launch();
+    const watch = {errors: [], foreign: []};
+    const page = await openPage(browser, a.origin, watch);
+    let id;
+
+    await step('fleet: a job beta runs is shown live, with its node, on alpha\'s jobs list', async () => {
+      await gotoView(page, a.origin, '#/jobs', '.empty');
+      await page.waitForSelector('#live.live');
+      ({id} = await api(a, 'POST', '/api/v1/jobs', {name: 'on beta', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                     sweep: {N: [1024, 2048, 4096, 8192, 16384, 32768]},
+                                                     device: {node: 'beta', index: 1}, mock: {delay_ms: 200}}));
+      await page.waitForSelector(`#jobs-table tr[data-id="${id}"] .status-running`, {timeout: 15000});
+      await page.waitForFunction((i) => document.querySelector(`#jobs-table tr[data-id="${i}"] td.device`).textContent === 'beta / 1',
+                                 id, {timeout: 10000});
+      await shot(page, 'fleet-jobs-running');
+      await page.waitForSelector(`#jobs-table tr[data-id="${id}"] .status-succeeded`, {timeout: 30000});
+      const cell = await page.textContent(`#jobs-table tr[data-id="${id}"] td.device`);
+      expect(cell === 'beta / 1', `the jobs list names beta's device (${cell})`);
+      expect((await page.textContent(`#jobs-table tr[data-id="${id}"] .progress`)).includes('6/6'), 'progress reached 6/6 live');
+      // A queued job's placement is said in words, not as an object.
+      const {id: queued} = await api(a, 'POST', '/api/v1/jobs', {name: 'queued on beta', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                                 sweep: {N: [1024]}, device: {node: 'beta'}, mock: {delay_ms: 1}});
+      await page.waitForSelector(`#jobs-table tr[data-id="${queued}"]`);
+      const first = await page.textContent(`#jobs-table tr[data-id="${queued}"] td.device`);
+      expect(first === 'any device of beta' || first === 'beta / 0' || first === 'beta / 1',
+             `a queued placement reads as words or the device it took (${first})`);
+      await waitJob(a, queued);
+    });
+
+    await step('fleet: the job view names the node and the device as node / index', async () => {
+      await gotoView(page, a.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      const node = await page.textContent('#job-node');
+      const device = await page.textContent('#job-device');
+      expect(node === 'beta', `the job's node (${node})`);
+      expect(device.startsWith('beta / 1: '), `the job's device as beta / 1 with its name (${device})`);
+      await shot(page, 'fleet-job');
+    });
+
+    await step('fleet: devices grouped by node, with their heartbeat', async () => {
+      await gotoView(page, a.origin, '#/devices', '#view[data-charts-ready]');
+      const groups = await page.$$eval('.node-group', (gs) => gs.map((g) => [g.dataset.node, g.querySelectorAll('.device-card').length,
+                                                                              g.querySelector('.node-state').textContent]));
+      expect(JSON.stringify(groups) === '[["alpha",1,"online"],["beta",2,"online"]]', `two node groups, alpha first (${JSON.stringify(groups)})`);
+      expect((await page.textContent('#devices-node')) === '2 nodes', 'the heading counts the nodes');
+      const titles = await page.$$eval('.device-card h3', (hs) => hs.map((x) => x.textContent.split(':')[0]));
+      expect(JSON.stringify(titles) === '["alpha / 0","beta / 0","beta / 1"]', `cards named node / index (${titles})`);
+      const heads = await page.$$eval('.node-head', (hs) => hs.map((x) => x.textContent));
+      expect(heads.every((t) => /last heartbeat \d+ s ago/.test(t)), `each node's last heartbeat (${heads})`);
+      const s = await series(page, 'chart-device-beta-1');
+      expect(s && s.some((x) => x.name.startsWith('datasheet')), `beta / 1 has its own chart (${JSON.stringify(s)})`);
+      await shot(page, 'fleet-devices');
+    });
+
+    await step('fleet: the submit form places a job on another node\'s device', async () => {
+      await gotoView(page, a.origin, '#/submit', '#submit-spec');
+      await page.waitForFunction(() => document.querySelectorAll('#submit-device optgroup').length === 2);
+      const offered = await page.$$eval('#submit-device option', (os) => os.map((o) => o.value));
+      expect(offered.includes('{"node":"beta","index":1}') && offered.includes('{"node":"alpha"}') && offered.includes('any'),
+             `the fleet's devices and nodes are offered (${offered})`);
+      await page.selectOption('#submit-template', 'stream');
+      await page.fill('#submit-spec', JSON.stringify({kernel: {op: 'stream', variant: 'triad', n: 'N'}, sweep: {N: [4096, 8192]}}));
+      await page.selectOption('#submit-device', '{"node":"beta","index":0}');
+      await shot(page, 'fleet-submit');
+      await page.click('#submit-button');
+      await page.waitForFunction(() => /^#\/jobs\/\d+/.test(location.hash));
+      await page.waitForSelector('.job-head .status-succeeded', {timeout: 30000});
+      const placed = Number(page.url().match(/#\/jobs\/(\d+)/)[1]);
+      const job = await api(a, 'GET', `/api/v1/jobs/${placed}`);
+      expect(job.node === 'beta' && job.device === 0 && JSON.stringify(job.requested_device) === '{"node":"beta","index":0}',
+             `the form's placement ran on beta / 0 (${JSON.stringify([job.node, job.device, job.requested_device])})`);
+      expect((await page.textContent('#job-device')).startsWith('beta / 0: '), 'its page names beta / 0');
+    });
+
+    await step('fleet: a node that stopped shows offline', async () => {
+      await nodes.beta.stop();
+      delete nodes.beta;
+      await gotoView(page, a.origin, '#/devices', '#view[data-charts-ready]');
+      await page.waitForFunction(() => {
+        const b = document.querySelector('.node-group[data-node="beta"] .node-state');
+        return b && b.textContent === 'offline';
+      }, null, {timeout: 10000});
+      expect(await page.locator('.node-group[data-node="alpha"] .node-state.state-idle').count() === 1, 'alpha stays online');
+      await shot(page, 'fleet-devices-offline');
+    });
+
+    expect(watch.errors.length === 0, `no console errors (${JSON.stringify(watch.errors)})`);
+    expect((watch.http || []).length === 0, `no HTTP errors (${JSON.stringify(watch.http)})`);
+    expect(watch.foreign.length === 0, `no requests to other origins (${JSON.stringify(watch.foreign)})`);
+  } finally {
+    if (browser) await browser.close();
+    for (const n of Object.values(nodes)) await n.stop();
+    db.drop();
+  }
+  console.log(`${passed} checks passed, ${failures.length} failed; screenshots in ${artifacts}`);
+  if (failures.length) process.exit(1);
+}
+
+(args.bench ? bench(Number(args.bench) || 5) : args.fleet ? fleetMain() : main()).catch((e) => {
   console.error(e);
   process.exit(1);
 });

@@ -265,6 +265,59 @@ TEST(Fleet, DevicesOfEveryNodeAndNodeNamesAreUnique) {
   EXPECT_EQ(f[1].wait_job(f[1].submit(stream_sweep(2, 0)))["status"], "succeeded");
 }
 
+TEST(Fleet, DeviceRoutesServeAndMeasureAnotherNodesDevice) {
+  fleet f(2, 2);
+  // b's device 1, read on a, from the fleet's device table.
+  auto r = f[0].get("/api/v1/devices/1?node=b");
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.body["node"], "b");
+  EXPECT_EQ(r.body["index"], 1);
+  EXPECT_TRUE(r.body["last_heartbeat_at"].is_string());
+  EXPECT_EQ(f[0].get("/api/v1/devices/1").body["node"], "a") << "no node: the answering one's";
+
+  r = f[0].get("/api/v1/devices/2?node=b");
+  EXPECT_EQ(r.status, 404) << r.text;
+  EXPECT_EQ(r.body["error"]["details"][0]["field"], "index") << r.text;
+  EXPECT_NE(r.text.find(R"(no device 2 on node \"b\" (its devices: 0, 1))"), std::string::npos)
+      << r.text;
+  r = f[0].get("/api/v1/devices/0?node=zz");
+  EXPECT_EQ(r.status, 404) << r.text;
+  EXPECT_EQ(r.body["error"]["details"][0]["field"], "node") << r.text;
+  EXPECT_NE(r.text.find("(nodes: a, b)"), std::string::npos) << r.text;
+
+  // A roofline asked of a reaches b, which measures it again.
+  json before;
+  ASSERT_TRUE(eventually(
+      [&] {
+        before = f[1].get("/api/v1/devices/0").body;
+        return before["state"] == "idle" && before["measured"].is_object();
+      },
+      20s));
+  const auto asked = f[0].post("/api/v1/devices/0/roofline?node=b", "{}");
+  ASSERT_EQ(asked.status, 202) << asked.text;
+  EXPECT_EQ(asked.body["node"], "b");
+  EXPECT_EQ(asked.body["roofline_requested"], true);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return f[1].get("/api/v1/devices/0").body["measured"]["measured_at"] !=
+               before["measured"]["measured_at"];
+      },
+      20s))
+      << f[1].log();
+  EXPECT_NE(f[1].log().find("device 0: its roofline will be measured again, as another node asked"),
+            std::string::npos);
+  // b's device 1 and a's own were not measured again.
+  EXPECT_EQ(f[1].log().find("device 1: its roofline will be measured again"), std::string::npos);
+
+  // A node that stopped cannot measure: a clear 409 naming it.
+  EXPECT_EQ(f[1].terminate(), 0);
+  r = f[0].post("/api/v1/devices/0/roofline?node=b", "{}");
+  EXPECT_EQ(r.status, 409) << r.text;
+  EXPECT_EQ(r.body["error"]["type"], "node_offline") << r.text;
+  EXPECT_NE(r.text.find(R"(node \"b\" is offline)"), std::string::npos) << r.text;
+  EXPECT_EQ(f[0].get("/api/v1/devices/0?node=b").body["state"], "offline");
+}
+
 TEST(Fleet, TheResultCacheAnswersAJobMeasuredOnAnotherNode) {
   fleet f(2, 1);
   json spec = stream_sweep(3, 0);

@@ -229,10 +229,47 @@ TEST(AnalysisApi, RooflinesAreMeasuredStoredReusedAndRemeasuredOnRequest) {
   ASSERT_TRUE(eventually([&] {
     return daemon.get("/api/v1/devices/0").body["measured"]["measured_at"] != first["measured_at"];
   }));
-  EXPECT_EQ(daemon.post("/api/v1/devices/7/roofline", std::string("{}")).status, 404);
+  const auto missing = daemon.post("/api/v1/devices/7/roofline", std::string("{}"));
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body["error"]["details"][0]["field"], "index") << missing.text;
+  EXPECT_NE(missing.text.find("its devices: 0, 1"), std::string::npos) << missing.text;
   EXPECT_EQ(daemon.post("/api/v1/devices/x/roofline", std::string("{}")).status, 404);
   // Jobs still run afterwards.
   EXPECT_EQ(daemon.wait_job(daemon.submit(stream_sweep(2, 0)))["status"], "succeeded");
+}
+
+// Device routes take ?node=NAME: this node's name means its own devices (as no node does); a
+// daemon alone on its store knows no other node, and says so.
+TEST(AnalysisApi, DeviceRoutesAddressANodeByName) {
+  daemon_process daemon({.mock_devices = 2, .extra_args = {"--node", "solo"}});
+  daemon.start();
+  const auto own = daemon.get("/api/v1/devices/1?node=solo");
+  ASSERT_EQ(own.status, 200) << own.text;
+  EXPECT_EQ(own.body["node"], "solo");
+  EXPECT_EQ(own.body["index"], 1);
+  EXPECT_EQ(daemon.get("/api/v1/devices/1").body["node"], "solo");
+
+  auto r = daemon.get("/api/v1/devices/0?node=gpu-07");
+  EXPECT_EQ(r.status, 404) << r.text;
+  EXPECT_EQ(r.body["error"]["details"][0]["field"], "node") << r.text;
+  EXPECT_NE(r.text.find(R"(no node \"gpu-07\" in the fleet (nodes: solo))"), std::string::npos)
+      << r.text;
+  r = daemon.post("/api/v1/devices/0/roofline?node=gpu-07", "{}");
+  EXPECT_EQ(r.status, 404) << r.text;
+  EXPECT_EQ(r.body["error"]["details"][0]["field"], "node") << r.text;
+  r = daemon.get("/api/v1/devices/2?node=solo");
+  EXPECT_EQ(r.status, 404) << r.text;
+  EXPECT_EQ(r.body["error"]["details"][0]["field"], "index") << r.text;
+  r = daemon.get("/api/v1/devices/0?nodes=solo");
+  EXPECT_EQ(r.status, 400) << r.text;
+  EXPECT_EQ(r.body["error"]["details"][0]["field"], "nodes") << r.text;
+  r = daemon.get("/api/v1/devices/0?node=");
+  EXPECT_EQ(r.status, 400) << r.text;
+
+  const auto asked = daemon.post("/api/v1/devices/1/roofline?node=solo", "{}");
+  EXPECT_EQ(asked.status, 202) << asked.text;
+  EXPECT_EQ(asked.body["node"], "solo");
+  EXPECT_EQ(asked.body["roofline_requested"], true);
 }
 
 }  // namespace

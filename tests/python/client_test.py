@@ -7,6 +7,7 @@ Run: python3 -B tests/python/client_test.py --binary build/server/kernelscan [-v
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -18,6 +19,7 @@ import urllib.request
 from pathlib import Path
 from unittest import mock
 
+import daemon_process
 from daemon_process import ROOT, Daemon, DaemonTestCase, closed_port, main, stream_sweep
 
 import kernelscan_client
@@ -41,6 +43,16 @@ BAD_SPEC = {
 class ClientTest(DaemonTestCase):
     def setUp(self) -> None:
         self.client = Client(self.daemon.url, token="")
+
+    def test_the_daemon_runs_on_the_store_this_run_asked_for(self) -> None:
+        # --postgres: every daemon on a PostgreSQL database of its own; else SQLite.
+        expected = "store: PostgreSQL at" if daemon_process.POSTGRES else "store: SQLite in"
+        self.assertIn(expected, self.daemon.log())
+        # Device routes name the device's node (here the only one).
+        devices = self.client.devices()
+        node = devices[0]["node"]
+        with urllib.request.urlopen(f"{self.daemon.url}/api/v1/devices/0?node={node}") as r:
+            self.assertEqual(json.loads(r.read())["node"], node)
 
     def test_submit_wait_and_results(self) -> None:
         spec = stream_sweep(4)

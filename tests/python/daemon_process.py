@@ -4,6 +4,12 @@ devices, stopped with SIGTERM and cleaned up at the end.
 
 Each test file runs as `python3 -B FILE --binary PATH/kernelscan [unittest arguments]`
 (tests/CMakeLists.txt does so); without --binary, build/server/kernelscan is used.
+
+With --postgres, every daemon runs on PostgreSQL instead of SQLite: a database of its own on the
+test server whose admin URL the file KERNELSCAN_TEST_POSTGRES names (the ctest fixture
+`postgres_start` writes it; `build/tests/postgres_fixture start DIR` by hand), made with psql
+when the daemon starts and dropped when it stops. Where PostgreSQL is not installed, such a run
+says so and exits 77 (skipped).
 """
 
 from __future__ import annotations
@@ -25,16 +31,44 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "api" / "python"))
 
 BINARY = str(ROOT / "build" / "server" / "kernelscan")
+# The admin URL of the test PostgreSQL server when the daemons run on PostgreSQL (--postgres).
+POSTGRES: str | None = None
+
+
+def postgres_installed() -> bool:
+    return any(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+
+
+def postgres_admin_url() -> str:
+    """The test server's admin URL, from the file KERNELSCAN_TEST_POSTGRES names; exits 77
+    (skipped) where PostgreSQL is not installed, and fails where it is but no server is named."""
+    if not postgres_installed():
+        print("skipped: PostgreSQL is not installed (apt-get install postgresql); "
+              "the --postgres run needs a server")
+        sys.exit(77)
+    file = os.environ.get("KERNELSCAN_TEST_POSTGRES")
+    if not file:
+        sys.exit("--postgres needs KERNELSCAN_TEST_POSTGRES, a file holding a test server's admin "
+                 "URL (ctest starts one; by hand: build/tests/postgres_fixture start DIR)")
+    return Path(file).read_text().strip()
+
+
+def psql(url: str, sql: str) -> None:
+    subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env())
 
 
 def main() -> None:
-    """unittest.main, after taking --binary PATH off the command line."""
-    global BINARY
+    """unittest.main, after taking --binary PATH and --postgres off the command line."""
+    global BINARY, POSTGRES
     argv = list(sys.argv)
     if "--binary" in argv:
         at = argv.index("--binary")
         BINARY = argv[at + 1]
         del argv[at : at + 2]
+    if "--postgres" in argv:
+        argv.remove("--postgres")
+        POSTGRES = postgres_admin_url()
     unittest.main(argv=argv)
 
 
@@ -72,6 +106,8 @@ class Daemon:
         self.dir = tempfile.mkdtemp(prefix="kernelscan-pytest-")
         self.process: subprocess.Popen | None = None
         self.port = 0
+        # Its PostgreSQL database (--postgres), made on first start, dropped by stop().
+        self.database: str | None = None
 
     @property
     def url(self) -> str:
@@ -86,6 +122,14 @@ class Daemon:
     def start(self) -> "Daemon":
         port_file = Path(self.dir, "port")
         port_file.unlink(missing_ok=True)
+        store: list[str] = []
+        if POSTGRES and "--database" not in self.args:
+            if self.database is None:
+                name = f"ks_py_{os.getpid()}_{Path(self.dir).name[len('kernelscan-pytest-'):]}"
+                name = "".join(c if c.isalnum() else "_" for c in name).lower()
+                psql(POSTGRES, f"CREATE DATABASE {name}")
+                self.database = POSTGRES[: POSTGRES.rindex("/") + 1] + name
+            store = ["--database", self.database]
         command = [
             BINARY, "serve",
             "--listen", "127.0.0.1:0",
@@ -94,6 +138,7 @@ class Daemon:
             "--mock-devices", str(self.mock_devices),
             "--engine", self.engine,
             "--log-level", "debug",
+            *store,
             *self.args,
         ]
         with open(Path(self.dir, "daemon.log"), "ab") as log:
@@ -150,6 +195,10 @@ class Daemon:
                 self.process.wait(10)
         self.process = None
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.database is not None and POSTGRES:
+            name = self.database[self.database.rindex("/") + 1 :]
+            psql(POSTGRES, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            self.database = None
 
     def __enter__(self) -> "Daemon":
         return self.start()

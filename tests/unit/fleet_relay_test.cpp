@@ -91,5 +91,24 @@ TEST(FleetRelay, ThisNodesEventsGoOutSmallAndOtherNodesEventsArePublishedHere) {
   EXPECT_EQ(seen[0].id, id);
 }
 
+TEST(FleetRelay, ARooflineRequestReachesItsNodeAndIsNoEvent) {
+  relaying_store store;
+  event_hub hub;
+  std::vector<std::pair<std::string, int>> asked;
+  fleet_relay relay(
+      store, hub, [](const job_record&) {},
+      [&](const std::string& node, int index) { asked.emplace_back(node, index); });
+  relay.attach();
+  const store_event e = fleet_relay::roofline_request("gpu-07", 3);
+  EXPECT_EQ(e.type, "roofline");
+  EXPECT_EQ(json::parse(e.data), json({{"node", "gpu-07"}, {"index", 3}}));
+  store.deliver(e);
+  store.deliver({"roofline", R"({"node":"gpu-07"})"});  // unreadable: logged, nothing asked
+  store.deliver({"roofline", "not json"});
+  EXPECT_EQ(asked, (std::vector<std::pair<std::string, int>>{{"gpu-07", 3}}));
+  EXPECT_EQ(hub.last_id(), 0u) << "not an event of the stream";
+  EXPECT_TRUE(store.sent.empty());
+}
+
 }  // namespace
 }  // namespace kernelscan
