@@ -170,6 +170,11 @@ json to_json(const point_result& r) {
                        {"max_abs_err", v.max_abs_err}, {"max_rel_err", v.max_rel_err},
                        {"unwritten", v.unwritten},     {"tolerance", v.tolerance}};
   if (!v.note.empty()) j["verification"]["note"] = v.note;
+  if (v.launch_us) j["verification"]["launch_us"] = *v.launch_us;
+  if (v.timed_checks > 0) {
+    j["verification"]["timed_checks"] = v.timed_checks;
+    j["verification"]["timed_wrong"] = v.timed_wrong;
+  }
   j["flags"] = r.flags;
   j["advice"] = r.advice;
   const auto& f = r.fitness;

@@ -27,6 +27,7 @@ bool is_custom(const kernel_instance& k) {
 
 std::vector<std::string> verification_flags(const verification_result& v, dtype out_type) {
   std::vector<std::string> flags;
+  if (v.timed_wrong > 0) flags.emplace_back("timed_output_mismatch");
   if (v.status != "failed") return flags;
   flags.emplace_back("verification_failed");
   if (v.unwritten > 0) flags.emplace_back("output_not_written");
@@ -118,6 +119,12 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
       add_flag(r.flags, "faster_than_roofline");
     }
     if (speedup && speedup->speedup > k_excessive_speedup) add_flag(r.flags, "excessive_speedup");
+    const auto& verified_us = r.verification.launch_us;
+    // Long enough, or batched (analysis.hpp).
+    if (verified_us && (*verified_us >= k_verification_launch_min_us || r.batch > 1) &&
+        median < *verified_us * k_faster_than_verification) {
+      add_flag(r.flags, "faster_than_verification");
+    }
     r.advice = advise(*r.metrics, k, r.l2);
   }
   r.fitness = score_point(r, spec.fitness, speedup);

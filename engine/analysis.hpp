@@ -35,8 +35,16 @@ inline constexpr double k_roofline_allowance = 0.10;
 inline constexpr double k_cpu_roofline_allowance = 0.25;
 // A speedup over the baseline above this is flagged excessive_speedup (a warning).
 inline constexpr double k_excessive_speedup = 10.0;
+// A timed median below this share of the fastest verification launch is flagged
+// (faster_than_verification, a warning): the kernel ran far faster unwatched. Only for launches
+// long enough that clocks and launch latency cannot explain it, or for batched samples, whose
+// launches run back to back on one set of inputs: a batch is never four times faster per
+// launch than the same kernel launched alone, unless it skips work after its first launch.
+inline constexpr double k_faster_than_verification = 0.25;
+inline constexpr double k_verification_launch_min_us = 50;
 
-// Flags from a verification: verification_failed, and what the failure looks like:
+// Flags from a verification: timed_output_mismatch (a checked timed sample was wrong),
+// verification_failed, and what the failure looks like:
 // output_not_written (outputs left NaN), precision_mismatch (errors within a lower precision's
 // tolerance but not the declared dtype's).
 std::vector<std::string> verification_flags(const verification_result& v, dtype out_type);

@@ -31,6 +31,13 @@ struct verification_result {
   std::uint64_t unwritten = 0;  // output elements still NaN after the kernel ran
   double tolerance = 0;         // the rtol/atol the outputs were held to
   std::string note;             // why skipped, or what failed
+  // The kernel's verification launches are timed too: the fastest of them (µs). Where timed
+  // samples are batches, the median of single launches timed just before sampling counts too.
+  std::optional<double> launch_us;
+  // Timed samples whose outputs were compared with the reference on the same inputs, and the
+  // output elements that failed there (a kernel correct only while verified).
+  int timed_checks = 0;
+  std::uint64_t timed_wrong = 0;
 };
 
 // The score an agent optimises (DESIGN.md §4; the rule is in the README under "Fitness").

@@ -21,6 +21,12 @@ constexpr std::int64_t k_compare_chunk = std::int64_t(1) << 20;  // elements per
 constexpr double k_memory_headroom = 0.95;  // share of free memory a point may take
 constexpr std::uint64_t k_trial_salt = 0x7e57;
 constexpr std::uint64_t k_baseline_salt = 0xba5e;
+constexpr std::uint64_t k_sample_salt = 0x5a3b1e;
+constexpr std::uint64_t k_check_salt = 0xc4ec;
+// A timed sample is checked with probability 1/k_check_one_in, at most k_max_timed_checks per
+// point; a point none of whose samples was drawn gets one more, checked, sample at the end.
+constexpr std::uint64_t k_check_one_in = 8;
+constexpr int k_max_timed_checks = 2;
 
 std::string format_tolerance(double v) {
   char text[32];
@@ -66,6 +72,11 @@ void point_runner::check_memory(double need, const std::string& what) {
 }
 
 void point_runner::init_inputs(point_kernel& k, std::uint64_t seed, int pattern) {
+  init_inputs(k, k.own_buffers(), seed, pattern);
+}
+
+void point_runner::init_inputs(point_kernel& k, const buffer_set& set, std::uint64_t seed,
+                               int pattern) {
   auto& buffers = k.buffers();
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     auto& b = buffers[i];
@@ -93,7 +104,47 @@ void point_runner::init_inputs(point_kernel& k, std::uint64_t seed, int pattern)
         f.kind = fill_kind::arange;
         break;
     }
-    m_backend->fill(b.mem, f);
+    m_backend->fill(*set[i], f);
+  }
+}
+
+point_runner::answers point_runner::reference_answers(point_kernel& k, const buffer_set& set) {
+  answers out(k.buffers().size());
+  std::vector<device_buffer> copies;
+  copies.reserve(k.buffers().size());
+  buffer_set ref = set;
+  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+    const auto& b = k.buffers()[i];
+    if (!b.output) continue;
+    copies.push_back(m_backend->allocate(b.bytes()));
+    m_backend->copy(copies.back(), *set[i], b.bytes());
+    ref[i] = &copies.back();
+  }
+  // `copies` does not reallocate past this point: the pointers in `ref` stay valid.
+  k.launch_reference(ref);
+  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+    const auto& b = k.buffers()[i];
+    if (!b.output) continue;
+    out[i].resize(b.bytes());
+    m_backend->read(*ref[i], 0, out[i].data(), b.bytes());
+  }
+  return out;
+}
+
+void point_runner::compare(point_kernel& k, const buffer_set& set, const answers& expected,
+                           double atol, double rtol, int pattern, output_errors& e) {
+  std::vector<unsigned char> out;
+  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+    const auto& b = k.buffers()[i];
+    if (!b.output) continue;
+    const std::size_t w = size_of(b.type);
+    for (std::int64_t off = 0; off < b.count; off += k_compare_chunk) {
+      const std::int64_t n = std::min(k_compare_chunk, b.count - off);
+      out.resize(std::size_t(n) * w);
+      m_backend->read(*set[i], std::uint64_t(off) * w, out.data(), out.size());
+      compare_outputs(b.type, out.data(), expected[i].data() + std::size_t(off) * w, n,
+                      std::uint64_t(off), atol, rtol, e, pattern);
+    }
   }
 }
 
@@ -113,7 +164,6 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   const double rtol = spec.verify.rtol.value_or(tol);
   v.tolerance = rtol;
   output_errors e;
-  std::vector<unsigned char> out;
   const auto own = k.own_buffers();
   // The trials alternate the two unwritten patterns from one the point's seed picks, so a
   // kernel that recognises one poison and writes only where it sees it fails on the other.
@@ -121,44 +171,13 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   for (int trial = 0; trial < spec.verify.trials; ++trial) {
     const int pattern = (first_pattern + trial) % 2;
     init_inputs(k, mix64(seed ^ mix64(k_trial_salt + std::uint64_t(trial))), pattern);
-
-    // The reference's answer, on the host: it runs on its own copies of the outputs (in their
-    // initial state) and the copies are freed before the kernel runs.
-    std::vector<std::vector<unsigned char>> answers(k.buffers().size());
-    {
-      std::vector<device_buffer> copies;
-      buffer_set ref = own;
-      for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-        const auto& b = k.buffers()[i];
-        if (!b.output) continue;
-        copies.push_back(m_backend->allocate(b.bytes()));
-        m_backend->copy(copies.back(), b.mem, b.bytes());
-        ref[i] = &copies.back();
-      }
-      // `copies` does not reallocate past this point: the pointers in `ref` stay valid.
-      k.launch_reference(ref);
-      for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-        const auto& b = k.buffers()[i];
-        if (!b.output) continue;
-        answers[i].resize(b.bytes());
-        m_backend->read(*ref[i], 0, answers[i].data(), b.bytes());
-      }
-    }
-
-    k.launch(own);
+    const answers expected = reference_answers(k, own);
+    // Timed as a sample is, so that timed samples far faster than verified launches show.
+    const timed_sample s = m_backend->time_launches(kernel_role::candidate, [&] { k.launch(own); });
+    if (s.valid && s.time_us > 0)
+      v.launch_us = std::min(v.launch_us.value_or(s.time_us), s.time_us);
     m_backend->synchronize();
-    for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-      const auto& b = k.buffers()[i];
-      if (!b.output) continue;
-      const std::size_t w = size_of(b.type);
-      for (std::int64_t off = 0; off < b.count; off += k_compare_chunk) {
-        const std::int64_t n = std::min(k_compare_chunk, b.count - off);
-        out.resize(std::size_t(n) * w);
-        m_backend->read(b.mem, std::uint64_t(off) * w, out.data(), out.size());
-        compare_outputs(b.type, out.data(), answers[i].data() + std::size_t(off) * w, n,
-                        std::uint64_t(off), atol, rtol, e, pattern);
-      }
-    }
+    compare(k, own, expected, atol, rtol, pattern, e);
     ++v.trials;
     if (e.wrong) break;  // one failing trial decides
   }
@@ -175,6 +194,120 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   }
   return v;
 }
+
+// The candidate's timed samples, made safe to trust (point_runner.hpp): two buffer sets used in
+// turn, fresh inputs and poisoned outputs before every sample, and randomly drawn samples checked
+// against the reference's answer for their inputs. Its before()/after() are the sample loop's
+// hooks; current() is the set the next launches use.
+class point_runner::timed_checks {
+ public:
+  // `check`: verification ran, so there is a reference and tolerances to check against.
+  timed_checks(point_runner& runner, point_kernel& k, const job_spec& spec, std::uint64_t seed,
+               bool check)
+      : m_runner(runner),
+        m_k(k),
+        m_seed(seed),
+        m_check(check),
+        m_atol(spec.verify.atol.value_or(default_tolerance(k.out_type()))),
+        m_rtol(spec.verify.rtol.value_or(default_tolerance(k.out_type()))) {
+    m_sets[0] = m_sets[1] = k.own_buffers();
+    // Outputs that start as the unwritten pattern hold one answer however often the kernel runs;
+    // an output it accumulates into (one with an init) is checkable after a single launch only.
+    m_pure = std::all_of(k.buffers().begin(), k.buffers().end(), [](const point_buffer& b) {
+      return !b.output || b.init == arg_init::none;
+    });
+    // The second set, where the device has room for it.
+    std::uint64_t bytes = 0;
+    for (const auto& b : k.buffers())
+      bytes += b.bytes();
+    try {
+      runner.check_memory(double(bytes), "a second set of buffers");
+      m_second.reserve(k.buffers().size());
+      for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+        m_second.push_back(runner.m_backend->allocate(k.buffers()[i].bytes()));
+        m_sets[1][i] = &m_second.back();
+      }
+    } catch (const backend_error& e) {
+      if (e.kind() != fault_kind::out_of_memory) throw;
+      m_second.clear();
+      m_sets[1] = m_sets[0];
+    }
+  }
+
+  bool rotates() const { return !m_second.empty(); }
+  const buffer_set& current() const { return m_sets[m_current]; }
+
+  void before(std::int64_t launches, bool timed) {
+    ++m_samples;
+    m_current = rotates() ? int(m_samples % 2) : 0;
+    const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
+    m_pattern = int(s & 1);
+    m_runner.init_inputs(m_k, current(), s, m_pattern);
+    m_expected.reset();
+    const bool drawn = m_force || mix64(s ^ k_check_salt) % k_check_one_in == 0;
+    if (timed && drawn && checkable(launches) && m_checks < k_max_timed_checks) {
+      m_expected = m_runner.reference_answers(m_k, current());
+    }
+  }
+
+  void after() {
+    if (!m_expected) return;
+    m_runner.m_backend->synchronize();
+    output_errors e;
+    m_runner.compare(m_k, current(), *m_expected, m_atol, m_rtol, m_pattern, e);
+    m_expected.reset();
+    ++m_checks;
+    if (e.wrong && !m_wrong) {
+      m_first_wrong = e.first_wrong;
+      m_unwritten = e.unwritten;
+    }
+    if (e.wrong) ++m_failed_checks;
+    m_wrong += e.wrong;
+  }
+
+  // One more sample, checked, when none of those taken was drawn (its time is not kept).
+  void check_one_if_none(std::int64_t batch) {
+    if (m_checks > 0 || !m_check || !checkable(batch)) return;
+    m_force = true;
+    before(batch, true);
+    m_force = false;
+    (void)m_runner.m_backend->time_launches(kernel_role::candidate, [&] {
+      for (std::int64_t i = 0; i < batch; ++i)
+        m_k.launch(current());
+    });
+    after();
+  }
+
+  void report(verification_result& v) const {
+    v.timed_checks = m_checks;
+    v.timed_wrong = m_wrong;
+    if (!m_wrong) return;
+    if (!v.note.empty()) v.note += "; ";
+    v.note += "correct when verified, but in " + std::to_string(m_failed_checks) + " of the " +
+              std::to_string(m_checks) + " timed samples checked " + std::to_string(m_wrong) +
+              " output elements differ from the reference (" + std::to_string(m_unwritten) +
+              " never written; first at element " + std::to_string(m_first_wrong) + ")";
+  }
+
+ private:
+  bool checkable(std::int64_t launches) const { return m_check && (launches == 1 || m_pure); }
+
+  point_runner& m_runner;
+  point_kernel& m_k;
+  std::uint64_t m_seed;
+  bool m_check;
+  double m_atol, m_rtol;
+  bool m_pure = true;
+  std::vector<device_buffer> m_second;
+  buffer_set m_sets[2];
+  int m_current = 0;
+  std::uint64_t m_samples = 0;
+  int m_pattern = 0;
+  bool m_force = false;
+  std::optional<answers> m_expected;
+  int m_checks = 0, m_failed_checks = 0;
+  std::uint64_t m_wrong = 0, m_unwritten = 0, m_first_wrong = 0;
+};
 
 point_result point_runner::measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) {
   const auto& spec = plan.spec();
@@ -223,15 +356,41 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     init_inputs(candidate, point_seed);
     if (baseline) init_inputs(*baseline, point_seed ^ k_baseline_salt);
 
-    const buffer_set candidate_buffers = candidate.own_buffers();
-    buffer_set baseline_buffers;
+    std::optional<timed_checks> checks;
     std::vector<timed_kernel> kernels;
-    kernels.push_back({[&] { candidate.launch(candidate_buffers); }, kernel_role::candidate});
+    if (m_backend->runs_device_code()) {
+      checks.emplace(*this, candidate, spec, point_seed, r.verification.status != "skipped");
+      kernels.push_back({[&] { candidate.launch(checks->current()); }, kernel_role::candidate});
+      kernels.back().before = [&](std::int64_t n, bool timed) { checks->before(n, timed); };
+      kernels.back().after = [&] { checks->after(); };
+    } else {
+      kernels.push_back(
+          {[&] { candidate.launch(candidate.own_buffers()); }, kernel_role::candidate});
+    }
+    buffer_set baseline_buffers;
+    std::uint64_t baseline_samples = 0;
     if (baseline) {
       baseline_buffers = baseline->own_buffers();
       kernels.push_back({[&] { baseline->launch(baseline_buffers); }, kernel_role::baseline});
+      // The baseline's inputs are refreshed before its samples too, so that both kernels are
+      // timed in the same state of the caches.
+      if (checks) {
+        kernels.back().before = [&](std::int64_t, bool) {
+          init_inputs(*baseline, mix64(point_seed ^ k_baseline_salt ^ ++baseline_samples));
+        };
+      }
     }
     const auto sampled = sample_interleaved(*m_backend, kernels, spec.timing);
+    if (checks) {
+      checks->check_one_if_none(kernels[0].batch);
+      checks->report(r.verification);
+      // A batch runs on one set of inputs: a kernel that did its work once per batch would
+      // look as fast per launch as the batch is long, against its single launches.
+      if (kernels[0].batch > 1 && kernels[0].single_us > 0) {
+        auto& fastest = r.verification.launch_us;
+        fastest = std::min(fastest.value_or(kernels[0].single_us), kernels[0].single_us);
+      }
+    }
     const auto& main = sampled[0];
     if (main.samples_us.empty()) {
       return failed("internal",
@@ -260,6 +419,11 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       r.environment.power_w = reading->power_w;
     }
     analyse_point(r, instance, spec, m_analysis, speedup);
+    if (checks && !checks->rotates()) {
+      r.advice.push_back(
+          "the device had no room for a second set of buffers, so timed launches did not "
+          "alternate between two addresses");
+    }
     if (main.throttled_kept > 0) {
       r.advice.push_back(std::to_string(main.throttled_kept) + " of the " +
                          std::to_string(r.samples) +

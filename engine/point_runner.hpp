@@ -10,8 +10,17 @@
 //
 // Verification, per trial: inputs get fresh seeded values and outputs the unwritten pattern;
 // the reference runs first, on the same inputs and its own copies of the outputs, and its answer
-// is read back to the host and its copies freed; then the kernel runs and its outputs are
-// compared with that answer chunk by chunk (output_check.hpp).
+// is read back to the host and its copies freed; then the kernel runs (timed, as a sample is)
+// and its outputs are compared with that answer chunk by chunk (output_check.hpp).
+//
+// Timing, on a backend that runs device code: the kernel's launches alternate between two
+// buffer sets at different addresses (one set where the device has no room for a second), and
+// before every sample, untimed, the set's inputs get fresh seeded values and its outputs an
+// unwritten pattern, so that no launch can reuse an earlier answer or tell a timed launch from
+// a verified one. Randomly chosen timed samples (at least one per point) are checked: the
+// reference's answer for that sample's inputs is taken before it runs, and its outputs are
+// compared after; a mismatch is `timed_output_mismatch`. A timed median far below the kernel's
+// verification launches is `faster_than_verification`.
 //
 // Threading: one thread (the worker's). Owns its backend.
 
@@ -20,10 +29,10 @@
 #include "engine/analysis.hpp"
 #include "engine/device_backend.hpp"
 #include "engine/engine.hpp"
+#include "engine/output_check.hpp"
+#include "engine/point_kernel.hpp"
 
 namespace kernelscan {
-
-class point_kernel;
 
 class point_runner : public engine {
  public:
@@ -39,9 +48,20 @@ class point_runner : public engine {
   device_backend& backend() { return *m_backend; }
 
  private:
+  class timed_checks;
+  using answers = std::vector<std::vector<unsigned char>>;
+
   void check_memory(double need, const std::string& what);
-  // Fresh inputs from `seed`; outputs hold unwritten pattern `pattern` (element.hpp).
+  // Fresh inputs from `seed` in `k`'s buffers (or in `set`, buffers of the same shapes); outputs
+  // hold unwritten pattern `pattern` (element.hpp).
   void init_inputs(point_kernel& k, std::uint64_t seed, int pattern = 0);
+  void init_inputs(point_kernel& k, const buffer_set& set, std::uint64_t seed, int pattern);
+  // The reference's answer for the inputs now in `set`, on the host (empty for non-outputs): it
+  // runs on its own copies of the outputs, in their state now, which are freed before returning.
+  answers reference_answers(point_kernel& k, const buffer_set& set);
+  // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
+  void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
+               double rtol, int pattern, output_errors& e);
   verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed);
 
   std::unique_ptr<device_backend> m_backend;

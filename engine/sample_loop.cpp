@@ -8,11 +8,14 @@ namespace kernelscan {
 namespace {
 
 timed_sample sample_once(device_backend& backend, timed_kernel& k, bool cold) {
+  if (k.before) k.before(k.batch, true);
   if (cold) backend.flush_caches();
-  return backend.time_launches(k.role, [&k] {
+  const timed_sample s = backend.time_launches(k.role, [&k] {
     for (std::int64_t i = 0; i < k.batch; ++i)
       k.launch();
   });
+  if (k.after) k.after();
+  return s;
 }
 
 }  // namespace
@@ -29,8 +32,11 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
                                                 const timing_options& timing) {
   const bool cold = timing.l2 == l2_mode::cold;
   for (auto& k : kernels) {
-    for (int i = 0; i < std::max(1, timing.warmup); ++i)
+    const int warmup = std::max(1, timing.warmup);
+    if (k.before) k.before(warmup, false);
+    for (int i = 0; i < warmup; ++i)
       k.launch();
+    if (k.after) k.after();
   }
   backend.synchronize();
   for (auto& k : kernels) {
@@ -40,6 +46,7 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
     for (double& x : t)
       x = sample_once(backend, k, false).time_us;
     std::sort(std::begin(t), std::end(t));
+    k.single_us = t[1];
     k.batch = batch_for(t[1], timing.l2);
   }
 

@@ -4,10 +4,13 @@
 // interleaved on one device (A/B/A/B...) so that drift affects them alike. Written once over
 // device_backend; the mock and every real backend time through it.
 //
-// Each sample: in cold mode the backend flushes the caches (untimed), then times `batch`
-// launches run back to back behind its queue hold. Kernels shorter than k_batch_below_us in hot
-// mode are batched to about k_batch_sample_us per sample and the time divided. Samples taken
-// while telemetry says the device throttled, or whose hold gave up, are discarded.
+// Each sample: the kernel's `before` hook runs (untimed: the runner gives the inputs fresh
+// values and re-poisons the outputs there), in cold mode the backend flushes the caches
+// (untimed), the backend times `batch` launches run back to back behind its queue hold, and the
+// `after` hook runs (untimed: the runner checks the outputs of chosen samples there). Kernels
+// shorter than k_batch_below_us in hot mode are batched to about k_batch_sample_us per sample and
+// the time divided. Samples taken while telemetry says the device throttled, or whose hold gave up,
+// are discarded.
 //
 // Threading: the worker's thread, like the backend it drives.
 
@@ -31,6 +34,13 @@ struct timed_kernel {
   std::function<void()> launch;
   kernel_role role = kernel_role::candidate;
   std::int64_t batch = 1;  // set by sample_interleaved()
+  // The median of the single-launch probe samples of the batch decision (µs); 0 in cold mode.
+  double single_us = 0;
+  // Untimed, before each group of launches: `launches` of them follow, timed (a sample, the
+  // probe samples of the batch decision included) or not (the warm-up). May be empty.
+  std::function<void(std::int64_t launches, bool timed)> before = nullptr;
+  // Untimed, after each group of launches that `before` announced. May be empty.
+  std::function<void()> after = nullptr;
 };
 
 // Launches per sample for a kernel whose probe samples (batch 1) had median `median_us`: 1 in

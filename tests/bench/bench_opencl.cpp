@@ -160,8 +160,7 @@ figure raw_triad(raw_opencl& cl, int launches) {
 }
 
 figure raw_gemm(raw_opencl& cl, int launches) {
-  const cl_mem a = cl.random_buffer(k_gemm_n * k_gemm_n),
-               b = cl.random_buffer(k_gemm_n * k_gemm_n),
+  const cl_mem a = cl.random_buffer(k_gemm_n * k_gemm_n), b = cl.random_buffer(k_gemm_n * k_gemm_n),
                c = cl.random_buffer(k_gemm_n * k_gemm_n);
   static cl_kernel k = cl.kernel("gemm_tiled");
   const cl_long n = k_gemm_n, one = 1;

@@ -444,22 +444,11 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
       {"writes zeros", "0.0f", "verification_failed"},
       // Computes in half precision and stores f32.
       {"low precision", "h(h(a[i]) + h(s) * h(b[i]))", "precision_mismatch"},
-      // Computes once, then skips the work on every timed launch (the output no longer holds
-      // the unwritten pattern), reading a third of the bytes it declares.
-      {"memoises", "", "faster_than_roofline", "12*N",
-       "if (i < n && out[i] != out[i]) out[i] = a[i] + s * b[i];"},
       // Declares ten times the bytes it moves, to look better than it is.
       {"overclaims", "a[i] + s * b[i]", "faster_than_roofline", "120*N"},
   };
   for (const cheat& c : cheats) {
     SCOPED_TRACE(c.name);
-    if (c.name == "memoises" && m_device["type"] == "cpu") {
-      // On a CPU the check-and-skip loop is bound by its compare and branch per element, not by
-      // the bytes it spares: it runs about as long as the honest kernel, and no roofline can
-      // tell them apart. Its timed outputs are what give it away.
-      std::cout << "memoises: not run on a CPU device\n";
-      continue;
-    }
     json spec = axpy_job(c.body, "N", c.statement);
     spec["kernel"]["bytes"] = c.declared_bytes;
     spec["sweep"] = {{"N", {1 << 24}}};
@@ -471,6 +460,40 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
     EXPECT_TRUE(has_flag(row, c.flag)) << row.dump();
     EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
   }
+}
+
+// A kernel that skips its work where its output no longer holds the unwritten pattern: outputs
+// are poisoned again before every timed sample, so it works on every launch it is timed for and
+// is measured as what it is, an honest kernel.
+TEST_P(DeviceTest, AMemoisingKernelDoesItsWorkInEveryTimedSample) {
+  json spec = axpy_job("", "N", "if (i < n && out[i] != out[i]) out[i] = a[i] + s * b[i];");
+  spec["sweep"] = {{"N", {1 << 20}}};
+  spec["timing"] = {{"l2", "cold"}, {"max_time_ms", 500}};
+  spec["fitness"] = {{"target_us", 1}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_GE(row["verification"]["timed_checks"].get<int>(), 1) << row.dump();
+  EXPECT_EQ(row["verification"]["timed_wrong"], 0) << row.dump();
+  EXPECT_TRUE(row["fitness"]["correct"].get<bool>()) << row.dump();
+  EXPECT_GT(row["fitness"]["combined_score"].get<double>(), 0) << row.dump();
+}
+
+// The timed samples of an honest kernel are checked, alternate two sets of buffers, and its
+// verification launches are timed.
+TEST_P(DeviceTest, TimedSamplesOfAnHonestKernelAreCheckedAndPass) {
+  json spec = axpy_job("a[i] + s * b[i]");
+  spec["sweep"] = {{"N", {1 << 16}}};
+  spec["timing"] = {{"l2", "hot"}, {"max_time_ms", 300}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_GE(row["verification"]["timed_checks"].get<int>(), 1) << row.dump();
+  EXPECT_EQ(row["verification"]["timed_wrong"], 0) << row.dump();
+  EXPECT_GT(row["verification"]["launch_us"].get<double>(), 0) << row.dump();
+  EXPECT_TRUE(row["flags"].empty()) << row.dump();
 }
 
 std::string engine_name(const ::testing::TestParamInfo<std::string>& info) {

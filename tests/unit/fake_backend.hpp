@@ -49,6 +49,9 @@ class fake_backend final : public device_backend {
   double launch_overhead_us = 2;              // added to every timed launch
   std::map<std::string, fault_kind> fail_on;  // call name -> the fault it throws
   bool throttled = false;
+  // When set: the first launch of each timed sample takes this long, and the rest what
+  // kernel_time_us says (a kernel that works once per batch).
+  double time_first_launch_only_us = 0;
   bool fp64 = true;  // f64 GEMMs supported
   std::uint64_t free_bytes = 1ull << 30;
   // False: buffers have no storage and ops only take their time (the roofline's big problems).
@@ -67,12 +70,17 @@ class fake_backend final : public device_backend {
   void begin_point(const point_context&) override { log.push_back("begin_point"); }
   bool usable() const override { return !m_lost; }
 
-  std::uint64_t free_memory() override { return free_bytes; }
+  // What is left of free_bytes after the live buffers, as a device reports it.
+  std::uint64_t free_memory() override {
+    return free_bytes > m_allocated ? free_bytes - m_allocated : 0;
+  }
   std::uint64_t max_allocation() const override { return m_info.memory_bytes; }
   device_buffer allocate(std::uint64_t bytes) override {
     maybe_fail("allocate");
     const std::uintptr_t h = m_next++;
     m_memory[h].assign(backing ? bytes : 0, 0xcd);
+    m_sizes[h] = bytes;
+    m_allocated += bytes;
     log.push_back("allocate " + std::to_string(h));
     return device_buffer(this, h, bytes);
   }
@@ -114,7 +122,9 @@ class fake_backend final : public device_backend {
       }
     }
     kernels.at(entry)(a);
-    launched("launch " + entry, kernel_time_us.count(entry) ? kernel_time_us[entry] : 10);
+    double us = kernel_time_us.count(entry) ? kernel_time_us[entry] : 10;
+    if (time_first_launch_only_us > 0 && m_timing && m_pending == 0) us = time_first_launch_only_us;
+    launched("launch " + entry, us);
   }
   void gemm(const gemm_call& c) override {
     maybe_fail("gemm");
@@ -224,11 +234,15 @@ class fake_backend final : public device_backend {
   unsigned char* data(const device_buffer& b) { return m_memory.at(b.handle()).data(); }
   void release(std::uintptr_t handle, std::uint64_t) noexcept override {
     m_memory.erase(handle);
+    m_allocated -= m_sizes[handle];
+    m_sizes.erase(handle);
     log.push_back("release " + std::to_string(handle));
   }
 
   device_info m_info;
   std::map<std::uintptr_t, std::vector<unsigned char>> m_memory;
+  std::map<std::uintptr_t, std::uint64_t> m_sizes;
+  std::uint64_t m_allocated = 0;
   std::uintptr_t m_next = 1;
   std::vector<std::string> m_compiled;
   bool m_lost = false;

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "api/job_spec_codec.hpp"
 #include "engine/job_plan.hpp"
@@ -147,9 +149,134 @@ TEST(PointRunner, EachTrialPoisonsOutputsAndRunsTheIsolatedReferenceFirst) {
     ASSERT_LT(read_kernel, log.size());
     at = read_kernel + 1;
   }
-  // Timing starts only after verification, with a fresh fill of the inputs.
-  const std::size_t first_sample = position(log, "sample candidate");
-  EXPECT_GT(first_sample, at);
+  // Each verification launch is timed as a sample; timing proper starts after verification,
+  // with a fresh fill of the inputs.
+  EXPECT_LT(position(log, "sample candidate"),
+            position(log, "launch axpy", position(log, "release 3")));
+  const std::size_t first_sample = position(log, "sample candidate", at);
+  ASSERT_LT(first_sample, log.size());
+  EXPECT_LT(position(log, "fill 1 random", at), first_sample);
+}
+
+// A kernel that is right for its first `honest` launches (verification) and then, unwatched,
+// writes nothing: the outputs of timed samples are checked, so it scores 0.
+TEST(PointRunner, AKernelCorrectOnlyWhileVerifiedIsCaughtInItsTimedSamples) {
+  auto t = make_runner();
+  int launches = 0;
+  t.fake->kernels["scale_counter"] = [&launches](const fake_backend::host_args& a) {
+    if (++launches > 3) return;  // the three verification trials compute
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+  };
+  const auto r = t.runner.measure(plan_of(scale_job("scale_counter")), 0, 3);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_GE(r.verification.timed_checks, 1);
+  EXPECT_EQ(r.verification.timed_wrong, 1000u * std::uint64_t(r.verification.timed_checks));
+  EXPECT_NE(r.verification.note.find("timed samples checked"), std::string::npos)
+      << r.verification.note;
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end());
+  EXPECT_FALSE(r.fitness.correct);
+  EXPECT_EQ(r.fitness.combined_score, 0.0);
+}
+
+// A kernel that remembers its answer per output address and replays it: inputs get fresh values
+// before every sample, so a replayed answer is wrong wherever a sample is checked.
+TEST(PointRunner, AKernelReplayingAnEarlierAnswerIsCaughtInItsTimedSamples) {
+  auto t = make_runner();
+  std::map<void*, std::vector<float>> cache;
+  t.fake->kernels["scale_cached"] = [&cache](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    auto it = cache.find(y);
+    if (it != cache.end()) {
+      std::copy(it->second.begin(), it->second.end(), y);
+      return;
+    }
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+    cache[y].assign(y, y + n);
+  };
+  auto j = scale_job("scale_cached");
+  j["verify"]["trials"] = 1;
+  const auto r = t.runner.measure(plan_of(j), 0, 5);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_GT(r.verification.timed_wrong, 0u);
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end());
+  EXPECT_EQ(r.fitness.combined_score, 0.0);
+}
+
+TEST(PointRunner, TimedLaunchesAlternateTwoBufferSetsWithFreshInputs) {
+  auto t = make_runner();
+  std::vector<std::pair<void*, float>> seen;  // output address and first input, per launch
+  t.fake->kernels["scale_seen"] = [&seen](const fake_backend::host_args& a) {
+    seen.emplace_back(a.buffers[1], static_cast<float*>(a.buffers[0])[0]);
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+  };
+  t.fake->kernel_time_us["scale_seen"] = 40;  // one launch per sample
+  const auto r = t.runner.measure(plan_of(scale_job("scale_seen")), 0, 9);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_TRUE(r.flags.empty());
+  EXPECT_EQ(r.verification.timed_wrong, 0u);
+  EXPECT_GE(r.verification.timed_checks, 1);
+  ASSERT_GT(seen.size(), 10u);
+  std::set<void*> addresses;
+  std::set<float> inputs;
+  for (std::size_t i = 3; i < seen.size(); ++i) {  // after the three verification launches
+    addresses.insert(seen[i].first);
+    inputs.insert(seen[i].second);
+  }
+  EXPECT_EQ(addresses.size(), 2u);
+  EXPECT_GT(inputs.size(), seen.size() / 2) << "inputs are refreshed before every sample";
+  EXPECT_EQ(t.fake->live_buffers(), 0u);
+}
+
+// A short kernel is timed in batches of launches on one set of inputs; one that does its work
+// on the first launch of a batch only (its outputs stay right) is far faster per launch than
+// alone, which is flagged.
+TEST(PointRunner, AKernelWorkingOncePerBatchIsFasterThanVerification) {
+  auto t = make_runner();
+  t.fake->kernels["scale_once"] = t.fake->kernels["scale"];
+  t.fake->kernel_time_us["scale_once"] = 8;
+  t.fake->launch_overhead_us = 0;
+  auto honest = scale_job("scale_once");
+  honest["timing"]["l2"] = "hot";
+  const auto h = t.runner.measure(plan_of(honest), 0, 2);
+  ASSERT_EQ(h.status, point_status::ok) << (h.error ? h.error->message : "");
+  EXPECT_GT(h.batch, 1);
+  EXPECT_TRUE(h.flags.empty()) << h.flags.size();
+
+  // From now on every launch after the first of a sample takes no time.
+  t.fake->kernel_time_us["scale_once"] = 0.01;
+  t.fake->time_first_launch_only_us = 8;
+  const auto c = t.runner.measure(plan_of(honest), 0, 2);
+  ASSERT_EQ(c.status, point_status::ok);
+  EXPECT_GT(c.batch, 1);
+  EXPECT_NE(std::find(c.flags.begin(), c.flags.end(), "faster_than_verification"), c.flags.end());
+}
+
+TEST(PointRunner, WithoutRoomForASecondSetTheLaunchesStayOnOne) {
+  auto t = make_runner();
+  // 1000 floats in each of x and y: room for one set and the reference's copy of y (12,000
+  // bytes), not for a second set beside them.
+  t.fake->free_bytes = 14000;
+  const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 9);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_TRUE(r.flags.empty());
+  EXPECT_NE(std::find_if(r.advice.begin(), r.advice.end(),
+                         [](const std::string& a) {
+                           return a.find("second set of buffers") != std::string::npos;
+                         }),
+            r.advice.end());
 }
 
 TEST(PointRunner, UnwrittenOutputsAreCaughtThroughThePoison) {
