@@ -216,12 +216,15 @@ class point_runner::timed_checks {
     m_pure = std::all_of(k.buffers().begin(), k.buffers().end(), [](const point_buffer& b) {
       return !b.output || b.init == arg_init::none;
     });
-    // The second set, where the device has room for it.
-    std::uint64_t bytes = 0;
-    for (const auto& b : k.buffers())
+    // The second set, where the device has room for it beside the reference's copies of the
+    // outputs that a checked sample needs.
+    std::uint64_t bytes = 0, output_bytes = 0;
+    for (const auto& b : k.buffers()) {
       bytes += b.bytes();
+      if (b.output) output_bytes += b.bytes();
+    }
     try {
-      runner.check_memory(double(bytes), "a second set of buffers");
+      runner.check_memory(double(bytes + output_bytes), "a second set of buffers");
       m_second.reserve(k.buffers().size());
       for (std::size_t i = 0; i < k.buffers().size(); ++i) {
         m_second.push_back(runner.m_backend->allocate(k.buffers()[i].bytes()));
@@ -359,7 +362,9 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     std::optional<timed_checks> checks;
     std::vector<timed_kernel> kernels;
     if (m_backend->runs_device_code()) {
-      checks.emplace(*this, candidate, spec, point_seed, r.verification.status != "skipped");
+      // Timed samples are checked only where verification passed: otherwise the point scores
+      // nothing anyway.
+      checks.emplace(*this, candidate, spec, point_seed, r.verification.status == "passed");
       kernels.push_back({[&] { candidate.launch(checks->current()); }, kernel_role::candidate});
       kernels.back().before = [&](std::int64_t n, bool timed) { checks->before(n, timed); };
       kernels.back().after = [&] { checks->after(); };
