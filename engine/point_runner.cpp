@@ -28,6 +28,16 @@ constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_check_one_in = 8;
 constexpr int k_max_timed_checks = 2;
 
+struct tolerances {
+  double atol, rtol;
+};
+
+// The spec's tolerances, or the default of the type outputs are compared in.
+tolerances tolerances_of(const job_spec& spec, const point_kernel& k) {
+  const double tol = default_tolerance(k.out_type());
+  return {spec.verify.atol.value_or(tol), spec.verify.rtol.value_or(tol)};
+}
+
 std::string format_tolerance(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", v);
@@ -159,9 +169,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
     v.note = "the kernel has no reference to compare with";
     return v;
   }
-  const double tol = default_tolerance(k.out_type());
-  const double atol = spec.verify.atol.value_or(tol);
-  const double rtol = spec.verify.rtol.value_or(tol);
+  const auto [atol, rtol] = tolerances_of(spec, k);
   v.tolerance = rtol;
   output_errors e;
   const auto own = k.own_buffers();
@@ -208,8 +216,7 @@ class point_runner::timed_checks {
         m_k(k),
         m_seed(seed),
         m_check(check),
-        m_atol(spec.verify.atol.value_or(default_tolerance(k.out_type()))),
-        m_rtol(spec.verify.rtol.value_or(default_tolerance(k.out_type()))) {
+        m_tolerances(tolerances_of(spec, k)) {
     m_sets[0] = m_sets[1] = k.own_buffers();
     // Outputs that start as the unwritten pattern hold one answer however often the kernel runs;
     // an output it accumulates into (one with an init) is checkable after a single launch only.
@@ -242,7 +249,7 @@ class point_runner::timed_checks {
 
   void before(std::int64_t launches, bool timed) {
     ++m_samples;
-    m_current = rotates() ? int(m_samples % 2) : 0;
+    m_current = int(m_samples % 2);  // both sets are the kernel's own where it does not rotate
     const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
     m_pattern = int(s & 1);
     m_runner.init_inputs(m_k, current(), s, m_pattern);
@@ -257,7 +264,8 @@ class point_runner::timed_checks {
     if (!m_expected) return;
     m_runner.m_backend->synchronize();
     output_errors e;
-    m_runner.compare(m_k, current(), *m_expected, m_atol, m_rtol, m_pattern, e);
+    m_runner.compare(m_k, current(), *m_expected, m_tolerances.atol, m_tolerances.rtol, m_pattern,
+                     e);
     m_expected.reset();
     ++m_checks;
     if (e.wrong && !m_wrong) {
@@ -268,17 +276,13 @@ class point_runner::timed_checks {
     m_wrong += e.wrong;
   }
 
-  // One more sample, checked, when none of those taken was drawn (its time is not kept).
-  void check_one_if_none(std::int64_t batch) {
-    if (m_checks > 0 || !m_check || !checkable(batch)) return;
+  // One more sample of `k` (whose hooks are this object's), checked, when none of those taken
+  // was drawn; its time is not kept.
+  void check_one_if_none(timed_kernel& k, const timing_options& timing) {
+    if (m_checks > 0 || !m_check || !checkable(k.batch)) return;
     m_force = true;
-    before(batch, true);
+    (void)take_sample(*m_runner.m_backend, k, timing.l2 == l2_mode::cold);
     m_force = false;
-    (void)m_runner.m_backend->time_launches(kernel_role::candidate, [&] {
-      for (std::int64_t i = 0; i < batch; ++i)
-        m_k.launch(current());
-    });
-    after();
   }
 
   void report(verification_result& v) const {
@@ -299,7 +303,7 @@ class point_runner::timed_checks {
   point_kernel& m_k;
   std::uint64_t m_seed;
   bool m_check;
-  double m_atol, m_rtol;
+  tolerances m_tolerances;
   bool m_pure = true;
   std::vector<device_buffer> m_second;
   buffer_set m_sets[2];
@@ -370,7 +374,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       kernels.back().after = [&] { checks->after(); };
     } else {
       kernels.push_back(
-          {[&] { candidate.launch(candidate.own_buffers()); }, kernel_role::candidate});
+          {[&, own = candidate.own_buffers()] { candidate.launch(own); }, kernel_role::candidate});
     }
     buffer_set baseline_buffers;
     std::uint64_t baseline_samples = 0;
@@ -387,7 +391,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     }
     const auto sampled = sample_interleaved(*m_backend, kernels, spec.timing);
     if (checks) {
-      checks->check_one_if_none(kernels[0].batch);
+      checks->check_one_if_none(kernels[0], spec.timing);
       checks->report(r.verification);
       // A batch runs on one set of inputs: a kernel that did its work once per batch would
       // look as fast per launch as the batch is long, against its single launches.

@@ -5,9 +5,8 @@
 #include <optional>
 
 namespace kernelscan {
-namespace {
 
-timed_sample sample_once(device_backend& backend, timed_kernel& k, bool cold) {
+timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold) {
   if (k.before) k.before(k.batch, true);
   if (cold) backend.flush_caches();
   const timed_sample s = backend.time_launches(k.role, [&k] {
@@ -17,8 +16,6 @@ timed_sample sample_once(device_backend& backend, timed_kernel& k, bool cold) {
   if (k.after) k.after();
   return s;
 }
-
-}  // namespace
 
 std::int64_t batch_for(double median_us, l2_mode l2) {
   if (l2 == l2_mode::cold) return 1;
@@ -44,7 +41,7 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
     if (cold) continue;
     double t[3];
     for (double& x : t)
-      x = sample_once(backend, k, false).time_us;
+      x = take_sample(backend, k, false).time_us;
     std::sort(std::begin(t), std::end(t));
     k.single_us = t[1];
     k.batch = batch_for(t[1], timing.l2);
@@ -61,7 +58,7 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
       last_reading = now;
     }
     for (std::size_t i = 0; i < kernels.size(); ++i) {
-      const timed_sample s = sample_once(backend, kernels[i], cold);
+      const timed_sample s = take_sample(backend, kernels[i], cold);
       samplers[i].add(s.time_us / double(kernels[i].batch), throttled, !s.valid);
     }
     const double elapsed = backend.clock_ms() - started;

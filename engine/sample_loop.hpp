@@ -48,6 +48,10 @@ struct timed_kernel {
 // about k_batch_sample_us, at most k_max_batch.
 std::int64_t batch_for(double median_us, l2_mode l2);
 
+// One sample of `k`: its before hook, the flush in cold mode, `k.batch` launches timed, its
+// after hook.
+timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold);
+
 // Warms each kernel up (timing.warmup launches, at least one, so that lazy loading and
 // first-launch compilation never happen inside a timed sample), decides its batch, then samples
 // them in turn until every sampler's rule stops in the same round. One result per kernel, in
