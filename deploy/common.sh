@@ -69,10 +69,16 @@ install_web_packages() {
 
 # The default preset, with the GPU engine given as $1 (off, hip, cuda or auto: the toolchain of
 # this machine's GPU, else the one installed); KERNELSCAN_GPU in the environment overrides it.
+# Further arguments name the targets to build (default: everything, the tests included), e.g.
+# `build_kernelscan auto kernelscan` for the daemon alone.
 build_kernelscan() {
   cd "$KERNELSCAN_ROOT"
   cmake --preset default -DKERNELSCAN_GPU="${KERNELSCAN_GPU:-${1:-auto}}" >/dev/null
-  cmake --build --preset default -j "$(nproc)"
+  local targets=()
+  if (($# > 1)); then
+    targets=(--target "${@:2}")
+  fi
+  cmake --build --preset default -j "$(nproc)" "${targets[@]}"
 }
 
 # Builds the daemon and the GPU tests in a GPU configuration (hip or cuda) and runs the tests

@@ -12,7 +12,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_missing "${KERNELSCAN_PACKAGES[@]}" postgresql
 install_web_packages
-build_kernelscan "${KERNELSCAN_GPU:-off}"
+build_kernelscan "${KERNELSCAN_GPU:-off}" kernelscan
 
 NODES="${NODES:-3}"
 DEVICES="${DEVICES:-2}"
