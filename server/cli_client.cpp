@@ -187,6 +187,22 @@ api_client::submitted api_client::submit(const std::string& spec_text,
   return {json::parse(res->body), res->get_header_value("Idempotent-Replayed") == "true"};
 }
 
+json api_client::cancel(std::int64_t id) {
+  auto& http = m_impl->http;
+  http.set_read_timeout(std::chrono::seconds(std::int64_t(k_read_timeout_s)));
+  const auto res = http.Post((m_prefix + "/api/v1/jobs/" + std::to_string(id) + "/cancel").c_str(),
+                             "", "application/json");
+  if (!res) {
+    throw unreachable(m_server, res.error());
+  }
+  if (res->status >= 300) throw failure_of(res->status, res->body);
+  return json::parse(res->body);
+}
+
+json api_client::devices() {
+  return json::parse(get("/api/v1/devices", k_read_timeout_s));
+}
+
 json api_client::job(std::int64_t id, std::optional<double> wait_s) {
   const std::string path = "/api/v1/jobs/" + std::to_string(id) +
                            (wait_s ? "?wait=" + format_seconds(*wait_s) : std::string());

@@ -69,6 +69,12 @@ class api_client {
   json results_json(std::int64_t id, std::int64_t page_size);
   std::string results_csv(std::int64_t id, std::int64_t page_size);
 
+  // POST /api/v1/jobs/{id}/cancel: the job as it is after the cancel.
+  json cancel(std::int64_t id);
+
+  // GET /api/v1/devices: {"devices": [...]}.
+  json devices();
+
  private:
   // The body of a 2xx answer; throws connection_error or api_failure otherwise.
   std::string get(const std::string& path_and_query, double read_timeout_s);

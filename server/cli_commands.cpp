@@ -7,11 +7,14 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "server/cli_client.hpp"
+#include "server/cli_compare.hpp"
 #include "server/cli_job_table.hpp"
 #include "server/cli_report.hpp"
+#include "server/detail/text_table.hpp"
 
 namespace kernelscan {
 namespace {
@@ -66,6 +69,34 @@ void print_report(api_client& client, const json& job, std::int64_t page_size, s
   out << results_report(job, page.at("results"));
 }
 
+// Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report.
+int submit_and_report(api_client& client, const std::string& spec, const std::string& key,
+                      bool wait, double wait_s, std::ostream& out) {
+  auto [job, replayed] = client.submit(spec, key);
+  out << job_summary_line(job) << (replayed ? " (submitted before with this Idempotency-Key)" : "")
+      << "\n";
+  if (!wait) return k_ok;
+  out.flush();  // the summary shows while the job runs
+  const std::int64_t id = job.at("id").get<std::int64_t>();
+  while (!terminal(job))
+    job = client.job(id, wait_s);
+  out << "\n";
+  print_report(client, job, results_options{}.page_size, out);
+  return job.value("status", "") == "succeeded" ? k_ok : k_failed;
+}
+
+bool read_text_file(const std::string& path, std::string& text) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return false;
+  text.assign(std::istreambuf_iterator<char>(file), {});
+  return true;
+}
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
 }  // namespace
 
 int run_submit(const client_options& client_opts, const submit_options& opts, std::istream& in,
@@ -84,17 +115,7 @@ int run_submit(const client_options& client_opts, const submit_options& opts, st
     spec.assign(std::istreambuf_iterator<char>(file), {});
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    auto [job, replayed] = client.submit(spec, opts.idempotency_key);
-    out << job_summary_line(job)
-        << (replayed ? " (submitted before with this Idempotency-Key)" : "") << "\n";
-    if (!opts.wait) return k_ok;
-    out.flush();  // the summary shows while the job runs
-    const std::int64_t id = job.at("id").get<std::int64_t>();
-    while (!terminal(job))
-      job = client.job(id, opts.wait_s);
-    out << "\n";
-    print_report(client, job, results_options{}.page_size, out);
-    return job.value("status", "") == "succeeded" ? k_ok : k_failed;
+    return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s, out);
   });
 }
 
@@ -129,6 +150,173 @@ int run_results(const client_options& client_opts, const results_options& opts, 
       out << client.results_json(opts.id, opts.page_size).dump() << "\n";
     } else {
       print_report(client, client.job(opts.id), opts.page_size, out);
+    }
+    return k_ok;
+  });
+}
+
+int run_bench(const client_options& client_opts, const bench_command_options& opts,
+              std::ostream& out, std::ostream& err) {
+  const bench_options& b = opts.bench;
+  json spec;
+  try {
+    std::string text;
+    if (!read_text_file(b.file, text)) {
+      throw bench_error("FILE", "cannot read " + b.file + ": " + std::strerror(errno));
+    }
+    if (b.file.size() > 5 && b.file.substr(b.file.size() - 5) == ".json") {
+      // A job file: the kernel and its sweep are in it; only where it runs may be added.
+      const std::pair<const char*, bool> shaping[] = {{"KERNEL", !b.entries.empty()},
+                                                      {"--sweep", !b.sweeps.empty()},
+                                                      {"--size", !b.sizes.empty()},
+                                                      {"--value", !b.values.empty()},
+                                                      {"--output", !b.outputs.empty()},
+                                                      {"--block", !b.blocks.empty()},
+                                                      {"--grid", !b.grids.empty()},
+                                                      {"--option", !b.compile_options.empty()},
+                                                      {"--language", !b.language.empty()},
+                                                      {"--dtype", !b.dtype.empty()},
+                                                      {"--flops", !b.flops.empty()},
+                                                      {"--bytes", !b.bytes.empty()},
+                                                      {"--reference", !b.reference.empty()},
+                                                      {"--baseline", !b.baseline.empty()},
+                                                      {"--l2", !b.l2.empty()}};
+      for (const auto& [flag, given] : shaping) {
+        if (given) throw bench_error(flag, "a job file says this itself; edit " + b.file);
+      }
+      spec = json::parse(text, nullptr, false);
+      if (spec.is_discarded() || !spec.is_object()) {
+        throw bench_error("FILE", b.file + " is not a JSON object");
+      }
+      const std::string dir = directory_of(b.file);
+      spec = resolve_job_file(std::move(spec), [&](const std::string& path) {
+        const std::string full = !path.empty() && path[0] == '/' ? path : dir + path;
+        std::string source;
+        if (!read_text_file(full, source)) {
+          throw bench_error("source_file", "cannot read " + full + ": " + std::strerror(errno));
+        }
+        return source;
+      });
+      if (!b.engine.empty()) spec["engine"] = b.engine;
+      if (!b.name.empty()) spec["name"] = b.name;
+      for (const auto& l : b.labels) {
+        const auto eq = l.find('=');
+        if (eq == std::string::npos || eq == 0) {
+          throw bench_error("--label", "\"" + l + "\": expected KEY=VALUE");
+        }
+        spec["labels"][l.substr(0, eq)] = l.substr(eq + 1);
+      }
+      if (!b.device.empty()) spec["device"] = device_placement(b.device);
+    } else {
+      spec = bench_spec(b, text);
+    }
+  } catch (const bench_error& e) {
+    err << "kernelscan bench: " << e.what() << "\n";
+    return k_usage;
+  }
+  if (opts.dry_run) {
+    out << spec.dump(2) << "\n";
+    return k_ok;
+  }
+  return with_client(client_opts, err, [&](api_client& client) {
+    return submit_and_report(client, spec.dump(), "", !opts.no_wait, opts.wait_s, out);
+  });
+}
+
+int run_cancel(const client_options& client_opts, const std::vector<std::int64_t>& ids,
+               std::ostream& out, std::ostream& err) {
+  return with_client(client_opts, err, [&](api_client& client) {
+    int code = k_ok;
+    for (const std::int64_t id : ids) {
+      try {
+        const json job = client.cancel(id);
+        const std::string status = job.value("status", "?");
+        out << "job " << id << " "
+            << (status == "running" ? "cancelling: it stops after the point being measured"
+                                    : status)
+            << "\n";
+      } catch (const api_failure& e) {
+        err << "job " << id << ": ";
+        print_failure(err, e);
+        code = k_failed;
+      }
+    }
+    return code;
+  });
+}
+
+int run_devices(const client_options& client_opts, const std::string& format, std::ostream& out,
+                std::ostream& err) {
+  return with_client(client_opts, err, [&](api_client& client) {
+    const json list = client.devices();
+    if (format == "json") {
+      out << list.dump(2) << "\n";
+      return k_ok;
+    }
+    using detail::text_table;
+    const json& devices = list.at("devices");
+    std::set<std::string> nodes;
+    for (const auto& d : devices)
+      nodes.insert(d.value("node", ""));
+    const bool fleet = nodes.size() > 1;
+    std::vector<text_table::column> columns;
+    if (fleet) columns.push_back({"node", text_table::align::left});
+    for (auto [name, right] : {std::pair{"index", true},
+                               {"engine", false},
+                               {"type", false},
+                               {"device", false},
+                               {"state", false},
+                               {"job", true},
+                               {"points", true}}) {
+      columns.push_back({name, right ? text_table::align::right : text_table::align::left});
+    }
+    text_table table(columns);
+    auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    for (const auto& d : devices) {
+      std::vector<std::string> cells;
+      if (fleet) cells.push_back(d.value("node", ""));
+      const json model = d.value("model", json());
+      cells.push_back(text(d.value("index", json())));
+      cells.push_back(d.value("engine", ""));
+      cells.push_back(d.value("type", ""));
+      cells.push_back(d.value("name", "") +
+                      (model.is_string() && model.get<std::string>() != d.value("name", "")
+                           ? " (" + model.get<std::string>() + ")"
+                           : ""));
+      cells.push_back(d.value("state", ""));
+      const json job = d.value("current_job", json());
+      cells.push_back(job.is_null() ? "-" : text(job));
+      cells.push_back(text(d.value("points_measured", json(0))));
+      const json error = d.value("last_error", json());
+      if (error.is_string()) {
+        table.add_row(std::move(cells), detail::one_line(error.get<std::string>(), 100));
+      } else {
+        table.add_row(std::move(cells));
+      }
+    }
+    out << table.render();
+    return k_ok;
+  });
+}
+
+int run_compare(const client_options& client_opts, const compare_options& opts, std::ostream& out,
+                std::ostream& err) {
+  return with_client(client_opts, err, [&](api_client& client) {
+    std::vector<std::pair<json, json>> jobs;
+    for (const std::int64_t id : opts.ids) {
+      json job = client.job(id);
+      json rows = client.results_json(id, opts.page_size).at("results");
+      jobs.emplace_back(std::move(job), std::move(rows));
+    }
+    try {
+      auto series = series_of(jobs);
+      // --base names a job by its id, or a variant by its name.
+      std::string base = opts.base;
+      if (jobs.size() > 1 && !base.empty()) base = "job " + base;
+      out << compare_report(series, base);
+    } catch (const std::invalid_argument& e) {
+      err << "kernelscan compare: " << e.what() << "\n";
+      return k_usage;
     }
     return k_ok;
   });

@@ -1,5 +1,6 @@
 #pragma once
-// The client subcommands of `kernelscan`: submit, jobs, results. main.cpp parses the command
+// The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, devices,
+// compare. main.cpp parses the command
 // line into these option structs; each run_* talks to the daemon named by client_options and
 // returns the process exit code: 0 done (for submit --wait: the job succeeded), 1 the job
 // failed or was cancelled, the daemon answered an error or could not be reached, 2 a usage
@@ -11,6 +12,8 @@
 #include <iosfwd>
 #include <string>
 #include <vector>
+
+#include "server/cli_bench.hpp"
 
 namespace kernelscan {
 
@@ -39,11 +42,36 @@ struct results_options {
   std::int64_t page_size = 1000;  // rows per request
 };
 
+struct bench_command_options {
+  bench_options bench;
+  bool dry_run = false;  // print the spec, send nothing
+  bool no_wait = false;  // submit and return
+  double wait_s = 60;
+};
+
+struct compare_options {
+  std::vector<std::int64_t> ids;  // two or more jobs, or one job with variants
+  std::string base;               // a job id or a variant's name; empty: the first
+  std::int64_t page_size = 1000;
+};
+
 int run_submit(const client_options& client, const submit_options& opts, std::istream& in,
                std::ostream& out, std::ostream& err);
 int run_jobs(const client_options& client, const jobs_options& opts, std::ostream& out,
              std::ostream& err);
 int run_results(const client_options& client, const results_options& opts, std::ostream& out,
+                std::ostream& err);
+// Builds a job from a kernel source (or a job file naming source files), then runs it as
+// submit --wait does; --dry-run prints the spec only. Exit 2 for a flag at fault, naming it.
+int run_bench(const client_options& client, const bench_command_options& opts, std::ostream& out,
+              std::ostream& err);
+// Cancels each job; exit 1 when any cancel was refused (a finished job, an unknown id).
+int run_cancel(const client_options& client, const std::vector<std::int64_t>& ids,
+               std::ostream& out, std::ostream& err);
+// The devices of the daemon (of the fleet), as a table or JSON.
+int run_devices(const client_options& client, const std::string& format, std::ostream& out,
+                std::ostream& err);
+int run_compare(const client_options& client, const compare_options& opts, std::ostream& out,
                 std::ostream& err);
 
 }  // namespace kernelscan

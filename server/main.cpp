@@ -1,5 +1,6 @@
 // kernelscan: `serve` runs the daemon; `worker` is started by it, one per device; `submit`,
-// `jobs` and `results` are the command-line client of a running daemon.
+// `bench`, `jobs`, `results`, `cancel`, `devices` and `compare` are the command-line client of a
+// running daemon.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -77,13 +78,22 @@ std::vector<std::string> with_config_file(CLI::App& serve, std::vector<std::stri
 // chosen, so one variable shared by all three would end up with the environment's value
 // whenever the chosen one's option was given.
 struct client_commands {
-  kernelscan::client_options submit_client, jobs_client, results_client;
+  kernelscan::client_options submit_client, jobs_client, results_client, bench_client,
+      cancel_client, devices_client, compare_client;
   kernelscan::submit_options submit;
   kernelscan::jobs_options jobs;
   kernelscan::results_options results;
+  kernelscan::bench_command_options bench;
+  std::vector<std::int64_t> cancel_ids;
+  std::string devices_format = "table";
+  kernelscan::compare_options compare;
   CLI::App* submit_cmd = nullptr;
   CLI::App* jobs_cmd = nullptr;
   CLI::App* results_cmd = nullptr;
+  CLI::App* bench_cmd = nullptr;
+  CLI::App* cancel_cmd = nullptr;
+  CLI::App* devices_cmd = nullptr;
+  CLI::App* compare_cmd = nullptr;
 };
 
 // A job id as `kernelscan jobs` lists them: a positive integer.
@@ -154,6 +164,79 @@ void add_client_commands(CLI::App& app, client_commands& c) {
   c.results_cmd->add_option("--page-size", r.page_size, "Rows per request")
       ->check(CLI::Range(1, 1000000))
       ->group("");  // for tests of paging
+
+  auto& b = c.bench;
+  auto& bo = b.bench;
+  c.bench_cmd = common(app.add_subcommand("bench",
+                                          "Measure kernels of a source file (.cu, .hip, .cl) "
+                                          "over a sweep, side by side, without writing JSON"),
+                       c.bench_client);
+  c.bench_cmd
+      ->add_option("FILE", bo.file,
+                   "Kernel source, or a job file (.json) whose kernels name their source_file")
+      ->required();
+  c.bench_cmd->add_option("KERNEL", bo.entries,
+                          "The kernels to measure (two or more: side by side, one job)");
+  c.bench_cmd->add_option("--sweep", bo.sweeps,
+                          "NAME=FROM..TO:xMUL, NAME=FROM..TO:+STEP, NAME=V,V,... or NAME=EXPR "
+                          "(a name set from others, as M=N); repeat per parameter");
+  c.bench_cmd->add_option("--size", bo.sizes,
+                          "Elements of a pointer parameter, BUFFER=EXPR, or EXPR for every "
+                          "buffer not named");
+  c.bench_cmd->add_option("--value", bo.values,
+                          "A scalar parameter no sweep parameter names: NAME=EXPR");
+  c.bench_cmd->add_option("--output", bo.outputs,
+                          "Buffers the kernels write (default: their non-const pointers)");
+  c.bench_cmd->add_option("--block", bo.blocks,
+                          "Threads per block X[,Y[,Z]]; KERNEL=X,Y,Z for one kernel");
+  c.bench_cmd->add_option("--grid", bo.grids,
+                          "Blocks X[,Y[,Z]], expressions such as cdiv(N,16); KERNEL=... for one "
+                          "kernel");
+  c.bench_cmd->add_option("--option", bo.compile_options,
+                          "A compile option (-O3, -DTILE=16, -DTILE=T for a sweep parameter)");
+  c.bench_cmd->add_option("--flops", bo.flops, "Floating-point operations per launch (EXPR)");
+  c.bench_cmd->add_option("--bytes", bo.bytes, "Bytes moved per launch (EXPR)");
+  c.bench_cmd->add_option("--reference", bo.reference,
+                          "What the outputs are checked against: a kernel of the file, or a "
+                          "JSON object as the job spec's kernel.reference");
+  c.bench_cmd->add_option("--baseline", bo.baseline, "The kernel the others are compared with");
+  c.bench_cmd->add_option("--dtype", bo.dtype,
+                          "Element type of parameters whose type is not built in (a template "
+                          "parameter): f32, f16, bf16, f64, i32, ...");
+  c.bench_cmd->add_option("--language", bo.language, "hip, cuda or opencl (default: from FILE)")
+      ->check(CLI::IsMember({"hip", "cuda", "opencl"}));
+  c.bench_cmd->add_option("--engine", bo.engine, "auto, hip, opencl or mock")
+      ->check(CLI::IsMember({"auto", "hip", "opencl", "mock"}));
+  c.bench_cmd->add_option("--device", bo.device, "any, an index, or NODE/INDEX in a fleet");
+  c.bench_cmd->add_option("--l2", bo.l2, "cold (caches flushed before each sample) or hot")
+      ->check(CLI::IsMember({"cold", "hot"}));
+  c.bench_cmd->add_option("--name", bo.name, "The job's name (default: file and kernels)");
+  c.bench_cmd->add_option("--label", bo.labels, "KEY=VALUE; repeat for several")
+      ->allow_extra_args(false);
+  c.bench_cmd->add_flag("--dry-run", b.dry_run, "Print the job spec, send nothing");
+  c.bench_cmd->add_flag("--no-wait", b.no_wait, "Submit and return, without the report");
+  c.bench_cmd->add_option("--wait", b.wait_s, "Seconds each long poll is held")
+      ->check(CLI::Range(0.001, 600.0))
+      ->capture_default_str();
+
+  c.cancel_cmd = common(app.add_subcommand("cancel", "Cancel jobs"), c.cancel_client);
+  c.cancel_cmd->add_option("ID", c.cancel_ids, "Job ids")->required()->check(job_id_validator());
+
+  c.devices_cmd = common(app.add_subcommand("devices", "List the devices (of the whole fleet)"),
+                         c.devices_client);
+  c.devices_cmd->add_option("--format", c.devices_format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+
+  c.compare_cmd = common(app.add_subcommand("compare",
+                                            "Compare jobs on the sweep parameters they share, "
+                                            "or the variants of one job"),
+                         c.compare_client);
+  c.compare_cmd->add_option("ID", c.compare.ids, "Job ids: two or more, or one with variants")
+      ->required()
+      ->check(job_id_validator());
+  c.compare_cmd->add_option("--base", c.compare.base,
+                            "The baseline: a job id, or a variant's name (default: the first)");
 }
 
 // The exit code of the client subcommand that was chosen, or -1 when none was.
@@ -165,6 +248,10 @@ int run_client_command(client_commands& c) {
   }
   if (*c.jobs_cmd) return run_jobs(c.jobs_client, c.jobs, std::cout, std::cerr);
   if (*c.results_cmd) return run_results(c.results_client, c.results, std::cout, std::cerr);
+  if (*c.bench_cmd) return run_bench(c.bench_client, c.bench, std::cout, std::cerr);
+  if (*c.cancel_cmd) return run_cancel(c.cancel_client, c.cancel_ids, std::cout, std::cerr);
+  if (*c.devices_cmd) return run_devices(c.devices_client, c.devices_format, std::cout, std::cerr);
+  if (*c.compare_cmd) return run_compare(c.compare_client, c.compare, std::cout, std::cerr);
   return -1;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -98,6 +99,11 @@ cli_run run_cli(const std::vector<std::string>& args, const std::string& input =
   waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 std::string describe(const cli_run& r) {
@@ -410,6 +416,200 @@ TEST_F(cli, TheServerOptionWinsOverTheEnvironmentInEverySubcommand) {
   EXPECT_EQ(submit.exit_code, 0) << describe(submit);
   EXPECT_NE(submit.out.find(", stream, 1 point, device any"), std::string::npos)
       << describe(submit);
+}
+
+// Two matmul kernels in OpenCL C, as a kernel writer keeps them in one file.
+const char* const k_matmul_cl = R"cl(
+// C = A x B, row-major.
+__kernel void matmul_naive(__global const float* A, __global const float* B, __global float* C,
+                           int M, int N, int K) {
+  int col = get_global_id(0), row = get_global_id(1);
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+  C[row * N + col] = acc;
+}
+__kernel void matmul_rows(__global const float* A, __global const float* B, __global float* C,
+                          int M, int N, int K) {
+  int row = get_global_id(0);
+  if (row >= M) return;
+  for (int col = 0; col < N; ++col) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+  }
+}
+)cl";
+
+std::vector<std::string> matmul_bench_args(const std::string& file) {
+  return {"bench",
+          file,
+          "matmul_naive",
+          "--sweep",
+          "N=16..64:x2",
+          "--sweep",
+          "M=N",
+          "--sweep",
+          "K=N",
+          "--size",
+          "A=M*K",
+          "--size",
+          "B=K*N",
+          "--size",
+          "C=M*N",
+          "--block",
+          "8,8",
+          "--grid",
+          "cdiv(N,8),cdiv(M,8)",
+          "--flops",
+          "2*M*N*K",
+          "--reference",
+          R"({"op":"gemm","m":"M","n":"N","k":"K","a":"A","b":"B","c":"C","dtype":"f32"})"};
+}
+
+TEST_F(cli, BenchDryRunPrintsTheJobItWouldSend) {
+  const std::string file = write_file("matmul.cl", k_matmul_cl);
+  auto args = matmul_bench_args(file);
+  args.insert(args.begin() + 3, "matmul_rows");
+  args.insert(args.end(), {"--block", "matmul_rows=64", "--grid", "matmul_rows=cdiv(M,64)",
+                           "--baseline", "matmul_naive", "--dry-run"});
+  const auto r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const json spec = json::parse(r.out);
+  EXPECT_EQ(spec["name"], "matmul.cl: matmul_naive, matmul_rows");
+  EXPECT_EQ(spec["kernel"]["language"], "opencl");
+  EXPECT_EQ(spec["kernel"]["source"], k_matmul_cl);
+  EXPECT_EQ(spec["kernel"]["args"][2],
+            json::parse(R"({"name": "C", "type": "f32*", "count": "N*N", "output": true})"));
+  EXPECT_EQ(spec["kernel"]["args"][3],
+            json::parse(R"({"name": "M", "type": "i32", "value": "N"})"));
+  EXPECT_EQ(spec["variants"][1],
+            json::parse(R"j({"name": "matmul_rows", "entry": "matmul_rows", "block": [64, 1, 1],
+                            "grid": ["cdiv(N,64)", 1, 1]})j"));
+  EXPECT_EQ(spec["baseline"], "matmul_naive");
+  EXPECT_EQ(spec["sweep"], json::parse(R"({"N": {"from": 16, "to": 64, "mul": 2}})"));
+  EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty()) << "a dry run sends nothing";
+}
+
+TEST_F(cli, BenchSubmitsTheKernelAndPrintsItsReport) {
+  const std::string file = write_file("matmul.cl", k_matmul_cl);
+  const auto r = run(matmul_bench_args(file));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out.rfind("job 1 queued: \"matmul.cl: matmul_naive\", custom, 3 points", 0), 0u)
+      << describe(r);
+  EXPECT_NE(r.out.find("kernel  custom opencl kernel matmul_naive"), std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.out.find("points  3 of 3 measured: 3 ok, 0 failed"), std::string::npos)
+      << describe(r);
+  const json job = daemon.get("/api/v1/jobs/1").body;
+  EXPECT_EQ(job["status"], "succeeded");
+  EXPECT_EQ(job["spec"]["kernel"]["entry"], "matmul_naive");
+}
+
+TEST_F(cli, BenchRunsAJobFileWithItsSourceFileReadIn) {
+  write_file("matmul.cl", k_matmul_cl);
+  const auto dry = run(matmul_bench_args(daemon.data_dir() + "/matmul.cl") +
+                       std::vector<std::string>{"--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << describe(dry);
+  json spec = json::parse(dry.out);
+  spec["kernel"].erase("source");
+  spec["kernel"]["source_file"] = "matmul.cl";  // beside the job file
+  const std::string job_file = write_file("job.json", spec.dump());
+  const auto r = run({"bench", job_file, "--label", "from=file", "--no-wait"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const json job = daemon.wait_job(1);
+  EXPECT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_EQ(job["spec"]["kernel"]["source"], k_matmul_cl);
+  EXPECT_EQ(job["spec"]["labels"]["from"], "file");
+  const auto shaped = run({"bench", job_file, "--sweep", "N=8"});
+  EXPECT_EQ(shaped.exit_code, 2) << describe(shaped);
+  EXPECT_EQ(shaped.err,
+            "kernelscan bench: --sweep: a job file says this itself; edit " + job_file + "\n")
+      << describe(shaped);
+}
+
+TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
+  const std::string file = write_file("matmul.cl", k_matmul_cl);
+  struct bad {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  auto without = [&](const std::string& flag) {
+    auto a = matmul_bench_args(file);
+    const auto at = std::find(a.begin(), a.end(), flag);
+    a.erase(at, at + 2);
+    return a;
+  };
+  const std::vector<bad> cases{
+      {without("--block"), "kernelscan bench: --block: needed for matmul_naive"},
+      {without("--grid"), "kernelscan bench: --grid: needed for matmul_naive"},
+      {{"bench", file, "nope", "--sweep", "N=1"}, "kernelscan bench: KERNEL: nope is not a kernel"},
+      {{"bench", daemon.data_dir() + "/none.cl", "k"}, "kernelscan bench: FILE: cannot read"},
+      {matmul_bench_args(file) + std::vector<std::string>{"--size", "D=4"},
+       "kernelscan bench: --size: D is not a pointer parameter"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run(c.args);
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_EQ(r.err.rfind(c.err, 0), 0u) << describe(r) << "expected: " << c.err;
+  }
+  // A spec the daemon refuses: its field errors, exit 1.
+  auto wrong_language = matmul_bench_args(file);
+  wrong_language.insert(wrong_language.end(), {"--language", "cuda"});
+  const auto r = run(wrong_language);
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("kernel.language: no device runs this kernel"), std::string::npos)
+      << describe(r);
+  EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
+}
+
+TEST_F(cli, CancelDevicesAndCompare) {
+  // A slow job cancelled in the middle, then again (already finished).
+  const std::int64_t slow = daemon.submit(stream_sweep(50, 200));
+  const auto cancel = run({"cancel", std::to_string(slow)});
+  ASSERT_EQ(cancel.exit_code, 0) << describe(cancel);
+  // Running: it stops after the point being measured; queued: at once.
+  EXPECT_TRUE(cancel.out == "job " + std::to_string(slow) + " cancelled\n" ||
+              cancel.out == "job " + std::to_string(slow) +
+                                " cancelling: it stops after the point being measured\n")
+      << describe(cancel);
+  EXPECT_EQ(daemon.wait_job(slow)["status"], "cancelled");
+  const auto again = run({"cancel", std::to_string(slow), "424242"});
+  EXPECT_EQ(again.exit_code, 1) << describe(again);
+  EXPECT_NE(again.err.find("job_finished (HTTP 409)"), std::string::npos) << describe(again);
+  EXPECT_NE(again.err.find("no job 424242"), std::string::npos) << describe(again);
+
+  const auto devices = run({"devices"});
+  ASSERT_EQ(devices.exit_code, 0) << describe(devices);
+  EXPECT_EQ(devices.out.rfind("index  engine  type", 0), 0u) << describe(devices);
+  EXPECT_NE(devices.out.find("mock"), std::string::npos) << describe(devices);
+  const auto devices_json = run({"devices", "--format", "json"});
+  const json listed = json::parse(devices_json.out);
+  ASSERT_EQ(listed["devices"].size(), 1u) << devices_json.out;
+  EXPECT_EQ(listed["devices"][0]["name"], "AMD Instinct MI300X (mock)");
+
+  // Two jobs over the same sizes: the second twice as fast (the mock's speedup).
+  json spec = stream_sweep(3, 0);
+  spec["cache"] = false;
+  const std::int64_t a = daemon.submit(spec);
+  spec["mock"]["speedup"] = 2.0;
+  const std::int64_t b = daemon.submit(spec);
+  daemon.wait_job(a);
+  daemon.wait_job(b);
+  const auto compare = run({"compare", std::to_string(a), std::to_string(b)});
+  ASSERT_EQ(compare.exit_code, 0) << describe(compare);
+  EXPECT_EQ(compare.out.rfind("baseline  job " + std::to_string(a) + "\njoined on N\n", 0), 0u)
+      << describe(compare);
+  EXPECT_NE(compare.out.find("job " + std::to_string(b) + ": 2.0"), std::string::npos)
+      << describe(compare);
+  EXPECT_NE(compare.out.find("3 faster, 0 slower, 0 the same"), std::string::npos)
+      << describe(compare);
+  const auto based =
+      run({"compare", std::to_string(a), std::to_string(b), "--base", std::to_string(b)});
+  EXPECT_NE(based.out.find("0.50x slower"), std::string::npos) << describe(based);
+  const auto alone = run({"compare", std::to_string(a)});
+  EXPECT_EQ(alone.exit_code, 2) << describe(alone);
+  EXPECT_NE(alone.err.find("has no variants to compare"), std::string::npos) << describe(alone);
 }
 
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {

@@ -20,7 +20,8 @@ come out as the README numbers them. What the test substitutes, and nothing else
 - the files the examples read are written to the working directory first: `job.json` (the
   spec of the README's first example, taken from the README), `results.json`,
   `kernel_trace.csv` and `kern_sum.csv` (samples of each import format: the trace is the one
-  the README's import row and report come from), and `token`;
+  the README's import row and report come from), `matmul.cl` (the two kernels the
+  `kernelscan bench` example measures) and `token`;
 - commands run in a temporary directory where `api/` is the repository's (the README's commands
   run from the repository root);
 - the example under "Access and safety" runs against a second daemon started with
@@ -65,6 +66,37 @@ SKIPPED = [
 ]
 
 TOKEN = "readme-example-token-0123456789"
+
+# The kernels the `kernelscan bench` example measures: a naive and a tiled matmul in OpenCL C.
+MATMUL_CL = """\
+__kernel void matmul_naive(__global const float* A, __global const float* B, __global float* C,
+                           int M, int N, int K) {
+  int col = get_global_id(0), row = get_global_id(1);
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+  C[row * N + col] = acc;
+}
+
+#define TILE 16
+__kernel void matmul_tiled(__global const float* restrict A, __global const float* restrict B,
+                           __global float* restrict C, int M, int N, int K) {
+  __local float As[TILE][TILE];
+  __local float Bs[TILE][TILE];
+  int tx = get_local_id(0), ty = get_local_id(1);
+  int col = get_group_id(0) * TILE + tx, row = get_group_id(1) * TILE + ty;
+  float acc = 0.0f;
+  for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {
+    int ak = t * TILE + tx, bk = t * TILE + ty;
+    As[ty][tx] = (row < M && ak < K) ? A[row * K + ak] : 0.0f;
+    Bs[ty][tx] = (bk < K && col < N) ? B[bk * N + col] : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+"""
 
 # The samples the import examples read (tests/support/import_samples.hpp has the same data).
 SEED_RESULTS = {
@@ -315,6 +347,7 @@ class ReadmeExamplesTest(unittest.TestCase):
         (self.work / "results.json").write_text(json.dumps(SEED_RESULTS))
         (self.work / "kernel_trace.csv").write_text(KERNEL_TRACE, newline="")
         (self.work / "kern_sum.csv").write_text(KERN_SUM)
+        (self.work / "matmul.cl").write_text(MATMUL_CL)
 
     def run_command(self, command: Command, text: str, daemon: Daemon) -> Run:
         text = text.replace("localhost:8080", f"127.0.0.1:{daemon.port}")
@@ -624,6 +657,43 @@ def _cli_json(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(len(page["results"]), 12)
 
 
+def _cli_cancel(t: unittest.TestCase, run: Run) -> None:
+    # Job 7 came from the result cache: finished (409), or still queued or running.
+    if run.exit_code == 1:
+        t.assertIn("job 7: kernelscan: job_finished (HTTP 409)", run.stderr, run.describe())
+    else:
+        t.assertEqual(run.exit_code, 0, run.describe())
+        t.assertRegex(run.stdout, r"^job 7 (cancelled|cancelling: .*)\n$", run.describe())
+
+
+def _cli_devices(t: unittest.TestCase, run: Run) -> None:
+    t.assertEqual(run.exit_code, 0, run.describe())
+    lines = run.stdout.splitlines()
+    t.assertEqual(lines[0].split(), ["index", "engine", "type", "device", "state", "job",
+                                     "points"])
+    t.assertEqual(len(lines), 3, run.describe())
+    for line in lines[1:]:
+        t.assertIn("AMD Instinct MI300X (mock)", line, run.describe())
+
+
+def _cli_compare(t: unittest.TestCase, run: Run) -> None:
+    # Job 6 was answered from job 1's results: the same medians at every point.
+    t.assertEqual(run.exit_code, 0, run.describe())
+    t.assertTrue(run.stdout.startswith("baseline  job 1\njoined on M, N\n"), run.describe())
+    t.assertIn("job 6: 1.00x the speed of job 1 (geometric mean over 12 points): 0 faster, "
+               "0 slower, 12 the same", run.stdout, run.describe())
+
+
+def _cli_bench(t: unittest.TestCase, run: Run) -> None:
+    t.assertEqual(run.exit_code, 0, run.describe())
+    t.assertRegex(run.stdout, r"^job \d+ queued: \"matmul.cl: matmul_naive, matmul_tiled\", "
+                  r"custom, 5 points", run.describe())
+    t.assertRegex(run.stdout, r"\njob \d+ \"matmul.cl: matmul_naive, matmul_tiled\": succeeded\n",
+                  run.describe())
+    for kernel in ("matmul_naive", "matmul_tiled"):
+        t.assertIn(kernel, run.stdout.split("succeeded", 1)[1], run.describe())
+
+
 def _evaluator(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.exit_code, 0, run.describe())
     metrics = json.loads(run.stdout[: run.stdout.index("\n}") + 2])
@@ -677,6 +747,10 @@ CHECKS = [
     Check(r"^kernelscan results 1\s+#", _cli(0, r"^job \d+ \"f16 gemm\": succeeded\n")),
     Check(r"^kernelscan results 1 --format csv > job1.csv", _cli_csv),
     Check(r"^kernelscan results 1 --format json$", _cli_json),
+    Check(r"^kernelscan cancel 7\s+#", _cli_cancel),
+    Check(r"^kernelscan devices\s+#", _cli_devices),
+    Check(r"^kernelscan compare 1 6 --base 1\s+#", _cli_compare),
+    Check(r"^kernelscan bench matmul.cl matmul_naive matmul_tiled", _cli_bench),
     Check(r"^python3 api/python/examples/openevolve_evaluator.py", _evaluator),
     Check(r"Authorization: Bearer \$\(cat token\)\" -d @job.json$",
           lambda t, run: t.assertEqual(_ok_json(t, run, 201)["name"], "f16 gemm")),

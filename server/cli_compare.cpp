@@ -1,0 +1,213 @@
+#include "server/cli_compare.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "server/detail/text_table.hpp"
+
+namespace kernelscan {
+namespace {
+
+using detail::format_significant;
+using detail::text_table;
+
+struct point {
+  double median = 0, low = 0, high = 0;
+};
+
+std::optional<point> point_of(const json& row) {
+  if (row.value("status", "") != "ok") return std::nullopt;
+  const json::json_pointer t{"/time_us"};
+  if (!row.contains(t) || !row[t].is_object()) return std::nullopt;
+  const json& time = row[t];
+  if (!time.contains("median") || !time["median"].is_number()) return std::nullopt;
+  point p;
+  p.median = time["median"].get<double>();
+  if (!(p.median > 0)) return std::nullopt;
+  p.low = time.contains("ci95_low") && time["ci95_low"].is_number() ? time["ci95_low"].get<double>()
+                                                                    : p.median;
+  p.high = time.contains("ci95_high") && time["ci95_high"].is_number()
+               ? time["ci95_high"].get<double>()
+               : p.median;
+  return p;
+}
+
+std::string value_text(const json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string speedup_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*fx", v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, v);
+  return buf;
+}
+
+const char* verdict(const point& base, const point& other) {
+  if (other.high < base.low) return "faster";
+  if (other.low > base.high) return "slower";
+  return "same";
+}
+
+}  // namespace
+
+std::vector<compare_series> series_of(const std::vector<std::pair<json, json>>& jobs) {
+  std::vector<compare_series> out;
+  if (jobs.size() == 1) {
+    const auto& [job, rows] = jobs.front();
+    std::map<std::string, std::size_t> at;
+    for (const auto& r : rows) {
+      if (!r.contains("variant") || !r["variant"].is_string()) continue;
+      const std::string name = r["variant"].get<std::string>();
+      if (!at.count(name)) {
+        at[name] = out.size();
+        out.push_back({name, json::array()});
+      }
+      out[at[name]].rows.push_back(r);
+    }
+    if (out.size() < 2) {
+      throw std::invalid_argument("job " + value_text(job.value("id", json())) +
+                                  " has no variants to compare; name two or more jobs");
+    }
+    return out;
+  }
+  for (const auto& [job, rows] : jobs)
+    out.push_back({"job " + value_text(job.value("id", json())), rows});
+  return out;
+}
+
+std::string compare_report(const std::vector<compare_series>& series, const std::string& base) {
+  // The parameters every series has.
+  std::vector<std::string> shared;
+  for (const auto& s : series) {
+    std::vector<std::string> names;
+    for (const auto& r : s.rows) {
+      if (r.contains("params") && r["params"].is_object()) {
+        for (const auto& [name, v] : r["params"].items())
+          names.push_back(name);
+        break;
+      }
+    }
+    if (&s == &series.front()) {
+      shared = names;
+    } else {
+      std::erase_if(shared, [&](const std::string& n) {
+        return std::find(names.begin(), names.end(), n) == names.end();
+      });
+    }
+  }
+  std::size_t base_at = 0;
+  if (!base.empty()) {
+    const auto it = std::find_if(series.begin(), series.end(),
+                                 [&](const compare_series& s) { return s.label == base; });
+    if (it == series.end()) {
+      std::string labels;
+      for (const auto& s : series)
+        labels += (labels.empty() ? "" : ", ") + s.label;
+      throw std::invalid_argument("--base " + base + ": not one of the compared (" + labels + ")");
+    }
+    base_at = std::size_t(it - series.begin());
+  }
+
+  // Per series: the best ok point at each shared key; keys in the order they first appear.
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<std::string>> key_values;
+  std::vector<std::map<std::string, point>> best(series.size());
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    for (const auto& r : series[i].rows) {
+      std::vector<std::string> values;
+      std::string key;
+      for (const auto& n : shared) {
+        values.push_back(
+            r.contains("params") && r["params"].contains(n) ? value_text(r["params"][n]) : "-");
+        key += values.back() + "\x1f";
+      }
+      if (!key_values.count(key)) {
+        key_values[key] = values;
+        keys.push_back(key);
+      }
+      if (const auto p = point_of(r)) {
+        auto [it, fresh] = best[i].emplace(key, *p);
+        if (!fresh && p->median < it->second.median) it->second = *p;
+      }
+    }
+  }
+
+  // The baseline's column first, then each other series with its speedup over it.
+  std::vector<std::size_t> order{base_at};
+  for (std::size_t i = 0; i < series.size(); ++i)
+    if (i != base_at) order.push_back(i);
+  std::vector<text_table::column> columns;
+  for (const auto& n : shared)
+    columns.push_back({n, text_table::align::right});
+  for (const std::size_t i : order) {
+    columns.push_back({series[i].label + " µs", text_table::align::right});
+    if (i != base_at) columns.push_back({"vs " + series[base_at].label, text_table::align::left});
+  }
+  text_table table(columns);
+  std::vector<std::array<int, 3>> counts(series.size(), {0, 0, 0});
+  std::vector<std::vector<double>> speedups(series.size());
+  for (const auto& key : keys) {
+    std::vector<std::string> cells = key_values[key];
+    const auto b = best[base_at].find(key);
+    for (const std::size_t i : order) {
+      const auto p = best[i].find(key);
+      cells.push_back(p == best[i].end()
+                          ? "-"
+                          : format_significant(p->second.median, 4) + " ±" +
+                                format_significant((p->second.high - p->second.low) / 2, 2));
+      if (i == base_at) continue;
+      if (p == best[i].end() || b == best[base_at].end()) {
+        cells.push_back("-");
+        continue;
+      }
+      const double s = b->second.median / p->second.median;
+      const char* v = verdict(b->second, p->second);
+      counts[i][v[0] == 'f' ? 0 : v[0] == 's' && v[1] == 'l' ? 1 : 2]++;
+      speedups[i].push_back(s);
+      cells.push_back(speedup_text(s) + " " + v);
+    }
+    table.add_row(std::move(cells));
+  }
+  bool any = false;
+  for (std::size_t i = 0; i < series.size(); ++i)
+    any |= !speedups[i].empty();
+  if (!any) {
+    throw std::invalid_argument("the compared share no measured point (shared parameters: " +
+                                (shared.empty() ? std::string("none") : [&] {
+                                  std::string s;
+                                  for (const auto& n : shared)
+                                    s += (s.empty() ? "" : ", ") + n;
+                                  return s;
+                                }()) +
+                                ")");
+  }
+
+  std::string out = "baseline  " + series[base_at].label + "\n";
+  out += "joined on ";
+  if (shared.empty()) {
+    out += "nothing: each one's best point";
+  } else {
+    for (std::size_t i = 0; i < shared.size(); ++i)
+      out += (i ? ", " : "") + shared[i];
+  }
+  out += "\n\n" + table.render() + "\n";
+  for (const std::size_t i : order) {
+    if (i == base_at || speedups[i].empty()) continue;
+    double log_sum = 0;
+    for (double s : speedups[i])
+      log_sum += std::log(s);
+    out += series[i].label + ": " + speedup_text(std::exp(log_sum / double(speedups[i].size()))) +
+           " the speed of " + series[base_at].label + " (geometric mean over " +
+           std::to_string(speedups[i].size()) + " points): " + std::to_string(counts[i][0]) +
+           " faster, " + std::to_string(counts[i][1]) + " slower, " + std::to_string(counts[i][2]) +
+           " the same\n";
+  }
+  return out;
+}
+
+}  // namespace kernelscan

@@ -1,0 +1,76 @@
+// `kernelscan compare`: jobs, or the variants of one job, joined on their shared parameters.
+#include <gtest/gtest.h>
+
+#include "server/cli_compare.hpp"
+
+namespace kernelscan {
+namespace {
+
+json row(json params, double median, double half_ci, const char* variant = nullptr,
+         const char* status = "ok") {
+  json r = {
+      {"params", std::move(params)},
+      {"status", status},
+      {"time_us",
+       {{"median", median}, {"ci95_low", median - half_ci}, {"ci95_high", median + half_ci}}}};
+  if (variant) r["variant"] = variant;
+  return r;
+}
+
+TEST(CompareReport, JobsJoinOnSharedParametersWithVerdicts) {
+  const json a = json::array(
+      {row({{"N", 1024}}, 10, 0.1), row({{"N", 2048}}, 40, 0.1), row({{"N", 4096}}, 160, 1)});
+  // The second job also sweeps T: its best T stands for each N.
+  const json b = json::array(
+      {row({{"N", 1024}, {"T", 16}}, 5, 0.1), row({{"N", 1024}, {"T", 32}}, 8, 0.1),
+       row({{"N", 2048}, {"T", 16}}, 40.05, 0.2), row({{"N", 4096}, {"T", 16}}, 320, 1)});
+  const auto series = series_of({{json{{"id", 12}}, a}, {json{{"id", 15}}, b}});
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[1].label, "job 15");
+  const std::string report = compare_report(series, "");
+  EXPECT_NE(report.find("baseline  job 12\njoined on N\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("2.00x faster"), std::string::npos) << report;  // 10 / 5 at N=1024
+  EXPECT_NE(report.find("1.00x same"), std::string::npos) << report;    // overlapping CIs
+  EXPECT_NE(report.find("0.50x slower"), std::string::npos) << report;
+  EXPECT_NE(report.find("job 15: 1.00x the speed of job 12 (geometric mean over 3 points): 1 "
+                        "faster, 1 slower, 1 the same"),
+            std::string::npos)
+      << report;
+
+  const std::string flipped = compare_report(series, "job 15");
+  EXPECT_NE(flipped.find("baseline  job 15"), std::string::npos) << flipped;
+  EXPECT_NE(flipped.find("0.50x slower"), std::string::npos) << flipped;
+  EXPECT_THROW(compare_report(series, "job 99"), std::invalid_argument);
+}
+
+TEST(CompareReport, OneJobComparesItsVariants) {
+  const json rows =
+      json::array({row({{"N", 64}}, 100, 1, "naive"), row({{"N", 64}}, 20, 1, "tiled"),
+                   row({{"N", 128}}, 800, 1, "naive"), row({{"N", 128}}, 0, 0, "tiled", "failed")});
+  const auto series = series_of({{json{{"id", 3}}, rows}});
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].label, "naive");
+  EXPECT_EQ(series[1].label, "tiled");
+  const std::string report = compare_report(series, "naive");
+  EXPECT_NE(report.find("5.00x faster"), std::string::npos) << report;
+  // The failed point has no time, so nothing to compare there.
+  EXPECT_NE(report.find("tiled: 5.00x the speed of naive (geometric mean over 1 points)"),
+            std::string::npos)
+      << report;
+}
+
+TEST(CompareReport, SaysWhatCannotBeCompared) {
+  const json plain = json::array({row({{"N", 64}}, 100, 1)});
+  EXPECT_THROW(series_of({{json{{"id", 3}}, plain}}), std::invalid_argument);
+  const auto series = series_of({{json{{"id", 1}}, json::array({row({{"N", 1}}, 1, 0)})},
+                                 {json{{"id", 2}}, json::array({row({{"N", 2}}, 1, 0)})}});
+  try {
+    compare_report(series, "");
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("share no measured point"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace kernelscan
