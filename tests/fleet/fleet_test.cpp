@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/import_samples.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/sse_reader.hpp"
 
@@ -153,6 +154,80 @@ TEST(Fleet, PostgresqlStoppedAndStartedAgainMidSweepTheSweepCompletes) {
   EXPECT_EQ((*f)[1].wait_job((*f)[1].submit(stream_sweep(2, 0)))["status"], "succeeded");
   const std::string logs = (*f)[0].log() + (*f)[1].log();
   EXPECT_NE(logs.find("storage recovered"), std::string::npos);
+  f.reset();
+}
+
+// While PostgreSQL is away every route that needs it answers 503 storage_unavailable with
+// Retry-After (never a 404 that reads as "no such job or node", never a 500); the ones that do
+// not need it keep answering; once it is back, every route answers as before.
+TEST(Fleet, WhilePostgresqlIsAwayEveryRouteThatNeedsItAnswers503AndAllAnswerOnceItIsBack) {
+  postgres_server server;
+  const std::string url = create_database(server.url());
+  auto f = std::make_unique<fleet>(2, 1, std::vector<std::string>{}, url);
+  daemon_process& a = (*f)[0];
+  const auto id = a.submit(stream_sweep(2, 0));
+  ASSERT_EQ(a.wait_job(id)["status"], "succeeded");
+  ASSERT_TRUE(eventually([&] { return a.get("/api/v1/devices/0?node=b").status == 200; }));
+  const std::string job = "/api/v1/jobs/" + std::to_string(id);
+  const json import_body = {{"format", "rocm_profiler"}, {"data", seed_results()}};
+  struct call {
+    std::string method, path, body;
+    int normally;  // the status once PostgreSQL is back
+  };
+  const std::vector<call> calls{
+      {"GET", "/api/v1/jobs", "", 200},
+      {"GET", "/api/v1/jobs?status=running&label.team=perf", "", 200},
+      {"GET", job, "", 200},
+      {"GET", job + "?wait=1", "", 200},
+      {"GET", job + "/results", "", 200},
+      {"GET", job + "/results?format=csv", "", 200},
+      {"GET", job + "/results?format=jsonl&offset=1", "", 200},
+      {"POST", job + "/cancel", "", 409},
+      {"GET", "/api/v1/devices", "", 200},
+      {"GET", "/api/v1/devices/0?node=b", "", 200},
+      {"POST", "/api/v1/devices/0/roofline?node=b", "{}", 202},
+      {"POST", "/api/v1/jobs", stream_sweep(2, 0).dump(), 201},
+      {"POST", "/api/v1/imports", import_body.dump(), 201},
+      {"GET", "/readyz", "", 200},
+  };
+  auto send = [&](const call& c) {
+    return c.method == "GET" ? a.get(c.path) : a.post(c.path, c.body);
+  };
+
+  server.stop();
+  for (const auto& c : calls) {
+    const auto r = send(c);
+    EXPECT_EQ(r.status, 503) << c.method << " " << c.path << ": " << r.text;
+    EXPECT_EQ(r.body["error"]["type"], "storage_unavailable") << c.method << " " << c.path;
+    EXPECT_EQ(r.header("Retry-After"), "5") << c.method << " " << c.path;
+  }
+  // What needs no database still answers: liveness, this node's own devices, the metrics
+  // (which say the store is down, and how many points wait for it).
+  EXPECT_EQ(a.get("/healthz").status, 200);
+  const auto own = a.get("/api/v1/devices/0");
+  EXPECT_EQ(own.status, 200) << own.text;
+  EXPECT_EQ(own.body["node"], "a");
+  const auto metrics = a.get("/metrics");
+  EXPECT_EQ(metrics.status, 200) << metrics.text;
+  EXPECT_NE(metrics.text.find("\nkernelscan_storage_up 0\n"), std::string::npos) << metrics.text;
+  EXPECT_NE(metrics.text.find("\nkernelscan_points_unstored 0\n"), std::string::npos);
+  EXPECT_EQ(metrics.text.find("kernelscan_queue_depth"), std::string::npos)
+      << "no job figures while the store cannot be read";
+
+  server.start();
+  for (const auto& c : calls) {
+    http_reply r;
+    EXPECT_TRUE(eventually(
+        [&] {
+          r = send(c);
+          return r.status == c.normally;
+        },
+        20s))
+        << c.method << " " << c.path << " answers " << r.status << ": " << r.text;
+  }
+  EXPECT_NE(a.get("/metrics").text.find("\nkernelscan_storage_up 1\n"), std::string::npos);
+  const auto rows = a.get(job + "/results");
+  EXPECT_EQ(rows.body["results"].size(), 2u) << rows.text;
   f.reset();
 }
 
