@@ -261,6 +261,69 @@ TEST(Fleet, AnEventsStreamOnOneNodeShowsTheLivePointsOfAJobAnotherNodeRuns) {
   }));
 }
 
+// Another node's devices are as fresh as their changes, not as its heartbeats: with a heartbeat
+// every 30 s (a lease of 120 s), a job claimed on c shows c's device busy with it on a's device
+// list by the time a's event stream says the job runs, and idle again when it ends.
+TEST(Fleet, AnotherNodesDeviceShowsBusyAndIdleAtOnceNotAtItsNextHeartbeat) {
+  const std::string db = create_database();
+  std::vector<std::unique_ptr<daemon_process>> nodes;
+  for (const char* name : {"a", "c"}) {
+    nodes.push_back(std::make_unique<daemon_process>(
+        daemon_process::options{.mock_devices = 1,
+                                .extra_args = {"--node", name, "--lease-timeout", "120"},
+                                .database = db}));
+    nodes.back()->start();
+  }
+  daemon_process& a = *nodes[0];
+  auto c_device = [&] {
+    const json devices = a.get("/api/v1/devices").body["devices"];
+    for (const auto& d : devices) {
+      if (d["node"] == "c") return d;
+    }
+    return json();
+  };
+  // Its worker got ready after the heartbeat at its start: idle already, not `starting`.
+  ASSERT_TRUE(eventually([&] { return c_device()["state"] == "idle"; }, 3s)) << c_device().dump();
+
+  sse_reader events(a.port());
+  ASSERT_TRUE(
+      eventually([&] { return events.has([](const sse_event& e) { return e.type == "ready"; }); }));
+  json spec = stream_sweep(30, 100);  // 3 s on c
+  spec["device"] = {{"node", "c"}};
+  const auto submitted = std::chrono::steady_clock::now();
+  const auto id = a.submit(spec);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return events.has([&](const sse_event& e) {
+          return e.type == "job" && e.data["id"] == id && e.data["status"] == "running";
+        });
+      },
+      3s));
+  const json busy = c_device();
+  EXPECT_EQ(busy["state"], "busy") << busy.dump();
+  EXPECT_EQ(busy["current_job"], id) << busy.dump();
+  std::cout << "c's device read busy on a "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count()
+            << " s after the submission (heartbeat every 30 s)\n";
+
+  const json job = a.wait_job(id, 60s);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_EQ(job["node"], "c");
+  // c stores the job's end, then its device's: a reader may fall between the two.
+  json idle;
+  EXPECT_TRUE(eventually(
+      [&] {
+        idle = c_device();
+        return idle["state"] == "idle" && idle["current_job"].is_null();
+      },
+      2s))
+      << idle.dump();
+  // The same through the device route.
+  EXPECT_EQ(a.get("/api/v1/devices/0?node=c").body["state"], "idle");
+  nodes.clear();
+  drop_database(db);
+}
+
 TEST(Fleet, PlacementByNodeAndIndexByNodeOrByModel) {
   const std::string db = create_database();
   {
