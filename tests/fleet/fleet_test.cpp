@@ -193,6 +193,9 @@ TEST(Fleet, WhilePostgresqlIsAwayEveryRouteThatNeedsItAnswers503AndAllAnswerOnce
   auto send = [&](const call& c) {
     return c.method == "GET" ? a.get(c.path) : a.post(c.path, c.body);
   };
+  sse_reader events(a.port());
+  ASSERT_TRUE(
+      eventually([&] { return events.has([](const sse_event& e) { return e.type == "ready"; }); }));
 
   server.stop();
   for (const auto& c : calls) {
@@ -213,6 +216,10 @@ TEST(Fleet, WhilePostgresqlIsAwayEveryRouteThatNeedsItAnswers503AndAllAnswerOnce
   EXPECT_NE(metrics.text.find("\nkernelscan_points_unstored 0\n"), std::string::npos);
   EXPECT_EQ(metrics.text.find("kernelscan_queue_depth"), std::string::npos)
       << "no job figures while the store cannot be read";
+  // The event stream needs no database either.
+  sse_reader during(a.port());
+  EXPECT_TRUE(
+      eventually([&] { return during.has([](const sse_event& e) { return e.type == "ready"; }); }));
 
   server.start();
   for (const auto& c : calls) {
@@ -226,6 +233,9 @@ TEST(Fleet, WhilePostgresqlIsAwayEveryRouteThatNeedsItAnswers503AndAllAnswerOnce
         << c.method << " " << c.path << " answers " << r.status << ": " << r.text;
   }
   EXPECT_NE(a.get("/metrics").text.find("\nkernelscan_storage_up 1\n"), std::string::npos);
+  // b's events of the outage never reached a: its streams are told to reload.
+  EXPECT_TRUE(eventually(
+      [&] { return events.has([](const sse_event& e) { return e.type == "reset"; }); }, 10s));
   const auto rows = a.get(job + "/results");
   EXPECT_EQ(rows.body["results"].size(), 2u) << rows.text;
   f.reset();
