@@ -1,7 +1,5 @@
 #include "server/fleet_devices.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include "api/job_codec.hpp"
 
 namespace kernelscan {
@@ -16,14 +14,7 @@ std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double
     out.push_back(std::move(j));
   }
   if (!shared) return out;
-  std::vector<device_record> others;
-  try {
-    others = store.devices(now);
-  } catch (const storage_error& e) {
-    spdlog::warn("devices: the other nodes' cannot be read: {}", e.what());
-    return out;
-  }
-  for (const auto& d : others) {
+  for (const auto& d : store.devices(now)) {
     if (d.node == sched.node()) continue;
     json j = parse_json(d.info_json);
     if (d.node_stopped || double(d.heartbeat_age_ms) > lease_timeout_s * 1000) {

@@ -5,7 +5,9 @@
 // job event is read back from the store and published here, and handed to `on_job` (so that a
 // queued job wakes idle devices here, and a cancel reaches the node that runs the job). A
 // request to measure a device's roofline again, made on any node, travels the same way to the
-// node that has the device (`on_roofline`), and is not shown on the event stream.
+// node that has the device (`on_roofline`), and is not shown on the event stream. When the
+// store had lost the other nodes for a while, a "reset" event tells this daemon's streams that
+// they missed events (clients reload).
 //
 // Threading: attach() once at start-up, before the store joins; the rest runs on the hub's
 // publishers' threads and the store's event thread.

@@ -265,18 +265,32 @@ struct http_api::impl {
     };
     gauge("kernelscan_build_info", "The running version.", "gauge");
     out += std::string("kernelscan_build_info{version=\"") + KERNELSCAN_VERSION + "\"} 1\n";
-    const auto counts = store.count_by_status();
-    auto count = [&](job_status st) {
-      auto it = counts.find(st);
-      return it == counts.end() ? std::int64_t(0) : it->second;
-    };
-    gauge("kernelscan_queue_depth", "Jobs waiting for a device.", "gauge");
-    out += "kernelscan_queue_depth " + std::to_string(count(job_status::queued)) + "\n";
-    gauge("kernelscan_jobs", "Jobs in the store, by state.", "gauge");
-    for (auto st : {job_status::queued, job_status::running, job_status::succeeded,
-                    job_status::failed, job_status::cancelled}) {
-      out += "kernelscan_jobs{state=\"" + std::string(to_string(st)) + "\"} " +
-             std::to_string(count(st)) + "\n";
+    // The figures the store holds are left out while it cannot be read, and the page still
+    // answers: it is how an operator sees an outage (kernelscan_storage_up 0, and the points
+    // waiting for the store in kernelscan_points_unstored).
+    std::optional<std::map<job_status, std::int64_t>> counts;
+    try {
+      counts = store.count_by_status();
+    } catch (const storage_error& e) {
+      if (!e.unavailable()) throw;
+    }
+    gauge("kernelscan_storage_up",
+          "1 while the store can be read, 0 while it cannot (the job figures are left out then).",
+          "gauge");
+    out += std::string("kernelscan_storage_up ") + (counts ? "1" : "0") + "\n";
+    if (counts) {
+      auto count = [&](job_status st) {
+        auto it = counts->find(st);
+        return it == counts->end() ? std::int64_t(0) : it->second;
+      };
+      gauge("kernelscan_queue_depth", "Jobs waiting for a device.", "gauge");
+      out += "kernelscan_queue_depth " + std::to_string(count(job_status::queued)) + "\n";
+      gauge("kernelscan_jobs", "Jobs in the store, by state.", "gauge");
+      for (auto st : {job_status::queued, job_status::running, job_status::succeeded,
+                      job_status::failed, job_status::cancelled}) {
+        out += "kernelscan_jobs{state=\"" + std::string(to_string(st)) + "\"} " +
+               std::to_string(count(st)) + "\n";
+      }
     }
     gauge("kernelscan_points_measured_total", "Sweep points measured since the daemon started.",
           "counter");
@@ -793,15 +807,19 @@ struct http_api::impl {
         throw bad_parameter("fields", e.what());
       }
     }
-    // Stream page by page: a 100,000-point job never sits in memory whole.
+    // Stream page by page: a 100,000-point job never sits in memory whole. The first page is
+    // read here, so that a store that cannot be read answers 503 before the status line goes
+    // out; a later page that fails ends the response unfinished (the client sees it cut off).
     struct cursor_state {
-      std::uint64_t offset, remaining;
+      std::uint64_t remaining;
+      std::optional<std::vector<stored_result>> first_page;
       std::uint64_t emitted = 0;
-      // The first page starts at `offset` rows; the next ones after the last index read.
+      // The next pages start after the last index read.
       std::optional<std::uint64_t> last_index = std::nullopt;
       bool started = false, finished = false;
     };
-    auto st = std::make_shared<cursor_state>(cursor_state{offset, limit});
+    auto st = std::make_shared<cursor_state>(
+        cursor_state{limit, store.results(id, offset, std::min(limit, k_results_page))});
     response r;
     r.content_type = format == "csv"     ? "text/csv; charset=utf-8"
                      : format == "jsonl" ? "application/x-ndjson"
@@ -825,8 +843,13 @@ struct http_api::impl {
         }
       }
       const auto page = std::min(st->remaining, k_results_page);
-      const auto rows = st->last_index ? s->results_after(id, *st->last_index, page)
-                                       : s->results(id, st->offset, page);
+      std::vector<stored_result> rows;
+      if (st->first_page) {
+        rows = std::move(*st->first_page);
+        st->first_page.reset();
+      } else {
+        rows = s->results_after(id, *st->last_index, page);
+      }
       if (!rows.empty()) st->last_index = rows.back().index;
       for (std::size_t i = 0; i < rows.size(); ++i) {
         if (format == "json" && st->emitted++ > 0) chunk += ",";
@@ -977,17 +1000,25 @@ struct http_api::impl {
       res.set_header(k.c_str(), v.c_str());
     if (r.stream) {
       auto stream = r.stream;
-      res.set_chunked_content_provider(r.content_type,
-                                       [stream](std::size_t, httplib::DataSink& sink) {
-                                         std::string chunk;
-                                         while (chunk.empty()) {
-                                           if (!stream(chunk)) {
-                                             sink.done();
-                                             return true;
-                                           }
-                                         }
-                                         return sink.write(chunk.data(), chunk.size());
-                                       });
+      // httplib calls the provider after the status line is out and outside its exception
+      // handler: a throw here would end the process. A stream that fails (a page the store
+      // cannot read) ends the response unfinished instead, which the client sees as cut off.
+      res.set_chunked_content_provider(
+          r.content_type, [stream](std::size_t, httplib::DataSink& sink) {
+            std::string chunk;
+            try {
+              while (chunk.empty()) {
+                if (!stream(chunk)) {
+                  sink.done();
+                  return true;
+                }
+              }
+            } catch (const std::exception& e) {
+              spdlog::error("a streamed response ended unfinished: {}", e.what());
+              return false;
+            }
+            return sink.write(chunk.data(), chunk.size());
+          });
     } else if (!r.content_type.empty()) {
       res.set_content(r.body, r.content_type.c_str());
     }

@@ -12,21 +12,31 @@ bool job_waiters::wait(std::int64_t id, clock::time_point deadline,
   auto& w = m_watches[id];
   ++w.waiters;
   ++m_waiting;
+  // On every way out, a throwing `is_done` included; with the lock held.
+  const auto leave = [&] {
+    --m_waiting;
+    if (--m_watches[id].waiters == 0) m_watches.erase(id);
+  };
   bool done = false;
   for (;;) {
     // Read the generation before checking, so a notification between the check and the wait
     // is not missed.
     const std::uint64_t seen = m_watches[id].generation;
     lock.unlock();
-    done = is_done();
+    try {
+      done = is_done();
+    } catch (...) {
+      lock.lock();
+      leave();
+      throw;
+    }
     lock.lock();
     if (done || m_stopping) break;
     const bool woke = m_cv.wait_until(
         lock, deadline, [&] { return m_stopping || m_watches[id].generation != seen; });
     if (!woke) break;  // deadline
   }
-  --m_waiting;
-  if (--m_watches[id].waiters == 0) m_watches.erase(id);
+  leave();
   return done;
 }
 

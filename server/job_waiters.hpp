@@ -18,7 +18,8 @@ class job_waiters {
   using clock = std::chrono::steady_clock;
 
   // Returns when `is_done()` is true (checked first, then after each notification for `id`),
-  // at `deadline`, or on shutdown. Returns is_done()'s last answer.
+  // at `deadline`, or on shutdown. Returns is_done()'s last answer; what is_done() throws (a
+  // store that cannot be read) comes out of wait(), the wait given up.
   bool wait(std::int64_t id, clock::time_point deadline, const std::function<bool()>& is_done);
   void notify(std::int64_t id);
   // Wakes every waiter and makes later waits return at once.

@@ -30,6 +30,8 @@ class node_heartbeat {
   outcome beat(std::span<const device_record> devices, std::span<const job_lease> held);
   // When the next beat is due.
   clock::time_point due() const { return m_due; }
+  // The last beat did not reach the store (the next one is tried within a second).
+  bool failing() const { return m_failing; }
 
  private:
   job_store& m_store;

@@ -400,7 +400,6 @@ void scheduler::dispatch() {
 
 bool scheduler::start_job(device_slot& slot, claimed_job&& claimed) {
   const std::int64_t id = claimed.lease.job_id;
-  m_events.job_changed(id);
   auto active = std::make_unique<active_job>();
   active->lease = claimed.lease;
   active->spec_json = std::move(claimed.spec_json);
@@ -409,6 +408,8 @@ bool scheduler::start_job(device_slot& slot, claimed_job&& claimed) {
   slot.job_loaded = false;
   slot.window.start_job();
   slot.state = device_state::busy;
+  publish();  // the device busy with it, before the event that says the job runs
+  m_events.job_changed(id);
   auto& job = *slot.job;
   try {
     job.plan = std::make_unique<job_plan>(
@@ -685,10 +686,9 @@ void scheduler::arm_heartbeat() {
   });
 }
 
-void scheduler::beat() {
-  std::vector<device_record> devices;
-  std::vector<job_lease> held;
-  for (const auto& v : this->devices()) {
+std::vector<device_record> scheduler::device_records(const std::vector<device_view>& view) const {
+  std::vector<device_record> out;
+  for (const auto& v : view) {
     device_record d;
     d.node = m_config.node;
     d.index = v.info.index;
@@ -697,14 +697,23 @@ void scheduler::beat() {
     d.state = std::string(to_string(v.state));
     d.current_job = v.current_job;
     d.info_json = to_json(v).dump();
-    devices.push_back(std::move(d));
+    out.push_back(std::move(d));
   }
+  return out;
+}
+
+void scheduler::beat() {
+  const auto view = this->devices();
+  std::vector<job_lease> held;
   for (const auto& slot : m_slots) {
     if (slot->job && !slot->job->lost) held.push_back(slot->job->lease);
   }
   const auto started = m_clock.now();
-  const auto out = m_heartbeat.beat(devices, held);
+  const auto out = m_heartbeat.beat(device_records(view), held);
   if (!out.stored) return;
+  m_shared.clear();
+  for (const auto& v : view)
+    m_shared.emplace_back(v.state, v.current_job);
   const bool was_fresh = leases_fresh();
   m_renewed_at = started;
   for (const auto id : out.renewal.lost) {
@@ -872,8 +881,30 @@ void scheduler::publish() {
     view.push_back(std::move(v));
   }
   m_worker_restarts = restarts;
+  share_devices(view);
   std::lock_guard lock(m_view_mutex);
   m_view = std::move(view);
+}
+
+void scheduler::share_devices(const std::vector<device_view>& view) {
+  // A daemon alone has no one to tell. While the store is away the heartbeat, tried every
+  // second, writes them when it gets through; once stopping, the node has left the fleet.
+  if (m_config.database.empty() || m_draining || m_heartbeat.failing()) return;
+  bool changed = view.size() != m_shared.size();
+  for (std::size_t i = 0; !changed && i < view.size(); ++i) {
+    changed = m_shared[i] != std::pair{view[i].state, view[i].current_job};
+  }
+  if (!changed) return;
+  try {
+    m_store.heartbeat(m_config.node, device_records(view), m_clock.unix_ms());
+  } catch (const storage_error& e) {
+    spdlog::debug("devices: their new state is not stored yet ({}); the heartbeat stores it",
+                  e.what());
+    return;
+  }
+  m_shared.clear();
+  for (const auto& v : view)
+    m_shared.emplace_back(v.state, v.current_job);
 }
 
 std::vector<device_view> scheduler::devices() const {

@@ -246,7 +246,9 @@ class job_store {
 
   // Events across nodes: publish_event() hands an event to every other node sharing the store,
   // whose subscriber (set once, before join) is called with it on a thread of the store's. A
-  // store only one daemon uses (SQLite) has no other nodes and drops them.
+  // store only one daemon uses (SQLite) has no other nodes and drops them. After the store lost
+  // its connection to the other nodes and has it again, the subscriber gets an event of type
+  // "reset" (data {}): what they announced meanwhile is lost.
   virtual void publish_event(const store_event& event) = 0;
   virtual void subscribe(std::function<void(const store_event&)> on_event) = 0;
 

@@ -257,6 +257,8 @@ class postgres_job_store::session {
           m_conn = open(false);
           spdlog::info("storage: the node's PostgreSQL session is back");
           reported = false;
+          // What other nodes announced meanwhile never reached this node.
+          deliver({"reset", "{}"});
         }
         send();
         receive();
@@ -296,13 +298,16 @@ class postgres_job_store::session {
       const auto second = n.payload.find('\n', first == std::string::npos ? first : first + 1);
       if (second == std::string::npos) continue;
       if (n.payload.compare(0, first, m_instance) == 0) continue;  // our own
-      store_event e{n.payload.substr(first + 1, second - first - 1), n.payload.substr(second + 1)};
-      if (!m_on_event) continue;
-      try {
-        m_on_event(e);
-      } catch (const std::exception& ex) {
-        spdlog::warn("storage: an event from another node was not handled: {}", ex.what());
-      }
+      deliver({n.payload.substr(first + 1, second - first - 1), n.payload.substr(second + 1)});
+    }
+  }
+
+  void deliver(const store_event& e) {
+    if (!m_on_event) return;
+    try {
+      m_on_event(e);
+    } catch (const std::exception& ex) {
+      spdlog::warn("storage: an event from another node was not handled: {}", ex.what());
     }
   }
 

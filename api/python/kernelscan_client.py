@@ -19,8 +19,8 @@ saying why (job id, errors, flags, a per-point summary) and the raw job and rows
 
 Errors: an error answer of the API raises `KernelscanError` (HTTP status, the API's error
 `type`, `message` and `details`, and `retry_after` when the daemon sent one); a daemon that
-cannot be reached raises `KernelscanConnectionError`; `wait` past its time raises `JobTimeout`.
-All three are `KernelscanError`s.
+cannot be reached raises `KernelscanConnectionError`; `wait` past its time raises `JobTimeout`,
+and `measure_roofline(wait=True)` past its time `RooflineTimeout`. All are `KernelscanError`s.
 
 Threading: a Client holds no connection (each call opens its own), so one may be shared by
 threads. Units: seconds for timeouts, microseconds (`*_us`) in the API's data.
@@ -48,6 +48,7 @@ __all__ = [
     "JobTimeout",
     "KernelscanConnectionError",
     "KernelscanError",
+    "RooflineTimeout",
     "DEFAULT_SERVER",
     "METRIC_KEYS",
     "TERMINAL_STATES",
@@ -141,6 +142,15 @@ class JobTimeout(KernelscanError, TimeoutError):
         self.job = job
 
 
+class RooflineTimeout(KernelscanError, TimeoutError):
+    """`Client.measure_roofline(wait=True)` ran out of time; `device` is the device as last
+    seen."""
+
+    def __init__(self, message: str, device: dict) -> None:
+        super().__init__(message, type="wait_timeout")
+        self.device = device
+
+
 @dataclasses.dataclass
 class Evaluation:
     """What `Client.evaluate_detailed` found.
@@ -181,6 +191,24 @@ def _job_id(job: int | Mapping[str, Any]) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"not a job id: {job!r}")
     return value
+
+
+def _device_path(index: int, node: str | None, tail: str = "") -> str:
+    """/api/v1/devices/{index}{tail}[?node=NODE], refusing what is not a device index or a node
+    name (they go into the URL)."""
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"not a device index: {index!r}")
+    path = f"/api/v1/devices/{index}{tail}"
+    if node is None:
+        return path
+    if not isinstance(node, str) or not node:
+        raise ValueError(f"not a node name: {node!r}")
+    return path + "?" + urllib.parse.urlencode({"node": node})
+
+
+def _measured_at(device: Mapping[str, Any]) -> Any:
+    measured = device.get("measured")
+    return measured.get("measured_at") if isinstance(measured, Mapping) else None
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -475,8 +503,57 @@ class Client:
         return found
 
     def devices(self) -> list[dict]:
-        """GET /api/v1/devices: each device with its description, worker state and counters."""
+        """GET /api/v1/devices: each device with its description, worker state and counters (in
+        a fleet every node's, each with its `node`)."""
         return self._call("GET", "/api/v1/devices").get("devices", [])
+
+    def device(self, index: int, node: str | None = None) -> dict:
+        """GET /api/v1/devices/{index}: one device of `node` (a fleet's node name), or of the
+        daemon this client talks to when None. An unknown node or index raises KernelscanError
+        `not_found` (404) whose `field_errors` name `node` or `index`."""
+        return self._call("GET", _device_path(index, node))
+
+    def measure_roofline(
+        self,
+        index: int,
+        node: str | None = None,
+        *,
+        wait: bool = False,
+        timeout_s: float = 600.0,
+        poll_s: float = 0.5,
+    ) -> dict:
+        """POST /api/v1/devices/{index}/roofline: asks the device (of `node`, as in `device`) to
+        measure its roofline again between its jobs; the device as the daemon answered (202,
+        `roofline_requested` true). A node of a fleet that is offline raises KernelscanError
+        `node_offline` (409); an unknown node or index `not_found` (404).
+
+        With `wait`, polls the device every `poll_s` seconds until its `measured` ceilings are
+        new and returns it: RooflineTimeout (with `.device`) past `timeout_s`, KernelscanError
+        `roofline_failed` when the device reports that the measurement failed.
+        """
+        if wait and not (timeout_s >= 0 and poll_s > 0):
+            raise ValueError("timeout_s must be >= 0 and poll_s positive")
+        before = self.device(index, node) if wait else None
+        answer = self._call("POST", _device_path(index, node, "/roofline"), body=b"{}")
+        if before is None:
+            return answer
+        deadline = time.monotonic() + timeout_s
+        while True:
+            current = self.device(index, node)
+            fresh = _measured_at(current) != _measured_at(before)
+            if fresh and current.get("state") != "measuring":
+                return current
+            error = str(current.get("last_error") or "")
+            if error != str(before.get("last_error") or "") and "roofline" in error:
+                raise KernelscanError(error, type="roofline_failed", context={"device": current})
+            if time.monotonic() >= deadline:
+                where = f" of node {node}" if node is not None else ""
+                raise RooflineTimeout(
+                    f"device {index}{where} did not measure its roofline within {timeout_s:g} s "
+                    f"(it is {current.get('state')})",
+                    current,
+                )
+            time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
 
     # ------------------------------------------------------------------ fitness
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/import_samples.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/sse_reader.hpp"
 
@@ -156,6 +157,90 @@ TEST(Fleet, PostgresqlStoppedAndStartedAgainMidSweepTheSweepCompletes) {
   f.reset();
 }
 
+// While PostgreSQL is away every route that needs it answers 503 storage_unavailable with
+// Retry-After (never a 404 that reads as "no such job or node", never a 500); the ones that do
+// not need it keep answering; once it is back, every route answers as before.
+TEST(Fleet, WhilePostgresqlIsAwayEveryRouteThatNeedsItAnswers503AndAllAnswerOnceItIsBack) {
+  postgres_server server;
+  const std::string url = create_database(server.url());
+  auto f = std::make_unique<fleet>(2, 1, std::vector<std::string>{}, url);
+  daemon_process& a = (*f)[0];
+  const auto id = a.submit(stream_sweep(2, 0));
+  ASSERT_EQ(a.wait_job(id)["status"], "succeeded");
+  ASSERT_TRUE(eventually([&] { return a.get("/api/v1/devices/0?node=b").status == 200; }));
+  const std::string job = "/api/v1/jobs/" + std::to_string(id);
+  const json import_body = {{"format", "rocm_profiler"}, {"data", seed_results()}};
+  struct call {
+    std::string method, path, body;
+    int normally;  // the status once PostgreSQL is back
+  };
+  const std::vector<call> calls{
+      {"GET", "/api/v1/jobs", "", 200},
+      {"GET", "/api/v1/jobs?status=running&label.team=perf", "", 200},
+      {"GET", job, "", 200},
+      {"GET", job + "?wait=1", "", 200},
+      {"GET", job + "/results", "", 200},
+      {"GET", job + "/results?format=csv", "", 200},
+      {"GET", job + "/results?format=jsonl&offset=1", "", 200},
+      {"POST", job + "/cancel", "", 409},
+      {"GET", "/api/v1/devices", "", 200},
+      {"GET", "/api/v1/devices/0?node=b", "", 200},
+      {"POST", "/api/v1/devices/0/roofline?node=b", "{}", 202},
+      {"POST", "/api/v1/jobs", stream_sweep(2, 0).dump(), 201},
+      {"POST", "/api/v1/imports", import_body.dump(), 201},
+      {"GET", "/readyz", "", 200},
+  };
+  auto send = [&](const call& c) {
+    return c.method == "GET" ? a.get(c.path) : a.post(c.path, c.body);
+  };
+  sse_reader events(a.port());
+  ASSERT_TRUE(
+      eventually([&] { return events.has([](const sse_event& e) { return e.type == "ready"; }); }));
+
+  server.stop();
+  for (const auto& c : calls) {
+    const auto r = send(c);
+    EXPECT_EQ(r.status, 503) << c.method << " " << c.path << ": " << r.text;
+    EXPECT_EQ(r.body["error"]["type"], "storage_unavailable") << c.method << " " << c.path;
+    EXPECT_EQ(r.header("Retry-After"), "5") << c.method << " " << c.path;
+  }
+  // What needs no database still answers: liveness, this node's own devices, the metrics
+  // (which say the store is down, and how many points wait for it).
+  EXPECT_EQ(a.get("/healthz").status, 200);
+  const auto own = a.get("/api/v1/devices/0");
+  EXPECT_EQ(own.status, 200) << own.text;
+  EXPECT_EQ(own.body["node"], "a");
+  const auto metrics = a.get("/metrics");
+  EXPECT_EQ(metrics.status, 200) << metrics.text;
+  EXPECT_NE(metrics.text.find("\nkernelscan_storage_up 0\n"), std::string::npos) << metrics.text;
+  EXPECT_NE(metrics.text.find("\nkernelscan_points_unstored 0\n"), std::string::npos);
+  EXPECT_EQ(metrics.text.find("kernelscan_queue_depth"), std::string::npos)
+      << "no job figures while the store cannot be read";
+  // The event stream needs no database either.
+  sse_reader during(a.port());
+  EXPECT_TRUE(
+      eventually([&] { return during.has([](const sse_event& e) { return e.type == "ready"; }); }));
+
+  server.start();
+  for (const auto& c : calls) {
+    http_reply r;
+    EXPECT_TRUE(eventually(
+        [&] {
+          r = send(c);
+          return r.status == c.normally;
+        },
+        20s))
+        << c.method << " " << c.path << " answers " << r.status << ": " << r.text;
+  }
+  EXPECT_NE(a.get("/metrics").text.find("\nkernelscan_storage_up 1\n"), std::string::npos);
+  // b's events of the outage never reached a: its streams are told to reload.
+  EXPECT_TRUE(eventually(
+      [&] { return events.has([](const sse_event& e) { return e.type == "reset"; }); }, 10s));
+  const auto rows = a.get(job + "/results");
+  EXPECT_EQ(rows.body["results"].size(), 2u) << rows.text;
+  f.reset();
+}
+
 TEST(Fleet, AnEventsStreamOnOneNodeShowsTheLivePointsOfAJobAnotherNodeRuns) {
   fleet f(3, 1);
   sse_reader events(f[0].port());
@@ -184,6 +269,69 @@ TEST(Fleet, AnEventsStreamOnOneNodeShowsTheLivePointsOfAJobAnotherNodeRuns) {
     return e.type == "job" && e.data["id"] == id && e.data["status"] == "running" &&
            e.data["node"] == "c";
   }));
+}
+
+// Another node's devices are as fresh as their changes, not as its heartbeats: with a heartbeat
+// every 30 s (a lease of 120 s), a job claimed on c shows c's device busy with it on a's device
+// list by the time a's event stream says the job runs, and idle again when it ends.
+TEST(Fleet, AnotherNodesDeviceShowsBusyAndIdleAtOnceNotAtItsNextHeartbeat) {
+  const std::string db = create_database();
+  std::vector<std::unique_ptr<daemon_process>> nodes;
+  for (const char* name : {"a", "c"}) {
+    nodes.push_back(std::make_unique<daemon_process>(
+        daemon_process::options{.mock_devices = 1,
+                                .extra_args = {"--node", name, "--lease-timeout", "120"},
+                                .database = db}));
+    nodes.back()->start();
+  }
+  daemon_process& a = *nodes[0];
+  auto c_device = [&] {
+    const json devices = a.get("/api/v1/devices").body["devices"];
+    for (const auto& d : devices) {
+      if (d["node"] == "c") return d;
+    }
+    return json();
+  };
+  // Its worker got ready after the heartbeat at its start: idle already, not `starting`.
+  ASSERT_TRUE(eventually([&] { return c_device()["state"] == "idle"; }, 3s)) << c_device().dump();
+
+  sse_reader events(a.port());
+  ASSERT_TRUE(
+      eventually([&] { return events.has([](const sse_event& e) { return e.type == "ready"; }); }));
+  json spec = stream_sweep(30, 100);  // 3 s on c
+  spec["device"] = {{"node", "c"}};
+  const auto submitted = std::chrono::steady_clock::now();
+  const auto id = a.submit(spec);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return events.has([&](const sse_event& e) {
+          return e.type == "job" && e.data["id"] == id && e.data["status"] == "running";
+        });
+      },
+      3s));
+  const json busy = c_device();
+  EXPECT_EQ(busy["state"], "busy") << busy.dump();
+  EXPECT_EQ(busy["current_job"], id) << busy.dump();
+  std::cout << "c's device read busy on a "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count()
+            << " s after the submission (heartbeat every 30 s)\n";
+
+  const json job = a.wait_job(id, 60s);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_EQ(job["node"], "c");
+  // c stores the job's end, then its device's: a reader may fall between the two.
+  json idle;
+  EXPECT_TRUE(eventually(
+      [&] {
+        idle = c_device();
+        return idle["state"] == "idle" && idle["current_job"].is_null();
+      },
+      2s))
+      << idle.dump();
+  // The same through the device route.
+  EXPECT_EQ(a.get("/api/v1/devices/0?node=c").body["state"], "idle");
+  nodes.clear();
+  drop_database(db);
 }
 
 TEST(Fleet, PlacementByNodeAndIndexByNodeOrByModel) {

@@ -28,6 +28,7 @@ from kernelscan_client import (
     JobTimeout,
     KernelscanConnectionError,
     KernelscanError,
+    RooflineTimeout,
 )
 
 sys.path.insert(0, str(ROOT / "api" / "python" / "examples"))
@@ -189,6 +190,79 @@ class ClientTest(DaemonTestCase):
         self.assertEqual(len(devices), 1)
         self.assertEqual(devices[0]["index"], 0)
         self.assertEqual(devices[0]["engine"], "mock")
+
+    def test_one_device_of_this_node_or_of_a_named_node(self) -> None:
+        listed = self.client.devices()[0]
+        node = listed["node"]
+        for device in (self.client.device(0), self.client.device(0, node=node)):
+            self.assertEqual((device["node"], device["index"]), (node, 0))
+            self.assertEqual((device["name"], device["engine"]), (listed["name"], "mock"))
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.device(3)
+        e = caught.exception
+        self.assertEqual((e.status, e.type), (404, "not_found"))
+        self.assertEqual([f for f, _ in e.field_errors], ["index"])
+        self.assertIn(f'no device 3 on node "{node}" (its devices: 0)', e.message)
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.device(0, node="no-such-node")
+        self.assertEqual((caught.exception.status, caught.exception.type), (404, "not_found"))
+        self.assertEqual([f for f, _ in caught.exception.field_errors], ["node"])
+        self.assertIn(f"(nodes: {node})", caught.exception.message)
+        # A node name is a query value, sent encoded: it reaches the daemon as written.
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.device(0, node="a&node=b c")
+        self.assertIn('no node "a&node=b c"', caught.exception.message)
+        # Indices and names go into the URL: only what the API takes passes.
+        for index in (-1, True, "0", "0/roofline", 1.0):
+            with self.assertRaises(ValueError):
+                self.client.device(index)
+        with self.assertRaises(ValueError):
+            self.client.device(0, node="")
+
+    def test_measure_a_devices_roofline_again(self) -> None:
+        before = self.client.device(0)
+        self.assertIsNotNone(before["measured"], "measured when its worker first started")
+        asked = self.client.measure_roofline(0, node=before["node"])
+        self.assertIs(asked["roofline_requested"], True)
+        self.assertEqual((asked["node"], asked["index"]), (before["node"], 0))
+        # Waiting: the device once its new ceilings are in.
+        measured = self.client.measure_roofline(0, wait=True, timeout_s=60, poll_s=0.05)
+        self.assertNotEqual(measured["measured"]["measured_at"],
+                            before["measured"]["measured_at"])
+        self.assertNotEqual(measured["state"], "measuring")
+        self.assertNotIn("roofline_requested", measured)
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.measure_roofline(2)
+        self.assertEqual((caught.exception.status, caught.exception.type), (404, "not_found"))
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.measure_roofline(0, node="elsewhere")
+        self.assertEqual([f for f, _ in caught.exception.field_errors], ["node"])
+        with self.assertRaises(ValueError):
+            self.client.measure_roofline(-1)
+        with self.assertRaises(ValueError):
+            self.client.measure_roofline(0, wait=True, poll_s=0)
+
+    def test_a_roofline_wait_past_its_time_raises_with_the_device(self) -> None:
+        # A device measures between jobs: while one runs, the wait runs out, and the device as
+        # last seen (busy with the job) comes with the error.
+        job = self.client.submit(stream_sweep(40, delay_ms=100))
+        deadline = time.monotonic() + 30
+        while self.client.device(0)["current_job"] != job["id"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with self.assertRaises(RooflineTimeout) as caught:
+            self.client.measure_roofline(0, wait=True, timeout_s=0.3, poll_s=0.05)
+        self.assertIsInstance(caught.exception, TimeoutError)
+        self.assertEqual(caught.exception.type, "wait_timeout")
+        self.assertEqual(caught.exception.device["state"], "busy")
+        self.assertEqual(caught.exception.device["current_job"], job["id"])
+        self.assertIn("device 0 did not measure its roofline within 0.3 s (it is busy)",
+                      str(caught.exception))
+        # Once the job ends, the measurement asked for runs.
+        self.client.cancel(job)
+        self.client.wait(job, timeout_s=60)
+        deadline = time.monotonic() + 30
+        while self.client.device(0)["state"] != "idle" and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def test_a_path_prefix_is_kept(self) -> None:
         with self.assertRaises(KernelscanError) as caught:

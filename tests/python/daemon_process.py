@@ -72,6 +72,12 @@ def main() -> None:
     unittest.main(argv=argv)
 
 
+def store_log_line() -> str:
+    """What a daemon of this run logs at start about its store: PostgreSQL with --postgres, else
+    SQLite (a test checks it, so that a run meant for PostgreSQL cannot pass on SQLite)."""
+    return "store: PostgreSQL at" if POSTGRES else "store: SQLite in"
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without KERNELSCAN_* variables (a developer's settings must not leak into
     a test), plus `extra`."""

@@ -6,7 +6,10 @@ These follow the fitness contract (job spec `fitness: {baseline, target_us,
 correctness_weight}` and `cache`, `mock.speedup`, per-row and summary `fitness`, cache hits);
 a daemon without fitness scoring fails them (it refuses the `fitness` field).
 
-Run: python3 -B tests/python/fitness_test.py --binary build/server/kernelscan [-v] [TEST ...]
+With --postgres the daemon runs on a PostgreSQL database of its own (daemon_process.py).
+
+Run: python3 -B tests/python/fitness_test.py --binary build/server/kernelscan [--postgres] [-v]
+[TEST ...]
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
-from daemon_process import ROOT, DaemonTestCase, main
+from daemon_process import ROOT, DaemonTestCase, main, store_log_line
 
 import kernelscan_client
 from kernelscan_client import Client, KernelscanError
@@ -62,6 +65,10 @@ class FitnessTest(DaemonTestCase):
         self.assertIsNotNone(ev.job, ev.artifacts)
         self.assertEqual(ev.job["status"], "succeeded", ev.artifacts)
         return ev
+
+    def test_the_daemon_runs_on_the_store_this_run_asked_for(self) -> None:
+        # --postgres: on a PostgreSQL database of its own; else SQLite.
+        self.assertIn(store_log_line(), self.daemon.log())
 
     def test_rows_and_summary_carry_fitness(self) -> None:
         job = self.client.wait(self.client.submit(gemm_job(1.5, cache=False)), timeout_s=120)

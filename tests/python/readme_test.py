@@ -30,7 +30,10 @@ come out as the README numbers them. What the test substitutes, and nothing else
 
 Every `curl` runs through a wrapper that also writes the HTTP status to stderr.
 
-Run: python3 -B tests/python/readme_test.py --binary build/server/kernelscan [-v]
+With --postgres every daemon runs on a PostgreSQL database of its own (daemon_process.py), so
+the README holds on both stores.
+
+Run: python3 -B tests/python/readme_test.py --binary build/server/kernelscan [--postgres] [-v]
 """
 
 from __future__ import annotations
@@ -367,6 +370,10 @@ class ReadmeExamplesTest(unittest.TestCase):
 
         contract = yaml.safe_load((ROOT / "api" / "openapi.yaml").read_text())
         self.assertIn("/api/v1/jobs", contract["paths"])
+
+    def test_0_the_daemons_run_on_the_store_this_run_asked_for(self) -> None:
+        for daemon in (self.daemon, self.token_daemon, self.opencl_daemon):
+            self.assertIn(daemon_process.store_log_line(), daemon.log())
 
     def test_1_every_shell_example_works_as_the_readme_says(self) -> None:
         self.run_examples()
