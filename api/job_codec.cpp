@@ -153,6 +153,7 @@ std::string job_json_text(const job_record& job) {
   } else {
     w.raw(job.fitness_json);
   }
+  if (!job.variants_json.empty()) w.key("variants").raw(job.variants_json);
   w.end_object();
   w.key("cached_from");
   if (job.cached_from) {
@@ -165,6 +166,23 @@ std::string job_json_text(const job_record& job) {
   if (!job.spec_json.empty()) w.key("spec").raw(job.spec_json);  // stored canonical JSON
   w.end_object();
   return out;
+}
+
+std::string variants_json_text(const variant_summary& s) {
+  json variants = json::array();
+  for (const auto& v : s.variants) {
+    variants.push_back(
+        {{"name", v.name},
+         {"ok_points", v.ok_points},
+         {"wins", v.wins},
+         {"geomean_speedup", v.geomean_speedup ? json(*v.geomean_speedup) : json(nullptr)}});
+  }
+  return json{{"baseline", s.baseline ? json(*s.baseline) : json(nullptr)},
+              {"speedup_over", s.over_baseline ? "baseline" : "slowest"},
+              {"points", s.points},
+              {"best", s.best ? json(*s.best) : json(nullptr)},
+              {"variants", std::move(variants)}}
+      .dump();
 }
 
 std::string fitness_json_text(const job_fitness& f) {

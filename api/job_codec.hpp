@@ -9,6 +9,7 @@
 #include "api/json.hpp"
 #include "engine/fitness.hpp"
 #include "engine/job.hpp"
+#include "engine/variant_summary.hpp"
 
 namespace kernelscan {
 
@@ -25,5 +26,7 @@ std::string job_json_text(const job_record& job);
 
 // A job's fitness summary (api/openapi.yaml `JobFitness`).
 std::string fitness_json_text(const job_fitness& f);
+// The summary of a job's variants (api/openapi.yaml `VariantsSummary`).
+std::string variants_json_text(const variant_summary& s);
 
 }  // namespace kernelscan

@@ -92,13 +92,39 @@ class spec_parser {
     }
 
     const json* kernel = r.get("kernel");
+    const json* variants = r.get("variants");
     std::string op_default = "job";
-    if (!kernel) {
+    if (variants) {
+      spec.variants = parse_variants(*variants, kernel);
+      if (!spec.variants.empty()) {
+        spec.kernel = spec.variants.front().kernel;
+        op_default = std::string(op_name(spec.kernel)) + " variants";
+      }
+    } else if (!kernel) {
       r.error("kernel", "is required");
     } else {
       if (auto k = parse_kernel(*kernel, "kernel")) {
         spec.kernel = std::move(*k);
         op_default = std::string(op_name(spec.kernel)) + " sweep";
+      }
+    }
+    if (auto baseline = r.string("baseline", 64)) {
+      if (!variants) {
+        r.error("baseline",
+                "names the variant the others are compared with; give \"variants\", or a "
+                "baseline kernel as fitness.baseline");
+      } else if (!spec.variants.empty()) {
+        const bool known =
+            std::any_of(spec.variants.begin(), spec.variants.end(),
+                        [&](const kernel_variant& v) { return v.name == *baseline; });
+        if (known) {
+          spec.baseline_variant = *baseline;
+        } else {
+          std::string names;
+          for (const auto& v : spec.variants)
+            names += (names.empty() ? "" : ", ") + v.name;
+          r.error("baseline", "\"" + *baseline + "\" is not a variant (" + names + ")");
+        }
       }
     }
     spec.name = r.string("name", 200).value_or(op_default);
@@ -128,12 +154,25 @@ class spec_parser {
     if (const json* timing = r.get("timing")) spec.timing = parse_timing(*timing);
     if (const json* verify = r.get("verify")) spec.verify = parse_verify(*verify);
     if (const json* fitness = r.get("fitness")) spec.fitness = parse_fitness(*fitness);
+    if (variants && spec.fitness.baseline) {
+      error("fitness.baseline",
+            "a job with variants is compared with one of them: name it in \"baseline\" (each "
+            "variant's speedup and fitness are then over that variant)");
+    }
     if (auto cache = r.boolean("cache")) spec.cache = *cache;
     if (const json* mock = r.get("mock")) spec.mock = parse_mock(*mock);
     if (auto seed = r.integer("seed", 0, std::numeric_limits<std::int64_t>::max())) {
       spec.seed = std::uint64_t(*seed);
     }
     r.finish();
+    if (spec.variants.size() > 1 && spec.sweep.size() != UINT64_MAX &&
+        spec.sweep.size() <= m_limits.max_points &&
+        spec.sweep.size() > m_limits.max_points / spec.variants.size()) {
+      error("variants", "measures " + std::to_string(spec.variants.size()) +
+                            " variants at each of " + std::to_string(spec.sweep.size()) +
+                            " points, " + std::to_string(spec.variants.size() * spec.sweep.size()) +
+                            " measurements; the limit is " + std::to_string(m_limits.max_points));
+    }
     if (m_limits.require_used_parameters && m_names) {
       for (const auto& p : spec.sweep.parameters()) {
         if (m_used.count(p.name)) continue;
@@ -492,6 +531,107 @@ class spec_parser {
       return std::nullopt;
     }
     return s;
+  }
+
+  static bool variant_name(const std::string& s) {
+    return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+  }
+
+  // `variants`: each is `kernel` with the variant's fields laid over it (a shallow merge of the
+  // top-level fields), or, where its op differs from the kernel's, a kernel of its own. An error
+  // names the variant's field (variants[1].block), or the kernel's (kernel.source) where the
+  // kernel gave the field; a field of the kernel wrong in every variant is reported once.
+  std::vector<kernel_variant> parse_variants(const json& v, const json* kernel) {
+    std::vector<kernel_variant> out;
+    if (!v.is_array() || v.size() < k_min_variants || v.size() > k_max_variants) {
+      error("variants",
+            "must be a list of " + std::to_string(k_min_variants) + " to " +
+                std::to_string(k_max_variants) +
+                " variants ({\"name\": ..., and the kernel fields each changes}), not " +
+                (v.is_array() ? "a list of " + std::to_string(v.size())
+                              : std::string(json_type_name(v))));
+      return out;
+    }
+    const json* base = nullptr;
+    if (kernel) {
+      if (kernel->is_object()) {
+        base = kernel;
+      } else {
+        error("kernel", "must be an object (the fields the variants share), not " +
+                            std::string(json_type_name(*kernel)));
+      }
+    }
+    const std::string base_op = base && base->contains("op") && (*base)["op"].is_string()
+                                    ? (*base)["op"].get<std::string>()
+                                    : "";
+    std::set<std::string> names;
+    bool ok = true;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string path = index_path("variants", i);
+      const json& item = v[i];
+      if (!item.is_object()) {
+        error(path, "must be an object ({\"name\": ..., and the kernel fields it changes}), not " +
+                        std::string(json_type_name(item)));
+        ok = false;
+        continue;
+      }
+      std::string name;
+      const auto it = item.find("name");
+      if (it == item.end() || it->is_null()) {
+        error(join_path(path, "name"), "is required");
+        ok = false;
+      } else if (!it->is_string() || !variant_name(it->get<std::string>())) {
+        error(join_path(path, "name"),
+              (it->is_string() ? "\"" + it->get<std::string>() + "\" is not a variant name"
+                               : "must be a string, not " + std::string(json_type_name(*it))) +
+                  " (1 to 64 letters, digits, '_', '.', '-')");
+        ok = false;
+      } else {
+        name = it->get<std::string>();
+        if (!names.insert(name).second) {
+          error(join_path(path, "name"), "\"" + name + "\" is the name of an earlier variant");
+          ok = false;
+        }
+      }
+      json own = item;
+      own.erase("name");
+      const auto op = own.find("op");
+      const bool whole = !base || (op != own.end() && op->is_string() && *op != base_op);
+      json merged = whole ? own : *base;
+      if (!whole) {
+        for (const auto& [key, value] : own.items())
+          merged[key] = value;
+      }
+      const std::size_t before = m_errors.size();
+      auto k = parse_kernel(merged, path);
+      if (!whole) {
+        // Fields the kernel gave are the kernel's: report them there, and once.
+        for (std::size_t e = before; e < m_errors.size(); ++e) {
+          auto& field = m_errors[e].field;
+          if (field.rfind(path + ".", 0) != 0) continue;
+          const std::string rest = field.substr(path.size() + 1);
+          const std::string key = rest.substr(0, rest.find_first_of(".["));
+          if (!own.contains(key) && base->contains(key)) field = "kernel." + rest;
+        }
+        std::vector<field_error> kept(m_errors.begin(), m_errors.begin() + std::ptrdiff_t(before));
+        for (std::size_t e = before; e < m_errors.size(); ++e) {
+          const bool seen = std::any_of(kept.begin(), kept.end(), [&](const field_error& x) {
+            return x.field == m_errors[e].field && x.message == m_errors[e].message;
+          });
+          if (!seen) kept.push_back(std::move(m_errors[e]));
+        }
+        m_errors = std::move(kept);
+      }
+      if (!k) {
+        ok = false;
+        continue;
+      }
+      out.push_back({std::move(name), std::move(*k)});
+    }
+    if (!ok) out.clear();
+    return out;
   }
 
   std::optional<kernel_spec> parse_kernel(const json& v, const std::string& path) {
@@ -1024,6 +1164,24 @@ json to_json(const job_spec& spec) {
   j["device"] = placement_json(spec);
   j["priority"] = spec.priority;
   j["kernel"] = kernel_json(spec.kernel);
+  if (!spec.variants.empty()) {
+    // Each variant whole, every optional field written (null when absent), so that laid over
+    // `kernel` again it is exactly itself.
+    json variants = json::array();
+    for (const auto& v : spec.variants) {
+      json k = kernel_json(v.kernel);
+      if (std::holds_alternative<custom_spec>(v.kernel)) {
+        for (const char* key : {"flops", "bytes", "reference"}) {
+          if (!k.contains(key)) k[key] = nullptr;
+        }
+      }
+      json item = {{"name", v.name}};
+      item.update(k);
+      variants.push_back(std::move(item));
+    }
+    j["variants"] = std::move(variants);
+    j["baseline"] = spec.baseline_variant ? json(*spec.baseline_variant) : json(nullptr);
+  }
   j["sweep"] = json::object();
   for (const auto& p : spec.sweep.parameters())
     j["sweep"][p.name] = p.values;

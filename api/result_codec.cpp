@@ -42,6 +42,16 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> k_column
     {"simulated", "/simulated"},
 }};
 
+// Columns a job with variants adds after them.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 6> k_variant_columns{{
+    {"variant", "/variant"},
+    {"speedup_over_slowest", "/comparison/over_slowest/speedup"},
+    {"slowest", "/comparison/over_slowest/variant"},
+    {"speedup_over_baseline", "/comparison/over_baseline/speedup"},
+    {"speedup_over_baseline_ci95_low", "/comparison/over_baseline/ci95/0"},
+    {"speedup_over_baseline_ci95_high", "/comparison/over_baseline/ci95/1"},
+}};
+
 std::string csv_quote(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -126,6 +136,7 @@ json to_json(const point_result& r) {
   json j;
   j["index"] = r.index;
   j["params"] = params_json(r.params);
+  if (r.variant) j["variant"] = *r.variant;
   if (!r.name.empty()) j["name"] = r.name;
   j["status"] = to_string(r.status);
   if (r.error) j["error"] = {{"type", r.error->type}, {"message", r.error->message}};
@@ -186,6 +197,17 @@ json to_json(const point_result& r) {
       {"baseline_us", or_null(f.baseline_us)},
       {"latency_score", or_null(f.latency_score)},
       {"combined_score", f.combined_score}};
+  if (r.variant) {
+    auto speedup = [](const std::optional<variant_speedup>& e) {
+      if (!e) return json(nullptr);
+      return json{{"variant", e->over},
+                  {"speedup", e->speedup},
+                  {"ci95", json::array({e->ci95_low, e->ci95_high})}};
+    };
+    j["comparison"] = r.comparison ? json{{"over_slowest", speedup(r.comparison->over_slowest)},
+                                          {"over_baseline", speedup(r.comparison->over_baseline)}}
+                                   : json(nullptr);
+  }
   if (imported) {
     j["fitness"] = nullptr;  // not measured here: nothing to score
     j["environment"] = {
@@ -207,27 +229,40 @@ json to_json(const point_result& r) {
   return j;
 }
 
-std::string csv_header(const std::vector<std::string>& param_names) {
+std::string csv_header(const std::vector<std::string>& param_names, bool variants) {
   std::string out;
   for (const auto& p : param_names)
     out += csv_quote(p) + ",";
   for (std::size_t i = 0; i < k_columns.size(); ++i) {
     out += (i ? "," : "") + std::string(k_columns[i].first);
   }
+  if (variants) {
+    for (const auto& [name, pointer] : k_variant_columns)
+      out += "," + std::string(name);
+  }
   return out + "\r\n";
 }
 
-std::string csv_line(const json& row, const std::vector<std::string>& param_names) {
+std::string csv_line(const json& row, const std::vector<std::string>& param_names, bool variants) {
   std::string out;
   const json* params = row.contains("params") ? &row["params"] : nullptr;
   for (const auto& p : param_names) {
     if (params && params->contains(p)) out += csv_cell((*params)[p]);
     out += ",";
   }
-  for (std::size_t i = 0; i < k_columns.size(); ++i) {
-    const json::json_pointer ptr{std::string(k_columns[i].second)};
-    if (i) out += ",";
+  auto cell = [&](std::string_view pointer) {
+    const json::json_pointer ptr{std::string(pointer)};
     if (row.contains(ptr)) out += csv_cell(row[ptr]);
+  };
+  for (std::size_t i = 0; i < k_columns.size(); ++i) {
+    if (i) out += ",";
+    cell(k_columns[i].second);
+  }
+  if (variants) {
+    for (const auto& [name, pointer] : k_variant_columns) {
+      out += ",";
+      cell(pointer);
+    }
   }
   return out + "\r\n";
 }

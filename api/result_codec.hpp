@@ -22,7 +22,11 @@ std::vector<std::string> flags_of(const json& row);
 
 // CSV export: a header naming the sweep parameters then the fixed columns, and one line per
 // stored row (the JSON text to_json produced). Fields are quoted per RFC 4180 where needed.
-std::string csv_header(const std::vector<std::string>& param_names);
-std::string csv_line(const json& row, const std::vector<std::string>& param_names);
+// A job with variants (`variants`) has more columns after those: variant, its speedup over
+// the slowest variant of the point (and which that is), and over the baseline variant with the
+// ends of its 95% interval.
+std::string csv_header(const std::vector<std::string>& param_names, bool variants = false);
+std::string csv_line(const json& row, const std::vector<std::string>& param_names,
+                     bool variants = false);
 
 }  // namespace kernelscan

@@ -19,6 +19,7 @@ const std::vector<known_member>& known_members() {
   static const std::vector<known_member> k{
       {"index", {}},
       {"params", {}, true},
+      {"variant", {}},
       {"name", {}},
       {"status", {}},
       {"error", {"type", "message"}},
@@ -43,6 +44,7 @@ const std::vector<known_member>& known_members() {
       {"advice", {}},
       {"fitness",
        {"correct", "speedup", "speedup_ci95", "baseline_us", "latency_score", "combined_score"}},
+      {"comparison", {"over_slowest", "over_baseline"}},
       {"cache", {"hit", "job_id"}},
       {"import", {"format", "type", "total_us", "time_pct", "notes"}},
       {"environment", {"device", "driver", "clock_mhz", "temperature_c", "power_w"}},

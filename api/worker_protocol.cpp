@@ -54,6 +54,18 @@ std::string result_line(std::uint64_t seq, double wall_ms, const point_result& r
   return head + to_json(result).dump() + "}\n";
 }
 
+std::string result_line(std::uint64_t seq, double wall_ms,
+                        const std::vector<point_result>& results) {
+  if (results.size() == 1) return result_line(seq, wall_ms, results.front());
+  char head[96];
+  std::snprintf(head, sizeof head, R"({"type":"result","seq":%llu,"wall_ms":%.3f,"result":[)",
+                static_cast<unsigned long long>(seq), wall_ms);
+  std::string out = head;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    out += (i ? "," : "") + to_json(results[i]).dump();
+  return out + "]}\n";
+}
+
 std::string failure_line(std::uint64_t seq, std::string_view type, std::string_view message) {
   return json{{"type", "failure"}, {"seq", seq}, {"error", {{"type", type}, {"message", message}}}}
              .dump() +
@@ -102,6 +114,16 @@ worker_message parse_worker_line(std::string_view line) {
       m.seq = j.at("seq").get<std::uint64_t>();
       m.wall_ms = j.value("wall_ms", 0.0);
       m.result = std::move(j.at("result"));
+      if (m.result.is_array()) {
+        // The rows of a point's variants: each is stored as its own text.
+        if (m.result.empty()) throw protocol_error("result without rows");
+        for (const auto& row : m.result) {
+          if (!row.is_object() || !row.contains("index") || !row.contains("status")) {
+            throw protocol_error("result without index or status");
+          }
+        }
+        return m;
+      }
       if (!m.result.is_object() || !m.result.contains("index") || !m.result.contains("status")) {
         throw protocol_error("result without index or status");
       }

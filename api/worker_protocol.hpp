@@ -12,6 +12,8 @@
 //   worker -> daemon  {"type":"result","seq":12,"wall_ms":3.1,"result":{...}}
 //                     a PointResult row, always the last member so that the daemon can store
 //                     its text as sent; wall_ms is the worker's time on the point
+//   worker -> daemon  {"type":"result","seq":12,"wall_ms":9.4,"result":[{...},{...}]}
+//                     the rows of every variant of a point (a job with variants), in order
 //   worker -> daemon  {"type":"failure","seq":12,"error":{"type":..,"message":..}}
 //   worker -> daemon  {"type":"dropped","seq":13}                 not measured, by request
 //
@@ -25,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/json.hpp"
 #include "engine/device_info.hpp"
@@ -47,6 +50,10 @@ std::string set_roofline_line(const measured_roofline& roofline);
 // Lines the worker writes.
 std::string ready_line(const device_info& device);
 std::string result_line(std::uint64_t seq, double wall_ms, const point_result& result);
+// The rows of every variant of a point (one row: the line above): "result" is their list, and
+// result_text is left empty.
+std::string result_line(std::uint64_t seq, double wall_ms,
+                        const std::vector<point_result>& results);
 std::string failure_line(std::uint64_t seq, std::string_view type, std::string_view message);
 std::string dropped_line(std::uint64_t seq);
 std::string roofline_line(const measured_roofline& roofline);

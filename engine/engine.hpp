@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/device_info.hpp"
 #include "engine/job_plan.hpp"
@@ -21,6 +22,12 @@ class engine {
   // memory, a failed kernel launch) come back as a failed point_result; only a broken engine
   // throws. `seed` seeds input data and, on the mock, the simulated noise.
   virtual point_result measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) = 0;
+  // Every kernel of point `index`: for a job with variants one row per variant, in the spec's
+  // order, measured side by side; otherwise measure()'s row alone.
+  virtual std::vector<point_result> measure_all(const job_plan& plan, std::uint64_t index,
+                                                std::uint64_t seed) {
+    return {measure(plan, index, seed)};
+  }
   // Measures the device's empirical roofline by micro-benchmarks (DESIGN.md §5) and judges
   // points by it from then on.
   virtual measured_roofline measure_roofline() = 0;

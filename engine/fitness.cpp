@@ -60,7 +60,9 @@ point_fitness score_point(const point_result& r, const fitness_options& options,
   } else if (options.target_us) {
     const double w = options.correctness_weight;
     f.combined_score = w + (1 - w) * f.latency_score.value_or(0);
-  } else if (options.baseline) {
+  } else if (options.baseline || speedup) {
+    // A fitness baseline, or with variants the baseline variant (the runner gives a speedup
+    // only then).
     f.combined_score = f.speedup.value_or(0);
   } else {
     f.combined_score = 1;

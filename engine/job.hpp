@@ -61,7 +61,8 @@ struct job_record {
   bool cancel_requested = false;
   std::string spec_json;  // canonical spec; empty in list views
   std::optional<job_best> best;
-  std::string fitness_json;                 // the fitness summary once the job ended; else empty
+  std::string fitness_json;   // the fitness summary once the job ended; else empty
+  std::string variants_json;  // a job with variants: the summary of them once it ended; else empty
   std::optional<std::int64_t> cached_from;  // the job whose stored results answered this one
 };
 

@@ -106,7 +106,8 @@ struct job_plan::impl {
   std::vector<std::string> names;
   compiled_kernel kernel;
   std::optional<compiled_kernel> baseline;
-  mutable std::vector<double> values;  // the current point's parameters
+  std::vector<compiled_kernel> variants_compiled;  // one per spec.variants, in order
+  mutable std::vector<double> values;              // the current point's parameters
   mutable std::uint64_t current = UINT64_MAX;
   // Expressions that did not compile; the constructor throws them all.
   mutable std::vector<plan_error::problem> compile_problems;
@@ -392,7 +393,7 @@ struct job_plan::impl {
                      out = resolve(c, std::get<stream_spec>(spec_kernel), index);
                    },
                    [&](const compiled_custom& c) {
-                     out = resolve(c, std::get<custom_spec>(spec_kernel), index);
+                     out = resolve(c, std::get<custom_spec>(spec_kernel), at, index);
                    },
                },
                compiled);
@@ -400,7 +401,7 @@ struct job_plan::impl {
     return out;
   }
 
-  custom_instance resolve(const compiled_custom& c, const custom_spec& s,
+  custom_instance resolve(const compiled_custom& c, const custom_spec& s, const std::string& at,
                           std::uint64_t index) const {
     custom_instance out;
     out.launch = resolve(c.launch, s.kernel, index);
@@ -446,9 +447,10 @@ struct job_plan::impl {
                      const auto& spec_ref = std::get<gemm_spec>(*s.reference);
                      auto r = resolve(g, spec_ref, index);
                      const double m = double(r.m), n = double(r.n), k = double(r.k);
-                     check_binding(out, "kernel.reference", r.bind_a, m * k, "gemm A (m*k)", index);
-                     check_binding(out, "kernel.reference", r.bind_b, k * n, "gemm B (k*n)", index);
-                     check_binding(out, "kernel.reference", r.bind_c, m * n, "gemm C (m*n)", index);
+                     const std::string ref_at = at + ".reference";
+                     check_binding(out, ref_at, r.bind_a, m * k, "gemm A (m*k)", index);
+                     check_binding(out, ref_at, r.bind_b, k * n, "gemm B (k*n)", index);
+                     check_binding(out, ref_at, r.bind_c, m * n, "gemm C (m*n)", index);
                      out.reference = std::move(r);
                    },
                    [&](const compiled_stream& st) {
@@ -456,7 +458,7 @@ struct job_plan::impl {
                      auto r = resolve(st, spec_ref, index);
                      for (const auto* bind : {&r.bind_a, &r.bind_b, &r.bind_c}) {
                        if (!bind->empty()) {
-                         check_binding(out, "kernel.reference", *bind, double(r.n), "stream n",
+                         check_binding(out, at + ".reference", *bind, double(r.n), "stream n",
                                        index);
                        }
                      }
@@ -476,7 +478,15 @@ job_plan::job_plan(job_spec spec, plan_limits limits) : m_impl(std::make_unique<
   p.spec = std::move(spec);
   p.limits = limits;
   p.names = p.spec.sweep.names();
-  p.kernel = p.compile_kernel(p.spec.kernel, "kernel");
+  if (p.spec.variants.empty()) {
+    p.kernel = p.compile_kernel(p.spec.kernel, "kernel");
+  } else {
+    for (std::size_t v = 0; v < p.spec.variants.size(); ++v) {
+      p.variants_compiled.push_back(
+          p.compile_kernel(p.spec.variants[v].kernel, "variants[" + std::to_string(v) + "]"));
+    }
+    p.kernel = p.variants_compiled.front();
+  }
   if (p.spec.fitness.baseline) {
     p.baseline = p.compile_kernel(*p.spec.fitness.baseline, "fitness.baseline");
   }
@@ -496,7 +506,41 @@ std::uint64_t job_plan::size() const {
 }
 
 kernel_instance job_plan::resolve(std::uint64_t index) const {
+  if (!m_impl->spec.variants.empty()) return resolve_variant(0, index);
   return m_impl->resolve_kernel(m_impl->kernel, m_impl->spec.kernel, "kernel", index);
+}
+
+std::size_t job_plan::variant_count() const {
+  return m_impl->spec.variants.size();
+}
+
+std::size_t job_plan::kernels_per_point() const {
+  return std::max<std::size_t>(1, m_impl->spec.variants.size());
+}
+
+std::optional<std::size_t> job_plan::baseline_variant() const {
+  const auto& spec = m_impl->spec;
+  if (!spec.baseline_variant) return std::nullopt;
+  for (std::size_t v = 0; v < spec.variants.size(); ++v) {
+    if (spec.variants[v].name == *spec.baseline_variant) return v;
+  }
+  return std::nullopt;
+}
+
+kernel_instance job_plan::resolve_variant(std::size_t variant, std::uint64_t index) const {
+  const auto& p = *m_impl;
+  return p.resolve_kernel(p.variants_compiled.at(variant), p.spec.variants.at(variant).kernel,
+                          "variants[" + std::to_string(variant) + "]", index);
+}
+
+void job_plan::check_variants_fit(std::uint64_t index) const {
+  const auto& p = *m_impl;
+  if (p.spec.variants.empty()) return;
+  // Measured side by side, every variant's buffers live on the device at once.
+  double bytes = 0;
+  for (std::size_t v = 0; v < p.spec.variants.size(); ++v)
+    bytes += footprint_bytes(resolve_variant(v, index));
+  p.check_bytes("variants", bytes, index);
 }
 
 std::optional<kernel_instance> job_plan::resolve_baseline(std::uint64_t index) const {
@@ -521,8 +565,14 @@ void job_plan::validate_all() const {
   } guard{p};
   for (std::uint64_t i = 0; i < size(); ++i) {
     p.point_problems = 0;
-    (void)resolve(i);
-    if (p.point_problems == 0) (void)resolve_baseline(i);
+    if (p.spec.variants.empty()) {
+      (void)resolve(i);
+      if (p.point_problems == 0) (void)resolve_baseline(i);
+    } else {
+      for (std::size_t v = 0; v < p.spec.variants.size(); ++v)
+        (void)resolve_variant(v, i);
+      if (p.point_problems == 0) check_variants_fit(i);
+    }
   }
   if (!problems.empty()) throw plan_error(std::move(problems));
 }

@@ -64,12 +64,24 @@ class job_plan {
   const job_spec& spec() const;
   std::uint64_t size() const;
 
-  // The kernel at point `index`; throws plan_error if a field evaluates to an invalid value there
-  // (not an integer, not positive, over a limit). Precondition: index < size().
+  // The kernel at point `index` (with variants, the first variant's); throws plan_error if a field
+  // evaluates to an invalid value there (not an integer, not positive, over a limit). Precondition:
+  // index < size().
   kernel_instance resolve(std::uint64_t index) const;
   // The job's fitness baseline at point `index` (its expressions see the same sweep
   // parameters), nullopt when the job has none; throws plan_error like resolve().
   std::optional<kernel_instance> resolve_baseline(std::uint64_t index) const;
+  // Variants (job_spec::variants): how many (0 for a job without), the kernels measured at each
+  // point (the variants, or the one kernel), and the index of the baseline variant, if named.
+  std::size_t variant_count() const;
+  std::size_t kernels_per_point() const;
+  std::optional<std::size_t> baseline_variant() const;
+  // Variant `variant`'s kernel at point `index`; throws plan_error like resolve() (fields named
+  // variants[1].block). Precondition: variant < variant_count().
+  kernel_instance resolve_variant(std::size_t variant, std::uint64_t index) const;
+  // Throws plan_error when the buffers of all the variants of point `index` together exceed the
+  // point's memory limit (they are on the device at once).
+  void check_variants_fit(std::uint64_t index) const;
   // Resolves every point; throws a plan_error listing every field that is invalid at some point
   // (each with the first point where it is). Cost: size() resolutions.
   void validate_all() const;

@@ -57,9 +57,9 @@ bool job_spec::operator==(const job_spec& o) const {
   };
   return name == o.name && labels == o.labels && engine == o.engine && device == o.device &&
          device_node == o.device_node && device_model == o.device_model && priority == o.priority &&
-         kernel == o.kernel && same_sweep(sweep, o.sweep) && timing == o.timing &&
-         verify == o.verify && fitness == o.fitness && cache == o.cache && mock == o.mock &&
-         seed == o.seed;
+         kernel == o.kernel && variants == o.variants && baseline_variant == o.baseline_variant &&
+         same_sweep(sweep, o.sweep) && timing == o.timing && verify == o.verify &&
+         fitness == o.fitness && cache == o.cache && mock == o.mock && seed == o.seed;
 }
 
 }  // namespace kernelscan

@@ -71,6 +71,17 @@ struct mock_options {
   bool operator==(const mock_options&) const = default;
 };
 
+// One of several kernels a job measures side by side: its name and the kernel it is, the job's
+// `kernel` with the variant's fields laid over it (or a kernel of its own where its op differs).
+struct kernel_variant {
+  std::string name;  // [A-Za-z0-9_.-]{1,64}, unique in the job
+  kernel_spec kernel;
+  bool operator==(const kernel_variant&) const = default;
+};
+
+inline constexpr std::size_t k_min_variants = 2;
+inline constexpr std::size_t k_max_variants = 16;
+
 struct job_spec {
   std::string name;
   std::map<std::string, std::string> labels;
@@ -81,7 +92,14 @@ struct job_spec {
   std::optional<std::string> device_node;
   std::optional<std::string> device_model;
   int priority = 0;  // higher runs first
+  // Without variants, the kernel measured; with them, the first variant's kernel (so that what
+  // asks for "the job's kernel" - its op, its language - sees one of them).
   kernel_spec kernel;
+  // Kernels measured side by side at every point, interleaved on one device (empty: `kernel`
+  // alone). Every variant is measured at every point; rows name their variant.
+  std::vector<kernel_variant> variants;
+  // The variant the others are compared with (speedups, fitness); nullopt: none named.
+  std::optional<std::string> baseline_variant;
   kernelscan::sweep sweep;
   timing_options timing;
   verify_options verify;

@@ -65,6 +65,10 @@ std::optional<std::string> unsupported_language(kernel_language language,
 }
 
 std::optional<std::string> unsupported_language(const job_spec& spec, const device_info& device) {
+  for (std::size_t v = 0; v < spec.variants.size(); ++v) {
+    const std::string at = "variants[" + std::to_string(v) + "]";
+    if (auto why = first_unsupported(spec.variants[v].kernel, at, device)) return why;
+  }
   if (auto why = first_unsupported(spec.kernel, "kernel", device)) return why;
   if (spec.fitness.baseline) {
     return first_unsupported(*spec.fitness.baseline, "fitness.baseline", device);

@@ -91,8 +91,27 @@ struct point_origin {
   std::vector<std::string> notes;      // what could not be analysed, and why
 };
 
+// A variant's speedup over another variant of the same point (job_spec::variants): the median of
+// the paired ratios other/this of their interleaved samples, with its 95% interval.
+struct variant_speedup {
+  std::string over;  // the other variant's name
+  double speedup = 0;
+  double ci95_low = 0, ci95_high = 0;
+};
+
+// How a variant compares with the others at its point: over the slowest variant there (1 for
+// that one), and over the job's baseline variant when it names one. Absent where the other
+// failed.
+struct variant_comparison {
+  std::optional<variant_speedup> over_slowest;
+  std::optional<variant_speedup> over_baseline;
+};
+
 struct point_result {
   std::uint64_t index = 0;
+  // The variant measured (job_spec::variants); nullopt for a job without variants.
+  std::optional<std::string> variant;
+  std::optional<variant_comparison> comparison;
   std::vector<std::pair<std::string, std::int64_t>> params;
   std::string name;  // imported points: the kernel or component as its source names it
   point_status status = point_status::ok;

@@ -411,35 +411,9 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
         sampled[1].samples_us.size() == main.samples_us.size()) {
       speedup = paired_speedup(main.samples_us, sampled[1].samples_us);
     }
-    r.status = point_status::ok;
-    r.time_us = main.summary;
-    r.samples = main.samples_us.size();
-    r.discarded = main.discarded;
-    r.converged = main.converged;
-    r.stop_reason = main.stop_reason;
-    r.sampling_ms = main.elapsed_ms;
-    r.batch = kernels[0].batch;
-    r.environment.device = m_info.name;
-    r.environment.driver = m_info.driver;
-    r.environment.clock_mhz = m_info.clock_mhz;
-    if (auto reading = m_backend->read_telemetry()) {
-      if (reading->sm_clock_mhz) r.environment.clock_mhz = *reading->sm_clock_mhz;
-      r.environment.temperature_c = reading->temperature_c;
-      r.environment.power_w = reading->power_w;
-    }
+    fill_sampled(r, main, kernels[0]);
     analyse_point(r, instance, spec, m_analysis, speedup);
-    if (checks && !checks->rotates()) {
-      r.advice.push_back(
-          "the device had no room for a second set of buffers, so timed launches did not "
-          "alternate between two addresses");
-    }
-    if (main.throttled_kept > 0) {
-      r.advice.push_back(std::to_string(main.throttled_kept) + " of the " +
-                         std::to_string(r.samples) +
-                         " samples kept ran while the device throttled (thermal or hardware "
-                         "slowdown), too many to discard: the time is what the device gives "
-                         "under this load");
-    }
+    add_sampling_advice(r, main, !checks || checks->rotates());
     return r;
   } catch (const compile_error& e) {
     return failed("compile_error", e.what());
@@ -449,6 +423,247 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     return failed("invalid_point", e.what());
   } catch (const std::bad_alloc&) {
     return failed("out_of_memory", "the host ran out of memory for this point");
+  }
+}
+
+void point_runner::fill_sampled(point_result& r, const sampling_result& s, const timed_kernel& k) {
+  r.status = point_status::ok;
+  r.time_us = s.summary;
+  r.samples = s.samples_us.size();
+  r.discarded = s.discarded;
+  r.converged = s.converged;
+  r.stop_reason = s.stop_reason;
+  r.sampling_ms = s.elapsed_ms;
+  r.batch = k.batch;
+  r.environment.device = m_info.name;
+  r.environment.driver = m_info.driver;
+  r.environment.clock_mhz = m_info.clock_mhz;
+  if (auto reading = m_backend->read_telemetry()) {
+    if (reading->sm_clock_mhz) r.environment.clock_mhz = *reading->sm_clock_mhz;
+    r.environment.temperature_c = reading->temperature_c;
+    r.environment.power_w = reading->power_w;
+  }
+}
+
+std::vector<point_result> point_runner::measure_all(const job_plan& plan, std::uint64_t index,
+                                                    std::uint64_t seed) {
+  if (plan.variant_count() == 0) return {measure(plan, index, seed)};
+  return measure_variants(plan, index, seed);
+}
+
+std::vector<point_result> point_runner::measure_variants(const job_plan& plan, std::uint64_t index,
+                                                         std::uint64_t seed) {
+  const auto& spec = plan.spec();
+  const std::size_t count = plan.variant_count();
+  const bool simulated = !m_backend->runs_device_code();
+  std::vector<std::optional<point_result>> rows(count);
+  auto fail = [&](std::size_t v, const std::string& type, const std::string& message) {
+    auto r = failed_point(index, plan.params(index), type, message);
+    r.variant = spec.variants[v].name;
+    r.l2 = spec.timing.l2;
+    r.simulated = simulated;
+    r.environment.device = m_info.name;
+    r.environment.driver = m_info.driver;
+    rows[v] = std::move(r);
+  };
+  auto fail_rest = [&](const std::string& type, const std::string& message) {
+    for (std::size_t v = 0; v < count; ++v) {
+      if (!rows[v]) fail(v, type, message);
+    }
+  };
+  auto finish = [&] {
+    std::vector<point_result> out;
+    out.reserve(count);
+    for (auto& r : rows)
+      out.push_back(std::move(*r));
+    return out;
+  };
+  if (!m_backend->usable()) {
+    fail_rest("device_fault", "the device faulted earlier in this worker");
+    return finish();
+  }
+  if (auto why = unsupported_language(spec, m_info)) {
+    fail_rest("unsupported", *why);
+    return finish();
+  }
+
+  struct variant_state {
+    std::size_t v = 0;
+    kernel_instance instance;
+    std::optional<point_kernel> kernel;
+    verification_result verification;
+    std::optional<timed_checks> checks;
+    buffer_set own;
+    std::uint64_t refreshes = 0;
+  };
+  std::vector<std::unique_ptr<variant_state>> live;
+  double need = 0;
+  for (std::size_t v = 0; v < count; ++v) {
+    try {
+      auto s = std::make_unique<variant_state>();
+      s->v = v;
+      s->instance = plan.resolve_variant(v, index);
+      need += footprint_bytes(s->instance);
+      live.push_back(std::move(s));
+    } catch (const plan_error& e) {
+      fail(v, "invalid_point", e.what());
+    }
+  }
+  // Runs one variant's step; what it throws fails that variant's row only.
+  auto attempt = [&](variant_state& s, const auto& step) {
+    try {
+      step();
+      return true;
+    } catch (const compile_error& e) {
+      fail(s.v, "compile_error", e.what());
+    } catch (const backend_error& e) {
+      fail(s.v, point_error_type(e.kind()), e.what());
+    } catch (const std::invalid_argument& e) {
+      fail(s.v, "invalid_point", e.what());
+    } catch (const std::bad_alloc&) {
+      fail(s.v, "out_of_memory", "the host ran out of memory for this point");
+    }
+    return false;
+  };
+  // Drops the variants whose row is decided; after a fault that lost the device, all of them.
+  auto prune = [&] {
+    if (!m_backend->usable()) {
+      fail_rest("device_fault",
+                "the device faulted while another variant of this point was measured");
+    }
+    std::erase_if(live, [&](const auto& s) { return rows[s->v].has_value(); });
+  };
+
+  const std::uint64_t point_seed = mix64(seed ^ mix64(index + 1));
+  try {
+    m_backend->begin_point({index, point_seed, &spec.mock});
+    check_memory(need,
+                 plan.describe_point(index) + " with its " + std::to_string(count) + " variants");
+  } catch (const backend_error& e) {
+    fail_rest(point_error_type(e.kind()), e.what());
+    return finish();
+  }
+  // Compiled and verified one by one; every variant's inputs come from the point's seed, so
+  // that each is checked against the reference's answer for the same inputs.
+  for (auto& s : live) {
+    if (rows[s->v]) continue;
+    attempt(*s, [&] {
+      s->kernel.emplace(*m_backend, s->instance);
+      s->verification = m_backend->runs_device_code()
+                            ? verify(*s->kernel, spec, point_seed)
+                            : m_backend->simulate_verification(spec, s->instance);
+      init_inputs(*s->kernel, point_seed);
+      s->own = s->kernel->own_buffers();
+    });
+    if (!m_backend->usable()) break;
+  }
+  prune();
+  std::vector<timed_kernel> kernels;
+  for (auto& s : live) {
+    if (!m_backend->runs_device_code()) {
+      kernels.push_back(
+          {[&k = *s->kernel, &own = s->own] { k.launch(own); }, kernel_role::candidate});
+      continue;
+    }
+    const bool ok = attempt(*s, [&] {
+      s->checks.emplace(*this, *s->kernel, spec, point_seed, s->verification.status == "passed");
+    });
+    if (!ok) continue;
+    auto& checks = *s->checks;
+    kernels.push_back(
+        {[&k = *s->kernel, &checks] { k.launch(checks.current()); }, kernel_role::candidate});
+    kernels.back().before = [&checks](std::int64_t n, bool timed) { checks.before(n, timed); };
+    kernels.back().after = [&checks] { checks.after(); };
+  }
+  prune();
+  if (live.empty()) return finish();
+
+  std::vector<sampling_result> sampled;
+  try {
+    sampled = sample_interleaved(*m_backend, kernels, spec.timing);
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      auto& s = *live[i];
+      if (!s.checks) continue;
+      s.checks->check_one_if_none(kernels[i], spec.timing);
+      s.checks->report(s.verification);
+      if (kernels[i].batch > 1 && kernels[i].single_us > 0) {
+        auto& fastest = s.verification.launch_us;
+        fastest = std::min(fastest.value_or(kernels[i].single_us), kernels[i].single_us);
+      }
+    }
+  } catch (const backend_error& e) {
+    fail_rest(point_error_type(e.kind()), e.what());
+    return finish();
+  } catch (const std::invalid_argument& e) {
+    fail_rest("invalid_point", e.what());
+    return finish();
+  } catch (const std::bad_alloc&) {
+    fail_rest("out_of_memory", "the host ran out of memory for this point");
+    return finish();
+  }
+
+  // The variants that sampled; the slowest of them, and the baseline among them.
+  std::vector<std::size_t> measured;
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    if (sampled[i].samples_us.empty()) {
+      fail(live[i]->v, "internal",
+           "every sample was discarded (the device throttled, or the host could not queue the "
+           "launches in time)");
+    } else {
+      measured.push_back(i);
+    }
+  }
+  std::optional<std::size_t> slowest, baseline;
+  for (const std::size_t i : measured) {
+    if (!slowest || sampled[i].summary.median > sampled[*slowest].summary.median) slowest = i;
+    if (plan.baseline_variant() == live[i]->v) baseline = i;
+  }
+  auto speedup_over = [&](std::size_t i,
+                          std::optional<std::size_t> other) -> std::optional<speedup_estimate> {
+    if (!other) return std::nullopt;
+    const auto& a = sampled[i].samples_us;
+    const auto& b = sampled[*other].samples_us;
+    if (a.size() != b.size()) return std::nullopt;
+    return paired_speedup(a, b);
+  };
+  auto as_variant_speedup = [&](const speedup_estimate& e, std::size_t other) {
+    return variant_speedup{spec.variants[live[other]->v].name, e.speedup, e.ci95_low, e.ci95_high};
+  };
+  for (const std::size_t i : measured) {
+    auto& s = *live[i];
+    point_result r;
+    r.index = index;
+    r.params = plan.params(index);
+    r.variant = spec.variants[s.v].name;
+    r.l2 = spec.timing.l2;
+    r.simulated = simulated;
+    r.verification = std::move(s.verification);
+    fill_sampled(r, sampled[i], kernels[i]);
+    const auto over_baseline = speedup_over(i, baseline);
+    const auto over_slowest = speedup_over(i, slowest);
+    variant_comparison c;
+    if (over_slowest) c.over_slowest = as_variant_speedup(*over_slowest, *slowest);
+    if (over_baseline) c.over_baseline = as_variant_speedup(*over_baseline, *baseline);
+    r.comparison = std::move(c);
+    // The fitness of a variant is over the baseline variant.
+    analyse_point(r, s.instance, spec, m_analysis, over_baseline);
+    add_sampling_advice(r, sampled[i], !s.checks || s.checks->rotates());
+    rows[s.v] = std::move(r);
+  }
+  return finish();
+}
+
+void point_runner::add_sampling_advice(point_result& r, const sampling_result& s, bool rotated) {
+  if (!rotated) {
+    r.advice.push_back(
+        "the device had no room for a second set of buffers, so timed launches did not "
+        "alternate between two addresses");
+  }
+  if (s.throttled_kept > 0) {
+    r.advice.push_back(std::to_string(s.throttled_kept) + " of the " + std::to_string(r.samples) +
+                       " samples kept ran while the device throttled (thermal or hardware "
+                       "slowdown), too many to discard: the time is what the device gives under "
+                       "this load");
   }
 }
 

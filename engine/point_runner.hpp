@@ -22,6 +22,13 @@
 // compared after; a mismatch is `timed_output_mismatch`. A timed median far below the kernel's
 // verification launches is `faster_than_verification`.
 //
+// Variants (a job with job_spec::variants): measure_all() measures every variant of the point
+// on this device, interleaved sample by sample (A/B/C/A/B/C...) so that drift affects them
+// alike; each runs the same verification and timed checks a single kernel does, with inputs from
+// the same seeds, and one that does not compile or fails gets a failed row of its own while the
+// others are measured. Each row carries its speedups over the slowest variant of the point and
+// over the baseline variant, from the paired samples.
+//
 // Threading: one thread (the worker's). Owns its backend.
 
 #include <memory>
@@ -31,6 +38,7 @@
 #include "engine/engine.hpp"
 #include "engine/output_check.hpp"
 #include "engine/point_kernel.hpp"
+#include "engine/sample_loop.hpp"
 
 namespace kernelscan {
 
@@ -41,6 +49,9 @@ class point_runner : public engine {
 
   const device_info& device() const override { return m_info; }
   point_result measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) override;
+  // With variants: every variant of the point measured side by side (measure_variants).
+  std::vector<point_result> measure_all(const job_plan& plan, std::uint64_t index,
+                                        std::uint64_t seed) override;
   measured_roofline measure_roofline() override;
   void set_roofline(const measured_roofline& roofline) override;
   bool needs_restart() const override { return !m_backend->usable(); }
@@ -63,6 +74,17 @@ class point_runner : public engine {
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);
   verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed);
+  // The variants of a job measured side by side (DESIGN.md §4, README "Variants"): each is
+  // resolved, compiled and verified on its own, so one that fails fails its row only; every
+  // variant's inputs come from the same seeds, so each is checked against the reference's
+  // answer for the same inputs; then the survivors are sampled in rotation (A/B/C/A/B/C...,
+  // each with its own timed checks) and compared pairwise from those samples.
+  std::vector<point_result> measure_variants(const job_plan& plan, std::uint64_t index,
+                                             std::uint64_t seed);
+  // Fills the timing and environment of a row that sampled; after its analysis, the advice on
+  // how it was sampled (`rotated`: the timed launches alternated two buffer sets).
+  void fill_sampled(point_result& r, const sampling_result& s, const timed_kernel& k);
+  void add_sampling_advice(point_result& r, const sampling_result& s, bool rotated);
 
   std::unique_ptr<device_backend> m_backend;
   device_info m_info;

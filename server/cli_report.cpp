@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/variant_summary.hpp"
 #include "server/detail/text_table.hpp"
 
 namespace kernelscan {
@@ -82,6 +83,15 @@ std::string point_name(const json& row, const std::vector<std::string>& names) {
 }
 
 std::string kernel_line(const json& job) {
+  const json::json_pointer vp{"/spec/variants"};
+  if (job.contains(vp) && job[vp].is_array()) {
+    std::string names;
+    for (const auto& v : job[vp])
+      names += (names.empty() ? "" : ", ") + string_at(v, "/name", "?");
+    std::string baseline = string_at(job, "/spec/baseline");
+    return std::to_string(job[vp].size()) + " variants: " + one_line(names, 200) +
+           (baseline.empty() ? "" : "; baseline " + baseline);
+  }
   std::string op = job.value("op", "?");
   const json::json_pointer kp{"/spec/kernel"};
   if (!job.contains(kp) || !job[kp].is_object()) return op;
@@ -144,6 +154,139 @@ std::string speedup(double v) {
 // An ok point with a time to compare (a zero median would make every speedup infinite).
 bool is_ok(const json& row) {
   return row.value("status", "") == "ok" && number_at(row, "/time_us/median").value_or(0) > 0;
+}
+
+std::string ci_text(const json& ci) {
+  if (!ci.is_array() || ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number()) return "-";
+  return format_significant(ci[0].get<double>(), 3) + ".." +
+         format_significant(ci[1].get<double>(), 3);
+}
+
+// A job with variants: per point a table of its variants, fastest first, with their speedups
+// over the slowest variant there and over the baseline variant (and that speedup's 95%
+// interval); then the best variant of each point, and overall.
+std::string variants_report(const json& job, const json& rows,
+                            const std::vector<std::string>& names, const time_unit& unit) {
+  using col = text_table::column;
+  constexpr auto right = text_table::align::right;
+  constexpr auto left = text_table::align::left;
+  const std::string baseline = string_at(job, "/spec/baseline");
+  std::vector<std::string> variant_names;
+  for (const auto& v : job["spec"]["variants"])
+    variant_names.push_back(string_at(v, "/name", "?"));
+
+  std::vector<std::uint64_t> order;
+  std::map<std::uint64_t, std::vector<const json*>> points;
+  for (const auto& r : rows) {
+    const std::uint64_t index = r.value("index", std::uint64_t(0));
+    auto [it, inserted] = points.try_emplace(index);
+    if (inserted) order.push_back(index);
+    it->second.push_back(&r);
+  }
+  std::vector<col> columns{
+      col{"variant", left}, col{"status", left},     col{std::string("median ") + unit.name, right},
+      col{"95% CI", right}, col{"TFLOP/s", right},   col{"GB/s", right},
+      col{"roof", right},   col{"vs slowest", right}};
+  if (!baseline.empty()) columns.push_back(col{"vs " + baseline, right});
+  columns.push_back(col{"speedup CI", right});
+  text_table table(std::move(columns));
+  const char* compared =
+      baseline.empty() ? "/comparison/over_slowest" : "/comparison/over_baseline";
+  std::string best_lines;
+  std::vector<variant_row> summary_rows;
+  for (const std::uint64_t index : order) {
+    auto& group = points[index];
+    const json& first = *group.front();
+    const std::string title = names.empty() ? "point " + std::to_string(index)
+                                            : assignment(first, names, 0, names.size());
+    table.add_section(title);
+    std::stable_sort(group.begin(), group.end(), [](const json* a, const json* b) {
+      if (is_ok(*a) != is_ok(*b)) return is_ok(*a);
+      return is_ok(*a) && *number_at(*a, "/time_us/median") < *number_at(*b, "/time_us/median");
+    });
+    for (const json* rp : group) {
+      const json& r = *rp;
+      const std::string variant = string_at(r, "/variant", "?");
+      variant_row v;
+      v.point = index;
+      v.variant = variant;
+      v.ok = is_ok(r);
+      v.median_us = number_at(r, "/time_us/median");
+      v.over_baseline = number_at(r, "/comparison/over_baseline/speedup");
+      v.over_slowest = number_at(r, "/comparison/over_slowest/speedup");
+      summary_rows.push_back(v);
+      if (!is_ok(r)) {
+        std::string why = string_at(r, "/error/type", "no timing");
+        const std::string message = string_at(r, "/error/message");
+        if (!message.empty()) why += ": " + message;
+        table.add_row({variant, r.value("status", "?")}, one_line(why));
+        continue;
+      }
+      const double median = *number_at(r, "/time_us/median");
+      const auto low = number_at(r, "/time_us/ci95_low");
+      const auto high = number_at(r, "/time_us/ci95_high");
+      const auto flops = number_at(r, "/metrics/flops");
+      const auto bytes = number_at(r, "/metrics/bytes");
+      const auto tflops = number_at(r, "/metrics/tflops");
+      const auto gbps = number_at(r, "/metrics/gbps");
+      const auto roof = number_at(r, "/metrics/roof_pct");
+      const auto over_slowest = number_at(r, "/comparison/over_slowest/speedup");
+      std::vector<std::string> cells{
+          variant,
+          "ok",
+          format_significant(median * unit.per_us, k_digits),
+          low && high ? "±" + format_significant((*high - *low) / 2 * unit.per_us, k_ci_digits)
+                      : "-",
+          tflops && flops.value_or(1) > 0 ? format_significant(*tflops, k_digits) : "-",
+          gbps && bytes.value_or(1) > 0 ? format_significant(*gbps, k_digits) : "-",
+          roof ? percent(*roof) : "-",
+          over_slowest ? speedup(*over_slowest) : "-"};
+      if (!baseline.empty()) {
+        const auto over = number_at(r, "/comparison/over_baseline/speedup");
+        cells.push_back(over ? speedup(*over) : "-");
+      }
+      const json::json_pointer ci{std::string(compared) + "/ci95"};
+      cells.push_back(r.contains(ci) ? ci_text(r[ci]) : "-");
+      table.add_row(std::move(cells),
+                    string_at(r, "/verification/status") == "failed" ? "verification failed" : "");
+    }
+    // The fastest of the point comes first once sorted.
+    const json& best = *group.front();
+    std::string line = title + ": ";
+    if (!is_ok(best)) {
+      line += "none: every variant failed";
+    } else {
+      line += string_at(best, "/variant", "?") + ", " +
+              format_significant(*number_at(best, "/time_us/median") * unit.per_us, k_digits) +
+              " " + unit.name;
+      const char* over =
+          baseline.empty() ? "/comparison/over_slowest" : "/comparison/over_baseline";
+      const json::json_pointer x{std::string(over) + "/speedup"};
+      const json::json_pointer who{std::string(over) + "/variant"};
+      if (best.contains(x) && best[x].is_number() && best.contains(who)) {
+        line += ", " + speedup(best[x].get<double>()) + " " + text_of(best[who]);
+      }
+    }
+    best_lines += (best_lines.empty() ? "best    " : "        ") + line + "\n";
+  }
+  std::string out = table.render() + "\n" + best_lines;
+  const auto summary =
+      summarize_variants(summary_rows, variant_names,
+                         baseline.empty() ? std::nullopt : std::optional<std::string>(baseline));
+  std::string overall;
+  if (!summary.best) {
+    overall = "none: no variant measured";
+  } else {
+    for (const auto& v : summary.variants) {
+      if (v.name != *summary.best) continue;
+      overall = v.name + ": " + speedup(*v.geomean_speedup) + " " +
+                (baseline.empty() ? std::string("the slowest") : baseline) +
+                " (geometric mean over " + std::to_string(v.ok_points) + " points), fastest at " +
+                std::to_string(v.wins) + " of " + std::to_string(summary.points) + " points";
+    }
+  }
+  out += "overall " + overall + "\n";
+  return out;
 }
 
 }  // namespace
@@ -210,13 +353,24 @@ std::string results_report(const json& job, const json& rows) {
   using col = text_table::column;
   constexpr auto right = text_table::align::right;
   constexpr auto left = text_table::align::left;
+  if (job.contains(json::json_pointer{"/spec/variants"})) {
+    out += variants_report(job, rows, names, unit);
+    return out;
+  }
   const std::string row_key = names.empty() ? "point" : names.back();
-  // Kernels of an import are different kernels, not sizes of one: their share of the GPU time
-  // says more than a speedup over the slowest.
-  text_table table({col{row_key, right}, col{"status", left},
-                    col{std::string("median ") + unit.name, right}, col{"95% CI", right},
-                    col{"TFLOP/s", right}, col{"GB/s", right}, col{"roof", right},
-                    col{"bound", left}, col{imported ? "time" : "speedup", right}});
+  // A speedup compares two kernels at one point: this job's over its fitness baseline, never a
+  // point of the sweep over another (a small GEMM is not "faster" than a large one).
+  const bool baseline = std::any_of(rows.begin(), rows.end(), [](const json& r) {
+    return number_at(r, "/fitness/speedup").has_value();
+  });
+  std::vector<col> columns{
+      col{row_key, right},  col{"status", left},   col{std::string("median ") + unit.name, right},
+      col{"95% CI", right}, col{"TFLOP/s", right}, col{"GB/s", right},
+      col{"roof", right},   col{"bound", left}};
+  // Kernels of an import are different kernels, not sizes of one: their share of the GPU time.
+  if (imported) columns.push_back(col{"time", right});
+  if (baseline) columns.push_back(col{"vs baseline", right});
+  text_table table(std::move(columns));
 
   // Sections by all parameters but the last, in order of first appearance (rows arrive in
   // index order, so that is the sweep's order).
@@ -257,13 +411,21 @@ std::string results_report(const json& job, const json& rows) {
       const bool has_flops = tflops && flops.value_or(1) > 0;
       const bool has_bytes = gbps && bytes.value_or(1) > 0;
       const auto share = number_at(r, "/import/time_pct");
+      std::vector<std::string> cells{first,
+                                     "ok",
+                                     format_significant(median * unit.per_us, k_digits),
+                                     ci,
+                                     has_flops ? format_significant(*tflops, k_digits) : "-",
+                                     has_bytes ? format_significant(*gbps, k_digits) : "-",
+                                     roof ? percent(*roof) : "-",
+                                     string_at(r, "/metrics/bound", "-")};
+      if (imported) cells.push_back(share ? percent(*share) : "-");
+      if (baseline) {
+        const auto x = number_at(r, "/fitness/speedup");
+        cells.push_back(x ? speedup(*x) : "-");
+      }
       // An imported kernel's name runs on after the columns: C++ names are long.
-      table.add_row({first, "ok", format_significant(median * unit.per_us, k_digits), ci,
-                     has_flops ? format_significant(*tflops, k_digits) : "-",
-                     has_bytes ? format_significant(*gbps, k_digits) : "-",
-                     roof ? percent(*roof) : "-", string_at(r, "/metrics/bound", "-"),
-                     imported ? (share ? percent(*share) : "-") : speedup(slowest_us / median)},
-                    kernel_name(r, 200));
+      table.add_row(std::move(cells), kernel_name(r, 200));
     }
   }
   out += table.render();
@@ -280,12 +442,6 @@ std::string results_report(const json& job, const json& rows) {
     line += ", " + format_significant(*g, k_digits) + " GB/s";
   if (const auto p = number_at(b, "/metrics/roof_pct"))
     line += ", " + percent(*p) + " of roof (" + string_at(b, "/metrics/bound", "?") + " bound)";
-  if (ok >= 2 && !imported) {
-    // On a line of its own: with several parameters the best line would not fit in 100 columns.
-    line += "\n        " + speedup(slowest_us / best_us) + " the slowest point (" +
-            point_name(*slowest, names) + ": " +
-            format_significant(slowest_us * unit.per_us, k_digits) + " " + unit.name + ")";
-  }
   header("best", line);
   return out;
 }

@@ -469,7 +469,9 @@ struct http_api::impl {
       return std::holds_alternative<custom_spec>(k);
     };
     const bool user_kernels =
-        is_custom(spec.kernel) || (spec.fitness.baseline && is_custom(*spec.fitness.baseline));
+        is_custom(spec.kernel) || (spec.fitness.baseline && is_custom(*spec.fitness.baseline)) ||
+        std::any_of(spec.variants.begin(), spec.variants.end(),
+                    [&](const kernel_variant& v) { return is_custom(v.kernel); });
     if (spec.engine == engine_kind::any && user_kernels && any) {
       // Only the engine that runs the job's kernels may take it, a real one before the mock.
       p.engine = real ? *real : *mock;
@@ -572,7 +574,7 @@ struct http_api::impl {
     sub.requested_node = spec.device_node;
     sub.requested_model = spec.device_model;
     sub.op = std::string(op_name(spec.kernel));
-    sub.total_points = plan.size();
+    sub.total_points = plan.size() * plan.kernels_per_point();
     sub.spec_json = to_json(spec).dump();
     sub.request_hash = request_hash;
     if (!key.empty()) sub.idempotency_key = key;
@@ -794,10 +796,12 @@ struct http_api::impl {
     const job_record rec = find_job(id);
 
     std::vector<std::string> names;
+    bool variants = false;
     if (format == "csv" || fields_list) {
       const json spec = json::parse(rec.spec_json);
       for (const auto& [name, values] : spec["sweep"].items())
         names.push_back(name);
+      variants = spec.contains("variants");
     }
     std::optional<result_fields> fields;
     if (fields_list) {
@@ -832,14 +836,14 @@ struct http_api::impl {
                    {"progress", {{"done", rec.progress.done}, {"total", rec.progress.total}}}}
                   .dump()
             : "";
-    r.stream = [s, id, st, format, names, head, fields](std::string& chunk) {
+    r.stream = [s, id, st, format, names, head, fields, variants](std::string& chunk) {
       if (st->finished) return false;
       if (!st->started) {
         st->started = true;
         if (format == "json") {
           chunk = head.substr(0, head.size() - 1) + ",\"results\":[";
         } else if (format == "csv") {
-          chunk = csv_header(names);
+          chunk = csv_header(names, variants);
         }
       }
       const auto page = std::min(st->remaining, k_results_page);
@@ -861,7 +865,7 @@ struct http_api::impl {
           }
           if (format == "jsonl") chunk += "\n";
         } else {
-          chunk += csv_line(json::parse(rows[i].result_json), names);
+          chunk += csv_line(json::parse(rows[i].result_json), names, variants);
         }
       }
       st->remaining -= rows.size();

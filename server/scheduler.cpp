@@ -30,6 +30,37 @@ bool fatal_to_job(const std::string& type) {
   return type == "invalid_spec" || type == "compile_error";
 }
 
+// The summary of a job's variants from its stored rows (nullopt for a job without variants).
+// Reads every row: only jobs with variants pay for it, once, when they end.
+std::optional<std::string> variants_summary_text(job_store& store, std::int64_t id,
+                                                 const job_plan* plan) {
+  if (!plan || plan->variant_count() == 0) return std::nullopt;
+  const auto& spec = plan->spec();
+  std::vector<std::string> names;
+  for (const auto& v : spec.variants)
+    names.push_back(v.name);
+  std::vector<variant_row> rows;
+  for (const auto& stored : store.results(id, 0, UINT64_MAX)) {
+    const json r = json::parse(stored.result_json, nullptr, false);
+    if (!r.is_object() || !r.contains("variant") || !r["variant"].is_string()) continue;
+    variant_row v;
+    v.point = r.value("index", std::uint64_t(0));
+    v.variant = r["variant"].get<std::string>();
+    v.ok = r.value("status", "") == "ok";
+    if (r.contains("time_us") && r["time_us"].is_object())
+      v.median_us = r["time_us"].value("median", 0.0);
+    auto speedup = [&](const char* key) -> std::optional<double> {
+      const json::json_pointer p{std::string("/comparison/") + key + "/speedup"};
+      if (!r.contains(p) || !r[p].is_number()) return std::nullopt;
+      return r[p].get<double>();
+    };
+    v.over_baseline = speedup("over_baseline");
+    v.over_slowest = speedup("over_slowest");
+    rows.push_back(std::move(v));
+  }
+  return variants_json_text(summarize_variants(rows, names, spec.baseline_variant));
+}
+
 std::chrono::milliseconds lease_of(const serve_config& config) {
   return std::chrono::milliseconds(std::int64_t(config.lease_timeout_s * 1000));
 }
@@ -40,9 +71,16 @@ struct scheduler::active_job {
   job_lease lease;
   std::unique_ptr<job_plan> plan;
   std::string spec_json;
-  std::vector<std::uint64_t> todo;  // unmeasured indices, ascending
+  std::vector<std::uint64_t> todo;  // unmeasured points, ascending
   std::size_t next = 0;             // todo[next] is the next point to send
-  std::uint64_t total = 0;
+  // Rows per point: a job's variants are measured together, one row each, stored at row
+  // index point * per_point + variant (1 and the point's index for a job without variants).
+  std::uint64_t per_point = 1;
+  std::uint64_t total = 0;  // rows: points * per_point
+  // Rows measured (stored, or held to be stored), counting the points at the worker as not.
+  std::uint64_t measured_rows(std::size_t at_worker) const {
+    return total - (todo.size() - next + at_worker) * per_point;
+  }
   std::optional<point_error> first_failure;
   std::uint64_t first_failure_index = 0;
   bool cancel = false;
@@ -242,32 +280,47 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     record_failure(slot, index, msg.error_type, msg.error_message);
     return;
   }
-  const auto& r = msg.result;
-  if (r.value("index", std::uint64_t(-1)) != index) {
+  const std::uint64_t per_point = slot.job->per_point;
+  const bool many = msg.result.is_array();
+  const std::size_t count = many ? msg.result.size() : 1;
+  bool right = count == per_point;
+  for (std::size_t v = 0; v < count && right; ++v) {
+    const json& r = many ? msg.result[v] : msg.result;
+    right = r.value("index", std::uint64_t(-1)) == index;
+  }
+  if (!right) {
     slot.window.answered(std::nullopt);
     record_failure(slot, index, "internal", "the worker answered for another point");
     return;
   }
-  const bool ok = r.value("status", "") == "ok";
-  std::optional<double> median;
-  if (ok && r.contains("time_us") && r["time_us"].is_object()) {
-    median = r["time_us"].value("median", 0.0);
+  std::vector<result_row> rows;
+  rows.reserve(count);
+  for (std::size_t v = 0; v < count; ++v) {
+    const json& r = many ? msg.result[v] : msg.result;
+    const bool ok = r.value("status", "") == "ok";
+    std::optional<double> median;
+    if (ok && r.contains("time_us") && r["time_us"].is_object()) {
+      median = r["time_us"].value("median", 0.0);
+    }
+    if (!ok && !slot.job->first_failure && r.contains("error") && r["error"].is_object()) {
+      std::string message = r["error"].value("message", "");
+      if (r.contains("variant")) message = "variant " + r.value("variant", "") + ": " + message;
+      slot.job->first_failure = point_error{r["error"].value("type", "?"), std::move(message)};
+      slot.job->first_failure_index = index;
+    }
+    result_row row;
+    row.index = index * per_point + v;
+    if (r.contains("variant") && r["variant"].is_string()) row.variant = r["variant"];
+    row.ok = ok;
+    row.median_us = median;
+    row.params_json = r.contains("params") ? r["params"].dump() : "{}";
+    row.result_json = many ? r.dump() : std::move(msg.result_text);
+    row.score = score_of(r);
+    row.flags = flags_of(r);
+    rows.push_back(std::move(row));
   }
-  if (!ok && !slot.job->first_failure && r.contains("error") && r["error"].is_object()) {
-    slot.job->first_failure =
-        point_error{r["error"].value("type", "?"), r["error"].value("message", "")};
-    slot.job->first_failure_index = index;
-  }
-  result_row row;
-  row.index = index;
-  row.ok = ok;
-  row.median_us = median;
-  row.params_json = r.contains("params") ? r["params"].dump() : "{}";
-  row.result_json = std::move(msg.result_text);
-  row.score = score_of(r);
-  row.flags = flags_of(r);
   slot.window.answered(msg.wall_ms);
-  point_done(slot, std::move(row));
+  point_done(slot, std::move(rows));
 }
 
 void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
@@ -421,7 +474,8 @@ bool scheduler::start_job(device_slot& slot, claimed_job&& claimed) {
                point_error{"internal", std::string("stored spec does not load: ") + e.what()});
     return true;
   }
-  job.total = job.plan->size();
+  job.per_point = job.plan->kernels_per_point();
+  job.total = job.plan->size() * job.per_point;
   std::vector<std::uint64_t> done;
   try {
     done = m_store.result_indices(id);
@@ -441,14 +495,16 @@ bool scheduler::start_job(device_slot& slot, claimed_job&& claimed) {
     finish_job(slot, job_status::succeeded, std::nullopt);
     return true;
   }
-  job.todo.reserve(job.total - done.size());
+  // A point is done once every one of its rows is stored (its variants' rows are stored
+  // together, but a crash may fall between two transactions of a group commit).
   std::size_t d = 0;
-  for (std::uint64_t i = 0; i < job.total; ++i) {
-    if (d < done.size() && done[d] == i) {
+  for (std::uint64_t p = 0; p < job.plan->size(); ++p) {
+    std::uint64_t stored = 0;
+    while (d < done.size() && done[d] / job.per_point == p) {
+      ++stored;
       ++d;
-      continue;
     }
-    job.todo.push_back(i);
+    if (stored < job.per_point) job.todo.push_back(p);
   }
   spdlog::info("job {} starts on device {}: {} of {} points to measure", id, slot.index,
                job.todo.size(), job.total);
@@ -470,7 +526,7 @@ void scheduler::advance(device_slot& slot) {
   if (job.cancel) {
     if (!slot.window.empty()) return;  // stop after the points already at the worker
     if (!flush_results()) return;      // the flush retry calls back here
-    const std::uint64_t measured = job.total - (job.todo.size() - job.next);
+    const std::uint64_t measured = job.measured_rows(0);
     finish_job(slot, job_status::cancelled,
                point_error{"cancelled", "cancelled after " + std::to_string(measured) + " of " +
                                             std::to_string(job.total) + " points"});
@@ -546,27 +602,40 @@ void scheduler::record_failure(device_slot& slot, std::uint64_t index, const std
   auto& job = *slot.job;
   auto params = job.plan->params(index);
   const std::string params_text = params_json(params).dump();
-  auto result = failed_point(index, std::move(params), type, message);
-  result.l2 = job.plan->spec().timing.l2;
-  result.environment.device = slot.info.name;
-  result.environment.driver = slot.info.driver;
   if (!job.first_failure) {
     job.first_failure = point_error{type, message};
     job.first_failure_index = index;
   }
-  const json j = to_json(result);
-  result_row row;
-  row.index = index;
-  row.params_json = params_text;
-  row.result_json = j.dump();
-  row.score = score_of(j);
-  row.flags = flags_of(j);
-  point_done(slot, std::move(row));
+  // Every variant of the point fails with it: they were measured together.
+  const auto& variants = job.plan->spec().variants;
+  std::vector<result_row> rows;
+  for (std::uint64_t v = 0; v < job.per_point; ++v) {
+    auto result = failed_point(index, params, type, message);
+    if (!variants.empty()) result.variant = variants[v].name;
+    result.l2 = job.plan->spec().timing.l2;
+    result.environment.device = slot.info.name;
+    result.environment.driver = slot.info.driver;
+    const json j = to_json(result);
+    result_row row;
+    row.index = index * job.per_point + v;
+    row.variant = result.variant;
+    row.params_json = params_text;
+    row.result_json = j.dump();
+    row.score = score_of(j);
+    row.flags = flags_of(j);
+    rows.push_back(std::move(row));
+  }
+  point_done(slot, std::move(rows));
 }
 
-void scheduler::point_done(device_slot& slot, result_row row) {
-  row.job_id = slot.job->lease.job_id;
-  if (m_commit.add(std::move(row))) {
+void scheduler::point_done(device_slot& slot, std::vector<result_row> rows) {
+  bool full = false;
+  const std::size_t count = rows.size();
+  for (auto& row : rows) {
+    row.job_id = slot.job->lease.job_id;
+    full = m_commit.add(std::move(row)) || full;
+  }
+  if (full) {
     flush_results();
   } else {
     arm_flush();
@@ -576,8 +645,8 @@ void scheduler::point_done(device_slot& slot, result_row row) {
   } else {
     slot.watchdog.cancel();
   }
-  ++slot.points;
-  ++m_points_measured;
+  slot.points += count;
+  m_points_measured += count;
   advance(slot);
   publish();
 }
@@ -613,8 +682,8 @@ bool scheduler::flush_results() {
       for (const auto& slot : m_slots) {
         if (!slot->job || slot->job->lease.job_id != id) continue;
         const auto& job = *slot->job;
-        return std::pair<std::uint64_t, std::uint64_t>{
-            job.total - (job.todo.size() - job.next) - slot->window.size(), job.total};
+        return std::pair<std::uint64_t, std::uint64_t>{job.measured_rows(slot->window.size()),
+                                                       job.total};
       }
       return std::pair<std::uint64_t, std::uint64_t>{0, 0};
     });
@@ -637,7 +706,8 @@ void scheduler::try_finish(device_slot& slot) {
         summarize_fitness(m_store.scored_points(id), job.total, status == job_status::succeeded,
                           m_store.result_flags(id));
     ended = m_store.finish(m_config.node, job.lease, status, error, m_clock.unix_ms(),
-                           fitness_json_text(fitness));
+                           fitness_json_text(fitness),
+                           variants_summary_text(m_store, id, job.plan.get()));
   } catch (const storage_error& e) {
     spdlog::error("job {}: cannot store its end ({}): {}; retrying every second", id,
                   to_string(status), e.what());

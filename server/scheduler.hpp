@@ -103,7 +103,7 @@ class scheduler {
   // Commits the measured points held; false (and a retry armed) if storage failed.
   bool flush_results();
   void arm_flush();
-  void point_done(device_slot& slot, result_row row);
+  void point_done(device_slot& slot, std::vector<result_row> rows);
   void record_failure(device_slot& slot, std::uint64_t index, const std::string& type,
                       const std::string& message);
   // Ends the slot's job in the store, or retries every second while the store cannot be

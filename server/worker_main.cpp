@@ -266,7 +266,7 @@ int run_worker(const worker_config& config) {
       } else if (msg.index >= plan->size()) {
         reply = worker_protocol::failure_line(msg.seq, "internal", "point index out of range");
       } else {
-        const auto result = eng->measure(*plan, msg.index, plan->spec().seed.value_or(0));
+        const auto result = eng->measure_all(*plan, msg.index, plan->spec().seed.value_or(0));
         const double wall_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                 .count();

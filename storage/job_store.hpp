@@ -89,7 +89,10 @@ struct lease_renewal {
 // the row's JSON says, so that a job's summary is computed without parsing its rows.
 struct result_row {
   std::int64_t job_id = 0;
+  // The row's place in the job: the point's index, or for a job with variants point * variants
+  // + the variant's position.
   std::uint64_t index = 0;
+  std::optional<std::string> variant;  // the row's variant; nullopt for a job without
   bool ok = false;
   std::optional<double> median_us;
   std::string params_json;
@@ -194,10 +197,12 @@ class job_store {
   // running -> queued, for a job interrupted by a shutdown; false if the lease was lost.
   virtual bool requeue(const std::string& node, const job_lease& lease) = 0;
   // running -> succeeded | failed | cancelled; false (and nothing changed) if the lease was lost.
-  // `fitness_json`: the job's fitness summary (summarize_fitness), JSON.
+  // `fitness_json`: the job's fitness summary (summarize_fitness), JSON; `variants_json`: the
+  // summary of a job's variants (variant_summary.hpp), JSON.
   virtual bool finish(const std::string& node, const job_lease& lease, job_status status,
                       const std::optional<point_error>& error, std::int64_t now_ms,
-                      const std::optional<std::string>& fitness_json = std::nullopt) = 0;
+                      const std::optional<std::string>& fitness_json = std::nullopt,
+                      const std::optional<std::string>& variants_json = std::nullopt) = 0;
 
   // Each stored point's fitness, in index order, and every flag any point raised (sorted, once
   // each).

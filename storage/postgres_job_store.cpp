@@ -78,6 +78,7 @@ job_record read_row(const pg_result& r, int i) {
   if (!r.is_null(i, 24)) j.node = std::string(r.text(i, 24));
   j.requested_node = r.opt_text(i, 25);
   j.requested_model = r.opt_text(i, 26);
+  if (!r.is_null(i, 27)) j.variants_json = std::string(r.text(i, 27));
   return j;
 }
 
@@ -106,14 +107,14 @@ const std::string k_insert_rows = R"sql(
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[], $5::text[],
                        $6::text[], $7::boolean[], $8::float8[], $9::float8[], $10::float8[],
-                       $11::text[])
+                       $11::text[], $13::text[])
     WITH ORDINALITY AS t(job_id, idx, status, median_us, params, result, correct,
-                         combined_score, speedup, latency_score, flags, ord)
+                         combined_score, speedup, latency_score, flags, variant, ord)
 ), inserted AS (
   INSERT INTO kernelscan.results (job_id, idx, status, median_us, params, result, created_ms,
-                                  correct, combined_score, speedup, latency_score, flags)
+                                  correct, combined_score, speedup, latency_score, flags, variant)
   SELECT job_id, idx, status, median_us, params, result, $12, correct, combined_score, speedup,
-         latency_score, flags
+         latency_score, flags, variant
   FROM input ORDER BY ord
   ON CONFLICT DO NOTHING
   RETURNING job_id, idx
@@ -533,15 +534,16 @@ bool postgres_job_store::requeue(const std::string& node, const job_lease& lease
 
 bool postgres_job_store::finish(const std::string& node, const job_lease& lease, job_status status,
                                 const std::optional<point_error>& error, std::int64_t now_ms,
-                                const std::optional<std::string>& fitness_json) {
+                                const std::optional<std::string>& fitness_json,
+                                const std::optional<std::string>& variants_json) {
   auto c = m_pool.acquire();
   return c->exec(
               "UPDATE kernelscan.jobs SET status = $1, finished_ms = $2, error_type = $3, "
-              "error_message = $4, fitness = $5, lease_expires_at = NULL WHERE id = $6 AND "
-              "node = $7 AND attempt = $8 AND status = 'running'",
+              "error_message = $4, fitness = $5, lease_expires_at = NULL, variants_summary = $9 "
+              "WHERE id = $6 AND node = $7 AND attempt = $8 AND status = 'running'",
               {to_string(status), now_ms, error ? pg_param(error->type) : pg_param(nullptr),
                error ? pg_param(error->message) : pg_param(nullptr), fitness_json, lease.job_id,
-               node, lease.attempt})
+               node, lease.attempt, variants_json})
              .affected() == 1;
 }
 
@@ -599,9 +601,9 @@ std::int64_t postgres_job_store::copy_cached_results(std::int64_t from, std::int
   if (o.rows() == 1) origin = o.int64(0, 0);
   c->exec(
       "INSERT INTO kernelscan.results (job_id, idx, status, median_us, params, result, "
-      "created_ms, correct, combined_score, speedup, latency_score, flags, cache_origin) "
+      "created_ms, correct, combined_score, speedup, latency_score, flags, cache_origin, variant) "
       "SELECT $1, idx, status, median_us, params, result, $3, correct, combined_score, speedup, "
-      "latency_score, flags, $2 FROM kernelscan.results WHERE job_id = $4 "
+      "latency_score, flags, $2, variant FROM kernelscan.results WHERE job_id = $4 "
       "ON CONFLICT DO NOTHING",
       {to, origin, now_ms, from});
   c->exec(
@@ -660,7 +662,7 @@ void postgres_job_store::insert_rows(pg_connection& c, std::span<const result_ro
                                      std::optional<std::int64_t> job_id, std::int64_t now_ms) {
   if (rows.empty()) return;
   std::vector<pg_param> ids, idx, status, median, params, result, correct, score, speedup, latency,
-      flags;
+      flags, variant;
   for (const auto& row : rows) {
     ids.emplace_back(job_id.value_or(row.job_id));
     idx.emplace_back(std::int64_t(row.index));
@@ -673,10 +675,12 @@ void postgres_job_store::insert_rows(pg_connection& c, std::span<const result_ro
     speedup.emplace_back(row.score.speedup);
     latency.emplace_back(row.score.latency_score);
     flags.emplace_back(detail::join_flags(row.flags));
+    variant.emplace_back(row.variant);
   }
-  c.exec(k_insert_rows, {pg_array(ids), pg_array(idx), pg_array(status), pg_array(median),
-                         pg_array(params), pg_array(result), pg_array(correct), pg_array(score),
-                         pg_array(speedup), pg_array(latency), pg_array(flags), now_ms});
+  c.exec(k_insert_rows,
+         {pg_array(ids), pg_array(idx), pg_array(status), pg_array(median), pg_array(params),
+          pg_array(result), pg_array(correct), pg_array(score), pg_array(speedup),
+          pg_array(latency), pg_array(flags), now_ms, pg_array(variant)});
 }
 
 void postgres_job_store::add_results(std::span<const result_row> rows, std::int64_t now_ms) {

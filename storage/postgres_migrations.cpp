@@ -105,7 +105,14 @@ CREATE TABLE kernelscan.device_rooflines (
 );
 )sql";
 
-constexpr std::array<std::string_view, 1> k_steps{k_v1};
+// Variants: several kernels measured side by side in one job. Each row names its variant (NULL
+// for a job without), and a job that ends keeps the summary of its variants (JSON).
+constexpr std::string_view k_v2 = R"sql(
+ALTER TABLE kernelscan.results ADD COLUMN variant text;
+ALTER TABLE kernelscan.jobs ADD COLUMN variants_summary text;
+)sql";
+
+constexpr std::array<std::string_view, 2> k_steps{k_v1, k_v2};
 
 }  // namespace
 

@@ -83,6 +83,7 @@ job_record sqlite_job_store::read_row(statement& s) {
   if (!s.is_null(24)) r.node = std::string(s.text(24));
   r.requested_node = s.opt_text(25);
   r.requested_model = s.opt_text(26);
+  if (!s.is_null(27)) r.variants_json = std::string(s.text(27));
   return r;
 }
 
@@ -336,17 +337,19 @@ bool sqlite_job_store::requeue(const std::string& node, const job_lease& lease) 
 
 bool sqlite_job_store::finish(const std::string& node, const job_lease& lease, job_status status,
                               const std::optional<point_error>& error, std::int64_t now_ms,
-                              const std::optional<std::string>& fitness_json) {
+                              const std::optional<std::string>& fitness_json,
+                              const std::optional<std::string>& variants_json) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare(
-      "UPDATE jobs SET status = ?, finished_ms = ?, error_type = ?, error_message = ?, "
-      "fitness = ?, lease_expires_ms = NULL WHERE id = ? AND node = ? AND attempt = ? AND "
-      "status = 'running'");
+      "UPDATE jobs SET status = ?1, finished_ms = ?2, error_type = ?3, error_message = ?4, "
+      "fitness = ?5, lease_expires_ms = NULL, variants_summary = ?9 WHERE id = ?6 AND node = ?7 "
+      "AND attempt = ?8 AND status = 'running'");
   s->bind(1, to_string(status)).bind(2, now_ms);
   if (error) {
     s->bind(3, error->type).bind(4, error->message);
   }
   s->bind(5, fitness_json).bind(6, lease.job_id).bind(7, node).bind(8, lease.attempt);
+  s->bind(9, variants_json);
   s->run();
   return m_db.changes() == 1;
 }
@@ -414,9 +417,9 @@ std::int64_t sqlite_job_store::copy_cached_results(std::int64_t from, std::int64
   {
     auto s = m_db.prepare(
         "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms, "
-        "correct, combined_score, speedup, latency_score, flags, cache_origin) "
+        "correct, combined_score, speedup, latency_score, flags, cache_origin, variant) "
         "SELECT ?1, idx, status, median_us, params, result, ?3, correct, combined_score, "
-        "speedup, latency_score, flags, ?2 FROM results WHERE job_id = ?4 "
+        "speedup, latency_score, flags, ?2, variant FROM results WHERE job_id = ?4 "
         "ON CONFLICT DO NOTHING");
     s->bind(1, to).bind(2, origin).bind(3, now_ms).bind(4, from);
     s->run();
@@ -495,8 +498,8 @@ void sqlite_job_store::store_row(const result_row& row, std::int64_t job_id, std
   {
     auto s = m_db.prepare(
         "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms, "
-        "correct, combined_score, speedup, latency_score, flags) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+        "correct, combined_score, speedup, latency_score, flags, variant) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
     s->bind(1, job_id)
         .bind(2, std::int64_t(row.index))
         .bind(3, std::string_view(row.ok ? "ok" : "failed"))
@@ -508,7 +511,8 @@ void sqlite_job_store::store_row(const result_row& row, std::int64_t job_id, std
         .bind(9, row.score.combined_score)
         .bind(10, row.score.speedup)
         .bind(11, row.score.latency_score)
-        .bind(12, detail::join_flags(row.flags));
+        .bind(12, detail::join_flags(row.flags))
+        .bind(13, row.variant);
     s->run();
   }
   if (m_db.changes() == 0) return;  // already stored

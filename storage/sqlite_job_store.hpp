@@ -39,7 +39,8 @@ class sqlite_job_store : public job_store {
   bool requeue(const std::string& node, const job_lease& lease) override;
   bool finish(const std::string& node, const job_lease& lease, job_status status,
               const std::optional<point_error>& error, std::int64_t now_ms,
-              const std::optional<std::string>& fitness_json) override;
+              const std::optional<std::string>& fitness_json,
+              const std::optional<std::string>& variants_json = std::nullopt) override;
   std::vector<scored_point> scored_points(std::int64_t job_id) override;
   std::vector<std::string> result_flags(std::int64_t job_id) override;
   void set_cache_key(std::int64_t id, const std::string& key) override;

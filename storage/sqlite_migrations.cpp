@@ -132,7 +132,14 @@ CREATE TABLE devices (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr std::array<std::string_view, 4> k_steps{k_v1, k_v2, k_v3, k_v4};
+// Variants: several kernels measured side by side in one job. Each row names its variant (NULL
+// for a job without), and a job that ends keeps the summary of its variants (JSON).
+constexpr std::string_view k_v5 = R"sql(
+ALTER TABLE results ADD COLUMN variant TEXT;
+ALTER TABLE jobs ADD COLUMN variants_summary TEXT;
+)sql";
+
+constexpr std::array<std::string_view, 5> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5};
 
 }  // namespace
 

@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_SERVER",
     "METRIC_KEYS",
     "TERMINAL_STATES",
+    "group_by_point",
     "zero_metrics",
 ]
 
@@ -254,6 +255,29 @@ def _number(value: Any) -> float | None:
 def _geomean(values: Iterable[float]) -> float | None:
     logs = [math.log(v) for v in values if v > 0]
     return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def group_by_point(rows: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """The rows of a job with variants grouped by sweep point, in point order: one dict per
+    point, ``{"index": 3, "params": {...}, "variants": {"naive": row, "tiled": row, ...},
+    "fastest": "tiled"}``, the variants in the order their rows came, ``fastest`` the variant
+    with the smallest median among those that measured (None when none did). Rows without a
+    ``variant`` (a job without variants) are grouped under the name None."""
+    points: dict[int, dict] = {}
+    for row in rows:
+        index = row.get("index")
+        point = points.setdefault(
+            index, {"index": index, "params": row.get("params"), "variants": {}, "fastest": None}
+        )
+        point["variants"][row.get("variant")] = row
+    for point in points.values():
+        best = None
+        for name, row in point["variants"].items():
+            median = _number((row.get("time_us") or {}).get("median"))
+            if row.get("status") == "ok" and median is not None and (best is None or median < best[0]):
+                best = (median, name)
+        point["fastest"] = best[1] if best else None
+    return [points[i] for i in sorted(points, key=lambda i: (i is None, i or 0))]
 
 
 class Client:

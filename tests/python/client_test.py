@@ -29,6 +29,7 @@ from kernelscan_client import (
     KernelscanConnectionError,
     KernelscanError,
     RooflineTimeout,
+    group_by_point,
 )
 
 sys.path.insert(0, str(ROOT / "api" / "python" / "examples"))
@@ -77,6 +78,37 @@ class ClientTest(DaemonTestCase):
         # The same rows as the API's own JSON format.
         page = self.daemon.get_json(f"/api/v1/jobs/{job['id']}/results")
         self.assertEqual(rows, page["results"])
+
+    def test_variants_submit_and_group_by_point(self) -> None:
+        spec = {
+            "kernel": {"op": "gemm", "m": "N", "n": "N", "k": "N", "dtype": "f16"},
+            "variants": [
+                {"name": "library"},
+                {"name": "builtin", "impl": "builtin"},
+            ],
+            "baseline": "builtin",
+            "sweep": {"N": [1024, 4096]},
+        }
+        job = self.client.wait(self.client.submit(spec), timeout_s=60)
+        self.assertEqual(job["status"], "succeeded")
+        self.assertEqual(job["progress"]["total"], 4)
+        self.assertEqual(job["summary"]["variants"]["best"], "library")
+        rows = self.client.results(job)
+        self.assertEqual([r["variant"] for r in rows], ["library", "builtin"] * 2)
+        points = group_by_point(rows)
+        self.assertEqual([p["params"] for p in points], [{"N": 1024}, {"N": 4096}])
+        for p in points:
+            self.assertEqual(list(p["variants"]), ["library", "builtin"])
+            self.assertEqual(p["fastest"], "library")
+            over = p["variants"]["library"]["comparison"]["over_baseline"]
+            self.assertEqual(over["variant"], "builtin")
+            self.assertGreater(over["speedup"], 1)
+            self.assertLessEqual(over["ci95"][0], over["speedup"])
+        # A variant refused names its field.
+        spec["variants"][1]["impl"] = "fastest"
+        with self.assertRaises(KernelscanError) as caught:
+            self.client.submit(spec)
+        self.assertIn("variants[1].impl", [f for f, _ in caught.exception.field_errors])
 
     def test_results_stream_a_large_job_whole(self) -> None:
         job = self.client.wait(self.client.submit(stream_sweep(3000, step=64)), timeout_s=120)

@@ -130,7 +130,7 @@ std::string line_starting(const std::string& text, const std::string& first) {
   return "";
 }
 
-TEST(cli_report, OneParameterGivesPlainRowsWithSpeedupAgainstTheSlowest) {
+TEST(cli_report, OneParameterGivesPlainRowsAndNoSpeedupBetweenSizes) {
   const json job = job_with({{"N", {1024, 2048, 4096}}}, "succeeded", 3);
   const json rows = json::array({ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01),
                                  ok_row(1, {{"N", 2048}}, 20, 19.9, 20.1),
@@ -144,13 +144,12 @@ TEST(cli_report, OneParameterGivesPlainRowsWithSpeedupAgainstTheSlowest) {
             "points  3 of 3 measured: 3 ok, 0 failed\n"
             "labels  team=perf\n"
             "\n"
-            "   N  status  median µs  95% CI  TFLOP/s   GB/s   roof  bound    speedup\n"
-            "1024  ok          10.00  ±0.010    200.0  100.0  50.0%  compute    4.00x\n"
-            "2048  ok          20.00   ±0.10    100.0  50.00  50.0%  compute    2.00x\n"
-            "4096  ok          40.00   ±0.50    50.00  25.00  50.0%  compute    1.00x\n"
+            "   N  status  median µs  95% CI  TFLOP/s   GB/s   roof  bound\n"
+            "1024  ok          10.00  ±0.010    200.0  100.0  50.0%  compute\n"
+            "2048  ok          20.00   ±0.10    100.0  50.00  50.0%  compute\n"
+            "4096  ok          40.00   ±0.50    50.00  25.00  50.0%  compute\n"
             "\n"
-            "best    N=1024: 10.00 µs, 200.0 TFLOP/s, 100.0 GB/s, 50.0% of roof (compute bound)\n"
-            "        4.00x the slowest point (N=4096: 40.00 µs)\n")
+            "best    N=1024: 10.00 µs, 200.0 TFLOP/s, 100.0 GB/s, 50.0% of roof (compute bound)\n")
       << report;
 }
 
@@ -189,10 +188,10 @@ TEST(cli_report, TwoParametersGiveOneSectionPerValueOfTheFirst) {
     EXPECT_EQ(lines[at + 3].find("   512  ok"), 0u) << lines[at + 3];
     EXPECT_EQ(lines[at + 4].find("  1024  ok"), 0u) << lines[at + 4];
   }
-  // Speedup is against the slowest point of the whole job (M=2048, N=1024), not the section.
+  // No point is "faster" than another of another size.
   const std::string report = results_report(job, rows);
-  EXPECT_NE(report.find("8.00x the slowest point (M=2048, N=1024: 209.7 µs)"), std::string::npos)
-      << report;
+  EXPECT_EQ(report.find("slowest"), std::string::npos) << report;
+  EXPECT_EQ(report.find("x\n"), std::string::npos) << report;
 }
 
 TEST(cli_report, ThreeParametersGroupByAllButTheLast) {
@@ -232,17 +231,19 @@ TEST(cli_report, FailedPointsShowTheirErrorAndAreLeftOutOfTheComparison) {
       << report;
   EXPECT_NE(report.find("points  3 of 3 measured: 2 ok, 1 failed"), std::string::npos) << report;
   EXPECT_EQ(line_starting(report, "2  "), "2  failed  timeout: the point did not finish in time");
-  // The failed point's placeholder time (1 µs) is neither the best nor the slowest.
-  EXPECT_NE(line_starting(report, "1  ").find("2.50x"), std::string::npos) << report;
-  EXPECT_NE(line_starting(report, "3  ").find("1.00x"), std::string::npos) << report;
+  // The failed point's placeholder time (1 µs) is not the best.
   EXPECT_NE(report.find("best    N=1: 10.00 µs"), std::string::npos) << report;
 }
 
-TEST(cli_report, SpeedupsKeepThreeSignificantDigits) {
+TEST(cli_report, SpeedupsOverTheFitnessBaselineKeepThreeSignificantDigits) {
   const json job = job_with({{"N", {1, 2, 3}}}, "succeeded", 3);
-  const json rows = json::array({ok_row(0, {{"N", 1}}, 1, 1, 1), ok_row(1, {{"N", 2}}, 8, 8, 8),
-                                 ok_row(2, {{"N", 3}}, 123.4, 123.4, 123.4)});
+  json rows = json::array({ok_row(0, {{"N", 1}}, 1, 1, 1), ok_row(1, {{"N", 2}}, 8, 8, 8),
+                           ok_row(2, {{"N", 3}}, 123.4, 123.4, 123.4)});
+  rows[0]["fitness"] = {{"speedup", 123.4}};
+  rows[1]["fitness"] = {{"speedup", 15.42}};
+  rows[2]["fitness"] = {{"speedup", 1.0}};
   const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("vs baseline"), std::string::npos) << report;
   EXPECT_NE(line_starting(report, "1  ok").find(" 123x"), std::string::npos) << report;
   EXPECT_NE(line_starting(report, "2  ok").find(" 15.4x"), std::string::npos) << report;
   EXPECT_NE(line_starting(report, "3  ok").find(" 1.00x"), std::string::npos) << report;
@@ -302,7 +303,7 @@ TEST(cli_report, ARunningJobShowsThePointsStoredSoFar) {
   const json rows = json::array({ok_row(0, {{"N", 1}}, 1, 1, 1), ok_row(2, {{"N", 3}}, 3, 3, 3)});
   const std::string report = results_report(job, rows);
   EXPECT_NE(report.find("points  2 of 4 measured: 2 ok, 0 failed"), std::string::npos) << report;
-  EXPECT_NE(line_starting(report, "3  ok").find("1.00x"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "3  ok").find("3.000"), std::string::npos) << report;
 }
 
 TEST(cli_report, NamesWithControlCharactersStayOnOneLine) {
@@ -402,6 +403,83 @@ TEST(cli_text_table, OneLineCutsLongTextWithAnEllipsis) {
   EXPECT_EQ(detail::one_line("abcdef", 4), "abc…");
   EXPECT_EQ(detail::one_line("abcd", 4), "abcd");
   EXPECT_EQ(detail::one_line("µµµµµ", 3), "µµ…");
+}
+
+// A row of a job with variants: the comparison the runner adds.
+json variant_row(std::int64_t index, std::int64_t n, const std::string& variant, double median,
+                 double over_slowest, const std::string& slowest, double over_baseline,
+                 const std::string& baseline) {
+  json r = ok_row(index, {{"N", n}}, median, median * 0.99, median * 1.01);
+  r["variant"] = variant;
+  r["comparison"] = {{"over_slowest",
+                      {{"variant", slowest},
+                       {"speedup", over_slowest},
+                       {"ci95", {over_slowest * 0.98, over_slowest * 1.02}}}},
+                     {"over_baseline",
+                      {{"variant", baseline},
+                       {"speedup", over_baseline},
+                       {"ci95", {over_baseline * 0.98, over_baseline * 1.02}}}}};
+  return r;
+}
+
+json variants_job() {
+  json job = job_with({{"N", {64, 128}}}, "succeeded", 6);
+  job["spec"]["variants"] = json::array({{{"name", "naive"}, {"op", "custom"}},
+                                         {{"name", "tiled"}, {"op", "custom"}},
+                                         {{"name", "library"}, {"op", "gemm"}}});
+  job["spec"]["baseline"] = "naive";
+  return job;
+}
+
+TEST(cli_report, VariantsGetATablePerPointSortedByTime) {
+  const json rows = json::array({variant_row(0, 64, "naive", 40, 1, "naive", 1, "naive"),
+                                 variant_row(0, 64, "tiled", 10, 4, "naive", 4, "naive"),
+                                 variant_row(0, 64, "library", 20, 2, "naive", 2, "naive"),
+                                 variant_row(1, 128, "naive", 320, 1, "naive", 1, "naive"),
+                                 variant_row(1, 128, "tiled", 40, 8, "naive", 8, "naive"),
+                                 failed_row(1, {{"N", 128}}, "compile_error", "no such entry")});
+  json rows_with_variant = rows;
+  rows_with_variant[5]["variant"] = "library";
+  const std::string report = results_report(variants_job(), rows_with_variant);
+  EXPECT_NE(report.find("kernel  3 variants: naive, tiled, library; baseline naive"),
+            std::string::npos)
+      << report;
+  const auto lines = lines_of(report);
+  const auto at = std::find(lines.begin(), lines.end(), "N=64") - lines.begin();
+  ASSERT_LT(std::size_t(at + 4), lines.size()) << report;
+  EXPECT_EQ(lines[at + 1].find("  variant  status  median µs"), 0u) << report;
+  EXPECT_NE(lines[at + 1].find("vs slowest  vs naive   speedup CI"), std::string::npos) << report;
+  // Fastest first.
+  EXPECT_EQ(lines[at + 2].find("  tiled"), 0u) << report;
+  EXPECT_EQ(lines[at + 3].find("  library"), 0u) << report;
+  EXPECT_EQ(lines[at + 4].find("  naive"), 0u) << report;
+  EXPECT_NE(lines[at + 2].find("4.00x     4.00x   3.92..4.08"), std::string::npos) << lines[at + 2];
+  // A variant that failed shows its error, after those that measured.
+  EXPECT_NE(line_starting(report, "library  failed").find("compile_error: no such entry"),
+            std::string::npos)
+      << report;
+  // The best of each point, then overall by the geometric mean over the baseline.
+  EXPECT_NE(report.find("best    N=64: tiled, 10.00 µs, 4.00x naive\n"
+                        "        N=128: tiled, 40.00 µs, 8.00x naive\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("overall tiled: 5.66x naive (geometric mean over 2 points), fastest at 2 "
+                        "of 2 points"),
+            std::string::npos)
+      << report;
+}
+
+TEST(cli_report, VariantsWithoutABaselineCompareWithTheSlowest) {
+  json job = variants_job();
+  job["spec"].erase("baseline");
+  json a = variant_row(0, 64, "naive", 40, 1, "naive", 1, "naive");
+  json b = variant_row(0, 64, "tiled", 10, 4, "naive", 4, "naive");
+  a["comparison"]["over_baseline"] = nullptr;
+  b["comparison"]["over_baseline"] = nullptr;
+  const std::string report = results_report(job, json::array({a, b}));
+  EXPECT_EQ(report.find("vs naive"), std::string::npos) << report;
+  EXPECT_NE(report.find("best    N=64: tiled, 10.00 µs, 4.00x naive"), std::string::npos) << report;
+  EXPECT_NE(report.find("overall tiled: 4.00x the slowest"), std::string::npos) << report;
 }
 
 }  // namespace

@@ -1,0 +1,324 @@
+// The point runner measuring a job's variants side by side, against the fake backend: every
+// variant verified and timed-checked alike, samples taken in rotation, one variant failing while
+// the others are measured, and the speedups between them with their intervals.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "api/job_spec_codec.hpp"
+#include "engine/device_catalog.hpp"
+#include "engine/job_plan.hpp"
+#include "engine/mock_engine.hpp"
+#include "engine/point_runner.hpp"
+#include "fake_backend.hpp"
+
+namespace kernelscan {
+namespace {
+
+using testing::fake_backend;
+
+// y = 2*x over N elements, in three variants ("slow", "mid", "fast") of one source; the
+// reference is the "scale" kernel.
+json variants_job(const json& variants, int trials = 2) {
+  json j = json::parse(R"({
+    "kernel": {"op": "custom", "language": "hip",
+      "source": "extern \"C\" __global__ void k() {}",
+      "block": [256, 1, 1], "grid": [4, 1, 1],
+      "args": [{"name": "n", "type": "i32", "value": "N"},
+               {"name": "a", "type": "f32", "value": 2.0},
+               {"name": "x", "type": "f32*", "count": "N", "init": "random"},
+               {"name": "y", "type": "f32*", "count": "N", "output": true}],
+      "flops": "N", "bytes": "8*N",
+      "reference": {"op": "custom", "entry": "scale", "source": "extern \"C\" __global__ void k() {}",
+                    "block": [256, 1, 1], "grid": [4, 1, 1]}},
+    "sweep": {"N": [1000]},
+    "timing": {"l2": "hot", "min_samples": 10, "max_time_ms": 50}
+  })");
+  j["variants"] = variants;
+  j["verify"] = {{"trials", trials}};
+  return j;
+}
+
+json three_variants() {
+  return json::array({{{"name", "slow"}, {"entry", "slow"}},
+                      {{"name", "mid"}, {"entry", "mid"}},
+                      {{"name", "fast"}, {"entry", "fast"}}});
+}
+
+job_plan plan_of(const json& j) {
+  return compile_plan(parse_job_spec(j, spec_limits::stored()), spec_limits::stored().plan);
+}
+
+struct runner_fixture {
+  fake_backend* fake;
+  point_runner runner;
+  explicit runner_fixture(std::unique_ptr<fake_backend> f) : fake(f.get()), runner(std::move(f)) {}
+};
+
+runner_fixture make_runner() {
+  auto f = std::make_unique<fake_backend>();
+  auto scale = [](double bias) {
+    return [bias](const fake_backend::host_args& a) {
+      const int n = int(a.scalars[0]);
+      auto* x = static_cast<float*>(a.buffers[0]);
+      auto* y = static_cast<float*>(a.buffers[1]);
+      for (int i = 0; i < n; ++i)
+        y[i] = float(a.scalars[1] * x[i] + bias);
+    };
+  };
+  for (const char* name : {"scale", "slow", "mid", "fast"})
+    f->kernels[name] = scale(0);
+  f->kernels["wrong"] = scale(1);
+  // Device times per launch; 2 µs of launch overhead is added to each.
+  f->kernel_time_us["scale"] = 50;
+  f->kernel_time_us["slow"] = 98;  // 100 µs
+  f->kernel_time_us["mid"] = 48;   // 50 µs
+  f->kernel_time_us["fast"] = 23;  // 25 µs
+  f->kernel_time_us["wrong"] = 18;
+  return runner_fixture(std::move(f));
+}
+
+const point_result& row_of(const std::vector<point_result>& rows, const std::string& variant) {
+  const auto it = std::find_if(rows.begin(), rows.end(),
+                               [&](const point_result& r) { return r.variant == variant; });
+  if (it == rows.end()) throw std::runtime_error("no row for " + variant);
+  return *it;
+}
+
+// The entries launched in timed samples, in order ("sample candidate" then "launch ENTRY").
+std::vector<std::string> sampled_entries(const std::vector<std::string>& log) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i + 1 < log.size(); ++i) {
+    if (log[i] == "sample candidate" && log[i + 1].rfind("launch ", 0) == 0)
+      out.push_back(log[i + 1].substr(7));
+  }
+  return out;
+}
+
+TEST(PointRunnerVariants, EveryVariantGetsARowInTheSpecsOrder) {
+  auto t = make_runner();
+  const auto rows = t.runner.measure_all(plan_of(variants_job(three_variants())), 0, 7);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].variant, "slow");
+  EXPECT_EQ(rows[1].variant, "mid");
+  EXPECT_EQ(rows[2].variant, "fast");
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.status, point_status::ok)
+        << *r.variant << ": " << (r.error ? r.error->message : "");
+    EXPECT_EQ(r.index, 0u);
+    EXPECT_EQ(r.params, (std::vector<std::pair<std::string, std::int64_t>>{{"N", 1000}}));
+    EXPECT_EQ(r.verification.status, "passed") << *r.variant;
+    EXPECT_EQ(r.verification.trials, 2);
+    EXPECT_GE(r.verification.timed_checks, 1) << *r.variant;  // timed checks for every variant
+    EXPECT_EQ(r.verification.timed_wrong, 0u);
+  }
+  EXPECT_NEAR(row_of(rows, "slow").time_us->median, 100, 1e-9);
+  EXPECT_NEAR(row_of(rows, "fast").time_us->median, 25, 1e-9);
+  EXPECT_EQ(t.fake->live_buffers(), 0u);
+}
+
+TEST(PointRunnerVariants, SamplesRotateThroughTheVariants) {
+  auto t = make_runner();
+  const auto rows = t.runner.measure_all(plan_of(variants_job(three_variants())), 0, 7);
+  ASSERT_EQ(rows.size(), 3u);
+  const auto entries = sampled_entries(t.fake->log);
+  // Each variant's verification launches (timed, two trials), one variant after the other; then
+  // the batch probes (three of each, in turn); then A/B/C/A/B/C...
+  const std::vector<std::string> order{"slow", "mid", "fast"};
+  const std::size_t first = 6 + 9;
+  ASSERT_GT(entries.size(), first + 30);
+  for (std::size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(entries[i], order[i / 2]) << "verification launch " << i;
+  for (std::size_t i = 6; i < first; ++i)
+    EXPECT_EQ(entries[i], order[(i - 6) / 3]) << "probe " << i;
+  std::size_t samples = 0;
+  for (std::size_t i = first; i < entries.size(); ++i) {
+    // The one extra checked sample a variant may get at the end is not part of the rotation.
+    if (i + 3 > entries.size() && entries[i] != order[(i - first) % 3]) break;
+    EXPECT_EQ(entries[i], order[(i - first) % 3]) << "sample " << i;
+    ++samples;
+  }
+  // Each variant kept as many samples as the rounds taken.
+  EXPECT_EQ(row_of(rows, "slow").samples, row_of(rows, "fast").samples);
+  EXPECT_GE(samples / 3, row_of(rows, "slow").samples);
+}
+
+TEST(PointRunnerVariants, EveryVariantRunsOnTheSameInputs) {
+  auto t = make_runner();
+  // Each launch records the sum of the x it was given.
+  std::map<std::string, std::vector<double>> seen;
+  for (const char* name : {"slow", "mid", "fast"}) {
+    auto inner = t.fake->kernels[name];
+    t.fake->kernels[name] = [&seen, name, inner](const fake_backend::host_args& a) {
+      const int n = int(a.scalars[0]);
+      const auto* x = static_cast<const float*>(a.buffers[0]);
+      double sum = 0;
+      for (int i = 0; i < n; ++i)
+        sum += x[i];
+      seen[name].push_back(sum);
+      inner(a);
+    };
+  }
+  (void)t.runner.measure_all(plan_of(variants_job(three_variants(), 2)), 0, 7);
+  // Verification trials, warm-up and samples alike: the i-th launch of every variant saw the
+  // same inputs, so the reference's answer for them is one answer (the extra checked sample a
+  // variant may take at the end aside).
+  const std::size_t n = std::min({seen["slow"].size(), seen["mid"].size(), seen["fast"].size()});
+  ASSERT_GT(n, 20u);
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    EXPECT_EQ(seen["slow"][i], seen["mid"][i]) << "launch " << i;
+    EXPECT_EQ(seen["slow"][i], seen["fast"][i]) << "launch " << i;
+  }
+  // And the inputs change between trials and samples.
+  EXPECT_NE(seen["slow"][0], seen["slow"][1]);
+}
+
+TEST(PointRunnerVariants, SpeedupsOverTheSlowestAndTheBaselineWithIntervals) {
+  auto t = make_runner();
+  json j = variants_job(three_variants());
+  j["baseline"] = "mid";
+  const auto rows = t.runner.measure_all(plan_of(j), 0, 7);
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& fast = row_of(rows, "fast");
+  ASSERT_TRUE(fast.comparison);
+  ASSERT_TRUE(fast.comparison->over_slowest);
+  EXPECT_EQ(fast.comparison->over_slowest->over, "slow");
+  EXPECT_NEAR(fast.comparison->over_slowest->speedup, 4.0, 1e-9);
+  EXPECT_LE(fast.comparison->over_slowest->ci95_low, 4.0);
+  EXPECT_GE(fast.comparison->over_slowest->ci95_high, 4.0);
+  ASSERT_TRUE(fast.comparison->over_baseline);
+  EXPECT_EQ(fast.comparison->over_baseline->over, "mid");
+  EXPECT_NEAR(fast.comparison->over_baseline->speedup, 2.0, 1e-9);
+  // The fitness of a variant is over the baseline variant.
+  ASSERT_TRUE(fast.fitness.speedup);
+  EXPECT_NEAR(*fast.fitness.speedup, 2.0, 1e-9);
+  ASSERT_TRUE(fast.fitness.speedup_ci95);
+  EXPECT_NEAR(fast.fitness.combined_score, 2.0, 1e-9);  // correct, no target: the speedup
+  // The slowest is 1x itself; the baseline is 1x itself.
+  EXPECT_NEAR(row_of(rows, "slow").comparison->over_slowest->speedup, 1.0, 1e-12);
+  EXPECT_NEAR(row_of(rows, "slow").comparison->over_baseline->speedup, 0.5, 1e-9);
+  EXPECT_NEAR(row_of(rows, "mid").comparison->over_baseline->speedup, 1.0, 1e-12);
+}
+
+TEST(PointRunnerVariants, WithoutABaselineOnlyTheSlowestIsCompared) {
+  auto t = make_runner();
+  const auto rows = t.runner.measure_all(plan_of(variants_job(three_variants())), 0, 7);
+  for (const auto& r : rows) {
+    ASSERT_TRUE(r.comparison && r.comparison->over_slowest);
+    const auto& s = *r.comparison->over_slowest;
+    EXPECT_EQ(s.over, "slow");
+    EXPECT_LE(s.ci95_low, s.speedup);
+    EXPECT_GE(s.ci95_high, s.speedup);
+    EXPECT_FALSE(r.comparison->over_baseline);
+    EXPECT_FALSE(r.fitness.speedup);
+  }
+}
+
+TEST(PointRunnerVariants, AVariantThatDoesNotCompileFailsAloneAndTheOthersAreMeasured) {
+  auto t = make_runner();
+  json variants = three_variants();
+  variants[1]["entry"] = "missing";
+  json j = variants_job(variants);
+  j["baseline"] = "slow";
+  const auto rows = t.runner.measure_all(plan_of(j), 0, 7);
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& mid = row_of(rows, "mid");
+  ASSERT_EQ(mid.status, point_status::failed);
+  EXPECT_EQ(mid.error->type, "compile_error");
+  EXPECT_EQ(mid.error->message, "no kernel named missing");
+  EXPECT_FALSE(mid.comparison);
+  EXPECT_EQ(row_of(rows, "slow").status, point_status::ok);
+  EXPECT_EQ(row_of(rows, "fast").status, point_status::ok);
+  EXPECT_NEAR(row_of(rows, "fast").comparison->over_baseline->speedup, 4.0, 1e-9);
+  // The failed variant was never sampled.
+  const auto entries = sampled_entries(t.fake->log);
+  EXPECT_EQ(std::count(entries.begin(), entries.end(), "missing"), 0);
+  EXPECT_GT(std::count(entries.begin(), entries.end(), "fast"), 10);
+  EXPECT_EQ(t.fake->live_buffers(), 0u);
+}
+
+TEST(PointRunnerVariants, AVariantThatFailsVerificationIsFlaggedAlone) {
+  auto t = make_runner();
+  json variants = three_variants();
+  variants[2]["entry"] = "wrong";
+  const auto rows = t.runner.measure_all(plan_of(variants_job(variants)), 0, 7);
+  const auto& wrong = row_of(rows, "fast");
+  EXPECT_EQ(wrong.verification.status, "failed");
+  EXPECT_NE(std::find(wrong.flags.begin(), wrong.flags.end(), "verification_failed"),
+            wrong.flags.end());
+  EXPECT_FALSE(wrong.fitness.correct);
+  EXPECT_EQ(wrong.fitness.combined_score, 0.0);
+  for (const char* ok : {"slow", "mid"}) {
+    EXPECT_EQ(row_of(rows, ok).verification.status, "passed") << ok;
+    EXPECT_TRUE(row_of(rows, ok).flags.empty()) << ok;
+  }
+}
+
+TEST(PointRunnerVariants, AFaultThatLosesTheDeviceFailsEveryVariant) {
+  auto t = make_runner();
+  t.fake->fail_on["synchronize"] = fault_kind::device_lost;
+  const auto rows = t.runner.measure_all(plan_of(variants_job(three_variants())), 0, 7);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.status, point_status::failed) << *r.variant;
+    EXPECT_EQ(r.error->type, "device_fault") << *r.variant;
+  }
+  EXPECT_TRUE(t.runner.needs_restart());
+}
+
+TEST(PointRunnerVariants, AllVariantsMustFitTheDeviceTogether) {
+  auto t = make_runner();
+  t.fake->free_bytes = 3 * 8000;  // one variant's x and y (and a reference copy), not three
+  const auto rows = t.runner.measure_all(plan_of(variants_job(three_variants())), 0, 7);
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.status, point_status::failed);
+    EXPECT_EQ(r.error->type, "out_of_memory");
+    EXPECT_NE(r.error->message.find("3 variants"), std::string::npos) << r.error->message;
+  }
+}
+
+TEST(PointRunnerVariants, AJobWithoutVariantsGivesOneRowWithoutAVariant) {
+  auto t = make_runner();
+  json j = variants_job(three_variants());
+  j.erase("variants");
+  j["kernel"]["entry"] = "fast";
+  const auto rows = t.runner.measure_all(plan_of(j), 0, 7);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_FALSE(rows[0].variant);
+  EXPECT_FALSE(rows[0].comparison);
+  EXPECT_EQ(rows[0].status, point_status::ok);
+}
+
+TEST(PointRunnerVariants, OnTheMockTheSpeedupsHaveIntervalsFromNoisySamples) {
+  mock_engine mock(*find_device_model("MI300X"), 0);
+  const auto plan = plan_of(json::parse(R"({
+    "kernel": {"op": "gemm", "m": "N", "n": "N", "k": "N", "dtype": "f16"},
+    "variants": [{"name": "library"}, {"name": "builtin", "impl": "builtin"},
+                 {"name": "f32", "dtype": "f32"}],
+    "baseline": "builtin",
+    "sweep": {"N": [4096]}
+  })"));
+  const auto rows = mock.measure_all(plan, 0, 11);
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& library = row_of(rows, "library");
+  ASSERT_EQ(library.status, point_status::ok);
+  ASSERT_TRUE(library.comparison && library.comparison->over_baseline);
+  const auto& s = *library.comparison->over_baseline;
+  EXPECT_EQ(s.over, "builtin");
+  // The model's library GEMM is far faster than its builtin one at this size.
+  EXPECT_GT(s.speedup, 1.5);
+  EXPECT_LT(s.ci95_low, s.speedup);
+  EXPECT_GT(s.ci95_high, s.speedup);
+  EXPECT_NEAR(s.speedup, row_of(rows, "builtin").time_us->median / library.time_us->median,
+              0.05 * s.speedup);
+  EXPECT_TRUE(library.simulated);
+  EXPECT_EQ(row_of(rows, "builtin").comparison->over_slowest->over,
+            row_of(rows, "f32").time_us->median > row_of(rows, "builtin").time_us->median
+                ? "f32"
+                : "builtin");
+}
+
+}  // namespace
+}  // namespace kernelscan
