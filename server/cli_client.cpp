@@ -10,6 +10,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 namespace kernelscan {
@@ -76,17 +77,19 @@ std::string format_seconds(double s) {
 }
 
 // Splits CSV text into records (CRLF-ended, RFC 4180 quoting: a CRLF inside quotes belongs to
-// the field) and returns each record's text with its line end, plus the value of field
-// `field_index` of each.
+// the field) and returns each record's text with its line end, plus the values of fields
+// `field_index` and `second_index` of each.
 struct csv_record {
   std::string text;
   std::string field;
+  std::string second;
 };
-std::vector<csv_record> csv_records(const std::string& body, std::size_t field_index) {
+std::vector<csv_record> csv_records(const std::string& body, std::size_t field_index,
+                                    std::size_t second_index) {
   std::vector<csv_record> out;
   std::size_t start = 0, field_no = 0, field_start = 0;
   bool quoted = false;
-  std::string wanted;
+  std::string wanted, second;
   for (std::size_t i = 0; i < body.size(); ++i) {
     const char c = body[i];
     if (c == '"') {
@@ -94,19 +97,41 @@ std::vector<csv_record> csv_records(const std::string& body, std::size_t field_i
     } else if (!quoted && (c == ',' || c == '\n')) {
       const std::size_t end = c == '\n' && i > 0 && body[i - 1] == '\r' ? i - 1 : i;
       if (field_no == field_index) wanted = body.substr(field_start, end - field_start);
+      if (field_no == second_index) second = body.substr(field_start, end - field_start);
       ++field_no;
       field_start = i + 1;
       if (c == '\n') {
-        out.push_back({body.substr(start, i + 1 - start), wanted});
+        out.push_back({body.substr(start, i + 1 - start), wanted, second});
         start = field_start;
         field_no = 0;
         wanted.clear();
+        second.clear();
       }
     }
   }
-  if (start < body.size()) out.push_back({body.substr(start), wanted});
+  if (start < body.size()) out.push_back({body.substr(start), wanted, second});
   return out;
 }
+
+// Which rows of a paged read are new. Rows are paged by offset in index order (the variants of
+// a point in the job's order). While a job runs, a row stored into a gap before the offset
+// shifts later rows by one, so a page can repeat the previous page's last rows: a row is kept
+// only when its point is past the last one kept, or is that point with a variant not yet kept.
+class row_dedup {
+ public:
+  bool keep(std::int64_t index, const std::string& variant) {
+    if (index < m_last) return false;
+    if (index > m_last) {
+      m_last = index;
+      m_variants.clear();
+    }
+    return m_variants.insert(variant).second;
+  }
+
+ private:
+  std::int64_t m_last = -1;
+  std::set<std::string> m_variants;  // of the point m_last
+};
 
 }  // namespace
 
@@ -239,14 +264,11 @@ json api_client::jobs(const job_filter& filter, std::int64_t limit) {
   return {{"jobs", std::move(all)}, {"next_cursor", cursor}};
 }
 
-// Rows are paged by offset in index order. While a job runs, a row stored into a gap before the
-// offset shifts later rows by one, so a page can repeat the previous page's last row: rows are
-// kept only when their index is past the last one kept.
 json api_client::results_json(std::int64_t id, std::int64_t page_size) {
   const std::string base = "/api/v1/jobs/" + std::to_string(id) + "/results?format=json";
   json out;
   json rows = json::array();
-  std::int64_t last_index = -1;
+  row_dedup dedup;
   for (std::int64_t offset = 0;;) {
     json page = json::parse(
         get(base + "&offset=" + std::to_string(offset) + "&limit=" + std::to_string(page_size),
@@ -259,9 +281,10 @@ json api_client::results_json(std::int64_t id, std::int64_t page_size) {
     const json& got = page.at("results");
     for (const auto& r : got) {
       const std::int64_t index = r.value("index", std::int64_t(-1));
-      if (index <= last_index) continue;
-      last_index = index;
-      rows.push_back(r);
+      const std::string variant = r.contains("variant") && r["variant"].is_string()
+                                      ? r["variant"].get<std::string>()
+                                      : std::string();
+      if (dedup.keep(index, variant)) rows.push_back(r);
     }
     if (std::int64_t(got.size()) < page_size) break;
     offset += std::int64_t(got.size());
@@ -274,7 +297,8 @@ std::string api_client::results_csv(std::int64_t id, std::int64_t page_size) {
   const std::string base = "/api/v1/jobs/" + std::to_string(id) + "/results?format=csv";
   std::string out;
   std::size_t index_field = 0;
-  std::int64_t last_index = -1;
+  std::size_t variant_field = std::size_t(-1);  // a job with variants has the column
+  row_dedup dedup;
   for (std::int64_t offset = 0;;) {
     const std::string body =
         get(base + "&offset=" + std::to_string(offset) + "&limit=" + std::to_string(page_size),
@@ -288,15 +312,18 @@ std::string api_client::results_csv(std::int64_t id, std::int64_t page_size) {
       const std::size_t at = ("," + header).find(",index,");
       if (at != std::string::npos)
         index_field = std::size_t(std::count(header.begin(), header.begin() + long(at), ','));
+      const std::size_t v = ("," + header).find(",variant,");
+      if (v != std::string::npos)
+        variant_field = std::size_t(std::count(header.begin(), header.begin() + long(v), ','));
     }
-    const auto records = csv_records(body.substr(header.size()), index_field);
+    const auto records = csv_records(body.substr(header.size()), index_field, variant_field);
     for (const auto& r : records) {
       std::int64_t index = 0;
       const auto [end, ec] =
           std::from_chars(r.field.data(), r.field.data() + r.field.size(), index);
-      if (ec == std::errc() && end == r.field.data() + r.field.size()) {
-        if (index <= last_index) continue;
-        last_index = index;
+      if (ec == std::errc() && end == r.field.data() + r.field.size() &&
+          !dedup.keep(index, r.second)) {
+        continue;
       }
       out += r.text;
     }

@@ -563,6 +563,40 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
   EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
 }
 
+// Two kernels: one job whose rows name their variant; every page size reads every row (two
+// rows share a point's index), and compare with one job compares its variants.
+TEST_F(cli, BenchWithTwoKernelsIsOneJobOfVariants) {
+  const std::string file = write_file("matmul.cl", k_matmul_cl);
+  auto args = matmul_bench_args(file);
+  args.insert(args.begin() + 3, "matmul_rows");
+  args.insert(args.end(), {"--block", "matmul_rows=64", "--grid", "matmul_rows=cdiv(M,64)",
+                           "--baseline", "matmul_naive"});
+  const auto r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("kernel  2 variants: matmul_naive, matmul_rows; baseline matmul_naive"),
+            std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.out.find("points  6 of 6 measured: 6 ok, 0 failed"), std::string::npos)
+      << describe(r);
+  for (const std::string page : {"1", "2", "5"}) {
+    const auto rows = run({"results", "1", "--format", "json", "--page-size", page});
+    ASSERT_EQ(rows.exit_code, 0) << describe(rows);
+    const json got = json::parse(rows.out)["results"];
+    ASSERT_EQ(got.size(), 6u) << page << "\n" << rows.out;
+    EXPECT_EQ(got[0]["variant"], "matmul_naive");
+    EXPECT_EQ(got[1]["variant"], "matmul_rows");
+    EXPECT_EQ(got[1]["index"], 0);
+    const auto csv = run({"results", "1", "--format", "csv", "--page-size", page});
+    EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 7) << page << "\n" << csv.out;
+  }
+  const auto compare = run({"compare", "1", "--base", "matmul_naive"});
+  ASSERT_EQ(compare.exit_code, 0) << describe(compare);
+  EXPECT_EQ(compare.out.rfind("baseline  matmul_naive\njoined on N\n", 0), 0u) << describe(compare);
+  EXPECT_NE(compare.out.find("matmul_rows: "), std::string::npos) << describe(compare);
+  EXPECT_NE(compare.out.find("(geometric mean over 3 points)"), std::string::npos)
+      << describe(compare);
+}
+
 TEST_F(cli, CancelDevicesAndCompare) {
   // A slow job cancelled in the middle, then again (already finished).
   const std::int64_t slow = daemon.submit(stream_sweep(50, 200));

@@ -694,11 +694,17 @@ def _cli_compare(t: unittest.TestCase, run: Run) -> None:
 def _cli_bench(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.exit_code, 0, run.describe())
     t.assertRegex(run.stdout, r"^job \d+ queued: \"matmul.cl: matmul_naive, matmul_tiled\", "
-                  r"custom, 5 points", run.describe())
+                  r"custom, 6 points", run.describe())
     t.assertRegex(run.stdout, r"\njob \d+ \"matmul.cl: matmul_naive, matmul_tiled\": succeeded\n",
                   run.describe())
-    for kernel in ("matmul_naive", "matmul_tiled"):
-        t.assertIn(kernel, run.stdout.split("succeeded", 1)[1], run.describe())
+    t.assertIn("kernel  2 variants: matmul_naive, matmul_tiled; baseline matmul_naive\n"
+               "device  0: AMD Instinct MI300X (mock)\npoints  6 of 6 measured: 6 ok, 0 failed\n",
+               run.stdout, run.describe())
+    for n in (128, 256, 512):  # a table per point, a row per kernel
+        table = run.stdout.split(f"\nN={n}\n", 1)[1].split("\n\n", 1)[0]
+        t.assertRegex(table, r"\n  matmul_naive  ok  ", run.describe())
+        t.assertRegex(table, r"\n  matmul_tiled  ok  ", run.describe())
+    t.assertRegex(run.stdout, r"\noverall matmul_(naive|tiled): ", run.describe())
 
 
 def _evaluator(t: unittest.TestCase, run: Run) -> None:
