@@ -1,9 +1,12 @@
 // One job: its state and spec, charts of its results (metric against a parameter, a heatmap over
 // two, speedup, roofline) with selectors for the other parameters, and a sortable results table
-// with CSV/JSON export. Running jobs update live from the event stream.
+// with CSV/JSON export. Running jobs update live from the event stream. A job with variants
+// (several kernels measured side by side at every point) draws a line, a colour and a table row
+// per variant, and the speedups between them.
 
 import {download, get, getRows, post} from './api.js';
-import {METRICS, heatmapOption, isGeometric, metricOf, rooflineOption, speedupOption, sweepOption, trackPointer, wantsLog} from './charts.js';
+import {METRICS, heatmapOption, isGeometric, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor, variantSpeedup,
+        variantSpeedupOption, wantsLog} from './charts.js';
 import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
@@ -12,7 +15,8 @@ const ROW_HEIGHT = 26;
 const TABLE_ROWS = 16;  // visible rows; the rest scroll (only visible ones are in the DOM)
 // The members of a result row this view reads (charts.js and the table below): under half of
 // each row's bytes, so a 10,000-point job loads 4.9 MB instead of 10. Exports fetch whole rows.
-const ROW_FIELDS = ['index', 'params', 'name', 'status', 'simulated', 'error', 'samples', 'flags', 'fitness.speedup', 'fitness.speedup_ci95',
+// (`variant` and `comparison` are only in the rows of a job with variants.)
+const ROW_FIELDS = ['index', 'params', 'variant', 'comparison', 'name', 'status', 'simulated', 'error', 'samples', 'flags', 'fitness.speedup', 'fitness.speedup_ci95',
   'verification.status',
   ...['median', 'ci95_low', 'ci95_high', 'p5', 'p95'].map((f) => `time_us.${f}`),
   ...['flops', 'bytes', 'tflops', 'gbps', 'arithmetic_intensity', 'roof_pct', 'bound'].map((f) => `metrics.${f}`)].join(',');
@@ -39,6 +43,36 @@ function fitnessText(f, simulated) {
 // spread over orders of magnitude, else linear.
 function defaultScale(values) {
   return isGeometric(values) || wantsLog(values) ? 'log' : 'linear';
+}
+
+// The names of a job's variants, in its order; null for a job without.
+function variantNames(spec) {
+  const v = spec && spec.variants;
+  return Array.isArray(v) && v.length ? v.map((x) => x.name) : null;
+}
+
+// A row's identity: the variants of a point share its index.
+function rowKey(r) {
+  return r.variant === undefined ? `${r.index}` : `${r.index}/${r.variant}`;
+}
+
+// Whether a job without variants names a fitness baseline, so that its rows carry a speedup.
+function hasBaselineSpec(spec) {
+  return Boolean(spec && spec.fitness && spec.fitness.baseline);
+}
+
+// Each variant's points, wins and geometric-mean speedup, the best marked, from the summary of a
+// job that ended.
+function variantSummaryBox(v) {
+  const basis = speedupBasis(v.speedup_over === 'baseline' ? v.baseline : null);
+  return h('table', {class: 'data narrow', id: 'variant-summary'},
+    h('thead', {}, h('tr', {}, h('th', {}, 'variant'), h('th', {class: 'num'}, 'points'), h('th', {class: 'num'}, 'fastest at'),
+                     h('th', {class: 'num'}, `geomean ${basis.short}`))),
+    h('tbody', {}, v.variants.map((x) => h('tr', {class: x.name === v.best ? 'best' : ''},
+      h('td', {}, x.name, x.name === v.baseline ? h('span', {class: 'muted'}, ' (baseline)') : '', x.name === v.best ? h('b', {}, ' ★ best') : ''),
+      h('td', {class: 'num'}, String(x.ok_points)),
+      h('td', {class: 'num'}, `${x.wins} of ${v.points}`),
+      h('td', {class: 'num'}, Number.isFinite(x.geomean_speedup) ? `${sig(x.geomean_speedup, 3)}×` : '—')))));
 }
 
 function defaultMetric(job) {
@@ -70,7 +104,8 @@ function importedDevice(job) {
 
 export function mount(root, {id, query}) {
   // nodes: the fleet's (from the devices list), to name the device "node / index" in a fleet.
-  const state = {job: null, rows: [], device: null, nodes: new Set(), names: [], values: {}, sel: null,
+  // variants: the job's variant names (null without); baseline: the one speedups are over.
+  const state = {job: null, rows: [], device: null, nodes: new Set(), names: [], values: {}, sel: null, variants: null, baseline: null,
                  sort: {key: 'index', dir: 1}, sorted: null};
   const charts = new Map();  // id -> echarts instance
   let disposed = false;
@@ -121,7 +156,13 @@ export function mount(root, {id, query}) {
               : state.device ? `${where}: ${state.device.name}`
               : j.device === null ? `${placementText(j.requested_device, fleet)} (not started)` : where;
     const best = j.summary && j.summary.best;
-    const bestName = best && state.rows.length ? (state.rows.find((r) => r.index === best.index) || {}).name : undefined;
+    // With variants the best row is found by its point and time (the summary's index counts rows,
+    // while the rows of a point's variants share the point's index).
+    const bestRow = best && state.rows.length ? state.rows.find((r) => (state.variants
+      ? r.time_us && r.time_us.median === best.median_us && Object.entries(best.params).every(([k, v]) => r.params[k] === v)
+      : r.index === best.index)) : undefined;
+    const bestName = bestRow && (bestRow.name || bestRow.variant);
+    const variants = j.summary && j.summary.variants;
     const fitness = j.summary && j.summary.fitness;
     const simulated = (fitness && fitness.simulated === true) || state.rows.some((r) => r.simulated === true);
     const facts = h('dl', {class: 'facts'},
@@ -131,16 +172,24 @@ export function mount(root, {id, query}) {
       h('dt', {}, imported ? 'imported' : 'submitted'), h('dd', {title: j.created_at}, new Date(j.created_at).toLocaleString()),
       imported ? [h('dt', {}, 'from'), h('dd', {id: 'import-format'}, j.spec && j.spec.import ? j.spec.import.format : '—')]
                : [h('dt', {}, 'ran for'), h('dd', {}, j.started_at ? duration(j.started_at, j.finished_at) : '—')],
-      h('dt', {}, 'best'), h('dd', {id: 'best-point'}, best
+      state.variants ? [h('dt', {}, 'variants'), h('dd', {id: 'job-variants'}, state.variants.flatMap((v, i) => [i ? ', ' : '',
+        h('span', {class: 'variant-name', style: `color:${variantColor(state.variants, v)}`}, v)]),
+        state.baseline ? ` (speedups over ${state.baseline})` : ' (speedups over the slowest at each point)')] : '',
+      variants && variants.best ? [h('dt', {}, 'best variant'), h('dd', {id: 'best-variant'},
+        `${variants.best}: ${sig((variants.variants.find((x) => x.name === variants.best) || {}).geomean_speedup, 3)}× ` +
+        `${speedupBasis(variants.speedup_over === 'baseline' ? variants.baseline : null).short} (geometric mean over ${variants.points} points)`)] : '',
+      h('dt', {}, state.variants ? 'fastest row' : 'best'), h('dd', {id: 'best-point'}, best
         ? `${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}${bestName ? ` (${bestName})` : ''}` : '—'),
       simulated ? [h('dt', {}, 'times'), h('dd', {id: 'simulated-note', class: 'warn'},
         'simulated by the mock engine: a model of the device, no kernel compiled, run or verified')] : '',
       fitness && hasFitness(j.spec) ? [h('dt', {}, 'fitness'), h('dd', {id: 'job-fitness'}, fitnessText(fitness, simulated))] : '');
+    const perVariant = variants && Array.isArray(variants.variants) && variants.variants.length ? variantSummaryBox(variants) : '';
     head.replaceChildren(
       h('div', {class: 'title-row'},
         h('h2', {}, `#${j.id} `, j.name), statusBadge(j.status), labelChips(j.labels), h('span', {class: 'spacer'}), buttons),
       progressBar(j.progress),
       facts,
+      perVariant,
       j.error ? errorBox(j.error) : '');
     specBox.replaceChildren(h('summary', {}, 'Spec (as stored, with defaults filled in)'),
                             h('pre', {}, JSON.stringify(j.spec, null, 2)));
@@ -176,11 +225,17 @@ export function mount(root, {id, query}) {
       by: query.get('by') || '',
       hx: query.get('hx') || bySize[0] || '',
       hy: query.get('hy') || bySize[1] || '',
-      against: query.get('against') || 'slowest',
+      // The heatmap of a job with variants: one variant's metric, or ('speedup') at each point its
+      // fastest variant's speedup.
+      hv: query.get('hv') || '',
       xscale: query.get('xscale') || '',
       fixed: {},
     };
     if (!METRICS[sel.metric]) sel.metric = 'time';
+    if (state.variants) {
+      sel.by = '';  // the lines are the variants
+      if (sel.hv !== 'speedup' && !state.variants.includes(sel.hv)) sel.hv = state.variants[0];
+    }
     for (const key of ['x', 'by', 'hx', 'hy']) if (sel[key] && !names.includes(sel[key])) sel[key] = '';
     if (!sel.x) sel.x = bySize[0] || '';
     if (sel.xscale !== 'log' && sel.xscale !== 'linear') sel.xscale = '';  // '': by the values (xScale)
@@ -205,7 +260,7 @@ export function mount(root, {id, query}) {
     if (s.xscale) q.push(['xscale', s.xscale]);
     if (s.by) q.push(['by', s.by]);
     if (s.hx) q.push(['hx', s.hx], ['hy', s.hy]);
-    if (s.against !== 'slowest') q.push(['against', s.against]);
+    if (state.variants) q.push(['hv', s.hv]);
     for (const [n, v] of Object.entries(s.fixed)) q.push([`fix.${n}`, String(v)]);
     setQuery(q);
   }
@@ -220,21 +275,23 @@ export function mount(root, {id, query}) {
 
   function renderControls() {
     const s = state.sel, names = state.names;
-    const hasBaseline = state.rows.some((r) => r.fitness && Number.isFinite(r.fitness.speedup));
     const parts = [
       select('sel-metric', 'metric', Object.entries(METRICS).map(([k, m]) => [k, m.short]), s.metric, (v) => { s.metric = v; }),
       select('sel-x', 'x', names.map((n) => [n, n]), s.x, (v) => {
         s.x = v; if (s.by === v) s.by = ''; s.xscale = ''; renderControls();
       }),
       select('sel-xscale', 'x scale', [['linear', 'linear'], ['log', 'log']], xScale(), (v) => { s.xscale = v; }),
-      select('sel-by', 'lines per', [['', 'none'], ...names.filter((n) => n !== s.x).map((n) => [n, n])], s.by, (v) => { s.by = v; renderControls(); }),
+      state.variants ? ''
+        : select('sel-by', 'lines per', [['', 'none'], ...names.filter((n) => n !== s.x).map((n) => [n, n])], s.by, (v) => { s.by = v; renderControls(); }),
     ];
     if (names.length >= 2) {
       parts.push(select('sel-hx', 'heatmap x', names.map((n) => [n, n]), s.hx, (v) => { s.hx = v; renderControls(); }),
                  select('sel-hy', 'heatmap y', names.filter((n) => n !== s.hx).map((n) => [n, n]), s.hy, (v) => { s.hy = v; renderControls(); }));
     }
-    parts.push(select('sel-against', 'speedup over', hasBaseline ? [['slowest', 'slowest point'], ['baseline', 'baseline']] : [['slowest', 'slowest point']],
-                      s.against, (v) => { s.against = v; }));
+    if (names.length >= 2 && state.variants) {
+      parts.push(select('sel-hv', 'heatmap of', [...state.variants.map((v) => [v, v]), ['speedup', 'speedup (fastest variant)']],
+                        s.hv, (v) => { s.hv = v; }));
+    }
     // A selector for each parameter some chart holds fixed.
     const heat = names.length >= 2;
     const held = (n) => n !== s.x || (heat && n !== s.hx && n !== s.hy);
@@ -260,7 +317,8 @@ export function mount(root, {id, query}) {
     boxes = boxes || [
       chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
       state.names.length >= 2 ? chartBox('chart-heatmap', 'Heatmap') : null,
-      chartBox('chart-speedup', 'Speedup'),
+      state.variants ? chartBox('chart-speedup', 'Speedup between variants', `(${speedupBasis(state.baseline).short}, 95% CI bars)`)
+        : hasBaselineSpec(state.job.spec) ? chartBox('chart-speedup', 'Speedup over the baseline', '(95% CI bars)') : null,
       chartBox('chart-roofline', 'Roofline'),
     ];
   }
@@ -287,6 +345,24 @@ export function mount(root, {id, query}) {
                                                 textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}));
   }
 
+  // The heatmap's cells: every row (a job without variants), one variant's, or at each point the
+  // speedup of its fastest variant (named in the tooltip) over the baseline or the slowest.
+  function heatRows(rows) {
+    const v = state.sel.hv;
+    if (!state.variants) return {rows};
+    if (v !== 'speedup') return {rows: rows.filter((r) => r.variant === v)};
+    const basis = speedupBasis(state.baseline);
+    const best = new Map();
+    for (const r of rows) {
+      const sp = variantSpeedup(r, basis);
+      const b = best.get(r.index);
+      if (sp && (!b || sp.v > b.sp)) best.set(r.index, {r, sp: sp.v});
+    }
+    return {rows: [...best.values()].map((b) => b.r),
+            value: {label: `fastest variant's ${basis.title}`, unit: '×', short: 'speedup', lowerBetter: false,
+                    of: (r) => { const sp = variantSpeedup(r, basis); return sp && sp.v; }}};
+  }
+
   let firstRender = true;
   function renderCharts() {
     if (disposed || !window.echarts) return;  // drawn when ECharts comes (load)
@@ -303,16 +379,20 @@ export function mount(root, {id, query}) {
       chart.setOption(option, {notMerge: true, lazyUpdate: false});
     };
     const sweepRows = slice([s.x, s.by].filter(Boolean));
-    set(sweepChart, sweepOption({rows: sweepRows.filter((r) => r.status === 'ok'), x: s.x, by: s.by, metric: s.metric,
+    const variants = state.variants;
+    set(sweepChart, sweepOption({rows: sweepRows.filter((r) => r.status === 'ok'), x: s.x, by: s.by, variants, metric: s.metric,
                                  logX: xScale() === 'log', animate}));
     if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
-      const option = heatmapOption({rows: slice([s.hx, s.hy]).filter((r) => r.status === 'ok'), x: s.hx, y: s.hy, metric: s.metric,
+      const option = heatmapOption({...heatRows(slice([s.hx, s.hy]).filter((r) => r.status === 'ok')), x: s.hx, y: s.hy, metric: s.metric,
                                     animate, pointer: heatPointer});
       heatImage = option.series[0].setRange ? option.series[0] : null;
       set(heatChart, option);
     }
-    set(speedChart, speedupOption({rows: slice([s.x]), x: s.x, against: s.against, animate}));
-    set(roofChart, rooflineOption({rows: state.rows, device: state.device, dtype: roofDtype(state.job.spec), animate}));
+    if (speedChart) {
+      set(speedChart, variants ? variantSpeedupOption({rows: slice([s.x]), x: s.x, variants, baseline: state.baseline, logX: xScale() === 'log', animate})
+                               : speedupOption({rows: slice([s.x]), x: s.x, animate}));
+    }
+    set(roofChart, rooflineOption({rows: state.rows, device: state.device, dtype: roofDtype(state.job.spec), variants, animate}));
     if (firstRender) {
       firstRender = false;
       Promise.all(pending).then(() => {
@@ -328,6 +408,9 @@ export function mount(root, {id, query}) {
   const COLUMNS = () => [
     {key: 'index', label: '#', get: (r) => r.index, num: true},
     ...state.names.map((n) => ({key: `p.${n}`, label: n, get: (r) => r.params[n], num: true})),
+    ...(state.variants ? [{key: 'variant', label: 'variant', get: (r) => r.variant, cls: 'variant',
+                           // Sorted in the job's order of variants, not by name.
+                           order: (r) => state.variants.indexOf(r.variant)}] : []),
     ...(state.rows.some((r) => r.name) ? [{key: 'name', label: 'kernel name', get: (r) => r.name, cls: 'name'}] : []),
     {key: 'status', label: 'status', get: (r) => r.status},
     {key: 'median', label: 'median', get: (r) => r.time_us && r.time_us.median, fmt: fmtTime, num: true},
@@ -341,7 +424,17 @@ export function mount(root, {id, query}) {
     {key: 'roof', label: '% roof', get: (r) => r.metrics && r.metrics.roof_pct, fmt: (v) => sig(v, 3), num: true},
     {key: 'bound', label: 'bound', get: (r) => r.metrics && r.metrics.bound},
     {key: 'verify', label: 'verified', get: (r) => r.verification && r.verification.status},
+    ...(state.variants ? speedupColumns(speedupBasis(state.baseline)) : []),
     {key: 'flags', label: 'flags', get: (r) => (r.flags || []).join(' ')},
+  ];
+  // A job with variants: each row's speedup over the baseline variant (or the slowest) and its
+  // interval (sorted by its lower end).
+  const speedupColumns = (basis) => [
+    {key: 'speedup', label: `speedup ${basis.short}`, num: true, fmt: (v) => `${sig(v, 3)}×`,
+     get: (r) => { const sp = variantSpeedup(r, basis); return sp ? sp.v : undefined; }},
+    {key: 'speedup_ci', label: 'speedup 95% CI', num: true,
+     get: (r) => { const sp = variantSpeedup(r, basis); return sp && sp.ci ? sp.ci[0] : undefined; },
+     text: (r) => { const sp = variantSpeedup(r, basis); return sp && sp.ci ? `${sig(sp.ci[0], 3)}–${sig(sp.ci[1], 3)}×` : undefined; }},
   ];
 
   let tableBody, tableScroll, tableHead, columns;
@@ -363,10 +456,10 @@ export function mount(root, {id, query}) {
     if (state.sort.key === 'index' && state.sort.dir > 0) return (state.sorted = state.rows);  // as stored
     const c = columns.find((x) => x.key === state.sort.key) || columns[0];
     const dir = state.sort.dir;
-    const keyed = state.rows.map((r) => [c.get(r), r]);
+    const keyed = state.rows.map((r, i) => [c.order ? c.order(r) : c.get(r), r, i]);
     keyed.sort((a, b) => {
       const x = a[0], y = b[0];
-      if (x === y) return a[1].index - b[1].index;
+      if (x === y) return a[2] - b[2];  // as stored: by point, then the job's order of variants
       if (x === undefined || x === null) return 1;
       if (y === undefined || y === null) return -1;
       return (x < y ? -1 : 1) * dir;
@@ -388,8 +481,10 @@ export function mount(root, {id, query}) {
       th.classList.toggle('sorted-desc', th.dataset.key === state.sort.key && state.sort.dir < 0);
     });
     const failed = state.rows.filter((r) => r.status !== 'ok').length;
+    const n = state.rows.length, points = state.variants ? new Set(state.rows.map((r) => r.index)).size : n;
     tableWrap.querySelector('#results-count').textContent =
-      `${state.rows.length} point${state.rows.length === 1 ? '' : 's'}` + (failed ? `, ${failed} failed` : '');
+      `${points} point${points === 1 ? '' : 's'}` + (state.variants ? ` × ${state.variants.length} variants, ${n} rows` : '') +
+      (failed ? `, ${failed} failed` : '');
     renderTableRows();
   }
 
@@ -404,14 +499,21 @@ export function mount(root, {id, query}) {
     const spacer = (n) => h('tr', {class: 'spacer', style: `height:${n * ROW_HEIGHT}px`});
     const out = [];
     if (first > 0) out.push(spacer(first));
+    // Sorted by point, the rows of a point's variants form a group, ruled off from the next.
+    const grouped = state.variants && state.sort.key === 'index';
     for (let i = first; i < last; ++i) {
       const r = rows[i];
-      out.push(h('tr', {class: r.status === 'ok' ? '' : 'failed-row', title: r.error ? `${r.error.type}: ${r.error.message}` : undefined},
+      const cls = [r.status === 'ok' ? '' : 'failed-row', grouped && i > 0 && rows[i - 1].index !== r.index ? 'point-start' : ''];
+      out.push(h('tr', {class: cls.filter(Boolean).join(' '), title: r.error ? `${r.error.type}: ${r.error.message}` : undefined,
+                        dataset: r.variant === undefined ? {} : {variant: r.variant}},
                  columns.map((c) => {
-                   const v = c.get(r);
+                   const v = c.text ? c.text(r) : c.get(r);
                    if (c.key === 'status') return h('td', {}, statusBadge(v, r.error ? r.error.message : undefined));
+                   if (c.key === 'variant') {
+                     return h('td', {class: 'variant'}, h('span', {class: 'swatch', style: `background:${variantColor(state.variants, v)}`}), v);
+                   }
                    return h('td', {class: c.num ? 'num' : c.cls || '', title: c.cls === 'name' ? v : undefined},
-                            v === undefined || v === null ? '—' : c.fmt ? c.fmt(v) : String(v));
+                            v === undefined || v === null ? '—' : c.fmt && !c.text ? c.fmt(v) : String(v));
                  })));
     }
     if (last < rows.length) out.push(spacer(rows.length - last));
@@ -440,8 +542,8 @@ export function mount(root, {id, query}) {
         again = false;
         const page = await getRows(`/api/v1/jobs/${id}/results?format=jsonl&fields=${ROW_FIELDS}&offset=${state.rows.length}`);
         if (disposed) return;
-        const known = new Set(state.rows.map((r) => r.index));
-        const fresh = page.filter((r) => !known.has(r.index));
+        const known = new Set(state.rows.map(rowKey));
+        const fresh = page.filter((r) => !known.has(rowKey(r)));
         if (fresh.length) {
           state.rows = state.rows.concat(fresh).sort((a, b) => a.index - b.index);
           renderDataSoon();
@@ -465,6 +567,8 @@ export function mount(root, {id, query}) {
       state.job = job;
       if (job.engine === 'import') state.device = importedDevice(job);
       state.names = Object.keys(job.spec.sweep || {});
+      state.variants = variantNames(job.spec);
+      state.baseline = state.variants && job.spec.baseline ? job.spec.baseline : null;
       renderHead();
       ensureBoxes();
       // Whichever comes first, ECharts or the results, waits for the other; the table and the
