@@ -323,8 +323,8 @@ async function main() {
              `sweep chart: a line of 5 points and its CI bars (got ${JSON.stringify(sweep)})`);
       const heat = await series(page, 'chart-heatmap');
       expect(heat.length === 1 && heat[0].type === 'heatmap' && heat[0].n === 25, `heatmap of 5x5 cells (got ${JSON.stringify(heat)})`);
-      const speed = await series(page, 'chart-speedup');
-      expect(speed[0].type === 'bar' && speed[0].n === 5, `speedup bars for 5 values (got ${JSON.stringify(speed)})`);
+      // No baseline, no speedup: the slowest point of a sweep is another problem size, not a kernel.
+      expect(await page.locator('#chart-speedup').count() === 0, 'no speedup chart for a job without a baseline');
       const roof = await series(page, 'chart-roofline');
       expect(roof.some((s) => s.type === 'line' && s.name.startsWith('datasheet f16')) && roof.some((s) => s.type === 'scatter' && s.n === 50),
              `roofline: datasheet f16 ceiling and 50 points (got ${JSON.stringify(roof)})`);
@@ -346,7 +346,7 @@ async function main() {
       // Nothing the job did not ask for: no fitness line; the mock's times are said to be simulated.
       expect(await page.locator('#job-fitness').count() === 0, 'no fitness shown for a job without fitness settings');
       expect((await page.textContent('#simulated-note')).includes('simulated by the mock engine'), 'the job says its times are simulated');
-      for (const chart of ['chart-sweep', 'chart-heatmap', 'chart-speedup', 'chart-roofline']) {
+      for (const chart of ['chart-sweep', 'chart-heatmap', 'chart-roofline']) {
         const o = await overlaps(page, chart);
         expect(o.length === 0, `${chart}: no text drawn over another (${o.join('; ')})`);
         const n = await longNumbers(page, chart);
@@ -489,7 +489,7 @@ async function main() {
       spec.fitness = {baseline: {...spec.kernel, impl: 'builtin'}};
       const id = (await api(d, 'POST', '/api/v1/jobs', spec)).id;
       await waitJob(d, id);
-      await gotoView(page, d.origin, `#/jobs/${id}?against=baseline`, '#view[data-charts-ready]');
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
       const speed = await series(page, 'chart-speedup');
       expect(speed.length === 2 && speed[0].type === 'bar' && speed[0].n === 5 && speed[0].name === 'speedup over the baseline' &&
              speed[1].type === 'custom' && speed[1].n === 5,
@@ -500,6 +500,80 @@ async function main() {
       expect(fitness.includes('combined 0') && fitness.includes('not correct: the mock engine verifies nothing'),
              `the job's fitness is shown, and why it is 0 on the mock (${fitness})`);
       await shot(page, 'job-baseline');
+    });
+
+    await step('job view: three variants side by side, speedups over the baseline variant', async () => {
+      const spec = {name: 'three gemms', kernel: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype: 'f16'},
+                    variants: [{name: 'naive', impl: 'builtin'}, {name: 'tiled'}, {name: 'wide', dtype: 'f32'}],
+                    baseline: 'naive', sweep: {M: [256, 512, 1024, 2048], N: [256, 512, 1024], K: [1024]}};
+      const id = (await api(d, 'POST', '/api/v1/jobs', spec)).id;
+      const job = await waitJob(d, id);
+      expect(job.status === 'succeeded' && job.summary.variants && job.summary.variants.best, `the variants job ended with a best variant (${job.status})`);
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      const names = ['naive', 'tiled', 'wide'];
+      const sweep = await series(page, 'chart-sweep');
+      const lines = sweep.filter((s) => s.type === 'line');
+      expect(JSON.stringify(lines.map((s) => s.name)) === JSON.stringify(names) && lines.every((s) => s.n === 4) &&
+             sweep.filter((s) => s.type === 'custom').length === 3,
+             `metric chart: a line of 4 points and CI bars per variant (got ${JSON.stringify(sweep)})`);
+      const colors = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series
+        .filter((s) => s.type === 'line').map((s) => s.color));
+      expect(new Set(colors).size === 3, `each variant its own colour (${colors})`);
+      const speed = await series(page, 'chart-speedup');
+      expect(JSON.stringify(speed.filter((s) => s.type === 'line').map((s) => s.name)) === '["tiled","wide"]' &&
+             speed.filter((s) => s.type === 'custom').length === 2 && speed.every((s) => s.n === 4),
+             `speedup chart: tiled and wide over naive, with CI bars (got ${JSON.stringify(speed)})`);
+      const yName = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-speedup')).getOption().yAxis[0].name);
+      expect(yName.includes('over naive') && (await page.textContent('[data-chart="chart-speedup"] h3')).includes('over naive'),
+             `the speedup chart names the baseline (${yName})`);
+      // The speedups drawn are the rows' own comparison.over_baseline, not worked out again.
+      const {results: rows} = await api(d, 'GET', `/api/v1/jobs/${id}/results`);
+      const drawn = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-speedup')).getOption().series[0].data.map((p) => p.value[1]));
+      const fix = await page.$eval('#fix-N', (el) => Number(el.value));
+      const want = rows.filter((r) => r.variant === 'tiled' && r.params.N === fix).sort((a, b) => a.params.M - b.params.M)
+                       .map((r) => r.comparison.over_baseline.speedup);
+      expect(JSON.stringify(drawn) === JSON.stringify(want) && want.every((v) => v > 1),
+             `tiled's speedups over naive as the rows give them (${drawn} vs ${want})`);
+      const roof = await series(page, 'chart-roofline');
+      expect(JSON.stringify(roof.filter((s) => s.type === 'scatter').map((s) => [s.name, s.n])) === '[["naive",12],["tiled",12],["wide",12]]',
+             `roofline: a colour (series) per variant, 12 points each (got ${JSON.stringify(roof)})`);
+      const heat = await series(page, 'chart-heatmap');
+      expect(heat[0].n === 12 && await page.$eval('#sel-hv', (el) => el.value) === 'naive', `heatmap of the first variant, 4x3 cells (${JSON.stringify(heat)})`);
+      await page.selectOption('#sel-hv', 'speedup');
+      const hv = await page.evaluate(() => {
+        const o = echarts.getInstanceByDom(document.getElementById('chart-heatmap')).getOption();
+        return {n: o.series[0].data.length, min: o.visualMap[0].min};
+      });
+      expect(hv.n === 12 && hv.min > 1 && page.url().includes('hv=speedup'), `heatmap of the fastest variant's speedup at each point (${JSON.stringify(hv)})`);
+      // The table: a variant column, rows grouped by point in the job's order of variants.
+      expect((await page.textContent('#results-count')).startsWith('12 points × 3 variants, 36 rows'), 'results count in points and variants');
+      const cells = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.slice(0, 6).map((tr) => tr.dataset.variant));
+      expect(JSON.stringify(cells) === JSON.stringify([...names, ...names]), `rows grouped by point, each naming its variant (${cells})`);
+      const shown = await page.$$eval('#results-table td.variant', (tds) => tds.slice(0, 3).map((td) => td.textContent));
+      expect(JSON.stringify(shown) === JSON.stringify(names), `the variant column shows each row's variant (${shown})`);
+      expect(await page.locator('#results-table tr.point-start').count() > 0, 'points are ruled off from each other');
+      const summary = await page.$$eval('#variant-summary tbody tr', (trs) => trs.map((tr) => tr.textContent));
+      expect(summary.length === 3 && summary.some((t) => t.includes('tiled') && t.includes('best')) && summary[0].includes('(baseline)'),
+             `per-variant summary: wins and geomean, best and baseline marked (${summary})`);
+      expect((await page.textContent('#best-variant')).startsWith(`${job.summary.variants.best}: `), 'the best variant overall is named');
+      for (const chart of ['chart-sweep', 'chart-heatmap', 'chart-speedup', 'chart-roofline']) {
+        const o = await overlaps(page, chart);
+        expect(o.length === 0, `variants ${chart}: no text drawn over another (${o.join('; ')})`);
+      }
+      await shot(page, 'job-variants');
+      await page.click('#results-table th[data-key="variant"]');
+      const sorted = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.slice(0, 13).map((tr) => tr.dataset.variant));
+      expect(sorted.slice(0, 12).every((v) => v === 'naive') && sorted[12] === 'tiled', `sortable by variant (${sorted})`);
+      // Without a baseline the speedups are over the slowest variant at each point.
+      const {baseline, ...noBase} = spec;
+      const id2 = (await api(d, 'POST', '/api/v1/jobs', {...noBase, name: 'three gemms, no baseline', cache: false})).id;
+      await waitJob(d, id2);
+      await gotoView(page, d.origin, `#/jobs/${id2}`, '#view[data-charts-ready]');
+      const speed2 = await series(page, 'chart-speedup');
+      const y2 = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-speedup')).getOption().yAxis[0].name);
+      expect(speed2.filter((s) => s.type === 'line').length === 3 && y2.includes('slowest variant'),
+             `without a baseline: every variant over the slowest (${y2}, ${JSON.stringify(speed2)})`);
+      await shot(page, 'job-variants-no-baseline');
     });
 
     await step('devices view', async () => {
