@@ -310,7 +310,10 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     }
     result_row row;
     row.index = index * per_point + v;
-    if (r.contains("variant") && r["variant"].is_string()) row.variant = r["variant"];
+    if (r.contains("variant") && r["variant"].is_string()) {
+      row.variant = r["variant"];
+      row.point = index;
+    }
     row.ok = ok;
     row.median_us = median;
     row.params_json = r.contains("params") ? r["params"].dump() : "{}";
@@ -619,6 +622,7 @@ void scheduler::record_failure(device_slot& slot, std::uint64_t index, const std
     result_row row;
     row.index = index * job.per_point + v;
     row.variant = result.variant;
+    if (row.variant) row.point = index;
     row.params_json = params_text;
     row.result_json = j.dump();
     row.score = score_of(j);

@@ -93,6 +93,9 @@ struct result_row {
   // + the variant's position.
   std::uint64_t index = 0;
   std::optional<std::string> variant;  // the row's variant; nullopt for a job without
+  // The sweep point a row of a variant measured (index / variants); nullopt: `index` is it. The
+  // job's best point names it.
+  std::optional<std::uint64_t> point;
   bool ok = false;
   std::optional<double> median_us;
   std::string params_json;

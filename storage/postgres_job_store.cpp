@@ -107,9 +107,9 @@ const std::string k_insert_rows = R"sql(
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[], $5::text[],
                        $6::text[], $7::boolean[], $8::float8[], $9::float8[], $10::float8[],
-                       $11::text[], $13::text[])
+                       $11::text[], $13::text[], $14::bigint[])
     WITH ORDINALITY AS t(job_id, idx, status, median_us, params, result, correct,
-                         combined_score, speedup, latency_score, flags, variant, ord)
+                         combined_score, speedup, latency_score, flags, variant, point, ord)
 ), inserted AS (
   INSERT INTO kernelscan.results (job_id, idx, status, median_us, params, result, created_ms,
                                   correct, combined_score, speedup, latency_score, flags, variant)
@@ -124,7 +124,7 @@ WITH input AS (
   SELECT job_id, count(*) AS n, count(*) FILTER (WHERE status = 'ok') AS ok
   FROM fresh GROUP BY job_id
 ), best AS (
-  SELECT DISTINCT ON (job_id) job_id, idx, median_us, params FROM fresh
+  SELECT DISTINCT ON (job_id) job_id, coalesce(point, idx) AS idx, median_us, params FROM fresh
   WHERE status = 'ok' AND median_us IS NOT NULL
   ORDER BY job_id, median_us, ord
 )
@@ -662,7 +662,7 @@ void postgres_job_store::insert_rows(pg_connection& c, std::span<const result_ro
                                      std::optional<std::int64_t> job_id, std::int64_t now_ms) {
   if (rows.empty()) return;
   std::vector<pg_param> ids, idx, status, median, params, result, correct, score, speedup, latency,
-      flags, variant;
+      flags, variant, point;
   for (const auto& row : rows) {
     ids.emplace_back(job_id.value_or(row.job_id));
     idx.emplace_back(std::int64_t(row.index));
@@ -676,11 +676,13 @@ void postgres_job_store::insert_rows(pg_connection& c, std::span<const result_ro
     latency.emplace_back(row.score.latency_score);
     flags.emplace_back(detail::join_flags(row.flags));
     variant.emplace_back(row.variant);
+    point.emplace_back(row.point ? std::optional<std::int64_t>(std::int64_t(*row.point))
+                                 : std::nullopt);
   }
   c.exec(k_insert_rows,
          {pg_array(ids), pg_array(idx), pg_array(status), pg_array(median), pg_array(params),
           pg_array(result), pg_array(correct), pg_array(score), pg_array(speedup),
-          pg_array(latency), pg_array(flags), now_ms, pg_array(variant)});
+          pg_array(latency), pg_array(flags), now_ms, pg_array(variant), pg_array(point)});
 }
 
 void postgres_job_store::add_results(std::span<const result_row> rows, std::int64_t now_ms) {

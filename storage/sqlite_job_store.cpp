@@ -530,7 +530,7 @@ void sqlite_job_store::store_row(const result_row& row, std::int64_t job_id, std
   s->bind(1, row.ok ? 1 : 0)
       .bind(2, row.ok ? 0 : 1)
       .bind(3, row.ok ? row.median_us : std::nullopt)
-      .bind(4, std::int64_t(row.index))
+      .bind(4, std::int64_t(row.point.value_or(row.index)))
       .bind(5, job_id)
       .bind(6, row.params_json);
   s->run();

@@ -85,6 +85,14 @@ TEST(VariantsApi, ThreeVariantsOnTheMockGiveARowEachAtEveryPoint) {
   ASSERT_EQ(summary["variants"].size(), 3u);
   EXPECT_NEAR(summary["variants"][1]["geomean_speedup"].get<double>(), 1.0, 1e-9);
   EXPECT_EQ(summary["variants"][0]["wins"], 3);
+  // The job's best point is a point of the sweep (its fastest row's), not a row number.
+  const json& best = job["summary"]["best"];
+  ASSERT_TRUE(best.is_object()) << job.dump();
+  const auto fastest = std::min_element(rows.begin(), rows.end(), [](const json& a, const json& b) {
+    return a["time_us"]["median"].get<double>() < b["time_us"]["median"].get<double>();
+  });
+  EXPECT_EQ(best["index"], (*fastest)["index"]) << job.dump();
+  EXPECT_EQ(best["params"], (*fastest)["params"]);
 
   // CSV and JSONL carry the variant.
   const auto csv = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=csv");
