@@ -865,6 +865,7 @@ class spec_parser {
                                             {"arange", arg_init::arange}});
     auto output = r.boolean("output");
     auto local = r.boolean("local");
+    auto scratch = r.boolean("scratch");
     auto value = num_field(r, "value", false);
     r.finish();
     if (!ok) return std::nullopt;
@@ -879,17 +880,25 @@ class spec_parser {
       a.init = init.value_or(arg_init::none);
       a.output = output.value_or(false);
       a.local = local.value_or(false);
+      a.scratch = scratch.value_or(false);
+      if (a.scratch && (a.output || a.local)) {
+        r.error("scratch", a.output ? "a buffer is an output or scratch, not both (scratch is "
+                                      "written by the kernel and never compared)"
+                                    : "is for buffers in device memory; local memory is "
+                                      "scratch already");
+      }
       if (a.local && (init || a.output)) {
         r.error(init ? "init" : "output",
                 "is for buffers in device memory; a local argument is work-group scratch memory "
                 "that no one initialises or reads back");
       }
     } else {
-      if (has_count || init || output || local) {
+      if (has_count || init || output || local || scratch) {
         r.error(has_count ? "count"
                 : init    ? "init"
                 : output  ? "output"
-                          : "local",
+                : local   ? "local"
+                          : "scratch",
                 "is for buffer arguments (types ending in *); a scalar has value");
       }
       if (!has_value) {
@@ -1079,6 +1088,7 @@ json custom_json(const custom_spec& c) {
       if (a.init != arg_init::none) arg["init"] = to_string(a.init);
       arg["output"] = a.output;
       if (a.local) arg["local"] = true;
+      if (a.scratch) arg["scratch"] = true;
     } else {
       arg["value"] = num_json(a.value);
     }

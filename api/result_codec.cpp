@@ -186,6 +186,7 @@ json to_json(const point_result& r) {
     j["verification"]["timed_checks"] = v.timed_checks;
     j["verification"]["timed_wrong"] = v.timed_wrong;
   }
+  if (!v.inputs_written.empty()) j["verification"]["inputs_written"] = v.inputs_written;
   j["flags"] = r.flags;
   j["advice"] = r.advice;
   const auto& f = r.fitness;

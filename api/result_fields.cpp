@@ -39,7 +39,7 @@ const std::vector<known_member>& known_members() {
         "bound", "roof_source"}},
       {"verification",
        {"status", "trials", "max_abs_err", "max_rel_err", "unwritten", "tolerance", "note",
-        "launch_us", "timed_checks", "timed_wrong"}},
+        "launch_us", "timed_checks", "timed_wrong", "inputs_written"}},
       {"flags", {}},
       {"advice", {}},
       {"fitness",

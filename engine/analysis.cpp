@@ -28,6 +28,7 @@ bool is_custom(const kernel_instance& k) {
 std::vector<std::string> verification_flags(const verification_result& v, dtype out_type) {
   std::vector<std::string> flags;
   if (v.timed_wrong > 0) flags.emplace_back("timed_output_mismatch");
+  if (!v.inputs_written.empty()) flags.emplace_back("input_modified");
   if (v.status != "failed") return flags;
   flags.emplace_back("verification_failed");
   if (v.unwritten > 0) flags.emplace_back("output_not_written");

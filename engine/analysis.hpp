@@ -44,9 +44,9 @@ inline constexpr double k_faster_than_verification = 0.25;
 inline constexpr double k_verification_launch_min_us = 50;
 
 // Flags from a verification: timed_output_mismatch (a checked timed sample was wrong),
-// verification_failed, and what the failure looks like:
-// output_not_written (outputs left NaN), precision_mismatch (errors within a lower precision's
-// tolerance but not the declared dtype's).
+// input_modified (the kernel wrote to a buffer given to it as an input), verification_failed, and
+// what the failure looks like: output_not_written (outputs left NaN), precision_mismatch (errors
+// within a lower precision's tolerance but not the declared dtype's).
 std::vector<std::string> verification_flags(const verification_result& v, dtype out_type);
 
 // Prioritised advice for a measured point, most useful first.

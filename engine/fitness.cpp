@@ -9,10 +9,10 @@
 namespace kernelscan {
 
 bool voids_score(std::string_view flag) {
-  static constexpr std::array<std::string_view, 7> k_voiding{
+  static constexpr std::array<std::string_view, 8> k_voiding{
       "faster_than_roofline", "timed_output_mismatch", "output_not_written",
       "verification_failed",  "precision_mismatch",    "timeout",
-      "device_fault"};
+      "device_fault",         "input_modified"};
   return std::find(k_voiding.begin(), k_voiding.end(), flag) != k_voiding.end();
 }
 

@@ -407,7 +407,7 @@ struct job_plan::impl {
     out.launch = resolve(c.launch, s.kernel, index);
     for (std::size_t i = 0; i < s.args.size(); ++i) {
       const auto& a = s.args[i];
-      arg_instance r{a.name, a.type, a.pointer, 0, a.init, a.output, 0, a.local};
+      arg_instance r{a.name, a.type, a.pointer, 0, a.init, a.output, 0, a.local, a.scratch};
       if (a.pointer) {
         r.count = eval_in(*c.args[i].count, 1, limits.max_dimension, index);
       } else {

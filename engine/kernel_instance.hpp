@@ -38,8 +38,9 @@ struct arg_instance {
   std::int64_t count = 0;
   arg_init init = arg_init::none;
   bool output = false;
-  double value = 0;    // scalars
-  bool local = false;  // work-group local memory of `count` elements (kernel_arg::local)
+  double value = 0;      // scalars
+  bool local = false;    // work-group local memory of `count` elements (kernel_arg::local)
+  bool scratch = false;  // a workspace the kernel may write (kernel_arg::scratch)
   // Device memory the argument takes: its buffer's size, 0 for scalars and local memory.
   std::uint64_t bytes() const {
     return pointer && !local ? std::uint64_t(count) * size_of(type) : 0;

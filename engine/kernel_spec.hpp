@@ -73,6 +73,9 @@ struct kernel_arg {
   // A pointer to `count` elements of work-group local memory (OpenCL's __local), reserved per
   // work-group at launch: neither input nor output, no device buffer.
   bool local = false;
+  // A buffer the kernel may write that is neither an input nor an output (a workspace): not
+  // checked for changes as inputs are, not compared; it starts as the unwritten pattern.
+  bool scratch = false;
   bool operator==(const kernel_arg&) const = default;
 };
 

@@ -94,7 +94,7 @@ point_kernel::point_kernel(device_backend& backend, const kernel_instance& insta
   const auto& c = std::get<custom_instance>(instance);
   for (const auto& a : c.args) {
     if (!a.pointer || a.local) continue;
-    add_buffer(a.name, a.type, a.count, a.init, a.output);
+    add_buffer(a.name, a.type, a.count, a.init, a.output, a.scratch);
     if (a.output) m_out_type = a.type;
   }
   m_function = backend.compile(*c.launch.kernel);
@@ -121,13 +121,14 @@ point_kernel::point_kernel(device_backend& backend, const kernel_instance& insta
 }
 
 void point_kernel::add_buffer(std::string name, dtype t, std::int64_t count, arg_init init,
-                              bool output) {
+                              bool output, bool scratch) {
   point_buffer b;
   b.name = std::move(name);
   b.type = t;
   b.count = count;
   b.init = init;
   b.output = output;
+  b.scratch = scratch;
   if (b.bytes() > m_backend.max_allocation()) {
     throw backend_error(fault_kind::out_of_memory,
                         "buffer \"" + b.name + "\" needs " + gib(double(b.bytes())) +

@@ -26,6 +26,7 @@ struct point_buffer {
   std::int64_t count = 0;
   arg_init init = arg_init::none;  // none: random for inputs, the unwritten pattern for outputs
   bool output = false;
+  bool scratch = false;  // written by the kernel, neither input nor output (kernel_arg::scratch)
   device_buffer mem;
   std::uint64_t bytes() const { return std::uint64_t(count) * size_of(type); }
 };
@@ -58,7 +59,8 @@ class point_kernel {
   void launch_reference(const buffer_set& buffers);
 
  private:
-  void add_buffer(std::string name, dtype t, std::int64_t count, arg_init init, bool output);
+  void add_buffer(std::string name, dtype t, std::int64_t count, arg_init init, bool output,
+                  bool scratch = false);
   std::size_t bound(const std::string& name, dtype t, std::int64_t count, const char* role) const;
   const std::vector<launch_argument>& arguments(const buffer_set& buffers);
 

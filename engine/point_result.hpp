@@ -38,6 +38,9 @@ struct verification_result {
   // output elements that failed there (a kernel correct only while verified).
   int timed_checks = 0;
   std::uint64_t timed_wrong = 0;
+  // Input buffers whose contents the kernel changed in a verification launch (`scratch`
+  // buffers, which a kernel may write, are not inputs).
+  std::vector<std::string> inputs_written;
 };
 
 // The score an agent optimises (DESIGN.md §4; the rule is in the README under "Fitness").

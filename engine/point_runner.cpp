@@ -17,7 +17,8 @@
 namespace kernelscan {
 namespace {
 
-constexpr std::int64_t k_compare_chunk = std::int64_t(1) << 20;  // elements per read
+constexpr std::int64_t k_compare_chunk = std::int64_t(1) << 20;       // elements per read
+constexpr std::uint64_t k_hash_chunk_bytes = std::uint64_t(1) << 22;  // bytes per read
 constexpr double k_memory_headroom = 0.95;  // share of free memory a point may take
 constexpr std::uint64_t k_trial_salt = 0x7e57;
 constexpr std::uint64_t k_baseline_salt = 0xba5e;
@@ -97,7 +98,7 @@ void point_runner::init_inputs(point_kernel& k, const buffer_set& set, std::uint
     f.pattern = pattern;
     switch (b.init) {
       case arg_init::none:
-        f.kind = b.output ? fill_kind::unwritten : fill_kind::random;
+        f.kind = b.output || b.scratch ? fill_kind::unwritten : fill_kind::random;
         break;
       case arg_init::random:
         f.kind = fill_kind::random;
@@ -158,6 +159,25 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
   }
 }
 
+std::vector<std::uint64_t> point_runner::input_hashes(point_kernel& k, const buffer_set& set) {
+  std::vector<std::uint64_t> out;
+  std::vector<unsigned char> chunk;
+  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+    const auto& b = k.buffers()[i];
+    if (b.output || b.scratch) continue;
+    // FNV-1a over the buffer's bytes, read in chunks: a kernel that writes to an input changes it.
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (std::uint64_t off = 0; off < b.bytes(); off += k_hash_chunk_bytes) {
+      chunk.resize(std::size_t(std::min<std::uint64_t>(k_hash_chunk_bytes, b.bytes() - off)));
+      m_backend->read(*set[i], off, chunk.data(), chunk.size());
+      for (const unsigned char c : chunk)
+        h = (h ^ c) * 0x100000001b3ull;
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
 verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
                                          std::uint64_t seed) {
   verification_result v;
@@ -180,11 +200,24 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
     const int pattern = (first_pattern + trial) % 2;
     init_inputs(k, mix64(seed ^ mix64(k_trial_salt + std::uint64_t(trial))), pattern);
     const answers expected = reference_answers(k, own);
+    // The inputs as the kernel gets them (after the reference, which may not change them either).
+    const std::vector<std::uint64_t> inputs_before = input_hashes(k, own);
     // Timed as a sample is, so that timed samples far faster than verified launches show.
     const timed_sample s = m_backend->time_launches(kernel_role::candidate, [&] { k.launch(own); });
     if (s.valid && s.time_us > 0)
       v.launch_us = std::min(v.launch_us.value_or(s.time_us), s.time_us);
     m_backend->synchronize();
+    const std::vector<std::uint64_t> inputs_after = input_hashes(k, own);
+    for (std::size_t i = 0, input = 0; i < k.buffers().size(); ++i) {
+      const auto& b = k.buffers()[i];
+      if (b.output || b.scratch) continue;
+      const bool written = inputs_before[input] != inputs_after[input];
+      ++input;
+      if (written && std::find(v.inputs_written.begin(), v.inputs_written.end(), b.name) ==
+                         v.inputs_written.end()) {
+        v.inputs_written.push_back(b.name);
+      }
+    }
     compare(k, own, expected, atol, rtol, pattern, e);
     ++v.trials;
     if (e.wrong) break;  // one failing trial decides
@@ -193,6 +226,13 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   v.max_rel_err = e.max_rel;
   v.unwritten = e.unwritten;
   v.status = e.wrong ? "failed" : "passed";
+  if (!v.inputs_written.empty()) {
+    std::string names;
+    for (const auto& n : v.inputs_written)
+      names += (names.empty() ? "" : ", ") + n;
+    v.note = "the kernel wrote to its input " + names +
+             " (a buffer it may write without being checked is \"scratch\": true)";
+  }
   if (e.unwritten) {
     v.note = std::to_string(e.unwritten) + " output elements were never written";
   } else if (e.wrong) {

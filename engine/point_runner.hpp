@@ -70,6 +70,8 @@ class point_runner : public engine {
   // The reference's answer for the inputs now in `set`, on the host (empty for non-outputs): it
   // runs on its own copies of the outputs, in their state now, which are freed before returning.
   answers reference_answers(point_kernel& k, const buffer_set& set);
+  // A hash of each input buffer of `set` (not outputs, not scratch), in buffer order.
+  std::vector<std::uint64_t> input_hashes(point_kernel& k, const buffer_set& set);
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);

@@ -248,6 +248,7 @@ class spec_builder {
       m_values[name] = expr;
     }
     m_outputs.insert(m_opts.outputs.begin(), m_opts.outputs.end());
+    m_scratch.insert(m_opts.scratch.begin(), m_opts.scratch.end());
 
     json spec = json::object();
     spec["name"] =
@@ -277,6 +278,14 @@ class spec_builder {
       if (!m_buffers.count(name)) {
         throw bench_error("--output",
                           name + " is not a pointer parameter of " + joined(m_opts.entries));
+      }
+    }
+    for (const auto& name : m_scratch) {
+      if (!m_buffers.count(name) || m_outputs.count(name)) {
+        throw bench_error(
+            "--scratch", name + (m_outputs.count(name)
+                                     ? " is an --output too"
+                                     : " is not a pointer parameter of " + joined(m_opts.entries)));
       }
     }
     for (const auto& [name, expr] : m_sizes) {
@@ -511,6 +520,8 @@ class spec_builder {
         a["count"] = expression(size, "--size");
         if (p.local) {
           a["local"] = true;
+        } else if (m_scratch.count(p.name)) {
+          a["scratch"] = true;
         } else if (!m_opts.outputs.empty() ? m_outputs.count(p.name) > 0 : !p.is_const) {
           if (m_opts.outputs.empty() && !outputs_told) {
             throw bench_error("--output",
@@ -578,7 +589,7 @@ class spec_builder {
   std::map<std::string, json> m_blocks, m_grids;
   std::map<std::string, std::string> m_sizes, m_values;
   std::string m_default_size;
-  std::set<std::string> m_outputs, m_buffers;
+  std::set<std::string> m_outputs, m_scratch, m_buffers;
 };
 
 }  // namespace

@@ -187,6 +187,8 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                           "A scalar parameter no sweep parameter names: NAME=EXPR");
   c.bench_cmd->add_option("--output", bo.outputs,
                           "Buffers the kernels write (default: their non-const pointers)");
+  c.bench_cmd->add_option("--scratch", bo.scratch,
+                          "Workspaces the kernels write, neither input nor output (not checked)");
   c.bench_cmd->add_option("--block", bo.blocks,
                           "Threads per block X[,Y[,Z]]; KERNEL=X,Y,Z for one kernel");
   c.bench_cmd->add_option("--grid", bo.grids,

@@ -446,6 +446,10 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
       {"low precision", "h(h(a[i]) + h(s) * h(b[i]))", "precision_mismatch"},
       // Declares ten times the bytes it moves, to look better than it is.
       {"overclaims", "a[i] + s * b[i]", "faster_than_roofline", "120*N"},
+      // Right outputs, but it writes to an input (casting its const away).
+      {"writes its input", "", "input_modified", "12*N",
+       "if (i < n) { out[i] = a[i] + s * b[i]; ((" +
+           std::string(engine() == "hip" ? "float*" : "__global float*") + ")b)[i] = 0.0f; }"},
   };
   for (const cheat& c : cheats) {
     SCOPED_TRACE(c.name);
@@ -460,6 +464,25 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
     EXPECT_TRUE(has_flag(row, c.flag)) << row.dump();
     EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
   }
+}
+
+// A workspace declared "scratch" may be written: no flag, and the outputs are still checked.
+TEST_P(DeviceTest, AKernelMayWriteItsScratchBuffer) {
+  json spec = axpy_job("", "N", "if (i < n) { b[i] = a[i]; out[i] = b[i] + s * a[i]; }");
+  spec["kernel"]["source"] =
+      replace(spec["kernel"]["source"].get<std::string>(), "const float* b", "float* b");
+  spec["kernel"]["args"][2]["scratch"] = true;  // b: a workspace now
+  spec["kernel"]["reference"] = {{"op", "stream"}, {"variant", "scale"}, {"n", "N"},
+                                 {"dtype", "f32"}, {"scalar", 4},        {"b", "out"},
+                                 {"c", "a"}};
+  spec["sweep"] = {{"N", {1 << 16}}};
+  spec["timing"] = {{"l2", "hot"}, {"max_time_ms", 300}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_FALSE(row["verification"].contains("inputs_written")) << row.dump();
+  EXPECT_FALSE(has_flag(row, "input_modified")) << row.dump();
 }
 
 // A kernel that skips its work where its output no longer holds the unwritten pattern: outputs

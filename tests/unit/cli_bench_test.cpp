@@ -169,6 +169,15 @@ TEST(BenchSpec, AReferenceKernelOfTheFileAndOutputsByName) {
   const json spec = bench_spec(o, k_cuda);
   EXPECT_FALSE(spec["kernel"]["args"][0].contains("output"));
   EXPECT_TRUE(spec["kernel"]["args"][1]["output"]);
+
+  o.outputs = {"x"};
+  o.scratch = {"y"};  // a workspace: neither output nor input
+  const json ws = bench_spec(o, k_cuda);
+  EXPECT_TRUE(ws["kernel"]["args"][0]["output"]);
+  EXPECT_EQ(ws["kernel"]["args"][1], json::parse(R"j({"name": "y", "type": "f32*", "count": "n",
+                                                      "scratch": true})j"));
+  o.scratch = {"x"};
+  EXPECT_THROW(bench_spec(o, k_cuda), bench_error);
   EXPECT_EQ(spec["kernel"]["reference"],
             json({{"op", "custom"},
                   {"language", "cuda"},

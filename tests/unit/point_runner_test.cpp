@@ -183,6 +183,65 @@ TEST(PointRunner, AKernelCorrectOnlyWhileVerifiedIsCaughtInItsTimedSamples) {
   EXPECT_EQ(r.fitness.combined_score, 0.0);
 }
 
+// A kernel that computes its outputs right but also writes to an input: the inputs are checked
+// around every verification launch, so it is flagged and scores 0.
+TEST(PointRunner, AKernelWritingToItsInputIsFlagged) {
+  auto t = make_runner();
+  t.fake->kernels["scale_clobber"] = [](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+    x[n / 2] = 0;  // after reading it: the output is still right
+  };
+  const auto r = t.runner.measure(plan_of(scale_job("scale_clobber")), 0, 3);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_EQ(r.verification.inputs_written, std::vector<std::string>{"x"});
+  EXPECT_NE(r.verification.note.find("wrote to its input x"), std::string::npos)
+      << r.verification.note;
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "input_modified"), r.flags.end());
+  EXPECT_FALSE(r.fitness.correct);
+  EXPECT_EQ(r.fitness.combined_score, 0.0);
+
+  // The same kernel honest: nothing is written but the output.
+  const auto honest = t.runner.measure(plan_of(scale_job("scale")), 0, 3);
+  EXPECT_TRUE(honest.verification.inputs_written.empty());
+  EXPECT_EQ(std::find(honest.flags.begin(), honest.flags.end(), "input_modified"),
+            honest.flags.end());
+}
+
+// A workspace the kernel writes is declared "scratch": it is not an input, so writing it is no
+// violation, and it starts as the unwritten pattern before every launch.
+TEST(PointRunner, AScratchBufferMayBeWritten) {
+  auto t = make_runner();
+  std::vector<float> seen;
+  t.fake->kernels["scale_ws"] = [&seen](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    auto* ws = static_cast<float*>(a.buffers[2]);
+    seen.push_back(ws[0]);
+    for (int i = 0; i < n; ++i) {
+      ws[i] = float(a.scalars[1] * x[i]);
+      y[i] = ws[i];
+    }
+  };
+  json j = scale_job("scale_ws");
+  j["kernel"]["args"].push_back(
+      {{"name", "ws"}, {"type", "f32*"}, {"count", "N"}, {"scratch", true}});
+  const auto r = t.runner.measure(plan_of(j), 0, 3);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_TRUE(r.verification.inputs_written.empty());
+  EXPECT_TRUE(r.flags.empty()) << r.flags.front();
+  // Each verification launch found it holding the unwritten pattern (NaN), not the last answer.
+  ASSERT_GE(seen.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(std::isnan(seen[i])) << i;
+}
+
 // A kernel that remembers its answer per output address and replays it: inputs get fresh values
 // before every sample, so a replayed answer is wrong wherever a sample is checked.
 TEST(PointRunner, AKernelReplayingAnEarlierAnswerIsCaughtInItsTimedSamples) {
