@@ -77,9 +77,11 @@ struct scheduler::active_job {
   // index point * per_point + variant (1 and the point's index for a job without variants).
   std::uint64_t per_point = 1;
   std::uint64_t total = 0;  // rows: points * per_point
+  // Points sent to the worker that it dropped unmeasured (a cancel): sent, but never measured.
+  std::uint64_t dropped = 0;
   // Rows measured (stored, or held to be stored), counting the points at the worker as not.
   std::uint64_t measured_rows(std::size_t at_worker) const {
-    return total - (todo.size() - next + at_worker) * per_point;
+    return total - (todo.size() - next + at_worker + dropped) * per_point;
   }
   std::optional<point_error> first_failure;
   std::uint64_t first_failure_index = 0;
@@ -264,6 +266,7 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     // Not measured, as asked (cancel or shutdown): nothing to store; a requeued job measures
     // it when it resumes.
     slot.window.dropped();
+    if (slot.job) ++slot.job->dropped;
     if (slot.window.empty()) slot.watchdog.cancel();
     advance(slot);
     return;

@@ -314,6 +314,10 @@ TEST_F(Api, CancelOfShortPointsStopsAfterTheCurrentOneNotAfterTheQueuedOnes) {
   // Stored progress trails measurement by the group commit (2 ms) and reply batching (5 ms):
   // a handful of 1 ms points, against the 64 a queue would add.
   EXPECT_LT(job["progress"]["done"].get<int>() - at_cancel, 20) << job.dump();
+  // The points the worker dropped unmeasured are not counted as measured.
+  EXPECT_EQ(job["error"]["message"],
+            "cancelled after " + job["progress"]["done"].dump() + " of 5000 points")
+      << job.dump();
 }
 
 TEST_F(Api, IdempotencyKeyReturnsTheSameJobOnRetry) {
