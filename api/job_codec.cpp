@@ -190,9 +190,12 @@ std::string fitness_json_text(const job_fitness& f) {
   return json{{"correct", f.correct},
               {"points", f.points},
               {"ok_points", f.ok_points},
+              {"correct_points", f.correct_points},
               {"speedup", or_null(f.speedup)},
               {"latency_score", or_null(f.latency_score)},
               {"combined_score", f.combined_score},
+              {"withheld", f.withheld},
+              {"confirmed", f.confirmed},
               {"flags", f.flags},
               {"simulated", f.simulated}}
       .dump();

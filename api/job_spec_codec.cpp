@@ -408,6 +408,7 @@ class spec_parser {
       }
     }
     if (auto w = r.number("correctness_weight", 0, 1)) out.correctness_weight = *w;
+    if (auto c = r.number("score_cap", 1, 1e6)) out.score_cap = *c;
     r.finish();
     return out;
   }
@@ -1207,7 +1208,8 @@ json to_json(const job_spec& spec) {
                  {"rtol", spec.verify.rtol ? json(*spec.verify.rtol) : json(nullptr)}};
   json fitness = {{"baseline", nullptr},
                   {"target_us", spec.fitness.target_us ? json(*spec.fitness.target_us) : json()},
-                  {"correctness_weight", spec.fitness.correctness_weight}};
+                  {"correctness_weight", spec.fitness.correctness_weight},
+                  {"score_cap", spec.fitness.score_cap}};
   if (spec.fitness.baseline) fitness["baseline"] = kernel_json(*spec.fitness.baseline);
   j["fitness"] = std::move(fitness);
   j["cache"] = spec.cache;

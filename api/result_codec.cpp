@@ -187,6 +187,13 @@ json to_json(const point_result& r) {
     j["verification"]["timed_wrong"] = v.timed_wrong;
   }
   if (!v.inputs_written.empty()) j["verification"]["inputs_written"] = v.inputs_written;
+  if (v.status != "skipped") {
+    j["verification"]["norm_rel_err"] = v.norm_rel_err;  // infinity is written as null
+    j["verification"]["ref_near_zero"] = v.ref_near_zero;
+  }
+  if (v.timed_failed > 0) j["verification"]["timed_failed"] = v.timed_failed;
+  if (!v.written_out_of_bounds.empty())
+    j["verification"]["written_out_of_bounds"] = v.written_out_of_bounds;
   j["flags"] = r.flags;
   j["advice"] = r.advice;
   const auto& f = r.fitness;

@@ -34,6 +34,9 @@ struct analysis_context {
 inline constexpr double k_roofline_allowance = 0.10;
 inline constexpr double k_cpu_roofline_allowance = 0.25;
 // A speedup over the baseline above this is flagged excessive_speedup (a warning).
+// The norm-relative error at and above which an f32 (f64) output shows the rounding of a
+// narrower type's arithmetic (f16, bf16, TF32; f32 for f64): precision_mismatch.
+double narrow_arithmetic_error(dtype out_type);
 inline constexpr double k_excessive_speedup = 10.0;
 // A timed median below this share of the fastest verification launch is flagged
 // (faster_than_verification, a warning): the kernel ran far faster unwatched. Only for launches
@@ -44,9 +47,12 @@ inline constexpr double k_faster_than_verification = 0.25;
 inline constexpr double k_verification_launch_min_us = 50;
 
 // Flags from a verification: timed_output_mismatch (a checked timed sample was wrong),
-// input_modified (the kernel wrote to a buffer given to it as an input), verification_failed, and
-// what the failure looks like: output_not_written (outputs left NaN), precision_mismatch (errors
-// within a lower precision's tolerance but not the declared dtype's).
+// input_modified (the kernel wrote to a buffer given to it as an input), out_of_bounds_write (it
+// wrote into the canary region after a buffer), low_signal_reference (most reference outputs are
+// within atol of zero), precision_mismatch (an f32/f64 output with the norm-relative error of a
+// narrower type's arithmetic, passing or not), verification_failed, and what the failure looks
+// like: output_not_written (outputs left NaN), precision_mismatch (errors within f16's tolerance
+// but not the declared dtype's).
 std::vector<std::string> verification_flags(const verification_result& v, dtype out_type);
 
 // Prioritised advice for a measured point, most useful first.

@@ -194,6 +194,11 @@ class device_backend {
   // Compiles (or finds in the backend's cache) a user kernel for this device; throws
   // compile_error with the log, or backend_error (unsupported) for a language it cannot run.
   virtual kernel_id compile(const custom_kernel& kernel) = 0;
+  // As compile(), but loaded as a module (program) of its own that no launch has touched yet:
+  // its global variables hold their initial values. Used after verification, so that timed
+  // launches see none of the state verification launches left in the kernel's globals. A
+  // backend that runs no device code has no such state: compile() is enough.
+  virtual kernel_id compile_fresh(const custom_kernel& kernel) { return compile(kernel); }
   virtual void launch(const kernel_call& call) = 0;
   virtual void gemm(const gemm_call& call) = 0;
   virtual void stream(const stream_call& call) = 0;

@@ -9,10 +9,11 @@
 namespace kernelscan {
 
 bool voids_score(std::string_view flag) {
-  static constexpr std::array<std::string_view, 8> k_voiding{
+  static constexpr std::array<std::string_view, 10> k_voiding{
       "faster_than_roofline", "timed_output_mismatch", "output_not_written",
       "verification_failed",  "precision_mismatch",    "timeout",
-      "device_fault",         "input_modified"};
+      "device_fault",         "input_modified",        "out_of_bounds_write",
+      "low_signal_reference"};
   return std::find(k_voiding.begin(), k_voiding.end(), flag) != k_voiding.end();
 }
 
@@ -57,6 +58,7 @@ point_fitness score_point(const point_result& r, const fitness_options& options,
   }
   if (!f.correct) {
     f.combined_score = 0;
+    return f;
   } else if (options.target_us) {
     const double w = options.correctness_weight;
     f.combined_score = w + (1 - w) * f.latency_score.value_or(0);
@@ -67,21 +69,26 @@ point_fitness score_point(const point_result& r, const fitness_options& options,
   } else {
     f.combined_score = 1;
   }
+  f.combined_score = std::min(f.combined_score, options.score_cap);
   return f;
 }
 
 job_fitness summarize_fitness(std::span<const scored_point> points, std::uint64_t total_points,
-                              bool succeeded, std::vector<std::string> flags) {
+                              bool succeeded, std::vector<std::string> flags,
+                              const score_rules& rules) {
   job_fitness j;
   j.points = total_points;
   j.flags = std::move(flags);
-  double log_speedup = 0, latency = 0, combined = 0;
-  std::size_t n_speedup = 0, n_latency = 0, n_correct = 0;
+  double log_speedup = 0, latency = 0, log_combined = 0;
+  std::size_t n_speedup = 0, n_latency = 0, n_correct = 0, n_scored = 0;
   for (const auto& p : points) {
     if (p.simulated) j.simulated = true;
     if (p.ok) ++j.ok_points;
     if (p.correct) ++n_correct;
-    combined += p.combined_score;
+    if (p.combined_score > 0) {
+      log_combined += std::log(p.combined_score);
+      ++n_scored;
+    }
     if (p.speedup && *p.speedup > 0) {
       log_speedup += std::log(*p.speedup);
       ++n_speedup;
@@ -93,8 +100,20 @@ job_fitness summarize_fitness(std::span<const scored_point> points, std::uint64_
   }
   if (n_speedup) j.speedup = std::exp(log_speedup / double(n_speedup));
   if (n_latency) j.latency_score = latency / double(n_latency);
+  j.correct_points = n_correct;
   j.correct = succeeded && total_points > 0 && n_correct == total_points;
-  j.combined_score = succeeded && total_points > 0 ? combined / double(total_points) : 0.0;
+  // A geometric mean over every point of the sweep: a point that scored 0 (failed, wrong, never
+  // measured) makes it 0, so failing the sizes it is slow at cannot raise a candidate's score.
+  if (succeeded && total_points > 0 && n_scored == total_points) {
+    j.combined_score = std::exp(log_combined / double(total_points));
+  }
+  const bool excessive =
+      std::find(j.flags.begin(), j.flags.end(), "excessive_speedup") != j.flags.end();
+  if (excessive && rules.withhold_excessive && !rules.confirmed && j.combined_score > 0) {
+    j.withheld = true;
+    j.combined_score = 0;
+  }
+  j.confirmed = rules.confirmed;
   return j;
 }
 

@@ -8,8 +8,11 @@
 //                  faster than it, never capped;
 //   combined_score 0 unless correct; else w·1 + (1 − w)·latency_score with a target, else the
 //                  speedup with a baseline, else 1.
-// Per job: the mean combined score over every point (a failed point counts 0), so a candidate
-// cannot raise its score by failing the sizes it is slow at.
+// Each point's combined score is capped at fitness.score_cap.
+// Per job: the geometric mean of the combined scores over every point of the sweep; a point that
+// scored 0 (failed, wrong, never measured) makes it 0, so a candidate cannot raise its score by
+// failing the sizes it is slow at. A job with an excessive_speedup point has its score withheld
+// (0, `withheld`) until an operator confirms it, where the daemon withholds such scores.
 // Pure functions; thread-safe.
 
 #include <cstdint>
@@ -57,16 +60,26 @@ struct job_fitness {
   bool correct = false;  // every point of the job correct
   std::uint64_t points = 0;
   std::uint64_t ok_points = 0;
+  std::uint64_t correct_points = 0;
   std::optional<double> speedup;        // geometric mean over points with one
   std::optional<double> latency_score;  // mean over points with one
-  double combined_score = 0;            // mean over all `total_points`, missing points 0
-  std::vector<std::string> flags;       // every flag any point raised
-  bool simulated = false;               // some point's times come from the mock engine's model
+  double combined_score = 0;            // geometric mean over all `total_points`; 0 if any is
+  bool withheld = false;   // an excessive_speedup awaits an operator's confirmation: score 0
+  bool confirmed = false;  // an operator confirmed the job's speedups
+  std::vector<std::string> flags;  // every flag any point raised
+  bool simulated = false;          // some point's times come from the mock engine's model
+};
+
+// How the daemon treats a job's excessive speedups.
+struct score_rules {
+  bool withhold_excessive = true;  // withhold the score of a job with excessive_speedup
+  bool confirmed = false;          // an operator confirmed this job's speedups
 };
 
 // `total_points`: the job's sweep size (points never measured count 0). A job that did not
 // succeed scores 0.
 job_fitness summarize_fitness(std::span<const scored_point> points, std::uint64_t total_points,
-                              bool succeeded, std::vector<std::string> flags);
+                              bool succeeded, std::vector<std::string> flags,
+                              const score_rules& rules = {});
 
 }  // namespace kernelscan

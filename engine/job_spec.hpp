@@ -49,6 +49,9 @@ struct fitness_options {
   std::optional<kernel_spec> baseline;
   std::optional<double> target_us;
   double correctness_weight = 0.5;  // in [0, 1]
+  // A point's combined score counts at most this much (in [1, 1e6]): one outlier point cannot
+  // carry the job's geometric mean.
+  double score_cap = 10;
   bool operator==(const fitness_options&) const = default;
 };
 

@@ -16,6 +16,7 @@ void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
   for (std::int64_t i = 0; i < n; ++i, o += w, r += w) {
     const double ov = load_element(t, o), rv = load_element(t, r);
     ++e.compared;
+    if (std::fabs(rv) <= atol) ++e.ref_near_zero;
     bool bad = false;
     if (holds_unwritten(t, o, pattern) && !holds_unwritten(t, r, pattern)) {
       ++e.unwritten;
@@ -27,16 +28,32 @@ void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
       e.max_abs = e.max_rel = std::numeric_limits<double>::infinity();
     } else {
       const double d = std::fabs(ov - rv);
+      e.sum_sq_diff += d * d;
       e.max_abs = std::max(e.max_abs, d);
       const double denom = std::fabs(rv) + floor;
       if (denom > 0) e.max_rel = std::max(e.max_rel, d / denom);
       bad = !(d <= atol + rtol * std::fabs(rv));
     }
+    if (std::isfinite(rv)) e.sum_sq_ref += rv * rv;
     if (bad) {
       ++e.wrong;
       e.first_wrong = std::min(e.first_wrong, offset + std::uint64_t(i));
     }
   }
+}
+
+double norm_relative_error(const output_errors& e) {
+  if (e.sum_sq_diff == 0) return 0;
+  if (e.sum_sq_ref == 0) return std::numeric_limits<double>::infinity();
+  return std::sqrt(e.sum_sq_diff / e.sum_sq_ref);
+}
+
+double near_zero_share(const output_errors& e) {
+  return e.compared ? double(e.ref_near_zero) / double(e.compared) : 0.0;
+}
+
+bool fails_norm_test(const output_errors& e, double rtol) {
+  return norm_relative_error(e) > rtol;
 }
 
 }  // namespace kernelscan

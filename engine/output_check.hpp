@@ -3,8 +3,10 @@
 // as the GPU engine copies them back: plain C++ so that the arithmetic is unit-tested without a
 // GPU. Values are decoded from their device representation (f16 and bf16 included).
 //
-// An element passes when |out − ref| ≤ atol + rtol·|ref|. Before a run every output holds the
-// `unwritten` pattern: NaN for floating types, k_unwritten_byte repeated for integers; an
+// An element passes when |out − ref| ≤ atol + rtol·|ref|; the whole output passes only when its
+// norm-relative error ‖out − ref‖₂ / ‖ref‖₂ is at most rtol too, so that an output of small values
+// cannot pass on atol alone (all zeros where every |ref| < atol). Before a run every output holds
+// the `unwritten` pattern: NaN for floating types, k_unwritten_byte repeated for integers; an
 // element that still holds it where the reference does not was never written.
 
 #include <cstdint>
@@ -24,7 +26,19 @@ struct output_errors {
   std::uint64_t unwritten = 0;
   std::uint64_t wrong = 0;  // failing elements, the unwritten included
   std::uint64_t first_wrong = std::numeric_limits<std::uint64_t>::max();  // element index
+  // Over finite elements: Σ(out − ref)² and Σref², for the norm-relative error.
+  double sum_sq_diff = 0, sum_sq_ref = 0;
+  // Reference elements within atol of zero: where most are, a constant comes close to passing.
+  std::uint64_t ref_near_zero = 0;
 };
+
+// ‖out − ref‖₂ / ‖ref‖₂ over what `e` compared: 0 for identical outputs, infinity when the
+// reference is all zeros and the output is not.
+double norm_relative_error(const output_errors& e);
+// The share of compared reference elements within atol of zero (0 when nothing was compared).
+double near_zero_share(const output_errors& e);
+// True when the outputs fail the norm test: norm_relative_error(e) > rtol.
+bool fails_norm_test(const output_errors& e, double rtol);
 
 // Adds `n` elements of type `t` starting at element `offset` of the output. `out` and `ref`
 // hold them as the device stores them.

@@ -129,14 +129,20 @@ void point_kernel::add_buffer(std::string name, dtype t, std::int64_t count, arg
   b.init = init;
   b.output = output;
   b.scratch = scratch;
-  if (b.bytes() > m_backend.max_allocation()) {
+  if (b.bytes() + k_canary_bytes > m_backend.max_allocation()) {
     throw backend_error(fault_kind::out_of_memory,
                         "buffer \"" + b.name + "\" needs " + gib(double(b.bytes())) +
                             "; this device allocates at most " +
                             gib(double(m_backend.max_allocation())) + " at once");
   }
-  b.mem = m_backend.allocate(b.bytes());
+  b.mem = m_backend.allocate(b.bytes() + k_canary_bytes);
   m_buffers.push_back(std::move(b));
+}
+
+void point_kernel::load_fresh() {
+  if (const auto* c = std::get_if<custom_instance>(m_instance)) {
+    m_function = m_backend.compile_fresh(*c->launch.kernel);
+  }
 }
 
 std::size_t point_kernel::bound(const std::string& name, dtype t, std::int64_t count,

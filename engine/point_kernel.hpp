@@ -20,6 +20,11 @@
 
 namespace kernelscan {
 
+// Every buffer is allocated this much longer than its elements: the canary region the runner
+// fills after allocating and checks after the kernel's launches (a write past the end of a buffer,
+// out_of_bounds_write). Element counts, bytes() and launches see only the elements.
+inline constexpr std::uint64_t k_canary_bytes = 4096;
+
 struct point_buffer {
   std::string name;
   dtype type = dtype::f32;
@@ -55,6 +60,9 @@ class point_kernel {
 
   // Enqueues one launch of the kernel on `buffers`.
   void launch(const buffer_set& buffers);
+  // A user kernel is loaded again, as a module of its own whose globals hold their initial
+  // values (device_backend::compile_fresh); later launches use it. Built-in ops have no state.
+  void load_fresh();
   // Enqueues one launch of the reference on `buffers`. Precondition: has_reference().
   void launch_reference(const buffer_set& buffers);
 

@@ -38,10 +38,22 @@ struct verification_result {
   // output elements that failed there (a kernel correct only while verified).
   int timed_checks = 0;
   std::uint64_t timed_wrong = 0;
+  int timed_failed = 0;  // checked timed samples that failed, elementwise or by the norm test
   // Input buffers whose contents the kernel changed in a verification launch (`scratch`
   // buffers, which a kernel may write, are not inputs).
   std::vector<std::string> inputs_written;
+  // ‖out − ref‖₂ / ‖ref‖₂, the largest over the trials; outputs fail where it exceeds rtol.
+  double norm_rel_err = 0;
+  // The share of the reference's output elements within atol of zero (the largest over the
+  // trials): above k_low_signal_share, a constant output comes close to passing.
+  double ref_near_zero = 0;
+  // Buffers past whose end the kernel wrote, into the canary region that follows each one.
+  std::vector<std::string> written_out_of_bounds;
 };
+
+// A reference with more than this share of its outputs within atol of zero says little about a
+// kernel: low_signal_reference.
+inline constexpr double k_low_signal_share = 0.9;
 
 // The score an agent optimises (DESIGN.md §4; the rule is in the README under "Fitness").
 struct point_fitness {

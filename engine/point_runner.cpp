@@ -1,6 +1,7 @@
 #include "engine/point_runner.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ constexpr std::uint64_t k_trial_salt = 0x7e57;
 constexpr std::uint64_t k_baseline_salt = 0xba5e;
 constexpr std::uint64_t k_sample_salt = 0x5a3b1e;
 constexpr std::uint64_t k_check_salt = 0xc4ec;
+constexpr std::uint64_t k_extra_trials_salt = 0xe7a1;
+constexpr std::uint64_t k_canary_salt = 0xca7a;
+// Verification runs between verify.trials and verify.trials + k_max_extra_trials trials, as the
+// point's seed picks: a kernel cannot count launches to learn when verification ends.
+constexpr int k_max_extra_trials = 2;
 // A timed sample is checked with probability 1/k_check_one_in, at most k_max_timed_checks per
 // point; a point none of whose samples was drawn gets one more, checked, sample at the end.
 constexpr std::uint64_t k_check_one_in = 8;
@@ -63,8 +69,8 @@ std::string point_error_type(fault_kind kind) {
   return "internal";
 }
 
-point_runner::point_runner(std::unique_ptr<device_backend> backend)
-    : m_backend(std::move(backend)), m_info(m_backend->device()) {
+point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defences)
+    : m_backend(std::move(backend)), m_info(m_backend->device()), m_defences(defences) {
   if (m_info.datasheet) m_analysis.datasheet = *m_info.datasheet;
   m_analysis.launch_latency_us = m_backend->launch_latency_us();
   m_analysis.cache_bytes = m_info.l2_bytes + m_info.llc_bytes;
@@ -138,8 +144,41 @@ point_runner::answers point_runner::reference_answers(point_kernel& k, const buf
     if (!b.output) continue;
     out[i].resize(b.bytes());
     m_backend->read(*ref[i], 0, out[i].data(), b.bytes());
+    if (!m_defences) continue;
+    // The answer does not stay in device memory a later allocation may get.
+    fill_request poison;
+    poison.kind = fill_kind::unwritten;
+    poison.type = b.type;
+    poison.count = b.count;
+    m_backend->fill(*ref[i], poison);
   }
   return out;
+}
+
+void point_runner::arm_canaries(point_kernel& k, const buffer_set& set) {
+  for (std::size_t i = 0; i < k.buffers().size(); ++i)
+    m_backend->write(*set[i], k.buffers()[i].bytes(), m_canary.data(), m_canary.size());
+}
+
+void point_runner::check_canaries(point_kernel& k, const buffer_set& set,
+                                  std::vector<std::string>& written) {
+  std::vector<unsigned char> now(m_canary.size());
+  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+    const auto& b = k.buffers()[i];
+    m_backend->read(*set[i], b.bytes(), now.data(), now.size());
+    if (now != m_canary && std::find(written.begin(), written.end(), b.name) == written.end())
+      written.push_back(b.name);
+  }
+}
+
+void point_runner::begin_canaries(std::uint64_t point_seed) {
+  m_canary.resize(k_canary_bytes);
+  std::uint64_t x = mix64(point_seed ^ k_canary_salt);
+  for (std::size_t i = 0; i < m_canary.size(); i += 8) {
+    x = mix64(x + i);
+    for (std::size_t j = 0; j < 8 && i + j < m_canary.size(); ++j)
+      m_canary[i + j] = static_cast<unsigned char>(x >> (8 * j));
+  }
 }
 
 void point_runner::compare(point_kernel& k, const buffer_set& set, const answers& expected,
@@ -160,20 +199,38 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
 }
 
 std::vector<std::uint64_t> point_runner::input_hashes(point_kernel& k, const buffer_set& set) {
-  std::vector<std::uint64_t> out;
+  std::vector<std::uint64_t> out(k.buffers().size(), 0);
   std::vector<unsigned char> chunk;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (b.output || b.scratch) continue;
-    // FNV-1a over the buffer's bytes, read in chunks: a kernel that writes to an input changes it.
-    std::uint64_t h = 0xcbf29ce484222325ull;
+    // A hash of the buffer's bytes, read in chunks: a kernel that writes to an input changes it.
+    // Four FNV-style lanes over 64-bit words (the bytes past the last whole word in lane 0), so
+    // that hashing keeps up with reading the buffer back.
+    std::uint64_t lanes[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull,
+                              0xc2b2ae3d27d4eb4full};
+    constexpr std::uint64_t prime = 0x100000001b3ull;
     for (std::uint64_t off = 0; off < b.bytes(); off += k_hash_chunk_bytes) {
       chunk.resize(std::size_t(std::min<std::uint64_t>(k_hash_chunk_bytes, b.bytes() - off)));
       m_backend->read(*set[i], off, chunk.data(), chunk.size());
-      for (const unsigned char c : chunk)
-        h = (h ^ c) * 0x100000001b3ull;
+      const std::size_t words = chunk.size() / 8;
+      std::size_t w = 0;
+      for (; w + 4 <= words; w += 4) {
+        for (int l = 0; l < 4; ++l) {
+          std::uint64_t x = 0;
+          std::memcpy(&x, chunk.data() + (w + std::size_t(l)) * 8, 8);
+          lanes[l] = (lanes[l] ^ x) * prime;
+        }
+      }
+      for (; w < words; ++w) {
+        std::uint64_t x = 0;
+        std::memcpy(&x, chunk.data() + w * 8, 8);
+        lanes[0] = (lanes[0] ^ x) * prime;
+      }
+      for (std::size_t c = words * 8; c < chunk.size(); ++c)
+        lanes[0] = (lanes[0] ^ chunk[c]) * prime;
     }
-    out.push_back(h);
+    out[i] = mix64(lanes[0] ^ mix64(lanes[1] ^ mix64(lanes[2] ^ mix64(lanes[3]))));
   }
   return out;
 }
@@ -192,54 +249,88 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   const auto [atol, rtol] = tolerances_of(spec, k);
   v.tolerance = rtol;
   output_errors e;
+  bool norm_failed = false;
   const auto own = k.own_buffers();
+  const int trials =
+      spec.verify.trials +
+      (m_defences ? int(mix64(seed ^ k_extra_trials_salt) % (k_max_extra_trials + 1)) : 0);
   // The trials alternate the two unwritten patterns from one the point's seed picks, so a
   // kernel that recognises one poison and writes only where it sees it fails on the other.
   const int first_pattern = int(mix64(seed ^ k_trial_salt) & 1);
-  for (int trial = 0; trial < spec.verify.trials; ++trial) {
+  for (int trial = 0; trial < trials; ++trial) {
     const int pattern = (first_pattern + trial) % 2;
     init_inputs(k, mix64(seed ^ mix64(k_trial_salt + std::uint64_t(trial))), pattern);
     const answers expected = reference_answers(k, own);
     // The inputs as the kernel gets them (after the reference, which may not change them either).
-    const std::vector<std::uint64_t> inputs_before = input_hashes(k, own);
+    const std::vector<std::uint64_t> inputs_before =
+        m_defences ? input_hashes(k, own) : std::vector<std::uint64_t>();
     // Timed as a sample is, so that timed samples far faster than verified launches show.
     const timed_sample s = m_backend->time_launches(kernel_role::candidate, [&] { k.launch(own); });
     if (s.valid && s.time_us > 0)
       v.launch_us = std::min(v.launch_us.value_or(s.time_us), s.time_us);
     m_backend->synchronize();
-    const std::vector<std::uint64_t> inputs_after = input_hashes(k, own);
-    for (std::size_t i = 0, input = 0; i < k.buffers().size(); ++i) {
+    const std::vector<std::uint64_t> inputs_after =
+        m_defences ? input_hashes(k, own) : std::vector<std::uint64_t>();
+    for (std::size_t i = 0; i < inputs_before.size(); ++i) {
       const auto& b = k.buffers()[i];
-      if (b.output || b.scratch) continue;
-      const bool written = inputs_before[input] != inputs_after[input];
-      ++input;
-      if (written && std::find(v.inputs_written.begin(), v.inputs_written.end(), b.name) ==
-                         v.inputs_written.end()) {
+      if (inputs_before[i] != inputs_after[i] &&
+          std::find(v.inputs_written.begin(), v.inputs_written.end(), b.name) ==
+              v.inputs_written.end()) {
         v.inputs_written.push_back(b.name);
       }
     }
-    compare(k, own, expected, atol, rtol, pattern, e);
+    if (m_defences) check_canaries(k, own, v.written_out_of_bounds);
+    output_errors t;
+    compare(k, own, expected, atol, rtol, pattern, t);
+    v.norm_rel_err = std::max(v.norm_rel_err, norm_relative_error(t));
+    v.ref_near_zero = std::max(v.ref_near_zero, near_zero_share(t));
+    norm_failed = norm_failed || (!t.wrong && fails_norm_test(t, rtol));
+    e.max_abs = std::max(e.max_abs, t.max_abs);
+    e.max_rel = std::max(e.max_rel, t.max_rel);
+    e.unwritten += t.unwritten;
+    e.wrong += t.wrong;
+    e.first_wrong = std::min(e.first_wrong, t.first_wrong);
     ++v.trials;
-    if (e.wrong) break;  // one failing trial decides
+    if (t.wrong || norm_failed) break;  // one failing trial decides
   }
   v.max_abs_err = e.max_abs;
   v.max_rel_err = e.max_rel;
   v.unwritten = e.unwritten;
-  v.status = e.wrong ? "failed" : "passed";
-  if (!v.inputs_written.empty()) {
-    std::string names;
-    for (const auto& n : v.inputs_written)
-      names += (names.empty() ? "" : ", ") + n;
-    v.note = "the kernel wrote to its input " + names +
-             " (a buffer it may write without being checked is \"scratch\": true)";
-  }
+  v.status = e.wrong || norm_failed ? "failed" : "passed";
+  std::vector<std::string> notes;
+  auto names = [](const std::vector<std::string>& list) {
+    std::string out;
+    for (const auto& n : list)
+      out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
   if (e.unwritten) {
-    v.note = std::to_string(e.unwritten) + " output elements were never written";
+    notes.push_back(std::to_string(e.unwritten) + " output elements were never written");
   } else if (e.wrong) {
-    v.note = std::to_string(e.wrong) + " output elements differ from the reference beyond atol " +
-             format_tolerance(atol) + " + rtol " + format_tolerance(rtol) +
-             "·|ref| (first at element " + std::to_string(e.first_wrong) + ")";
+    notes.push_back(std::to_string(e.wrong) +
+                    " output elements differ from the reference beyond atol " +
+                    format_tolerance(atol) + " + rtol " + format_tolerance(rtol) +
+                    "·|ref| (first at element " + std::to_string(e.first_wrong) + ")");
+  } else if (norm_failed) {
+    notes.push_back("every element is within atol " + format_tolerance(atol) + " + rtol " +
+                    format_tolerance(rtol) + "·|ref|, but the norm-relative error ‖out − ref‖ / " +
+                    "‖ref‖ is " + format_tolerance(v.norm_rel_err) + ", above rtol");
   }
+  if (!v.inputs_written.empty()) {
+    notes.push_back("the kernel wrote to its input " + names(v.inputs_written) +
+                    " (a buffer it may write without being checked is \"scratch\": true)");
+  }
+  if (!v.written_out_of_bounds.empty()) {
+    notes.push_back("the kernel wrote past the end of " + names(v.written_out_of_bounds));
+  }
+  if (v.ref_near_zero > k_low_signal_share) {
+    notes.push_back(format_tolerance(100 * v.ref_near_zero) +
+                    "% of the reference's output elements are within atol " +
+                    format_tolerance(atol) +
+                    " of zero: a constant output comes close to passing; give a smaller atol");
+  }
+  for (const auto& n : notes)
+    v.note += (v.note.empty() ? "" : "; ") + n;
   return v;
 }
 
@@ -274,9 +365,10 @@ class point_runner::timed_checks {
       runner.check_memory(double(bytes + output_bytes), "a second set of buffers");
       m_second.reserve(k.buffers().size());
       for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-        m_second.push_back(runner.m_backend->allocate(k.buffers()[i].bytes()));
+        m_second.push_back(runner.m_backend->allocate(k.buffers()[i].bytes() + k_canary_bytes));
         m_sets[1][i] = &m_second.back();
       }
+      runner.arm_canaries(k, m_sets[1]);
     } catch (const backend_error& e) {
       if (e.kind() != fault_kind::out_of_memory) throw;
       m_second.clear();
@@ -312,7 +404,9 @@ class point_runner::timed_checks {
       m_first_wrong = e.first_wrong;
       m_unwritten = e.unwritten;
     }
-    if (e.wrong) ++m_failed_checks;
+    const bool norm_failed = !e.wrong && fails_norm_test(e, m_tolerances.rtol);
+    if (e.wrong || norm_failed) ++m_failed_checks;
+    if (norm_failed) m_norm_rel_err = std::max(m_norm_rel_err, norm_relative_error(e));
     m_wrong += e.wrong;
   }
 
@@ -325,15 +419,32 @@ class point_runner::timed_checks {
     m_force = false;
   }
 
-  void report(verification_result& v) const {
+  // What the checks found, and the canaries after every timed launch of either set.
+  void report(verification_result& v) {
+    const std::size_t before = v.written_out_of_bounds.size();
+    m_runner.check_canaries(m_k, m_sets[0], v.written_out_of_bounds);
+    if (rotates()) m_runner.check_canaries(m_k, m_sets[1], v.written_out_of_bounds);
+    if (v.written_out_of_bounds.size() > before) {
+      std::string names;
+      for (std::size_t i = before; i < v.written_out_of_bounds.size(); ++i)
+        names += (names.empty() ? "" : ", ") + v.written_out_of_bounds[i];
+      v.note +=
+          std::string(v.note.empty() ? "" : "; ") + "timed launches wrote past the end of " + names;
+    }
     v.timed_checks = m_checks;
     v.timed_wrong = m_wrong;
-    if (!m_wrong) return;
+    v.timed_failed = m_failed_checks;
+    if (!m_failed_checks) return;
     if (!v.note.empty()) v.note += "; ";
-    v.note += "correct when verified, but in " + std::to_string(m_failed_checks) + " of the " +
-              std::to_string(m_checks) + " timed samples checked " + std::to_string(m_wrong) +
-              " output elements differ from the reference (" + std::to_string(m_unwritten) +
-              " never written; first at element " + std::to_string(m_first_wrong) + ")";
+    v.note += "correct when verified, but " + std::to_string(m_failed_checks) + " of the " +
+              std::to_string(m_checks) + " timed samples checked differ from the reference";
+    if (m_wrong) {
+      v.note += " in " + std::to_string(m_wrong) + " output elements (" +
+                std::to_string(m_unwritten) + " never written; first at element " +
+                std::to_string(m_first_wrong) + ")";
+    } else {
+      v.note += " in the norm-relative error (" + format_tolerance(m_norm_rel_err) + ")";
+    }
   }
 
  private:
@@ -353,6 +464,7 @@ class point_runner::timed_checks {
   bool m_force = false;
   std::optional<answers> m_expected;
   int m_checks = 0, m_failed_checks = 0;
+  double m_norm_rel_err = 0;
   std::uint64_t m_wrong = 0, m_unwritten = 0, m_first_wrong = 0;
 };
 
@@ -391,6 +503,11 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     point_kernel candidate(*m_backend, instance);
     std::optional<point_kernel> baseline;
     if (baseline_instance) baseline.emplace(*m_backend, *baseline_instance);
+    const bool defended = m_defences && m_backend->runs_device_code();
+    if (defended) {
+      begin_canaries(point_seed);
+      arm_canaries(candidate, candidate.own_buffers());
+    }
 
     point_result r;
     r.index = index;
@@ -400,12 +517,14 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     r.verification = m_backend->runs_device_code()
                          ? verify(candidate, spec, point_seed)
                          : m_backend->simulate_verification(spec, instance);
+    // Timed launches start from a module no verification launch touched.
+    if (defended) candidate.load_fresh();
     init_inputs(candidate, point_seed);
     if (baseline) init_inputs(*baseline, point_seed ^ k_baseline_salt);
 
     std::optional<timed_checks> checks;
     std::vector<timed_kernel> kernels;
-    if (m_backend->runs_device_code()) {
+    if (defended) {
       // Timed samples are checked only where verification passed: otherwise the point scores
       // nothing anyway.
       checks.emplace(*this, candidate, spec, point_seed, r.verification.status == "passed");
@@ -575,8 +694,10 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   };
 
   const std::uint64_t point_seed = mix64(seed ^ mix64(index + 1));
+  const bool defended = m_defences && m_backend->runs_device_code();
   try {
     m_backend->begin_point({index, point_seed, &spec.mock});
+    begin_canaries(point_seed);
     check_memory(need,
                  plan.describe_point(index) + " with its " + std::to_string(count) + " variants");
   } catch (const backend_error& e) {
@@ -589,9 +710,11 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     if (rows[s->v]) continue;
     attempt(*s, [&] {
       s->kernel.emplace(*m_backend, s->instance);
+      if (defended) arm_canaries(*s->kernel, s->kernel->own_buffers());
       s->verification = m_backend->runs_device_code()
                             ? verify(*s->kernel, spec, point_seed)
                             : m_backend->simulate_verification(spec, s->instance);
+      if (defended) s->kernel->load_fresh();
       init_inputs(*s->kernel, point_seed);
       s->own = s->kernel->own_buffers();
     });
@@ -600,7 +723,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   prune();
   std::vector<timed_kernel> kernels;
   for (auto& s : live) {
-    if (!m_backend->runs_device_code()) {
+    if (!defended) {
       kernels.push_back(
           {[&k = *s->kernel, &own = s->own] { k.launch(own); }, kernel_role::candidate});
       continue;

@@ -10,8 +10,12 @@
 //
 // Verification, per trial: inputs get fresh seeded values and outputs the unwritten pattern;
 // the reference runs first, on the same inputs and its own copies of the outputs, and its answer
-// is read back to the host and its copies freed; then the kernel runs (timed, as a sample is)
-// and its outputs are compared with that answer chunk by chunk (output_check.hpp).
+// is read back to the host and its copies poisoned and freed; then the kernel runs (timed, as a
+// sample is) and its outputs are compared with that answer chunk by chunk (output_check.hpp),
+// element by element and by their norm-relative error. Its inputs are hashed before and after
+// (input_modified) and the canary region after every buffer checked (out_of_bounds_write). The
+// number of trials varies with the point's seed, between verify.trials and two more; after
+// them the kernel is loaded afresh (its globals back to their initial values) for timing.
 //
 // Timing, on a backend that runs device code: the kernel's launches alternate between two
 // buffer sets at different addresses (one set where the device has no room for a second), and
@@ -44,7 +48,11 @@ namespace kernelscan {
 
 class point_runner : public engine {
  public:
-  explicit point_runner(std::unique_ptr<device_backend> backend);
+  // `defences` false measures as a runner without its defences against gamed scores would: the
+  // trials verify.trials asks for, no input hashes, canaries, poisoned reference copies or
+  // fresh module, and timed launches on one buffer set whose inputs are never refreshed or
+  // checked. Only the benchmark of what the defences cost uses it (bench_defences).
+  explicit point_runner(std::unique_ptr<device_backend> backend, bool defences = true);
   ~point_runner() override;
 
   const device_info& device() const override { return m_info; }
@@ -70,7 +78,14 @@ class point_runner : public engine {
   // The reference's answer for the inputs now in `set`, on the host (empty for non-outputs): it
   // runs on its own copies of the outputs, in their state now, which are freed before returning.
   answers reference_answers(point_kernel& k, const buffer_set& set);
-  // A hash of each input buffer of `set` (not outputs, not scratch), in buffer order.
+  // The canary pattern of the point (from its seed), and the canary regions that follow the
+  // buffers of `set` (point_kernel.hpp) filled with it / checked: the names of the buffers whose
+  // canary changed are added to `written` (once each).
+  void begin_canaries(std::uint64_t point_seed);
+  void arm_canaries(point_kernel& k, const buffer_set& set);
+  void check_canaries(point_kernel& k, const buffer_set& set, std::vector<std::string>& written);
+  // A hash of each buffer of `set` that is an input (not an output, not scratch); 0 for the
+  // others. One entry per buffer.
   std::vector<std::uint64_t> input_hashes(point_kernel& k, const buffer_set& set);
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
@@ -91,6 +106,8 @@ class point_runner : public engine {
   std::unique_ptr<device_backend> m_backend;
   device_info m_info;
   analysis_context m_analysis;
+  std::vector<unsigned char> m_canary;  // this point's canary pattern
+  bool m_defences = true;
 };
 
 // Error types of failed points, from what a measurement threw.

@@ -26,6 +26,9 @@ struct serve_config {
   std::string web_root;             // serve the page from disk (development)
   std::string port_file;            // write the bound port here (for supervisors and tests)
   bool allow_fault_injection = false;
+  // Score a job with an excessive_speedup point at once; by default its score is withheld until
+  // an operator confirms it.
+  bool score_excessive_speedups = false;
   int http_threads = 48;
   int max_long_polls = 32;      // concurrent ?wait= requests
   int max_event_streams = 8;    // concurrent GET /api/v1/events streams (each holds a thread)

@@ -327,6 +327,10 @@ int main(int argc, char** argv) {
   env(serve->add_flag("--allow-fault-injection", sc.allow_fault_injection,
                       "Accept mock.fault in jobs (tests only)"),
       "KERNELSCAN_ALLOW_FAULT_INJECTION");
+  env(serve->add_flag("--score-excessive-speedups", sc.score_excessive_speedups,
+                      "Score jobs with an excessive_speedup point at once, without waiting for "
+                      "an operator to confirm them"),
+      "KERNELSCAN_SCORE_EXCESSIVE_SPEEDUPS");
   env(serve->add_option("--http-threads", sc.http_threads, "Threads serving HTTP requests")
           ->check(CLI::Range(4, 1024)),
       "KERNELSCAN_HTTP_THREADS");

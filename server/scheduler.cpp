@@ -711,7 +711,7 @@ void scheduler::try_finish(device_slot& slot) {
   try {
     const auto fitness =
         summarize_fitness(m_store.scored_points(id), job.total, status == job_status::succeeded,
-                          m_store.result_flags(id));
+                          m_store.result_flags(id), {!m_config.score_excessive_speedups, false});
     ended = m_store.finish(m_config.node, job.lease, status, error, m_clock.unix_ms(),
                            fitness_json_text(fitness),
                            variants_summary_text(m_store, id, job.plan.get()));

@@ -135,8 +135,9 @@ class hip_backend final : public device_backend {
   void begin_point(const point_context&) override {
     // A failed call of an earlier point must not be reported by this one's first launch.
     (void)hipGetLastError();
-    m_modules->trim();
     m_functions.clear();
+    m_modules->release_fresh();
+    m_modules->trim();
   }
   bool usable() const override { return !g_context_lost; }
 
@@ -181,9 +182,17 @@ class hip_backend final : public device_backend {
   }
 
   kernel_id compile(const custom_kernel& kernel) override {
+    return add_function([&] { return m_modules->function(kernel); });
+  }
+  kernel_id compile_fresh(const custom_kernel& kernel) override {
+    return add_function([&] { return m_modules->fresh_function(kernel); });
+  }
+  // Numbers the function `get` compiles or loads; its errors as the backend reports them.
+  template <typename Get>
+  kernel_id add_function(const Get& get) {
     hipFunction_t fn{};
     try {
-      fn = m_modules->function(kernel);
+      fn = get();
     } catch (const backend_error&) {
       throw;
     } catch (const compile_error&) {

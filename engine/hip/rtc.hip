@@ -241,8 +241,15 @@ compiled_kernel compile_kernel(const custom_kernel& kernel, const std::string& a
 module_cache::module_cache(std::string arch) : m_arch(std::move(arch)) {}
 
 module_cache::~module_cache() {
+  release_fresh();
   for (auto& [key, m] : m_modules)
     (void)hipModuleUnload(m.module);
+}
+
+void module_cache::release_fresh() {
+  for (hipModule_t m : m_fresh)
+    (void)hipModuleUnload(m);
+  m_fresh.clear();
 }
 
 void module_cache::trim() {
@@ -253,24 +260,38 @@ void module_cache::trim() {
 }
 
 hipFunction_t module_cache::function(const custom_kernel& kernel) {
+  return find(kernel).function;
+}
+
+hipFunction_t module_cache::fresh_function(const custom_kernel& kernel) {
+  const loaded& cached = find(kernel);
+  hipModule_t module{};
+  check(hipModuleLoadData(&module, cached.compiled.code.data()), "loading the module afresh");
+  m_fresh.push_back(module);
+  hipFunction_t fn{};
+  check(hipModuleGetFunction(&fn, module, cached.compiled.symbol.c_str()),
+        "finding the entry in the module loaded afresh");
+  return fn;
+}
+
+const module_cache::loaded& module_cache::find(const custom_kernel& kernel) {
   std::string key =
       m_arch + '\0' + std::string(to_string(kernel.language)) + '\0' + kernel.entry + '\0';
   for (const auto& o : kernel.compile_options)
     key += o + '\0';
   key += kernel.source;
-  if (auto it = m_modules.find(key); it != m_modules.end()) return it->second.function;
+  if (auto it = m_modules.find(key); it != m_modules.end()) return it->second;
 
-  const compiled_kernel compiled = compile_kernel(kernel, m_arch);
   loaded m;
-  check(hipModuleLoadData(&m.module, compiled.code.data()), "loading the compiled module");
-  const hipError_t found = hipModuleGetFunction(&m.function, m.module, compiled.symbol.c_str());
+  m.compiled = compile_kernel(kernel, m_arch);
+  check(hipModuleLoadData(&m.module, m.compiled.code.data()), "loading the compiled module");
+  const hipError_t found = hipModuleGetFunction(&m.function, m.module, m.compiled.symbol.c_str());
   if (found != hipSuccess) {
     (void)hipModuleUnload(m.module);
     throw compile_error("entry \"" + kernel.entry + "\" was not found in the compiled module (" +
                         hipGetErrorString(found) + ")");
   }
-  m_modules.emplace(std::move(key), m);
-  return m.function;
+  return m_modules.emplace(std::move(key), std::move(m)).first->second;
 }
 
 }  // namespace kernelscan::gpu

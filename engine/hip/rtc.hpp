@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "engine/hip/gpu.hpp"
 #include "engine/hip/rtc_compile.hpp"
@@ -25,6 +26,11 @@ class module_cache {
   // The kernel's entry, compiled (compile_kernel) and loaded; throws compile_error,
   // unsupported_language_error or gpu_error.
   hipFunction_t function(const custom_kernel& kernel);
+  // The same kernel in a module loaded again from the cached code object, so its globals hold
+  // their initial values; valid until release_fresh().
+  hipFunction_t fresh_function(const custom_kernel& kernel);
+  // Unloads the modules fresh_function() loaded. Call between points only.
+  void release_fresh();
   std::size_t size() const { return m_modules.size(); }
   // Unloads everything once the cache holds many modules. Call between points only: functions
   // handed out before become invalid.
@@ -34,9 +40,13 @@ class module_cache {
   struct loaded {
     hipModule_t module{};
     hipFunction_t function{};
+    compiled_kernel compiled;  // kept for fresh_function()
   };
+  const loaded& find(const custom_kernel& kernel);
+
   std::string m_arch;
   std::map<std::string, loaded> m_modules;  // key: arch, language, entry, options and source
+  std::vector<hipModule_t> m_fresh;
 };
 
 }  // namespace kernelscan::gpu

@@ -24,5 +24,8 @@ std::vector<device_info> discover_opencl_devices();
 
 // An engine on OpenCL device `index`; throws std::runtime_error when it cannot be opened.
 std::unique_ptr<engine> make_opencl_engine(int index);
+// The same engine with its defences against gamed scores on or off (point_runner.hpp), for the
+// benchmark of what they cost.
+std::unique_ptr<engine> make_opencl_engine(int index, bool defences);
 
 }  // namespace kernelscan

@@ -1,10 +1,11 @@
-// Analysis and fitness through a real daemon with the mock engine (issue 4): a custom kernel
+// Analysis and fitness through a real daemon with the mock engine: a custom kernel
 // with a baseline gets metrics, bound, advice and fitness; the anti-cheat flags zero the score;
 // the result cache answers a resubmission; each device's roofline is measured, stored, reused
 // after a restart and re-measured on request.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "tests/support/daemon_process.hpp"
 
@@ -53,7 +54,7 @@ TEST(AnalysisApi, ACustomKernelWithABaselineGetsMetricsAdviceAndFitness) {
   ASSERT_EQ(job["status"], "succeeded") << job.dump();
   const json rows = rows_of(daemon, id);
   ASSERT_EQ(rows.size(), 3u);
-  double score_sum = 0;
+  double log_score_sum = 0;
   for (const auto& row : rows) {
     SCOPED_TRACE(row.dump());
     EXPECT_EQ(row["metrics"]["roof_source"], "measured");
@@ -78,12 +79,14 @@ TEST(AnalysisApi, ACustomKernelWithABaselineGetsMetricsAdviceAndFitness) {
     EXPECT_TRUE(row["simulated"].get<bool>());
     EXPECT_NEAR(f["combined_score"].get<double>(), 0.5 + 0.5 * f["latency_score"].get<double>(),
                 1e-9);
-    score_sum += f["combined_score"].get<double>();
+    log_score_sum += std::log(f["combined_score"].get<double>());
   }
   const json& summary = job["summary"]["fitness"];
   EXPECT_TRUE(summary["correct"].get<bool>());
   EXPECT_EQ(summary["points"], 3);
-  EXPECT_NEAR(summary["combined_score"].get<double>(), score_sum / 3, 1e-9);
+  EXPECT_EQ(summary["correct_points"], 3);
+  // The geometric mean of the points' scores.
+  EXPECT_NEAR(summary["combined_score"].get<double>(), std::exp(log_score_sum / 3), 1e-9);
   EXPECT_TRUE(summary["flags"].empty());
   EXPECT_TRUE(summary["simulated"].get<bool>());
   // CSV carries the score columns.
@@ -121,17 +124,22 @@ TEST(AnalysisApi, CheatsAreFlaggedAndScoreZero) {
     EXPECT_EQ(row["fitness"]["combined_score"], 0.0) << output;
   }
 
-  // Over 10x the baseline is a warning, not a zero: a small copy against a huge GEMM.
+  // Over 10x the baseline is a warning, not a zero: a small copy against a huge GEMM. The
+  // point's score is capped at fitness.score_cap, and the job's score is withheld until an
+  // operator confirms it.
   spec = parse_json(R"js({"kernel": {"op": "stream", "variant": "copy", "n": 1048576},
       "fitness": {"baseline": {"op": "gemm", "m": 4096, "n": 4096, "k": 4096,
                                "impl": "builtin"}}, "mock": {"output": "correct"}})js");
   id = daemon.submit(spec);
-  ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  job = daemon.wait_job(id);
+  ASSERT_EQ(job["status"], "succeeded");
   row = rows_of(daemon, id).at(0);
   EXPECT_TRUE(has_flag(row, "excessive_speedup")) << row.dump();
   EXPECT_GT(row["fitness"]["speedup"].get<double>(), 10);
   EXPECT_TRUE(row["fitness"]["correct"].get<bool>());
-  EXPECT_EQ(row["fitness"]["combined_score"], row["fitness"]["speedup"]);
+  EXPECT_EQ(row["fitness"]["combined_score"], 10.0);
+  EXPECT_TRUE(job["summary"]["fitness"]["withheld"].get<bool>()) << job.dump();
+  EXPECT_EQ(job["summary"]["fitness"]["combined_score"], 0.0);
 
   // The mock runs no device code: a kernel that does not even compile gets a modelled time like
   // any other, but with nothing verified it is not correct and scores 0, and says simulated.

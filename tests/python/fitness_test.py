@@ -37,8 +37,9 @@ GEMM = {"op": "gemm", "m": "M", "n": "N", "k": 1024, "dtype": "f16"}
 BIG_GEMM = {"op": "gemm", "m": 4096, "n": 4096, "k": 4096, "dtype": "f16"}
 ROW_FITNESS = {"correct", "speedup", "speedup_ci95", "baseline_us", "latency_score",
                "combined_score"}
-SUMMARY_FITNESS = {"correct", "points", "ok_points", "speedup", "latency_score",
-                   "combined_score", "flags", "simulated"}
+SUMMARY_FITNESS = {"correct", "points", "ok_points", "correct_points", "speedup",
+                   "latency_score", "combined_score", "withheld", "confirmed", "flags",
+                   "simulated"}
 
 
 def gemm_job(speedup: float, **extra) -> dict:
@@ -98,8 +99,12 @@ class FitnessTest(DaemonTestCase):
         self.assertEqual(summary["flags"], [])
         geomean = math.sqrt(rows[0]["fitness"]["speedup"] * rows[1]["fitness"]["speedup"])
         self.assertAlmostEqual(summary["speedup"], geomean, delta=1e-6 * geomean)
-        mean = (rows[0]["fitness"]["combined_score"] + rows[1]["fitness"]["combined_score"]) / 2
-        self.assertAlmostEqual(summary["combined_score"], mean, delta=1e-9)
+        # The job's score is the geometric mean of its points' scores.
+        scores = math.sqrt(rows[0]["fitness"]["combined_score"] *
+                           rows[1]["fitness"]["combined_score"])
+        self.assertAlmostEqual(summary["combined_score"], scores, delta=1e-9)
+        self.assertEqual(summary["correct_points"], 2)
+        self.assertIs(summary["withheld"], False)
 
     def test_evaluate_reports_the_daemons_scores(self) -> None:
         ev = self.evaluated(gemm_job(2.0, cache=False))

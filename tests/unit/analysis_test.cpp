@@ -186,7 +186,7 @@ TEST(Analysis, ExcessiveSpeedupIsAWarningOnly) {
   analyse_point(r, k, spec, ctx, speedup_estimate{12, 11, 13, 1000});
   EXPECT_TRUE(has(r.flags, "excessive_speedup"));
   EXPECT_TRUE(r.fitness.correct);
-  EXPECT_DOUBLE_EQ(r.fitness.combined_score, 12);
+  EXPECT_DOUBLE_EQ(r.fitness.combined_score, 10);  // capped at fitness.score_cap
 }
 
 TEST(Analysis, AFailedPointGetsOnlyAZeroScore) {

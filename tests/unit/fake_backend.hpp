@@ -108,6 +108,10 @@ class fake_backend final : public device_backend {
     m_compiled.push_back(k.entry);
     return m_compiled.size() - 1;
   }
+  kernel_id compile_fresh(const custom_kernel& k) override {
+    log.push_back("compile_fresh " + k.entry);
+    return compile(k);
+  }
   void launch(const kernel_call& call) override {
     const std::string& entry = m_compiled.at(call.function);
     maybe_fail("launch");

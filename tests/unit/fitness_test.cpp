@@ -112,7 +112,7 @@ TEST(Fitness, FailedFlaggedOrWrongPointsScoreZero) {
   EXPECT_EQ(score_point(wrong, o, std::nullopt).combined_score, 0);
 }
 
-TEST(Fitness, JobSummaryAveragesOverEveryPointAndGeometricMeanSpeedup) {
+TEST(Fitness, JobSummaryIsAGeometricMeanOverEveryPoint) {
   std::vector<scored_point> pts{{true, true, 2.0, 2.0, std::nullopt},
                                 {true, true, 8.0, 8.0, std::nullopt},
                                 {false, false, 0.0, std::nullopt, std::nullopt}};
@@ -120,10 +120,18 @@ TEST(Fitness, JobSummaryAveragesOverEveryPointAndGeometricMeanSpeedup) {
   EXPECT_FALSE(j.correct);
   EXPECT_EQ(j.points, 4u);
   EXPECT_EQ(j.ok_points, 2u);
-  EXPECT_DOUBLE_EQ(*j.speedup, 4.0);             // sqrt(2 · 8)
-  EXPECT_DOUBLE_EQ(j.combined_score, 10.0 / 4);  // the unmeasured point counts 0
+  EXPECT_EQ(j.correct_points, 2u);
+  EXPECT_DOUBLE_EQ(*j.speedup, 4.0);  // sqrt(2 · 8)
+  EXPECT_EQ(j.combined_score, 0);     // a failed point, and one never measured, make it 0
   EXPECT_EQ(j.flags, std::vector<std::string>{"timeout"});
   EXPECT_FALSE(j.latency_score);
+  // Failing the slow size does not pay: 2 and 0.5 give 1, 2 alone (of two points) gives 0.
+  std::vector<scored_point> both{{true, true, 2.0, 2.0, std::nullopt},
+                                 {true, true, 0.5, 0.5, std::nullopt}};
+  EXPECT_DOUBLE_EQ(summarize_fitness(both, 2, true, {}).combined_score, 1.0);
+  both[1] = {true, false, 0.0, std::nullopt, std::nullopt};
+  EXPECT_EQ(summarize_fitness(both, 2, true, {}).combined_score, 0);
+  EXPECT_DOUBLE_EQ(summarize_fitness(pts, 2, true, {}).combined_score, 4.0);  // sqrt(2 · 8)
 
   std::vector<scored_point> good{{true, true, 1, std::nullopt, 0.5},
                                  {true, true, 1, std::nullopt, 1.0}};
@@ -137,6 +145,38 @@ TEST(Fitness, JobSummaryAveragesOverEveryPointAndGeometricMeanSpeedup) {
   EXPECT_FALSE(j.simulated);
   good[1].simulated = true;  // one point from the mock engine's model makes the job's simulated
   EXPECT_TRUE(summarize_fitness(good, 2, true, {}).simulated);
+}
+
+// A point's score is capped (fitness.score_cap), so one outlier cannot carry the job.
+TEST(Fitness, APointsScoreIsCapped) {
+  fitness_options o;
+  o.baseline = kernel_spec{};
+  auto r = measured(10);
+  EXPECT_DOUBLE_EQ(score_point(r, o, speedup_estimate{50, 40, 60, 500}).combined_score, 10);
+  o.score_cap = 100;
+  EXPECT_DOUBLE_EQ(score_point(r, o, speedup_estimate{50, 40, 60, 500}).combined_score, 50);
+  EXPECT_DOUBLE_EQ(score_point(r, o, speedup_estimate{3, 2, 4, 30}).combined_score, 3);
+}
+
+// A job with an excessive_speedup point has its score withheld until an operator confirms it,
+// unless the daemon scores such jobs at once.
+TEST(Fitness, AnExcessiveSpeedupWithholdsTheJobsScoreUntilConfirmed) {
+  std::vector<scored_point> pts{{true, true, 10.0, 40.0, std::nullopt},
+                                {true, true, 2.5, 2.5, std::nullopt}};
+  const std::vector<std::string> flags{"excessive_speedup"};
+  auto j = summarize_fitness(pts, 2, true, flags);
+  EXPECT_TRUE(j.withheld);
+  EXPECT_EQ(j.combined_score, 0);
+  EXPECT_TRUE(j.correct);
+  j = summarize_fitness(pts, 2, true, flags, {true, true});
+  EXPECT_FALSE(j.withheld);
+  EXPECT_TRUE(j.confirmed);
+  EXPECT_DOUBLE_EQ(j.combined_score, 5.0);  // sqrt(10 · 2.5)
+  j = summarize_fitness(pts, 2, true, flags, {false, false});
+  EXPECT_FALSE(j.withheld);
+  EXPECT_DOUBLE_EQ(j.combined_score, 5.0);
+  // Nothing to withhold without the flag.
+  EXPECT_FALSE(summarize_fitness(pts, 2, true, {}).withheld);
 }
 
 }  // namespace

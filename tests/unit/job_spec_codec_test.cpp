@@ -814,8 +814,9 @@ TEST(JobSpecCodec, ParsesFitnessCacheAndMockKnobs) {
   // The canonical form round-trips, baseline included.
   EXPECT_EQ(parse_job_spec(to_json(spec), {}), spec);
   const json canonical = to_json(parse_job_spec(gemm_body(), {}));
-  EXPECT_EQ(canonical["fitness"],
-            parse_json(R"({"baseline":null,"target_us":null,"correctness_weight":0.5})"));
+  EXPECT_EQ(
+      canonical["fitness"],
+      parse_json(R"({"baseline":null,"target_us":null,"correctness_weight":0.5,"score_cap":10})"));
   EXPECT_EQ(canonical["cache"], true);
 }
 
@@ -825,6 +826,8 @@ TEST(JobSpecCodec, RejectsBadFitness) {
   EXPECT_TRUE(rejects(body, "fitness.target_us", "greater than 0"));
   body["fitness"] = parse_json(R"({"correctness_weight": 1.5})");
   EXPECT_TRUE(rejects(body, "fitness.correctness_weight", "1"));
+  body["fitness"] = parse_json(R"({"score_cap": 0.5})");
+  EXPECT_TRUE(rejects(body, "fitness.score_cap", "1"));
   body["fitness"] = parse_json(R"({"baseline": {"op": "gemm", "m": 1}})");
   EXPECT_TRUE(rejects(body, "fitness.baseline.n", "required"));
   body["fitness"] = parse_json(R"({"base": {}})");

@@ -112,8 +112,11 @@ TEST(PointRunner, ACorrectKernelPassesEveryTrial) {
   const auto r = t.runner.measure(plan, 0, 7);
   ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
   EXPECT_EQ(r.verification.status, "passed");
-  EXPECT_EQ(r.verification.trials, 3);
+  // verify.trials, and as many as two more, as the point's seed picks.
+  EXPECT_GE(r.verification.trials, 3);
+  EXPECT_LE(r.verification.trials, 5);
   EXPECT_EQ(r.verification.max_abs_err, 0.0);
+  EXPECT_EQ(r.verification.norm_rel_err, 0.0);
   EXPECT_TRUE(r.flags.empty());
   EXPECT_EQ(t.fake->live_buffers(), 0u);  // everything the point allocated is freed
 }
@@ -262,12 +265,150 @@ TEST(PointRunner, AKernelReplayingAnEarlierAnswerIsCaughtInItsTimedSamples) {
   };
   auto j = scale_job("scale_cached");
   j["verify"]["trials"] = 1;
-  const auto r = t.runner.measure(plan_of(j), 0, 5);
+  // Caught in verification where the point's seed adds trials (the second replays the first's
+  // answer), else in its timed samples.
+  for (const std::uint64_t seed : {5, 6, 7, 8}) {
+    cache.clear();
+    const auto r = t.runner.measure(plan_of(j), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    if (r.verification.trials == 1) {
+      EXPECT_EQ(r.verification.status, "passed");
+      EXPECT_GT(r.verification.timed_wrong, 0u);
+      EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end());
+    } else {
+      EXPECT_EQ(r.verification.status, "failed");
+    }
+    EXPECT_EQ(r.fitness.combined_score, 0.0);
+  }
+}
+
+// The number of verification trials varies with the point's seed, so a kernel cannot count its
+// launches to learn when verification ends.
+TEST(PointRunner, TheNumberOfVerificationTrialsVariesWithTheSeed) {
+  auto t = make_runner();
+  std::set<int> counts;
+  for (std::uint64_t seed = 1; seed <= 24; ++seed)
+    counts.insert(t.runner.measure(plan_of(scale_job("scale")), 0, seed).verification.trials);
+  EXPECT_EQ(counts, (std::set<int>{3, 4, 5}));
+}
+
+// A kernel that writes past the end of its output, into the canary region after every buffer:
+// out_of_bounds_write, and no score.
+TEST(PointRunner, AWritePastTheEndOfABufferIsFlagged) {
+  auto t = make_runner();
+  t.fake->kernels["scale_over"] = [](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+    y[n + 3] = 1;  // a stray write just past the end
+  };
+  const auto r = t.runner.measure(plan_of(scale_job("scale_over")), 0, 3);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");  // its outputs are right
+  EXPECT_EQ(r.verification.written_out_of_bounds, std::vector<std::string>{"y"});
+  EXPECT_NE(r.verification.note.find("past the end of y"), std::string::npos)
+      << r.verification.note;
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "out_of_bounds_write"), r.flags.end());
+  EXPECT_EQ(r.fitness.combined_score, 0.0);
+
+  const auto honest = t.runner.measure(plan_of(scale_job("scale")), 0, 3);
+  EXPECT_TRUE(honest.verification.written_out_of_bounds.empty());
+  EXPECT_TRUE(honest.flags.empty());
+}
+
+// Outputs so small that every element is within atol of zero: a kernel writing zeros passes the
+// elementwise test but not the norm-relative one, and the reference is reported as low-signal
+// (no score) until a smaller atol gives it meaning.
+TEST(PointRunner, ALowSignalReferenceIsReportedAndZerosFailTheNormTest) {
+  auto t = make_runner();
+  t.fake->kernels["scale_zero"] = [](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = 0;
+  };
+  auto tiny = [](const std::string& entry) {
+    json j = scale_job(entry);
+    j["kernel"]["args"][1]["value"] = 1e-6;  // y = 1e-6·x: every |y| below f32's atol of 1e-4
+    return j;
+  };
+  const auto zeros = t.runner.measure(plan_of(tiny("scale_zero")), 0, 3);
+  ASSERT_EQ(zeros.status, point_status::ok) << (zeros.error ? zeros.error->message : "");
+  EXPECT_EQ(zeros.verification.status, "failed");
+  EXPECT_DOUBLE_EQ(zeros.verification.norm_rel_err, 1.0);
+  EXPECT_NE(zeros.verification.note.find("norm-relative error"), std::string::npos)
+      << zeros.verification.note;
+  EXPECT_NE(std::find(zeros.flags.begin(), zeros.flags.end(), "verification_failed"),
+            zeros.flags.end());
+  EXPECT_EQ(zeros.fitness.combined_score, 0.0);
+
+  const auto honest = t.runner.measure(plan_of(tiny("scale")), 0, 3);
+  EXPECT_EQ(honest.verification.status, "passed");
+  EXPECT_GT(honest.verification.ref_near_zero, k_low_signal_share);
+  EXPECT_NE(std::find(honest.flags.begin(), honest.flags.end(), "low_signal_reference"),
+            honest.flags.end());
+  EXPECT_EQ(honest.fitness.combined_score, 0.0);
+
+  json strict = tiny("scale");
+  strict["verify"]["atol"] = 1e-12;
+  const auto meaningful = t.runner.measure(plan_of(strict), 0, 3);
+  EXPECT_EQ(meaningful.verification.ref_near_zero, 0.0);
+  EXPECT_TRUE(meaningful.flags.empty()) << meaningful.flags.front();
+  EXPECT_GT(meaningful.fitness.combined_score, 0.0);
+}
+
+// f32 outputs carrying the rounding of f16 arithmetic are precision_mismatch even where a loose
+// tolerance lets them pass.
+TEST(PointRunner, HalfPrecisionResultsAreFlaggedEvenWhenTheyPass) {
+  auto t = make_runner();
+  t.fake->kernels["scale_f16"] = [](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i) {
+      int e = 0;
+      const double m = std::frexp(a.scalars[1] * x[i], &e);
+      y[i] = float(std::ldexp(std::round(m * 2048) / 2048, e));  // 11 significant bits
+    }
+  };
+  json j = scale_job("scale_f16");
+  j["verify"]["rtol"] = 1e-2;
+  const auto r = t.runner.measure(plan_of(j), 0, 3);
   ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
   EXPECT_EQ(r.verification.status, "passed");
-  EXPECT_GT(r.verification.timed_wrong, 0u);
-  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end());
+  EXPECT_GT(r.verification.norm_rel_err, 1e-4);
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "precision_mismatch"), r.flags.end());
   EXPECT_EQ(r.fitness.combined_score, 0.0);
+
+  j["kernel"]["entry"] = "scale";
+  const auto honest = t.runner.measure(plan_of(j), 0, 3);
+  EXPECT_TRUE(honest.flags.empty()) << honest.flags.front();
+}
+
+// The reference's copies of the outputs are poisoned before they are freed, so the answer does
+// not linger in memory a later allocation may get; and timed launches use a module loaded afresh
+// after verification.
+TEST(PointRunner, TheReferencesAnswerIsPoisonedAndTimingUsesAFreshModule) {
+  auto t = make_runner();
+  (void)t.runner.measure(plan_of(scale_job("scale")), 0, 3);
+  const auto& log = t.fake->log;
+  std::size_t poisoned = 0;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    if (log[i].rfind("copy 2 ", 0) != 0) continue;
+    const std::string copy = log[i].substr(log[i].rfind(' ') + 1);
+    const std::size_t fill = position(log, "fill " + copy + " unwritten", i);
+    EXPECT_LT(fill, position(log, "release " + copy, i));
+    ++poisoned;
+  }
+  EXPECT_GE(poisoned, 3u);
+  const std::size_t fresh = position(log, "compile_fresh scale");
+  ASSERT_LT(fresh, log.size());
+  // After the last verification launch (the last read of y before it), before the first sample
+  // of timing proper.
+  EXPECT_LT(position(log, "sample candidate"), fresh);
+  EXPECT_LT(fresh, position(log, "sample candidate", fresh));
 }
 
 TEST(PointRunner, TimedLaunchesAlternateTwoBufferSetsWithFreshInputs) {
