@@ -12,8 +12,10 @@
 // the reference runs first, on the same inputs and its own copies of the outputs, and its answer
 // is read back to the host and its copies poisoned and freed; then the kernel runs (timed, as a
 // sample is) and its outputs are compared with that answer chunk by chunk (output_check.hpp),
-// element by element and by their norm-relative error. Its inputs are hashed before and after
-// (input_modified) and the canary region after every buffer checked (out_of_bounds_write). The
+// element by element and by their norm-relative error. Local memory is scrubbed before the
+// kernel's launch (and before every timed sample); its inputs are hashed around the first and
+// the last trial's launch (input_modified) and the canary region after every buffer checked
+// (out_of_bounds_write). The
 // number of trials varies with the point's seed, between verify.trials and two more; after
 // them the kernel is loaded afresh (its globals back to their initial values) for timing.
 //

@@ -224,6 +224,9 @@ class hip_backend final : public device_backend {
   void flush_caches() override {
     flush_by_reading(m_flush.get(), m_flush.bytes(), m_sink.get(), s());
   }
+  void scrub_local_memory() override {
+    scrub_shared_memory(m_info.compute_units, 0xa5a5a5a5u ^ m_scrubs++, m_sink.get(), s());
+  }
   timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override;
   std::optional<telemetry_reading> read_telemetry() override {
     if (!m_telemetry) return std::nullopt;
@@ -243,6 +246,7 @@ class hip_backend final : public device_backend {
   mapped_flag m_flag;
   buffer m_flush;
   buffer m_sink{sizeof(std::uint64_t)};
+  std::uint32_t m_scrubs = 0;
   gpu::gemm_library m_blas;  // without a library in the build, its gemm() says so
   std::optional<module_cache> m_modules;
   std::vector<hipFunction_t> m_functions;  // compiled this point, by kernel_id

@@ -230,6 +230,17 @@ __global__ void flush_read_kernel(const std::uint64_t* p, std::int64_t n, std::u
   if (acc == 0x9e3779b97f4a7c15ull) sink[0] = acc;
 }
 
+// Overwrites the block's dynamic shared memory (n words) with a pattern; the sink is never
+// written, but the compiler cannot know it, so the stores stay.
+__global__ void scrub_shared_kernel(unsigned int n, unsigned int pattern, unsigned int* sink) {
+  extern __shared__ unsigned int words[];
+  for (unsigned int i = threadIdx.x; i < n; i += blockDim.x)
+    words[i] = pattern ^ (i * 2654435761u);
+  __syncthreads();
+  const unsigned int x = words[(threadIdx.x * 7u) % n];
+  if (x == pattern + 1u && x == 0x9e3779b9u) sink[0] = x;
+}
+
 __device__ inline unsigned long long now_ticks() {
 #if defined(KERNELSCAN_GPU_CUDA)
   unsigned long long t;
@@ -418,6 +429,16 @@ void flush_by_reading(const void* buffer, std::uint64_t bytes, void* sink, hipSt
   flush_read_kernel<<<grid_for(words), k_block, 0, s>>>(static_cast<const std::uint64_t*>(buffer),
                                                         words, static_cast<std::uint64_t*>(sink));
   launched("flush_by_reading");
+}
+
+void scrub_shared_memory(int compute_units, unsigned int pattern, void* sink, hipStream_t s) {
+  clear_last_error();
+  // 48 KiB per block (what every device allows without opting in), four blocks per compute
+  // unit: 192 KiB of each unit's shared memory.
+  constexpr unsigned int words = 48 * 1024 / 4;
+  scrub_shared_kernel<<<std::max(1, compute_units) * 4, k_block, words * 4, s>>>(
+      words, pattern, static_cast<unsigned int*>(sink));
+  launched("scrub_shared_memory");
 }
 
 void hold_stream(int* flag, double timeout_ms, hipStream_t s) {

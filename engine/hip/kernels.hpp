@@ -48,6 +48,10 @@ void gemm_reference(const gemm_args& g, hipStream_t s);
 // leaving clean lines behind.
 void flush_by_reading(const void* buffer, std::uint64_t bytes, void* sink, hipStream_t s);
 
+// Overwrites the shared memory of every compute unit with a pattern (`sink`: one u32, never
+// written), so that no launch reads what an earlier one left there.
+void scrub_shared_memory(int compute_units, unsigned int pattern, void* sink, hipStream_t s);
+
 // Holds the stream until flag[0] is set by the host, or about `timeout_ms` has passed (then
 // flag[1] is set): launches queued behind it then run back to back, so events time the
 // kernels, not the host's launch rate.

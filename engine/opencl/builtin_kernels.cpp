@@ -143,6 +143,15 @@ __kernel void flush_caches(__global const ulong* p, long n, __global ulong* sink
   if (acc == 0x9e3779b97f4a7c15UL) sink[0] = acc;
 }
 
+/* Overwrites n words of work-group local memory with a pattern; the sink is never written, but
+   the compiler cannot know it, so the stores stay. */
+__kernel void scrub_local(__local uint* l, uint n, uint pattern, __global uint* sink) {
+  for (uint i = get_local_id(0); i < n; i += get_local_size(0)) l[i] = pattern ^ (i * 2654435761u);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint x = l[(get_local_id(0) * 7u) % n];
+  if (x == pattern + 1u && x == 0x9e3779b9u) sink[0] = x;
+}
+
 /* 8 independent FMA chains per work-item (one float8): 16 FLOP per iteration. A vector type
    rather than an array, so that a CPU driver keeps the chains in SIMD registers. */
 __kernel void fma_peak(__global float* out, int iterations) {

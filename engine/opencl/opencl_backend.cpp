@@ -296,6 +296,7 @@ class opencl_backend final : public device_backend {
   }
 
   void flush_caches() override;
+  void scrub_local_memory() override;
   timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override;
   std::optional<telemetry_reading> read_telemetry() override {
     if (!m_telemetry) return std::nullopt;
@@ -336,6 +337,7 @@ class opencl_backend final : public device_backend {
   bool m_lost = false;
   std::uint64_t m_max_allocation = 0;
   std::uint64_t m_local_memory = 0;  // per work-group
+  std::uint32_t m_scrubs = 0;
   std::uint64_t m_allocated = 0;
   std::map<dtype, program_ptr> m_builtin_programs;
   std::map<std::pair<dtype, std::string>, kernel_ptr> m_builtin_kernels;
@@ -849,6 +851,25 @@ void opencl_backend::flush_caches() {
   const std::size_t global = round_up(
       std::min<std::int64_t>(std::int64_t(m_flush_bytes / 8), k_max_groups * k_block), k_block);
   run(k, 1, &global, &local, "flushing the caches");
+}
+
+void opencl_backend::scrub_local_memory() {
+  const std::uint64_t words = std::min<std::uint64_t>(m_local_memory / 4, 1u << 20);
+  if (words == 0) return;
+  if (!m_flush_sink) {
+    cl_int status = CL_SUCCESS;
+    m_flush_sink.reset(clCreateBuffer(m_context, CL_MEM_READ_WRITE, 8, nullptr, &status));
+    check(status, "allocating the local memory scrub's sink", cl_phase::allocate);
+  }
+  cl_kernel k = builtin(dtype::f32, "scrub_local");
+  guard(clSetKernelArg(k, 0, std::size_t(words) * 4, nullptr), "scrub", cl_phase::enqueue);
+  arg(k, 1, cl_uint(words), "scrub");
+  arg(k, 2, cl_uint(0xa5a5a5a5u ^ m_scrubs++), "scrub");
+  arg(k, 3, m_flush_sink.get(), "scrub");
+  // One work-group per compute unit and more: every unit's local memory gets written.
+  const std::size_t local = k_block;
+  const std::size_t global = std::size_t(std::max(1, m_info.compute_units)) * 2 * k_block;
+  run(k, 1, &global, &local, "scrubbing local memory");
 }
 
 timed_sample opencl_backend::time_launches(kernel_role, const std::function<void()>& enqueue) {

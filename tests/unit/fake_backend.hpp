@@ -192,6 +192,7 @@ class fake_backend final : public device_backend {
   }
 
   void flush_caches() override { log.push_back("flush"); }
+  void scrub_local_memory() override { log.push_back("scrub"); }
   timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override {
     log.push_back(role == kernel_role::candidate ? "sample candidate" : "sample baseline");
     m_pending = 0;

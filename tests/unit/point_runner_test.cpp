@@ -403,6 +403,17 @@ TEST(PointRunner, TheReferencesAnswerIsPoisonedAndTimingUsesAFreshModule) {
     ++poisoned;
   }
   EXPECT_GE(poisoned, 3u);
+  // Local memory is scrubbed after the reference runs and before every verification launch and
+  // every timed sample of the kernel.
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    if (log[i] != "sample candidate") continue;
+    ASSERT_GT(i, 0u);
+    std::size_t j = i - 1;
+    while (j > 0 && log[j] != "scrub" && log[j] != "sample candidate" &&
+           log[j].rfind("launch", 0) != 0)
+      --j;
+    EXPECT_EQ(log[j], "scrub") << "before the sample at " << i;
+  }
   const std::size_t fresh = position(log, "compile_fresh scale");
   ASSERT_LT(fresh, log.size());
   // After the last verification launch (the last read of y before it), before the first sample
