@@ -258,11 +258,8 @@ class spec_builder {
       spec["device"] = device_placement(m_opts.device);
     }
     for (const auto& l : m_opts.labels) {
-      const auto eq = l.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        throw bench_error("--label", "\"" + l + "\": expected KEY=VALUE");
-      }
-      spec["labels"][l.substr(0, eq)] = l.substr(eq + 1);
+      const auto [key, value] = label_pair(l);
+      spec["labels"][key] = value;
     }
 
     std::vector<json> kernels;
@@ -593,6 +590,14 @@ class spec_builder {
 };
 
 }  // namespace
+
+std::pair<std::string, std::string> label_pair(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw bench_error("--label", "\"" + text + "\": expected KEY=VALUE");
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
 
 json device_placement(const std::string& text) {
   if (text == "any") return "any";

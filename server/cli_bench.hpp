@@ -12,6 +12,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/json.hpp"
@@ -67,6 +68,9 @@ json bench_spec(const bench_options& opts, const std::string& source);
 
 // The job's `device` for --device: any, an index, or NODE/INDEX (a device of a fleet's node).
 json device_placement(const std::string& text);
+
+// --label KEY=VALUE as its key and value; throws bench_error (flag --label) for anything else.
+std::pair<std::string, std::string> label_pair(const std::string& text);
 
 // A job file: its `source_file` fields (the kernel's, each variant's, the reference's) are
 // replaced by `source` holding the text that `read_file` returns for the path (relative paths

@@ -123,12 +123,12 @@ int run_jobs(const client_options& client_opts, const jobs_options& opts, std::o
              std::ostream& err) {
   job_filter filter{opts.status, {}};
   for (const auto& l : opts.labels) {
-    const std::size_t eq = l.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      err << "kernelscan jobs: --label " << l << ": expected KEY=VALUE\n";
+    try {
+      filter.labels.push_back(label_pair(l));
+    } catch (const bench_error& e) {
+      err << "kernelscan jobs: " << e.what() << "\n";
       return k_usage;
     }
-    filter.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
   }
   return with_client(client_opts, err, [&](api_client& client) {
     const json list = client.jobs(filter, opts.limit);
@@ -200,11 +200,8 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
       if (!b.engine.empty()) spec["engine"] = b.engine;
       if (!b.name.empty()) spec["name"] = b.name;
       for (const auto& l : b.labels) {
-        const auto eq = l.find('=');
-        if (eq == std::string::npos || eq == 0) {
-          throw bench_error("--label", "\"" + l + "\": expected KEY=VALUE");
-        }
-        spec["labels"][l.substr(0, eq)] = l.substr(eq + 1);
+        const auto [key, value] = label_pair(l);
+        spec["labels"][key] = value;
       }
       if (!b.device.empty()) spec["device"] = device_placement(b.device);
     } else {
