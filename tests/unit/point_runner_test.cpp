@@ -15,7 +15,7 @@
 #include "api/job_spec_codec.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/sample_loop.hpp"
-#include "fake_backend.hpp"
+#include "point_runner_fixture.hpp"
 
 namespace kernelscan {
 namespace {
@@ -54,15 +54,8 @@ json scale_job(const std::string& entry) {
   return j;
 }
 
-job_plan plan_of(const json& j) {
-  return compile_plan(parse_job_spec(j, spec_limits::stored()), spec_limits::stored().plan);
-}
-
-struct runner_fixture {
-  fake_backend* fake;
-  point_runner runner;
-  explicit runner_fixture(std::unique_ptr<fake_backend> f) : fake(f.get()), runner(std::move(f)) {}
-};
+using testing::plan_of;
+using testing::runner_fixture;
 
 runner_fixture make_runner() {
   auto f = std::make_unique<fake_backend>();

@@ -12,7 +12,7 @@
 #include "engine/job_plan.hpp"
 #include "engine/mock_engine.hpp"
 #include "engine/point_runner.hpp"
-#include "fake_backend.hpp"
+#include "point_runner_fixture.hpp"
 
 namespace kernelscan {
 namespace {
@@ -47,15 +47,8 @@ json three_variants() {
                       {{"name", "fast"}, {"entry", "fast"}}});
 }
 
-job_plan plan_of(const json& j) {
-  return compile_plan(parse_job_spec(j, spec_limits::stored()), spec_limits::stored().plan);
-}
-
-struct runner_fixture {
-  fake_backend* fake;
-  point_runner runner;
-  explicit runner_fixture(std::unique_ptr<fake_backend> f) : fake(f.get()), runner(std::move(f)) {}
-};
+using testing::plan_of;
+using testing::runner_fixture;
 
 runner_fixture make_runner() {
   auto f = std::make_unique<fake_backend>();
