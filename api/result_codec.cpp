@@ -188,6 +188,7 @@ json to_json(const point_result& r) {
   }
   if (!v.inputs_written.empty()) j["verification"]["inputs_written"] = v.inputs_written;
   if (v.status != "skipped") {
+    j["verification"]["launches"] = v.launches;
     j["verification"]["norm_rel_err"] = v.norm_rel_err;  // infinity is written as null
     j["verification"]["ref_near_zero"] = v.ref_near_zero;
   }

@@ -39,7 +39,7 @@ const std::vector<known_member>& known_members() {
         "bound", "roof_source"}},
       {"verification",
        {"status", "trials", "max_abs_err", "max_rel_err", "unwritten", "tolerance", "note",
-        "launch_us", "timed_checks", "timed_wrong", "timed_failed", "inputs_written",
+        "launches", "launch_us", "timed_checks", "timed_wrong", "timed_failed", "inputs_written",
         "norm_rel_err", "ref_near_zero", "written_out_of_bounds"}},
       {"flags", {}},
       {"advice", {}},

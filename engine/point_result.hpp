@@ -26,6 +26,7 @@ struct point_error {
 struct verification_result {
   std::string status = "skipped";  // passed, failed, skipped
   int trials = 0;
+  int launches = 0;  // of the kernel: one per trial, and up to two more, unchecked
   double max_abs_err = 0;
   double max_rel_err = 0;
   std::uint64_t unwritten = 0;  // output elements still NaN after the kernel ran

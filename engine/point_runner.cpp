@@ -25,11 +25,12 @@ constexpr std::uint64_t k_trial_salt = 0x7e57;
 constexpr std::uint64_t k_baseline_salt = 0xba5e;
 constexpr std::uint64_t k_sample_salt = 0x5a3b1e;
 constexpr std::uint64_t k_check_salt = 0xc4ec;
-constexpr std::uint64_t k_extra_trials_salt = 0xe7a1;
+constexpr std::uint64_t k_extra_launches_salt = 0xe7a1;
 constexpr std::uint64_t k_canary_salt = 0xca7a;
-// Verification runs between verify.trials and verify.trials + k_max_extra_trials trials, as the
-// point's seed picks: a kernel cannot count launches to learn when verification ends.
-constexpr int k_max_extra_trials = 2;
+// Verification launches the kernel up to k_max_extra_launches more times than it has trials, on
+// a trial's inputs after its outputs were compared, as the point's seed picks: a kernel cannot
+// count launches to learn when verification ends.
+constexpr int k_max_extra_launches = 2;
 // A timed sample is checked with probability 1/k_check_one_in, at most k_max_timed_checks per
 // point; a point none of whose samples was drawn gets one more, checked, sample at the end.
 constexpr std::uint64_t k_check_one_in = 8;
@@ -251,9 +252,14 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   output_errors e;
   bool norm_failed = false;
   const auto own = k.own_buffers();
-  const int trials =
-      spec.verify.trials +
-      (m_defences ? int(mix64(seed ^ k_extra_trials_salt) % (k_max_extra_trials + 1)) : 0);
+  const int trials = spec.verify.trials;
+  // After which trials the extra launches come (a trial may get two).
+  std::vector<int> extra_after;
+  const int extra =
+      m_defences ? int(mix64(seed ^ k_extra_launches_salt) % (k_max_extra_launches + 1)) : 0;
+  for (int x = 0; x < extra; ++x)
+    extra_after.push_back(
+        int(mix64(seed ^ mix64(k_extra_launches_salt + std::uint64_t(x) + 1)) % trials));
   // The trials alternate the two unwritten patterns from one the point's seed picks, so a
   // kernel that recognises one poison and writes only where it sees it fails on the other.
   const int first_pattern = int(mix64(seed ^ k_trial_salt) & 1);
@@ -297,7 +303,14 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
     e.wrong += t.wrong;
     e.first_wrong = std::min(e.first_wrong, t.first_wrong);
     ++v.trials;
+    ++v.launches;
     if (t.wrong || norm_failed) break;  // one failing trial decides
+    for (const int after : extra_after) {
+      if (after != trial) continue;
+      if (m_defences) m_backend->scrub_local_memory();
+      k.launch(own);
+      ++v.launches;
+    }
   }
   v.max_abs_err = e.max_abs;
   v.max_rel_err = e.max_rel;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "api/job_spec_codec.hpp"
 #include "engine/device_catalog.hpp"
@@ -103,10 +104,7 @@ TEST(PointRunnerVariants, EveryVariantGetsARowInTheSpecsOrder) {
     EXPECT_EQ(r.index, 0u);
     EXPECT_EQ(r.params, (std::vector<std::pair<std::string, std::int64_t>>{{"N", 1000}}));
     EXPECT_EQ(r.verification.status, "passed") << *r.variant;
-    // Two trials asked for; the point's seed adds up to two more, alike for every variant.
-    EXPECT_GE(r.verification.trials, 2);
-    EXPECT_LE(r.verification.trials, 4);
-    EXPECT_EQ(r.verification.trials, rows[0].verification.trials);
+    EXPECT_EQ(r.verification.trials, 2);
     EXPECT_GE(r.verification.timed_checks, 1) << *r.variant;  // timed checks for every variant
     EXPECT_EQ(r.verification.timed_wrong, 0u);
   }
@@ -120,11 +118,10 @@ TEST(PointRunnerVariants, SamplesRotateThroughTheVariants) {
   const auto rows = t.runner.measure_all(plan_of(variants_job(three_variants())), 0, 7);
   ASSERT_EQ(rows.size(), 3u);
   const auto entries = sampled_entries(t.fake->log);
-  // Each variant's verification launches (timed, one per trial), one variant after the other;
+  // Each variant's timed verification launches (one per trial), one variant after the other;
   // then the batch probes (three of each, in turn); then A/B/C/A/B/C...
   const std::vector<std::string> order{"slow", "mid", "fast"};
-  const auto trials = std::size_t(rows[0].verification.trials);
-  const std::size_t verified = 3 * trials, first = verified + 9;
+  const std::size_t trials = 2, verified = 3 * trials, first = verified + 9;
   ASSERT_GT(entries.size(), first + 30);
   for (std::size_t i = 0; i < verified; ++i)
     EXPECT_EQ(entries[i], order[i / trials]) << "verification launch " << i;
@@ -168,8 +165,9 @@ TEST(PointRunnerVariants, EveryVariantRunsOnTheSameInputs) {
     EXPECT_EQ(seen["slow"][i], seen["mid"][i]) << "launch " << i;
     EXPECT_EQ(seen["slow"][i], seen["fast"][i]) << "launch " << i;
   }
-  // And the inputs change between trials and samples.
-  EXPECT_NE(seen["slow"][0], seen["slow"][1]);
+  // And the inputs change between trials and samples (an extra, unchecked verification launch
+  // runs on its trial's inputs).
+  EXPECT_GT(std::set<double>(seen["slow"].begin(), seen["slow"].end()).size(), n / 2);
 }
 
 TEST(PointRunnerVariants, SpeedupsOverTheSlowestAndTheBaselineWithIntervals) {
