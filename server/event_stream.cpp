@@ -1,0 +1,47 @@
+#include "server/event_stream.hpp"
+
+#include <memory>
+
+namespace kernelscan {
+
+std::function<bool(std::string&)> event_stream(event_hub& hub, std::uint64_t after, bool stale,
+                                               std::atomic<int>& open) {
+  struct stream_state {
+    std::atomic<int>& open;
+    std::uint64_t after;
+    bool stale;  // the client's Last-Event-ID is not this daemon's
+    bool started = false;
+    ~stream_state() { open.fetch_sub(1); }
+  };
+  // Built in place: a temporary's destructor would give the stream's place back.
+  auto st = std::make_shared<stream_state>(open, after, stale);
+  event_hub* h = &hub;
+  return [h, st](std::string& chunk) {
+    if (!st->started) {
+      st->started = true;
+      chunk = "retry: 2000\n";
+      if (st->stale) {
+        // The client's state came from a daemon before a restart: it must reload.
+        chunk += "id: " + std::to_string(st->after) + "\nevent: reset\ndata: {}\n\n";
+      }
+      chunk += "event: ready\ndata: {\"last_event_id\":" + std::to_string(st->after) + "}\n\n";
+      return true;
+    }
+    auto b = h->wait(st->after, event_hub::clock::now() + k_event_heartbeat, k_event_linger);
+    if (b.stopping) return false;
+    if (b.gap) {
+      chunk += "event: reset\ndata: {}\n\n";  // missed events: reload everything
+    }
+    if (b.events.empty()) {
+      chunk += ": keep-alive\n\n";
+      return true;
+    }
+    st->after = b.events.back().id;
+    for (const auto& e : coalesce_points(std::move(b.events))) {
+      chunk += "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
+    }
+    return true;
+  };
+}
+
+}  // namespace kernelscan
