@@ -2,10 +2,12 @@
 
 #include <memory>
 
+#include "api/held_out.hpp"
+
 namespace kernelscan {
 
 std::function<bool(std::string&)> event_stream(event_hub& hub, std::uint64_t after, bool stale,
-                                               std::atomic<int>& open) {
+                                               std::atomic<int>& open, bool hide_held_out) {
   struct stream_state {
     std::atomic<int>& open;
     std::uint64_t after;
@@ -16,7 +18,7 @@ std::function<bool(std::string&)> event_stream(event_hub& hub, std::uint64_t aft
   // Built in place: a temporary's destructor would give the stream's place back.
   auto st = std::make_shared<stream_state>(open, after, stale);
   event_hub* h = &hub;
-  return [h, st](std::string& chunk) {
+  return [h, st, hide_held_out](std::string& chunk) {
     if (!st->started) {
       st->started = true;
       chunk = "retry: 2000\n";
@@ -38,7 +40,9 @@ std::function<bool(std::string&)> event_stream(event_hub& hub, std::uint64_t aft
     }
     st->after = b.events.back().id;
     for (const auto& e : coalesce_points(std::move(b.events))) {
-      chunk += "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
+      const std::string& data =
+          hide_held_out && e.type == "job" ? redacted_job_event(e.data) : e.data;
+      chunk += "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + data + "\n\n";
     }
     return true;
   };

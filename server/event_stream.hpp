@@ -23,8 +23,9 @@ inline constexpr auto k_event_linger = std::chrono::milliseconds(100);
 // A stream of the events after `after`; `stale`: the client's Last-Event-ID came from a daemon
 // before a restart, so it is told to reset first. `open` counts open streams: the stream has
 // taken its place and gives it back when it is destroyed. Each call writes the next chunk and
-// returns false once the hub stops.
+// returns false once the hub stops. `hide_held_out`: "job" events show an evaluation task's
+// job as a candidate sees it (held_out.hpp).
 std::function<bool(std::string&)> event_stream(event_hub& hub, std::uint64_t after, bool stale,
-                                               std::atomic<int>& open);
+                                               std::atomic<int>& open, bool hide_held_out);
 
 }  // namespace kernelscan

@@ -1,6 +1,7 @@
 #include <charconv>
 #include <memory>
 
+#include "api/held_out.hpp"
 #include "api/job_codec.hpp"
 #include "api/result_codec.hpp"
 #include "api/result_fields.hpp"
@@ -37,14 +38,14 @@ std::optional<response> take_place(std::atomic<int>& open, int limit, const char
   return r;
 }
 
+}  // namespace
+
 response created(const submit_result& s) {
   response r = text_response(s.created ? 201 : 200, s.job_text);
   r.headers.emplace_back("Location", "/api/v1/jobs/" + std::to_string(s.id));
   if (!s.created) r.headers.emplace_back("Idempotent-Replayed", "true");
   return r;
 }
-
-}  // namespace
 
 response http_api::impl::submit_job(const request& req) {
   return created(submissions.submit(req.body, req.header("Idempotency-Key")));
@@ -80,8 +81,11 @@ response http_api::impl::list_jobs(const request& req) {
       }
     } else if (key.rfind("label.", 0) == 0 && key.size() > 6) {
       filter.labels.emplace_back(key.substr(6), value);
+    } else if (key == "task") {
+      if (value.empty()) throw bad_parameter("task", "is empty (name a task)");
+      filter.task = value;
     } else if (key != "limit" && key != "cursor") {
-      throw bad_parameter(key, "unknown parameter (known: status, label.KEY, limit, cursor)");
+      throw bad_parameter(key, "unknown parameter (known: status, label.KEY, task, limit, cursor)");
     }
   }  // One more than asked tells whether another page exists.
   const std::size_t limit = filter.limit;
@@ -93,8 +97,13 @@ response http_api::impl::list_jobs(const request& req) {
     next = std::to_string(jobs.back().id);
   }
   json out = json::array();
-  for (const auto& j : jobs)
+  for (auto& j : jobs) {
+    // A best point may be held out: the spec tells (list views carry none).
+    if (j.task && j.best && !req.operator_access) {
+      redact_job(j, store.spec_json(j.id).value_or(""));
+    }
     out.push_back(to_json(j));
+  }
   return json_response(200, {{"jobs", std::move(out)}, {"next_cursor", std::move(next)}});
 }
 
@@ -142,6 +151,7 @@ response http_api::impl::get_job(const request& req) {
     });
     rec = find_job(id);
   }
+  if (rec.task && !req.operator_access) redact_job(rec, "");
   return text_response(200, job_json_text(rec));
 }
 
@@ -166,7 +176,7 @@ response http_api::impl::cancel_job(const request& req) {
   }
   const std::string text = job_json_text(find_job(id));
   events.publish("job", text);  // cancelled, or cancel_requested while its point finishes
-  return text_response(200, text);
+  return text_response(200, req.operator_access ? text : redacted_job_event(text));
 }
 
 response http_api::impl::results(const request& req) {
@@ -217,6 +227,9 @@ response http_api::impl::results(const request& req) {
   };
   auto st = std::make_shared<cursor_state>(
       cursor_state{limit, store.results(id, offset, std::min(limit, k_results_page))});
+  // Rows from this index on are a task's held-out points, which a candidate sees redacted.
+  std::optional<std::uint64_t> held_from;
+  if (rec.task && !req.operator_access) held_from = public_points(rec.spec_json);
   response r;
   r.content_type = format == "csv"     ? "text/csv; charset=utf-8"
                    : format == "jsonl" ? "application/x-ndjson"
@@ -229,7 +242,7 @@ response http_api::impl::results(const request& req) {
                  {"progress", {{"done", rec.progress.done}, {"total", rec.progress.total}}}}
                 .dump()
           : "";
-  r.stream = [s, id, st, format, names, head, fields, variants](std::string& chunk) {
+  r.stream = [s, id, st, format, names, head, fields, variants, held_from](std::string& chunk) {
     if (st->finished) return false;
     if (!st->started) {
       st->started = true;
@@ -249,6 +262,9 @@ response http_api::impl::results(const request& req) {
     }
     if (!rows.empty()) st->last_index = rows.back().index;
     for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (held_from && rows[i].index >= *held_from) {
+        rows[i].result_json = redacted_row(rows[i].result_json);
+      }
       if (format == "json" && st->emitted++ > 0) chunk += ",";
       if (format != "csv") {
         if (fields) {
@@ -306,7 +322,7 @@ response http_api::impl::events_stream(const request& req) {
   r.content_type = "text/event-stream";
   r.headers.emplace_back("Cache-Control", "no-cache");
   r.headers.emplace_back("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
-  r.stream = event_stream(events, after, stale, event_streams);
+  r.stream = event_stream(events, after, stale, event_streams, !req.operator_access);
   return r;
 }
 

@@ -204,6 +204,14 @@ struct http_transport::impl {
                  res);
       return templ;
     }
+    const bool operator_access = access.is_operator(hreq.get_header_value("Authorization"));
+    if (found->access == route_access::operate && !operator_access) {
+      send_error(403, "forbidden",
+                 "this request needs an operator token (the daemon's --operator-token-file): "
+                 "defining and retiring tasks is an operator's",
+                 res);
+      return templ;
+    }
     if (found->access == route_access::submit) {
       if (const auto wait =
               access.take_submission(hreq.remote_addr, std::chrono::steady_clock::now())) {
@@ -217,7 +225,7 @@ struct http_transport::impl {
         return templ;
       }
     }
-    dispatch(*found, std::move(captures), hreq, res);
+    dispatch(*found, std::move(captures), operator_access, hreq, res);
     return templ;
   }
 
@@ -230,7 +238,7 @@ struct http_transport::impl {
     return true;
   }
 
-  void dispatch(const http_route& route, std::vector<std::string> captures,
+  void dispatch(const http_route& route, std::vector<std::string> captures, bool operator_access,
                 const httplib::Request& hreq, httplib::Response& res) {
     request req;
     req.method = hreq.method;
@@ -239,6 +247,7 @@ struct http_transport::impl {
     req.query.insert(hreq.params.begin(), hreq.params.end());
     req.header = [&hreq](const std::string& name) { return hreq.get_header_value(name.c_str()); };
     req.body = hreq.body;
+    req.operator_access = operator_access;
     try {
       send(route.handler(req), res);
       // A body that is already encoded (a precompressed asset): httplib would compress it

@@ -34,6 +34,9 @@ struct request {
   std::multimap<std::string, std::string> query;
   std::function<std::string(const std::string&)> header;
   std::string body;
+  // The caller is an operator (access_control::is_operator): it may create and retire tasks
+  // and see held-out points.
+  bool operator_access = false;
 };
 
 struct response {
@@ -47,10 +50,11 @@ struct response {
 
 // Who may call a route.
 enum class route_access {
-  open,    // anyone, always: health probes and the page's static files (they carry no data)
-  read,    // a token only with --auth-reads
-  write,   // a token when tokens are configured
-  submit,  // as write, and counted by the per-client submission rate limit
+  open,     // anyone, always: health probes and the page's static files (they carry no data)
+  read,     // a token only with --auth-reads
+  write,    // a token when tokens are configured
+  submit,   // as write, and counted by the per-client submission rate limit
+  operate,  // as write, and an operator token where operator tokens are configured
 };
 
 struct http_route {

@@ -9,6 +9,7 @@
 #include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
+#include "api/task_codec.hpp"
 #include "engine/language_support.hpp"
 #include "server/fleet_devices.hpp"
 
@@ -165,8 +166,45 @@ submit_result submit_pipeline::submit(const std::string& body, const std::string
   return store_job(parse_job_spec(parse_json(body), m_config.limits), key, hash);
 }
 
+submit_result submit_pipeline::submit_to_task(const task_record& task, const std::string& body,
+                                              const std::string& key) {
+  // One key names one request: the same body against another task is another request.
+  const std::string hash = request_hash("task " + task.name + "\n" + body);
+  if (auto replayed = replay_known_key(key, hash)) return std::move(*replayed);
+  if (task.retired_ms) {
+    throw api_error(409, "task_retired",
+                    "task \"" + task.name + "\" was retired at " +
+                        format_time_ms(*task.retired_ms) + ": it takes no new submissions",
+                    {}, json{{"task", task.name}});
+  }
+  const json job = task_job_body(task.name, parse_json(task.template_json), parse_json(body));
+  spec_limits limits = m_config.limits;
+  limits.allow_held_out = true;
+  // What the candidate gave is named as it gave it ("source", not "kernel.source").
+  const auto as_submitted = [](const validation_error& e) {
+    std::vector<field_error> errors = e.errors();
+    for (auto& f : errors) {
+      for (const char* given : k_submission_fields) {
+        const std::string prefix = std::string("kernel.") + given;
+        if (f.field.rfind(prefix, 0) == 0 &&
+            (f.field.size() == prefix.size() || f.field[prefix.size()] == '.' ||
+             f.field[prefix.size()] == '[')) {
+          f.field.erase(0, 7);
+        }
+      }
+    }
+    return validation_error(std::move(errors));
+  };
+  try {
+    return store_job(parse_job_spec(job, limits), key, hash, task.name);
+  } catch (const validation_error& e) {
+    throw as_submitted(e);
+  }
+}
+
 submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
-                                         const std::string& hash) {
+                                         const std::string& hash,
+                                         const std::optional<std::string>& task) {
   const placement where = check_placement(spec);
   const std::uint64_t memory = where.max_memory;
   if (!spec.seed) {
@@ -190,6 +228,7 @@ submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
   sub.total_points = plan.size() * plan.kernels_per_point();
   sub.spec_json = to_json(spec).dump();
   sub.request_hash = hash;
+  sub.task = task;
   if (!key.empty()) sub.idempotency_key = key;
   // The store checks the key again inside its transaction: two concurrent first tries with
   // one key create one job.

@@ -50,6 +50,13 @@ class submit_pipeline {
   // none).
   submit_result submit(const std::string& body, const std::string& idempotency_key);
 
+  // POST /api/v1/tasks/{name}/submissions: `body` holds only the candidate's source and launch
+  // settings (task_codec.hpp); the job is the task's template with them laid over its kernel,
+  // its public and held-out sizes, the daemon's seed, labelled task=<name>. A retired task
+  // takes none (409); a retry of one it accepted before is still answered.
+  submit_result submit_to_task(const task_record& task, const std::string& body,
+                               const std::string& idempotency_key);
+
   // POST /api/v1/imports: results measured elsewhere, stored as a finished job.
   submit_result import_results(const std::string& body, const std::string& idempotency_key);
 
@@ -68,7 +75,8 @@ class submit_pipeline {
   };
   placement check_placement(const job_spec& spec);
   submit_result replay(std::int64_t id);
-  submit_result store_job(job_spec spec, const std::string& key, const std::string& hash);
+  submit_result store_job(job_spec spec, const std::string& key, const std::string& hash,
+                          const std::optional<std::string>& task = std::nullopt);
 
   job_store& m_store;
   event_hub& m_events;

@@ -59,6 +59,17 @@ struct http_api::impl {
   response results(const request&);
   response events_stream(const request&);
   job_record find_job(std::int64_t id);
+
+  // ---- evaluation tasks (http_routes_tasks.cpp) ----
+  response create_task(const request&);
+  response list_tasks(const request&);
+  response get_task(const request&);
+  response retire_task(const request&);
+  response submit_to_task(const request&);
+  task_record find_task(const std::string& name);
 };
+
+// A created job's answer: 201 with its Location, or 200 for a replayed Idempotency-Key.
+response created(const submit_result& s);
 
 }  // namespace kernelscan
