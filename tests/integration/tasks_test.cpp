@@ -328,5 +328,59 @@ TEST(TasksApi, BadTaskDefinitionsAreRefusedNamingTheField) {
   EXPECT_EQ(daemon.get("/api/v1/tasks/axpy").body["held_out"]["N"], json::array({k_held_n}));
 }
 
+// An honest OpenCL matmul, verified for real (PoCL) at its public and held-out sizes.
+constexpr const char* k_naive_matmul = R"cl(
+__kernel void mm(__global float* c, __global const float* a, __global const float* b, int n) {
+  const int row = get_global_id(1), col = get_global_id(0);
+  if (row >= n || col >= n) return;
+  float sum = 0;
+  for (int k = 0; k < n; ++k) sum += a[row * n + k] * b[k * n + col];
+  c[row * n + col] = sum;
+}
+)cl";
+
+TEST(TasksOpenCL, AnHonestKernelIsVerifiedAtItsHeldOutSizesToo) {
+  daemon_process::options o;
+  o.engine = "opencl";
+  daemon_process daemon(o);
+  try {
+    daemon.start();
+  } catch (const std::exception& e) {
+    const char* required = std::getenv("KERNELSCAN_REQUIRE_OPENCL");
+    if (required && std::string(required) == "1") throw;
+    GTEST_SKIP() << "no OpenCL device: " << e.what();
+  }
+  const json task = parse_json(R"js({
+    "name": "matmul", "engine": "opencl",
+    "kernel": {"language": "opencl", "block": [8, 8, 1], "grid": ["ceil(N/8)", "ceil(N/8)", 1],
+      "args": [{"name": "c", "type": "f32*", "count": "N*N", "output": true},
+               {"name": "a", "type": "f32*", "count": "N*N"},
+               {"name": "b", "type": "f32*", "count": "N*N"},
+               {"name": "n", "type": "i32", "value": "N"}],
+      "flops": "2*N*N*N", "bytes": "12*N*N",
+      "reference": {"op": "gemm", "m": "N", "n": "N", "k": "N", "dtype": "f32",
+                    "a": "a", "b": "b", "c": "c"}},
+    "sweep": {"N": [64]},
+    "held_out": {"N": [72]},
+    "verify": {"trials": 2},
+    "timing": {"l2": "hot", "min_samples": 10, "max_time_ms": 300, "target_rel_noise": 0.02}
+  })js");
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", task).status, 201);
+  const auto submitted = daemon.post_json("/api/v1/tasks/matmul/submissions",
+                                          {{"source", k_naive_matmul}, {"entry", "mm"}});
+  ASSERT_EQ(submitted.status, 201) << submitted.text;
+  const json job = daemon.wait_job(submitted.body["id"], 180s);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump() << "\n" << daemon.log();
+  EXPECT_TRUE(job["summary"]["fitness"]["correct"].get<bool>()) << job.dump();
+  const auto rows = daemon.get("/api/v1/jobs/" + job["id"].dump() + "/results").body["results"];
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["verification"]["status"], "passed");  // no tokens: a local operator sees all
+    EXPECT_TRUE(row["fitness"]["correct"].get<bool>());
+  }
+  EXPECT_EQ(rows[1]["params"]["N"], 72);
+}
+
 }  // namespace
 }  // namespace kernelscan::testing
