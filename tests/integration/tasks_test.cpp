@@ -328,6 +328,28 @@ TEST(TasksApi, BadTaskDefinitionsAreRefusedNamingTheField) {
   EXPECT_EQ(daemon.get("/api/v1/tasks/axpy").body["held_out"]["N"], json::array({k_held_n}));
 }
 
+TEST(TasksApi, OperatorTokensComeFromTheConfigFileToo) {
+  daemon_process probe;
+  const std::string operators = probe.data_dir() + "/operator-tokens";
+  std::ofstream(operators) << k_operator_token << "\n";
+  const std::string config = probe.data_dir() + "/kernelscan.toml";
+  std::ofstream(config) << "[serve]\noperator-token-file = \"" << operators << "\"\n";
+  daemon_process daemon({.extra_args = {"--config", config}});
+  daemon.start();
+  const std::string body = axpy_task().dump();
+  EXPECT_EQ(send(daemon, "POST", "/api/v1/tasks", body).status, 401);
+  EXPECT_EQ(send(daemon, "POST", "/api/v1/tasks", body, k_operator).status, 201);
+  // The operator token is a write token too; without it, a write is refused.
+  EXPECT_EQ(send(daemon, "POST", "/api/v1/tasks/axpy/submissions",
+                 json{{"source", k_hip_axpy}}.dump(), k_operator)
+                .status,
+            201);
+  EXPECT_EQ(
+      send(daemon, "POST", "/api/v1/tasks/axpy/submissions", json{{"source", k_hip_axpy}}.dump())
+          .status,
+      401);
+}
+
 // An honest OpenCL matmul, verified for real (PoCL) at its public and held-out sizes.
 constexpr const char* k_naive_matmul = R"cl(
 __kernel void mm(__global float* c, __global const float* a, __global const float* b, int n) {
