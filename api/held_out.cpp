@@ -1,5 +1,7 @@
 #include "api/held_out.hpp"
 
+#include <cctype>
+
 namespace kernelscan {
 
 std::optional<std::uint64_t> public_points(const json& spec) {
@@ -19,6 +21,24 @@ std::optional<std::uint64_t> public_points(const std::string& spec_json) {
     return std::nullopt;
   }
   return public_points(json::parse(spec_json));
+}
+
+std::string scrubbed_message(const std::string& message, std::uint64_t public_points) {
+  // Where the first held-out point is named: the message is kept up to there.
+  std::size_t cut = std::string::npos;
+  for (std::size_t at = message.find("point "); at != std::string::npos;
+       at = message.find("point ", at + 1)) {
+    std::size_t end = at + 6;
+    while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end])))
+      ++end;
+    if (end == at + 6 || end - at - 6 > 19) continue;
+    if (std::stoull(message.substr(at + 6, end - at - 6)) >= public_points) {
+      cut = at;
+      break;
+    }
+  }
+  if (cut == std::string::npos) return message;
+  return message.substr(0, cut) + "a held-out point (its details are not shown)";
 }
 
 std::string redacted_row(const std::string& result_json) {
@@ -42,6 +62,7 @@ void redact_job(job_record& job, const std::string& spec_json) {
   json spec = json::parse(text);
   const auto n = public_points(spec);
   if (!n) return;
+  if (job.error) job.error->message = scrubbed_message(job.error->message, *n);
   if (job.best && job.best->index >= *n) {
     job.best->held_out = true;
     job.best->params_json.clear();
@@ -61,6 +82,9 @@ std::string redacted_job_event(const std::string& job_text) {
   const auto n = public_points(*spec);
   if (!n) return job_text;
   spec->erase("held_out");
+  if (auto& error = job["error"]; error.is_object() && error["message"].is_string()) {
+    error["message"] = scrubbed_message(error["message"].get<std::string>(), *n);
+  }
   auto& best = job["summary"]["best"];
   if (best.is_object() && best.value("index", std::uint64_t(0)) >= *n) {
     best = {{"index", best["index"]}, {"held_out", true}};

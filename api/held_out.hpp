@@ -29,6 +29,11 @@ std::string redacted_row(const std::string& result_json);
 // carry it (list views), to tell which points are held out.
 void redact_job(job_record& job, const std::string& spec_json);
 
+// A message (a job's error, a field error of a refused submission) as a candidate sees it: one
+// that names a held-out point ("point 5 (N=12288)", "the first, point 5: ...") says only that
+// the point is held out, since its details could carry its sizes.
+std::string scrubbed_message(const std::string& message, std::uint64_t public_points);
+
 // A "job" event's data (the job as GET /jobs/{id} shows it) as a candidate sees it; the text
 // unchanged for a job without held-out points.
 std::string redacted_job_event(const std::string& job_text);

@@ -98,8 +98,9 @@ response http_api::impl::list_jobs(const request& req) {
   }
   json out = json::array();
   for (auto& j : jobs) {
-    // A best point may be held out: the spec tells (list views carry none).
-    if (j.task && j.best && !req.operator_access) {
+    // A best point or the error may be about a held-out point: the spec tells (list views
+    // carry none).
+    if (j.task && (j.best || j.error) && !req.operator_access) {
       redact_job(j, store.spec_json(j.id).value_or(""));
     }
     out.push_back(to_json(j));

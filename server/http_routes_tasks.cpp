@@ -76,7 +76,8 @@ response http_api::impl::retire_task(const request& req) {
 
 response http_api::impl::submit_to_task(const request& req) {
   const task_record task = find_task(req.captures.at(0));
-  submit_result s = submissions.submit_to_task(task, req.body, req.header("Idempotency-Key"));
+  submit_result s = submissions.submit_to_task(task, req.body, req.header("Idempotency-Key"),
+                                               !req.operator_access);
   if (!req.operator_access) s.job_text = redacted_job_event(s.job_text);
   return created(s);
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "api/api_error.hpp"
+#include "api/held_out.hpp"
 #include "api/import_codec.hpp"
 #include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
@@ -167,7 +168,7 @@ submit_result submit_pipeline::submit(const std::string& body, const std::string
 }
 
 submit_result submit_pipeline::submit_to_task(const task_record& task, const std::string& body,
-                                              const std::string& key) {
+                                              const std::string& key, bool hide_held_out) {
   // One key names one request: the same body against another task is another request.
   const std::string hash = request_hash("task " + task.name + "\n" + body);
   if (auto replayed = replay_known_key(key, hash)) return std::move(*replayed);
@@ -180,10 +181,13 @@ submit_result submit_pipeline::submit_to_task(const task_record& task, const std
   const json job = task_job_body(task.name, parse_json(task.template_json), parse_json(body));
   spec_limits limits = m_config.limits;
   limits.allow_held_out = true;
-  // What the candidate gave is named as it gave it ("source", not "kernel.source").
-  const auto as_submitted = [](const validation_error& e) {
+  const std::optional<std::uint64_t> public_count = public_points(job);
+  // What the candidate gave is named as it gave it ("source", not "kernel.source"), and a
+  // held-out point is not described to it.
+  const auto as_submitted = [&](const validation_error& e) {
     std::vector<field_error> errors = e.errors();
     for (auto& f : errors) {
+      if (hide_held_out && public_count) f.message = scrubbed_message(f.message, *public_count);
       for (const char* given : k_submission_fields) {
         const std::string prefix = std::string("kernel.") + given;
         if (f.field.rfind(prefix, 0) == 0 &&

@@ -53,9 +53,10 @@ class submit_pipeline {
   // POST /api/v1/tasks/{name}/submissions: `body` holds only the candidate's source and launch
   // settings (task_codec.hpp); the job is the task's template with them laid over its kernel,
   // its public and held-out sizes, the daemon's seed, labelled task=<name>. A retired task
-  // takes none (409); a retry of one it accepted before is still answered.
+  // takes none (409); a retry of one it accepted before is still answered. `hide_held_out`:
+  // the caller is no operator, so a field error at a held-out point does not describe it.
   submit_result submit_to_task(const task_record& task, const std::string& body,
-                               const std::string& idempotency_key);
+                               const std::string& idempotency_key, bool hide_held_out);
 
   // POST /api/v1/imports: results measured elsewhere, stored as a finished job.
   submit_result import_results(const std::string& body, const std::string& idempotency_key);

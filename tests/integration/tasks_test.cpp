@@ -181,6 +181,19 @@ TEST(TasksApi, AnOperatorDefinesATaskAndAnAgentSubmitsOnlyItsKernel) {
                               json{{"entry", "axpy"}}.dump(), k_agent);
   EXPECT_EQ(no_source.status, 422) << no_source.text;
   EXPECT_EQ(no_source.body["error"]["details"][0]["field"], "source") << no_source.text;
+  // A launch that is invalid only at the held-out size is refused without describing it.
+  json probing = honest;
+  probing["grid"] = {"N > 10000 ? 0 : ceil(N/256)", 1, 1};
+  const auto probed =
+      send(daemon, "POST", "/api/v1/tasks/axpy/submissions", probing.dump(), k_agent);
+  EXPECT_EQ(probed.status, 422) << probed.text;
+  EXPECT_EQ(probed.body["error"]["details"][0]["field"], "grid[0]") << probed.text;
+  EXPECT_NE(probed.text.find("a held-out point (its details are not shown)"), std::string::npos)
+      << probed.text;
+  expect_no_held_out_size(probed.text, "a refused submission");
+  const auto by_operator =
+      send(daemon, "POST", "/api/v1/tasks/axpy/submissions", probing.dump(), k_operator);
+  EXPECT_NE(by_operator.text.find("N=12288"), std::string::npos) << by_operator.text;
   EXPECT_EQ(send(daemon, "POST", "/api/v1/tasks/axpy/submissions", honest.dump()).status, 401);
   EXPECT_EQ(send(daemon, "POST", "/api/v1/tasks/nope/submissions", honest.dump(), k_agent).status,
             404);

@@ -127,6 +127,18 @@ TEST(TaskCodec, BadTemplatesAreRefusedNamingTheirFields) {
   EXPECT_EQ(refused(json::array()), v{""});
 }
 
+TEST(HeldOut, MessagesAboutAHeldOutPointDoNotDescribeIt) {
+  EXPECT_EQ(scrubbed_message("must be positive, not 0 at point 2 (N=12288)", 2),
+            "must be positive, not 0 at a held-out point (its details are not shown)");
+  EXPECT_EQ(scrubbed_message("must be positive, not 0 at point 1 (N=8192)", 2),
+            "must be positive, not 0 at point 1 (N=8192)");
+  EXPECT_EQ(scrubbed_message("3 of 3 points failed; the first, point 2: timeout: 12288 x", 2),
+            "3 of 3 points failed; the first, a held-out point (its details are not shown)");
+  EXPECT_EQ(scrubbed_message("no point here", 2), "no point here");
+  EXPECT_EQ(scrubbed_message("point 99999999999999999999999 (N=1)", 2),
+            "point 99999999999999999999999 (N=1)");
+}
+
 TEST(HeldOut, ACandidateSeesAHeldOutRowWithoutSizesOrTimes) {
   const std::string row = R"({"index":2,"params":{"N":96},"status":"ok","time_us":{"median":3},
     "metrics":{"gbps":1},"verification":{"status":"passed"},"flags":["x"],
