@@ -140,7 +140,11 @@ std::string job_json_text(const job_record& job) {
     w.null();
   }
   w.key("summary").begin_object().key("best");
-  if (job.best) {
+  if (job.best && job.best->held_out) {
+    // A task's held-out point: which one and that it is held out, never its sizes or time.
+    w.begin_object().key("index").value(job.best->index).key("held_out").value(true);
+    w.end_object();
+  } else if (job.best) {
     w.begin_object().key("index").value(job.best->index).key("params");
     w.raw(job.best->params_json.empty() ? std::string_view("{}") : job.best->params_json);
     w.key("median_us").value(job.best->median_us).end_object();
@@ -158,6 +162,12 @@ std::string job_json_text(const job_record& job) {
   w.key("cached_from");
   if (job.cached_from) {
     w.value(*job.cached_from);
+  } else {
+    w.null();
+  }
+  w.key("task");
+  if (job.task) {
+    w.value(*job.task);
   } else {
     w.null();
   }

@@ -150,7 +150,11 @@ class spec_parser {
       }
     }
     spec.priority = int(r.integer("priority", -1000, 1000).value_or(0));
-    if (const json* sweep = r.get("sweep")) spec.sweep = parse_sweep(*sweep);
+    {
+      const json* sweep = r.get("sweep");
+      const json* held_out = r.get("held_out");
+      if (sweep || held_out) spec.sweep = parse_sweep(sweep, held_out);
+    }
     if (const json* timing = r.get("timing")) spec.timing = parse_timing(*timing);
     if (const json* verify = r.get("verify")) spec.verify = parse_verify(*verify);
     if (const json* fitness = r.get("fitness")) spec.fitness = parse_fitness(*fitness);
@@ -280,21 +284,23 @@ class spec_parser {
     return out;
   }
 
-  kernelscan::sweep parse_sweep(const json& v) {
+  // The parameters of `sweep` or `held_out` (`path`); `ok` false when any was invalid.
+  std::vector<sweep_parameter> parse_parameters(const json& v, const std::string& path, bool& ok) {
+    ok = false;
     if (!v.is_object()) {
-      error("sweep", "must be an object mapping parameter names to value lists, not " +
-                         std::string(json_type_name(v)));
+      error(path, "must be an object mapping parameter names to value lists, not " +
+                      std::string(json_type_name(v)));
       return {};
     }
     if (v.size() > m_limits.max_sweep_parameters) {
-      error("sweep", "has " + std::to_string(v.size()) + " parameters; the limit is " +
-                         std::to_string(m_limits.max_sweep_parameters));
+      error(path, "has " + std::to_string(v.size()) + " parameters; the limit is " +
+                      std::to_string(m_limits.max_sweep_parameters));
       return {};
     }
     std::vector<sweep_parameter> params;
-    bool ok = true;
+    ok = true;
     for (const auto& [name, values] : v.items()) {
-      const std::string field = join_path("sweep", name);
+      const std::string field = join_path(path, name);
       if (!is_identifier(name)) {
         error(field,
               "parameter names are identifiers: a letter or '_', then letters, digits or "
@@ -352,7 +358,51 @@ class spec_parser {
       }
       params.push_back(std::move(p));
     }
-    kernelscan::sweep s(std::move(params));
+    return params;
+  }
+
+  // The sweep, with the held-out points of an evaluation task's job when `held_out` is given:
+  // the same parameters, other values.
+  kernelscan::sweep parse_sweep(const json* v, const json* held_out) {
+    bool ok = true;
+    std::vector<sweep_parameter> params;
+    if (v) params = parse_parameters(*v, "sweep", ok);
+    std::vector<sweep_parameter> held;
+    if (held_out && !m_limits.allow_held_out) {
+      error("held_out",
+            "only an evaluation task's jobs have held-out points: an operator defines them with "
+            "POST /api/v1/tasks");
+      ok = false;
+    } else if (held_out) {
+      bool held_ok = true;
+      auto given = parse_parameters(*held_out, "held_out", held_ok);
+      if (held_ok && ok) {
+        // In the sweep's order, so that a point's values line up with its names.
+        for (const auto& p : params) {
+          const auto it = std::find_if(given.begin(), given.end(),
+                                       [&](const sweep_parameter& g) { return g.name == p.name; });
+          if (it == given.end()) {
+            error("held_out", "has no values for sweep parameter " + p.name +
+                                  " (held-out points give every parameter of the sweep)");
+            held_ok = false;
+          } else {
+            held.push_back(std::move(*it));
+            given.erase(it);
+          }
+        }
+        for (const auto& g : given) {
+          error(join_path("held_out", g.name), "is not a parameter of the sweep");
+          held_ok = false;
+        }
+        if (params.empty() && held_ok) {
+          error("held_out", "needs a sweep: held-out points are other values of its parameters");
+          held_ok = false;
+        }
+      }
+      ok = ok && held_ok;
+      if (!held_ok) held.clear();
+    }
+    kernelscan::sweep s(std::move(params), std::move(held));
     if (ok && s.size() > m_limits.max_points) {
       error("sweep",
             "has " + (s.size() == UINT64_MAX ? std::string("too many") : std::to_string(s.size())) +
@@ -1127,6 +1177,7 @@ spec_limits spec_limits::stored() {
   l.max_point_time_ms = 1e12;
   l.allow_fault_injection = true;
   l.require_used_parameters = false;
+  l.allow_held_out = true;
   l.plan.max_dimension = INT64_MAX;
   l.plan.max_point_bytes = UINT64_MAX;
   l.plan.max_threads_per_block = INT64_MAX;
@@ -1196,6 +1247,11 @@ json to_json(const job_spec& spec) {
   j["sweep"] = json::object();
   for (const auto& p : spec.sweep.parameters())
     j["sweep"][p.name] = p.values;
+  if (!spec.sweep.held_out().empty()) {
+    j["held_out"] = json::object();
+    for (const auto& p : spec.sweep.held_out())
+      j["held_out"][p.name] = p.values;
+  }
   j["timing"] = {{"l2", to_string(spec.timing.l2)},
                  {"warmup", spec.timing.warmup},
                  {"min_samples", spec.timing.min_samples},

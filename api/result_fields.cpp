@@ -18,6 +18,7 @@ struct known_member {
 const std::vector<known_member>& known_members() {
   static const std::vector<known_member> k{
       {"index", {}},
+      {"held_out", {}},  // only in a task's held-out rows as a candidate sees them
       {"params", {}, true},
       {"variant", {}},
       {"name", {}},

@@ -38,6 +38,7 @@ struct job_best {
   std::uint64_t index = 0;
   double median_us = 0;
   std::string params_json;  // the point's sweep parameters, a JSON object
+  bool held_out = false;    // shown without params and time: a task's held-out point
 };
 
 struct job_record {
@@ -64,6 +65,7 @@ struct job_record {
   std::string fitness_json;   // the fitness summary once the job ended; else empty
   std::string variants_json;  // a job with variants: the summary of them once it ended; else empty
   std::optional<std::int64_t> cached_from;  // the job whose stored results answered this one
+  std::optional<std::string> task;          // the evaluation task it was submitted against
 };
 
 }  // namespace kernelscan

@@ -45,15 +45,16 @@ std::string_view to_string(mock_fault f) {
 }
 
 bool job_spec::operator==(const job_spec& o) const {
-  auto same_sweep = [](const kernelscan::sweep& a, const kernelscan::sweep& b) {
-    if (a.parameters().size() != b.parameters().size()) return false;
-    for (std::size_t i = 0; i < a.parameters().size(); ++i) {
-      if (a.parameters()[i].name != b.parameters()[i].name ||
-          a.parameters()[i].values != b.parameters()[i].values) {
-        return false;
-      }
+  auto same_block = [](const std::vector<sweep_parameter>& a,
+                       const std::vector<sweep_parameter>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (a[i].name != b[i].name || a[i].values != b[i].values) return false;
     }
     return true;
+  };
+  auto same_sweep = [&](const kernelscan::sweep& a, const kernelscan::sweep& b) {
+    return same_block(a.parameters(), b.parameters()) && same_block(a.held_out(), b.held_out());
   };
   return name == o.name && labels == o.labels && engine == o.engine && device == o.device &&
          device_node == o.device_node && device_model == o.device_model && priority == o.priority &&

@@ -35,29 +35,37 @@ constexpr std::size_t k_prune_at = 10000;
 
 }  // namespace
 
+// Tokens of `file`, one per line (blank lines and # comments skipped); `option` names it in
+// errors. Throws std::runtime_error for an unreadable file, a short token or none at all.
+static std::vector<std::string> read_tokens(const std::string& file, const std::string& option) {
+  std::vector<std::string> tokens;
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot read " + option + " " + file);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (line.empty() || line.front() == '#') continue;
+    if (line.size() < 16) {
+      throw std::runtime_error(option + " " + file + ": tokens must be at least 16 characters");
+    }
+    tokens.push_back(line);
+  }
+  if (tokens.empty()) throw std::runtime_error(option + " " + file + " holds no token");
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && (st.st_mode & S_IROTH)) {
+    spdlog::warn("{} {} is readable by every user; chmod 600 it", option, file);
+  }
+  return tokens;
+}
+
 access_control::access_control(options opts) : m_options(std::move(opts)) {
   if (!m_options.token_file.empty()) {
-    std::ifstream in(m_options.token_file);
-    if (!in) throw std::runtime_error("cannot read --token-file " + m_options.token_file);
-    std::string line;
-    while (std::getline(in, line)) {
-      line = trim(line);
-      if (line.empty() || line.front() == '#') continue;
-      if (line.size() < 16) {
-        throw std::runtime_error("--token-file " + m_options.token_file +
-                                 ": tokens must be at least 16 characters");
-      }
-      m_tokens.push_back(line);
-    }
-    if (m_tokens.empty()) {
-      throw std::runtime_error("--token-file " + m_options.token_file + " holds no token");
-    }
-    struct stat st {};
-    if (::stat(m_options.token_file.c_str(), &st) == 0 && (st.st_mode & S_IROTH)) {
-      spdlog::warn("--token-file {} is readable by every user; chmod 600 it", m_options.token_file);
-    }
+    m_tokens = read_tokens(m_options.token_file, "--token-file");
   }
-  if (m_options.auth_reads && m_tokens.empty()) {
+  if (!m_options.operator_token_file.empty()) {
+    m_operator_tokens = read_tokens(m_options.operator_token_file, "--operator-token-file");
+  }
+  if (m_options.auth_reads && !tokens_configured()) {
     throw std::runtime_error("--auth-reads needs --token-file");
   }
   for (const auto item : detail::split_commas(m_options.cors_origins)) {
@@ -67,7 +75,8 @@ access_control::access_control(options opts) : m_options(std::move(opts)) {
   m_burst = std::max(1.0, std::floor(m_options.submissions_per_minute / 10));
 }
 
-bool access_control::authorized(std::string_view authorization) const {
+bool access_control::presents(std::string_view authorization,
+                              const std::vector<std::string>& tokens) {
   constexpr std::string_view k_scheme = "Bearer ";
   if (authorization.size() <= k_scheme.size() ||
       !std::equal(k_scheme.begin(), k_scheme.end(), authorization.begin(),
@@ -76,9 +85,21 @@ bool access_control::authorized(std::string_view authorization) const {
   }
   const std::string_view presented = authorization.substr(k_scheme.size());
   bool ok = false;
-  for (const auto& token : m_tokens)
+  for (const auto& token : tokens)
     ok |= constant_time_equal(presented, token);
   return ok;
+}
+
+bool access_control::authorized(std::string_view authorization) const {
+  // Both lists are compared whatever the first says: timing tells nothing of which matched.
+  const bool write = presents(authorization, m_tokens);
+  const bool operate = presents(authorization, m_operator_tokens);
+  return write || operate;
+}
+
+bool access_control::is_operator(std::string_view authorization) const {
+  if (!operators_configured()) return !tokens_configured() || authorized(authorization);
+  return presents(authorization, m_operator_tokens);
 }
 
 std::optional<double> access_control::take_submission(const std::string& client,

@@ -1,6 +1,7 @@
 #pragma once
-// Who may do what (issue: access): bearer tokens for mutating requests (and reads with
-// auth_reads), a per-client token bucket on job submissions, and the CORS origins allowed.
+// Who may do what: bearer tokens for mutating requests (and reads with auth_reads), operator
+// tokens for defining evaluation tasks and seeing their held-out points (also valid wherever a
+// token is), a per-client token bucket on job submissions, and the CORS origins allowed.
 //
 // Threading: thread-safe. Tokens and origins are fixed at construction; the rate limiter takes a
 // short mutex per submission.
@@ -24,16 +25,21 @@ class access_control {
     bool auth_reads = false;            // GETs need a token too (health probes never do)
     double submissions_per_minute = 0;  // per client address; 0: unlimited
     std::string cors_origins;           // "", "*", or a comma-separated list of origins
+    std::string operator_token_file;    // as token_file, for operators
   };
 
   // Throws std::runtime_error naming the problem for an unreadable or empty token file.
   explicit access_control(options opts);
 
-  bool tokens_configured() const { return !m_tokens.empty(); }
+  bool tokens_configured() const { return !m_tokens.empty() || !m_operator_tokens.empty(); }
+  bool operators_configured() const { return !m_operator_tokens.empty(); }
   bool reads_need_token() const { return m_options.auth_reads && tokens_configured(); }
   // True if `authorization` ("Bearer <token>") carries a configured token. Compares in constant
   // time, so response timing does not leak how much of a token matched.
   bool authorized(std::string_view authorization) const;
+  // True if the caller is an operator: it carries an operator token, or no operator tokens are
+  // configured and it may write (any caller where no tokens are configured at all).
+  bool is_operator(std::string_view authorization) const;
 
   // Takes one submission from `client`'s bucket (burst: a tenth of the per-minute rate, at least
   // 1). Returns nullopt if allowed, else the seconds until one is.
@@ -49,8 +55,12 @@ class access_control {
     clock::time_point updated;
   };
 
+  // `authorization` ("Bearer <token>") carries one of `tokens`, compared in constant time.
+  static bool presents(std::string_view authorization, const std::vector<std::string>& tokens);
+
   options m_options;
   std::vector<std::string> m_tokens;
+  std::vector<std::string> m_operator_tokens;
   std::vector<std::string> m_origins;
   double m_burst = 1;
   std::mutex m_mutex;

@@ -36,7 +36,10 @@ struct serve_config {
   double drain_timeout_s = 30;  // on SIGTERM, how long the current points may take
   double worker_start_timeout_s = 30;
   std::size_t max_body_bytes = 4 * 1024 * 1024;
-  std::string token_file;   // bearer tokens; mutating requests need one
+  std::string token_file;  // bearer tokens; mutating requests need one
+  // Operator tokens: creating and retiring tasks and seeing held-out points need one (when
+  // set; else every caller that may write is an operator). They are valid write tokens too.
+  std::string operator_token_file;
   bool auth_reads = false;  // reads need one too
   double rate_limit = 600;  // job submissions per minute per client address; 0: off
   std::string cors_origin;  // allowed browser origins: "", "*" or a comma list

@@ -28,4 +28,9 @@ std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double
   return out;
 }
 
+std::string device_text(const json& device, const char* key) {
+  const auto it = device.find(key);
+  return it != device.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace kernelscan

@@ -9,6 +9,7 @@
 //
 // Threading: thread-safe (HTTP handlers).
 
+#include <string>
 #include <vector>
 
 #include "api/json.hpp"
@@ -22,5 +23,8 @@ namespace kernelscan {
 // other names left in the file).
 std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double lease_timeout_s,
                                 bool shared);
+
+// A device field as text: "" where it is null (a model or PCI address not known) or absent.
+std::string device_text(const json& device, const char* key);
 
 }  // namespace kernelscan

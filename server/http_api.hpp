@@ -1,11 +1,8 @@
 #pragma once
-// The HTTP/JSON API (api/openapi.yaml) and the dashboard's assets. The only place that includes
-// cpp-httplib. Handlers never touch a GPU or wait on one: they read the store, and hand new work
-// and cancel requests to the scheduler.
-//
-// Every route is wrapped once: api_error and validation errors map to their status, storage
-// outages to 503, anything else to 500, always as {"error": {...}}; httplib's own 404, 405 and
-// 413 answers get the same shape.
+// The HTTP/JSON API (api/openapi.yaml) and the dashboard's assets: the route table and its
+// handlers (http_routes_*.cpp) over the transport (http_transport: httplib, access checks, the
+// error shape). Handlers never touch a GPU or wait on one: they read the store, hand new jobs to
+// the submit pipeline, and cancel requests to the scheduler.
 //
 // Threading: bind() then run() on one thread; stop() from any thread. Requests are served by a
 // pool of `http_threads` threads.

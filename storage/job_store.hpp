@@ -40,8 +40,21 @@ struct job_submission {
   std::uint64_t total_points = 0;
   std::string spec_json;
   std::optional<std::string> idempotency_key;
-  std::string request_hash;  // of the request body, to tell a retry from a different request
+  std::string request_hash;         // of the request body, to tell a retry from a different request
+  std::optional<std::string> task;  // the evaluation task it was submitted against
 };
+
+// An evaluation task (README "Tasks"): what an operator fixes of the jobs agents submit
+// against it. The store keeps its template as JSON text made by the caller.
+struct task_record {
+  std::string name;  // unique, also once retired
+  std::string description;
+  std::string template_json;
+  std::int64_t created_ms = 0;
+  std::optional<std::int64_t> retired_ms;  // set once retired: no new submissions
+};
+
+enum class retire_outcome { retired, already_retired, not_found };
 
 struct submit_outcome {
   std::int64_t id = 0;
@@ -54,6 +67,7 @@ struct list_filter {
   std::vector<std::pair<std::string, std::string>> labels;  // all of these
   std::size_t limit = 50;
   std::optional<std::int64_t> before_id;  // cursor: jobs older than this id
+  std::optional<std::string> task;        // only jobs submitted against this task
 };
 
 // A device of a node offering to run a job (job_store::claim).
@@ -178,6 +192,13 @@ class job_store {
   // The job an idempotency key created, with the hash of the request that created it.
   virtual std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(
       const std::string& key) = 0;
+
+  // Evaluation tasks. create_task() returns false (and stores nothing) when the name is taken,
+  // by a live or a retired task. tasks() lists them by name, retired ones included.
+  virtual bool create_task(const task_record& task) = 0;
+  virtual std::optional<task_record> task(const std::string& name) = 0;
+  virtual std::vector<task_record> tasks() = 0;
+  virtual retire_outcome retire_task(const std::string& name, std::int64_t now_ms) = 0;
 
   // Dispatch and leases (DESIGN.md §7). A node claims the first queued job, by priority then
   // submission order, that the offered device can run (the job's engine is `auto` or the

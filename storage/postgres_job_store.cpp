@@ -79,6 +79,7 @@ job_record read_row(const pg_result& r, int i) {
   j.requested_node = r.opt_text(i, 25);
   j.requested_model = r.opt_text(i, 26);
   if (!r.is_null(i, 27)) j.variants_json = std::string(r.text(i, 27));
+  j.task = r.opt_text(i, 28);
   return j;
 }
 
@@ -343,8 +344,8 @@ std::optional<submit_outcome> postgres_job_store::insert_job(
   const auto r = c.exec(
       "WITH j AS (INSERT INTO kernelscan.jobs (name, status, priority, engine, requested_device, "
       "op, total_points, created_ms, started_ms, finished_ms, idempotency_key, request_hash, "
-      "labels, place_node, place_model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-      "$12, $13, $17, $18) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id), "
+      "labels, place_node, place_model, task) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+      "$11, $12, $13, $17, $18, $19) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id), "
       "s AS (INSERT INTO kernelscan.job_specs (job_id, spec) SELECT id, $14 FROM j), "
       "l AS (INSERT INTO kernelscan.job_labels (job_id, key, value) SELECT j.id, t.k, t.v "
       "FROM j, unnest($15::text[], $16::text[]) AS t(k, v)) "
@@ -352,7 +353,7 @@ std::optional<submit_outcome> postgres_job_store::insert_job(
       {job.name, to_string(status), job.priority, to_string(job.engine), job.requested_device,
        job.op, std::int64_t(job.total_points), now_ms, finished_ms, finished_ms,
        job.idempotency_key, job.request_hash, detail::encode_labels(job.labels), job.spec_json,
-       pg_array(keys), pg_array(values), job.requested_node, job.requested_model});
+       pg_array(keys), pg_array(values), job.requested_node, job.requested_model, job.task});
   if (r.rows() == 1) return submit_outcome{r.int64(0, 0), true, false};
   // The key is taken (by a retry, or a concurrent first try that committed first).
   const auto known =
@@ -413,6 +414,10 @@ std::vector<job_record> postgres_job_store::list(const list_filter& filter) {
     params.emplace_back(*filter.before_id);
     sql += " AND id < $" + std::to_string(params.size());
   }
+  if (filter.task) {
+    params.emplace_back(*filter.task);
+    sql += " AND task = $" + std::to_string(params.size());
+  }
   for (const auto& [k, v] : filter.labels) {
     params.emplace_back(k);
     params.emplace_back(v);
@@ -429,6 +434,59 @@ std::vector<job_record> postgres_job_store::list(const list_filter& filter) {
   for (int i = 0; i < r.rows(); ++i)
     out.push_back(read_row(r, i));
   return out;
+}
+
+namespace {
+
+// Row i of a "SELECT name, description, template, created_ms, retired_ms FROM tasks" query.
+task_record read_task(const pg_result& r, int i) {
+  return {std::string(r.text(i, 0)), std::string(r.text(i, 1)), std::string(r.text(i, 2)),
+          r.int64(i, 3), r.opt_int64(i, 4)};
+}
+
+}  // namespace
+
+bool postgres_job_store::create_task(const task_record& task) {
+  auto c = m_pool.acquire();
+  const auto r = c->exec(
+      "INSERT INTO kernelscan.tasks (name, description, template, created_ms, retired_ms) "
+      "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING name",
+      {task.name, task.description, task.template_json, task.created_ms, task.retired_ms});
+  return r.rows() == 1;
+}
+
+std::optional<task_record> postgres_job_store::task(const std::string& name) {
+  auto c = m_pool.acquire();
+  const auto r = c->exec(
+      "SELECT name, description, template, created_ms, retired_ms FROM kernelscan.tasks "
+      "WHERE name = $1",
+      {name});
+  if (r.rows() == 0) return std::nullopt;
+  return read_task(r, 0);
+}
+
+std::vector<task_record> postgres_job_store::tasks() {
+  auto c = m_pool.acquire();
+  const auto r = c->exec(
+      "SELECT name, description, template, created_ms, retired_ms FROM kernelscan.tasks "
+      "ORDER BY name",
+      {});
+  std::vector<task_record> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back(read_task(r, i));
+  return out;
+}
+
+retire_outcome postgres_job_store::retire_task(const std::string& name, std::int64_t now_ms) {
+  auto c = m_pool.acquire();
+  // One statement: the row as it was (locked), and the update where it was live.
+  const auto r = c->exec(
+      "WITH old AS (SELECT retired_ms FROM kernelscan.tasks WHERE name = $1 FOR UPDATE), "
+      "upd AS (UPDATE kernelscan.tasks SET retired_ms = $2 WHERE name = $1 AND retired_ms IS "
+      "NULL RETURNING name) SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM old)",
+      {name, now_ms});
+  if (r.int64(0, 0) == 1) return retire_outcome::retired;
+  return r.int64(0, 1) == 1 ? retire_outcome::already_retired : retire_outcome::not_found;
 }
 
 std::optional<std::string> postgres_job_store::spec_json(std::int64_t id) {

@@ -46,6 +46,10 @@ class postgres_job_store final : public job_store {
   std::optional<std::string> spec_json(std::int64_t id) override;
   std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(
       const std::string& key) override;
+  bool create_task(const task_record& task) override;
+  std::optional<task_record> task(const std::string& name) override;
+  std::vector<task_record> tasks() override;
+  retire_outcome retire_task(const std::string& name, std::int64_t now_ms) override;
   std::optional<claimed_job> claim(const claim_request& request) override;
   lease_renewal renew_leases(const std::string& node, std::span<const job_lease> held,
                              std::int64_t lease_ms, std::int64_t now_ms) override;

@@ -112,7 +112,21 @@ ALTER TABLE kernelscan.results ADD COLUMN variant text;
 ALTER TABLE kernelscan.jobs ADD COLUMN variants_summary text;
 )sql";
 
-constexpr std::array<std::string_view, 2> k_steps{k_v1, k_v2};
+// Evaluation tasks: what an operator fixes of the jobs agents submit against them, and the task
+// each job was submitted against (NULL for a plain job).
+constexpr std::string_view k_v3 = R"sql(
+CREATE TABLE kernelscan.tasks (
+  name        text   PRIMARY KEY,
+  description text   NOT NULL,
+  template    text   NOT NULL,   -- JSON: the parts of a job spec the task fixes
+  created_ms  bigint NOT NULL,
+  retired_ms  bigint             -- set once retired: no new submissions
+);
+ALTER TABLE kernelscan.jobs ADD COLUMN task text;
+CREATE INDEX jobs_task ON kernelscan.jobs (task, id) WHERE task IS NOT NULL;
+)sql";
+
+constexpr std::array<std::string_view, 3> k_steps{k_v1, k_v2, k_v3};
 
 }  // namespace
 

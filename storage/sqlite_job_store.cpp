@@ -84,6 +84,7 @@ job_record sqlite_job_store::read_row(statement& s) {
   r.requested_node = s.opt_text(25);
   r.requested_model = s.opt_text(26);
   if (!s.is_null(27)) r.variants_json = std::string(s.text(27));
+  r.task = s.opt_text(28);
   return r;
 }
 
@@ -120,7 +121,7 @@ std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status 
     auto s = m_db.prepare(
         "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
         "created_ms, started_ms, finished_ms, idempotency_key, request_hash, labels, "
-        "place_node, place_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "place_node, place_model, task) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     s->bind(1, job.name)
         .bind(2, to_string(status))
         .bind(3, job.priority)
@@ -135,7 +136,8 @@ std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status 
         .bind(12, job.request_hash)
         .bind(13, encode_labels(job.labels))
         .bind(14, job.requested_node)
-        .bind(15, job.requested_model);
+        .bind(15, job.requested_model)
+        .bind(16, job.task);
     s->run();
   }
   const std::int64_t id = m_db.last_insert_rowid();
@@ -195,6 +197,7 @@ std::vector<job_record> sqlite_job_store::list(const list_filter& filter) {
     sql += ")";
   }
   if (filter.before_id) sql += " AND id < ?";
+  if (filter.task) sql += " AND task = ?";
   for (std::size_t i = 0; i < filter.labels.size(); ++i) {
     sql += " AND id IN (SELECT job_id FROM job_labels WHERE key = ? AND value = ?)";
   }
@@ -208,6 +211,7 @@ std::vector<job_record> sqlite_job_store::list(const list_filter& filter) {
     for (auto st : filter.statuses)
       s->bind(i++, to_string(st));
     if (filter.before_id) s->bind(i++, *filter.before_id);
+    if (filter.task) s->bind(i++, *filter.task);
     for (const auto& [k, v] : filter.labels) {
       s->bind(i++, k);
       s->bind(i++, v);
@@ -225,6 +229,67 @@ std::optional<std::string> sqlite_job_store::spec_json(std::int64_t id) {
   s->bind(1, id);
   if (!s->step()) return std::nullopt;
   return std::string(s->text(0));
+}
+
+namespace {
+
+// Rows of a "SELECT name, description, template, created_ms, retired_ms FROM tasks" query.
+task_record read_task(statement& s) {
+  return {std::string(s.text(0)), std::string(s.text(1)), std::string(s.text(2)), s.int64(3),
+          s.opt_int64(4)};
+}
+
+}  // namespace
+
+bool sqlite_job_store::create_task(const task_record& task) {
+  std::lock_guard lock(m_mutex);
+  durable_commits durable(m_db);
+  auto s = m_db.prepare(
+      "INSERT INTO tasks (name, description, template, created_ms, retired_ms) VALUES (?, ?, ?, "
+      "?, ?) ON CONFLICT (name) DO NOTHING RETURNING name");
+  s->bind(1, task.name)
+      .bind(2, task.description)
+      .bind(3, task.template_json)
+      .bind(4, task.created_ms)
+      .bind(5, task.retired_ms);
+  return s->step();
+}
+
+std::optional<task_record> sqlite_job_store::task(const std::string& name) {
+  reader db(*this);
+  auto s = db->prepare(
+      "SELECT name, description, template, created_ms, retired_ms FROM tasks WHERE name = ?");
+  s->bind(1, name);
+  if (!s->step()) return std::nullopt;
+  return read_task(*s);
+}
+
+std::vector<task_record> sqlite_job_store::tasks() {
+  reader db(*this);
+  auto s = db->prepare(
+      "SELECT name, description, template, created_ms, retired_ms FROM tasks ORDER BY name");
+  std::vector<task_record> out;
+  while (s->step())
+    out.push_back(read_task(*s));
+  return out;
+}
+
+retire_outcome sqlite_job_store::retire_task(const std::string& name, std::int64_t now_ms) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  std::optional<std::int64_t> retired;
+  {
+    auto s = m_db.prepare("SELECT retired_ms FROM tasks WHERE name = ?");
+    s->bind(1, name);
+    if (!s->step()) return retire_outcome::not_found;
+    retired = s->opt_int64(0);
+  }
+  if (retired) return retire_outcome::already_retired;
+  auto s = m_db.prepare("UPDATE tasks SET retired_ms = ? WHERE name = ?");
+  s->bind(1, now_ms).bind(2, name);
+  s->run();
+  tx.commit();
+  return retire_outcome::retired;
 }
 
 std::optional<std::pair<std::int64_t, std::string>> sqlite_job_store::find_by_idempotency_key(

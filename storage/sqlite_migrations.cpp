@@ -139,7 +139,21 @@ ALTER TABLE results ADD COLUMN variant TEXT;
 ALTER TABLE jobs ADD COLUMN variants_summary TEXT;
 )sql";
 
-constexpr std::array<std::string_view, 5> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5};
+// Evaluation tasks: what an operator fixes of the jobs agents submit against them, and the task
+// each job was submitted against (NULL for a plain job).
+constexpr std::string_view k_v6 = R"sql(
+CREATE TABLE tasks (
+  name        TEXT    PRIMARY KEY,
+  description TEXT    NOT NULL,
+  template    TEXT    NOT NULL,   -- JSON: the parts of a job spec the task fixes
+  created_ms  INTEGER NOT NULL,
+  retired_ms  INTEGER             -- set once retired: no new submissions
+) WITHOUT ROWID;
+ALTER TABLE jobs ADD COLUMN task TEXT;
+CREATE INDEX jobs_task ON jobs (task, id) WHERE task IS NOT NULL;
+)sql";
+
+constexpr std::array<std::string_view, 6> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6};
 
 }  // namespace
 

@@ -16,7 +16,7 @@ const TABLE_ROWS = 16;  // visible rows; the rest scroll (only visible ones are 
 // The members of a result row this view reads (charts.js and the table below): under half of
 // each row's bytes, so a 10,000-point job loads 4.9 MB instead of 10. Exports fetch whole rows.
 // (`variant` and `comparison` are only in the rows of a job with variants.)
-const ROW_FIELDS = ['index', 'params', 'variant', 'comparison', 'name', 'status', 'simulated', 'error', 'samples', 'flags', 'fitness.speedup', 'fitness.speedup_ci95',
+const ROW_FIELDS = ['index', 'held_out', 'params', 'variant', 'comparison', 'name', 'status', 'simulated', 'error', 'samples', 'flags', 'fitness.speedup', 'fitness.speedup_ci95',
   'verification.status',
   ...['median', 'ci95_low', 'ci95_high', 'p5', 'p95'].map((f) => `time_us.${f}`),
   ...['flops', 'bytes', 'tflops', 'gbps', 'arithmetic_intensity', 'roof_pct', 'bound'].map((f) => `metrics.${f}`)].join(',');
@@ -159,7 +159,7 @@ export function mount(root, {id, query}) {
     // With variants the best row is found by its point and time (the summary's index counts rows,
     // while the rows of a point's variants share the point's index).
     const bestRow = best && state.rows.length ? state.rows.find((r) => (state.variants
-      ? r.time_us && r.time_us.median === best.median_us && Object.entries(best.params).every(([k, v]) => r.params[k] === v)
+      ? r.time_us && best.params && r.params && r.time_us.median === best.median_us && Object.entries(best.params).every(([k, v]) => r.params[k] === v)
       : r.index === best.index)) : undefined;
     const bestName = bestRow && (bestRow.name || bestRow.variant);
     const variants = j.summary && j.summary.variants;
@@ -178,7 +178,9 @@ export function mount(root, {id, query}) {
       variants && variants.best ? [h('dt', {}, 'best variant'), h('dd', {id: 'best-variant'},
         `${variants.best}: ${sig((variants.variants.find((x) => x.name === variants.best) || {}).geomean_speedup, 3)}× ` +
         `${speedupBasis(variants.speedup_over === 'baseline' ? variants.baseline : null).short} (geometric mean over ${variants.points} points)`)] : '',
-      h('dt', {}, state.variants ? 'fastest row' : 'best'), h('dd', {id: 'best-point'}, best
+      h('dt', {}, state.variants ? 'fastest row' : 'best'), h('dd', {id: 'best-point'}, best && best.held_out
+        ? `point ${best.index}, held out by its task (its sizes and time are not shown)`
+        : best
         ? `${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}${bestName ? ` (${bestName})` : ''}` : '—'),
       simulated ? [h('dt', {}, 'times'), h('dd', {id: 'simulated-note', class: 'warn'},
         'simulated by the mock engine: a model of the device, no kernel compiled, run or verified')] : '',
@@ -210,7 +212,7 @@ export function mount(root, {id, query}) {
   function updateValues() {
     for (const n of state.names) {
       const set = new Set();
-      for (const r of state.rows) set.add(r.params[n]);
+      for (const r of charted()) set.add(r.params[n]);
       state.values[n] = [...set].sort((a, b) => a - b);
     }
   }
@@ -301,10 +303,16 @@ export function mount(root, {id, query}) {
                              fixes.length ? h('div', {class: 'row'}, h('span', {class: 'muted'}, 'fix the others:'), fixes) : '');
   }
 
+  // The rows with sizes: an evaluation task's held-out points come without them (they are in the
+  // table, not in the charts).
+  function charted() {
+    return state.rows.filter((r) => !r.held_out);
+  }
+
   // Rows of the slice where every parameter but `free` equals its selector.
   function slice(free) {
     const fixed = state.names.filter((n) => !free.includes(n));
-    return state.rows.filter((r) => fixed.every((n) => r.params[n] === state.sel.fixed[n]));
+    return charted().filter((r) => fixed.every((n) => r.params[n] === state.sel.fixed[n]));
   }
 
   // ---- charts ----
@@ -392,7 +400,7 @@ export function mount(root, {id, query}) {
       set(speedChart, variants ? variantSpeedupOption({rows: slice([s.x]), x: s.x, variants, baseline: state.baseline, logX: xScale() === 'log', animate})
                                : speedupOption({rows: slice([s.x]), x: s.x, animate}));
     }
-    set(roofChart, rooflineOption({rows: state.rows, device: state.device, dtype: roofDtype(state.job.spec), variants, animate}));
+    set(roofChart, rooflineOption({rows: charted(), device: state.device, dtype: roofDtype(state.job.spec), variants, animate}));
     if (firstRender) {
       firstRender = false;
       Promise.all(pending).then(() => {
@@ -407,7 +415,7 @@ export function mount(root, {id, query}) {
   // Imported rows name their kernel, and leave out the statistics their source did not give.
   const COLUMNS = () => [
     {key: 'index', label: '#', get: (r) => r.index, num: true},
-    ...state.names.map((n) => ({key: `p.${n}`, label: n, get: (r) => r.params[n], num: true})),
+    ...state.names.map((n) => ({key: `p.${n}`, label: n, get: (r) => (r.params || {})[n], num: true})),
     ...(state.variants ? [{key: 'variant', label: 'variant', get: (r) => r.variant, cls: 'variant',
                            // Sorted in the job's order of variants, not by name.
                            order: (r) => state.variants.indexOf(r.variant)}] : []),

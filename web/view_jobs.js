@@ -118,7 +118,8 @@ export function mount(root, {query}) {
     const cancel = active && !job.cancel_requested
       ? h('button', {type: 'button', class: 'small danger', onclick: () => cancelJob(job.id)}, 'Cancel')
       : job.cancel_requested && active ? h('span', {class: 'muted'}, 'cancelling…') : '';
-    const best = job.summary && job.summary.best ? fmtTime(job.summary.best.median_us) : '—';
+    const best = job.summary && job.summary.best
+      ? (job.summary.best.held_out ? 'held out' : fmtTime(job.summary.best.median_us)) : '—';
     return h('tr', {dataset: {id: job.id}},
              h('td', {}, checkbox),
              h('td', {}, h('a', {href: `#/jobs/${job.id}`}, `#${job.id}`)),

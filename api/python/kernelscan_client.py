@@ -17,6 +17,10 @@ and returns a metrics dict of floats that always holds `combined_score` (0.0 on 
 the candidate); `Client.evaluate_detailed(spec)` returns the same metrics with text artifacts
 saying why (job id, errors, flags, a per-point summary) and the raw job and rows.
 
+Against an evaluation task an operator defined on the daemon, an agent sends only its
+candidate: `client.submit_to_task("matmul", source, entry="mm", block=[16, 16, 1])` returns the
+job, and `client.evaluate_task("matmul", source, ...)` scores it the same way.
+
 Errors: an error answer of the API raises `KernelscanError` (HTTP status, the API's error
 `type`, `message` and `details`, and `retry_after` when the daemon sent one); a daemon that
 cannot be reached raises `KernelscanConnectionError`; `wait` past its time raises `JobTimeout`,
@@ -33,12 +37,13 @@ import http.client
 import json
 import math
 import os
+import re
 import socket
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -51,6 +56,7 @@ __all__ = [
     "RooflineTimeout",
     "DEFAULT_SERVER",
     "METRIC_KEYS",
+    "TASK_CANDIDATE_FIELDS",
     "TERMINAL_STATES",
     "group_by_point",
     "zero_metrics",
@@ -58,6 +64,8 @@ __all__ = [
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
+# What a submission to a task gives: a refusal naming one of these is the candidate's.
+TASK_CANDIDATE_FIELDS = ("source", "entry", "block", "grid", "shared_bytes", "compile_options")
 
 # Each long poll asks the daemon to hold it this long (it allows up to _MAX_WAIT_S), then the
 # client polls again.
@@ -192,6 +200,13 @@ def _job_id(job: int | Mapping[str, Any]) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"not a job id: {job!r}")
     return value
+
+
+def _task_name(name: str) -> str:
+    """A task's name for a path: [A-Za-z0-9_.-]{1,64}, which needs no quoting."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
+        raise ValueError(f"{name!r} is not a task name ([A-Za-z0-9_.-], 1 to 64 characters)")
+    return name
 
 
 def _device_path(index: int, node: str | None, tail: str = "") -> str:
@@ -500,12 +515,14 @@ class Client:
         status: str | Iterable[str] | None = None,
         labels: Mapping[str, str] | None = None,
         limit: int | None = None,
+        task: str | None = None,
     ) -> list[dict]:
         """GET /api/v1/jobs: jobs newest first, without their specs.
 
         `status`: one state, a comma list or an iterable of states (any of them); `labels`:
         every label must match exactly; `limit`: at most this many jobs (None: every matching
-        job, following the API's cursors page by page).
+        job, following the API's cursors page by page); `task`: only the jobs submitted to
+        this evaluation task.
         """
         if limit is not None and (type(limit) is not int or limit < 1):
             raise ValueError(f"limit must be a positive integer, not {limit!r}")
@@ -514,6 +531,8 @@ class Client:
             query.append(("status", status if isinstance(status, str) else ",".join(status)))
         for key, value in (labels or {}).items():
             query.append((f"label.{key}", str(value)))
+        if task:
+            query.append(("task", task))
         found: list[dict] = []
         cursor = None
         while limit is None or len(found) < limit:
@@ -525,6 +544,90 @@ class Client:
             if not isinstance(cursor, str):
                 break
         return found
+
+    # ------------------------------------------------------------------ evaluation tasks
+
+    def create_task(self, definition: Mapping[str, Any]) -> dict:
+        """POST /api/v1/tasks: defines an evaluation task (an operator's request: with
+        `--operator-token-file`, the client's token must be an operator token). `definition`
+        holds `name`, `description`, `kernel` (a custom kernel without `source`: its arguments,
+        flops, bytes, `reference`, launch defaults), `sweep`, `held_out`, `verify`, `timing`,
+        `fitness`, `engine`, `device`. Returns the task as stored, `held_out` included. A name
+        in use raises KernelscanError `task_exists` (409); an invalid task `invalid_spec` (422)
+        naming each field."""
+        body = json.dumps(definition, separators=(",", ":")).encode("utf-8")
+        return self._call("POST", "/api/v1/tasks", body=body)
+
+    def task(self, name: str) -> dict:
+        """GET /api/v1/tasks/{name}: what a candidate needs (the kernel's arguments, public
+        sizes, dtypes, tolerances, flops and bytes, target); `held_out` only for an operator."""
+        return self._call("GET", f"/api/v1/tasks/{_task_name(name)}")
+
+    def tasks(self) -> list[dict]:
+        """GET /api/v1/tasks: every task by name, retired ones included."""
+        return self._call("GET", "/api/v1/tasks").get("tasks", [])
+
+    def retire_task(self, name: str) -> dict:
+        """DELETE /api/v1/tasks/{name}: the task takes no new submissions (an operator's
+        request); its jobs stay readable. Returns the task, retired."""
+        return self._call("DELETE", f"/api/v1/tasks/{_task_name(name)}")
+
+    def submit_to_task(
+        self,
+        name: str,
+        source: str,
+        entry: str | None = None,
+        block: list | None = None,
+        grid: list | None = None,
+        shared_bytes: int | str | None = None,
+        compile_options: list[str] | None = None,
+        job_name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict:
+        """POST /api/v1/tasks/{name}/submissions: a candidate's source and launch settings
+        (None: the task's default) measured as the task fixes everything else, at its public and
+        held-out sizes. Returns the job as accepted (with `task`); wait(), results() and the
+        fitness helpers work on it as on any job. Held-out points read back without their
+        sizes and times unless the client's token is an operator's."""
+        submission: dict[str, Any] = {"source": source}
+        for key, value in (("entry", entry), ("block", block), ("grid", grid),
+                           ("shared_bytes", shared_bytes), ("compile_options", compile_options),
+                           ("name", job_name), ("labels", dict(labels) if labels else None)):
+            if value is not None:
+                submission[key] = value
+        body = json.dumps(submission, separators=(",", ":")).encode("utf-8")
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return self._call("POST", f"/api/v1/tasks/{_task_name(name)}/submissions", body=body,
+                          headers=headers)
+
+    def evaluate_task(
+        self, name: str, source: str, timeout_s: float = 300.0, **kw: Any
+    ) -> dict[str, float]:
+        """Scores a candidate against a task: the metrics of `evaluate_task_detailed`."""
+        return self.evaluate_task_detailed(name, source, timeout_s, **kw).metrics
+
+    def evaluate_task_detailed(
+        self,
+        name: str,
+        source: str,
+        timeout_s: float = 300.0,
+        *,
+        idempotency_key: str | None = None,
+        cancel_on_timeout: bool = True,
+        partial_credit: bool = False,
+        raise_on_infrastructure_error: bool = True,
+        **launch: Any,
+    ) -> Evaluation:
+        """As `evaluate_detailed`, for a candidate submitted to task `name` (`launch`: entry,
+        block, grid, shared_bytes, compile_options, job_name, labels, as submit_to_task takes
+        them). A refusal naming the candidate's fields scores 0.0; one naming anything else
+        (an unknown task, a retired one, a field the client sent by mistake) raises
+        EvaluatorError: no candidate is at fault."""
+        return self._evaluate(
+            lambda: self.submit_to_task(name, source, idempotency_key=idempotency_key, **launch),
+            timeout_s, cancel_on_timeout, partial_credit, raise_on_infrastructure_error,
+            TASK_CANDIDATE_FIELDS, refusals=(404, 409))
 
     def devices(self) -> list[dict]:
         """GET /api/v1/devices: each device with its description, worker state and counters (in
@@ -646,6 +749,22 @@ class Client:
         measured the job, and what that means for the score), `missing` (metrics the daemon
         did not give and why they read 0.0), `elapsed_s`.
         """
+        return self._evaluate(lambda: self.submit(spec, idempotency_key), timeout_s,
+                              cancel_on_timeout, partial_credit, raise_on_infrastructure_error,
+                              candidate_fields)
+
+    def _evaluate(
+        self,
+        submit: Callable[[], dict],
+        timeout_s: float,
+        cancel_on_timeout: bool,
+        partial_credit: bool,
+        raise_on_infrastructure_error: bool,
+        candidate_fields: Iterable[str] | None,
+        refusals: tuple[int, ...] = (),
+    ) -> Evaluation:
+        """Submits with `submit`, waits, reads the rows and scores them (evaluate_detailed).
+        `refusals`: statuses that are the evaluator's fault whatever they name."""
         started = time.monotonic()
         artifacts: dict[str, str] = {"server": self.server}
         metrics = zero_metrics()
@@ -661,8 +780,17 @@ class Client:
             return done()
 
         try:
-            job = self.submit(spec, idempotency_key)
+            job = submit()
         except KernelscanError as e:
+            if e.status in refusals:
+                harness = EvaluatorError(
+                    f"the evaluator's request was refused ({e.type}, HTTP {e.status}): "
+                    f"{e.message}; no candidate is at fault",
+                    status=e.status, type=e.type, details=e.details, context=e.context)
+                if raise_on_infrastructure_error:
+                    raise harness from e
+                artifacts["error"] = f"evaluator: {harness.message}"
+                return done()
             if e.status in (400, 413, 422):
                 if e.status == 422 and candidate_fields is not None:
                     theirs = _outside(e.field_errors, tuple(candidate_fields))
@@ -819,6 +947,8 @@ def _params_text(params: Any) -> str:
 
 def _point_line(row: dict) -> str:
     head = f"point {row.get('index')}{_params_text(row.get('params'))}: "
+    if row.get("held_out") is True:
+        head = f"point {row.get('index')} (held out: its sizes are not shown): "
     flags = [f for f in row.get("flags") or [] if isinstance(f, str)]
     if row.get("status") != "ok":
         err = row.get("error") or {}

@@ -36,8 +36,8 @@ inline const std::string k_columns =
     "id, name, status, priority, engine, requested_device, device, op, total_points, "
     "done_points, ok_points, failed_points, best_index, best_median_us, created_ms, started_ms, "
     "finished_ms, error_type, error_message, cancel_requested, best_params, labels, fitness, "
-    "cached_from, node, place_node, place_model, variants_summary";
-inline constexpr int k_column_count = 28;
+    "cached_from, node, place_node, place_model, variants_summary, task";
+inline constexpr int k_column_count = 29;
 
 inline std::optional<int> opt_int(const std::optional<std::int64_t>& v) {
   if (!v) return std::nullopt;

@@ -394,11 +394,15 @@ class ClientTest(DaemonTestCase):
                     ev = example.evaluate_detailed(str(path))
                     self.assertEqual(ev.metrics, kernelscan_client.zero_metrics())
                     self.assertIn(why, ev.artifacts["error"])
-        spec = example.build_spec(
+        launch = example.submission(
             (ROOT / "api/python/examples/matmul_candidate.hip").read_text())
-        self.assertEqual(spec["kernel"]["block"], [16, 16, 1])
-        self.assertEqual(spec["kernel"]["grid"], ["cdiv(M, 16)", "cdiv(N, 16)", 1])
-        self.assertEqual(spec["fitness"]["baseline"]["op"], "gemm")
+        self.assertEqual(launch["block"], [16, 16, 1])
+        self.assertEqual(launch["grid"], ["cdiv(M, 16)", "cdiv(N, 16)", 1])
+        self.assertEqual(launch["labels"]["client"], "openevolve")
+        task = example.task_definition("matmul.test")
+        self.assertEqual(task["fitness"]["baseline"]["op"], "gemm")
+        self.assertEqual(set(task["held_out"]), set(task["sweep"]))
+        self.assertNotIn("held_out", example.task_definition("matmul.test", quick=True))
 
 
 class EnvironmentTest(unittest.TestCase):
@@ -527,6 +531,133 @@ class TokenTest(DaemonTestCase):
             from_env = Client(self.daemon.url)
             self.assertEqual(from_env.job(job)["id"], job["id"])
             self.assertEqual(len(from_env.devices()), 1)
+
+
+HIP_AXPY = """#include <hip/hip_runtime.h>
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + s * b[i];
+}
+"""
+
+
+def axpy_task(name: str = "axpy") -> dict:
+    return {
+        "name": name,
+        "description": "out = a + 3*b",
+        "engine": "mock",
+        "kernel": {
+            "language": "hip", "entry": "axpy", "block": [256, 1, 1],
+            "grid": ["ceil(N/256)", 1, 1],
+            "args": [{"name": "out", "type": "f32*", "count": "N", "output": True},
+                     {"name": "a", "type": "f32*", "count": "N"},
+                     {"name": "b", "type": "f32*", "count": "N"},
+                     {"name": "s", "type": "f32", "value": 3},
+                     {"name": "n", "type": "i32", "value": "N"}],
+            "flops": "2*N", "bytes": "12*N",
+            "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32",
+                          "a": "out", "b": "a", "c": "b", "scalar": 3},
+        },
+        "sweep": {"N": [4096, 8192]},
+        "held_out": {"N": [24576]},
+        "verify": {"trials": 2},
+        "timing": {"max_time_ms": 50},
+        "fitness": {"target_us": 5},
+        "mock": {"output": "correct"},
+    }
+
+
+class TaskTest(DaemonTestCase):
+    """Evaluation tasks, on a daemon with an operator token and an agent's write token."""
+
+    OPERATOR = "operator-token-for-client-tests"
+    AGENT = "agent-token-for-client-tests-01"
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.files = []
+        for token in (cls.AGENT, cls.OPERATOR):
+            f = tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False)
+            f.write(token + "\n")
+            f.close()
+            cls.files.append(f.name)
+        cls.DAEMON_ARGS = ("--token-file", cls.files[0], "--operator-token-file", cls.files[1])
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        super().tearDownClass()
+        for name in cls.files:
+            os.unlink(name)
+
+    def setUp(self) -> None:
+        self.operator = Client(self.daemon.url, token=self.OPERATOR)
+        self.agent = Client(self.daemon.url, token=self.AGENT)
+
+    def test_an_operator_defines_a_task_and_an_agent_submits_and_is_scored(self) -> None:
+        with self.assertRaises(KernelscanError) as caught:
+            self.agent.create_task(axpy_task("by-agent"))
+        self.assertEqual((caught.exception.status, caught.exception.type), (403, "forbidden"))
+        created = self.operator.create_task(axpy_task())
+        self.assertEqual(created["held_out"], {"N": [24576]})
+        with self.assertRaises(KernelscanError) as caught:
+            self.operator.create_task(axpy_task())
+        self.assertEqual(caught.exception.type, "task_exists")
+        bad = axpy_task("bad")
+        bad["verify"] = {"trials": 1}
+        with self.assertRaises(KernelscanError) as caught:
+            self.operator.create_task(bad)
+        self.assertEqual(caught.exception.field_errors[0][0], "verify.trials")
+
+        seen = self.agent.task("axpy")
+        self.assertNotIn("held_out", seen)
+        self.assertEqual(seen["sweep"], {"N": [4096, 8192]})
+        self.assertIn("axpy", [t["name"] for t in self.agent.tasks()])
+        self.assertEqual(self.operator.task("axpy")["held_out"], {"N": [24576]})
+
+        job = self.agent.submit_to_task("axpy", HIP_AXPY, entry="axpy", block=[128, 1, 1],
+                                        grid=["ceil(N/128)", 1, 1], labels={"gen": "1"},
+                                        idempotency_key="axpy-gen-1")
+        self.assertEqual(job["task"], "axpy")
+        self.assertEqual(job["spec"]["kernel"]["block"], [128, 1, 1])
+        self.assertNotIn("held_out", job["spec"])
+        again = self.agent.submit_to_task("axpy", HIP_AXPY, entry="axpy", block=[128, 1, 1],
+                                          grid=["ceil(N/128)", 1, 1], labels={"gen": "1"},
+                                          idempotency_key="axpy-gen-1")
+        self.assertEqual(again["id"], job["id"])
+        ended = self.agent.wait(job, timeout_s=60)
+        self.assertEqual(ended["status"], "succeeded", ended)
+        rows = self.agent.results(job)
+        self.assertEqual(len(rows), 3)
+        self.assertEqual(set(rows[2]), {"index", "held_out", "status", "fitness", "flags"})
+        self.assertNotIn("24576", json.dumps(rows))
+        self.assertEqual(self.operator.results(job)[2]["params"], {"N": 24576})
+        self.assertEqual([j["id"] for j in self.agent.jobs(task="axpy")], [job["id"]])
+
+        # The fitness helpers on a task: the job's combined score, held-out points included.
+        ev = self.agent.evaluate_task_detailed("axpy", HIP_AXPY, 60, entry="axpy")
+        self.assertEqual(ev.job["status"], "succeeded", ev.artifacts)
+        self.assertEqual(ev.metrics["points"], 3.0)
+        self.assertEqual(ev.metrics["combined_score"],
+                         ev.job["summary"]["fitness"]["combined_score"])
+        self.assertIn("point 2 (held out", ev.artifacts["points"])
+        self.assertNotIn("24576", json.dumps(ev.artifacts))
+        # A candidate's own mistake scores 0; the evaluator's raises.
+        bad_launch = self.agent.evaluate_task_detailed("axpy", HIP_AXPY, 60, entry="axpy",
+                                                       block=[0, 1, 1])
+        self.assertEqual(bad_launch.metrics["combined_score"], 0.0)
+        self.assertIn("block", bad_launch.artifacts["spec_errors"])
+        with self.assertRaises(kernelscan_client.EvaluatorError):
+            self.agent.evaluate_task("nope", HIP_AXPY, 60)
+
+        retired = self.operator.retire_task("axpy")
+        self.assertEqual(retired["status"], "retired")
+        with self.assertRaises(KernelscanError) as caught:
+            self.agent.submit_to_task("axpy", HIP_AXPY)
+        self.assertEqual((caught.exception.status, caught.exception.type),
+                         (409, "task_retired"))
+        with self.assertRaises(ValueError):
+            self.agent.task("no such/name")
 
 
 class FailedJobTest(DaemonTestCase):

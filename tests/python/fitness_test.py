@@ -213,36 +213,50 @@ class FitnessTest(DaemonTestCase):
     def test_example_evaluator_end_to_end(self) -> None:
         candidate = str(ROOT / "api" / "python" / "examples" / "matmul_candidate.hip")
         with self.example_env():
+            tasks = example.define_tasks()
+            self.assertEqual([t["name"] for t in tasks], ["matmul.f32", "matmul.f32.quick"])
+            self.assertEqual(len(example.define_tasks()), 2)  # defined already: left as is
             detailed = example.evaluate_detailed(candidate)
             metrics = example.evaluate(candidate)
             quick = example.evaluate_stage1(candidate)
         self.assertIsNotNone(detailed.job, detailed.artifacts)
         self.assertEqual(detailed.job["status"], "succeeded", detailed.artifacts)
         self.assertEqual(detailed.job["labels"]["client"], "openevolve")
+        self.assertEqual(detailed.job["task"], "matmul.f32")
         if not isinstance(metrics, dict):  # OpenEvolve is installed: an EvaluationResult
             metrics, quick = metrics.metrics, quick.metrics
         self.assertEqual(set(metrics), set(kernelscan_client.METRIC_KEYS))
         # The mock compiles and runs nothing: the candidate is measured by a model, verified
         # by no one, and so scores 0, which the artifacts explain in words.
         self.assertEqual(metrics["combined_score"], 0.0, metrics)
+        self.assertEqual(metrics["combined_score"],
+                         detailed.job["summary"]["fitness"]["combined_score"])
         self.assertEqual(metrics["correct"], 0.0)
         self.assertGreater(metrics["speedup"], 0)
         self.assertGreater(metrics["median_us"], 0)
-        self.assertEqual((metrics["points"], metrics["ok_points"]), (4.0, 4.0))
+        # Four public sizes and the held-out one.
+        self.assertEqual((metrics["points"], metrics["ok_points"]), (5.0, 5.0))
         self.assertEqual((quick["points"], quick["ok_points"]), (1.0, 1.0))
         self.assertIn("neither compiled nor run", detailed.artifacts["simulated"])
         self.assertIn("not verified", detailed.artifacts["points"])
 
     def test_example_evaluator_blames_itself_not_the_candidate(self) -> None:
         candidate = str(ROOT / "api" / "python" / "examples" / "matmul_candidate.hip")
-        # A typo in the template (a sweep parameter nothing uses) ...
-        with self.example_env(), mock.patch.object(example, "SWEEP",
-                                                   dict(example.SWEEP, Q=[1, 2])):
-            with self.assertRaises(kernelscan_client.EvaluatorError) as typo:
+        # A task that is not defined ...
+        with self.example_env(KERNELSCAN_TASK="never.defined"):
+            with self.assertRaises(kernelscan_client.EvaluatorError) as missing:
                 example.evaluate(candidate)
-        self.assertIn("sweep.Q: no field uses Q", typo.exception.message)
+        self.assertIn("no task \"never.defined\"", missing.exception.message)
+        # ... a typo in the task (a sweep parameter nothing uses), refused when it is defined ...
+        with self.example_env(KERNELSCAN_TASK="typo"), mock.patch.object(
+                example, "SWEEP", dict(example.SWEEP, Q=[1, 2])):
+            with self.assertRaises(kernelscan_client.KernelscanError) as typo:
+                example.define_tasks()
+        self.assertTrue(any(f == "sweep.Q" and m.startswith("no field uses Q")
+                            for f, m in typo.exception.field_errors), typo.exception.details)
         # ... or an engine this daemon does not have.
-        with self.example_env(KERNELSCAN_EVAL_ENGINE="hip"):
+        with self.example_env(KERNELSCAN_TASK="on.hip", KERNELSCAN_EVAL_ENGINE="hip"):
+            example.define_tasks()
             with self.assertRaises(kernelscan_client.EvaluatorError) as engine:
                 example.evaluate(candidate)
         self.assertIn("engine: ", engine.exception.message)
@@ -253,10 +267,10 @@ class FitnessTest(DaemonTestCase):
             bad = Path(tmp) / "candidate.hip"
             bad.write_text(source)
             with self.example_env():
+                example.define_tasks()
                 ev = example.evaluate_detailed(str(bad))
         self.assertEqual(ev.metrics["combined_score"], 0.0)
-        self.assertIn("kernel.block: ", ev.artifacts["spec_errors"])
-
+        self.assertIn("block: ", ev.artifacts["spec_errors"])
 
 if __name__ == "__main__":
     main()

@@ -711,8 +711,35 @@ def _evaluator(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.exit_code, 0, run.describe())
     metrics = json.loads(run.stdout[: run.stdout.index("\n}") + 2])
     t.assertEqual(metrics["combined_score"], 0.0, "the mock verifies nothing: 0")
-    t.assertEqual((metrics["points"], metrics["ok_points"]), (4.0, 4.0))
+    # The task's four public sizes and its held-out one.
+    t.assertEqual((metrics["points"], metrics["ok_points"]), (5.0, 5.0))
     t.assertIn("--- simulated\nsimulated: the mock engine measured this job", run.stdout)
+
+
+def _task_created(t: unittest.TestCase, run: Run) -> None:
+    task = _ok_json(t, run, 201)
+    t.assertEqual((task["name"], task["status"]), ("axpy", "active"), run.describe())
+    t.assertEqual(task["held_out"], {"N": [3000000]}, "the operator sees the held-out sizes")
+
+
+def _task_read(t: unittest.TestCase, run: Run) -> None:
+    task = _ok_json(t, run)
+    t.assertEqual(task["sweep"], {"N": [1048576, 16777216]})
+    t.assertEqual((task["public_points"], task["held_out_points"]), (2, 1))
+    t.assertEqual(task["verify"]["atol"], 1e-4, "f32's default tolerance, stated")
+
+
+def _task_submitted(t: unittest.TestCase, run: Run) -> None:
+    job = _ok_json(t, run, 201)
+    t.assertEqual((job["task"], job["labels"]["task"]), ("axpy", "axpy"), run.describe())
+    t.assertEqual(job["progress"]["total"], 3, "two public sizes and a held-out one")
+    t.assertEqual(job["spec"]["kernel"]["block"], [128, 1, 1])
+    t.assertEqual(job["spec"]["verify"]["trials"], 3, "the task's, not the candidate's")
+
+
+def _task_score(t: unittest.TestCase, run: Run) -> None:
+    _http(t, run, 200)
+    t.assertEqual(float(run.stdout), 0.0, "the mock verifies nothing: 0 " + run.describe())
 
 
 def _opencl_results(t: unittest.TestCase, run: Run) -> None:
@@ -765,6 +792,10 @@ CHECKS = [
     Check(r"^kernelscan compare 1 6 --base 1\s+#", _cli_compare),
     Check(r"^kernelscan bench matmul.cl matmul_naive matmul_tiled", _cli_bench),
     Check(r"^python3 api/python/examples/openevolve_evaluator.py", _evaluator),
+    Check(r"^curl -s -X POST localhost:8080/api/v1/tasks -d", _task_created),
+    Check(r"^curl -s localhost:8080/api/v1/tasks/axpy\s+#", _task_read),
+    Check(r"/api/v1/tasks/axpy/submissions", _task_submitted, _job_id),
+    Check(r"\?wait=60' \| jq \.summary\.fitness\.combined_score$", _task_score),
     Check(r"Authorization: Bearer \$\(cat token\)\" -d @job.json$",
           lambda t, run: t.assertEqual(_ok_json(t, run, 201)["name"], "f16 gemm")),
     Check(r"^curl -N localhost:8080/api/v1/events$", _events),

@@ -214,6 +214,61 @@ TEST_P(JobStore, ListNewestFirstWithFilters) {
   EXPECT_EQ(ids(store.list(combined)), (std::vector<std::int64_t>{j1}));
 }
 
+TEST_P(JobStore, TasksAreCreatedOnceListedByNameAndRetired) {
+  task_record t{"matmul", "C = A*B", R"({"kernel":{"op":"custom"},"held_out":{"N":[96]}})", 100,
+                std::nullopt};
+  EXPECT_TRUE(store.create_task(t));
+  task_record other = t;
+  other.description = "another";
+  EXPECT_FALSE(store.create_task(other));  // the name is taken: nothing changes
+  EXPECT_TRUE(store.create_task({"axpy", "", "{}", 200, std::nullopt}));
+
+  const auto read = store.task("matmul");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->description, "C = A*B");
+  EXPECT_EQ(read->template_json, t.template_json);
+  EXPECT_EQ(read->created_ms, 100);
+  EXPECT_FALSE(read->retired_ms);
+  EXPECT_FALSE(store.task("nope"));
+  const auto all = store.tasks();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].name, "axpy");
+  EXPECT_EQ(all[1].name, "matmul");
+
+  EXPECT_EQ(store.retire_task("matmul", 300), retire_outcome::retired);
+  EXPECT_EQ(store.retire_task("matmul", 400), retire_outcome::already_retired);
+  EXPECT_EQ(store.retire_task("nope", 400), retire_outcome::not_found);
+  EXPECT_EQ(store.task("matmul")->retired_ms, 300);
+  EXPECT_FALSE(store.task("axpy")->retired_ms);
+  EXPECT_FALSE(store.create_task(t));  // a retired task's name stays taken
+}
+
+TEST_P(JobStore, JobsCarryTheirTaskAndAreListedByIt) {
+  auto with_task = [](std::string name, std::optional<std::string> task) {
+    auto s = submission(std::move(name));
+    s.task = std::move(task);
+    return s;
+  };
+  const auto a = store.submit(with_task("a", "matmul"), 1).id;
+  const auto b = store.submit(with_task("b", std::nullopt), 2).id;
+  const auto c = store.submit(with_task("c", "axpy"), 3).id;
+  const auto d = store.submit(with_task("d", "matmul"), 4).id;
+  EXPECT_EQ(store.get(a)->task, "matmul");
+  EXPECT_FALSE(store.get(b)->task);
+  list_filter matmul;
+  matmul.task = "matmul";
+  EXPECT_EQ(ids(store.list(matmul)), (std::vector<std::int64_t>{d, a}));
+  EXPECT_EQ(store.list(matmul)[0].task, "matmul");
+  matmul.before_id = d;
+  EXPECT_EQ(ids(store.list(matmul)), (std::vector<std::int64_t>{a}));
+  list_filter axpy;
+  axpy.task = "axpy";
+  EXPECT_EQ(ids(store.list(axpy)), (std::vector<std::int64_t>{c}));
+  list_filter none;
+  none.task = "none";
+  EXPECT_TRUE(store.list(none).empty());
+}
+
 TEST_P(JobStore, AClaimStartsTheJobOnTheNodesDeviceUnderALease) {
   const auto id = store.submit(submission("j"), 100).id;
   auto req = device();

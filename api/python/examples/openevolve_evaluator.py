@@ -1,23 +1,29 @@
-"""An OpenEvolve evaluator that scores candidate HIP matmul kernels with kernelscan.
+"""An OpenEvolve evaluator that scores candidate HIP matmul kernels against a kernelscan task.
 
 OpenEvolve calls `evaluate(program_path)` with a file holding one candidate: HIP device code
 defining `extern "C" __global__ void matmul(const float* a, const float* b, float* c, int N,
 int M, int K)` (C = A x B, f32, row-major; see matmul_candidate.hip). The candidate may carry
 one launch line, `// kernelscan: {"block": [...], "grid": [...], "shared_bytes": ...,
 "compile_options": [...]}` (one line of JSON), so that evolution can change its tiling; the
-default is 16 x 16 blocks over C.
+task's default is 16 x 16 blocks over C.
 
-The kernel is submitted as a kernelscan `custom` job over a sweep of sizes, checked against
-the built-in GEMM as its reference, and compared with the vendor library's GEMM (rocBLAS or
-cuBLAS) of the same sizes as its fitness baseline. The daemon measures, verifies and scores it;
-this file only builds the job. `evaluate` returns OpenEvolve's `EvaluationResult` (metrics and
-text artifacts: why a score is 0, compiler errors, per-size times and speedups) when OpenEvolve
-is importable, else the plain metrics dict; `combined_score` is what evolution maximises.
+The candidate is submitted to an evaluation task defined on the daemon (`task_definition()`:
+the kernel's arguments, its sizes and held-out sizes the candidate never sees, verification
+against the built-in GEMM, the vendor library's GEMM of the same sizes as its fitness
+baseline). The candidate sends only its source and launch settings; it cannot pick its sizes,
+its tolerances or its reference. The daemon measures, verifies and scores it; `combined_score`
+is the job's `summary.fitness.combined_score`, what evolution maximises. `evaluate` returns
+OpenEvolve's `EvaluationResult` (metrics and text artifacts: why a score is 0, compiler errors,
+per-size times and speedups) when OpenEvolve is importable, else the plain metrics dict.
 
-A spec the daemon refuses for the candidate's own fields (its source, its launch line) scores
-0. One refused for any other field (a mistake in this file's template, or an engine the daemon
-does not have) raises `kernelscan_client.EvaluatorError`: no candidate is at fault, and
-OpenEvolve reports an evaluator that raises rather than recording good programs as worthless.
+Defining the task is the operator's step, done once: `python3 openevolve_evaluator.py
+--define-task CANDIDATE.hip` (or `define_tasks()`) creates it and its one-size quick twin for
+OpenEvolve's cascade (`NAME.quick`); with `--operator-token-file` it needs an operator's token.
+
+A submission the daemon refuses for the candidate's own fields (its source, its launch line)
+scores 0. Anything else (no such task, a retired one, an engine the daemon does not have)
+raises `kernelscan_client.EvaluatorError`: no candidate is at fault, and OpenEvolve reports an
+evaluator that raises rather than recording good programs as worthless.
 
 On a daemon with only mock devices nothing is compiled or run: every point is unverified, so
 every candidate scores 0, and the `simulated` artifact says so. Score candidates on a GPU.
@@ -26,21 +32,23 @@ Settings, from the environment:
 
     KERNELSCAN_SERVER        the daemon, default http://127.0.0.1:8080
     KERNELSCAN_TOKEN         its bearer token, if it was started with --token-file
+    KERNELSCAN_TASK          the task to evaluate against, default matmul.f32 (or --task)
     KERNELSCAN_EVAL_TIMEOUT  seconds to wait for one candidate's job, default 240; keep it below
                              OpenEvolve's evaluator.timeout (default 300), so that a slow job is
                              cancelled and scored 0 here rather than abandoned there
-    KERNELSCAN_EVAL_ENGINE   auto (default: a GPU if the daemon has one, else its mock), hip
-                             or mock
+    KERNELSCAN_EVAL_ENGINE   the engine of a task defined here: auto (default: a GPU if the
+                             daemon has one, else its mock), hip or mock
 
-For OpenEvolve's cascade evaluation, `evaluate_stage1` runs one small size only (a quick
-correctness and compile check) and `evaluate_stage2` the whole sweep.
+For OpenEvolve's cascade evaluation, `evaluate_stage1` submits to the quick task (one small
+size: a compile and correctness check) and `evaluate_stage2` to the task itself.
 
-Run it by hand: `python3 openevolve_evaluator.py matmul_candidate.hip` prints the metrics and
-artifacts.
+Run it by hand: `python3 openevolve_evaluator.py [--define-task] [--task NAME]
+matmul_candidate.hip` prints the metrics and artifacts.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -54,9 +62,13 @@ except ImportError:  # run from a checkout: the client is one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import kernelscan_client
 
+TASK = "matmul.f32"
 # The sizes each candidate is measured at: square and not, and N not a multiple of common tile
-# sizes, so that a kernel that ignores edges fails verification.
+# sizes, so that a kernel that ignores edges fails verification. The held-out size is measured
+# and scored too, but never shown to the candidate: a kernel tuned to the public sizes alone
+# shows it there.
 SWEEP = {"N": [1000, 2048], "M": [1024, 1536], "K": [1024]}
+HELD_OUT = {"N": [1300], "M": [1100], "K": [768]}
 QUICK_SWEEP = {"N": [250], "M": [256], "K": [128]}
 
 ENTRY = "matmul"
@@ -71,10 +83,6 @@ ARGS = [
 GEMM = {"op": "gemm", "m": "N", "n": "M", "k": "K", "dtype": "f32"}
 LAUNCH = {"block": [16, 16, 1], "grid": ["cdiv(M, 16)", "cdiv(N, 16)", 1]}
 LAUNCH_KEYS = {"block", "grid", "shared_bytes", "compile_options"}
-# The spec's fields the candidate writes. The daemon refusing any other field is this file's
-# fault (or the daemon's: an engine it does not have), not the candidate's: that raises
-# kernelscan_client.EvaluatorError instead of scoring every candidate 0.
-CANDIDATE_FIELDS = ("kernel.source",) + tuple(f"kernel.{key}" for key in sorted(LAUNCH_KEYS))
 
 _LAUNCH_LINE = re.compile(r"^\s*//\s*kernelscan:(.*)$", re.MULTILINE)
 
@@ -106,29 +114,71 @@ def launch_of(source: str) -> dict:
     return launch
 
 
-def build_spec(source: str, sweep: dict | None = None, program: str = "") -> dict:
-    """The kernelscan job for one candidate."""
-    if not source.strip():
-        raise CandidateError("the candidate file is empty")
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    return {
-        "name": f"openevolve {program or 'candidate'}",
-        "labels": {"client": "openevolve", "source_sha256": digest},
+def task_name() -> str:
+    """The task candidates are submitted to: KERNELSCAN_TASK, else TASK."""
+    return os.environ.get("KERNELSCAN_TASK") or TASK
+
+
+def quick_task_name(name: str) -> str:
+    """The one-size twin of task `name`, for the cascade's first stage."""
+    return name + ".quick"
+
+
+def task_definition(name: str | None = None, quick: bool = False) -> dict:
+    """The task an operator defines for these candidates (POST /api/v1/tasks)."""
+    name = name or task_name()
+    task = {
+        "name": quick_task_name(name) if quick else name,
+        "description": "C = A x B, f32, row-major: A is N x K, B is K x M, C is N x M. Write "
+                       "`extern \"C\" __global__ void matmul(const float* a, const float* b, "
+                       "float* c, int N, int M, int K)` in HIP.",
         "engine": os.environ.get("KERNELSCAN_EVAL_ENGINE") or "auto",
         "kernel": {
-            "op": "custom",
             "language": "hip",
-            "source": source,
             "entry": ENTRY,
-            **launch_of(source),
+            **LAUNCH,
             "args": ARGS,
             "flops": "2*N*M*K",
             "bytes": "4*(N*K + K*M + N*M)",
             "reference": {**GEMM, "a": "a", "b": "b", "c": "c"},
         },
-        "sweep": sweep or SWEEP,
+        "sweep": QUICK_SWEEP if quick else SWEEP,
         "verify": {"trials": 2},
         "fitness": {"baseline": GEMM, "correctness_weight": 0.5},
+    }
+    if not quick:
+        task["held_out"] = HELD_OUT
+    return task
+
+
+def define_tasks(client: kernelscan_client.Client | None = None,
+                 name: str | None = None) -> list[dict]:
+    """Defines the task and its quick twin on the daemon (the operator's step); a task that
+    exists already is left as it is. Returns both as the daemon has them."""
+    client = client or kernelscan_client.Client()
+    out = []
+    for quick in (False, True):
+        definition = task_definition(name, quick)
+        try:
+            out.append(client.create_task(definition))
+        except kernelscan_client.KernelscanError as e:
+            if e.type != "task_exists":
+                raise
+            out.append(client.task(definition["name"]))
+    return out
+
+
+def submission(source: str, program: str = "") -> dict:
+    """What a candidate sends to the task: its launch settings, a name and labels (the source
+    goes beside them)."""
+    if not source.strip():
+        raise CandidateError("the candidate file is empty")
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    return {
+        "entry": ENTRY,
+        **launch_of(source),
+        "job_name": f"openevolve {program or 'candidate'}",
+        "labels": {"client": "openevolve", "source_sha256": digest},
     }
 
 
@@ -140,17 +190,19 @@ def _result(evaluation: kernelscan_client.Evaluation):
     return EvaluationResult(metrics=evaluation.metrics, artifacts=evaluation.artifacts)
 
 
-def evaluate_detailed(program_path: str, sweep: dict | None = None) -> kernelscan_client.Evaluation:
-    """Scores the candidate in `program_path`: metrics and artifacts (see kernelscan_client)."""
+def evaluate_detailed(program_path: str, task: str | None = None) -> kernelscan_client.Evaluation:
+    """Scores the candidate in `program_path` against `task` (default task_name()): metrics and
+    artifacts (see kernelscan_client)."""
     path = Path(program_path)
     try:
-        spec = build_spec(path.read_text(encoding="utf-8"), sweep, path.name)
+        source = path.read_text(encoding="utf-8")
+        launch = submission(source, path.name)
     except (OSError, UnicodeDecodeError, CandidateError) as e:
         metrics = kernelscan_client.zero_metrics()
         return kernelscan_client.Evaluation(metrics, {"error": f"the candidate: {e}"})
     timeout_s = float(os.environ.get("KERNELSCAN_EVAL_TIMEOUT") or 240)
-    return kernelscan_client.Client().evaluate_detailed(
-        spec, timeout_s, candidate_fields=CANDIDATE_FIELDS
+    return kernelscan_client.Client().evaluate_task_detailed(
+        task or task_name(), source, timeout_s, **launch
     )
 
 
@@ -160,8 +212,8 @@ def evaluate(program_path: str):
 
 
 def evaluate_stage1(program_path: str):
-    """Cascade stage 1: one small size."""
-    return _result(evaluate_detailed(program_path, QUICK_SWEEP))
+    """Cascade stage 1: one small size (the quick task)."""
+    return _result(evaluate_detailed(program_path, quick_task_name(task_name())))
 
 
 def evaluate_stage2(program_path: str):
@@ -169,13 +221,23 @@ def evaluate_stage2(program_path: str):
     return evaluate(program_path)
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: {sys.argv[0]} CANDIDATE.hip")
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Scores one candidate against a kernelscan task.")
+    parser.add_argument("candidate", help="the candidate's HIP file")
+    parser.add_argument("--task", help=f"the task (default: KERNELSCAN_TASK, else {TASK})")
+    parser.add_argument("--define-task", action="store_true",
+                        help="define the task and its quick twin first (the operator's step)")
+    args = parser.parse_args()
     try:
-        result = evaluate_detailed(sys.argv[1])
+        if args.define_task:
+            define_tasks(name=args.task)
+        result = evaluate_detailed(args.candidate, args.task)
     except kernelscan_client.KernelscanError as e:
         sys.exit(f"{sys.argv[0]}: {e}")
     print(json.dumps(result.metrics, indent=2))
     for key, text in result.artifacts.items():
         print(f"--- {key}\n{text}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,396 @@
+#include "server/http_transport.hpp"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+
+#include "api/field_errors.hpp"
+#include "server/detail/comma_list.hpp"
+#include "storage/storage_error.hpp"
+
+namespace kernelscan {
+
+using namespace std::chrono_literals;
+
+bool etag_matches(const std::string& header, std::string_view etag) {
+  if (header.empty()) return false;
+  for (auto tag : detail::split_commas(header)) {
+    tag = detail::trim_spaces(tag);
+    if (tag.rfind("W/", 0) == 0) tag.remove_prefix(2);
+    if (tag == "*" || tag == etag) return true;
+  }
+  return false;
+}
+
+bool accepts_gzip(const std::string& header) {
+  for (auto item : detail::split_commas(header)) {
+    item = detail::trim_spaces(item);
+    const auto semi = item.find(';');
+    if (detail::trim_spaces(item.substr(0, semi)) != "gzip") continue;
+    if (semi == std::string_view::npos) return true;
+    auto q = detail::trim_spaces(item.substr(semi + 1));
+    return !(q.rfind("q=0", 0) == 0 && q.find_first_not_of("0.", 2) == std::string_view::npos);
+  }
+  return false;
+}
+
+response text_response(int status, std::string body) {
+  response r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+response json_response(int status, const json& j) {
+  response r;
+  r.status = status;
+  r.body = j.dump();
+  return r;
+}
+
+std::optional<std::string> query_value(const request& req, const std::string& key) {
+  auto it = req.query.find(key);
+  if (it == req.query.end()) return std::nullopt;
+  return it->second;
+}
+
+api_error bad_parameter(const std::string& name, const std::string& why) {
+  return api_error(400, "invalid_parameter", name + ": " + why, {{name, why}});
+}
+
+std::int64_t int_param(const request& req, const std::string& name, std::int64_t lo,
+                       std::int64_t hi, std::int64_t fallback) {
+  auto v = query_value(req, name);
+  if (!v) return fallback;
+  std::int64_t out = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || end != v->data() + v->size()) {
+    throw bad_parameter(name, "\"" + *v + "\" is not an integer");
+  }
+  if (out < lo || out > hi) {
+    throw bad_parameter(name,
+                        "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  }
+  return out;
+}
+
+bool match_route(std::string_view templ, std::string_view path,
+                 std::vector<std::string>& captures) {
+  captures.clear();
+  while (!templ.empty() || !path.empty()) {
+    if (templ.empty() || path.empty() || templ[0] != '/' || path[0] != '/') return false;
+    templ.remove_prefix(1);
+    path.remove_prefix(1);
+    const auto t_end = std::min(templ.find('/'), templ.size());
+    const auto p_end = std::min(path.find('/'), path.size());
+    const auto t_seg = templ.substr(0, t_end), p_seg = path.substr(0, p_end);
+    if (!t_seg.empty() && t_seg.front() == '{') {
+      if (p_seg.empty()) return false;
+      captures.emplace_back(p_seg);
+    } else if (t_seg != p_seg) {
+      return false;
+    }
+    templ.remove_prefix(t_end);
+    path.remove_prefix(p_end);
+  }
+  return true;
+}
+
+struct http_transport::impl {
+  impl(std::vector<http_route> r, access_control& a, http_metrics& m, const serve_config& c)
+      : routes(std::move(r)), access(a), requests(m), config(c) {}
+
+  std::vector<http_route> routes;
+  access_control& access;
+  http_metrics& requests;
+  serve_config config;
+  httplib::Server server;
+
+  static void send(const response& r, httplib::Response& res) {
+    res.status = r.status;
+    for (const auto& [k, v] : r.headers)
+      res.set_header(k.c_str(), v.c_str());
+    if (r.stream) {
+      auto stream = r.stream;
+      // httplib calls the provider after the status line is out and outside its exception
+      // handler: a throw here would end the process. A stream that fails (a page the store
+      // cannot read) ends the response unfinished instead, which the client sees as cut off.
+      res.set_chunked_content_provider(
+          r.content_type, [stream](std::size_t, httplib::DataSink& sink) {
+            std::string chunk;
+            try {
+              while (chunk.empty()) {
+                if (!stream(chunk)) {
+                  sink.done();
+                  return true;
+                }
+              }
+            } catch (const std::exception& e) {
+              spdlog::error("a streamed response ended unfinished: {}", e.what());
+              return false;
+            }
+            return sink.write(chunk.data(), chunk.size());
+          });
+    } else if (!r.content_type.empty()) {
+      res.set_content(r.body, r.content_type.c_str());
+    }
+  }
+
+  static void send_error(int status, const std::string& type, const std::string& message,
+                         httplib::Response& res, const std::vector<field_error>& details = {}) {
+    res.status = status;
+    res.set_content(error_body(type, message, details).dump(), "application/json");
+  }
+
+  // Every request comes here: find its route, or answer 404, or 405 with Allow.
+  void route_request(const httplib::Request& hreq, httplib::Response& res) {
+    const auto started = std::chrono::steady_clock::now();
+    const std::string_view templ = handle(hreq, res);
+    requests.observe(
+        hreq.method, templ, res.status,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+
+  // Routes, checks access, and answers; returns the route template (for metrics).
+  std::string_view handle(const httplib::Request& hreq, httplib::Response& res) {
+    const std::string origin = access.allowed_origin(hreq.get_header_value("Origin"));
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+    }
+    std::vector<std::string> captures;
+    std::string allow;
+    const http_route* found = nullptr;
+    std::string_view templ = "unmatched";
+    for (const auto& r : routes) {
+      if (!match_route(r.path, hreq.path, captures)) continue;
+      templ = r.path;
+      if (r.method == hreq.method) {
+        found = &r;
+        break;
+      }
+      if (allow.find(r.method) == std::string::npos) {
+        allow += (allow.empty() ? "" : ", ") + r.method;
+      }
+    }
+    if (!found) {
+      if (!allow.empty() && hreq.method == "OPTIONS" && access.cors_enabled()) {
+        // A CORS preflight.
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", allow);
+        res.set_header("Access-Control-Allow-Headers",
+                       "Content-Type, Authorization, Idempotency-Key");
+        res.set_header("Access-Control-Max-Age", "600");
+      } else if (!allow.empty()) {
+        res.set_header("Allow", allow);
+        send_error(405, "method_not_allowed",
+                   hreq.method + " is not allowed on " + hreq.path + " (allowed: " + allow + ")",
+                   res);
+      } else {
+        send_error(404, "not_found", "no route " + hreq.method + " " + hreq.path, res);
+      }
+      return templ;
+    }
+    if (needs_token(*found) && !access.authorized(hreq.get_header_value("Authorization"))) {
+      res.set_header("WWW-Authenticate", R"(Bearer realm="kernelscan")");
+      send_error(401, "unauthorized",
+                 hreq.has_header("Authorization")
+                     ? "the bearer token is not valid"
+                     : "this request needs an Authorization: Bearer <token> header",
+                 res);
+      return templ;
+    }
+    const bool operator_access = access.is_operator(hreq.get_header_value("Authorization"));
+    if (found->access == route_access::operate && !operator_access) {
+      send_error(403, "forbidden",
+                 "this request needs an operator token (the daemon's --operator-token-file): "
+                 "defining and retiring tasks is an operator's",
+                 res);
+      return templ;
+    }
+    if (found->access == route_access::submit) {
+      if (const auto wait =
+              access.take_submission(hreq.remote_addr, std::chrono::steady_clock::now())) {
+        const int seconds = std::max(1, int(std::ceil(*wait)));
+        res.set_header("Retry-After", std::to_string(seconds));
+        send_error(429, "rate_limited",
+                   "too many job submissions from " + hreq.remote_addr + " (limit " +
+                       std::to_string(int(config.rate_limit)) + " per minute); retry in " +
+                       std::to_string(seconds) + " s",
+                   res);
+        return templ;
+      }
+    }
+    dispatch(*found, std::move(captures), operator_access, hreq, res);
+    return templ;
+  }
+
+  // Writes need a token when tokens are configured; reads only with --auth-reads; health
+  // probes and the page's static files never (they carry no data).
+  bool needs_token(const http_route& r) const {
+    if (!access.tokens_configured()) return false;
+    if (r.access == route_access::open) return false;
+    if (r.access == route_access::read) return access.reads_need_token();
+    return true;
+  }
+
+  void dispatch(const http_route& route, std::vector<std::string> captures, bool operator_access,
+                const httplib::Request& hreq, httplib::Response& res) {
+    request req;
+    req.method = hreq.method;
+    req.path = hreq.path;
+    req.captures = std::move(captures);
+    req.query.insert(hreq.params.begin(), hreq.params.end());
+    req.header = [&hreq](const std::string& name) { return hreq.get_header_value(name.c_str()); };
+    req.body = hreq.body;
+    req.operator_access = operator_access;
+    try {
+      send(route.handler(req), res);
+      // A body that is already encoded (a precompressed asset): httplib would compress it
+      // again, as it decides by content type and Accept-Encoding alone. The request is
+      // httplib's own non-const object (see configure()).
+      if (res.has_header("Content-Encoding")) {
+        const_cast<httplib::Request&>(hreq).headers.erase("Accept-Encoding");
+      }
+    } catch (const api_error& e) {
+      res.status = e.status();
+      res.set_content(e.body().dump(), "application/json");
+    } catch (const validation_error& e) {
+      send_error(422, "invalid_spec", e.what(), res, e.errors());
+    } catch (const json_syntax_error& e) {
+      send_error(400, "invalid_json", e.what(), res);
+    } catch (const storage_error& e) {
+      spdlog::error("{} {}: storage: {}", hreq.method, hreq.path, e.what());
+      if (e.unavailable()) {
+        res.set_header("Retry-After", "5");
+        send_error(503, "storage_unavailable", std::string("storage is unavailable: ") + e.what(),
+                   res);
+      } else {
+        send_error(500, "internal", std::string("storage error: ") + e.what(), res);
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: {}", hreq.method, hreq.path, e.what());
+      send_error(500, "internal", e.what(), res);
+    }
+  }
+
+  void configure() {
+    server.new_task_queue = [n = config.http_threads] {
+      return new httplib::ThreadPool(std::size_t(n));
+    };
+    server.set_payload_max_length(config.max_body_bytes);
+    server.set_keep_alive_max_count(1000);
+    // Headers and body go out in separate writes; with Nagle's algorithm and delayed ACKs each
+    // keep-alive request would stall ~40 ms (measured: 46 req/s instead of thousands).
+    server.set_tcp_nodelay(true);
+    server.set_read_timeout(30s);
+    server.set_write_timeout(30s);
+    // `curl -d @job.json` labels its body application/x-www-form-urlencoded, which httplib caps at
+    // 8 KB and parses as a form. The API only takes JSON, so such a body is read as JSON. The
+    // request is httplib's own non-const object (the handler type is const only by signature).
+    //
+    // httplib answers "Accept-Encoding: br" with brotli at its slowest setting (quality 11): a
+    // 10,000-point result set took 15 s to compress instead of 0.3 s to send. Browsers always
+    // offer br, so "br" is dropped from what the client accepts and gzip (level 6) serves them.
+    //
+    // A request with neither Content-Length nor Transfer-Encoding has an empty body (RFC 9112
+    // §6.3: only a response is read until the connection closes). httplib 0.11 reads such a
+    // POST until the connection closes instead, so `curl -X POST .../cancel`, which keeps the
+    // connection open, waited out the read timeout and got 400. The pre-routing handler runs
+    // before httplib reads the body, so the body's length is stated here.
+    server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+      auto& r = const_cast<httplib::Request&>(req);
+      if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+        r.headers.emplace("Content-Length", "0");
+      }
+      if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+        r.headers.erase("Content-Type");
+        r.headers.emplace("Content-Type", "application/json");
+      }
+      if (const auto accepted = req.get_header_value("Accept-Encoding");
+          accepted.find("br") != std::string::npos) {
+        std::string kept;
+        for (auto item : detail::split_commas(accepted)) {
+          item = detail::trim_spaces(item);
+          if (item.empty() || item.rfind("br", 0) == 0) continue;
+          if (!kept.empty()) kept += ", ";
+          kept += item;
+        }
+        r.headers.erase("Accept-Encoding");
+        r.headers.emplace("Accept-Encoding", kept);
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    const auto all = [this](const httplib::Request& req, httplib::Response& res) {
+      route_request(req, res);
+    };
+    server.Get(".*", all);
+    server.Post(".*", all);
+    server.Put(".*", all);
+    server.Patch(".*", all);
+    server.Delete(".*", all);
+    server.Options(".*", all);
+    httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req,
+                                                           httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      if (res.status == 404) {
+        send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
+      } else if (res.status == 413) {
+        send_error(413, "payload_too_large",
+                   "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
+      } else if (res.status == 400) {
+        send_error(400, "bad_request", "malformed HTTP request", res);
+      } else {
+        send_error(res.status, "http_error", "HTTP " + std::to_string(res.status), res);
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    server.set_error_handler(std::move(on_error));
+    server.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+          std::string what = "unknown error";
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          send_error(500, "internal", what, res);
+        });
+    server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
+    });
+  }
+};
+
+http_transport::http_transport(std::vector<http_route> routes, access_control& access,
+                               http_metrics& metrics, const serve_config& config)
+    : m_impl(std::make_unique<impl>(std::move(routes), access, metrics, config)) {
+  m_impl->configure();
+}
+
+http_transport::~http_transport() = default;
+
+int http_transport::bind(const std::string& host, int port) {
+  const int bound = port == 0 ? m_impl->server.bind_to_any_port(host)
+                              : (m_impl->server.bind_to_port(host, port) ? port : -1);
+  if (bound < 0) {
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
+                             " (address in use or not available)");
+  }
+  return bound;
+}
+
+bool http_transport::run() {
+  return m_impl->server.listen_after_bind();
+}
+
+void http_transport::stop() {
+  m_impl->server.stop();
+}
+
+}  // namespace kernelscan

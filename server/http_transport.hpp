@@ -1,0 +1,100 @@
+#pragma once
+// The HTTP transport of the API: the only includer of cpp-httplib. It owns the listening server,
+// matches requests against a route table, checks access (bearer tokens, operator tokens, the
+// submission rate limit, CORS), hands handlers plain request/response structs, and maps what
+// they throw to the one error shape (api_error and validation errors to their status, storage
+// outages to 503, anything else to 500), httplib's own 404, 405 and 413 answers included.
+//
+// Threading: construct, bind() then run() on one thread; stop() from any thread. Requests are
+// served by a pool of `http_threads` threads; handlers run on them concurrently.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api/api_error.hpp"
+#include "api/json.hpp"
+#include "server/access_control.hpp"
+#include "server/config.hpp"
+#include "server/http_metrics.hpp"
+
+namespace kernelscan {
+
+// A request as handlers see it.
+struct request {
+  std::string method;
+  std::string path;
+  std::vector<std::string> captures;  // path parameters, in order
+  std::multimap<std::string, std::string> query;
+  std::function<std::string(const std::string&)> header;
+  std::string body;
+  // The caller is an operator (access_control::is_operator): it may create and retire tasks
+  // and see held-out points.
+  bool operator_access = false;
+};
+
+struct response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Set instead of body for streamed responses: called until it returns false.
+  std::function<bool(std::string& chunk)> stream;
+};
+
+// Who may call a route.
+enum class route_access {
+  open,     // anyone, always: health probes and the page's static files (they carry no data)
+  read,     // a token only with --auth-reads
+  write,    // a token when tokens are configured
+  submit,   // as write, and counted by the per-client submission rate limit
+  operate,  // as write, and an operator token where operator tokens are configured
+};
+
+struct http_route {
+  std::string method;
+  std::string path;  // an OpenAPI template: {name} matches one non-empty segment, captured
+  route_access access = route_access::read;
+  std::function<response(const request&)> handler;
+};
+
+response text_response(int status, std::string body);
+response json_response(int status, const json& j);
+std::optional<std::string> query_value(const request& req, const std::string& key);
+api_error bad_parameter(const std::string& name, const std::string& why);
+// A query parameter as an integer in [lo, hi]; `fallback` when absent; 400 otherwise.
+std::int64_t int_param(const request& req, const std::string& name, std::int64_t lo,
+                       std::int64_t hi, std::int64_t fallback);
+// If-None-Match: "*", or a list of entity tags, weak (W/"...") or strong; weak comparison.
+bool etag_matches(const std::string& header, std::string_view etag);
+// Accept-Encoding names gzip (without q=0).
+bool accepts_gzip(const std::string& header);
+// Segment by segment, without regular expressions; fills `captures` on a match.
+bool match_route(std::string_view templ, std::string_view path, std::vector<std::string>& captures);
+
+class http_transport {
+ public:
+  // `access` and `metrics` must outlive the transport. Routes are tried in order.
+  http_transport(std::vector<http_route> routes, access_control& access, http_metrics& metrics,
+                 const serve_config& config);
+  ~http_transport();
+
+  // Binds the listening socket; returns the port (useful with port 0). Throws
+  // std::runtime_error if the address cannot be bound.
+  int bind(const std::string& host, int port);
+  // Serves until stop(). Returns false if serving failed.
+  bool run();
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> m_impl;
+};
+
+}  // namespace kernelscan

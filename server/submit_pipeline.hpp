@@ -1,0 +1,90 @@
+#pragma once
+// How a job is accepted (POST /api/v1/jobs, POST /api/v1/imports): the Idempotency-Key checked
+// and a known one replayed, the spec parsed and validated under the daemon's limits, placed on
+// the devices of the fleet that could run it (its memory bounding the points' sizes), given the
+// daemon's seed, stored, announced as an event and handed to the scheduler. Knows nothing of
+// HTTP: it takes the request's body and key and returns the job or throws api_error /
+// validation_error, which the transport maps to their status.
+//
+// Threading: thread-safe (HTTP handlers call it concurrently); the store, the event hub and the
+// hooks must be thread-safe too.
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/json.hpp"
+#include "engine/job_spec.hpp"
+#include "server/config.hpp"
+#include "server/event_hub.hpp"
+#include "storage/job_store.hpp"
+
+namespace kernelscan {
+
+// A job the pipeline created, or the one an Idempotency-Key named before.
+struct submit_result {
+  std::int64_t id = 0;
+  bool created = false;  // false: a retry, answered with the job the key created
+  std::string job_text;  // the job as GET /api/v1/jobs/{id} shows it
+};
+
+class submit_pipeline {
+ public:
+  struct hooks {
+    // The devices of the fleet, as GET /api/v1/devices lists them.
+    std::function<std::vector<json>()> devices;
+    // A stored job may be dispatched.
+    std::function<void(std::int64_t)> enqueue;
+  };
+
+  // `seed` starts the generator of the seeds jobs get when they name none. `store` and
+  // `events` must outlive the pipeline.
+  submit_pipeline(job_store& store, event_hub& events, const serve_config& config, hooks h,
+                  std::uint64_t seed);
+
+  // POST /api/v1/jobs: `body` is the request's JSON text, `idempotency_key` its header ("" for
+  // none).
+  submit_result submit(const std::string& body, const std::string& idempotency_key);
+
+  // POST /api/v1/tasks/{name}/submissions: `body` holds only the candidate's source and launch
+  // settings (task_codec.hpp); the job is the task's template with them laid over its kernel,
+  // its public and held-out sizes, the daemon's seed, labelled task=<name>. A retired task
+  // takes none (409); a retry of one it accepted before is still answered. `hide_held_out`:
+  // the caller is no operator, so a field error at a held-out point does not describe it.
+  submit_result submit_to_task(const task_record& task, const std::string& body,
+                               const std::string& idempotency_key, bool hide_held_out);
+
+  // POST /api/v1/imports: results measured elsewhere, stored as a finished job.
+  submit_result import_results(const std::string& body, const std::string& idempotency_key);
+
+  // The job a key created, if it is known (checked: at most 200 printable ASCII characters;
+  // the same key with a different request is a 409).
+  std::optional<submit_result> replay_known_key(const std::string& key,
+                                                const std::string& request_hash);
+
+  // FNV-1a of a request body: tells a retry from a different request under one key.
+  static std::string request_hash(std::string_view body);
+
+ private:
+  struct placement {
+    std::uint64_t max_memory = 0;           // the largest memory of a device the job may run on
+    engine_kind engine = engine_kind::any;  // what the queue matches devices by
+  };
+  placement check_placement(const job_spec& spec);
+  submit_result replay(std::int64_t id);
+  submit_result store_job(job_spec spec, const std::string& key, const std::string& hash,
+                          const std::optional<std::string>& task = std::nullopt);
+
+  job_store& m_store;
+  event_hub& m_events;
+  serve_config m_config;
+  hooks m_hooks;
+  std::mutex m_seeds_mutex;
+  std::mt19937_64 m_seeds;
+};
+
+}  // namespace kernelscan

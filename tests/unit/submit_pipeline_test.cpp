@@ -1,0 +1,208 @@
+// The submit pipeline without HTTP: a store in memory, a fleet of one mock device, and the
+// scheduler's part played by a list of the ids it was handed.
+
+#include "server/submit_pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "api/api_error.hpp"
+#include "api/field_errors.hpp"
+#include "storage/sqlite_job_store.hpp"
+
+namespace kernelscan {
+namespace {
+
+constexpr std::uint64_t k_seed = 12345;
+
+json mock_device() {
+  return json{{"index", 0},        {"engine", "mock"}, {"node", "here"},
+              {"model", "MI300X"}, {"state", "idle"},  {"vendor", "AMD"},
+              {"name", "mock"},    {"arch", "gfx942"}, {"memory_bytes", 1ull << 34}};
+}
+
+std::string gemm_job(const std::string& name = "gemm") {
+  return json{{"name", name},
+              {"engine", "mock"},
+              {"kernel", {{"op", "gemm"}, {"m", "M"}, {"n", "N"}, {"k", 256}, {"dtype", "f16"}}},
+              {"sweep", {{"M", {256, 512}}, {"N", {256}}}}}
+      .dump();
+}
+
+struct SubmitPipeline : ::testing::Test {
+  sqlite_job_store store{":memory:"};
+  event_hub events;
+  serve_config config;
+  std::vector<json> devices{mock_device()};
+  std::vector<std::int64_t> enqueued;
+  submit_pipeline pipeline{
+      store,
+      events,
+      config,
+      {[this] { return devices; }, [this](std::int64_t id) { enqueued.push_back(id); }},
+      k_seed};
+};
+
+TEST_F(SubmitPipeline, StoresAValidSpecWithTheDaemonsSeed) {
+  const submit_result r = pipeline.submit(gemm_job(), "");
+  EXPECT_TRUE(r.created);
+  EXPECT_EQ(enqueued, std::vector<std::int64_t>{r.id});
+  const auto rec = store.get(r.id);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->status, job_status::queued);
+  EXPECT_EQ(rec->progress.total, 2u);
+  const json spec = json::parse(rec->spec_json);
+  std::mt19937_64 expected(k_seed);
+  EXPECT_EQ(spec.at("seed").get<std::uint64_t>(), expected() >> 1);
+  EXPECT_EQ(json::parse(r.job_text).at("id").get<std::int64_t>(), r.id);
+  // The job is announced.
+  const auto b = events.wait(0, event_hub::clock::now(), std::chrono::milliseconds(0));
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_EQ(b.events[0].type, "job");
+}
+
+TEST_F(SubmitPipeline, ReplaysAKnownIdempotencyKeyAndRefusesItForAnotherRequest) {
+  const submit_result first = pipeline.submit(gemm_job(), "key-1");
+  const submit_result again = pipeline.submit(gemm_job(), "key-1");
+  EXPECT_TRUE(first.created);
+  EXPECT_FALSE(again.created);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_EQ(enqueued.size(), 1u);
+  try {
+    pipeline.submit(gemm_job("another"), "key-1");
+    FAIL() << "a different request under a used key was accepted";
+  } catch (const api_error& e) {
+    EXPECT_EQ(e.status(), 409);
+    EXPECT_EQ(e.type(), "idempotency_conflict");
+  }
+}
+
+TEST_F(SubmitPipeline, RefusesAnInvalidSpecNamingEveryField) {
+  json bad = json::parse(gemm_job());
+  bad["kernel"]["dtype"] = "f8";
+  bad["verify"] = {{"trials", -1}};
+  try {
+    pipeline.submit(bad.dump(), "");
+    FAIL() << "an invalid spec was accepted";
+  } catch (const validation_error& e) {
+    std::vector<std::string> fields;
+    for (const auto& f : e.errors())
+      fields.push_back(f.field);
+    EXPECT_NE(std::find(fields.begin(), fields.end(), "kernel.dtype"), fields.end());
+    EXPECT_NE(std::find(fields.begin(), fields.end(), "verify.trials"), fields.end());
+  }
+  EXPECT_TRUE(enqueued.empty());
+  EXPECT_TRUE(store.list({}).empty());
+}
+
+TEST_F(SubmitPipeline, RefusesASpecNoDeviceCanRun) {
+  json hip = json::parse(gemm_job());
+  hip["engine"] = "hip";
+  try {
+    pipeline.submit(hip.dump(), "");
+    FAIL() << "a job for an engine the fleet lacks was accepted";
+  } catch (const validation_error& e) {
+    ASSERT_EQ(e.errors().size(), 1u);
+    EXPECT_EQ(e.errors()[0].field, "engine");
+    EXPECT_NE(e.errors()[0].message.find("no live node has a HIP device"), std::string::npos)
+        << e.errors()[0].message;
+  }
+  devices.clear();
+  EXPECT_THROW(pipeline.submit(gemm_job(), ""), validation_error);
+  EXPECT_TRUE(store.list({}).empty());
+}
+
+// A task over a stream copy, its held-out size 1,000,000 elements.
+task_record copy_task() {
+  task_record t;
+  t.name = "copy";
+  t.template_json = json{
+      {"engine", "mock"},
+      {"kernel",
+       {{"op", "custom"},
+        {"entry", "copy"},
+        {"block", {256}},
+        {"grid", {"ceil(N/256)"}},
+        {"args",
+         {{{"name", "out"}, {"type", "f32*"}, {"count", "N"}, {"output", true}},
+          {{"name", "in"}, {"type", "f32*"}, {"count", "N"}},
+          {{"name", "n"}, {"type", "i32"}, {"value", "N"}}}},
+        {"reference",
+         {{"op", "stream"},
+          {"variant", "copy"},
+          {"n", "N"},
+          {"dtype", "f32"},
+          {"a", "in"},
+          {"c", "out"}}}}},
+      {"sweep", {{"N", {4096, 8192}}}},
+      {"held_out", {{"N", {1000000}}}},
+      {"verify",
+       {{"trials", 2}}}}.dump();
+  return t;
+}
+
+constexpr const char* k_copy_source =
+    "extern \"C\" __global__ void copy(float* out, const float* in, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) out[i] = in[i];\n}\n";
+
+TEST_F(SubmitPipeline, ATaskSubmissionIsTheTemplateWithTheCandidateLaidOver) {
+  const submit_result r =
+      pipeline.submit_to_task(copy_task(), json{{"source", k_copy_source}}.dump(), "", true);
+  ASSERT_TRUE(r.created);
+  const auto rec = store.get(r.id);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->task, "copy");
+  EXPECT_EQ(rec->labels.at("task"), "copy");
+  EXPECT_EQ(rec->progress.total, 3u);  // two public sizes and the held-out one
+  const json spec = json::parse(rec->spec_json);
+  EXPECT_EQ(spec["held_out"]["N"], json::array({1000000}));
+  EXPECT_EQ(spec["cache"], false);
+  EXPECT_EQ(spec["verify"]["trials"], 2);
+  std::mt19937_64 expected(k_seed);
+  EXPECT_EQ(spec.at("seed").get<std::uint64_t>(), expected() >> 1);
+
+  // What a task fixes cannot be sent; a field error at the held-out size does not describe it.
+  EXPECT_THROW(
+      pipeline.submit_to_task(
+          copy_task(), json{{"source", k_copy_source}, {"sweep", json::object()}}.dump(), "", true),
+      validation_error);
+  const std::string probe =
+      json{{"source", k_copy_source}, {"grid", {"N > 100000 ? 0 : ceil(N/256)"}}}.dump();
+  try {
+    pipeline.submit_to_task(copy_task(), probe, "", true);
+    FAIL() << "a grid of 0 was accepted";
+  } catch (const validation_error& e) {
+    ASSERT_EQ(e.errors().size(), 1u);
+    EXPECT_EQ(e.errors()[0].field, "grid[0]");
+    EXPECT_EQ(e.errors()[0].message.find("1000000"), std::string::npos) << e.errors()[0].message;
+    EXPECT_NE(e.errors()[0].message.find("a held-out point"), std::string::npos);
+  }
+  try {
+    pipeline.submit_to_task(copy_task(), probe, "", false);  // an operator sees the point
+    FAIL() << "a grid of 0 was accepted from an operator";
+  } catch (const validation_error& e) {
+    EXPECT_NE(e.errors()[0].message.find("N=1000000"), std::string::npos) << e.errors()[0].message;
+  }
+
+  // A retired task takes nothing new, but a retry of what it took is still answered.
+  task_record retired = copy_task();
+  retired.retired_ms = 1;
+  const auto first =
+      pipeline.submit_to_task(copy_task(), json{{"source", k_copy_source}}.dump(), "k", true);
+  const auto again =
+      pipeline.submit_to_task(retired, json{{"source", k_copy_source}}.dump(), "k", true);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_FALSE(again.created);
+  try {
+    pipeline.submit_to_task(retired, json{{"source", k_copy_source}}.dump(), "", true);
+    FAIL() << "a retired task took a submission";
+  } catch (const api_error& e) {
+    EXPECT_EQ(e.status(), 409);
+    EXPECT_EQ(e.type(), "task_retired");
+  }
+}
+
+}  // namespace
+}  // namespace kernelscan

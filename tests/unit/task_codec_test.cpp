@@ -1,0 +1,175 @@
+// Evaluation tasks' codec, held-out sweeps and what a candidate sees of a task's job.
+#include "api/task_codec.hpp"
+
+#include <gtest/gtest.h>
+
+#include "api/held_out.hpp"
+#include "api/job_codec.hpp"
+#include "engine/sweep.hpp"
+
+namespace kernelscan {
+namespace {
+
+json matmul_task() {
+  return parse_json(R"js({
+    "name": "matmul.f32",
+    "description": "C = A*B",
+    "kernel": {"language": "opencl", "block": [8, 8, 1], "grid": ["ceil(N/8)", "ceil(N/8)", 1],
+      "args": [{"name": "c", "type": "f32*", "count": "N*N", "output": true},
+               {"name": "a", "type": "f32*", "count": "N*N"},
+               {"name": "b", "type": "f32*", "count": "N*N"},
+               {"name": "n", "type": "i32", "value": "N"}],
+      "flops": "2*N*N*N", "bytes": "12*N*N",
+      "reference": {"op": "gemm", "m": "N", "n": "N", "k": "N", "dtype": "f32",
+                    "a": "a", "b": "b", "c": "c"}},
+    "sweep": {"N": [64, 128]},
+    "held_out": {"N": [96]},
+    "verify": {"trials": 3, "atol": 1e-3}
+  })js");
+}
+
+std::vector<std::string> fields_of(const validation_error& e) {
+  std::vector<std::string> out;
+  for (const auto& f : e.errors())
+    out.push_back(f.field);
+  return out;
+}
+
+TEST(Sweep, HeldOutPointsComeAfterThePublicOnes) {
+  const sweep s({{"M", {1, 2}}, {"N", {10, 20}}}, {{"M", {7}}, {"N", {70, 80}}});
+  EXPECT_EQ(s.public_size(), 4u);
+  EXPECT_EQ(s.size(), 6u);
+  EXPECT_EQ(s.point(3), (std::vector<std::int64_t>{2, 20}));
+  EXPECT_EQ(s.point(4), (std::vector<std::int64_t>{7, 70}));
+  EXPECT_EQ(s.point(5), (std::vector<std::int64_t>{7, 80}));
+  const sweep plain({{"N", {1, 2, 3}}});
+  EXPECT_EQ(plain.public_size(), 3u);
+  EXPECT_EQ(plain.size(), 3u);
+}
+
+TEST(TaskCodec, ATaskIsValidatedAsTheJobItMakes) {
+  const task_definition t = parse_task(matmul_task(), spec_limits{});
+  EXPECT_EQ(t.name, "matmul.f32");
+  EXPECT_EQ(t.description, "C = A*B");
+  EXPECT_FALSE(t.template_json.contains("name"));
+  EXPECT_EQ(t.template_json["held_out"]["N"], json::array({96}));
+
+  json job = task_job_body("matmul.f32", t.template_json,
+                           {{"source", "__kernel void mm(__global float* c) {}"},
+                            {"entry", "mm"},
+                            {"labels", {{"gen", "3"}}}});
+  EXPECT_EQ(job["kernel"]["entry"], "mm");
+  EXPECT_EQ(job["kernel"]["block"], json::array({8, 8, 1}));  // the task's default
+  EXPECT_EQ(job["labels"], (json{{"gen", "3"}, {"task", "matmul.f32"}}));
+  EXPECT_EQ(job["cache"], false);
+  spec_limits limits;
+  limits.allow_held_out = true;
+  const job_spec spec = parse_job_spec(job, limits);
+  EXPECT_EQ(spec.sweep.public_size(), 2u);
+  EXPECT_EQ(spec.sweep.size(), 3u);
+  // Stored and read back as it was, held-out points included.
+  const json stored = to_json(spec);
+  EXPECT_EQ(stored["held_out"]["N"], json::array({96}));
+  EXPECT_EQ(parse_job_spec(stored, spec_limits::stored()), spec);
+  EXPECT_EQ(public_points(stored), 2u);
+  // A plain job may not have them.
+  EXPECT_THROW(parse_job_spec(job, spec_limits{}), validation_error);
+}
+
+TEST(TaskCodec, ASubmissionMayGiveOnlyTheCandidatesFields) {
+  const task_definition t = parse_task(matmul_task(), spec_limits{});
+  for (const char* field : {"verify", "sweep", "held_out", "fitness", "reference", "args", "engine",
+                            "seed", "mock", "timing", "kernel"}) {
+    try {
+      task_job_body(t.name, t.template_json, {{"source", "x"}, {field, json::object()}});
+      FAIL() << field << " was accepted";
+    } catch (const validation_error& e) {
+      EXPECT_EQ(fields_of(e), std::vector<std::string>{field});
+      EXPECT_NE(e.errors()[0].message.find("is fixed by task \"matmul.f32\""), std::string::npos);
+    }
+  }
+  EXPECT_THROW(task_job_body(t.name, t.template_json, {{"source", "x"}, {"language", "hip"}}),
+               validation_error);
+  EXPECT_NO_THROW(
+      task_job_body(t.name, t.template_json, {{"source", "x"}, {"language", "opencl"}}));
+  EXPECT_THROW(task_job_body(t.name, t.template_json, json::array()), validation_error);
+}
+
+TEST(TaskCodec, BadTemplatesAreRefusedNamingTheirFields) {
+  auto refused = [](json t) {
+    try {
+      parse_task(t, spec_limits{});
+    } catch (const validation_error& e) {
+      return fields_of(e);
+    }
+    return std::vector<std::string>{"(accepted)"};
+  };
+  auto with = [](const std::function<void(json&)>& f) {
+    json t = matmul_task();
+    f(t);
+    return t;
+  };
+  using v = std::vector<std::string>;
+  EXPECT_EQ(refused(with([](json& t) { t["verify"]["trials"] = 1; })), v{"verify.trials"});
+  EXPECT_EQ(refused(with([](json& t) { t["verify"]["atol"] = 1e30; })), v{"verify.atol"});
+  EXPECT_EQ(refused(with([](json& t) { t["verify"]["atol"] = 0.011; })), v{"verify.atol"});
+  EXPECT_EQ(refused(with([](json& t) { t["verify"]["atol"] = 0.01; })), v{"(accepted)"});
+  EXPECT_EQ(refused(with([](json& t) { t["kernel"].erase("reference"); })), v{"kernel.reference"});
+  EXPECT_EQ(refused(with([](json& t) { t["kernel"]["args"][2]["count"] = "N*"; })),
+            v{"kernel.args[2].count"});
+  EXPECT_EQ(refused(with([](json& t) {
+              t["held_out"] = {{"N", {96}}, {"K", {1}}};
+            })),
+            v{"held_out.K"});
+  EXPECT_EQ(refused(with([](json& t) { t["held_out"] = json::array(); })), v{"held_out"});
+  EXPECT_EQ(refused(with([](json& t) { t["name"] = ""; })), v{"name"});
+  EXPECT_EQ(refused(with([](json& t) { t["variants"] = json::array(); })), v{"variants"});
+  EXPECT_EQ(refused(json::array()), v{""});
+}
+
+TEST(HeldOut, MessagesAboutAHeldOutPointDoNotDescribeIt) {
+  EXPECT_EQ(scrubbed_message("must be positive, not 0 at point 2 (N=12288)", 2),
+            "must be positive, not 0 at a held-out point (its details are not shown)");
+  EXPECT_EQ(scrubbed_message("must be positive, not 0 at point 1 (N=8192)", 2),
+            "must be positive, not 0 at point 1 (N=8192)");
+  EXPECT_EQ(scrubbed_message("3 of 3 points failed; the first, point 2: timeout: 12288 x", 2),
+            "3 of 3 points failed; the first, a held-out point (its details are not shown)");
+  EXPECT_EQ(scrubbed_message("no point here", 2), "no point here");
+  EXPECT_EQ(scrubbed_message("point 99999999999999999999999 (N=1)", 2),
+            "point 99999999999999999999999 (N=1)");
+}
+
+TEST(HeldOut, ACandidateSeesAHeldOutRowWithoutSizesOrTimes) {
+  const std::string row = R"({"index":2,"params":{"N":96},"status":"ok","time_us":{"median":3},
+    "metrics":{"gbps":1},"verification":{"status":"passed"},"flags":["x"],
+    "fitness":{"correct":true,"speedup":2,"combined_score":0.75}})";
+  EXPECT_EQ(json::parse(redacted_row(row)), json::parse(R"({"index":2,"held_out":true,"status":"ok",
+              "fitness":{"correct":true,"combined_score":0.75},"flags":["x"]})"));
+
+  job_record job;
+  job.id = 1;
+  job.task = "matmul";
+  job.spec_json = R"({"sweep":{"N":[64,128]},"held_out":{"N":[96]}})";
+  job.best = job_best{2, 3.5, R"({"N":96})"};
+  redact_job(job, "");
+  const std::string text = job_json_text(job);
+  EXPECT_EQ(text.find("96"), std::string::npos) << text;
+  EXPECT_EQ(text.find("3.5"), std::string::npos) << text;
+  const json j = json::parse(text);
+  EXPECT_EQ(j["summary"]["best"], (json{{"index", 2}, {"held_out", true}}));
+  EXPECT_EQ(j["spec"], (json{{"sweep", {{"N", {64, 128}}}}}));
+  EXPECT_EQ(j["task"], "matmul");
+
+  // The same job as an event, and a public best point kept.
+  job_record full = job;
+  full.spec_json = R"({"sweep":{"N":[64,128]},"held_out":{"N":[96]}})";
+  full.best = job_best{1, 3.5, R"({"N":128})"};
+  const json event = json::parse(redacted_job_event(job_json_text(full)));
+  EXPECT_FALSE(event["spec"].contains("held_out"));
+  EXPECT_EQ(event["summary"]["best"]["params"]["N"], 128);
+  full.best = job_best{2, 3.5, R"({"N":96})"};
+  EXPECT_EQ(redacted_job_event(job_json_text(full)).find("96"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kernelscan
