@@ -180,6 +180,39 @@ response http_api::impl::cancel_job(const request& req) {
   return text_response(200, req.operator_access ? text : redacted_job_event(text));
 }
 
+response http_api::impl::confirm_job(const request& req) {
+  const std::int64_t id = job_id_of(req);
+  job_record rec = find_job(id);
+  if (!is_terminal(rec.status)) {
+    throw api_error(409, "job_not_finished",
+                    "job " + std::to_string(id) + " is " + std::string(to_string(rec.status)) +
+                        ": its score is decided when it ends",
+                    {}, json{{"job_id", id}, {"job_status", to_string(rec.status)}});
+  }
+  const json fitness = rec.fitness_json.empty() ? json() : parse_json(rec.fitness_json);
+  const bool withheld = fitness.is_object() && fitness.value("withheld", false);
+  const bool confirmed = fitness.is_object() && fitness.value("confirmed", false);
+  if (!withheld && !confirmed) {
+    throw api_error(
+        409, "nothing_to_confirm",
+        "job " + std::to_string(id) + "'s score is not withheld: no point has an excessive_speedup",
+        {}, json{{"job_id", id}});
+  }
+  if (withheld) {
+    const job_fitness f = summarize_fitness(store.scored_points(id), rec.progress.total,
+                                            rec.status == job_status::succeeded,
+                                            store.result_flags(id), score_rules{true, true});
+    if (!store.set_fitness(id, fitness_json_text(f))) {
+      throw api_error(409, "job_not_finished", "job " + std::to_string(id) + " has not ended");
+    }
+    rec = find_job(id);
+    const std::string text = job_json_text(rec);
+    events.publish("job", text);
+  }
+  if (rec.task && !req.operator_access) redact_job(rec, "");
+  return text_response(200, job_json_text(rec));
+}
+
 response http_api::impl::results(const request& req) {
   const std::int64_t id = job_id_of(req);
   const std::string format = query_value(req, "format").value_or("json");

@@ -228,6 +228,10 @@ class job_store {
                       const std::optional<std::string>& fitness_json = std::nullopt,
                       const std::optional<std::string>& variants_json = std::nullopt) = 0;
 
+  // Replaces the fitness summary of a job that ended (an operator confirming its speedups);
+  // false, and nothing changed, if there is no such job or it has not ended.
+  virtual bool set_fitness(std::int64_t job_id, const std::string& fitness_json) = 0;
+
   // Each stored point's fitness, in index order, and every flag any point raised (sorted, once
   // each).
   virtual std::vector<scored_point> scored_points(std::int64_t job_id) = 0;

@@ -605,6 +605,15 @@ bool postgres_job_store::finish(const std::string& node, const job_lease& lease,
              .affected() == 1;
 }
 
+bool postgres_job_store::set_fitness(std::int64_t job_id, const std::string& fitness_json) {
+  auto c = m_pool.acquire();
+  return c->exec(
+              "UPDATE kernelscan.jobs SET fitness = $1 WHERE id = $2 AND status IN "
+              "('succeeded', 'failed', 'cancelled')",
+              {fitness_json, job_id})
+             .affected() == 1;
+}
+
 std::vector<scored_point> postgres_job_store::scored_points(std::int64_t job_id) {
   auto c = m_pool.acquire();
   const auto r = c->exec(

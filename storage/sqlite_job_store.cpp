@@ -419,6 +419,16 @@ bool sqlite_job_store::finish(const std::string& node, const job_lease& lease, j
   return m_db.changes() == 1;
 }
 
+bool sqlite_job_store::set_fitness(std::int64_t job_id, const std::string& fitness_json) {
+  std::lock_guard lock(m_mutex);
+  auto s = m_db.prepare(
+      "UPDATE jobs SET fitness = ?1 WHERE id = ?2 AND status IN ('succeeded', 'failed', "
+      "'cancelled')");
+  s->bind(1, fitness_json).bind(2, job_id);
+  s->run();
+  return m_db.changes() == 1;
+}
+
 std::vector<scored_point> sqlite_job_store::scored_points(std::int64_t job_id) {
   reader db(*this);
   auto q = db->prepare(

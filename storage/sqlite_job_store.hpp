@@ -45,6 +45,7 @@ class sqlite_job_store : public job_store {
               const std::optional<point_error>& error, std::int64_t now_ms,
               const std::optional<std::string>& fitness_json,
               const std::optional<std::string>& variants_json = std::nullopt) override;
+  bool set_fitness(std::int64_t job_id, const std::string& fitness_json) override;
   std::vector<scored_point> scored_points(std::int64_t job_id) override;
   std::vector<std::string> result_flags(std::int64_t job_id) override;
   void set_cache_key(std::int64_t id, const std::string& key) override;

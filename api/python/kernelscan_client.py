@@ -488,6 +488,12 @@ class Client:
         already ended raises KernelscanError `job_finished` (409)."""
         return self._call("POST", f"/api/v1/jobs/{_job_id(job)}/cancel")
 
+    def confirm(self, job: int | Mapping[str, Any]) -> dict:
+        """POST /api/v1/jobs/{id}/confirm (an operator): scores a job whose score was withheld
+        for an `excessive_speedup` (`summary.fitness.withheld`); the job, now `confirmed`. A job
+        with nothing withheld raises KernelscanError `nothing_to_confirm` (409)."""
+        return self._call("POST", f"/api/v1/jobs/{_job_id(job)}/confirm")
+
     def iter_results(self, job: int | Mapping[str, Any]) -> Iterator[dict]:
         """The job's result rows, one dict per stored sweep point in index order, read as they
         arrive from one `GET .../results?format=jsonl` stream (a large job is never held whole).

@@ -56,6 +56,9 @@ struct http_api::impl {
   response list_jobs(const request&);
   response get_job(const request&);
   response cancel_job(const request&);
+  // An operator confirms the speedups of a job whose score was withheld (excessive_speedup):
+  // its summary is scored again, confirmed.
+  response confirm_job(const request&);
   response results(const request&);
   response events_stream(const request&);
   job_record find_job(std::int64_t id);

@@ -140,6 +140,20 @@ TEST(AnalysisApi, CheatsAreFlaggedAndScoreZero) {
   EXPECT_EQ(row["fitness"]["combined_score"], 10.0);
   EXPECT_TRUE(job["summary"]["fitness"]["withheld"].get<bool>()) << job.dump();
   EXPECT_EQ(job["summary"]["fitness"]["combined_score"], 0.0);
+  // An operator confirms it: the job is scored (its one point, capped).
+  auto confirmed = daemon.post("/api/v1/jobs/" + std::to_string(id) + "/confirm", "{}");
+  ASSERT_EQ(confirmed.status, 200) << confirmed.text;
+  EXPECT_FALSE(confirmed.body["summary"]["fitness"]["withheld"].get<bool>()) << confirmed.text;
+  EXPECT_TRUE(confirmed.body["summary"]["fitness"]["confirmed"].get<bool>());
+  EXPECT_NEAR(confirmed.body["summary"]["fitness"]["combined_score"].get<double>(), 10, 1e-9);
+  EXPECT_NEAR(daemon.wait_job(id)["summary"]["fitness"]["combined_score"].get<double>(), 10,
+              1e-9);
+  // Again: nothing changes.
+  EXPECT_EQ(daemon.post("/api/v1/jobs/" + std::to_string(id) + "/confirm", "{}").status, 200);
+  // A job whose score was not withheld has nothing to confirm.
+  const auto nothing = daemon.post("/api/v1/jobs/1/confirm", "{}");
+  EXPECT_EQ(nothing.status, 409) << nothing.text;
+  EXPECT_EQ(nothing.body["error"]["type"], "nothing_to_confirm") << nothing.text;
 
   // The mock runs no device code: a kernel that does not even compile gets a modelled time like
   // any other, but with nothing verified it is not correct and scores 0, and says simulated.

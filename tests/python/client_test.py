@@ -153,6 +153,27 @@ class ClientTest(DaemonTestCase):
         self.assertEqual((caught.exception.status, caught.exception.type),
                          (400, "invalid_parameter"))
 
+    def test_an_operator_confirms_a_withheld_score(self) -> None:
+        # A small copy against a huge GEMM: over 10x the baseline, so the job's score is
+        # withheld until it is confirmed.
+        job = self.client.submit({
+            "kernel": {"op": "stream", "variant": "copy", "n": 1048576},
+            "fitness": {"baseline": {"op": "gemm", "m": 4096, "n": 4096, "k": 4096,
+                                     "impl": "builtin"}},
+            "mock": {"output": "correct"}, "cache": False})
+        ended = self.client.wait(job, timeout_s=60)
+        self.assertIs(ended["summary"]["fitness"]["withheld"], True, ended)
+        self.assertEqual(ended["summary"]["fitness"]["combined_score"], 0)
+        confirmed = self.client.confirm(job)
+        self.assertIs(confirmed["summary"]["fitness"]["withheld"], False)
+        self.assertIs(confirmed["summary"]["fitness"]["confirmed"], True)
+        self.assertAlmostEqual(confirmed["summary"]["fitness"]["combined_score"], 10,
+                               delta=1e-9)  # capped
+        with self.assertRaises(KernelscanError) as nothing:
+            self.client.confirm(self.client.submit(stream_sweep(1)))
+        self.assertEqual(nothing.exception.status, 409)
+        self.assertIn(nothing.exception.type, ("nothing_to_confirm", "job_not_finished"))
+
     def test_cancel_a_running_job_and_wait_timeouts(self) -> None:
         job = self.client.submit(stream_sweep(100, delay_ms=100))
         with self.assertRaises(JobTimeout) as caught:
