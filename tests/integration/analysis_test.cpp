@@ -146,8 +146,7 @@ TEST(AnalysisApi, CheatsAreFlaggedAndScoreZero) {
   EXPECT_FALSE(confirmed.body["summary"]["fitness"]["withheld"].get<bool>()) << confirmed.text;
   EXPECT_TRUE(confirmed.body["summary"]["fitness"]["confirmed"].get<bool>());
   EXPECT_NEAR(confirmed.body["summary"]["fitness"]["combined_score"].get<double>(), 10, 1e-9);
-  EXPECT_NEAR(daemon.wait_job(id)["summary"]["fitness"]["combined_score"].get<double>(), 10,
-              1e-9);
+  EXPECT_NEAR(daemon.wait_job(id)["summary"]["fitness"]["combined_score"].get<double>(), 10, 1e-9);
   // Again: nothing changes.
   EXPECT_EQ(daemon.post("/api/v1/jobs/" + std::to_string(id) + "/confirm", "{}").status, 200);
   // A job whose score was not withheld has nothing to confirm.
