@@ -76,7 +76,7 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
   for (const auto& [key, value] : body.items()) {
     if (key == "name" || key == "description" || key == "kernel") continue;
     if (std::find_if(k_fixed_parts.begin(), k_fixed_parts.end(),
-                     [&](const char* p) { return key == p; }) != k_fixed_parts.end()) {
+                     [&name = key](const char* p) { return name == p; }) != k_fixed_parts.end()) {
       if (!value.is_null()) t.template_json[key] = value;
       continue;
     }
@@ -110,7 +110,8 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
       if (key == "source") {
         error("kernel.source", "is the candidate's: each submission gives its own source");
       } else if (std::find_if(k_kernel_fields.begin(), k_kernel_fields.end(),
-                              [&](const char* f) { return key == f; }) == k_kernel_fields.end()) {
+                              [&name = key](const char* f) { return name == f; }) ==
+                 k_kernel_fields.end()) {
         error("kernel." + key,
               "is not a field of a task's kernel (its fields: " +
                   list_of(k_kernel_fields.data(), k_kernel_fields.data() + k_kernel_fields.size()) +

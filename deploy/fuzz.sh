@@ -6,8 +6,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_missing clang libclang-rt-14-dev
 seconds="${1:-${KERNELSCAN_FUZZ_SECONDS:-20}}"
 cd "$KERNELSCAN_ROOT"
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$(nproc)" >/dev/null
+build_log="$(mktemp)"
+if ! { cmake --preset fuzz && cmake --build --preset fuzz -j "$(nproc)"; } >"$build_log" 2>&1; then
+  echo "fuzz: the fuzz targets (clang) did not build:"
+  grep -E -A8 'error|FAILED' "$build_log" | head -60
+  exit 1
+fi
+rm -f "$build_log"
 
 status=0
 for input in tests/fuzz/regressions/*; do
