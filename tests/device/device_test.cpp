@@ -134,6 +134,30 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
     return spec;
   }
 
+  // A launch counter in a global variable of the program (an OpenCL C 2.0 program-scope
+  // variable, a HIP __device__ variable) added to `spec`'s source; count_call() counts a launch
+  // of one work-item and returns the count before it.
+  void add_launch_counter(json& spec) const {
+    std::string src = spec["kernel"]["source"];
+    if (engine() == "hip") {
+      src = replace(src, "extern \"C\" __global__",
+                    "__device__ unsigned int calls;\nextern \"C\" __global__");
+    } else {
+      src = replace(src, "__kernel void", "global uint calls = 0;\n__kernel void");
+      spec["kernel"]["compile_options"] = {"-cl-std=CL2.0"};
+    }
+    spec["kernel"]["source"] = src;
+  }
+  std::string count_call() const {
+    return engine() == "hip" ? "atomicAdd(&calls, 1u)" : "atomic_inc(&calls)";
+  }
+
+  // A reference whose outputs are all within f32's atol of zero: out = 1e-6·a.
+  static json tiny_reference() {
+    return {{"op", "stream"}, {"variant", "scale"}, {"n", "N"}, {"dtype", "f32"},
+            {"scalar", 1e-6}, {"b", "out"},         {"c", "a"}};
+  }
+
   daemon_process* m_daemon = nullptr;
   json m_device;
 };
@@ -445,21 +469,8 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
     std::function<void(json&)> adjust = nullptr;  // changes to the job beyond the kernel body
     std::string or_flag = "";                     // a flag that catches it as well
   };
-  const bool hip = engine() == "hip";
-  // A launch counter in a global variable of the program (OpenCL C 2.0 program-scope variable,
-  // a HIP __device__ variable): computes for the first three launches, then does nothing.
-  auto with_counter = [hip](json& spec) {
-    std::string src = spec["kernel"]["source"];
-    if (hip) {
-      src = replace(src, "extern \"C\" __global__",
-                    "__device__ unsigned int calls;\nextern \"C\" __global__");
-    } else {
-      src = replace(src, "__kernel void", "global uint calls = 0;\n__kernel void");
-      spec["kernel"]["compile_options"] = {"-cl-std=CL2.0"};
-    }
-    spec["kernel"]["source"] = src;
-  };
-  const std::string count_call = hip ? "atomicAdd(&calls, 1u)" : "atomic_inc(&calls)";
+  // Computes for the first three launches' worth of work-items, then does nothing.
+  auto with_counter = [this](json& spec) { add_launch_counter(spec); };
   const std::vector<cheat> cheats{
       {"writes nothing", "out[i]", "output_not_written"},
       {"writes zeros", "0.0f", "verification_failed"},
@@ -476,15 +487,11 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
        "if (i < n) out[i] = a[i] + s * b[i]; if (i == 0) out[n + 5] = 0.0f;"},
       // Counts its launches and stops working once verification should be over.
       {"counts its launches", "", "timed_output_mismatch", "12*N",
-       "if (i < n && " + count_call + " < 3u * (unsigned int)n) out[i] = a[i] + s * b[i];",
+       "if (i < n && " + count_call() + " < 3u * (unsigned int)n) out[i] = a[i] + s * b[i];",
        with_counter, "verification_failed"},
       // Zeros, against a reference whose outputs are all within f32's atol of zero.
       {"zeros where the answer is tiny", "0.0f", "low_signal_reference", "12*N", "",
-       [](json& spec) {
-         spec["kernel"]["reference"] = {{"op", "stream"}, {"variant", "scale"}, {"n", "N"},
-                                        {"dtype", "f32"}, {"scalar", 1e-6},     {"b", "out"},
-                                        {"c", "a"}};
-       }},
+       [](json& spec) { spec["kernel"]["reference"] = tiny_reference(); }},
       // Half-precision arithmetic under a loose tolerance it passes.
       {"low precision, loosely checked", "h(h(a[i]) + h(s) * h(b[i]))", "precision_mismatch",
        "12*N", "",
@@ -513,28 +520,15 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
 // tolerance, one with a launch counter it does not act on, one checked with an atol that gives
 // its tiny outputs meaning.
 TEST_P(DeviceTest, HonestKernelsBesideTheCheatsScore) {
-  const bool hip = engine() == "hip";
   std::vector<json> specs;
   specs.push_back(axpy_job("a[i] + s * b[i]"));
   specs.back()["verify"] = {{"rtol", 1e-2}};
-  json counted = axpy_job("", "N",
-                          std::string("if (i < n) { ") +
-                              (hip ? "atomicAdd(&calls, 1u)" : "atomic_inc(&calls)") +
-                              "; out[i] = a[i] + s * b[i]; }");
-  std::string src = counted["kernel"]["source"];
-  if (hip) {
-    src = replace(src, "extern \"C\" __global__",
-                  "__device__ unsigned int calls;\nextern \"C\" __global__");
-  } else {
-    src = replace(src, "__kernel void", "global uint calls = 0;\n__kernel void");
-    counted["kernel"]["compile_options"] = {"-cl-std=CL2.0"};
-  }
-  counted["kernel"]["source"] = src;
+  json counted =
+      axpy_job("", "N", "if (i < n) { " + count_call() + "; out[i] = a[i] + s * b[i]; }");
+  add_launch_counter(counted);
   specs.push_back(counted);
   json tiny = axpy_job("", "N", "if (i < n) out[i] = 1e-6f * a[i];");
-  tiny["kernel"]["reference"] = {{"op", "stream"}, {"variant", "scale"}, {"n", "N"},
-                                 {"dtype", "f32"}, {"scalar", 1e-6},     {"b", "out"},
-                                 {"c", "a"}};
+  tiny["kernel"]["reference"] = tiny_reference();
   tiny["verify"] = {{"atol", 1e-12}};
   specs.push_back(tiny);
   for (json& spec : specs) {
