@@ -52,6 +52,14 @@ std::string format_tolerance(double v) {
   return text;
 }
 
+// "a, b, c": the names of `list` from its `from`-th on.
+std::string joined_names(const std::vector<std::string>& list, std::size_t from = 0) {
+  std::string out;
+  for (std::size_t i = from; i < list.size(); ++i)
+    out += (out.empty() ? "" : ", ") + list[i];
+  return out;
+}
+
 }  // namespace
 
 std::string point_error_type(fault_kind kind) {
@@ -317,12 +325,6 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   v.unwritten = e.unwritten;
   v.status = e.wrong || norm_failed ? "failed" : "passed";
   std::vector<std::string> notes;
-  auto names = [](const std::vector<std::string>& list) {
-    std::string out;
-    for (const auto& n : list)
-      out += (out.empty() ? "" : ", ") + n;
-    return out;
-  };
   if (e.unwritten) {
     notes.push_back(std::to_string(e.unwritten) + " output elements were never written");
   } else if (e.wrong) {
@@ -336,11 +338,11 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
                     "‖ref‖ is " + format_tolerance(v.norm_rel_err) + ", above rtol");
   }
   if (!v.inputs_written.empty()) {
-    notes.push_back("the kernel wrote to its input " + names(v.inputs_written) +
+    notes.push_back("the kernel wrote to its input " + joined_names(v.inputs_written) +
                     " (a buffer it may write without being checked is \"scratch\": true)");
   }
   if (!v.written_out_of_bounds.empty()) {
-    notes.push_back("the kernel wrote past the end of " + names(v.written_out_of_bounds));
+    notes.push_back("the kernel wrote past the end of " + joined_names(v.written_out_of_bounds));
   }
   if (v.ref_near_zero > k_low_signal_share) {
     notes.push_back(format_tolerance(100 * v.ref_near_zero) +
@@ -445,11 +447,8 @@ class point_runner::timed_checks {
     m_runner.check_canaries(m_k, m_sets[0], v.written_out_of_bounds);
     if (rotates()) m_runner.check_canaries(m_k, m_sets[1], v.written_out_of_bounds);
     if (v.written_out_of_bounds.size() > before) {
-      std::string names;
-      for (std::size_t i = before; i < v.written_out_of_bounds.size(); ++i)
-        names += (names.empty() ? "" : ", ") + v.written_out_of_bounds[i];
-      v.note +=
-          std::string(v.note.empty() ? "" : "; ") + "timed launches wrote past the end of " + names;
+      v.note += std::string(v.note.empty() ? "" : "; ") + "timed launches wrote past the end of " +
+                joined_names(v.written_out_of_bounds, before);
     }
     v.timed_checks = m_checks;
     v.timed_wrong = m_wrong;
