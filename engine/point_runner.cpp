@@ -31,10 +31,13 @@ constexpr std::uint64_t k_canary_salt = 0xca7a;
 // a trial's inputs after its outputs were compared, as the point's seed picks: a kernel cannot
 // count launches to learn when verification ends.
 constexpr int k_max_extra_launches = 2;
-// A timed sample is checked with probability 1/k_check_one_in, at most k_max_timed_checks per
-// point; a point none of whose samples was drawn gets one more, checked, sample at the end.
+// A timed sample is checked with probability 1/k_check_one_in, at most k_max_drawn_checks per
+// point; one more sample after the last timed one is always checked.
 constexpr std::uint64_t k_check_one_in = 8;
-constexpr int k_max_timed_checks = 2;
+constexpr int k_max_drawn_checks = 2;
+// Verification keeps the reference's answers of its last trials (as many as checked timed
+// samples may need, within this many bytes of host memory, at least one) for those samples.
+constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
 
 struct tolerances {
   double atol, rtol;
@@ -244,8 +247,8 @@ std::vector<std::uint64_t> point_runner::input_hashes(point_kernel& k, const buf
   return out;
 }
 
-verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
-                                         std::uint64_t seed) {
+verification_result point_runner::verify(point_kernel& k, const job_spec& spec, std::uint64_t seed,
+                                         std::vector<kept_answer>* kept) {
   verification_result v;
   if (spec.verify.trials == 0) {
     v.note = "verify.trials is 0";
@@ -271,10 +274,21 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
   // The trials alternate the two unwritten patterns from one the point's seed picks, so a
   // kernel that recognises one poison and writes only where it sees it fails on the other.
   const int first_pattern = int(mix64(seed ^ k_trial_salt) & 1);
+  // The answers of the last `keep` trials are kept for the checked timed samples.
+  int keep = 0;
+  if (kept) {
+    std::uint64_t output_bytes = 1;
+    for (const auto& b : k.buffers())
+      output_bytes += b.output ? b.bytes() : 0;
+    keep = int(
+        std::clamp<std::uint64_t>(k_kept_answer_bytes / output_bytes, 1, k_max_drawn_checks + 1));
+    kept->clear();
+  }
   for (int trial = 0; trial < trials; ++trial) {
     const int pattern = (first_pattern + trial) % 2;
-    init_inputs(k, mix64(seed ^ mix64(k_trial_salt + std::uint64_t(trial))), pattern);
-    const answers expected = reference_answers(k, own);
+    const std::uint64_t trial_seed = mix64(seed ^ mix64(k_trial_salt + std::uint64_t(trial)));
+    init_inputs(k, trial_seed, pattern);
+    answers expected = reference_answers(k, own);
     // The inputs as the kernel gets them (after the reference, which may not change them either).
     // Inputs are hashed around the first trial's launch and the last's (which the kernel cannot
     // tell, their number varying): a kernel writes to its inputs in every launch or under some
@@ -313,6 +327,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
     ++v.trials;
     ++v.launches;
     if (t.wrong || norm_failed) break;  // one failing trial decides
+    if (trial >= trials - keep) kept->push_back({trial_seed, pattern, std::move(expected)});
     for (const int after : extra_after) {
       if (after != trial) continue;
       if (m_defences) m_backend->scrub_local_memory();
@@ -356,18 +371,19 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec,
 }
 
 // The candidate's timed samples, made safe to trust (point_runner.hpp): two buffer sets used in
-// turn, fresh inputs and poisoned outputs before every sample, and randomly drawn samples checked
-// against the reference's answer for their inputs. Its before()/after() are the sample loop's
-// hooks; current() is the set the next launches use.
+// turn, fresh inputs and poisoned outputs before every sample, randomly drawn samples and one
+// after the last checked against the reference's answer for their inputs. Its before()/after()
+// are the sample loop's hooks; current() is the set the next launches use.
 class point_runner::timed_checks {
  public:
-  // `check`: verification ran, so there is a reference and tolerances to check against.
+  // `kept`: the answers verification kept (none where it did not pass: the point scores nothing
+  // anyway, and there is nothing to check against).
   timed_checks(point_runner& runner, point_kernel& k, const job_spec& spec, std::uint64_t seed,
-               bool check)
+               std::vector<kept_answer> kept)
       : m_runner(runner),
         m_k(k),
         m_seed(seed),
-        m_check(check),
+        m_kept(std::move(kept)),
         m_tolerances(tolerances_of(spec, k)) {
     m_sets[0] = m_sets[1] = k.own_buffers();
     // Outputs that start as the unwritten pattern hold one answer however often the kernel runs;
@@ -375,15 +391,12 @@ class point_runner::timed_checks {
     m_pure = std::all_of(k.buffers().begin(), k.buffers().end(), [](const point_buffer& b) {
       return !b.output || b.init == arg_init::none;
     });
-    // The second set, where the device has room for it beside the reference's copies of the
-    // outputs that a checked sample needs.
-    std::uint64_t bytes = 0, output_bytes = 0;
-    for (const auto& b : k.buffers()) {
+    // The second set, where the device has room for it.
+    std::uint64_t bytes = 0;
+    for (const auto& b : k.buffers())
       bytes += b.bytes();
-      if (b.output) output_bytes += b.bytes();
-    }
     try {
-      runner.check_memory(double(bytes + output_bytes), "a second set of buffers");
+      runner.check_memory(double(bytes), "a second set of buffers");
       m_second.reserve(k.buffers().size());
       for (std::size_t i = 0; i < k.buffers().size(); ++i) {
         m_second.push_back(runner.m_backend->allocate(k.buffers()[i].bytes() + k_canary_bytes));
@@ -400,16 +413,25 @@ class point_runner::timed_checks {
   bool rotates() const { return !m_second.empty(); }
   const buffer_set& current() const { return m_sets[m_current]; }
 
+  // A checked sample gets the inputs of a verification trial, whose answer is kept: no reference
+  // runs while the kernel is timed. The kernel cannot know them for what they are: it runs from
+  // a module loaded after verification, and its unchecked samples get inputs no launch saw.
   void before(std::int64_t launches, bool timed) {
     ++m_samples;
     m_current = int(m_samples % 2);  // both sets are the kernel's own where it does not rotate
     const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
-    m_pattern = int(s & 1);
-    m_runner.init_inputs(m_k, current(), s, m_pattern);
-    m_expected.reset();
-    const bool drawn = m_force || mix64(s ^ k_check_salt) % k_check_one_in == 0;
-    if (timed && drawn && checkable(launches) && m_checks < k_max_timed_checks) {
-      m_expected = m_runner.reference_answers(m_k, current());
+    const bool drawn =
+        m_last || (m_drawn < k_max_drawn_checks && mix64(s ^ k_check_salt) % k_check_one_in == 0);
+    m_expected = nullptr;
+    if (timed && drawn && checkable(launches)) {
+      const kept_answer& a = m_kept[std::size_t(m_checks) % m_kept.size()];
+      m_runner.init_inputs(m_k, current(), a.seed, a.pattern);
+      m_pattern = a.pattern;
+      m_expected = &a;
+      m_drawn += m_last ? 0 : 1;
+    } else {
+      m_pattern = int(s & 1);
+      m_runner.init_inputs(m_k, current(), s, m_pattern);
     }
     m_runner.m_backend->scrub_local_memory();
   }
@@ -418,9 +440,9 @@ class point_runner::timed_checks {
     if (!m_expected) return;
     m_runner.m_backend->synchronize();
     output_errors e;
-    m_runner.compare(m_k, current(), *m_expected, m_tolerances.atol, m_tolerances.rtol, m_pattern,
-                     e);
-    m_expected.reset();
+    m_runner.compare(m_k, current(), m_expected->expected, m_tolerances.atol, m_tolerances.rtol,
+                     m_pattern, e);
+    m_expected = nullptr;
     ++m_checks;
     if (e.wrong && !m_wrong) {
       m_first_wrong = e.first_wrong;
@@ -432,13 +454,14 @@ class point_runner::timed_checks {
     m_wrong += e.wrong;
   }
 
-  // One more sample of `k` (whose hooks are this object's), checked, when none of those taken
-  // was drawn; its time is not kept.
-  void check_one_if_none(timed_kernel& k, const timing_options& timing) {
-    if (m_checks > 0 || !m_check || !checkable(k.batch)) return;
-    m_force = true;
+  // One more sample of `k` (whose hooks are this object's) after the last timed one, checked: a
+  // kernel that stops working after some number of timed launches fails it, whichever samples
+  // were drawn. Its time is not kept.
+  void check_last(timed_kernel& k, const timing_options& timing) {
+    if (m_kept.empty() || !checkable(k.batch)) return;
+    m_last = true;
     (void)take_sample(*m_runner.m_backend, k, timing.l2 == l2_mode::cold);
-    m_force = false;
+    m_last = false;
   }
 
   // What the checks found, and the canaries after every timed launch of either set.
@@ -467,12 +490,14 @@ class point_runner::timed_checks {
   }
 
  private:
-  bool checkable(std::int64_t launches) const { return m_check && (launches == 1 || m_pure); }
+  bool checkable(std::int64_t launches) const {
+    return !m_kept.empty() && (launches == 1 || m_pure);
+  }
 
   point_runner& m_runner;
   point_kernel& m_k;
   std::uint64_t m_seed;
-  bool m_check;
+  std::vector<kept_answer> m_kept;
   tolerances m_tolerances;
   bool m_pure = true;
   std::vector<device_buffer> m_second;
@@ -480,8 +505,9 @@ class point_runner::timed_checks {
   int m_current = 0;
   std::uint64_t m_samples = 0;
   int m_pattern = 0;
-  bool m_force = false;
-  std::optional<answers> m_expected;
+  bool m_last = false;
+  int m_drawn = 0;
+  const kept_answer* m_expected = nullptr;
   int m_checks = 0, m_failed_checks = 0;
   double m_norm_rel_err = 0;
   std::uint64_t m_wrong = 0, m_unwritten = 0, m_first_wrong = 0;
@@ -533,8 +559,9 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     r.params = plan.params(index);
     r.l2 = spec.timing.l2;
     r.simulated = simulated;
+    std::vector<kept_answer> kept;
     r.verification = m_backend->runs_device_code()
-                         ? verify(candidate, spec, point_seed)
+                         ? verify(candidate, spec, point_seed, defended ? &kept : nullptr)
                          : m_backend->simulate_verification(spec, instance);
     // Timed launches start from a module no verification launch touched.
     if (defended) candidate.load_fresh();
@@ -546,7 +573,8 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     if (defended) {
       // Timed samples are checked only where verification passed: otherwise the point scores
       // nothing anyway.
-      checks.emplace(*this, candidate, spec, point_seed, r.verification.status == "passed");
+      if (r.verification.status != "passed") kept.clear();
+      checks.emplace(*this, candidate, spec, point_seed, std::move(kept));
       kernels.push_back({[&] { candidate.launch(checks->current()); }, kernel_role::candidate});
       kernels.back().before = [&](std::int64_t n, bool timed) { checks->before(n, timed); };
       kernels.back().after = [&] { checks->after(); };
@@ -569,7 +597,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     }
     const auto sampled = sample_interleaved(*m_backend, kernels, spec.timing);
     if (checks) {
-      checks->check_one_if_none(kernels[0], spec.timing);
+      checks->check_last(kernels[0], spec.timing);
       checks->report(r.verification);
       // A batch runs on one set of inputs: a kernel that did its work once per batch would
       // look as fast per launch as the batch is long, against its single launches.
@@ -670,6 +698,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     kernel_instance instance;
     std::optional<point_kernel> kernel;
     verification_result verification;
+    std::vector<kept_answer> kept;
     std::optional<timed_checks> checks;
     buffer_set own;
     std::uint64_t refreshes = 0;
@@ -731,7 +760,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
       s->kernel.emplace(*m_backend, s->instance);
       if (defended) arm_canaries(*s->kernel, s->kernel->own_buffers());
       s->verification = m_backend->runs_device_code()
-                            ? verify(*s->kernel, spec, point_seed)
+                            ? verify(*s->kernel, spec, point_seed, defended ? &s->kept : nullptr)
                             : m_backend->simulate_verification(spec, s->instance);
       if (defended) s->kernel->load_fresh();
       init_inputs(*s->kernel, point_seed);
@@ -748,7 +777,8 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
       continue;
     }
     const bool ok = attempt(*s, [&] {
-      s->checks.emplace(*this, *s->kernel, spec, point_seed, s->verification.status == "passed");
+      if (s->verification.status != "passed") s->kept.clear();
+      s->checks.emplace(*this, *s->kernel, spec, point_seed, std::move(s->kept));
     });
     if (!ok) continue;
     auto& checks = *s->checks;
@@ -766,7 +796,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     for (std::size_t i = 0; i < live.size(); ++i) {
       auto& s = *live[i];
       if (!s.checks) continue;
-      s.checks->check_one_if_none(kernels[i], spec.timing);
+      s.checks->check_last(kernels[i], spec.timing);
       s.checks->report(s.verification);
       if (kernels[i].batch > 1 && kernels[i].single_us > 0) {
         auto& fastest = s.verification.launch_us;

@@ -23,10 +23,13 @@
 // buffer sets at different addresses (one set where the device has no room for a second), and
 // before every sample, untimed, the set's inputs get fresh seeded values and its outputs an
 // unwritten pattern, so that no launch can reuse an earlier answer or tell a timed launch from
-// a verified one. Randomly chosen timed samples (at least one per point) are checked: the
-// reference's answer for that sample's inputs is taken before it runs, and its outputs are
-// compared after; a mismatch is `timed_output_mismatch`. A timed median far below the kernel's
-// verification launches is `faster_than_verification`.
+// a verified one. Randomly drawn timed samples (up to two) and one more after the last timed
+// sample are checked: such a sample gets the inputs of one of the last verification trials,
+// whose reference answer verification kept, and its outputs are compared with that answer after
+// it ran; a mismatch is `timed_output_mismatch`. So no reference runs while the kernel is timed,
+// and the kernel cannot tell a checked sample: its module was loaded after verification, so it
+// has seen none of those inputs. A timed median far below the kernel's verification launches is
+// `faster_than_verification`.
 //
 // Variants (a job with job_spec::variants): measure_all() measures every variant of the point
 // on this device, interleaved sample by sample (A/B/C/A/B/C...) so that drift affects them
@@ -71,6 +74,13 @@ class point_runner : public engine {
  private:
   class timed_checks;
   using answers = std::vector<std::vector<unsigned char>>;
+  // The reference's answer for a verification trial's inputs, which init_inputs(seed, pattern)
+  // makes again.
+  struct kept_answer {
+    std::uint64_t seed = 0;
+    int pattern = 0;
+    answers expected;
+  };
 
   void check_memory(double need, const std::string& what);
   // Fresh inputs from `seed` in `k`'s buffers (or in `set`, buffers of the same shapes); outputs
@@ -92,7 +102,10 @@ class point_runner : public engine {
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);
-  verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed);
+  // Verifies `k` for the trials `spec` asks; the answers of its last trials go to `kept` (the
+  // checked timed samples' inputs and answers), where given.
+  verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed,
+                             std::vector<kept_answer>* kept = nullptr);
   // The variants of a job measured side by side (DESIGN.md §4, README "Variants"): each is
   // resolved, compiled and verified on its own, so one that fails fails its row only; every
   // variant's inputs come from the same seeds, so each is checked against the reference's

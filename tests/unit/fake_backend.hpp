@@ -56,6 +56,9 @@ class fake_backend final : public device_backend {
   std::uint64_t free_bytes = 1ull << 30;
   // False: buffers have no storage and ops only take their time (the roofline's big problems).
   bool backing = true;
+  // Called when a module is loaded afresh: a kernel's state kept here stands for its module's
+  // globals, which a fresh module starts without.
+  std::function<void()> on_fresh_module;
 
   // --- what tests read
   std::vector<std::string> log;
@@ -110,6 +113,7 @@ class fake_backend final : public device_backend {
   }
   kernel_id compile_fresh(const custom_kernel& k) override {
     log.push_back("compile_fresh " + k.entry);
+    if (on_fresh_module) on_fresh_module();
     return compile(k);
   }
   void launch(const kernel_call& call) override {

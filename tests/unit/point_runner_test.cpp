@@ -249,11 +249,13 @@ TEST(PointRunner, AScratchBufferMayBeWritten) {
     EXPECT_TRUE(std::isnan(seen[i])) << i;
 }
 
-// A kernel that remembers its answer per output address and replays it: inputs get fresh values
-// before every sample, so a replayed answer is wrong wherever a sample is checked.
+// A kernel that remembers its answer per output address (in its module's globals) and replays
+// it: inputs get fresh values before every sample, so a replayed answer is wrong where a sample
+// is checked, as the last one always is.
 TEST(PointRunner, AKernelReplayingAnEarlierAnswerIsCaughtInItsTimedSamples) {
   auto t = make_runner();
   std::map<void*, std::vector<float>> cache;
+  t.fake->on_fresh_module = [&cache] { cache.clear(); };
   t.fake->kernels["scale_cached"] = [&cache](const fake_backend::host_args& a) {
     const int n = int(a.scalars[0]);
     auto* x = static_cast<float*>(a.buffers[0]);
@@ -277,6 +279,70 @@ TEST(PointRunner, AKernelReplayingAnEarlierAnswerIsCaughtInItsTimedSamples) {
     EXPECT_GT(r.verification.timed_wrong, 0u);
     EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end());
     EXPECT_EQ(r.fitness.combined_score, 0.0);
+  }
+}
+
+// A kernel that works for its first 80 launches from a fresh module and then writes nothing: its
+// last timed sample is always checked, so it is caught whichever samples the draw picked.
+TEST(PointRunner, AKernelThatStopsWorkingAfterItsFirstTimedLaunchesIsCaught) {
+  auto t = make_runner();
+  int launches = 0;  // since the fresh module, -1 before it
+  t.fake->on_fresh_module = [&launches] { launches = 0; };
+  t.fake->kernels["scale_tiring"] = [&launches](const fake_backend::host_args& a) {
+    if (launches >= 0 && ++launches > 80) return;
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+  };
+  t.fake->kernel_time_us["scale_tiring"] = 40;  // one launch per sample
+  // 100 samples: the drawn checks all but surely come in its first 80.
+  auto j = scale_job("scale_tiring");
+  j["timing"]["min_samples"] = 100;
+  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+    launches = -1;
+    const auto r = t.runner.measure(plan_of(j), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_EQ(r.verification.status, "passed") << seed;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end())
+        << "seed " << seed << ": " << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0);
+  }
+}
+
+// Checked timed samples are compared with answers verification kept: the reference does not run
+// once timing has begun, and each checked sample gets the inputs of a verification trial.
+TEST(PointRunner, CheckedTimedSamplesUseTheAnswersVerificationKept) {
+  auto t = make_runner();
+  std::vector<float> firsts;  // the first input of each launch of the kernel
+  t.fake->kernels["scale_seen"] = [&firsts](const fake_backend::host_args& a) {
+    firsts.push_back(static_cast<float*>(a.buffers[0])[0]);
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+  };
+  t.fake->kernel_time_us["scale_seen"] = 40;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    firsts.clear();
+    t.fake->log.clear();
+    const auto r = t.runner.measure(plan_of(scale_job("scale_seen")), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_TRUE(r.flags.empty());
+    EXPECT_GE(r.verification.timed_checks, 1);
+    EXPECT_LE(r.verification.timed_checks, 3);
+    const auto& log = t.fake->log;
+    const auto fresh = std::find(log.begin(), log.end(), "compile_fresh scale_seen");
+    ASSERT_NE(fresh, log.end());
+    EXPECT_EQ(std::count(fresh, log.end(), "launch scale"), 0) << "the reference ran in timing";
+    // The verification trials' inputs come back in timing once per checked sample, at most.
+    const std::set<float> trial_inputs(firsts.begin(), firsts.begin() + r.verification.launches);
+    int again = 0;
+    for (std::size_t i = std::size_t(r.verification.launches); i < firsts.size(); ++i)
+      again += trial_inputs.count(firsts[i]) ? 1 : 0;
+    EXPECT_EQ(again, r.verification.timed_checks) << "seed " << seed;
   }
 }
 
