@@ -144,12 +144,20 @@ __kernel void flush_caches(__global const ulong* p, long n, __global ulong* sink
 }
 
 /* Overwrites n words of work-group local memory with a pattern; the sink is never written, but
-   the compiler cannot know it, so the stores stay. */
-__kernel void scrub_local(__local uint* l, uint n, uint pattern, __global uint* sink) {
+   the compiler cannot know it, so the stores stay. Where `meet` is not 0, each work-group then
+   waits (a bounded while) until `meet` work-groups have arrived: `arrivals` reaching `target`.
+   A waiting work-group holds its thread of a CPU device, so the others must run on the other
+   threads, and every thread's local memory gets written. */
+__kernel void scrub_local(__local uint* l, uint n, uint pattern, __global uint* sink,
+                          __global volatile uint* arrivals, uint meet, uint target) {
   for (uint i = get_local_id(0); i < n; i += get_local_size(0)) l[i] = pattern ^ (i * 2654435761u);
   barrier(CLK_LOCAL_MEM_FENCE);
   const uint x = l[(get_local_id(0) * 7u) % n];
   if (x == pattern + 1u && x == 0x9e3779b9u) sink[0] = x;
+  if (meet == 0u || get_local_id(0) != 0) return;
+  atomic_inc(arrivals);
+  for (uint spin = 0; spin < (1u << 24) && (int)(atomic_add(arrivals, 0u) - target) < 0; ++spin) {
+  }
 }
 
 /* 8 independent FMA chains per work-item (one float8): 16 FLOP per iteration. A vector type

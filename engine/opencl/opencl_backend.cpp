@@ -349,7 +349,7 @@ class opencl_backend final : public device_backend {
   // Programs of their own for compile_fresh(), made this point from a cached program's binary.
   std::vector<user_program> m_fresh;
   std::vector<cl_kernel> m_functions;  // compiled this point, by kernel_id
-  mem_ptr m_flush, m_flush_sink;
+  mem_ptr m_flush, m_flush_sink, m_scrub_arrivals;
   std::uint64_t m_flush_bytes = 0;
   // While a sample is timed: the first and the last command it enqueued.
   bool m_sampling = false;
@@ -409,6 +409,7 @@ opencl_backend::~opencl_backend() {
   m_builtin_programs.clear();
   m_flush.reset();
   m_flush_sink.reset();
+  m_scrub_arrivals.reset();
   clReleaseCommandQueue(m_queue);
   clReleaseContext(m_context);
 }
@@ -861,14 +862,33 @@ void opencl_backend::scrub_local_memory() {
     m_flush_sink.reset(clCreateBuffer(m_context, CL_MEM_READ_WRITE, 8, nullptr, &status));
     check(status, "allocating the local memory scrub's sink", cl_phase::allocate);
   }
+  if (!m_scrub_arrivals) {
+    cl_int status = CL_SUCCESS;
+    m_scrub_arrivals.reset(clCreateBuffer(m_context, CL_MEM_READ_WRITE, 4, nullptr, &status));
+    check(status, "allocating the local memory scrub's counter", cl_phase::allocate);
+    const cl_uint zero = 0;
+    guard(clEnqueueFillBuffer(m_queue, m_scrub_arrivals.get(), &zero, 4, 0, 4, 0, nullptr, nullptr),
+          "clearing the local memory scrub's counter", cl_phase::enqueue);
+  }
+  // A CPU device runs a work-group on each of its threads (one per compute unit), and each
+  // thread's work-groups share one region of local memory: one work-group per thread, which meet
+  // before they finish so that none takes a second. A GPU gets two per compute unit, which do
+  // not wait for each other (they could not all be resident at once).
+  const bool cpu = m_info.type == "cpu";
+  const cl_uint units = cl_uint(std::max(1, m_info.compute_units));
+  const cl_uint groups = cpu ? units : 2 * units;
+  const cl_uint meet = cpu ? groups : 0;
+  ++m_scrubs;
   cl_kernel k = builtin(dtype::f32, "scrub_local");
   guard(clSetKernelArg(k, 0, std::size_t(words) * 4, nullptr), "scrub", cl_phase::enqueue);
   arg(k, 1, cl_uint(words), "scrub");
-  arg(k, 2, cl_uint(0xa5a5a5a5u ^ m_scrubs++), "scrub");
+  arg(k, 2, cl_uint(0xa5a5a5a5u ^ m_scrubs), "scrub");
   arg(k, 3, m_flush_sink.get(), "scrub");
-  // One work-group per compute unit and more: every unit's local memory gets written.
+  arg(k, 4, m_scrub_arrivals.get(), "scrub");
+  arg(k, 5, meet, "scrub");
+  arg(k, 6, cl_uint(m_scrubs * meet), "scrub");  // the count after this scrub's arrivals
   const std::size_t local = k_block;
-  const std::size_t global = std::size_t(std::max(1, m_info.compute_units)) * 2 * k_block;
+  const std::size_t global = std::size_t(groups) * k_block;
   run(k, 1, &global, &local, "scrubbing local memory");
 }
 
