@@ -155,6 +155,7 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
   with_held_out.allow_held_out = true;
   const job_spec spec = parse_job_spec(sample, with_held_out);
   validate_points(compile_plan(spec, limits.plan));
+  t.sample = spec;
 
   // Tolerances a candidate could pass with anything are refused.
   std::optional<double> limit;

@@ -25,6 +25,9 @@ struct task_definition {
   // The fixed parts, as given: kernel (without source), sweep, held_out, verify, timing,
   // fitness, engine, device, mock.
   json template_json;
+  // The job a submission would make (with a placeholder kernel body), held-out sizes included:
+  // where it can run is checked against the devices when the task is created.
+  job_spec sample;
 };
 
 // Parses POST /api/v1/tasks and validates its template by building a sample job spec from it

@@ -28,6 +28,7 @@ task_record http_api::impl::find_task(const std::string& name) {
 
 response http_api::impl::create_task(const request& req) {
   const task_definition def = parse_task(parse_json(req.body), config.limits);
+  submissions.check_task(def.sample);
   task_record t;
   t.name = def.name;
   t.description = def.description;

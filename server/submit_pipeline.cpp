@@ -206,6 +206,14 @@ submit_result submit_pipeline::submit_to_task(const task_record& task, const std
   }
 }
 
+void submit_pipeline::check_task(const job_spec& sample) {
+  const placement where = check_placement(sample);
+  plan_limits limits = m_config.limits.plan;
+  if (where.max_memory > 0)
+    limits.max_point_bytes = std::min(limits.max_point_bytes, where.max_memory);
+  validate_points(compile_plan(sample, limits));
+}
+
 submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
                                          const std::string& hash,
                                          const std::optional<std::string>& task) {

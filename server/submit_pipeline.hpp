@@ -58,6 +58,11 @@ class submit_pipeline {
   submit_result submit_to_task(const task_record& task, const std::string& body,
                                const std::string& idempotency_key, bool hide_held_out);
 
+  // POST /api/v1/tasks: a task's sample job (task_definition::sample) must be placeable as a
+  // submission would be: some live device runs its engine and kernel language, and every point,
+  // held-out ones included, fits that device's memory. Throws validation_error naming the field.
+  void check_task(const job_spec& sample);
+
   // POST /api/v1/imports: results measured elsewhere, stored as a finished job.
   submit_result import_results(const std::string& body, const std::string& idempotency_key);
 

@@ -328,6 +328,9 @@ TEST(TasksApi, BadTaskDefinitionsAreRefusedNamingTheField) {
   refused([](json& t) { t["seed"] = 1; }, "seed");
   refused([](json& t) { t["held_out"] = {{"M", {8}}}; }, "held_out.M");
   refused([](json& t) { t["held_out"] = {{"N", {-1}}}; }, "kernel.args[0].count");
+  // A task no live device can run (this daemon has mock devices only).
+  refused([](json& t) { t["engine"] = "hip"; }, "engine");
+  refused([](json& t) { t["kernel"]["language"] = "cuda"; }, "kernel.language");
   EXPECT_EQ(daemon.get("/api/v1/tasks").body["tasks"].size(), 0u);
   // A plain job has no held-out points.
   const auto plain = daemon.post_json(
