@@ -1,6 +1,7 @@
 #include "engine/point_kernel.hpp"
 
 #include <cstdio>
+#include <sstream>
 #include <stdexcept>
 
 #include "engine/detail/overloaded.hpp"
@@ -206,6 +207,60 @@ void point_kernel::launch(const buffer_set& buffers) {
                  },
              },
              *m_instance);
+}
+
+std::string point_kernel::reference_key() const {
+  if (!m_has_reference) return "";
+  std::ostringstream key;
+  key.precision(17);
+  for (const auto& b : m_buffers) {
+    key << "buffer " << b.name << ' ' << int(b.type) << ' ' << b.count << ' ' << int(b.init) << ' '
+        << b.output << b.scratch << '\n';
+  }
+  auto gemm = [&key](const gemm_instance& g, bool library) {
+    key << "gemm " << g.m << ' ' << g.n << ' ' << g.k << ' ' << int(g.type) << ' '
+        << int(g.layout_a) << ' ' << int(g.layout_b) << ' ' << g.alpha << ' ' << g.beta << ' '
+        << library << '\n';
+  };
+  auto stream = [&key](const stream_instance& s) {
+    key << "stream " << int(s.variant) << ' ' << s.n << ' ' << int(s.type) << ' ' << s.scalar
+        << '\n';
+  };
+  if (const auto* g = std::get_if<gemm_instance>(m_instance)) {
+    gemm(*g, false);
+    return key.str();
+  }
+  if (const auto* s = std::get_if<stream_instance>(m_instance)) {
+    stream(*s);
+    return key.str();
+  }
+  const auto& c = std::get<custom_instance>(*m_instance);
+  for (int op : m_reference_operands)
+    key << "operand " << op << '\n';
+  std::visit(overloaded{
+                 [&](const gemm_instance& g) {
+                   gemm(g, g.impl == gemm_impl::library &&
+                               m_backend.supports_gemm(gemm_algorithm::library, g.type));
+                 },
+                 [&](const stream_instance& s) { stream(s); },
+                 [&](const custom_launch& l) {
+                   // Launched with the kernel's own arguments, scalars and local memory too.
+                   const custom_kernel& k = *l.kernel;
+                   key << "custom " << int(k.language) << ' ' << k.entry << ' ' << l.block[0] << ' '
+                       << l.block[1] << ' ' << l.block[2] << ' ' << l.grid[0] << ' ' << l.grid[1]
+                       << ' ' << l.grid[2] << ' ' << l.shared_bytes << '\n';
+                   for (const auto& o : k.compile_options)
+                     key << "option " << o.size() << ' ' << o << '\n';
+                   key << "source " << k.source.size() << '\n' << k.source << '\n';
+                   for (const auto& a : c.args) {
+                     key << "arg " << a.name << ' ' << int(a.type) << ' ' << a.pointer << ' '
+                         << a.count << ' ' << int(a.init) << ' ' << a.output << ' ' << a.value
+                         << ' ' << a.local << ' ' << a.scratch << '\n';
+                   }
+                 },
+             },
+             *c.reference);
+  return key.str();
 }
 
 void point_kernel::launch_reference(const buffer_set& buffers) {

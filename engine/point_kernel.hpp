@@ -54,6 +54,10 @@ class point_kernel {
   // The type outputs are compared in (tolerances and flags go by it).
   dtype out_type() const { return m_out_type; }
   bool has_reference() const { return m_has_reference; }
+  // What the reference computes, as text: the buffers in order (name, type, count, init, role)
+  // and the reference with every value it is launched with. Two kernels with the same key get
+  // the same answer from the same inputs (the variants of a point share it). "" without one.
+  std::string reference_key() const;
 
   // The kernel's own buffers.
   buffer_set own_buffers() const;

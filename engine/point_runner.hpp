@@ -40,7 +40,9 @@
 //
 // Threading: one thread (the worker's). Owns its backend.
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "engine/analysis.hpp"
 #include "engine/device_backend.hpp"
@@ -81,6 +83,12 @@ class point_runner : public engine {
     int pattern = 0;
     answers expected;
   };
+  // The reference's answers of a point's trials, by point_kernel::reference_key() and the
+  // trial's seed and pattern: variants with the same reference take them from the first.
+  struct shared_answers {
+    std::map<std::string, answers> by_key;
+    std::uint64_t bytes = 0;
+  };
 
   void check_memory(double need, const std::string& what);
   // Fresh inputs from `seed` in `k`'s buffers (or in `set`, buffers of the same shapes); outputs
@@ -105,7 +113,8 @@ class point_runner : public engine {
   // Verifies `k` for the trials `spec` asks; the answers of its last trials go to `kept` (the
   // checked timed samples' inputs and answers), where given.
   verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed,
-                             std::vector<kept_answer>* kept = nullptr);
+                             std::vector<kept_answer>* kept = nullptr,
+                             shared_answers* shared = nullptr);
   // The variants of a job measured side by side (DESIGN.md §4, README "Variants"): each is
   // resolved, compiled and verified on its own, so one that fails fails its row only; every
   // variant's inputs come from the same seeds, so each is checked against the reference's

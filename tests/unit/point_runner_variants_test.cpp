@@ -170,6 +170,28 @@ TEST(PointRunnerVariants, EveryVariantRunsOnTheSameInputs) {
   EXPECT_GT(std::set<double>(seen["slow"].begin(), seen["slow"].end()).size(), n / 2);
 }
 
+// Variants with the same reference share its answers: it runs once per trial, not once per
+// trial and variant. A variant that changes what the reference is launched with (the scalar `a`
+// it shares with the kernel) runs it for itself, and passes against its own answer.
+TEST(PointRunnerVariants, VariantsWithTheSameReferenceRunItOncePerTrial) {
+  auto t = make_runner();
+  json variants = three_variants();
+  json args = variants_job(variants)["kernel"]["args"];
+  args[1]["value"] = 3.0;
+  variants.push_back({{"name", "triple"}, {"entry", "mid"}, {"args", args}});
+  const auto rows = t.runner.measure_all(plan_of(variants_job(variants, 2)), 0, 7);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& r : rows) {
+    const std::string name = r.variant.value_or("");
+    EXPECT_EQ(r.status, point_status::ok) << name;
+    EXPECT_EQ(r.verification.status, "passed") << name << ": " << r.verification.note;
+    EXPECT_EQ(r.verification.trials, 2) << name;
+    EXPECT_TRUE(r.flags.empty()) << name;
+  }
+  // Two trials for the three that share it, two for "triple"; timed checks use kept answers.
+  EXPECT_EQ(std::count(t.fake->log.begin(), t.fake->log.end(), "launch scale"), 4);
+}
+
 TEST(PointRunnerVariants, SpeedupsOverTheSlowestAndTheBaselineWithIntervals) {
   auto t = make_runner();
   json j = variants_job(three_variants());
