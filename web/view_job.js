@@ -415,7 +415,9 @@ export function mount(root, {id, query}) {
   // Imported rows name their kernel, and leave out the statistics their source did not give.
   const COLUMNS = () => [
     {key: 'index', label: '#', get: (r) => r.index, num: true},
-    ...state.names.map((n) => ({key: `p.${n}`, label: n, get: (r) => (r.params || {})[n], num: true})),
+    // A task's held-out point comes without its sizes: its cells say so.
+    ...state.names.map((n) => ({key: `p.${n}`, label: n, get: (r) => (r.params || {})[n], num: true,
+                                text: (r) => (r.held_out ? 'held out' : (r.params || {})[n])})),
     ...(state.variants ? [{key: 'variant', label: 'variant', get: (r) => r.variant, cls: 'variant',
                            // Sorted in the job's order of variants, not by name.
                            order: (r) => state.variants.indexOf(r.variant)}] : []),
@@ -512,7 +514,9 @@ export function mount(root, {id, query}) {
     for (let i = first; i < last; ++i) {
       const r = rows[i];
       const cls = [r.status === 'ok' ? '' : 'failed-row', grouped && i > 0 && rows[i - 1].index !== r.index ? 'point-start' : ''];
-      out.push(h('tr', {class: cls.filter(Boolean).join(' '), title: r.error ? `${r.error.type}: ${r.error.message}` : undefined,
+      const title = r.error ? `${r.error.type}: ${r.error.message}`
+        : r.held_out ? 'held out by its task: its sizes and times are not shown' : undefined;
+      out.push(h('tr', {class: cls.filter(Boolean).join(' '), title,
                         dataset: r.variant === undefined ? {} : {variant: r.variant}},
                  columns.map((c) => {
                    const v = c.text ? c.text(r) : c.get(r);

@@ -701,6 +701,60 @@ async function main() {
     }
   });
 
+  await step('an agent sees no held-out size of a task on the page', async () => {
+    const ops = path.join(os.tmpdir(), `kernelscan-operators-${process.pid}`);
+    const writers = path.join(os.tmpdir(), `kernelscan-writers-${process.pid}`);
+    fs.writeFileSync(ops, 'operator-token-for-the-page\n');
+    fs.writeFileSync(writers, 'agent-token-for-the-page\n');
+    const t = await startDaemon(['--token-file', writers, '--operator-token-file', ops]);
+    const b = await launch();
+    try {
+      const op = {Authorization: 'Bearer operator-token-for-the-page'};
+      // 28672 is the held-out size: it must not show anywhere an agent looks.
+      await api(t, 'POST', '/api/v1/tasks', {
+        name: 'axpy', description: 'out = a + s*b', engine: 'mock', mock: {output: 'correct'},
+        kernel: {language: 'hip', entry: 'axpy', block: [256, 1, 1], grid: ['ceil(N/256)', 1, 1],
+          args: [{name: 'out', type: 'f32*', count: 'N', output: true},
+                 {name: 'a', type: 'f32*', count: 'N'}, {name: 'b', type: 'f32*', count: 'N'},
+                 {name: 's', type: 'f32', value: 3}, {name: 'n', type: 'i32', value: 'N'}],
+          flops: '2*N', bytes: '12*N',
+          reference: {op: 'stream', variant: 'triad', n: 'N', dtype: 'f32', a: 'out', b: 'a', c: 'b', scalar: 3}},
+        sweep: {N: [4096, 8192]}, held_out: {N: [28672]}, verify: {trials: 2},
+        timing: {max_time_ms: 30}, fitness: {target_us: 5}}, op);
+      const source = 'extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) ' +
+                     '{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a[i] + s * b[i]; }';
+      const job = await api(t, 'POST', '/api/v1/tasks/axpy/submissions', {source, entry: 'axpy'},
+                            {Authorization: 'Bearer agent-token-for-the-page'});
+      await waitJob(t, job.id);
+      const w = {errors: [], foreign: []};
+      const p = await openPage(b, t.origin, w);
+      const hidden = (text) => !/28672|28,672|28\.7k|28\.67/.test(text);
+      await gotoView(p, t.origin, '#/jobs', `#jobs-table tr[data-id="${job.id}"]`);
+      expect(hidden(await p.evaluate(() => document.body.innerText)), 'the job list shows no held-out size');
+      await gotoView(p, t.origin, `#/jobs/${job.id}`, '#results-table tbody tr');
+      await p.waitForFunction(() => document.querySelectorAll('#results-table tbody tr:not(.spacer)').length === 3);
+      // The spec under its expander too.
+      const text = await p.evaluate(() => {
+        document.querySelectorAll('details').forEach((d) => { d.open = true; });
+        return document.body.innerText;
+      });
+      expect(/"sweep"/.test(text), 'the job page shows the spec');
+      expect(hidden(text), 'the job page shows no held-out size');
+      expect(/held out/.test(text), 'the job page says a point was held out');
+      for (const id of ['chart-sweep', 'chart-roofline']) {
+        const texts = (await chartTexts(p, id)).map((x) => x.text).join(' ');
+        expect(hidden(texts), `${id} draws no held-out size`);
+      }
+      expect(w.errors.length === 0, `no console errors on the task job (${JSON.stringify(w.errors)})`);
+      await shot(p, 'held-out');
+    } finally {
+      await b.close();
+      await t.stop();
+      fs.rmSync(ops, {force: true});
+      fs.rmSync(writers, {force: true});
+    }
+  });
+
   console.log(`${passed} checks passed, ${failures.length} failed; screenshots in ${artifacts}`);
   if (failures.length) process.exit(1);
 }
