@@ -245,6 +245,11 @@ submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
   // The store checks the key again inside its transaction: two concurrent first tries with
   // one key create one job.
   const auto outcome = m_store.submit(sub, unix_time_ms());
+  if (outcome.task_retired) {
+    throw api_error(409, "task_retired",
+                    "task \"" + *task + "\" was retired: it takes no new submissions", {},
+                    json{{"task", *task}});
+  }
   if (outcome.conflict) throw idempotency_conflict(key, outcome.id);
   if (!outcome.created) return replay(outcome.id);
   // Read before enqueueing: the answer shows the job as accepted, not half-way through.

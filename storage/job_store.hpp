@@ -60,6 +60,9 @@ struct submit_outcome {
   std::int64_t id = 0;
   bool created = false;   // false: the idempotency key named an existing job
   bool conflict = false;  // the key exists with a different request body
+  // The job's task is retired (checked in the transaction that would store it, so a retire
+  // that committed first always wins): nothing was stored.
+  bool task_retired = false;
 };
 
 struct list_filter {

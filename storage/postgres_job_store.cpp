@@ -373,7 +373,15 @@ submit_outcome postgres_job_store::submit(const job_submission& job, std::int64_
       return {known.int64(0, 0), false, known.text(0, 1) != job.request_hash};
     }
   }
-  return *insert_job(*c, job, job_status::queued, now_ms, std::nullopt);
+  if (!job.task) return *insert_job(*c, job, job_status::queued, now_ms, std::nullopt);
+  // The task's row is locked until the job is stored: a retire waits for it, or went first.
+  pg_transaction tx(*c);
+  const auto task = c->exec(
+      "SELECT retired_ms IS NOT NULL FROM kernelscan.tasks WHERE name = $1 FOR SHARE", {*job.task});
+  if (task.rows() == 1 && task.boolean(0, 0)) return {0, false, false, true};
+  const auto out = *insert_job(*c, job, job_status::queued, now_ms, std::nullopt);
+  tx.commit();
+  return out;
 }
 
 submit_outcome postgres_job_store::import_job(const job_submission& job,

@@ -159,6 +159,11 @@ submit_outcome sqlite_job_store::submit(const job_submission& job, std::int64_t 
   durable_commits durable(m_db);
   database::transaction tx(m_db);
   if (auto known = find_key(job)) return *known;
+  if (job.task) {
+    auto s = m_db.prepare("SELECT retired_ms FROM tasks WHERE name = ?");
+    s->bind(1, *job.task);
+    if (s->step() && s->opt_int64(0)) return {0, false, false, true};
+  }
   const std::int64_t id = insert_job(job, job_status::queued, now_ms, std::nullopt);
   tx.commit();
   return {id, true, false};

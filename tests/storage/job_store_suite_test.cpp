@@ -241,6 +241,18 @@ TEST_P(JobStore, TasksAreCreatedOnceListedByNameAndRetired) {
   EXPECT_EQ(store.task("matmul")->retired_ms, 300);
   EXPECT_FALSE(store.task("axpy")->retired_ms);
   EXPECT_FALSE(store.create_task(t));  // a retired task's name stays taken
+
+  // A job for a retired task is not stored, whatever the caller read of the task before.
+  auto late = submission("late");
+  late.task = "matmul";
+  const auto refused = store.submit(late, 500);
+  EXPECT_TRUE(refused.task_retired);
+  EXPECT_FALSE(refused.created);
+  late.task = "axpy";
+  const auto stored = store.submit(late, 500);
+  EXPECT_FALSE(stored.task_retired);
+  EXPECT_TRUE(stored.created);
+  EXPECT_EQ(store.get(stored.id)->task, "axpy");
 }
 
 TEST_P(JobStore, JobsCarryTheirTaskAndAreListedByIt) {
