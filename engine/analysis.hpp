@@ -48,7 +48,7 @@ inline constexpr double k_verification_launch_min_us = 50;
 
 // Flags from a verification: timed_output_mismatch (a checked timed sample was wrong),
 // input_modified (the kernel wrote to a buffer given to it as an input), out_of_bounds_write (it
-// wrote into the canary region after a buffer), low_signal_reference (most reference outputs are
+// wrote into a canary region around a buffer), low_signal_reference (most reference outputs are
 // within atol of zero), precision_mismatch (an f32/f64 output with the norm-relative error of a
 // narrower type's arithmetic, passing or not), verification_failed, and what the failure looks
 // like: output_not_written (outputs left NaN), precision_mismatch (errors within f16's tolerance

@@ -61,19 +61,31 @@ class device_backend;
 
 // Device memory owned through its backend; moves, never copies. The handle is the platform's
 // (a device pointer, a cl_mem) as an integer; the mock's is a counter.
+//
+// A guarded buffer (device_backend::allocate_guarded) is one allocation of guard + bytes + guard:
+// its handle addresses the `bytes` of data only, as a plain buffer's does, and base() is the
+// platform's handle of the whole allocation (the parent cl_mem of a sub-buffer, the pointer
+// hipMalloc returned). A plain buffer has guard() 0 and base() == handle().
 class device_buffer {
  public:
   device_buffer() = default;
   device_buffer(device_backend* owner, std::uintptr_t handle, std::uint64_t bytes)
-      : m_owner(owner), m_handle(handle), m_bytes(bytes) {}
+      : m_owner(owner), m_handle(handle), m_base(handle), m_bytes(bytes) {}
+  device_buffer(device_backend* owner, std::uintptr_t handle, std::uint64_t bytes,
+                std::uint64_t guard, std::uintptr_t base)
+      : m_owner(owner), m_handle(handle), m_base(base), m_bytes(bytes), m_guard(guard) {}
   device_buffer(device_buffer&& o) noexcept
       : m_owner(std::exchange(o.m_owner, nullptr)),
         m_handle(std::exchange(o.m_handle, 0)),
-        m_bytes(std::exchange(o.m_bytes, 0)) {}
+        m_base(std::exchange(o.m_base, 0)),
+        m_bytes(std::exchange(o.m_bytes, 0)),
+        m_guard(std::exchange(o.m_guard, 0)) {}
   device_buffer& operator=(device_buffer&& o) noexcept {
     std::swap(m_owner, o.m_owner);
     std::swap(m_handle, o.m_handle);
+    std::swap(m_base, o.m_base);
     std::swap(m_bytes, o.m_bytes);
+    std::swap(m_guard, o.m_guard);
     return *this;
   }
   device_buffer(const device_buffer&) = delete;
@@ -82,13 +94,21 @@ class device_buffer {
 
   std::uintptr_t handle() const { return m_handle; }
   std::uint64_t bytes() const { return m_bytes; }
+  // Bytes of each guard region, before and after the data; 0 for a plain buffer.
+  std::uint64_t guard() const { return m_guard; }
+  std::uintptr_t base() const { return m_base; }
   explicit operator bool() const { return m_owner != nullptr; }
 
  private:
   device_backend* m_owner = nullptr;
   std::uintptr_t m_handle = 0;
+  std::uintptr_t m_base = 0;
   std::uint64_t m_bytes = 0;
+  std::uint64_t m_guard = 0;
 };
+
+// The guard region of a guarded buffer before its first byte, or after its last.
+enum class guard_side { before, after };
 
 // Which algorithm a GEMM launch runs.
 enum class gemm_algorithm {
@@ -179,8 +199,20 @@ class device_backend {
   // Bytes that may still be allocated, and the largest single allocation.
   virtual std::uint64_t free_memory() = 0;
   virtual std::uint64_t max_allocation() const = 0;
+  // One allocation of guard + bytes + guard (or more, where the platform must align the data),
+  // of which the buffer returned addresses the `bytes` in the middle: offset 0 is the first data
+  // byte, and fill, read, write, copy, kernel arguments and the built-in ops take it as a plain
+  // buffer of `bytes`. The guards are reached through write_guard() and read_guard() only, so
+  // that what changes there was written outside the buffer (the runner's canaries). Releasing
+  // the buffer frees the whole allocation. A buffer of 0 bytes has no storage and no guards.
   // Throws backend_error (out_of_memory) when the device cannot allocate it.
-  virtual device_buffer allocate(std::uint64_t bytes) = 0;
+  virtual device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) = 0;
+  // A plain buffer: no guards.
+  device_buffer allocate(std::uint64_t bytes) { return allocate_guarded(bytes, 0); }
+  // Copies b.guard() bytes from `src` into the guard region on `side` of `b` / from it to `dst`
+  // (waiting for queued work first, as read() does). Nothing for a plain buffer.
+  virtual void write_guard(const device_buffer& b, guard_side side, const void* src) = 0;
+  virtual void read_guard(const device_buffer& b, guard_side side, void* dst) = 0;
   virtual void fill(const device_buffer& b, const fill_request& f) = 0;
   virtual void write(const device_buffer& b, std::uint64_t offset, const void* src,
                      std::uint64_t bytes) = 0;
@@ -224,11 +256,12 @@ class device_backend {
 
  private:
   friend class device_buffer;
-  virtual void release(std::uintptr_t handle, std::uint64_t bytes) noexcept = 0;
+  // Frees the whole allocation of `b` (its guards too).
+  virtual void release(const device_buffer& b) noexcept = 0;
 };
 
 inline device_buffer::~device_buffer() {
-  if (m_owner) m_owner->release(m_handle, m_bytes);
+  if (m_owner) m_owner->release(*this);
 }
 
 }  // namespace kernelscan

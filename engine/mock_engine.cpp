@@ -124,8 +124,13 @@ verification_result mock_backend::simulate_verification(const job_spec& spec,
   return v;
 }
 
-device_buffer mock_backend::allocate(std::uint64_t bytes) {
-  return device_buffer(this, m_next_handle++, bytes);
+device_buffer mock_backend::allocate_guarded(std::uint64_t bytes, std::uint64_t guard) {
+  const std::uintptr_t h = m_next_handle++;
+  return device_buffer(this, h, bytes, bytes ? guard : 0, h);
+}
+
+void mock_backend::read_guard(const device_buffer& b, guard_side, void* dst) {
+  std::memset(dst, 0, b.guard());
 }
 
 void mock_backend::read(const device_buffer&, std::uint64_t, void* dst, std::uint64_t bytes) {

@@ -37,11 +37,14 @@ class mock_backend final : public device_backend {
 
   std::uint64_t free_memory() override { return m_model.memory_bytes; }
   std::uint64_t max_allocation() const override { return m_model.memory_bytes; }
-  device_buffer allocate(std::uint64_t bytes) override;
+  device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) override;
   void fill(const device_buffer&, const fill_request&) override {}
   void write(const device_buffer&, std::uint64_t, const void*, std::uint64_t) override {}
   void read(const device_buffer& b, std::uint64_t offset, void* dst, std::uint64_t bytes) override;
   void copy(const device_buffer&, const device_buffer&, std::uint64_t) override {}
+  // No storage: guards read as zeros, like the data.
+  void write_guard(const device_buffer&, guard_side, const void*) override {}
+  void read_guard(const device_buffer& b, guard_side side, void* dst) override;
 
   kernel_id compile(const custom_kernel&) override { return 0; }
   void launch(const kernel_call& call) override;
@@ -58,7 +61,7 @@ class mock_backend final : public device_backend {
   double model_time_us(const kernel_instance& k, l2_mode l2) const;
 
  private:
-  void release(std::uintptr_t, std::uint64_t) noexcept override {}
+  void release(const device_buffer&) noexcept override {}
   void launched(double model_us);
 
   const device_model& m_model;

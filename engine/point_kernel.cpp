@@ -130,13 +130,13 @@ void point_kernel::add_buffer(std::string name, dtype t, std::int64_t count, arg
   b.init = init;
   b.output = output;
   b.scratch = scratch;
-  if (b.bytes() + k_canary_bytes > m_backend.max_allocation()) {
+  if (b.bytes() + 2 * k_canary_bytes > m_backend.max_allocation()) {
     throw backend_error(fault_kind::out_of_memory,
                         "buffer \"" + b.name + "\" needs " + gib(double(b.bytes())) +
                             "; this device allocates at most " +
                             gib(double(m_backend.max_allocation())) + " at once");
   }
-  b.mem = m_backend.allocate(b.bytes() + k_canary_bytes);
+  b.mem = m_backend.allocate_guarded(b.bytes(), k_canary_bytes);
   m_buffers.push_back(std::move(b));
 }
 

@@ -20,8 +20,9 @@
 
 namespace kernelscan {
 
-// Every buffer is allocated this much longer than its elements: the canary region the runner
-// fills after allocating and checks after the kernel's launches (a write past the end of a buffer,
+// Every buffer is allocated guarded (device_backend::allocate_guarded) by this much on each side:
+// the canary regions before and after it, which the runner fills after allocating and checks after
+// the kernel's launches (a write before the start or past the end of a buffer,
 // out_of_bounds_write). Element counts, bytes() and launches see only the elements.
 inline constexpr std::uint64_t k_canary_bytes = 4096;
 

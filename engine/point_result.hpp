@@ -48,7 +48,8 @@ struct verification_result {
   // The share of the reference's output elements within atol of zero (the largest over the
   // trials): above k_low_signal_share, a constant output comes close to passing.
   double ref_near_zero = 0;
-  // Buffers past whose end the kernel wrote, into the canary region that follows each one.
+  // Buffers before whose start or past whose end the kernel wrote, into the canary regions
+  // around each one.
   std::vector<std::string> written_out_of_bounds;
 };
 

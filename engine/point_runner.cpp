@@ -63,6 +63,14 @@ std::string joined_names(const std::vector<std::string>& list, std::size_t from 
   return out;
 }
 
+// The canaries are copied into and compared with a buffer's guards whole: a buffer allocated
+// without them (or with others) is a bug of the runner, not of the kernel.
+void require_canary_guards(const device_buffer& b, const std::string& name, std::size_t canary) {
+  if (b.bytes() == 0 || b.guard() == canary) return;
+  throw std::logic_error("buffer \"" + name + "\" has guards of " + std::to_string(b.guard()) +
+                         " bytes where its canaries need " + std::to_string(canary));
+}
+
 }  // namespace
 
 std::string point_error_type(fault_kind kind) {
@@ -167,19 +175,37 @@ point_runner::answers point_runner::reference_answers(point_kernel& k, const buf
   return out;
 }
 
-void point_runner::arm_canaries(point_kernel& k, const buffer_set& set) {
-  for (std::size_t i = 0; i < k.buffers().size(); ++i)
-    m_backend->write(*set[i], k.buffers()[i].bytes(), m_canary.data(), m_canary.size());
+std::string point_runner::canary_hits::places() const {
+  std::string out;
+  if (!before.empty()) out = "before the start of " + joined_names(before);
+  if (!after.empty())
+    out += (out.empty() ? "" : " and ") + ("past the end of " + joined_names(after));
+  return out;
 }
 
-void point_runner::check_canaries(point_kernel& k, const buffer_set& set,
-                                  std::vector<std::string>& written) {
+void point_runner::arm_canaries(point_kernel& k, const buffer_set& set) {
+  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+    require_canary_guards(*set[i], k.buffers()[i].name, m_canary.size());
+    for (const guard_side side : {guard_side::before, guard_side::after})
+      m_backend->write_guard(*set[i], side, m_canary.data());
+  }
+}
+
+void point_runner::check_canaries(point_kernel& k, const buffer_set& set, canary_hits& hits) {
+  auto add = [](std::vector<std::string>& list, const std::string& name) {
+    if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
+  };
   std::vector<unsigned char> now(m_canary.size());
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
-    m_backend->read(*set[i], b.bytes(), now.data(), now.size());
-    if (now != m_canary && std::find(written.begin(), written.end(), b.name) == written.end())
-      written.push_back(b.name);
+    require_canary_guards(*set[i], b.name, m_canary.size());
+    if (!set[i]->guard()) continue;  // no storage to write outside of
+    for (const guard_side side : {guard_side::before, guard_side::after}) {
+      m_backend->read_guard(*set[i], side, now.data());
+      if (now == m_canary) continue;
+      add(hits.buffers, b.name);
+      add(side == guard_side::before ? hits.before : hits.after, b.name);
+    }
   }
 }
 
@@ -262,6 +288,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
   v.tolerance = rtol;
   output_errors e;
   bool norm_failed = false;
+  canary_hits outside;
   const auto own = k.own_buffers();
   const int trials = spec.verify.trials;
   // After which trials the extra launches come (a trial may get two).
@@ -332,7 +359,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
         v.inputs_written.push_back(b.name);
       }
     }
-    if (m_defences) check_canaries(k, own, v.written_out_of_bounds);
+    if (m_defences) check_canaries(k, own, outside);
     output_errors t;
     compare(k, own, expected, atol, rtol, pattern, t);
     v.norm_rel_err = std::max(v.norm_rel_err, norm_relative_error(t));
@@ -375,9 +402,8 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     notes.push_back("the kernel wrote to its input " + joined_names(v.inputs_written) +
                     " (a buffer it may write without being checked is \"scratch\": true)");
   }
-  if (!v.written_out_of_bounds.empty()) {
-    notes.push_back("the kernel wrote past the end of " + joined_names(v.written_out_of_bounds));
-  }
+  v.written_out_of_bounds = outside.buffers;
+  if (!outside.empty()) notes.push_back("the kernel wrote " + outside.places());
   if (v.ref_near_zero > k_low_signal_share) {
     notes.push_back(format_tolerance(100 * v.ref_near_zero) +
                     "% of the reference's output elements are within atol " +
@@ -418,7 +444,8 @@ class point_runner::timed_checks {
       runner.check_memory(double(bytes), "a second set of buffers");
       m_second.reserve(k.buffers().size());
       for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-        m_second.push_back(runner.m_backend->allocate(k.buffers()[i].bytes() + k_canary_bytes));
+        m_second.push_back(
+            runner.m_backend->allocate_guarded(k.buffers()[i].bytes(), k_canary_bytes));
         m_sets[1][i] = &m_second.back();
       }
       runner.arm_canaries(k, m_sets[1]);
@@ -485,12 +512,21 @@ class point_runner::timed_checks {
 
   // What the checks found, and the canaries after every timed launch of either set.
   void report(verification_result& v) {
-    const std::size_t before = v.written_out_of_bounds.size();
-    m_runner.check_canaries(m_k, m_sets[0], v.written_out_of_bounds);
-    if (rotates()) m_runner.check_canaries(m_k, m_sets[1], v.written_out_of_bounds);
-    if (v.written_out_of_bounds.size() > before) {
-      v.note += std::string(v.note.empty() ? "" : "; ") + "timed launches wrote past the end of " +
-                joined_names(v.written_out_of_bounds, before);
+    canary_hits outside;
+    m_runner.check_canaries(m_k, m_sets[0], outside);
+    if (rotates()) m_runner.check_canaries(m_k, m_sets[1], outside);
+    // The canaries verification found changed stay so: what is new is the timed launches'.
+    const auto& found = v.written_out_of_bounds;
+    for (auto* list : {&outside.buffers, &outside.before, &outside.after}) {
+      std::erase_if(*list, [&](const std::string& name) {
+        return std::find(found.begin(), found.end(), name) != found.end();
+      });
+    }
+    if (!outside.empty()) {
+      v.written_out_of_bounds.insert(v.written_out_of_bounds.end(), outside.buffers.begin(),
+                                     outside.buffers.end());
+      v.note +=
+          std::string(v.note.empty() ? "" : "; ") + "timed launches wrote " + outside.places();
     }
     v.timed_checks = m_checks;
     v.timed_wrong = m_wrong;

@@ -14,8 +14,8 @@
 // sample is) and its outputs are compared with that answer chunk by chunk (output_check.hpp),
 // element by element and by their norm-relative error. Local memory is scrubbed before the
 // kernel's launch (and before every timed sample); its inputs are hashed around the first and
-// the last trial's launch (input_modified) and the canary region after every buffer checked
-// (out_of_bounds_write). The
+// the last trial's launch (input_modified) and the canary regions before and after every buffer
+// checked (out_of_bounds_write). The
 // number of trials varies with the point's seed, between verify.trials and two more; after
 // them the kernel is loaded afresh (its globals back to their initial values) for timing.
 //
@@ -98,12 +98,21 @@ class point_runner : public engine {
   // The reference's answer for the inputs now in `set`, on the host (empty for non-outputs): it
   // runs on its own copies of the outputs, in their state now, which are freed before returning.
   answers reference_answers(point_kernel& k, const buffer_set& set);
-  // The canary pattern of the point (from its seed), and the canary regions that follow the
-  // buffers of `set` (point_kernel.hpp) filled with it / checked: the names of the buffers whose
-  // canary changed are added to `written` (once each).
+  // Buffers whose canaries changed: all of them once each, in the order found (what
+  // verification.written_out_of_bounds lists), and those written before their start and past
+  // their end (what its note says).
+  struct canary_hits {
+    std::vector<std::string> buffers, before, after;
+    bool empty() const { return buffers.empty(); }
+    // "before the start of x and past the end of x, y"
+    std::string places() const;
+  };
+  // The canary pattern of the point (from its seed), and the canary regions before and after the
+  // buffers of `set` (point_kernel.hpp) filled with it / checked, the buffers whose canaries
+  // changed added to `hits` (once each).
   void begin_canaries(std::uint64_t point_seed);
   void arm_canaries(point_kernel& k, const buffer_set& set);
-  void check_canaries(point_kernel& k, const buffer_set& set, std::vector<std::string>& written);
+  void check_canaries(point_kernel& k, const buffer_set& set, canary_hits& hits);
   // A hash of each buffer of `set` that is an input (not an output, not scratch); 0 for the
   // others. One entry per buffer.
   std::vector<std::uint64_t> input_hashes(point_kernel& k, const buffer_set& set);

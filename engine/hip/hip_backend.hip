@@ -147,10 +147,14 @@ class hip_backend final : public device_backend {
     return free;
   }
   std::uint64_t max_allocation() const override { return m_info.memory_bytes; }
-  device_buffer allocate(std::uint64_t bytes) override {
+  // One hipMalloc of guard + bytes + guard; the buffer's pointer is the first data byte (4096
+  // past an allocation's 256-byte alignment keeps every alignment a kernel may assume).
+  device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) override {
+    if (bytes == 0) return device_buffer(this, 0, 0);
     void* p = nullptr;
-    if (bytes) check(hipMalloc(&p, bytes), "hipMalloc");
-    return device_buffer(this, reinterpret_cast<std::uintptr_t>(p), bytes);
+    check(hipMalloc(&p, guard + bytes + guard), "hipMalloc");
+    const auto base = reinterpret_cast<std::uintptr_t>(p);
+    return device_buffer(this, base + guard, bytes, guard, base);
   }
   void fill(const device_buffer& b, const fill_request& f) override {
     void* p = ptr(&b);
@@ -179,6 +183,18 @@ class hip_backend final : public device_backend {
   void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
     check(hipMemcpyAsync(ptr(&dst), ptr(&src), bytes, hipMemcpyDeviceToDevice, s()),
           "copying on the device");
+  }
+  void write_guard(const device_buffer& b, guard_side side, const void* src) override {
+    if (!b.guard()) return;
+    synchronize();
+    check(hipMemcpy(guard_ptr(b, side), src, b.guard(), hipMemcpyHostToDevice),
+          "copying to the device");
+  }
+  void read_guard(const device_buffer& b, guard_side side, void* dst) override {
+    if (!b.guard()) return;
+    synchronize();
+    check(hipMemcpy(dst, guard_ptr(b, side), b.guard(), hipMemcpyDeviceToHost),
+          "reading from the device");
   }
 
   kernel_id compile(const custom_kernel& kernel) override {
@@ -234,8 +250,11 @@ class hip_backend final : public device_backend {
   }
 
  private:
-  void release(std::uintptr_t handle, std::uint64_t) noexcept override {
-    if (handle) (void)hipFree(reinterpret_cast<void*>(handle));
+  void release(const device_buffer& b) noexcept override {
+    if (b.base()) (void)hipFree(reinterpret_cast<void*>(b.base()));
+  }
+  static void* guard_ptr(const device_buffer& b, guard_side side) {
+    return reinterpret_cast<void*>(side == guard_side::before ? b.base() : b.handle() + b.bytes());
   }
   hipStream_t s() const { return m_stream.get(); }
 

@@ -269,7 +269,7 @@ class opencl_backend final : public device_backend {
     return m_info.memory_bytes > m_allocated ? m_info.memory_bytes - m_allocated : 0;
   }
   std::uint64_t max_allocation() const override { return m_max_allocation; }
-  device_buffer allocate(std::uint64_t bytes) override;
+  device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) override;
   void fill(const device_buffer& b, const fill_request& f) override;
   void write(const device_buffer& b, std::uint64_t offset, const void* src,
              std::uint64_t bytes) override {
@@ -283,6 +283,19 @@ class opencl_backend final : public device_backend {
   void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
     guard(clEnqueueCopyBuffer(m_queue, mem(&src), mem(&dst), 0, 0, bytes, 0, nullptr, nullptr),
           "copying on the device", cl_phase::enqueue);
+  }
+  // Through the parent buffer, whose bytes around the sub-buffer are the guards.
+  void write_guard(const device_buffer& b, guard_side side, const void* src) override {
+    if (!b.guard()) return;
+    guard(clEnqueueWriteBuffer(m_queue, reinterpret_cast<cl_mem>(b.base()), CL_TRUE,
+                               guard_offset(b, side), b.guard(), src, 0, nullptr, nullptr),
+          "copying to the device", cl_phase::wait);
+  }
+  void read_guard(const device_buffer& b, guard_side side, void* dst) override {
+    if (!b.guard()) return;
+    guard(clEnqueueReadBuffer(m_queue, reinterpret_cast<cl_mem>(b.base()), CL_TRUE,
+                              guard_offset(b, side), b.guard(), dst, 0, nullptr, nullptr),
+          "reading from the device", cl_phase::wait);
   }
 
   kernel_id compile(const custom_kernel& kernel) override;
@@ -304,10 +317,24 @@ class opencl_backend final : public device_backend {
   }
 
  private:
-  void release(std::uintptr_t handle, std::uint64_t bytes) noexcept override {
-    if (!handle) return;
-    clReleaseMemObject(reinterpret_cast<cl_mem>(handle));
-    m_allocated -= std::min(m_allocated, bytes);
+  void release(const device_buffer& b) noexcept override {
+    if (!b.handle()) return;
+    clReleaseMemObject(reinterpret_cast<cl_mem>(b.handle()));
+    if (b.base() != b.handle()) clReleaseMemObject(reinterpret_cast<cl_mem>(b.base()));
+    m_allocated -= std::min(m_allocated, allocation_bytes(b.bytes(), b.guard()));
+  }
+  // Where the sub-buffer of a guarded buffer starts in its parent: `guard` rounded up to the
+  // device's base address alignment (4096 is a multiple of it on every device we know of, so
+  // the leading guard is then the parent's first bytes; elsewhere unused bytes precede it).
+  std::uint64_t data_origin(std::uint64_t guard) const {
+    return (guard + m_base_align - 1) / m_base_align * m_base_align;
+  }
+  std::uint64_t allocation_bytes(std::uint64_t bytes, std::uint64_t guard) const {
+    return guard ? data_origin(guard) + bytes + guard : bytes;
+  }
+  std::uint64_t guard_offset(const device_buffer& b, guard_side side) const {
+    const std::uint64_t origin = data_origin(b.guard());
+    return side == guard_side::before ? origin - b.guard() : origin + b.bytes();
   }
   // check() that marks the device lost when the fault says so.
   void guard(cl_int status, const char* what, cl_phase phase) {
@@ -337,6 +364,7 @@ class opencl_backend final : public device_backend {
   bool m_lost = false;
   std::uint64_t m_max_allocation = 0;
   std::uint64_t m_local_memory = 0;  // per work-group
+  std::uint64_t m_base_align = 1;    // bytes a sub-buffer's origin must be a multiple of
   std::uint32_t m_scrubs = 0;
   std::uint64_t m_allocated = 0;
   std::map<dtype, program_ptr> m_builtin_programs;
@@ -371,6 +399,9 @@ opencl_backend::opencl_backend(int index) {
   m_fp16 = has_extension(m_device, "cl_khr_fp16");
   m_max_allocation = device_value<cl_ulong>(m_device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   m_local_memory = device_value<cl_ulong>(m_device, CL_DEVICE_LOCAL_MEM_SIZE);
+  // Given in bits.
+  m_base_align = std::max<std::uint64_t>(
+      1, device_value<cl_uint>(m_device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
   cl_int status = CL_SUCCESS;
   const cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                          reinterpret_cast<cl_context_properties>(ref.platform), 0};
@@ -435,15 +466,34 @@ void opencl_backend::require_type(dtype t, const char* what) const {
   }
 }
 
-device_buffer opencl_backend::allocate(std::uint64_t bytes) {
+// A guarded buffer is a parent buffer holding the guards and the data, and a sub-buffer of the
+// data that everything else (kernel arguments, fills, copies, CLBlast) is given: a kernel writing
+// before or past the sub-buffer writes into the parent's guards, as on any device memory.
+device_buffer opencl_backend::allocate_guarded(std::uint64_t bytes, std::uint64_t guard) {
   if (bytes == 0) return device_buffer(this, 0, 0);
+  const std::uint64_t whole = allocation_bytes(bytes, guard);
   cl_int status = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(m_context, CL_MEM_READ_WRITE, bytes, nullptr, &status);
+  mem_ptr parent(clCreateBuffer(m_context, CL_MEM_READ_WRITE, whole, nullptr, &status));
   if (status != CL_SUCCESS) {
-    fail(status, "allocating " + gib(double(bytes)) + " on the device", cl_phase::allocate);
+    fail(status, "allocating " + gib(double(whole)) + " on the device", cl_phase::allocate);
   }
-  m_allocated += bytes;
-  return device_buffer(this, reinterpret_cast<std::uintptr_t>(m), bytes);
+  if (guard == 0) {
+    m_allocated += whole;
+    return device_buffer(this, reinterpret_cast<std::uintptr_t>(parent.release()), bytes);
+  }
+  const cl_buffer_region region{data_origin(guard), bytes};
+  cl_mem data = clCreateSubBuffer(parent.get(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                  &region, &status);
+  if (status != CL_SUCCESS) {
+    fail(status,
+         "making the data of a guarded buffer (" + std::to_string(bytes) + " bytes at offset " +
+             std::to_string(region.origin) + ", base address alignment " +
+             std::to_string(m_base_align) + " bytes) a sub-buffer",
+         cl_phase::allocate);
+  }
+  m_allocated += whole;
+  return device_buffer(this, reinterpret_cast<std::uintptr_t>(data), bytes, guard,
+                       reinterpret_cast<std::uintptr_t>(parent.release()));
 }
 
 cl_kernel opencl_backend::builtin(dtype t, const char* name) {

@@ -468,6 +468,7 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
     std::string statement = "";
     std::function<void(json&)> adjust = nullptr;  // changes to the job beyond the kernel body
     std::string or_flag = "";                     // a flag that catches it as well
+    std::string note = "";                        // what the verification note says of it
   };
   // Computes for the first three launches' worth of work-items, then does nothing.
   auto with_counter = [this](json& spec) { add_launch_counter(spec); };
@@ -484,7 +485,12 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
            std::string(engine() == "hip" ? "float*" : "__global float*") + ")b)[i] = 0.0f; }"},
       // Right outputs, and a stray write just past the end of one.
       {"writes past its end", "", "out_of_bounds_write", "12*N",
-       "if (i < n) out[i] = a[i] + s * b[i]; if (i == 0) out[n + 5] = 0.0f;"},
+       "if (i < n) out[i] = a[i] + s * b[i]; if (i == 0) out[n + 5] = 0.0f;", nullptr, "",
+       "past the end of out"},
+      // Right outputs, and a stray write just before the start of one.
+      {"writes before its start", "", "out_of_bounds_write", "12*N",
+       "if (i < n) out[i] = a[i] + s * b[i]; if (i == 0) out[-3] = 0.0f;", nullptr, "",
+       "before the start of out"},
       // Counts its launches and stops working once verification should be over.
       {"counts its launches", "", "timed_output_mismatch", "12*N",
        "if (i < n && " + count_call() + " < 3u * (unsigned int)n) out[i] = a[i] + s * b[i];",
@@ -512,6 +518,10 @@ TEST_P(DeviceTest, CheatingKernelsAreFlaggedAndScoreZero) {
     const json& row = job["rows"][0];
     EXPECT_TRUE(has_flag(row, c.flag) || (!c.or_flag.empty() && has_flag(row, c.or_flag)))
         << row.dump();
+    if (!c.note.empty()) {
+      EXPECT_NE(row["verification"]["note"].get<std::string>().find(c.note), std::string::npos)
+          << row.dump();
+    }
     EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
   }
 }

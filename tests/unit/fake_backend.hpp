@@ -78,14 +78,18 @@ class fake_backend final : public device_backend {
     return free_bytes > m_allocated ? free_bytes - m_allocated : 0;
   }
   std::uint64_t max_allocation() const override { return m_info.memory_bytes; }
-  device_buffer allocate(std::uint64_t bytes) override {
+  // A guarded buffer is one host allocation of guard + bytes + guard, its data in the middle: a
+  // host kernel that writes at y[-1] lands in the leading guard, as on a device.
+  device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) override {
     maybe_fail("allocate");
+    if (bytes == 0) guard = 0;
     const std::uintptr_t h = m_next++;
-    m_memory[h].assign(backing ? bytes : 0, 0xcd);
-    m_sizes[h] = bytes;
-    m_allocated += bytes;
+    const std::uint64_t whole = guard + bytes + guard;
+    m_memory[h].assign(backing ? whole : 0, 0xcd);
+    m_sizes[h] = whole;
+    m_allocated += whole;
     log.push_back("allocate " + std::to_string(h));
-    return device_buffer(this, h, bytes);
+    return device_buffer(this, h, bytes, guard, h);
   }
   void fill(const device_buffer& b, const fill_request& f) override {
     if (backing) fill_host(f, data(b));
@@ -103,6 +107,15 @@ class fake_backend final : public device_backend {
   void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
     std::memcpy(data(dst), data(src), bytes);
     log.push_back("copy " + std::to_string(src.handle()) + " " + std::to_string(dst.handle()));
+  }
+  // Unbacked buffers have no storage: their guards are neither written nor read.
+  void write_guard(const device_buffer& b, guard_side side, const void* src) override {
+    if (backing) std::memcpy(guard_data(b, side), src, b.guard());
+  }
+  void read_guard(const device_buffer& b, guard_side side, void* dst) override {
+    maybe_fail("read");
+    if (backing) std::memcpy(dst, guard_data(b, side), b.guard());
+    log.push_back("read_guard " + std::to_string(b.handle()));
   }
 
   kernel_id compile(const custom_kernel& k) override {
@@ -240,8 +253,17 @@ class fake_backend final : public device_backend {
     log.push_back(what);
     if (m_timing) m_pending += us + launch_overhead_us;
   }
-  unsigned char* data(const device_buffer& b) { return m_memory.at(b.handle()).data(); }
-  void release(std::uintptr_t handle, std::uint64_t) noexcept override {
+  // The first data byte of `b` (past its leading guard).
+  unsigned char* data(const device_buffer& b) {
+    auto& m = m_memory.at(b.handle());
+    return m.empty() ? m.data() : m.data() + b.guard();
+  }
+  unsigned char* guard_data(const device_buffer& b, guard_side side) {
+    return m_memory.at(b.handle()).data() +
+           (side == guard_side::before ? 0 : b.guard() + b.bytes());
+  }
+  void release(const device_buffer& b) noexcept override {
+    const std::uintptr_t handle = b.handle();
     m_memory.erase(handle);
     m_allocated -= m_sizes[handle];
     m_sizes.erase(handle);

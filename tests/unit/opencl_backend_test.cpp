@@ -1,9 +1,11 @@
 // The OpenCL backend in this process, on the first OpenCL device (PoCL's CPU device in CI): its
-// device fills produce exactly the values fill_pattern.hpp defines, it times launches, and its
-// local memory scrub leaves nothing of a launch's local memory to the next. The rest of its
+// device fills produce exactly the values fill_pattern.hpp defines, it times launches, its
+// local memory scrub leaves nothing of a launch's local memory to the next, and a guarded buffer's
+// guards are apart from its data but where a kernel writing outside it lands. The rest of its
 // behaviour is checked through a real daemon by the device suite.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -124,6 +126,104 @@ TEST_F(OpenClBackend, TheLocalMemoryScrubLeavesNoMarkForTheNextLaunch) {
   const int unscrubbed = found(false);
   if (unscrubbed == 0) GTEST_SKIP() << "this device does not keep local memory between launches";
   EXPECT_EQ(found(true), 0) << "without the scrub, " << unscrubbed << " work-groups found it";
+}
+
+// A guarded buffer is a sub-buffer between two guards of one parent allocation: its data and
+// its guards hold what was written to each, and fills, writes, copies and built-in ops of the data
+// leave the guards as they were. The whole allocation counts against free memory until released.
+TEST_F(OpenClBackend, AGuardedBufferKeepsItsDataAndBothGuardsApart) {
+  constexpr std::int64_t n = 1001;  // 4004 bytes: not a multiple of the guard
+  constexpr std::uint64_t bytes = n * 4, guard = k_canary_bytes;
+  const std::uint64_t free_before = backend().free_memory();
+  {
+    device_buffer b = backend().allocate_guarded(bytes, guard);
+    EXPECT_EQ(b.bytes(), bytes);
+    EXPECT_EQ(b.guard(), guard);
+    EXPECT_NE(b.base(), b.handle());
+    EXPECT_GE(free_before - backend().free_memory(), bytes + 2 * guard);
+
+    const std::vector<unsigned char> lead(guard, 0x11), trail(guard, 0x22), data(bytes, 0x33);
+    backend().write_guard(b, guard_side::before, lead.data());
+    backend().write_guard(b, guard_side::after, trail.data());
+    backend().write(b, 0, data.data(), bytes);
+    auto expect_guards = [&](const char* after) {
+      std::vector<unsigned char> got(guard);
+      backend().read_guard(b, guard_side::before, got.data());
+      EXPECT_EQ(got, lead) << "the leading guard, after " << after;
+      backend().read_guard(b, guard_side::after, got.data());
+      EXPECT_EQ(got, trail) << "the trailing guard, after " << after;
+    };
+    auto read_data = [&] {
+      std::vector<unsigned char> got(bytes);
+      backend().read(b, 0, got.data(), bytes);
+      return got;
+    };
+    EXPECT_EQ(read_data(), data);
+    expect_guards("writing the data");
+
+    for (fill_kind kind : {fill_kind::value, fill_kind::random, fill_kind::unwritten}) {
+      const fill_request f{kind, dtype::f32, n, 0x5eedull, 0.75, 1};
+      backend().fill(b, f);
+      std::vector<unsigned char> host(bytes);
+      fill_host(f, host.data());
+      EXPECT_EQ(read_data(), host) << "fill " << int(kind);
+      expect_guards("a fill");
+    }
+
+    // A copy into it, and a STREAM copy (c = a) out of a guarded buffer into it.
+    device_buffer plain = backend().allocate(bytes);
+    backend().write(plain, 0, data.data(), bytes);
+    backend().copy(b, plain, bytes);
+    EXPECT_EQ(read_data(), data);
+    expect_guards("a copy");
+    device_buffer a = backend().allocate_guarded(bytes, guard);
+    const fill_request f{fill_kind::arange, dtype::f32, n, 0, 0, 0};
+    backend().fill(a, f);
+    stream_instance s;
+    s.variant = stream_variant::copy;
+    s.n = n;
+    backend().stream({&s, false, &a, nullptr, &b});
+    std::vector<unsigned char> host(bytes);
+    fill_host(f, host.data());
+    EXPECT_EQ(read_data(), host);
+    expect_guards("a STREAM copy");
+  }
+  EXPECT_EQ(backend().free_memory(), free_before) << "released whole, guards and all";
+}
+
+// A kernel given a guarded buffer that writes one element before its start and one past its end
+// writes into the guards, on the device: the last bytes of the leading guard, the first of the
+// trailing one.
+TEST_F(OpenClBackend, AKernelWritingOutsideAGuardedBufferWritesIntoItsGuards) {
+  const json spec = json::parse(R"js({
+    "kernel": {"op": "custom", "language": "opencl", "entry": "edges",
+      "source": "__kernel void edges(__global float* out, int n) { if (get_global_id(0) == 0) { out[-1] = 1.0f; out[n] = 2.0f; } }",
+      "block": [64, 1, 1], "grid": [1, 1, 1],
+      "args": [{"name": "out", "type": "f32*", "count": 1000, "output": true},
+               {"name": "n", "type": "i32", "value": 1000}]}})js");
+  const job_plan plan =
+      compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  const kernel_instance instance = plan.resolve(0);
+  point_kernel k(backend(), instance);
+  const auto buffers = k.own_buffers();
+  const device_buffer& out = *buffers[0];
+  ASSERT_EQ(out.guard(), k_canary_bytes);
+  const std::vector<unsigned char> zeros(k_canary_bytes, 0);
+  backend().write_guard(out, guard_side::before, zeros.data());
+  backend().write_guard(out, guard_side::after, zeros.data());
+  k.launch(buffers);
+  backend().synchronize();
+
+  std::vector<unsigned char> lead(k_canary_bytes), trail(k_canary_bytes);
+  backend().read_guard(out, guard_side::before, lead.data());
+  backend().read_guard(out, guard_side::after, trail.data());
+  float last = 0, first = 0;
+  std::memcpy(&last, lead.data() + lead.size() - 4, 4);
+  std::memcpy(&first, trail.data(), 4);
+  EXPECT_EQ(last, 1.0f) << "out[-1] is the leading guard's last element";
+  EXPECT_EQ(first, 2.0f) << "out[n] is the trailing guard's first element";
+  EXPECT_TRUE(std::all_of(lead.begin(), lead.end() - 4, [](unsigned char c) { return c == 0; }));
+  EXPECT_TRUE(std::all_of(trail.begin() + 4, trail.end(), [](unsigned char c) { return c == 0; }));
 }
 
 }  // namespace

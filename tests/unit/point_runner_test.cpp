@@ -391,6 +391,83 @@ TEST(PointRunner, AWritePastTheEndOfABufferIsFlagged) {
   EXPECT_TRUE(honest.flags.empty());
 }
 
+// A kernel that writes before the start of its output, into the canary region before every
+// buffer: just before it (y[-1]) or a whole canary region before it (y[-1024], its first byte):
+// out_of_bounds_write, and no score.
+TEST(PointRunner, AWriteBeforeTheStartOfABufferIsFlagged) {
+  for (const int before : {1, 1024}) {
+    auto t = make_runner();
+    t.fake->kernels["scale_under"] = [before](const fake_backend::host_args& a) {
+      const int n = int(a.scalars[0]);
+      auto* x = static_cast<float*>(a.buffers[0]);
+      auto* y = static_cast<float*>(a.buffers[1]);
+      for (int i = 0; i < n; ++i)
+        y[i] = float(a.scalars[1] * x[i]);
+      y[-before] = 1;  // a stray write before the start
+    };
+    const auto r = t.runner.measure(plan_of(scale_job("scale_under")), 0, 3);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_EQ(r.verification.status, "passed") << "y[-" << before << "]";  // its outputs are right
+    EXPECT_EQ(r.verification.written_out_of_bounds, std::vector<std::string>{"y"});
+    EXPECT_NE(r.verification.note.find("the kernel wrote before the start of y"), std::string::npos)
+        << r.verification.note;
+    EXPECT_EQ(r.verification.note.find("past the end"), std::string::npos) << r.verification.note;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "out_of_bounds_write"), r.flags.end());
+    EXPECT_EQ(r.fitness.combined_score, 0.0);
+
+    const auto honest = t.runner.measure(plan_of(scale_job("scale")), 0, 3);
+    EXPECT_TRUE(honest.verification.written_out_of_bounds.empty());
+    EXPECT_TRUE(honest.flags.empty());
+    EXPECT_GT(honest.fitness.combined_score, 0.0);
+  }
+}
+
+// Writes on both sides of a buffer are named once in written_out_of_bounds, and the note says
+// both; a write that only timed launches make (the module loaded for timing writes y[-2], on
+// either buffer set) is found by the canaries checked after timing.
+TEST(PointRunner, WritesOutsideABufferSayWhichSideAndWhen) {
+  auto t = make_runner();
+  t.fake->kernels["scale_around"] = [](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+    y[-1] = 1;
+    y[n] = 1;
+  };
+  const auto both = t.runner.measure(plan_of(scale_job("scale_around")), 0, 3);
+  ASSERT_EQ(both.status, point_status::ok) << (both.error ? both.error->message : "");
+  EXPECT_EQ(both.verification.written_out_of_bounds, std::vector<std::string>{"y"});
+  EXPECT_NE(both.verification.note.find("wrote before the start of y and past the end of y"),
+            std::string::npos)
+      << both.verification.note;
+  EXPECT_EQ(both.verification.note.find("timed launches"), std::string::npos)
+      << "the canaries verification found changed are not the timed launches': "
+      << both.verification.note;
+
+  bool timing = false;
+  t.fake->on_fresh_module = [&timing] { timing = true; };
+  t.fake->kernels["scale_later"] = [&timing](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+    if (timing) y[-2] = 1;
+  };
+  const auto later = t.runner.measure(plan_of(scale_job("scale_later")), 0, 3);
+  ASSERT_EQ(later.status, point_status::ok) << (later.error ? later.error->message : "");
+  EXPECT_EQ(later.verification.status, "passed");
+  EXPECT_EQ(later.verification.written_out_of_bounds, std::vector<std::string>{"y"});
+  EXPECT_NE(later.verification.note.find("timed launches wrote before the start of y"),
+            std::string::npos)
+      << later.verification.note;
+  EXPECT_NE(std::find(later.flags.begin(), later.flags.end(), "out_of_bounds_write"),
+            later.flags.end());
+  EXPECT_EQ(later.fitness.combined_score, 0.0);
+}
+
 // Outputs so small that every element is within atol of zero: a kernel writing zeros passes the
 // elementwise test but not the norm-relative one, and the reference is reported as low-signal
 // (no score) until a smaller atol gives it meaning.
