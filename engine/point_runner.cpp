@@ -55,11 +55,11 @@ std::string format_tolerance(double v) {
   return text;
 }
 
-// "a, b, c": the names of `list` from its `from`-th on.
-std::string joined_names(const std::vector<std::string>& list, std::size_t from = 0) {
+// "a, b, c": the names of `list`.
+std::string joined_names(const std::vector<std::string>& list) {
   std::string out;
-  for (std::size_t i = from; i < list.size(); ++i)
-    out += (out.empty() ? "" : ", ") + list[i];
+  for (const auto& name : list)
+    out += (out.empty() ? "" : ", ") + name;
   return out;
 }
 
