@@ -254,12 +254,15 @@ class FitnessTest(DaemonTestCase):
                 example.define_tasks()
         self.assertTrue(any(f == "sweep.Q" and m.startswith("no field uses Q")
                             for f, m in typo.exception.field_errors), typo.exception.details)
-        # ... or an engine this daemon does not have.
+        # ... or an engine this daemon does not have, refused when it is defined too.
         with self.example_env(KERNELSCAN_TASK="on.hip", KERNELSCAN_EVAL_ENGINE="hip"):
-            example.define_tasks()
-            with self.assertRaises(kernelscan_client.EvaluatorError) as engine:
+            with self.assertRaises(kernelscan_client.KernelscanError) as engine:
+                example.define_tasks()
+            with self.assertRaises(kernelscan_client.EvaluatorError) as undefined:
                 example.evaluate(candidate)
-        self.assertIn("engine: ", engine.exception.message)
+        self.assertTrue(any(f == "engine" and "HIP device" in m
+                            for f, m in engine.exception.field_errors), engine.exception.details)
+        self.assertIn("no task \"on.hip\"", undefined.exception.message)
         # A candidate whose own launch line is wrong still scores 0.
         source = re.sub(r"^// kernelscan:.*$", '// kernelscan: {"block": [16, 16, 8]}',
                         Path(candidate).read_text(), count=1, flags=re.MULTILINE)

@@ -67,7 +67,7 @@ TEST_F(OpenClBackend, TimesTheLaunchesOfASample) {
   // The fastest of a few samples each: another process on the CPU device slows single samples.
   auto fastest = [&](int launches) {
     timed_sample best;
-    for (int trial = 0; trial < 5; ++trial) {
+    for (int trial = 0; trial < 9; ++trial) {
       const timed_sample t = backend().time_launches(kernel_role::candidate, [&] {
         for (int i = 0; i < launches; ++i)
           k.launch(buffers);
@@ -80,8 +80,9 @@ TEST_F(OpenClBackend, TimesTheLaunchesOfASample) {
   const timed_sample one = fastest(1);
   const timed_sample four = fastest(4);
   EXPECT_GT(one.time_us, 0);
-  // Four launches take longer than one: the sample spans the first to the last.
-  EXPECT_GT(four.time_us, 2 * one.time_us);
+  // Four launches take clearly longer than one: the sample spans the first to the last (one
+  // timed alone would make them equal). Not 4×: another test on the CPU device slows either.
+  EXPECT_GT(four.time_us, 1.5 * one.time_us);
 }
 
 // A kernel that reads what its work-group's local memory holds when it starts, then leaves a
