@@ -323,8 +323,9 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
             : reference_key + "trial " + std::to_string(trial_seed) + ' ' + std::to_string(pattern);
     const auto known = key.empty() ? nullptr : &shared->by_key;
     answers expected;
-    if (known && known->count(key)) {
-      expected = known->at(key);
+    const auto cached = known ? known->find(key) : std::map<std::string, answers>::iterator();
+    if (known && cached != known->end()) {
+      expected = cached->second;
     } else {
       expected = reference_answers(k, own);
       std::uint64_t bytes = 0;
@@ -385,6 +386,9 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
   v.max_rel_err = e.max_rel;
   v.unwritten = e.unwritten;
   v.status = e.wrong || norm_failed ? "failed" : "passed";
+  // Timed samples are checked only where verification passed: otherwise the point scores
+  // nothing anyway, and a failed trial's answers are no standard.
+  if (kept && v.status != "passed") kept->clear();
   std::vector<std::string> notes;
   if (e.unwritten) {
     notes.push_back(std::to_string(e.unwritten) + " output elements were never written");
@@ -626,9 +630,6 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     std::optional<timed_checks> checks;
     std::vector<timed_kernel> kernels;
     if (defended) {
-      // Timed samples are checked only where verification passed: otherwise the point scores
-      // nothing anyway.
-      if (r.verification.status != "passed") kept.clear();
       checks.emplace(*this, candidate, spec, point_seed, std::move(kept));
       kernels.push_back({[&] { candidate.launch(checks->current()); }, kernel_role::candidate});
       kernels.back().before = [&](std::int64_t n, bool timed) { checks->before(n, timed); };
@@ -834,10 +835,8 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
           {[&k = *s->kernel, &own = s->own] { k.launch(own); }, kernel_role::candidate});
       continue;
     }
-    const bool ok = attempt(*s, [&] {
-      if (s->verification.status != "passed") s->kept.clear();
-      s->checks.emplace(*this, *s->kernel, spec, point_seed, std::move(s->kept));
-    });
+    const bool ok = attempt(
+        *s, [&] { s->checks.emplace(*this, *s->kernel, spec, point_seed, std::move(s->kept)); });
     if (!ok) continue;
     auto& checks = *s->checks;
     kernels.push_back(

@@ -120,7 +120,7 @@ class point_runner : public engine {
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);
   // Verifies `k` for the trials `spec` asks; the answers of its last trials go to `kept` (the
-  // checked timed samples' inputs and answers), where given.
+  // checked timed samples' inputs and answers), where given, and only when it passed.
   verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed,
                              std::vector<kept_answer>* kept = nullptr,
                              shared_answers* shared = nullptr);
