@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace kernelscan {
@@ -92,6 +93,97 @@ TEST(OutputCheck, HalfPrecisionOutputsAtTheirTolerance) {
   compare_outputs(dtype::bf16, out.data(), ref.data(), 3, 0, 1e-2, 1e-2, e);
   EXPECT_EQ(e.wrong, 1u);
   EXPECT_EQ(e.first_wrong, 2u);
+}
+
+// The comparison, decoded per type in one loop, agrees with the element-wise definition
+// (load_element, holds_unwritten) on every dtype and both unwritten patterns: random bytes,
+// elements equal to the reference, close to it, unwritten, NaN and infinite ones.
+TEST(OutputCheck, EveryDtypeAgreesWithTheElementWiseDefinition) {
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (dtype t : {dtype::f64, dtype::f32, dtype::f16, dtype::bf16, dtype::i64, dtype::i32,
+                  dtype::u32, dtype::i8, dtype::u8}) {
+    for (int pattern : {0, 1}) {
+      SCOPED_TRACE(std::string(to_string(t)) + " pattern " + std::to_string(pattern));
+      constexpr std::int64_t n = 4000;
+      const std::size_t w = size_of(t);
+      std::vector<unsigned char> out(n * w), ref(n * w);
+      for (std::int64_t i = 0; i < n; ++i) {
+        unsigned char* o = out.data() + std::size_t(i) * w;
+        unsigned char* r = ref.data() + std::size_t(i) * w;
+        const double v = double(std::int64_t(next() % 2001) - 1000) / 8;
+        store_element(t, v, r);
+        switch (next() % 6) {
+          case 0:
+            std::memcpy(o, r, w);
+            break;
+          case 1:
+            store_element(t, v * (1 + 1e-5), o);
+            break;
+          case 2:
+            store_unwritten(t, o, pattern);
+            break;
+          case 3:
+            store_element(t, std::numeric_limits<double>::infinity(), o);
+            break;
+          case 4:
+            store_unwritten(t, r, pattern);  // the reference unwritten (NaN) too
+            store_unwritten(t, o, pattern);
+            break;
+          default:
+            for (std::size_t b = 0; b < w; ++b)
+              o[b] = static_cast<unsigned char>(next());
+        }
+      }
+      output_errors fast;
+      compare_outputs(t, out.data(), ref.data(), n, 100, 1e-3, 1e-3, fast, pattern);
+      // The definition, element by element.
+      output_errors e;
+      const double atol = 1e-3, rtol = 1e-3, floor = atol / rtol;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const unsigned char* o = out.data() + std::size_t(i) * w;
+        const unsigned char* r = ref.data() + std::size_t(i) * w;
+        const double ov = load_element(t, o), rv = load_element(t, r);
+        ++e.compared;
+        if (std::fabs(rv) <= atol) ++e.ref_near_zero;
+        bool bad = false;
+        if (holds_unwritten(t, o, pattern) && !holds_unwritten(t, r, pattern)) {
+          ++e.unwritten;
+          bad = true;
+        } else if (ov == rv || (std::isnan(ov) && std::isnan(rv))) {
+        } else if (!std::isfinite(ov) || !std::isfinite(rv)) {
+          bad = true;
+          e.max_abs = e.max_rel = std::numeric_limits<double>::infinity();
+        } else {
+          const double d = std::fabs(ov - rv);
+          e.sum_sq_diff += d * d;
+          e.max_abs = std::max(e.max_abs, d);
+          e.max_rel = std::max(e.max_rel, d / (std::fabs(rv) + floor));
+          bad = !(d <= atol + rtol * std::fabs(rv));
+        }
+        if (std::isfinite(rv)) e.sum_sq_ref += rv * rv;
+        if (bad) {
+          ++e.wrong;
+          e.first_wrong = std::min(e.first_wrong, 100 + std::uint64_t(i));
+        }
+      }
+      EXPECT_GT(e.wrong, 0u);
+      EXPECT_EQ(fast.compared, e.compared);
+      EXPECT_EQ(fast.ref_near_zero, e.ref_near_zero);
+      EXPECT_EQ(fast.unwritten, e.unwritten);
+      EXPECT_EQ(fast.wrong, e.wrong);
+      EXPECT_EQ(fast.first_wrong, e.first_wrong);
+      EXPECT_EQ(fast.max_abs, e.max_abs);
+      EXPECT_EQ(fast.max_rel, e.max_rel);
+      EXPECT_EQ(fast.sum_sq_diff, e.sum_sq_diff);
+      EXPECT_EQ(fast.sum_sq_ref, e.sum_sq_ref);
+    }
+  }
 }
 
 }  // namespace
