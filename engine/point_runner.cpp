@@ -506,11 +506,11 @@ class point_runner::timed_checks {
 
   // One more sample of `k` (whose hooks are this object's) after the last timed one, checked: a
   // kernel that stops working after some number of timed launches fails it, whichever samples
-  // were drawn. Its time is not kept.
-  void check_last(timed_kernel& k, const timing_options& timing) {
+  // were drawn. Its time is not kept, so the caches are not flushed before it.
+  void check_last(timed_kernel& k) {
     if (m_kept.empty() || !checkable(k.batch)) return;
     m_last = true;
-    (void)take_sample(*m_runner.m_backend, k, timing.l2 == l2_mode::cold);
+    (void)take_sample(*m_runner.m_backend, k, false);
     m_last = false;
   }
 
@@ -573,6 +573,7 @@ class point_runner::timed_checks {
 };
 
 point_result point_runner::measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) {
+  const host_block_cache::use blocks(m_host_blocks);
   const auto& spec = plan.spec();
   // A backend that runs no device code (the mock) makes simulated rows, failed ones included.
   const bool simulated = !m_backend->runs_device_code();
@@ -600,6 +601,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
   const std::uint64_t point_seed = mix64(seed ^ mix64(index + 1));
   try {
     m_backend->begin_point({index, point_seed, &spec.mock});
+    m_host_blocks.begin_point();
     double need = footprint_bytes(instance);
     if (baseline_instance) need += footprint_bytes(*baseline_instance);
     check_memory(need, plan.describe_point(index));
@@ -653,7 +655,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     }
     const auto sampled = sample_interleaved(*m_backend, kernels, spec.timing);
     if (checks) {
-      checks->check_last(kernels[0], spec.timing);
+      checks->check_last(kernels[0]);
       checks->report(r.verification);
       // A batch runs on one set of inputs: a kernel that did its work once per batch would
       // look as fast per launch as the batch is long, against its single launches.
@@ -715,6 +717,7 @@ std::vector<point_result> point_runner::measure_all(const job_plan& plan, std::u
 
 std::vector<point_result> point_runner::measure_variants(const job_plan& plan, std::uint64_t index,
                                                          std::uint64_t seed) {
+  const host_block_cache::use blocks(m_host_blocks);
   const auto& spec = plan.spec();
   const std::size_t count = plan.variant_count();
   const bool simulated = !m_backend->runs_device_code();
@@ -801,6 +804,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   const bool defended = m_defences && m_backend->runs_device_code();
   try {
     m_backend->begin_point({index, point_seed, &spec.mock});
+    m_host_blocks.begin_point();
     begin_canaries(point_seed);
     check_memory(need,
                  plan.describe_point(index) + " with its " + std::to_string(count) + " variants");
@@ -853,7 +857,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     for (std::size_t i = 0; i < live.size(); ++i) {
       auto& s = *live[i];
       if (!s.checks) continue;
-      s.checks->check_last(kernels[i], spec.timing);
+      s.checks->check_last(kernels[i]);
       s.checks->report(s.verification);
       if (kernels[i].batch > 1 && kernels[i].single_us > 0) {
         auto& fastest = s.verification.launch_us;

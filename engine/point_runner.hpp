@@ -47,6 +47,7 @@
 #include "engine/analysis.hpp"
 #include "engine/device_backend.hpp"
 #include "engine/engine.hpp"
+#include "engine/host_blocks.hpp"
 #include "engine/output_check.hpp"
 #include "engine/point_kernel.hpp"
 #include "engine/sample_loop.hpp"
@@ -75,7 +76,7 @@ class point_runner : public engine {
 
  private:
   class timed_checks;
-  using answers = std::vector<std::vector<unsigned char>>;
+  using answers = std::vector<host_bytes>;  // per buffer; empty for non-outputs
   // The reference's answer for a verification trial's inputs, which init_inputs(seed, pattern)
   // makes again.
   struct kept_answer {
@@ -141,6 +142,8 @@ class point_runner : public engine {
   analysis_context m_analysis;
   std::vector<unsigned char> m_canary;  // this point's canary pattern
   bool m_defences = true;
+  // The host blocks of the reference's answers, recycled from point to point.
+  host_block_cache m_host_blocks;
 };
 
 // Error types of failed points, from what a measurement threw.

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/buffer_pool.hpp"
 #include "engine/cache_flush.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/hip/blas.hpp"
@@ -138,21 +139,36 @@ class hip_backend final : public device_backend {
     m_functions.clear();
     m_modules->release_fresh();
     m_modules->trim();
+    for (const auto& a : m_pool.begin_point())
+      free_allocation(a);
   }
   bool usable() const override { return !g_context_lost; }
 
+  // What the pool keeps counts as free: it is given back when an allocation needs the room.
   std::uint64_t free_memory() override {
     std::size_t free = 0, total = 0;
     check(hipMemGetInfo(&free, &total), "hipMemGetInfo");
-    return free;
+    return free + m_pool.bytes();
   }
   std::uint64_t max_allocation() const override { return m_info.memory_bytes; }
   // One hipMalloc of guard + bytes + guard; the buffer's pointer is the first data byte (4096
   // past an allocation's 256-byte alignment keeps every alignment a kernel may assume).
+  // One the pool kept, where it has one of this size; else a new one, for which the pool gives
+  // back what it keeps when hipMalloc finds no room.
   device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) override {
     if (bytes == 0) return device_buffer(this, 0, 0);
+    if (const auto a = m_pool.take(bytes, guard)) {
+      return device_buffer(this, a->handle, a->bytes, a->guard, a->base);
+    }
     void* p = nullptr;
-    check(hipMalloc(&p, guard + bytes + guard), "hipMalloc");
+    hipError_t status = hipMalloc(&p, guard + bytes + guard);
+    if (status == hipErrorOutOfMemory && !m_pool.empty()) {
+      (void)hipGetLastError();
+      for (const auto& a : m_pool.drain())
+        (void)hipFree(reinterpret_cast<void*>(a.base));
+      status = hipMalloc(&p, guard + bytes + guard);
+    }
+    check(status, "hipMalloc");
     const auto base = reinterpret_cast<std::uintptr_t>(p);
     return device_buffer(this, base + guard, bytes, guard, base);
   }
@@ -250,8 +266,22 @@ class hip_backend final : public device_backend {
   }
 
  private:
+  // Into the pool, for the next allocation of the same size (hipFree would also wait for the
+  // device); freed where the context is lost.
   void release(const device_buffer& b) noexcept override {
-    if (b.base()) (void)hipFree(reinterpret_cast<void*>(b.base()));
+    if (!b.base()) return;
+    const buffer_pool::allocation a{b.handle(), b.base(), b.bytes(), b.guard(),
+                                    2 * b.guard() + b.bytes()};
+    if (g_context_lost) return free_allocation(a);
+    try {
+      for (const auto& old : m_pool.keep(a))
+        free_allocation(old);
+    } catch (const std::bad_alloc&) {
+      free_allocation(a);
+    }
+  }
+  static void free_allocation(const buffer_pool::allocation& a) noexcept {
+    (void)hipFree(reinterpret_cast<void*>(a.base));
   }
   static void* guard_ptr(const device_buffer& b, guard_side side) {
     return reinterpret_cast<void*>(side == guard_side::before ? b.base() : b.handle() + b.bytes());
@@ -272,6 +302,7 @@ class hip_backend final : public device_backend {
   std::vector<std::uint64_t> m_arg_storage;
   std::vector<void*> m_arg_pointers;
   std::unique_ptr<telemetry> m_telemetry;
+  buffer_pool m_pool{0};  // released buffers kept for reuse
 };
 
 // Makes `ordinal` the thread's device before any member allocates on it.
@@ -288,6 +319,8 @@ hip_backend::hip_backend(int ordinal)
   // The flush buffer is written once so its pages are resident; each flush then reads it.
   check(hipMemsetAsync(m_flush.get(), 0, m_flush.bytes(), s()), "preparing the cache flush");
   m_modules.emplace(m_info.arch);
+  // A quarter of the device's memory at most.
+  m_pool = buffer_pool(m_info.memory_bytes / 4);
   m_telemetry = telemetry::open(m_info.vendor, m_info.pci_bus_id);
   log_info("GPU " + std::to_string(ordinal) + ": " + m_info.name + " (" + m_info.arch + ", " +
            std::to_string(m_info.compute_units) + " CUs, " + gib(double(m_info.memory_bytes)) +
@@ -297,6 +330,8 @@ hip_backend::hip_backend(int ordinal)
 
 hip_backend::~hip_backend() {
   if (!g_context_lost) (void)hipStreamSynchronize(m_stream.get());
+  for (const auto& a : m_pool.drain())
+    free_allocation(a);
 }
 
 void hip_backend::launch(const kernel_call& call) {

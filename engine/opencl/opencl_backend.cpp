@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/buffer_pool.hpp"
 #include "engine/cache_flush.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/element.hpp"
@@ -262,11 +263,15 @@ class opencl_backend final : public device_backend {
   void begin_point(const point_context&) override {
     m_functions.clear();
     m_fresh.clear();
+    for (const auto& a : m_pool.begin_point())
+      free_allocation(a);
   }
   bool usable() const override { return !m_lost; }
 
+  // What the pool keeps counts as free: it is given back when an allocation needs the room.
   std::uint64_t free_memory() override {
-    return m_info.memory_bytes > m_allocated ? m_info.memory_bytes - m_allocated : 0;
+    const std::uint64_t used = m_allocated - m_pool.bytes();
+    return m_info.memory_bytes > used ? m_info.memory_bytes - used : 0;
   }
   std::uint64_t max_allocation() const override { return m_max_allocation; }
   device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) override;
@@ -317,12 +322,29 @@ class opencl_backend final : public device_backend {
   }
 
  private:
+  // Into the pool, for the next allocation of the same size; freed where the device was lost.
   void release(const device_buffer& b) noexcept override {
     if (!b.handle()) return;
-    clReleaseMemObject(reinterpret_cast<cl_mem>(b.handle()));
-    if (b.base() != b.handle()) clReleaseMemObject(reinterpret_cast<cl_mem>(b.base()));
-    m_allocated -= std::min(m_allocated, allocation_bytes(b.bytes(), b.guard()));
+    const buffer_pool::allocation a{b.handle(), b.base(), b.bytes(), b.guard(),
+                                    allocation_bytes(b.bytes(), b.guard())};
+    if (m_lost) return free_allocation(a);
+    try {
+      for (const auto& old : m_pool.keep(a))
+        free_allocation(old);
+    } catch (const std::bad_alloc&) {
+      free_allocation(a);
+    }
   }
+  void free_allocation(const buffer_pool::allocation& a) noexcept {
+    clReleaseMemObject(reinterpret_cast<cl_mem>(a.handle));
+    if (a.base != a.handle) clReleaseMemObject(reinterpret_cast<cl_mem>(a.base));
+    m_allocated -= std::min(m_allocated, a.whole);
+  }
+  void free_pool() noexcept {
+    for (const auto& a : m_pool.drain())
+      free_allocation(a);
+  }
+  device_buffer allocate_new(std::uint64_t bytes, std::uint64_t guard);
   // Where the sub-buffer of a guarded buffer starts in its parent: `guard` rounded up to the
   // device's base address alignment (4096 is a multiple of it on every device we know of, so
   // the leading guard is then the parent's first bytes; elsewhere unused bytes precede it).
@@ -366,7 +388,8 @@ class opencl_backend final : public device_backend {
   std::uint64_t m_local_memory = 0;  // per work-group
   std::uint64_t m_base_align = 1;    // bytes a sub-buffer's origin must be a multiple of
   std::uint32_t m_scrubs = 0;
-  std::uint64_t m_allocated = 0;
+  std::uint64_t m_allocated = 0;  // live buffers and the pool's
+  buffer_pool m_pool{0};
   std::map<dtype, program_ptr> m_builtin_programs;
   std::map<std::pair<dtype, std::string>, kernel_ptr> m_builtin_kernels;
   struct user_program {
@@ -420,6 +443,8 @@ opencl_backend::opencl_backend(int index) {
   m_flush_bytes = cache_flush_bytes(m_info);
   if (m_info.type == "cpu") m_flush_bytes = std::min(m_flush_bytes, k_max_cpu_flush);
   m_flush_bytes = std::min(m_flush_bytes, m_max_allocation);
+  // Released buffers kept for reuse: a quarter of the device's memory at most.
+  m_pool = buffer_pool(m_info.memory_bytes / 4);
   if (!m_info.pci_bus_id.empty()) m_telemetry = telemetry::open(m_info.vendor, m_info.pci_bus_id);
   spdlog::info(
       "OpenCL device {}: {} ({}, {}, {} compute units, {} of memory, largest buffer {}); "
@@ -431,6 +456,7 @@ opencl_backend::opencl_backend(int index) {
 
 opencl_backend::~opencl_backend() {
   if (!m_lost) clFinish(m_queue);
+  free_pool();
   m_first.reset();
   m_last.reset();
   m_functions.clear();
@@ -466,11 +492,27 @@ void opencl_backend::require_type(dtype t, const char* what) const {
   }
 }
 
+// One the pool kept, where it has one of this size; else a new one, for which the pool gives
+// back what it keeps when the device has no room beside it, or when the allocation fails.
+device_buffer opencl_backend::allocate_guarded(std::uint64_t bytes, std::uint64_t guard) {
+  if (bytes == 0) return device_buffer(this, 0, 0);
+  if (const auto a = m_pool.take(bytes, guard)) {
+    return device_buffer(this, a->handle, a->bytes, a->guard, a->base);
+  }
+  if (m_allocated + allocation_bytes(bytes, guard) > m_info.memory_bytes) free_pool();
+  try {
+    return allocate_new(bytes, guard);
+  } catch (const backend_error& e) {
+    if (e.kind() != fault_kind::out_of_memory || m_pool.empty()) throw;
+  }
+  free_pool();
+  return allocate_new(bytes, guard);
+}
+
 // A guarded buffer is a parent buffer holding the guards and the data, and a sub-buffer of the
 // data that everything else (kernel arguments, fills, copies, CLBlast) is given: a kernel writing
 // before or past the sub-buffer writes into the parent's guards, as on any device memory.
-device_buffer opencl_backend::allocate_guarded(std::uint64_t bytes, std::uint64_t guard) {
-  if (bytes == 0) return device_buffer(this, 0, 0);
+device_buffer opencl_backend::allocate_new(std::uint64_t bytes, std::uint64_t guard) {
   const std::uint64_t whole = allocation_bytes(bytes, guard);
   cl_int status = CL_SUCCESS;
   mem_ptr parent(clCreateBuffer(m_context, CL_MEM_READ_WRITE, whole, nullptr, &status));

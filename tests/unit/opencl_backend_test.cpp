@@ -227,5 +227,68 @@ TEST_F(OpenClBackend, AKernelWritingOutsideAGuardedBufferWritesIntoItsGuards) {
   EXPECT_TRUE(std::all_of(trail.begin() + 4, trail.end(), [](unsigned char c) { return c == 0; }));
 }
 
+// A released buffer's allocation is kept for the next allocation of the same size and guard
+// (a CPU device then faults in no fresh pages), and counts as free memory meanwhile.
+TEST_F(OpenClBackend, AReleasedBufferIsHandedOutAgainForTheSameSize) {
+  constexpr std::uint64_t bytes = 4004, guard = k_canary_bytes;
+  const std::uint64_t free_before = backend().free_memory();
+  std::uintptr_t handle = 0, base = 0;
+  {
+    device_buffer b = backend().allocate_guarded(bytes, guard);
+    handle = b.handle();
+    base = b.base();
+  }
+  EXPECT_EQ(backend().free_memory(), free_before) << "what the pool keeps counts as free";
+  device_buffer again = backend().allocate_guarded(bytes, guard);
+  EXPECT_EQ(again.handle(), handle);
+  EXPECT_EQ(again.base(), base);
+  EXPECT_EQ(again.guard(), guard);
+  device_buffer second = backend().allocate_guarded(bytes, guard);
+  EXPECT_NE(second.handle(), handle) << "one allocation is handed out once";
+  device_buffer plain = backend().allocate(bytes);
+  EXPECT_NE(plain.handle(), handle);
+  EXPECT_EQ(plain.guard(), 0u);
+  // It works as a new one would: written, read back, its guards apart.
+  const std::vector<unsigned char> data(bytes, 0x5c), lead(guard, 0x11);
+  backend().write_guard(again, guard_side::before, lead.data());
+  backend().write(again, 0, data.data(), bytes);
+  std::vector<unsigned char> got(bytes), got_lead(guard);
+  backend().read(again, 0, got.data(), bytes);
+  backend().read_guard(again, guard_side::before, got_lead.data());
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(got_lead, lead);
+}
+
+// The next point gets the buffers the last one released, holding its answers: the runner fills
+// them before any launch, so a kernel that writes nothing finds the unwritten pattern, not the
+// answers of the point before on the same inputs (the same seed).
+TEST_F(OpenClBackend, AKernelFindsNothingOfThePreviousPointInItsReusedBuffers) {
+  auto plan_of = [](const std::string& statement) {
+    json spec = json::parse(R"js({
+      "kernel": {"op": "custom", "language": "opencl", "entry": "axpy",
+        "block": [256, 1, 1], "grid": ["ceil(N/256)", 1, 1],
+        "args": [{"name": "out", "type": "f32*", "count": "N", "output": true},
+                 {"name": "a", "type": "f32*", "count": "N"},
+                 {"name": "b", "type": "f32*", "count": "N"},
+                 {"name": "s", "type": "f32", "value": 3},
+                 {"name": "n", "type": "i32", "value": "N"}],
+        "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32", "scalar": 3,
+                      "a": "out", "b": "a", "c": "b"}},
+      "sweep": {"N": [65536]},
+      "timing": {"l2": "hot", "max_time_ms": 50}})js");
+    spec["kernel"]["source"] =
+        "__kernel void axpy(__global float* out, __global const float* a, __global const float* "
+        "b, float s, int n) { int i = get_global_id(0); " +
+        statement + " }";
+    return compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  };
+  const point_result honest = m_engine->measure(plan_of("if (i < n) out[i] = a[i] + s * b[i];"),
+                                                0, 42);
+  ASSERT_EQ(honest.verification.status, "passed") << honest.verification.note;
+  const point_result lazy = m_engine->measure(plan_of("if (i < n) out[i] = out[i];"), 0, 42);
+  EXPECT_EQ(lazy.verification.status, "failed");
+  EXPECT_EQ(lazy.verification.unwritten, 65536u) << lazy.verification.note;
+}
+
 }  // namespace
 }  // namespace kernelscan
