@@ -4,8 +4,7 @@
 
 namespace kernelscan {
 
-std::optional<buffer_pool::allocation> buffer_pool::take(std::uint64_t bytes,
-                                                         std::uint64_t guard) {
+std::optional<buffer_pool::allocation> buffer_pool::take(std::uint64_t bytes, std::uint64_t guard) {
   const auto it = std::find_if(m_kept.rbegin(), m_kept.rend(), [&](const kept& k) {
     return k.a.bytes == bytes && k.a.guard == guard;
   });

@@ -14,8 +14,8 @@ namespace {
 // it is read back (a call per element and stores through `e` cost several times more).
 template <typename Raw, typename Decode>
 void compare_typed(const unsigned char* o, const unsigned char* r, std::int64_t n,
-                   std::uint64_t offset, double atol, double rtol, output_errors& e,
-                   bool floating, Raw unwritten, Decode decode) {
+                   std::uint64_t offset, double atol, double rtol, output_errors& e, bool floating,
+                   Raw unwritten, Decode decode) {
   const double floor = rtol > 0 ? atol / rtol : 0;
   double max_abs = e.max_abs, max_rel = e.max_rel, sum_sq_diff = 0, sum_sq_ref = 0;
   std::uint64_t near_zero = 0, unwritten_count = 0, wrong = 0;

@@ -136,7 +136,8 @@ figure summarise(std::vector<double> us) {
 }
 
 figure raw_triad(raw_opencl& cl, int launches) {
-  // Fresh buffers every round, as the daemon allocates them for every job: where the pages of a
+  // Fresh buffers every round, as the daemon has them here (it reuses a released buffer for the
+  // next point only, and a GEMM point runs between two triad points): where the pages of a
   // buffer land decides a memory-bound kernel's time by up to 30% on a VM, so buffers kept for
   // the whole run would bias one side for every round.
   const cl_mem a = cl.random_buffer(k_triad_n), b = cl.random_buffer(k_triad_n),

@@ -74,7 +74,7 @@ TEST(BufferPool, WhatNoPointTookSinceBeforeThePreviousPointIsGivenBack) {
   const auto again = pool.take(10, 0);
   ASSERT_TRUE(again);
   (void)pool.keep(*again);
-  EXPECT_TRUE(pool.begin_point().empty());  // point 4
+  EXPECT_TRUE(pool.begin_point().empty());                                   // point 4
   EXPECT_EQ(handles(pool.begin_point()), (std::vector<std::uintptr_t>{2}));  // point 5
   EXPECT_TRUE(pool.empty());
 }
@@ -108,9 +108,7 @@ TEST(HostBlocks, SmallBlocksAndBlocksFreedWithNoCacheInUseAreNotKept) {
     host_bytes small(1000);
   }
   EXPECT_EQ(cache.kept_bytes(), 0u);
-  {
-    host_bytes big(2u << 20);
-  }
+  { host_bytes big(2u << 20); }
   EXPECT_EQ(cache.kept_bytes(), 0u);
 }
 
@@ -118,9 +116,7 @@ TEST(HostBlocks, ABlockNoPointTookForTwoPointsIsFreed) {
   host_block_cache cache;
   const host_block_cache::use in_use(cache);
   cache.begin_point();
-  {
-    host_bytes a(2u << 20);
-  }
+  { host_bytes a(2u << 20); }
   cache.begin_point();
   EXPECT_EQ(cache.kept_bytes(), 2u << 20);
   cache.begin_point();

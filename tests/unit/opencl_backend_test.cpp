@@ -282,8 +282,8 @@ TEST_F(OpenClBackend, AKernelFindsNothingOfThePreviousPointInItsReusedBuffers) {
         statement + " }";
     return compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
   };
-  const point_result honest = m_engine->measure(plan_of("if (i < n) out[i] = a[i] + s * b[i];"),
-                                                0, 42);
+  const point_result honest =
+      m_engine->measure(plan_of("if (i < n) out[i] = a[i] + s * b[i];"), 0, 42);
   ASSERT_EQ(honest.verification.status, "passed") << honest.verification.note;
   const point_result lazy = m_engine->measure(plan_of("if (i < n) out[i] = out[i];"), 0, 42);
   EXPECT_EQ(lazy.verification.status, "failed");
