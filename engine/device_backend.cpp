@@ -1,6 +1,9 @@
 #include "engine/device_backend.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <vector>
 
 namespace kernelscan {
 
@@ -8,6 +11,37 @@ verification_result device_backend::simulate_verification(const job_spec&, const
   verification_result v;
   v.note = "this backend runs the kernel's device code and verifies it for real";
   return v;
+}
+
+// Read back in chunks of 4 MiB; four FNV-style lanes over 64-bit words (the bytes past the last
+// whole word in lane 0), so that hashing keeps up with reading the buffer back.
+std::uint64_t device_backend::hash(const device_buffer& b, std::uint64_t bytes) {
+  constexpr std::uint64_t chunk_bytes = std::uint64_t(1) << 22;
+  constexpr std::uint64_t prime = 0x100000001b3ull;
+  std::uint64_t lanes[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull,
+                            0xc2b2ae3d27d4eb4full};
+  std::vector<unsigned char> chunk;
+  for (std::uint64_t off = 0; off < bytes; off += chunk_bytes) {
+    chunk.resize(std::size_t(std::min(chunk_bytes, bytes - off)));
+    read(b, off, chunk.data(), chunk.size());
+    const std::size_t words = chunk.size() / 8;
+    std::size_t w = 0;
+    for (; w + 4 <= words; w += 4) {
+      for (int l = 0; l < 4; ++l) {
+        std::uint64_t x = 0;
+        std::memcpy(&x, chunk.data() + (w + std::size_t(l)) * 8, 8);
+        lanes[l] = (lanes[l] ^ x) * prime;
+      }
+    }
+    for (; w < words; ++w) {
+      std::uint64_t x = 0;
+      std::memcpy(&x, chunk.data() + w * 8, 8);
+      lanes[0] = (lanes[0] ^ x) * prime;
+    }
+    for (std::size_t c = words * 8; c < chunk.size(); ++c)
+      lanes[0] = (lanes[0] ^ chunk[c]) * prime;
+  }
+  return mix64(lanes[0] ^ mix64(lanes[1] ^ mix64(lanes[2] ^ mix64(lanes[3]))));
 }
 
 double device_backend::clock_ms() {

@@ -220,6 +220,12 @@ class device_backend {
   virtual void read(const device_buffer& b, std::uint64_t offset, void* dst,
                     std::uint64_t bytes) = 0;
   virtual void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) = 0;
+  // A hash of the first `bytes` of `b` (waiting for queued work first): equal for equal bytes,
+  // and different wherever one 64-bit word of them differs (each step of it is a bijection).
+  // Only compared with another hash of the same buffer by the same backend, so a backend may
+  // compute it its own way: on the device, where reading the buffer back would cost more. The
+  // default reads it back and hashes it on the host.
+  virtual std::uint64_t hash(const device_buffer& b, std::uint64_t bytes);
 
   // --- kernels (enqueued; errors of the launch itself are thrown, errors of the kernel's run
   // surface at the next wait)

@@ -1,7 +1,6 @@
 #include "engine/point_runner.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -18,8 +17,7 @@
 namespace kernelscan {
 namespace {
 
-constexpr std::int64_t k_compare_chunk = std::int64_t(1) << 20;       // elements per read
-constexpr std::uint64_t k_hash_chunk_bytes = std::uint64_t(1) << 22;  // bytes per read
+constexpr std::int64_t k_compare_chunk = std::int64_t(1) << 20;  // elements per read
 constexpr double k_memory_headroom = 0.95;  // share of free memory a point may take
 constexpr std::uint64_t k_trial_salt = 0x7e57;
 constexpr std::uint64_t k_baseline_salt = 0xba5e;
@@ -238,37 +236,10 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
 
 std::vector<std::uint64_t> point_runner::input_hashes(point_kernel& k, const buffer_set& set) {
   std::vector<std::uint64_t> out(k.buffers().size(), 0);
-  std::vector<unsigned char> chunk;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
-    if (b.output || b.scratch) continue;
-    // A hash of the buffer's bytes, read in chunks: a kernel that writes to an input changes it.
-    // Four FNV-style lanes over 64-bit words (the bytes past the last whole word in lane 0), so
-    // that hashing keeps up with reading the buffer back.
-    std::uint64_t lanes[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull,
-                              0xc2b2ae3d27d4eb4full};
-    constexpr std::uint64_t prime = 0x100000001b3ull;
-    for (std::uint64_t off = 0; off < b.bytes(); off += k_hash_chunk_bytes) {
-      chunk.resize(std::size_t(std::min<std::uint64_t>(k_hash_chunk_bytes, b.bytes() - off)));
-      m_backend->read(*set[i], off, chunk.data(), chunk.size());
-      const std::size_t words = chunk.size() / 8;
-      std::size_t w = 0;
-      for (; w + 4 <= words; w += 4) {
-        for (int l = 0; l < 4; ++l) {
-          std::uint64_t x = 0;
-          std::memcpy(&x, chunk.data() + (w + std::size_t(l)) * 8, 8);
-          lanes[l] = (lanes[l] ^ x) * prime;
-        }
-      }
-      for (; w < words; ++w) {
-        std::uint64_t x = 0;
-        std::memcpy(&x, chunk.data() + w * 8, 8);
-        lanes[0] = (lanes[0] ^ x) * prime;
-      }
-      for (std::size_t c = words * 8; c < chunk.size(); ++c)
-        lanes[0] = (lanes[0] ^ chunk[c]) * prime;
-    }
-    out[i] = mix64(lanes[0] ^ mix64(lanes[1] ^ mix64(lanes[2] ^ mix64(lanes[3]))));
+    // A kernel that writes to an input changes its hash.
+    if (!b.output && !b.scratch) out[i] = m_backend->hash(*set[i], b.bytes());
   }
   return out;
 }

@@ -196,6 +196,33 @@ class hip_backend final : public device_backend {
     check(hipMemcpy(dst, static_cast<const char*>(ptr(&b)) + offset, bytes, hipMemcpyDeviceToHost),
           "reading from the device");
   }
+  // The words on the device, the bytes past the last whole word and the threads' hashes on
+  // the host: reading the buffer back over the bus would cost far more.
+  std::uint64_t hash(const device_buffer& b, std::uint64_t bytes) override {
+    std::uint64_t h = mix64(bytes);
+    const std::uint64_t words = bytes / 8;
+    if (words > 0) {
+      if (!m_hash_partials.get()) m_hash_partials = buffer(k_hash_threads * sizeof(std::uint64_t));
+      const std::int64_t threads =
+          (std::min<std::int64_t>(std::int64_t(words), k_hash_threads) + 255) / 256 * 256;
+      auto* partials = static_cast<std::uint64_t*>(m_hash_partials.get());
+      hash_words(ptr(&b), std::int64_t(words), partials, threads, s());
+      std::vector<std::uint64_t> partial(std::size_t(threads), 0);
+      synchronize();
+      check(hipMemcpy(partial.data(), partials, partial.size() * sizeof(std::uint64_t),
+                      hipMemcpyDeviceToHost),
+            "reading the hash");
+      for (const std::uint64_t x : partial)
+        h = mix64(h ^ x);
+    }
+    if (const std::uint64_t tail = bytes % 8) {
+      unsigned char last[8] = {};
+      read(b, words * 8, last, tail);
+      for (std::uint64_t i = 0; i < tail; ++i)
+        h = mix64(h ^ last[i]);
+    }
+    return h;
+  }
   void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
     check(hipMemcpyAsync(ptr(&dst), ptr(&src), bytes, hipMemcpyDeviceToDevice, s()),
           "copying on the device");
@@ -302,7 +329,9 @@ class hip_backend final : public device_backend {
   std::vector<std::uint64_t> m_arg_storage;
   std::vector<void*> m_arg_pointers;
   std::unique_ptr<telemetry> m_telemetry;
-  buffer_pool m_pool{0};  // released buffers kept for reuse
+  buffer_pool m_pool{0};   // released buffers kept for reuse
+  buffer m_hash_partials;  // one u64 per thread of a hash, allocated at the first
+  static constexpr std::int64_t k_hash_threads = 65536;
 };
 
 // Makes `ordinal` the thread's device before any member allocates on it.

@@ -292,6 +292,15 @@ __global__ void fma_kernel(float* out, int iterations) {
   out[blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x] = s;
 }
 
+__global__ void hash_words_kernel(const std::uint64_t* p, std::int64_t n, std::uint64_t* partial) {
+  const std::int64_t id = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  std::uint64_t h = 0xcbf29ce484222325ull ^ (std::uint64_t(id) * 0x9e3779b97f4a7c15ull);
+  for (std::int64_t w = id; w < n; w += stride)
+    h = (h ^ p[w]) * 0x100000001b3ull;
+  partial[id] = h;
+}
+
 // Launches report their configuration errors through the last-error state: it is cleared
 // before each launch (a failed call elsewhere must not be reported by this one) and read after.
 void clear_last_error() {
@@ -310,6 +319,14 @@ int variant_code(stream_variant v) {
 }
 
 }  // namespace
+
+void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::int64_t threads,
+                hipStream_t s) {
+  clear_last_error();
+  hash_words_kernel<<<unsigned(threads / k_block), k_block, 0, s>>>(
+      static_cast<const std::uint64_t*>(p), words, partial);
+  launched("hash_words");
+}
 
 void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipStream_t s) {
   clear_last_error();

@@ -20,6 +20,12 @@ void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s);
 // k_unwritten_byte repeated for integers (output_check.hpp).
 void fill_unwritten(void* p, dtype t, std::int64_t count, int pattern, hipStream_t s);
 
+// A hash of `words` 64-bit words at `p` (8-byte aligned): thread i of `threads` (a multiple of
+// 256) folds words i, i + threads, ... with one FNV-style step each and writes partial[i]; the
+// host folds the partials (device_backend::hash).
+void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::int64_t threads,
+                hipStream_t s);
+
 // copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c, over n elements.
 void stream_op(stream_variant v, dtype t, std::int64_t n, double scalar, void* a, void* b, void* c,
                hipStream_t s);

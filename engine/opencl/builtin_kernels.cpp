@@ -43,6 +43,15 @@ __kernel void fill_random(__global T* p, long n, ulong seed) {
   }
 }
 
+/* A hash of n 64-bit words: work-item i folds words i, i + size, ... with one FNV-style step
+   each (a bijection of its state), and the host folds the work-items' hashes. */
+__kernel void hash_words(__global const ulong* p, long n, __global ulong* partial) {
+  const long id = get_global_id(0);
+  ulong h = 0xcbf29ce484222325UL ^ ((ulong)id * 0x9e3779b97f4a7c15UL);
+  for (long w = id; w < n; w += get_global_size(0)) h = (h ^ p[w]) * 0x100000001b3UL;
+  partial[id] = h;
+}
+
 __kernel void fill_arange(__global T* p, long n) {
   for (long i = get_global_id(0); i < n; i += get_global_size(0)) STORE(p, i, (ACC)i);
 }

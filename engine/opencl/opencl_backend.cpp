@@ -25,6 +25,7 @@
 #include "engine/cache_flush.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/element.hpp"
+#include "engine/fill_pattern.hpp"
 #include "engine/gemm_layout.hpp"
 #include "engine/hip/telemetry.hpp"
 #include "engine/language_support.hpp"
@@ -53,6 +54,7 @@ constexpr std::size_t k_max_programs = 256;  // user programs cached before the 
 constexpr int k_block = 256;
 constexpr std::int64_t k_max_groups = 65536;  // grid-stride loops cover the rest
 constexpr std::uint64_t k_max_cpu_flush = 256ull << 20;
+constexpr std::size_t k_hash_items = 65536;  // work-items of a hash, each folding a share of it
 
 [[noreturn]] void fail(cl_int status, const std::string& what, cl_phase phase) {
   throw backend_error(opencl::classify_cl_status(status, phase),
@@ -289,6 +291,7 @@ class opencl_backend final : public device_backend {
     guard(clEnqueueCopyBuffer(m_queue, mem(&src), mem(&dst), 0, 0, bytes, 0, nullptr, nullptr),
           "copying on the device", cl_phase::enqueue);
   }
+  std::uint64_t hash(const device_buffer& b, std::uint64_t bytes) override;
   // Through the parent buffer, whose bytes around the sub-buffer are the guards.
   void write_guard(const device_buffer& b, guard_side side, const void* src) override {
     if (!b.guard()) return;
@@ -400,7 +403,7 @@ class opencl_backend final : public device_backend {
   // Programs of their own for compile_fresh(), made this point from a cached program's binary.
   std::vector<user_program> m_fresh;
   std::vector<cl_kernel> m_functions;  // compiled this point, by kernel_id
-  mem_ptr m_flush, m_flush_sink, m_scrub_arrivals;
+  mem_ptr m_flush, m_flush_sink, m_scrub_arrivals, m_hash_partials;
   std::uint64_t m_flush_bytes = 0;
   // While a sample is timed: the first and the last command it enqueued.
   bool m_sampling = false;
@@ -467,6 +470,7 @@ opencl_backend::~opencl_backend() {
   m_flush.reset();
   m_flush_sink.reset();
   m_scrub_arrivals.reset();
+  m_hash_partials.reset();
   clReleaseCommandQueue(m_queue);
   clReleaseContext(m_context);
 }
@@ -612,6 +616,45 @@ void opencl_backend::fill(const device_buffer& b, const fill_request& f) {
   const std::size_t global =
       round_up(std::min<std::int64_t>(f.count, k_max_groups * k_block), k_block);
   run(k, 1, &global, &local, random ? "fill_random" : "fill_arange");
+}
+
+// The words on the device (a kernel reads the buffer where it is, on every compute unit), the
+// bytes past the last whole word and the work-items' hashes on the host.
+std::uint64_t opencl_backend::hash(const device_buffer& b, std::uint64_t bytes) {
+  std::uint64_t h = mix64(bytes);
+  const std::uint64_t words = bytes / 8;
+  if (words > 0) {
+    if (!m_hash_partials) {
+      cl_int status = CL_SUCCESS;
+      m_hash_partials.reset(clCreateBuffer(m_context, CL_MEM_READ_WRITE,
+                                           k_hash_items * sizeof(cl_ulong), nullptr, &status));
+      if (status != CL_SUCCESS) {
+        m_hash_partials.reset();
+        fail(status, "allocating the hash's partial results", cl_phase::allocate);
+      }
+    }
+    cl_kernel k = builtin(dtype::f32, "hash_words");
+    arg(k, 0, mem(&b), "hash");
+    arg(k, 1, cl_long(words), "hash");
+    arg(k, 2, m_hash_partials.get(), "hash");
+    const std::size_t local = k_block;
+    const std::size_t global =
+        round_up(std::min<std::int64_t>(std::int64_t(words), k_hash_items), k_block);
+    run(k, 1, &global, &local, "hash_words");
+    std::vector<cl_ulong> partial(global);
+    guard(clEnqueueReadBuffer(m_queue, m_hash_partials.get(), CL_TRUE, 0, global * sizeof(cl_ulong),
+                              partial.data(), 0, nullptr, nullptr),
+          "reading the hash", cl_phase::wait);
+    for (const cl_ulong x : partial)
+      h = mix64(h ^ x);
+  }
+  if (const std::uint64_t tail = bytes % 8) {
+    unsigned char last[8] = {};
+    read(b, words * 8, last, tail);
+    for (std::uint64_t i = 0; i < tail; ++i)
+      h = mix64(h ^ last[i]);
+  }
+  return h;
 }
 
 void opencl_backend::stream(const stream_call& call) {

@@ -290,5 +290,37 @@ TEST_F(OpenClBackend, AKernelFindsNothingOfThePreviousPointInItsReusedBuffers) {
   EXPECT_EQ(lazy.verification.unwritten, 65536u) << lazy.verification.note;
 }
 
+// The input hash is computed on the device: equal for the same bytes, different when any one
+// byte changes (a whole word, the last word, a byte of the tail past the last whole word), and
+// blind to bytes beyond the length it is given.
+TEST_F(OpenClBackend, TheDeviceHashSeesEveryByteItCovers) {
+  constexpr std::uint64_t bytes = 8 * 70001 + 5;  // more words than the hash has work-items
+  std::vector<unsigned char> data(bytes + 64);
+  for (std::size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<unsigned char>(mix64(i) >> 7);
+  device_buffer b = backend().allocate_guarded(data.size(), k_canary_bytes);
+  backend().write(b, 0, data.data(), data.size());
+  const std::uint64_t h = backend().hash(b, bytes);
+  EXPECT_EQ(backend().hash(b, bytes), h);
+  EXPECT_NE(backend().hash(b, bytes - 1), h);
+  for (const std::uint64_t at :
+       {std::uint64_t(0), std::uint64_t(8 * 65536 + 3), bytes - 6, bytes - 5, bytes - 1}) {
+    SCOPED_TRACE("byte " + std::to_string(at));
+    const unsigned char changed = data[at] ^ 0x40;
+    backend().write(b, at, &changed, 1);
+    EXPECT_NE(backend().hash(b, bytes), h);
+    backend().write(b, at, &data[at], 1);
+    EXPECT_EQ(backend().hash(b, bytes), h);
+  }
+  const unsigned char beyond = data[bytes] ^ 0xff;
+  backend().write(b, bytes, &beyond, 1);
+  EXPECT_EQ(backend().hash(b, bytes), h);
+  // Two words swapped change it too.
+  std::vector<unsigned char> swapped(data.begin(), data.begin() + 16);
+  std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
+  backend().write(b, 0, swapped.data(), 16);
+  EXPECT_NE(backend().hash(b, bytes), h);
+}
+
 }  // namespace
 }  // namespace kernelscan
