@@ -18,6 +18,7 @@
 #include "api/job_spec_codec.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/opencl/opencl_backend.hpp"
+#include "tests/support/axpy_spec.hpp"
 
 namespace {
 
@@ -30,29 +31,26 @@ double median(std::vector<double> v) {
 
 struct bench_case {
   const char* name;
-  const char* spec;
+  json spec;
 };
 
 // An honest custom kernel checked against a STREAM triad, and the builtin tiled GEMM.
-const bench_case k_cases[] = {
-    {"axpy (custom, N=2^22)", R"js({
-      "kernel": {"op": "custom", "language": "opencl", "entry": "axpy",
-        "source": "__kernel void axpy(__global float* out, __global const float* a, __global const float* b, float s, int n) { int i = get_global_id(0); if (i < n) out[i] = a[i] + s * b[i]; }",
-        "block": [256, 1, 1], "grid": ["ceil(N/256)", 1, 1],
-        "args": [{"name": "out", "type": "f32*", "count": "N", "output": true},
-                 {"name": "a", "type": "f32*", "count": "N"},
-                 {"name": "b", "type": "f32*", "count": "N"},
-                 {"name": "s", "type": "f32", "value": 3},
-                 {"name": "n", "type": "i32", "value": "N"}],
-        "flops": "2*N", "bytes": "12*N",
-        "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32", "scalar": 3,
-                      "a": "out", "b": "a", "c": "b"}},
-      "sweep": {"N": [4194304]},
-      "timing": {"l2": "cold", "max_time_ms": 400}})js"},
-    {"gemm (builtin, 256^3)", R"js({
-      "kernel": {"op": "gemm", "m": 256, "n": 256, "k": 256, "dtype": "f32", "impl": "builtin"},
-      "timing": {"l2": "cold", "max_time_ms": 400}})js"},
-};
+std::vector<bench_case> cases() {
+  const json cold = {{"l2", "cold"}, {"max_time_ms", 400}};
+  return {{"axpy (custom, N=2^22)",
+           {{"kernel", kernelscan::testing::opencl_axpy_kernel()},
+            {"sweep", {{"N", {4194304}}}},
+            {"timing", cold}}},
+          {"gemm (builtin, 256^3)",
+           {{"kernel",
+             {{"op", "gemm"},
+              {"m", 256},
+              {"n", 256},
+              {"k", 256},
+              {"dtype", "f32"},
+              {"impl", "builtin"}}},
+            {"timing", cold}}}};
+}
 
 }  // namespace
 
@@ -70,10 +68,10 @@ int main(int argc, char** argv) {
               defended->device().name.c_str(), rounds);
   std::printf("%-24s %14s %14s %8s %14s %14s %8s\n", "kernel", "median on", "median off", "ratio",
               "wall/pt on", "wall/pt off", "ratio");
-  for (const auto& c : k_cases) {
+  for (const auto& c : cases()) {
     const auto limits = kernelscan::spec_limits::stored();
-    const auto plan = kernelscan::compile_plan(
-        kernelscan::parse_job_spec(json::parse(c.spec), limits), limits.plan);
+    const auto plan =
+        kernelscan::compile_plan(kernelscan::parse_job_spec(c.spec, limits), limits.plan);
     std::vector<double> median_on, median_off, wall_on, wall_off;
     for (int round = 0; round < rounds; ++round) {
       for (int side = 0; side < 2; ++side) {

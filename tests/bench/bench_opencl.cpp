@@ -24,6 +24,7 @@
 
 #include "engine/opencl/builtin_kernels.hpp"
 #include "engine/statistics.hpp"
+#include "tests/support/axpy_spec.hpp"
 #include "tests/support/daemon_process.hpp"
 
 namespace {
@@ -252,22 +253,12 @@ int main(int argc, char** argv) {
   report("gemm builtin f32 256^3", gemm_daemon, gemm_raw);
 
   // Submit to converged result: a short custom kernel, 3 points, 3 verification trials each.
-  json axpy = kernelscan::parse_json(R"js({
-    "engine": "opencl", "device": 0, "cache": false,
-    "kernel": {"op": "custom", "language": "opencl", "entry": "axpy",
-      "source": "__kernel void axpy(__global float* out, __global const float* a, __global const float* b, float s, int n) { int i = get_global_id(0); if (i < n) out[i] = a[i] + s * b[i]; }",
-      "block": [256, 1, 1], "grid": ["ceil(N/256)", 1, 1],
-      "args": [{"name": "out", "type": "f32*", "count": "N", "output": true},
-               {"name": "a", "type": "f32*", "count": "N"},
-               {"name": "b", "type": "f32*", "count": "N"},
-               {"name": "s", "type": "f32", "value": 3},
-               {"name": "n", "type": "i32", "value": "N"}],
-      "flops": "2*N", "bytes": "12*N",
-      "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32", "scalar": 3,
-                    "a": "out", "b": "a", "c": "b"}},
-    "sweep": {"N": [4096, 16384, 65536]},
-    "timing": {"l2": "hot"}
-  })js");
+  const json axpy = {{"engine", "opencl"},
+                     {"device", 0},
+                     {"cache", false},
+                     {"kernel", kernelscan::testing::opencl_axpy_kernel()},
+                     {"sweep", {{"N", {4096, 16384, 65536}}}},
+                     {"timing", {{"l2", "hot"}}}};
   std::vector<double> walls;
   for (int r = 0; r < rounds; ++r) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -17,6 +17,7 @@
 #include "engine/opencl/opencl_backend.hpp"
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
+#include "tests/support/axpy_spec.hpp"
 
 namespace kernelscan {
 namespace {
@@ -264,22 +265,9 @@ TEST_F(OpenClBackend, AReleasedBufferIsHandedOutAgainForTheSameSize) {
 // answers of the point before on the same inputs (the same seed).
 TEST_F(OpenClBackend, AKernelFindsNothingOfThePreviousPointInItsReusedBuffers) {
   auto plan_of = [](const std::string& statement) {
-    json spec = json::parse(R"js({
-      "kernel": {"op": "custom", "language": "opencl", "entry": "axpy",
-        "block": [256, 1, 1], "grid": ["ceil(N/256)", 1, 1],
-        "args": [{"name": "out", "type": "f32*", "count": "N", "output": true},
-                 {"name": "a", "type": "f32*", "count": "N"},
-                 {"name": "b", "type": "f32*", "count": "N"},
-                 {"name": "s", "type": "f32", "value": 3},
-                 {"name": "n", "type": "i32", "value": "N"}],
-        "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32", "scalar": 3,
-                      "a": "out", "b": "a", "c": "b"}},
-      "sweep": {"N": [65536]},
-      "timing": {"l2": "hot", "max_time_ms": 50}})js");
-    spec["kernel"]["source"] =
-        "__kernel void axpy(__global float* out, __global const float* a, __global const float* "
-        "b, float s, int n) { int i = get_global_id(0); " +
-        statement + " }";
+    const json spec = {{"kernel", testing::opencl_axpy_kernel(statement)},
+                       {"sweep", {{"N", {65536}}}},
+                       {"timing", {{"l2", "hot"}, {"max_time_ms", 50}}}};
     return compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
   };
   const point_result honest =
