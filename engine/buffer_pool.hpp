@@ -14,13 +14,14 @@
 // Bounds: at most `capacity` bytes are kept (the oldest allocations go first), and what no
 // point has taken since before the previous point began is returned by begin_point() to be
 // freed, so a sweep over growing sizes does not hold the sizes it has left behind. The pool
-// frees nothing itself: it hands back the allocations its owner must free. Not thread-safe
-// (one per backend, used by the worker's thread).
+// frees through the function its owner gives it; it frees nothing in its destructor (a backend
+// must clear() it while its context still lives). Not thread-safe (one per backend, used by the
+// worker's thread).
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
-#include <vector>
 
 namespace kernelscan {
 
@@ -36,19 +37,25 @@ class buffer_pool {
     std::uint64_t whole = 0;
   };
 
-  explicit buffer_pool(std::uint64_t capacity) : m_capacity(capacity) {}
+  // Frees one allocation on the device (or the host); never throws.
+  using free_function = std::function<void(const allocation&)>;
 
+  buffer_pool(std::uint64_t capacity, free_function free)
+      : m_free(std::move(free)), m_capacity(capacity) {}
+
+  // Keeps at most `capacity` bytes from now on, freeing the oldest allocations beyond it.
+  void set_capacity(std::uint64_t capacity) noexcept;
   // A kept allocation of exactly `bytes` with `guard`, taken out of the pool (the one kept
   // last), or nothing.
   std::optional<allocation> take(std::uint64_t bytes, std::uint64_t guard);
-  // Keeps `a`. Returns what must be freed now: the oldest kept allocations beyond the capacity,
-  // or `a` itself where it alone exceeds it.
-  std::vector<allocation> keep(const allocation& a);
-  // A point begins: returns the allocations kept before the previous point began and not taken
-  // since, to be freed.
-  std::vector<allocation> begin_point();
-  // Returns everything kept, to be freed (the device needs the room, or the backend closes).
-  std::vector<allocation> drain();
+  // Keeps `a`, freeing the oldest kept allocations beyond the capacity; frees `a` itself where
+  // it alone exceeds the capacity, or where the host has no memory to note it.
+  void keep(const allocation& a) noexcept;
+  // A point begins: frees the allocations kept before the previous point began and not taken
+  // since.
+  void begin_point() noexcept;
+  // Frees everything kept (the device needs the room, or the backend closes).
+  void clear() noexcept;
 
   // Device bytes held by the kept allocations.
   std::uint64_t bytes() const { return m_bytes; }
@@ -59,6 +66,10 @@ class buffer_pool {
     allocation a;
     std::uint64_t point = 0;  // the point during which (or after which) it was kept
   };
+  // Frees the oldest kept allocation.
+  void free_oldest() noexcept;
+
+  free_function m_free;
   std::deque<kept> m_kept;  // oldest first
   std::uint64_t m_capacity = 0;
   std::uint64_t m_bytes = 0;

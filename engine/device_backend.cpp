@@ -44,6 +44,27 @@ std::uint64_t device_backend::hash(const device_buffer& b, std::uint64_t bytes) 
   return mix64(lanes[0] ^ mix64(lanes[1] ^ mix64(lanes[2] ^ mix64(lanes[3]))));
 }
 
+std::uint64_t device_backend::hash_by_words(
+    const device_buffer& b, std::uint64_t bytes,
+    const std::function<std::vector<std::uint64_t>(std::int64_t words, std::int64_t threads)>&
+        word_hashes) {
+  std::uint64_t h = mix64(bytes);
+  const std::uint64_t words = bytes / 8;
+  if (words > 0) {
+    const std::int64_t threads =
+        (std::min(std::int64_t(words), k_word_hash_threads) + 255) / 256 * 256;
+    for (const std::uint64_t x : word_hashes(std::int64_t(words), threads))
+      h = mix64(h ^ x);
+  }
+  if (const std::uint64_t tail = bytes % 8) {
+    unsigned char last[8] = {};
+    read(b, words * 8, last, tail);
+    for (std::uint64_t i = 0; i < tail; ++i)
+      h = mix64(h ^ last[i]);
+  }
+  return h;
+}
+
 double device_backend::clock_ms() {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now().time_since_epoch())

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "engine/device_info.hpp"
 #include "engine/fill_pattern.hpp"
@@ -259,6 +260,19 @@ class device_backend {
   virtual double clock_ms();
   // The device's clocks now, where the platform reports them.
   virtual std::optional<telemetry_reading> read_telemetry();
+
+ protected:
+  // The most threads a device kernel hashing a buffer's words runs.
+  static constexpr std::int64_t k_word_hash_threads = 65536;
+  // hash() for a backend that hashes words on the device: `word_hashes(words, threads)` runs
+  // `threads` threads (a multiple of 256, at most k_word_hash_threads), thread i folding words i,
+  // i + threads, ... of the first `words` 64-bit words of `b` with one FNV-style step each, and
+  // returns their hashes in thread order; those, `bytes` and the bytes past the last whole word
+  // (read back) make the hash.
+  std::uint64_t hash_by_words(
+      const device_buffer& b, std::uint64_t bytes,
+      const std::function<std::vector<std::uint64_t>(std::int64_t words, std::int64_t threads)>&
+          word_hashes);
 
  private:
   friend class device_buffer;

@@ -18,7 +18,7 @@ void free_block(const buffer_pool::allocation& a) noexcept {
 
 // A block is an allocation of `bytes` with no guard, its handle the pointer.
 struct host_block_cache::state {
-  buffer_pool pool{k_max_kept};
+  buffer_pool pool{k_max_kept, free_block};
 };
 
 struct host_block_access {
@@ -28,13 +28,11 @@ struct host_block_access {
 host_block_cache::host_block_cache() : m_state(std::make_unique<state>()) {}
 
 host_block_cache::~host_block_cache() {
-  for (const auto& a : m_state->pool.drain())
-    free_block(a);
+  m_state->pool.clear();
 }
 
 void host_block_cache::begin_point() {
-  for (const auto& a : m_state->pool.begin_point())
-    free_block(a);
+  m_state->pool.begin_point();
 }
 
 std::uint64_t host_block_cache::kept_bytes() const {
@@ -64,13 +62,7 @@ void release(void* p, std::size_t bytes) noexcept {
   if (!p) return;
   if (!t_cache || bytes < k_min_kept) return ::operator delete(p);
   const auto handle = reinterpret_cast<std::uintptr_t>(p);
-  const buffer_pool::allocation a{handle, handle, bytes, 0, bytes};
-  try {
-    for (const auto& old : host_block_access::pool(*t_cache).keep(a))
-      free_block(old);
-  } catch (const std::bad_alloc&) {
-    ::operator delete(p);
-  }
+  host_block_access::pool(*t_cache).keep({handle, handle, bytes, 0, bytes});
 }
 
 }  // namespace host_blocks

@@ -139,8 +139,7 @@ class hip_backend final : public device_backend {
     m_functions.clear();
     m_modules->release_fresh();
     m_modules->trim();
-    for (const auto& a : m_pool.begin_point())
-      free_allocation(a);
+    m_pool.begin_point();
   }
   bool usable() const override { return !g_context_lost; }
 
@@ -151,10 +150,10 @@ class hip_backend final : public device_backend {
     return free + m_pool.bytes();
   }
   std::uint64_t max_allocation() const override { return m_info.memory_bytes; }
-  // One hipMalloc of guard + bytes + guard; the buffer's pointer is the first data byte (4096
-  // past an allocation's 256-byte alignment keeps every alignment a kernel may assume).
-  // One the pool kept, where it has one of this size; else a new one, for which the pool gives
-  // back what it keeps when hipMalloc finds no room.
+  // One hipMalloc of guard + bytes + guard (one the pool kept, where it has one of this size;
+  // the pool gives back what it keeps when hipMalloc finds no room); the buffer's pointer is the
+  // first data byte (4096 past an allocation's 256-byte alignment keeps every alignment a
+  // kernel may assume).
   device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) override {
     if (bytes == 0) return device_buffer(this, 0, 0);
     if (const auto a = m_pool.take(bytes, guard)) {
@@ -164,8 +163,7 @@ class hip_backend final : public device_backend {
     hipError_t status = hipMalloc(&p, guard + bytes + guard);
     if (status == hipErrorOutOfMemory && !m_pool.empty()) {
       (void)hipGetLastError();
-      for (const auto& a : m_pool.drain())
-        (void)hipFree(reinterpret_cast<void*>(a.base));
+      m_pool.clear();
       status = hipMalloc(&p, guard + bytes + guard);
     }
     check(status, "hipMalloc");
@@ -196,32 +194,21 @@ class hip_backend final : public device_backend {
     check(hipMemcpy(dst, static_cast<const char*>(ptr(&b)) + offset, bytes, hipMemcpyDeviceToHost),
           "reading from the device");
   }
-  // The words on the device, the bytes past the last whole word and the threads' hashes on
-  // the host: reading the buffer back over the bus would cost far more.
+  // The words on the device: reading the buffer back over the bus would cost far more.
   std::uint64_t hash(const device_buffer& b, std::uint64_t bytes) override {
-    std::uint64_t h = mix64(bytes);
-    const std::uint64_t words = bytes / 8;
-    if (words > 0) {
-      if (!m_hash_partials.get()) m_hash_partials = buffer(k_hash_threads * sizeof(std::uint64_t));
-      const std::int64_t threads =
-          (std::min<std::int64_t>(std::int64_t(words), k_hash_threads) + 255) / 256 * 256;
+    return hash_by_words(b, bytes, [&](std::int64_t words, std::int64_t threads) {
+      if (!m_hash_partials.get()) {
+        m_hash_partials = buffer(k_word_hash_threads * sizeof(std::uint64_t));
+      }
       auto* partials = static_cast<std::uint64_t*>(m_hash_partials.get());
-      hash_words(ptr(&b), std::int64_t(words), partials, threads, s());
+      hash_words(ptr(&b), words, partials, threads, s());
       std::vector<std::uint64_t> partial(std::size_t(threads), 0);
       synchronize();
       check(hipMemcpy(partial.data(), partials, partial.size() * sizeof(std::uint64_t),
                       hipMemcpyDeviceToHost),
             "reading the hash");
-      for (const std::uint64_t x : partial)
-        h = mix64(h ^ x);
-    }
-    if (const std::uint64_t tail = bytes % 8) {
-      unsigned char last[8] = {};
-      read(b, words * 8, last, tail);
-      for (std::uint64_t i = 0; i < tail; ++i)
-        h = mix64(h ^ last[i]);
-    }
-    return h;
+      return partial;
+    });
   }
   void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
     check(hipMemcpyAsync(ptr(&dst), ptr(&src), bytes, hipMemcpyDeviceToDevice, s()),
@@ -300,12 +287,7 @@ class hip_backend final : public device_backend {
     const buffer_pool::allocation a{b.handle(), b.base(), b.bytes(), b.guard(),
                                     2 * b.guard() + b.bytes()};
     if (g_context_lost) return free_allocation(a);
-    try {
-      for (const auto& old : m_pool.keep(a))
-        free_allocation(old);
-    } catch (const std::bad_alloc&) {
-      free_allocation(a);
-    }
+    m_pool.keep(a);
   }
   static void free_allocation(const buffer_pool::allocation& a) noexcept {
     (void)hipFree(reinterpret_cast<void*>(a.base));
@@ -329,9 +311,9 @@ class hip_backend final : public device_backend {
   std::vector<std::uint64_t> m_arg_storage;
   std::vector<void*> m_arg_pointers;
   std::unique_ptr<telemetry> m_telemetry;
-  buffer_pool m_pool{0};   // released buffers kept for reuse
+  // Released buffers kept for reuse, a quarter of the device's memory at most.
+  buffer_pool m_pool{m_info.memory_bytes / 4, free_allocation};
   buffer m_hash_partials;  // one u64 per thread of a hash, allocated at the first
-  static constexpr std::int64_t k_hash_threads = 65536;
 };
 
 // Makes `ordinal` the thread's device before any member allocates on it.
@@ -348,8 +330,6 @@ hip_backend::hip_backend(int ordinal)
   // The flush buffer is written once so its pages are resident; each flush then reads it.
   check(hipMemsetAsync(m_flush.get(), 0, m_flush.bytes(), s()), "preparing the cache flush");
   m_modules.emplace(m_info.arch);
-  // A quarter of the device's memory at most.
-  m_pool = buffer_pool(m_info.memory_bytes / 4);
   m_telemetry = telemetry::open(m_info.vendor, m_info.pci_bus_id);
   log_info("GPU " + std::to_string(ordinal) + ": " + m_info.name + " (" + m_info.arch + ", " +
            std::to_string(m_info.compute_units) + " CUs, " + gib(double(m_info.memory_bytes)) +
@@ -359,8 +339,7 @@ hip_backend::hip_backend(int ordinal)
 
 hip_backend::~hip_backend() {
   if (!g_context_lost) (void)hipStreamSynchronize(m_stream.get());
-  for (const auto& a : m_pool.drain())
-    free_allocation(a);
+  m_pool.clear();
 }
 
 void hip_backend::launch(const kernel_call& call) {

@@ -25,7 +25,6 @@
 #include "engine/cache_flush.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/element.hpp"
-#include "engine/fill_pattern.hpp"
 #include "engine/gemm_layout.hpp"
 #include "engine/hip/telemetry.hpp"
 #include "engine/language_support.hpp"
@@ -54,7 +53,6 @@ constexpr std::size_t k_max_programs = 256;  // user programs cached before the 
 constexpr int k_block = 256;
 constexpr std::int64_t k_max_groups = 65536;  // grid-stride loops cover the rest
 constexpr std::uint64_t k_max_cpu_flush = 256ull << 20;
-constexpr std::size_t k_hash_items = 65536;  // work-items of a hash, each folding a share of it
 
 [[noreturn]] void fail(cl_int status, const std::string& what, cl_phase phase) {
   throw backend_error(opencl::classify_cl_status(status, phase),
@@ -265,8 +263,7 @@ class opencl_backend final : public device_backend {
   void begin_point(const point_context&) override {
     m_functions.clear();
     m_fresh.clear();
-    for (const auto& a : m_pool.begin_point())
-      free_allocation(a);
+    m_pool.begin_point();
   }
   bool usable() const override { return !m_lost; }
 
@@ -331,21 +328,12 @@ class opencl_backend final : public device_backend {
     const buffer_pool::allocation a{b.handle(), b.base(), b.bytes(), b.guard(),
                                     allocation_bytes(b.bytes(), b.guard())};
     if (m_lost) return free_allocation(a);
-    try {
-      for (const auto& old : m_pool.keep(a))
-        free_allocation(old);
-    } catch (const std::bad_alloc&) {
-      free_allocation(a);
-    }
+    m_pool.keep(a);
   }
   void free_allocation(const buffer_pool::allocation& a) noexcept {
     clReleaseMemObject(reinterpret_cast<cl_mem>(a.handle));
     if (a.base != a.handle) clReleaseMemObject(reinterpret_cast<cl_mem>(a.base));
     m_allocated -= std::min(m_allocated, a.whole);
-  }
-  void free_pool() noexcept {
-    for (const auto& a : m_pool.drain())
-      free_allocation(a);
   }
   device_buffer allocate_new(std::uint64_t bytes, std::uint64_t guard);
   // Where the sub-buffer of a guarded buffer starts in its parent: `guard` rounded up to the
@@ -392,7 +380,8 @@ class opencl_backend final : public device_backend {
   std::uint64_t m_base_align = 1;    // bytes a sub-buffer's origin must be a multiple of
   std::uint32_t m_scrubs = 0;
   std::uint64_t m_allocated = 0;  // live buffers and the pool's
-  buffer_pool m_pool{0};
+  // A quarter of the device's memory at most (set once the device is known).
+  buffer_pool m_pool{0, [this](const buffer_pool::allocation& a) { free_allocation(a); }};
   std::map<dtype, program_ptr> m_builtin_programs;
   std::map<std::pair<dtype, std::string>, kernel_ptr> m_builtin_kernels;
   struct user_program {
@@ -446,8 +435,7 @@ opencl_backend::opencl_backend(int index) {
   m_flush_bytes = cache_flush_bytes(m_info);
   if (m_info.type == "cpu") m_flush_bytes = std::min(m_flush_bytes, k_max_cpu_flush);
   m_flush_bytes = std::min(m_flush_bytes, m_max_allocation);
-  // Released buffers kept for reuse: a quarter of the device's memory at most.
-  m_pool = buffer_pool(m_info.memory_bytes / 4);
+  m_pool.set_capacity(m_info.memory_bytes / 4);
   if (!m_info.pci_bus_id.empty()) m_telemetry = telemetry::open(m_info.vendor, m_info.pci_bus_id);
   spdlog::info(
       "OpenCL device {}: {} ({}, {}, {} compute units, {} of memory, largest buffer {}); "
@@ -459,7 +447,7 @@ opencl_backend::opencl_backend(int index) {
 
 opencl_backend::~opencl_backend() {
   if (!m_lost) clFinish(m_queue);
-  free_pool();
+  m_pool.clear();
   m_first.reset();
   m_last.reset();
   m_functions.clear();
@@ -503,13 +491,13 @@ device_buffer opencl_backend::allocate_guarded(std::uint64_t bytes, std::uint64_
   if (const auto a = m_pool.take(bytes, guard)) {
     return device_buffer(this, a->handle, a->bytes, a->guard, a->base);
   }
-  if (m_allocated + allocation_bytes(bytes, guard) > m_info.memory_bytes) free_pool();
+  if (m_allocated + allocation_bytes(bytes, guard) > m_info.memory_bytes) m_pool.clear();
   try {
     return allocate_new(bytes, guard);
   } catch (const backend_error& e) {
     if (e.kind() != fault_kind::out_of_memory || m_pool.empty()) throw;
   }
-  free_pool();
+  m_pool.clear();
   return allocate_new(bytes, guard);
 }
 
@@ -618,16 +606,13 @@ void opencl_backend::fill(const device_buffer& b, const fill_request& f) {
   run(k, 1, &global, &local, random ? "fill_random" : "fill_arange");
 }
 
-// The words on the device (a kernel reads the buffer where it is, on every compute unit), the
-// bytes past the last whole word and the work-items' hashes on the host.
+// The words on the device (a kernel reads the buffer where it is, on every compute unit).
 std::uint64_t opencl_backend::hash(const device_buffer& b, std::uint64_t bytes) {
-  std::uint64_t h = mix64(bytes);
-  const std::uint64_t words = bytes / 8;
-  if (words > 0) {
+  return hash_by_words(b, bytes, [&](std::int64_t words, std::int64_t threads) {
     if (!m_hash_partials) {
       cl_int status = CL_SUCCESS;
-      m_hash_partials.reset(clCreateBuffer(m_context, CL_MEM_READ_WRITE,
-                                           k_hash_items * sizeof(cl_ulong), nullptr, &status));
+      m_hash_partials.reset(clCreateBuffer(
+          m_context, CL_MEM_READ_WRITE, k_word_hash_threads * sizeof(cl_ulong), nullptr, &status));
       if (status != CL_SUCCESS) {
         m_hash_partials.reset();
         fail(status, "allocating the hash's partial results", cl_phase::allocate);
@@ -637,24 +622,14 @@ std::uint64_t opencl_backend::hash(const device_buffer& b, std::uint64_t bytes) 
     arg(k, 0, mem(&b), "hash");
     arg(k, 1, cl_long(words), "hash");
     arg(k, 2, m_hash_partials.get(), "hash");
-    const std::size_t local = k_block;
-    const std::size_t global =
-        round_up(std::min<std::int64_t>(std::int64_t(words), k_hash_items), k_block);
+    const std::size_t local = k_block, global = std::size_t(threads);
     run(k, 1, &global, &local, "hash_words");
-    std::vector<cl_ulong> partial(global);
-    guard(clEnqueueReadBuffer(m_queue, m_hash_partials.get(), CL_TRUE, 0, global * sizeof(cl_ulong),
-                              partial.data(), 0, nullptr, nullptr),
+    std::vector<std::uint64_t> partial(global);
+    guard(clEnqueueReadBuffer(m_queue, m_hash_partials.get(), CL_TRUE, 0,
+                              global * sizeof(std::uint64_t), partial.data(), 0, nullptr, nullptr),
           "reading the hash", cl_phase::wait);
-    for (const cl_ulong x : partial)
-      h = mix64(h ^ x);
-  }
-  if (const std::uint64_t tail = bytes % 8) {
-    unsigned char last[8] = {};
-    read(b, words * 8, last, tail);
-    for (std::uint64_t i = 0; i < tail; ++i)
-      h = mix64(h ^ last[i]);
-  }
-  return h;
+    return partial;
+  });
 }
 
 void opencl_backend::stream(const stream_call& call) {

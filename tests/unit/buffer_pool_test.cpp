@@ -1,8 +1,10 @@
 // The pool of released device allocations (buffer_pool.hpp) and the host blocks recycled on it
-// (host_blocks.hpp): what is handed out again, what is given back to be freed, and when.
+// (host_blocks.hpp): what is handed out again, what is freed, and when.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "engine/buffer_pool.hpp"
 #include "engine/host_blocks.hpp"
@@ -14,18 +16,24 @@ buffer_pool::allocation block(std::uintptr_t handle, std::uint64_t bytes, std::u
   return {handle, handle - guard, bytes, guard, bytes + 2 * guard};
 }
 
-std::vector<std::uintptr_t> handles(const std::vector<buffer_pool::allocation>& list) {
-  std::vector<std::uintptr_t> out;
-  for (const auto& a : list)
-    out.push_back(a.handle);
-  return out;
-}
+// A pool whose frees are noted: freed() is what it freed since the last call, in order.
+class BufferPool : public ::testing::Test {
+ protected:
+  buffer_pool make(std::uint64_t capacity) {
+    return buffer_pool(capacity,
+                       [this](const buffer_pool::allocation& a) { m_freed.push_back(a.handle); });
+  }
+  std::vector<std::uintptr_t> freed() { return std::exchange(m_freed, {}); }
 
-TEST(BufferPool, HandsOutAKeptAllocationOfExactlyTheSizeAndGuardAsked) {
-  buffer_pool pool(1000);
-  EXPECT_TRUE(pool.keep(block(10, 100)).empty());
-  EXPECT_TRUE(pool.keep(block(20, 100, 8)).empty());
-  EXPECT_TRUE(pool.keep(block(30, 200)).empty());
+  std::vector<std::uintptr_t> m_freed;
+};
+
+TEST_F(BufferPool, HandsOutAKeptAllocationOfExactlyTheSizeAndGuardAsked) {
+  buffer_pool pool = make(1000);
+  pool.keep(block(10, 100));
+  pool.keep(block(20, 100, 8));
+  pool.keep(block(30, 200));
+  EXPECT_TRUE(freed().empty());
   EXPECT_EQ(pool.bytes(), 100u + 116u + 200u);
   EXPECT_FALSE(pool.take(100, 4)) << "another guard";
   EXPECT_FALSE(pool.take(150, 0)) << "another size, even a smaller one";
@@ -39,43 +47,56 @@ TEST(BufferPool, HandsOutAKeptAllocationOfExactlyTheSizeAndGuardAsked) {
   EXPECT_EQ(pool.bytes(), 200u);
 }
 
-TEST(BufferPool, TheOneKeptLastIsTakenFirst) {
-  buffer_pool pool(1000);
-  (void)pool.keep(block(1, 64));
-  (void)pool.keep(block(2, 64));
+TEST_F(BufferPool, TheOneKeptLastIsTakenFirst) {
+  buffer_pool pool = make(1000);
+  pool.keep(block(1, 64));
+  pool.keep(block(2, 64));
   EXPECT_EQ(pool.take(64, 0)->handle, 2u);
   EXPECT_EQ(pool.take(64, 0)->handle, 1u);
 }
 
-TEST(BufferPool, KeepsNoMoreThanItsCapacityAndGivesBackTheOldestFirst) {
-  buffer_pool pool(300);
-  (void)pool.keep(block(1, 100));
-  (void)pool.keep(block(2, 100));
-  (void)pool.keep(block(3, 100));
-  EXPECT_EQ(handles(pool.keep(block(4, 150))), (std::vector<std::uintptr_t>{1, 2}));
+TEST_F(BufferPool, KeepsNoMoreThanItsCapacityAndFreesTheOldestFirst) {
+  buffer_pool pool = make(300);
+  pool.keep(block(1, 100));
+  pool.keep(block(2, 100));
+  pool.keep(block(3, 100));
+  EXPECT_TRUE(freed().empty());
+  pool.keep(block(4, 150));
+  EXPECT_EQ(freed(), (std::vector<std::uintptr_t>{1, 2}));
   EXPECT_EQ(pool.bytes(), 250u);
-  // One larger than the whole capacity is given back at once, and nothing else goes.
-  EXPECT_EQ(handles(pool.keep(block(5, 301))), (std::vector<std::uintptr_t>{5}));
+  // One larger than the whole capacity is freed at once, and nothing else goes.
+  pool.keep(block(5, 301));
+  EXPECT_EQ(freed(), (std::vector<std::uintptr_t>{5}));
   EXPECT_EQ(pool.bytes(), 250u);
-  EXPECT_EQ(handles(pool.drain()), (std::vector<std::uintptr_t>{3, 4}));
+  // A smaller capacity frees the oldest beyond it.
+  pool.set_capacity(200);
+  EXPECT_EQ(freed(), (std::vector<std::uintptr_t>{3}));
+  EXPECT_EQ(pool.bytes(), 150u);
+  pool.clear();
+  EXPECT_EQ(freed(), (std::vector<std::uintptr_t>{4}));
   EXPECT_EQ(pool.bytes(), 0u);
   EXPECT_TRUE(pool.empty());
 }
 
-TEST(BufferPool, WhatNoPointTookSinceBeforeThePreviousPointIsGivenBack) {
-  buffer_pool pool(1000);
-  EXPECT_TRUE(pool.begin_point().empty());  // point 1
-  (void)pool.keep(block(1, 10));            // released during point 1
-  EXPECT_TRUE(pool.begin_point().empty());  // point 2: the last point needed it
-  (void)pool.keep(block(2, 10));            // released during point 2
+TEST_F(BufferPool, WhatNoPointTookSinceBeforeThePreviousPointIsFreed) {
+  buffer_pool pool = make(1000);
+  pool.begin_point();  // point 1
+  EXPECT_TRUE(freed().empty());
+  pool.keep(block(1, 10));  // released during point 1
+  pool.begin_point();       // point 2: the last point needed it
+  EXPECT_TRUE(freed().empty());
+  pool.keep(block(2, 10));  // released during point 2
   // Point 3: block 1 was kept before point 2 began, and point 2 did not take it.
-  EXPECT_EQ(handles(pool.begin_point()), (std::vector<std::uintptr_t>{1}));
+  pool.begin_point();
+  EXPECT_EQ(freed(), (std::vector<std::uintptr_t>{1}));
   // Taken and released again in point 3, block 2 lives on into point 4.
   const auto again = pool.take(10, 0);
   ASSERT_TRUE(again);
-  (void)pool.keep(*again);
-  EXPECT_TRUE(pool.begin_point().empty());                                   // point 4
-  EXPECT_EQ(handles(pool.begin_point()), (std::vector<std::uintptr_t>{2}));  // point 5
+  pool.keep(*again);
+  pool.begin_point();  // point 4
+  EXPECT_TRUE(freed().empty());
+  pool.begin_point();  // point 5
+  EXPECT_EQ(freed(), (std::vector<std::uintptr_t>{2}));
   EXPECT_TRUE(pool.empty());
 }
 
