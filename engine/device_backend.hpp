@@ -251,7 +251,8 @@ class device_backend {
   virtual void flush_caches() = 0;
   // Overwrites the work-group local (shared) memory of every compute unit with a pattern
   // (untimed; enqueued before the candidate's launches), so that no launch reads what an earlier
-  // one - the reference's, its own verification's - left there. A no-op where there is none.
+  // one - the reference's, its own verification's, another variant's - left there. A no-op where
+  // there is none.
   virtual void scrub_local_memory() {}
   // One sample: `enqueue` queues the launches to time; they run back to back behind a hold of
   // the queue where the platform has one, so that the host's launch rate is not timed.

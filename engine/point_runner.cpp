@@ -454,7 +454,15 @@ class point_runner::timed_checks {
       m_pattern = int(s & 1);
       m_runner.init_inputs(m_k, current(), s, m_pattern);
     }
-    m_runner.m_backend->scrub_local_memory();
+    // Local memory is scrubbed before the kernel's first timed launch (after verification's,
+    // which may have kept something there across the fresh module) and after another variant's
+    // launches (which got the same inputs). Between its own samples the kernel could only find
+    // what it left itself, as it can in its global variables: each scrub cost more than a
+    // microsecond kernel on a CPU device (512 KiB per thread on PoCL), and took the caches with it.
+    if (m_runner.m_local_owner != this) {
+      m_runner.m_backend->scrub_local_memory();
+      m_runner.m_local_owner = this;
+    }
   }
 
   void after() {
@@ -583,6 +591,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     const bool defended = m_defences && m_backend->runs_device_code();
     if (defended) {
       begin_canaries(point_seed);
+      m_local_owner = nullptr;
       arm_canaries(candidate, candidate.own_buffers());
     }
 
@@ -777,6 +786,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     m_backend->begin_point({index, point_seed, &spec.mock});
     m_host_blocks.begin_point();
     begin_canaries(point_seed);
+    m_local_owner = nullptr;
     check_memory(need,
                  plan.describe_point(index) + " with its " + std::to_string(count) + " variants");
   } catch (const backend_error& e) {

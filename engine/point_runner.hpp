@@ -13,11 +13,11 @@
 // is read back to the host and its copies poisoned and freed; then the kernel runs (timed, as a
 // sample is) and its outputs are compared with that answer chunk by chunk (output_check.hpp),
 // element by element and by their norm-relative error. Local memory is scrubbed before the
-// kernel's launch (and before every timed sample); its inputs are hashed around the first and
-// the last trial's launch (input_modified) and the canary regions before and after every buffer
-// checked (out_of_bounds_write). The
-// number of trials varies with the point's seed, between verify.trials and two more; after
-// them the kernel is loaded afresh (its globals back to their initial values) for timing.
+// kernel's launch (and before its first timed sample, and after another variant's); its inputs are
+// hashed around the first and the last trial's launch (input_modified) and the canary regions
+// before and after every buffer checked (out_of_bounds_write). The number of trials varies with the
+// point's seed, between verify.trials and two more; after them the kernel is loaded afresh (its
+// globals back to their initial values) for timing.
 //
 // Timing, on a backend that runs device code: the kernel's launches alternate between two
 // buffer sets at different addresses (one set where the device has no room for a second), and
@@ -142,6 +142,9 @@ class point_runner : public engine {
   analysis_context m_analysis;
   std::vector<unsigned char> m_canary;  // this point's canary pattern
   bool m_defences = true;
+  // The timed kernel whose launches ran last with the point's timed checks (timed_checks::before):
+  // local memory may hold what they left, which is its own business but not another variant's.
+  const void* m_local_owner = nullptr;
   // The host blocks of the reference's answers, recycled from point to point.
   host_block_cache m_host_blocks;
 };

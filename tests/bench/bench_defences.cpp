@@ -34,13 +34,20 @@ struct bench_case {
   json spec;
 };
 
-// An honest custom kernel checked against a STREAM triad, and the builtin tiled GEMM.
+// An honest custom kernel checked against a STREAM triad, cold and, at a size whose launches
+// take microseconds, hot (batched launches, where the defences' work between samples weighs
+// most); and the builtin tiled GEMM.
 std::vector<bench_case> cases() {
   const json cold = {{"l2", "cold"}, {"max_time_ms", 400}};
+  const json hot = {{"l2", "hot"}, {"max_time_ms", 400}};
   return {{"axpy (custom, N=2^22)",
            {{"kernel", kernelscan::testing::opencl_axpy_kernel()},
             {"sweep", {{"N", {4194304}}}},
             {"timing", cold}}},
+          {"axpy hot (N=2^14)",
+           {{"kernel", kernelscan::testing::opencl_axpy_kernel()},
+            {"sweep", {{"N", {16384}}}},
+            {"timing", hot}}},
           {"gemm (builtin, 256^3)",
            {{"kernel",
              {{"op", "gemm"},

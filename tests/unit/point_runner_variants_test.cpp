@@ -139,6 +139,26 @@ TEST(PointRunnerVariants, SamplesRotateThroughTheVariants) {
   EXPECT_GE(samples / 3, row_of(rows, "slow").samples);
 }
 
+// The variants get the same inputs sample by sample, so local memory is scrubbed between one
+// variant's launches and the next's: none finds what another left there.
+TEST(PointRunnerVariants, LocalMemoryIsScrubbedBetweenTheVariantsLaunches) {
+  auto t = make_runner();
+  (void)t.runner.measure_all(plan_of(variants_job(three_variants())), 0, 7);
+  const auto& log = t.fake->log;
+  std::string last;  // the variant whose launches local memory may hold
+  std::size_t switches = 0;
+  for (const auto& line : log) {
+    if (line == "scrub") last.clear();
+    if (line.rfind("launch ", 0) != 0) continue;
+    const std::string entry = line.substr(7);
+    if (entry == "scale") continue;  // the reference, before the scrubs of verification
+    EXPECT_TRUE(last.empty() || last == entry) << entry << " launched after " << last;
+    switches += last != entry;
+    last = entry;
+  }
+  EXPECT_GT(switches, 30u);
+}
+
 TEST(PointRunnerVariants, EveryVariantRunsOnTheSameInputs) {
   auto t = make_runner();
   // Each launch records the sum of the x it was given.
