@@ -1,11 +1,13 @@
 // What the defences against gamed scores cost an honest kernel, on the first OpenCL device (PoCL's
-// CPU device where there is no GPU), in one run: two point runners on the same device, one with
-// the defences (extra verification trials, input hashes, canaries, poisoned reference copies, a
-// fresh module for timing, two rotating buffer sets refreshed and poisoned before every sample,
-// checked timed samples) and one without, measure the same points in alternating rounds (the
-// order flips every round, so drift of the machine affects both alike). Printed per kernel: each
-// side's timed median (the median over rounds of the point's median) and their ratio (target:
-// within 1%), and the wall time per point (target: the defences add at most 20%).
+// CPU device where there is no GPU), in one run: three point runners on the same device, one
+// with the defences (extra verification trials, input hashes, canaries, poisoned reference
+// copies, a fresh module for timing, two rotating buffer sets refreshed and poisoned before every
+// sample, checked timed samples) and two without, measure the same points in rounds (the order
+// rotates every round, so drift of the machine affects all alike). Printed per kernel: the
+// defended and the first plain runner's timed median (the median over rounds of the point's
+// median) and their ratio (target: within 1%), and the wall time per point (target: the defences
+// add at most 20%); each beside the control, the second plain runner against the first, which
+// shows how far two identical runners read apart in the same run.
 //
 //   build/tests/bench/bench_defences [rounds]
 #include <algorithm>
@@ -63,29 +65,31 @@ std::vector<bench_case> cases() {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
-  std::unique_ptr<kernelscan::engine> defended, plain;
+  // The runners: [0] with the defences, [1] without, and [2] another without, the control: how
+  // far two runners that do exactly the same read apart in this run (where their buffers landed,
+  // drift) is the noise against which the defended runner's ratio is read.
+  std::unique_ptr<kernelscan::engine> runners[3];
   try {
-    defended = kernelscan::make_opencl_engine(0, true);
-    plain = kernelscan::make_opencl_engine(0, false);
+    for (int i = 0; i < 3; ++i)
+      runners[i] = kernelscan::make_opencl_engine(0, i == 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_defences: no OpenCL device: %s\n", e.what());
     return 1;
   }
-  std::printf("device: %s; %d rounds, the order of the two runners flipped every round\n",
-              defended->device().name.c_str(), rounds);
-  std::printf("%-24s %14s %14s %8s %14s %14s %8s\n", "kernel", "median on", "median off", "ratio",
-              "wall/pt on", "wall/pt off", "ratio");
+  std::printf("device: %s; %d rounds, the order of the three runners rotated every round\n",
+              runners[0]->device().name.c_str(), rounds);
+  std::printf("%-24s %12s %12s %7s %7s %12s %12s %7s %7s\n", "kernel", "median on", "median off",
+              "ratio", "control", "wall/pt on", "wall/pt off", "ratio", "control");
   for (const auto& c : cases()) {
     const auto limits = kernelscan::spec_limits::stored();
     const auto plan =
         kernelscan::compile_plan(kernelscan::parse_job_spec(c.spec, limits), limits.plan);
-    std::vector<double> median_on, median_off, wall_on, wall_off;
+    std::vector<double> medians[3], walls[3];
     for (int round = 0; round < rounds; ++round) {
-      for (int side = 0; side < 2; ++side) {
-        const bool on = (side == 0) == (round % 2 == 0);
-        auto& engine = on ? *defended : *plain;
+      for (int turn = 0; turn < 3; ++turn) {
+        const int i = (round + turn) % 3;
         const auto start = std::chrono::steady_clock::now();
-        const auto r = engine.measure(plan, 0, 1000 + std::uint64_t(round));
+        const auto r = runners[i]->measure(plan, 0, 1000 + std::uint64_t(round));
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
@@ -94,19 +98,22 @@ int main(int argc, char** argv) {
                        r.error ? r.error->message.c_str() : "no time");
           return 1;
         }
-        if (on && !r.flags.empty()) {
+        if (i == 0 && !r.flags.empty()) {
           std::fprintf(stderr, "bench_defences: the honest %s was flagged %s\n", c.name,
                        r.flags.front().c_str());
           return 1;
         }
-        (on ? median_on : median_off).push_back(r.time_us->median);
-        (on ? wall_on : wall_off).push_back(ms);
+        medians[i].push_back(r.time_us->median);
+        walls[i].push_back(ms);
       }
     }
-    const double m_on = median(median_on), m_off = median(median_off);
-    const double w_on = median(wall_on), w_off = median(wall_off);
-    std::printf("%-24s %11.1f us %11.1f us %8.3f %11.1f ms %11.1f ms %8.3f\n", c.name, m_on, m_off,
-                m_on / m_off, w_on, w_off, w_on / w_off);
+    double m[3], w[3];
+    for (int i = 0; i < 3; ++i) {
+      m[i] = median(medians[i]);
+      w[i] = median(walls[i]);
+    }
+    std::printf("%-24s %9.1f us %9.1f us %7.3f %7.3f %9.1f ms %9.1f ms %7.3f %7.3f\n", c.name, m[0],
+                m[1], m[0] / m[1], m[2] / m[1], w[0], w[1], w[0] / w[1], w[2] / w[1]);
   }
   return 0;
 }
