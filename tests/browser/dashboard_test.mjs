@@ -842,7 +842,11 @@ async function fleetMain() {
       const job = await api(a, 'GET', `/api/v1/jobs/${placed}`);
       expect(job.node === 'beta' && job.device === 0 && JSON.stringify(job.requested_device) === '{"node":"beta","index":0}',
              `the form's placement ran on beta / 0 (${JSON.stringify([job.node, job.device, job.requested_device])})`);
-      expect((await page.textContent('#job-device')).startsWith('beta / 0: '), 'its page names beta / 0');
+      // The device's name comes with its own request once the job has started, which may answer
+      // after the job's last event has been drawn.
+      const named = await page.waitForFunction(() => (document.querySelector('#job-device')?.textContent || '').startsWith('beta / 0: '),
+                                               null, {timeout: 10000}).then(() => true, () => false);
+      expect(named, `its page names beta / 0 (${await page.textContent('#job-device')})`);
     });
 
     await step('fleet: a node that stopped shows offline', async () => {

@@ -173,7 +173,8 @@ void daemon_process::start() {
     throw std::runtime_error("daemon exited during start-up; log:\n" + log());
   }
   if (!have_port) throw std::runtime_error("daemon did not start; log:\n" + log());
-  const bool ready = eventually([&] { return get("/readyz").status == 200; }, 15s);
+  const bool ready =
+      eventually([&] { return get("/readyz").status == 200; }, m_options.ready_timeout);
   if (!ready) throw std::runtime_error("daemon did not become ready; log:\n" + log());
 }
 
