@@ -225,7 +225,6 @@ int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 3;
   daemon_process::options o;
   o.engine = "opencl";
-  o.ready_timeout = 300s;
   daemon_process d(o);
   d.start();
   const json device = d.get("/api/v1/devices").body["devices"][0];

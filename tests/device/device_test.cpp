@@ -76,7 +76,6 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<daemon_process> start_daemon(std::vector<std::string> extra) {
     daemon_process::options o;
     o.engine = engine();
-    o.ready_timeout = std::chrono::seconds(180);  // the roofline, with a cold kernel cache
     o.extra_args = std::move(extra);
     // Points may ask for any share of the device's memory (the out-of-memory case).
     o.extra_args.insert(o.extra_args.end(), {"--max-point-bytes", "1000000000000000"});

@@ -380,7 +380,6 @@ __kernel void mm(__global float* c, __global const float* a, __global const floa
 TEST(TasksOpenCL, AnHonestKernelIsVerifiedAtItsHeldOutSizesToo) {
   daemon_process::options o;
   o.engine = "opencl";
-  o.ready_timeout = std::chrono::seconds(180);  // the roofline, with PoCL's kernel cache empty
   daemon_process daemon(o);
   try {
     daemon.start();

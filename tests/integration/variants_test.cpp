@@ -220,7 +220,6 @@ json opencl_variants_job() {
 daemon_process::options opencl_daemon() {
   daemon_process::options o;
   o.engine = "opencl";
-  o.ready_timeout = std::chrono::seconds(180);  // the roofline, with PoCL's kernel cache empty
   return o;
 }
 

@@ -39,9 +39,6 @@ class daemon_process {
     // A PostgreSQL URL shared with other daemons (a fleet); empty: as described above; "-": no
     // --database at all (the test gives it otherwise).
     std::string database = "";
-    // How long start() waits for /readyz: a real device is not ready while it measures its
-    // roofline, which on PoCL takes longer the first time (its kernel cache starts empty).
-    std::chrono::seconds ready_timeout{15};
   };
 
   explicit daemon_process(options opts);
