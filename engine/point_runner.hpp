@@ -144,7 +144,7 @@ class point_runner : public engine {
   bool m_defences = true;
   // The timed kernel whose launches ran last with the point's timed checks (timed_checks::before):
   // local memory may hold what they left, which is its own business but not another variant's.
-  const void* m_local_owner = nullptr;
+  const timed_checks* m_local_owner = nullptr;
   // The host blocks of the reference's answers, recycled from point to point.
   host_block_cache m_host_blocks;
 };
