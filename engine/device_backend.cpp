@@ -3,9 +3,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 namespace kernelscan {
+
+void rethrow_for(const std::string& whose) {
+  try {
+    throw;
+  } catch (const compile_error& e) {
+    throw compile_error(whose + ": " + e.what());
+  } catch (const backend_error& e) {
+    throw backend_error(e.kind(), whose + ": " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(whose + ": " + e.what());
+  }
+}
 
 verification_result device_backend::simulate_verification(const job_spec&, const kernel_instance&) {
   verification_result v;

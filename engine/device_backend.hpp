@@ -58,6 +58,11 @@ class compile_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws the exception being handled again (from inside a catch), a backend_error, a
+// compile_error or an std::invalid_argument with its message led by "`whose`: " (the spec field
+// whose kernel threw it, such as "fitness.baseline"); anything else as it is.
+[[noreturn]] void rethrow_for(const std::string& whose);
+
 class device_backend;
 
 // Device memory owned through its backend; moves, never copies. The handle is the platform's

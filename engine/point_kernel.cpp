@@ -116,7 +116,13 @@ point_kernel::point_kernel(device_backend& backend, const kernel_instance& insta
                      m_reference_operands[i] = int(bound(*names[i], s.type, s.n, role));
                    }
                  },
-                 [&](const custom_launch& l) { m_reference_function = backend.compile(*l.kernel); },
+                 [&](const custom_launch& l) {
+                   try {
+                     m_reference_function = backend.compile(*l.kernel);
+                   } catch (...) {
+                     rethrow_for("kernel.reference");
+                   }
+                 },
              },
              *c.reference);
 }

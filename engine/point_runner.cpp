@@ -69,6 +69,26 @@ void require_canary_guards(const device_buffer& b, const std::string& name, std:
                          " bytes where its canaries need " + std::to_string(canary));
 }
 
+struct point_failure {
+  std::string type, message;
+};
+
+// The row error for what a point's step threw (the exception being handled); what is no
+// point's failure (a bug of the runner) goes on up.
+point_failure current_point_failure() {
+  try {
+    throw;
+  } catch (const compile_error& e) {
+    return {"compile_error", e.what()};
+  } catch (const backend_error& e) {
+    return {point_error_type(e.kind()), e.what()};
+  } catch (const std::invalid_argument& e) {
+    return {"invalid_point", e.what()};
+  } catch (const std::bad_alloc&) {
+    return {"out_of_memory", "the host ran out of memory for this point"};
+  }
+}
+
 }  // namespace
 
 std::string point_error_type(fault_kind kind) {
@@ -156,7 +176,11 @@ point_runner::answers point_runner::reference_answers(point_kernel& k, const buf
     ref[i] = &copies.back();
   }
   // `copies` does not reallocate past this point: the pointers in `ref` stay valid.
-  k.launch_reference(ref);
+  try {
+    k.launch_reference(ref);
+  } catch (...) {
+    rethrow_for("kernel.reference");
+  }
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
@@ -587,7 +611,11 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
 
     point_kernel candidate(*m_backend, instance);
     std::optional<point_kernel> baseline;
-    if (baseline_instance) baseline.emplace(*m_backend, *baseline_instance);
+    try {
+      if (baseline_instance) baseline.emplace(*m_backend, *baseline_instance);
+    } catch (...) {
+      rethrow_for("fitness.baseline");
+    }
     const bool defended = m_defences && m_backend->runs_device_code();
     if (defended) {
       begin_canaries(point_seed);
@@ -633,7 +661,13 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
         };
       }
     }
-    const auto sampled = sample_interleaved(*m_backend, kernels, spec.timing);
+    std::vector<sampling_result> sampled;
+    try {
+      sampled = sample_interleaved(*m_backend, kernels, spec.timing);
+    } catch (...) {
+      if (baseline && kernels[1].threw) rethrow_for("fitness.baseline");
+      throw;
+    }
     if (checks) {
       checks->check_last(kernels[0]);
       checks->report(r.verification);
@@ -760,14 +794,9 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     try {
       step();
       return true;
-    } catch (const compile_error& e) {
-      fail(s.v, "compile_error", e.what());
-    } catch (const backend_error& e) {
-      fail(s.v, point_error_type(e.kind()), e.what());
-    } catch (const std::invalid_argument& e) {
-      fail(s.v, "invalid_point", e.what());
-    } catch (const std::bad_alloc&) {
-      fail(s.v, "out_of_memory", "the host ran out of memory for this point");
+    } catch (...) {
+      const auto f = current_point_failure();
+      fail(s.v, f.type, f.message);
     }
     return false;
   };
@@ -832,9 +861,33 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   prune();
   if (live.empty()) return finish();
 
+  // What one variant's launches threw (a launch the device refuses, such as more local memory
+  // than it has) fails that variant's row, and the others are sampled again without it; where
+  // the device was lost, or no one variant threw it, every row fails.
   std::vector<sampling_result> sampled;
+  while (!live.empty()) {
+    try {
+      sampled = sample_interleaved(*m_backend, kernels, spec.timing);
+      break;
+    } catch (...) {
+      const auto f = current_point_failure();
+      const auto culprit = std::find_if(kernels.begin(), kernels.end(),
+                                        [](const timed_kernel& k) { return k.threw; });
+      if (culprit == kernels.end()) {
+        fail_rest(f.type, f.message);
+        return finish();
+      }
+      const auto i = std::size_t(culprit - kernels.begin());
+      fail(live[i]->v, f.type, f.message);
+      prune();  // the others too, where the device was lost
+      kernels.erase(culprit);
+      for (auto& k : kernels)
+        k.threw = false;
+      m_local_owner = nullptr;  // the failed variant's checks are gone
+    }
+  }
+  if (live.empty()) return finish();
   try {
-    sampled = sample_interleaved(*m_backend, kernels, spec.timing);
     for (std::size_t i = 0; i < live.size(); ++i) {
       auto& s = *live[i];
       if (!s.checks) continue;
@@ -845,14 +898,9 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
         fastest = std::min(fastest.value_or(kernels[i].single_us), kernels[i].single_us);
       }
     }
-  } catch (const backend_error& e) {
-    fail_rest(point_error_type(e.kind()), e.what());
-    return finish();
-  } catch (const std::invalid_argument& e) {
-    fail_rest("invalid_point", e.what());
-    return finish();
-  } catch (const std::bad_alloc&) {
-    fail_rest("out_of_memory", "the host ran out of memory for this point");
+  } catch (...) {
+    const auto f = current_point_failure();
+    fail_rest(f.type, f.message);
     return finish();
   }
 

@@ -24,24 +24,41 @@ std::int64_t batch_for(double median_us, l2_mode l2) {
                                   k_max_batch);
 }
 
+namespace {
+
+// `step` of kernel `k`, which takes the blame for what it throws.
+template <class Step>
+auto as_kernel(timed_kernel& k, Step&& step) {
+  try {
+    return step();
+  } catch (...) {
+    k.threw = true;
+    throw;
+  }
+}
+
+}  // namespace
+
 std::vector<sampling_result> sample_interleaved(device_backend& backend,
                                                 std::span<timed_kernel> kernels,
                                                 const timing_options& timing) {
   const bool cold = timing.l2 == l2_mode::cold;
   for (auto& k : kernels) {
-    const int warmup = std::max(1, timing.warmup);
-    if (k.before) k.before(warmup, false);
-    for (int i = 0; i < warmup; ++i)
-      k.launch();
-    if (k.after) k.after();
+    as_kernel(k, [&] {
+      const int warmup = std::max(1, timing.warmup);
+      if (k.before) k.before(warmup, false);
+      for (int i = 0; i < warmup; ++i)
+        k.launch();
+      if (k.after) k.after();
+      backend.synchronize();
+    });
   }
-  backend.synchronize();
   for (auto& k : kernels) {
     k.batch = 1;
     if (cold) continue;
     double t[3];
     for (double& x : t)
-      x = take_sample(backend, k, false).time_us;
+      x = as_kernel(k, [&] { return take_sample(backend, k, false).time_us; });
     std::sort(std::begin(t), std::end(t));
     k.single_us = t[1];
     k.batch = batch_for(t[1], timing.l2);
@@ -58,7 +75,8 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
       last_reading = now;
     }
     for (std::size_t i = 0; i < kernels.size(); ++i) {
-      const timed_sample s = take_sample(backend, kernels[i], cold);
+      const timed_sample s =
+          as_kernel(kernels[i], [&] { return take_sample(backend, kernels[i], cold); });
       samplers[i].add(s.time_us / double(kernels[i].batch), throttled, !s.valid);
     }
     const double elapsed = backend.clock_ms() - started;

@@ -41,6 +41,9 @@ struct timed_kernel {
   std::function<void(std::int64_t launches, bool timed)> before = nullptr;
   // Untimed, after each group of launches that `before` announced. May be empty.
   std::function<void()> after = nullptr;
+  // Set by sample_interleaved() where its launches or hooks threw what it lets out: whose
+  // failure it was, so that a point measuring several kernels fails that one's row only.
+  bool threw = false;
 };
 
 // Launches per sample for a kernel whose probe samples (batch 1) had median `median_us`: 1 in
@@ -55,7 +58,9 @@ timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold);
 // Warms each kernel up (timing.warmup launches, at least one, so that lazy loading and
 // first-launch compilation never happen inside a timed sample), decides its batch, then samples
 // them in turn until every sampler's rule stops in the same round. One result per kernel, in
-// order; kernels[i].batch is set.
+// order; kernels[i].batch is set. What a kernel's launches or hooks throw (the device
+// synchronised after each one's warm-up, so that an asynchronous launch error shows there too)
+// leaves with that kernel's `threw` set.
 std::vector<sampling_result> sample_interleaved(device_backend& backend,
                                                 std::span<timed_kernel> kernels,
                                                 const timing_options& timing);

@@ -856,9 +856,9 @@ void opencl_backend::launch(const kernel_call& call) {
   check(clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof params, &params, nullptr),
         "reading the kernel's parameters", cl_phase::other);
   if (params != call.args.size()) {
-    throw backend_error(fault_kind::invalid_launch, "the kernel takes " + std::to_string(params) +
-                                                        " parameters but args lists " +
-                                                        std::to_string(call.args.size()));
+    throw backend_error(fault_kind::invalid_launch,
+                        "kernel " + l.kernel->entry + " takes " + std::to_string(params) +
+                            " parameters but args lists " + std::to_string(call.args.size()));
   }
   for (cl_uint i = 0; i < params; ++i) {
     const auto& a = call.args[i];

@@ -46,8 +46,9 @@ class fake_backend final : public device_backend {
   double gemm_tflops = 10;                       // for built-in GEMMs (all dtypes)
   double bandwidth_gbps = 100;                   // for STREAM ops
   double fma_tflops = 5;
-  double launch_overhead_us = 2;              // added to every timed launch
-  std::map<std::string, fault_kind> fail_on;  // call name -> the fault it throws
+  double launch_overhead_us = 2;                 // added to every timed launch
+  std::map<std::string, fault_kind> fail_on;     // call name -> the fault it throws
+  std::map<std::string, fault_kind> fail_entry;  // kernel entry -> the fault its launches throw
   bool throttled = false;
   // When set: the first launch of each timed sample takes this long, and the rest what
   // kernel_time_us says (a kernel that works once per batch).
@@ -132,6 +133,8 @@ class fake_backend final : public device_backend {
   void launch(const kernel_call& call) override {
     const std::string& entry = m_compiled.at(call.function);
     maybe_fail("launch");
+    if (const auto f = fail_entry.find(entry); f != fail_entry.end())
+      throw backend_error(f->second, "launch " + entry + " failed (injected)");
     host_args a;
     std::vector<launch_argument> copy(call.args.begin(), call.args.end());
     a.args = &copy;

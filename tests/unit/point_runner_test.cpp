@@ -749,6 +749,26 @@ TEST(PointRunner, SamplesABaselineInterleavedAndPairsTheSpeedup) {
   EXPECT_NEAR(*r.fitness.baseline_us, 100.0, 1e-9);
 }
 
+TEST(PointRunner, WhatTheBaselineThrowsSaysItIsTheBaselines) {
+  auto t = make_runner();
+  auto j = axpy_job("axpy", 1000, 0);
+  j["fitness"]["baseline"] = j["kernel"];
+  j["fitness"]["baseline"]["entry"] = "axpy_wrong";
+  j["fitness"]["baseline"].erase("reference");
+  t.fake->fail_entry["axpy_wrong"] = fault_kind::invalid_launch;
+  auto r = t.runner.measure(plan_of(j), 0, 1);
+  ASSERT_EQ(r.status, point_status::failed);
+  EXPECT_EQ(r.error->type, "invalid_point");
+  EXPECT_EQ(r.error->message, "fitness.baseline: launch axpy_wrong failed (injected)");
+
+  j["fitness"]["baseline"]["entry"] = "no_such_kernel";
+  r = t.runner.measure(plan_of(j), 0, 1);
+  ASSERT_EQ(r.status, point_status::failed);
+  EXPECT_EQ(r.error->type, "compile_error");
+  EXPECT_EQ(r.error->message, "fitness.baseline: no kernel named no_such_kernel");
+  EXPECT_EQ(t.fake->live_buffers(), 0u);
+}
+
 TEST(PointRunner, MapsFaultsToPointErrors) {
   struct expectation {
     const char* call;

@@ -276,6 +276,33 @@ TEST(PointRunnerVariants, AVariantThatDoesNotCompileFailsAloneAndTheOthersAreMea
   EXPECT_EQ(t.fake->live_buffers(), 0u);
 }
 
+TEST(PointRunnerVariants, AVariantWhoseLaunchIsRefusedWhenTimedFailsAloneAndTheOthersAreMeasured) {
+  auto t = make_runner();
+  // No reference: the first launch is the warm-up's. The device refuses "mid"'s (as OpenCL does
+  // a work-group asking for more local memory than there is).
+  json j = variants_job(three_variants());
+  j["kernel"].erase("reference");
+  j["baseline"] = "slow";
+  t.fake->fail_entry["mid"] = fault_kind::invalid_launch;
+  const auto rows = t.runner.measure_all(plan_of(j), 0, 7);
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& mid = row_of(rows, "mid");
+  ASSERT_EQ(mid.status, point_status::failed);
+  EXPECT_EQ(mid.error->type, "invalid_point");
+  EXPECT_EQ(mid.error->message, "launch mid failed (injected)");
+  for (const char* ok : {"slow", "fast"})
+    ASSERT_EQ(row_of(rows, ok).status, point_status::ok) << ok;
+  EXPECT_NEAR(row_of(rows, "fast").comparison->over_baseline->speedup, 4.0, 1e-9);
+  EXPECT_EQ(t.fake->live_buffers(), 0u);
+
+  // Where the one refused is the baseline, the others are still compared with the slowest.
+  t.fake->fail_entry = {{"slow", fault_kind::invalid_launch}};
+  const auto again = t.runner.measure_all(plan_of(j), 0, 7);
+  EXPECT_EQ(row_of(again, "slow").error->message, "launch slow failed (injected)");
+  EXPECT_FALSE(row_of(again, "fast").comparison->over_baseline);
+  EXPECT_NEAR(row_of(again, "fast").comparison->over_slowest->speedup, 2.0, 1e-9);
+}
+
 TEST(PointRunnerVariants, AVariantThatFailsVerificationIsFlaggedAlone) {
   auto t = make_runner();
   json variants = three_variants();
