@@ -507,7 +507,17 @@ class spec_builder {
       if (p.pointer) {
         m_buffers.insert(p.name);
         a["type"] = type + "*";
-        const auto size = m_sizes.count(p.name) ? m_sizes.at(p.name) : m_default_size;
+        // Local memory is sized per work-group, never like the global buffers: the --size for
+        // every buffer does not apply to it.
+        const auto size = m_sizes.count(p.name) ? m_sizes.at(p.name)
+                          : p.local             ? std::string()
+                                                : m_default_size;
+        if (size.empty() && p.local) {
+          throw bench_error("--size", "needed for local buffer " + p.name + " of " + entry +
+                                          " (--size " + p.name +
+                                          "=ELEMENTS per work-group; a --size without a name "
+                                          "sizes the global buffers only)");
+        }
         if (size.empty()) {
           throw bench_error("--size", "needed for buffer " + p.name + " of " + entry + " (--size " +
                                           p.name +
@@ -551,6 +561,16 @@ class spec_builder {
             {"args", std::move(args)}};
   }
 
+  // "(float* x, int n)": a kernel's parameters as a message shows them.
+  static std::string parameter_list(const std::vector<kernel_param>& params) {
+    std::string out;
+    for (const auto& p : params) {
+      out += (out.empty() ? "" : ", ") + std::string(p.local ? "local " : "") + p.type +
+             (p.pointer ? "* " : " ") + p.name;
+    }
+    return "(" + out + ")";
+  }
+
   json reference() const {
     const std::string& r = m_opts.reference;
     if (!r.empty() && r.front() == '{') {
@@ -569,7 +589,23 @@ class spec_builder {
       throw bench_error("--reference",
                         "\"" + r + "\": expected a kernel of " + m_opts.file + " or a JSON object");
     }
-    kernel_signature(m_source, r, "--reference");  // there, and readable
+    // A reference kernel is launched with the kernel's arguments, in order.
+    const auto ref = kernel_signature(m_source, r, "--reference");
+    for (const auto& e : m_opts.entries) {
+      const auto params = kernel_signature(m_source, e, "KERNEL");
+      const bool same =
+          std::equal(params.begin(), params.end(), ref.begin(), ref.end(),
+                     [](const kernel_param& a, const kernel_param& b) {
+                       return a.type == b.type && a.pointer == b.pointer && a.local == b.local;
+                     });
+      if (!same) {
+        throw bench_error("--reference",
+                          r + " takes " + parameter_list(ref) + " but " + e + " takes " +
+                              parameter_list(params) +
+                              ": a reference kernel of the file is launched with the kernel's "
+                              "arguments, in order (or give a built-in op as a JSON object)");
+      }
+    }
     return {{"op", "custom"},
             {"language", m_language},
             {"source", m_source},

@@ -13,6 +13,7 @@
 namespace kernelscan {
 namespace {
 
+using detail::counted;
 using detail::format_significant;
 using detail::text_table;
 
@@ -203,9 +204,9 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       log_sum += std::log(s);
     out += series[i].label + ": " + speedup_text(std::exp(log_sum / double(speedups[i].size()))) +
            " the speed of " + series[base_at].label + " (geometric mean over " +
-           std::to_string(speedups[i].size()) + " points): " + std::to_string(counts[i][0]) +
-           " faster, " + std::to_string(counts[i][1]) + " slower, " + std::to_string(counts[i][2]) +
-           " the same\n";
+           counted(static_cast<long long>(speedups[i].size()), "point") +
+           "): " + std::to_string(counts[i][0]) + " faster, " + std::to_string(counts[i][1]) +
+           " slower, " + std::to_string(counts[i][2]) + " the same\n";
   }
   return out;
 }

@@ -12,6 +12,7 @@
 namespace kernelscan {
 namespace {
 
+using detail::counted;
 using detail::format_significant;
 using detail::one_line;
 using detail::text_table;
@@ -281,8 +282,9 @@ std::string variants_report(const json& job, const json& rows,
       if (v.name != *summary.best) continue;
       overall = v.name + ": " + speedup(*v.geomean_speedup) + " " +
                 (baseline.empty() ? std::string("the slowest") : baseline) +
-                " (geometric mean over " + std::to_string(v.ok_points) + " points), fastest at " +
-                std::to_string(v.wins) + " of " + std::to_string(summary.points) + " points";
+                " (geometric mean over " + counted(static_cast<long long>(v.ok_points), "point") +
+                "), fastest at " + std::to_string(v.wins) + " of " +
+                counted(static_cast<long long>(summary.points), "point");
     }
   }
   out += "overall " + overall + "\n";

@@ -114,4 +114,8 @@ std::string one_line(std::string_view text, std::size_t max_width) {
   return out;
 }
 
+std::string counted(long long n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 }  // namespace kernelscan::detail

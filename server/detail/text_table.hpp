@@ -55,4 +55,7 @@ std::string format_significant(double value, int digits);
 // points is cut there with an ellipsis, so one cell stays on one line.
 std::string one_line(std::string_view text, std::size_t max_width = std::string::npos);
 
+// "1 point", "3 points": a count and its noun (a regular plural).
+std::string counted(long long n, std::string_view noun);
+
 }  // namespace kernelscan::detail

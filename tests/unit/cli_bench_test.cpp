@@ -21,6 +21,7 @@ extern "C" __global__ void matmul_tiled(float const* A, const float* B, float* C
                                         int K) {}
 __global__ void scale(__half* x, float alpha, size_t n) {}
 __global__ void no_const(float* x, float* y, int n) {}
+__global__ void no_const_reference(float* in, float* out, int count) {}
 template <typename T> __global__ void generic(const T* in, T* out, unsigned int n) {}
 void matmul_host(float* A);
 )j";
@@ -138,7 +139,7 @@ TEST(BenchSpec, OneKernelHasNoVariantsAndSweepsTakeEveryForm) {
   o.device = "gpu-07/3";
   o.reference =
       R"j({"op": "stream", "variant": "triad", "n": "n", "a": "out", "b": "x", "c": "y"})j";
-  const json spec = bench_spec(o, k_opencl);
+  json spec = bench_spec(o, k_opencl);
   EXPECT_FALSE(spec.contains("variants"));
   EXPECT_EQ(spec["engine"], "opencl");
   EXPECT_EQ(spec["device"], json::parse(R"j({"node": "gpu-07", "index": 3})j"));
@@ -153,6 +154,18 @@ TEST(BenchSpec, OneKernelHasNoVariantsAndSweepsTakeEveryForm) {
   EXPECT_EQ(args[4], json::parse(R"j({"name": "a", "type": "f32", "value": 2.5})j"));
   EXPECT_EQ(args[5], json::parse(R"j({"name": "n", "type": "i32", "value": "n"})j"));
   EXPECT_EQ(spec["kernel"]["reference"]["op"], "stream");
+
+  // Local memory is per work-group: the --size for every buffer leaves it alone.
+  o.sizes = {"n*step*one"};
+  try {
+    spec = bench_spec(o, k_opencl);
+    ADD_FAILURE() << "the local buffer took the global buffers' size";
+  } catch (const bench_error& e) {
+    EXPECT_EQ(e.flag(), "--size");
+    EXPECT_NE(std::string(e.what()).find("needed for local buffer tile of axpy (--size tile="),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(BenchSpec, AReferenceKernelOfTheFileAndOutputsByName) {
@@ -164,8 +177,7 @@ TEST(BenchSpec, AReferenceKernelOfTheFileAndOutputsByName) {
   o.outputs = {"y"};
   o.blocks = {"256"};
   o.grids = {"cdiv(n,256)"};
-  o.reference = "scale";
-  o.values = {"alpha=1"};  // only the reference has alpha; unused by the kernel
+  o.reference = "no_const_reference";  // the same parameter types, under other names
   const json spec = bench_spec(o, k_cuda);
   EXPECT_FALSE(spec["kernel"]["args"][0].contains("output"));
   EXPECT_TRUE(spec["kernel"]["args"][1]["output"]);
@@ -182,7 +194,7 @@ TEST(BenchSpec, AReferenceKernelOfTheFileAndOutputsByName) {
             json({{"op", "custom"},
                   {"language", "cuda"},
                   {"source", k_cuda},
-                  {"entry", "scale"},
+                  {"entry", "no_const_reference"},
                   {"block", json::parse("[256, 1, 1]")},
                   {"grid", json::parse(R"j(["cdiv(n,256)", 1, 1])j")}}));
 }
@@ -240,6 +252,9 @@ TEST(BenchSpec, ErrorsNameTheFlag) {
       {[](bench_options& o) { o.entries = {"scale"}, o.sizes = {"N"}; }, "--value", "alpha"},
       {[](bench_options& o) { o.reference = "{nope"; }, "--reference", "not a JSON object"},
       {[](bench_options& o) { o.reference = "missing"; }, "--reference", "missing is not a"},
+      {[](bench_options& o) { o.reference = "no_const"; }, "--reference",
+       "no_const takes (float* x, float* y, int n) but matmul_naive takes (float* A, float* B, "
+       "float* C, int M, int N, int K)"},
       {[](bench_options& o) { o.device = "gpu-07"; }, "--device", "NODE/INDEX"},
       {[](bench_options& o) { o.labels = {"nolabel"}; }, "--label", "KEY=VALUE"},
       {[](bench_options& o) { o.values = {"=3"}; }, "--value", "PARAMETER=VALUE"},
