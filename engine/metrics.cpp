@@ -46,7 +46,8 @@ point_metrics compute_metrics(double flops, double bytes, dtype roof_type, doubl
 
   const seconds t_compute = peak > flop_rate{} ? work / peak : seconds{};
   const seconds t_memory = bandwidth > byte_rate{} ? traffic / bandwidth : seconds{};
-  if (std::max(t_compute, t_memory) < microseconds(launch_latency_us)) {
+  if (std::max(t_compute, t_memory) < microseconds(launch_latency_us) &&
+      median_us <= k_latency_bound_launches * launch_latency_us) {
     m.bound = "latency";
   } else {
     m.bound = t_memory >= t_compute ? "memory" : "compute";

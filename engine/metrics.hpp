@@ -14,9 +14,13 @@ namespace kernelscan {
 // output buffer (f32 if it has none).
 dtype roof_dtype(const kernel_instance& k);
 
-// `launch_latency_us`: below this ideal time a kernel is latency-bound whatever its intensity.
+// `launch_latency_us`: below this ideal time a kernel is latency-bound whatever its intensity,
+// as long as it takes no more than k_latency_bound_launches launches' time (one that takes far
+// longer is limited by its own code, and is bound as its intensity says).
 // `flops` and `bytes` are per launch; `roof_type` picks the compute ceiling (roof_dtype).
 // `roof_source` names where `peaks` come from: "datasheet" or "measured".
+inline constexpr double k_latency_bound_launches = 4;
+
 point_metrics compute_metrics(double flops, double bytes, dtype roof_type, double median_us,
                               const device_peaks& peaks, double launch_latency_us,
                               std::string_view roof_source = "datasheet");

@@ -99,6 +99,13 @@ TEST(Analysis, LatencyBoundTinyKernel) {
   EXPECT_EQ(r.metrics->bound, "latency");
   EXPECT_TRUE(mentions({r.advice.front()}, "latency-bound"));
   EXPECT_TRUE(mentions(r.advice, "persistent kernel"));
+
+  // The same tiny work taking many launches' time is held back by its own code, not the launch.
+  auto slow = at(10 * ctx.launch_latency_us);
+  analyse_point(slow, k, {}, ctx, std::nullopt);
+  EXPECT_EQ(slow.metrics->bound, "memory");
+  EXPECT_FALSE(mentions(slow.advice, "latency-bound"));
+  EXPECT_TRUE(mentions(slow.advice, "memory-bound at"));
 }
 
 TEST(Analysis, FasterThanTheRooflineIsFlaggedAndScoresZero) {
