@@ -54,7 +54,7 @@ TEST(CompareReport, OneJobComparesItsVariants) {
   const std::string report = compare_report(series, "naive");
   EXPECT_NE(report.find("5.00x faster"), std::string::npos) << report;
   // The failed point has no time, so nothing to compare there.
-  EXPECT_NE(report.find("tiled: 5.00x the speed of naive (geometric mean over 1 points)"),
+  EXPECT_NE(report.find("tiled: 5.00x the speed of naive (geometric mean over 1 point)"),
             std::string::npos)
       << report;
 }
