@@ -149,7 +149,7 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
     tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.params
       ? `${paramsText(p.data.params, p.data.name)}<br>${METRICS[metric].label}: <b>${fmt(p.data.value[1])}</b>` +
         (Number.isFinite(p.data.ci[0]) ? `<br>95% CI ${fmt(p.data.ci[0])} – ${fmt(p.data.ci[1])}` : '') : ''},
-    xAxis: valueXAxis(x, logX),
+    xAxis: valueXAxis(x, logX, [...groups.values()].flat().map((p) => p.x)),
     yAxis: {type: 'value', name: METRICS[metric].label, scale: metric === 'time' ? false : true,
             nameTextStyle: {align: 'left'}, axisLabel: {formatter: axisNumber}},
     dataZoom: [{type: 'inside', xAxisIndex: 0}],
@@ -157,10 +157,18 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
   };
 }
 
-// An x axis of parameter values, linear or log.
-function valueXAxis(x, logX) {
-  return {type: logX ? 'log' : 'value', logBase: 2, name: logX ? `${x} (log scale)` : x, nameLocation: 'middle', nameGap: 30,
-          scale: true, axisLabel: {formatter: axisNumber}};
+// An x axis of parameter values `values`, linear or log. ECharts spaces a log axis's ticks by
+// powers of ten in the exponent, so a sweep over ten doublings or more got ticks at its ends
+// only: its interval (in doublings) is set here for about six ticks.
+function valueXAxis(x, logX, values) {
+  const axis = {type: logX ? 'log' : 'value', logBase: 2, name: logX ? `${x} (log scale)` : x, nameLocation: 'middle', nameGap: 30,
+                scale: true, axisLabel: {formatter: axisNumber}};
+  if (logX) {
+    const exps = values.filter((v) => v > 0).map(Math.log2);
+    const span = exps.length ? Math.max(...exps) - Math.min(...exps) : 0;
+    if (span >= 6) axis.interval = Math.ceil(span / 6);
+  }
+  return axis;
 }
 
 // What a job with variants measures its speedups over: the baseline variant when it names one,
@@ -183,6 +191,7 @@ export function variantSpeedup(row, basis) {
 export function variantSpeedupOption({rows, x, variants, baseline, logX, animate}) {
   const basis = speedupBasis(baseline);
   const series = [];
+  const xs = [];
   let top = 1;
   for (const v of variants) {
     if (v === baseline) continue;
@@ -193,6 +202,7 @@ export function variantSpeedupOption({rows, x, variants, baseline, logX, animate
     }
     if (!pts.length) continue;
     pts.sort((a, b) => a.x - b.x);
+    xs.push(...pts.map((p) => p.x));
     const color = variantColor(variants, v);
     series.push({
       name: v, type: 'line', color, showSymbol: pts.length <= 200, symbolSize: 5,
@@ -213,7 +223,7 @@ export function variantSpeedupOption({rows, x, variants, baseline, logX, animate
     tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.params
       ? `${paramsText(p.data.params, p.data.variant)}<br>${fmt(p.data.value[1])}× over ${escapeHtml(p.data.over)}` +
         (p.data.ci ? `<br>95% CI ${fmt(p.data.ci[0])}× – ${fmt(p.data.ci[1])}×` : '') : ''},
-    xAxis: valueXAxis(x, logX),
+    xAxis: valueXAxis(x, logX, xs),
     yAxis: {type: 'value', name: `${basis.title} (×)`, nameTextStyle: {align: 'left'}, min: 0,
             max: headroom({max: top}), axisLabel: {formatter: axisNumber}},
     dataZoom: [{type: 'inside', xAxisIndex: 0}],
@@ -550,32 +560,50 @@ export function compareOption({keys, jobs, speedups, verdicts, animate}) {
 }
 
 // Device view: its ceilings for each dtype it has a peak for.
+const FLOAT_DTYPES = ['f64', 'f32', 'f16', 'bf16'];
+
+// Whether `peaks` (a datasheet's or a measured roofline) has a ceiling for `dtype`.
+function ceilingOf(peaks, dtype) {
+  return !!peaks && peaks[`${dtype}_tflops`] > 0 && peaks.bandwidth_gbps > 0;
+}
+
+// Whether a device has a ceiling to draw: datasheet or measured peaks for a floating dtype, with
+// a bandwidth.
+export function hasPeaks(device) {
+  return FLOAT_DTYPES.some((d) => ceilingOf(device.datasheet, d) || ceilingOf(device.measured, d));
+}
+
+// The ceilings of a device: its datasheet's (solid) and its measured ones (dashed), either alone
+// where it has only one (a CPU or a GPU not in the catalog is known by its measured roofline).
 export function deviceRooflineOption(device) {
   const sheet = device.datasheet || {};
+  const measured = device.measured || {};
   const series = [];
-  const dtypes = ['f64', 'f32', 'f16', 'bf16'].filter((d) => sheet[`${d}_tflops`] > 0);
-  const ridges = dtypes.map((d) => (sheet[`${d}_tflops`] * 1000) / sheet.bandwidth_gbps);
+  const dtypes = FLOAT_DTYPES.filter((d) => ceilingOf(sheet, d) || ceilingOf(measured, d));
+  const ridges = [sheet, measured].flatMap((p) => dtypes.filter((d) => ceilingOf(p, d))
+    .map((d) => (p[`${d}_tflops`] * 1000) / p.bandwidth_gbps));
   // Whole decades, so the log axis ends on round labels.
   const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, ...ridges.map((r) => r / 100))));
   const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, ...ridges.map((r) => r * 10))));
   const seen = new Set();
   dtypes.forEach((d, i) => {
+    if (!ceilingOf(sheet, d)) return;
     const peak = sheet[`${d}_tflops`];
     if (seen.has(peak)) return;  // f16 and bf16 usually share one line
     seen.add(peak);
-    const same = dtypes.filter((e) => sheet[`${e}_tflops`] === peak).join('/');
+    const same = dtypes.filter((e) => ceilingOf(sheet, e) && sheet[`${e}_tflops`] === peak).join('/');
     series.push(ceiling(`datasheet ${same}: ${peak} TFLOP/s`, peak, sheet.bandwidth_gbps, xmin,
                         xmax, {color: PALETTE[i % PALETTE.length]}));
   });
   // Measured ceilings: dtypes within 2% of each other share a dashed line, as on the datasheet.
-  const measured = device.measured || {};
   const drawn = [];
   dtypes.forEach((d, i) => {
+    if (!ceilingOf(measured, d)) return;
     const peak = measured[`${d}_tflops`];
-    if (!(peak > 0 && measured.bandwidth_gbps > 0)) return;
     if (drawn.some((p) => Math.abs(p - peak) <= 0.02 * p)) return;
     drawn.push(peak);
-    const same = dtypes.filter((e) => Math.abs(measured[`${e}_tflops`] - peak) <= 0.02 * peak);
+    const same = dtypes.filter((e) => ceilingOf(measured, e) &&
+                                      Math.abs(measured[`${e}_tflops`] - peak) <= 0.02 * peak);
     series.push(ceiling(`${measuredWord(measured)} ${same.join('/')}: ${fmt(peak)} TFLOP/s`, peak,
                         measured.bandwidth_gbps, xmin, xmax,
                         {color: PALETTE[i % PALETTE.length], type: 'dashed'}));

@@ -4,7 +4,7 @@
 // (offline once the node stopped or went quiet); a daemon alone names its node once.
 
 import {get} from './api.js';
-import {deviceRooflineOption, measuredWord} from './charts.js';
+import {deviceRooflineOption, hasPeaks, measuredWord} from './charts.js';
 import {age, emptyState, errorBox, fmtBytes, h, sig, throttle, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf} from './fleet.js';
 
@@ -85,7 +85,11 @@ export function mount(root) {
         }));
       }
       for (const c of cards) {
-        if (!c.d.datasheet) { c.chartEl.replaceWith(h('p', {class: 'muted'}, 'No peaks known for this device.')); continue; }
+        if (!hasPeaks(c.d)) {
+          c.chartEl.replaceWith(h('p', {class: 'muted'},
+            'No peaks known for this device yet: it is not in the catalog, and its roofline is measured before its first job.'));
+          continue;
+        }
         const chart = echarts.init(c.chartEl);
         chart.setOption(deviceRooflineOption(c.d));
         charts.push(chart);

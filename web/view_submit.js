@@ -1,4 +1,5 @@
-// Submit: start from a template (GEMM sweep, stream, custom kernel), adjust the spec, post it.
+// Submit: start from a template (GEMM sweep, stream, custom kernel) made for the daemon's
+// devices, adjust the spec, post it.
 // Errors from the API are shown with every field they name; a created job opens its page. In a
 // fleet the device picker offers every node's devices (placement {"node", "index"}) and "any
 // device of" each node.
@@ -18,53 +19,76 @@ const MATMUL = `extern "C" __global__ void matmul(const float* a, const float* b
 }
 `;
 
-export const TEMPLATES = {
-  gemm: {
-    label: 'GEMM sweep',
-    spec: {
-      name: 'f16 gemm sweep',
-      kernel: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype: 'f16', layout_a: 'row', layout_b: 'col', impl: 'library'},
-      sweep: {M: {from: 512, to: 8192, mul: 2}, N: {from: 512, to: 8192, mul: 2}, K: [4096]},
-      timing: {l2: 'cold', min_samples: 10, max_time_ms: 2000, target_rel_noise: 0.005},
-    },
-  },
-  stream: {
-    label: 'Stream (bandwidth)',
-    spec: {
-      name: 'stream triad',
-      kernel: {op: 'stream', variant: 'triad', n: 'N', dtype: 'f32'},
-      sweep: {N: {from: 1048576, to: 268435456, mul: 2}},
-      timing: {l2: 'cold'},
-    },
-  },
-  custom: {
-    label: 'Custom kernel',
-    spec: {
-      name: 'naive matmul',
-      kernel: {
-        op: 'custom', language: 'hip', source: MATMUL, entry: 'matmul',
-        block: [16, 16, 1], grid: ['ceil(N/16)', 'ceil(M/16)', 1],
-        args: [
-          {name: 'a', type: 'f32*', count: 'M*K', init: 'random'},
-          {name: 'b', type: 'f32*', count: 'K*N', init: 'random'},
-          {name: 'c', type: 'f32*', count: 'M*N', output: true},
-          {name: 'M', type: 'i32', value: 'M'},
-          {name: 'N', type: 'i32', value: 'N'},
-          {name: 'K', type: 'i32', value: 'K'},
-        ],
-        flops: '2*M*N*K', bytes: '4*(M*K + K*N + M*N)',
-        reference: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype: 'f32', a: 'a', b: 'b', c: 'c'},
+const MATMUL_CL = `__kernel void matmul(__global const float* a, __global const float* b,
+                     __global float* c, int M, int N, int K) {
+  int row = get_global_id(1);
+  int col = get_global_id(0);
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += a[row * K + k] * b[k * N + col];
+  c[row * N + col] = acc;
+}
+`;
+
+// The templates, written for the daemon's live `devices` (none known yet: GPUs). Where every
+// device is an OpenCL one, the custom kernel is OpenCL C (a HIP kernel would be refused); where
+// every one is a CPU, the sizes are a CPU's (seconds, not hours, for a 2-core machine) and the
+// GEMM is f32, which every OpenCL device and its library have.
+export function templatesFor(devices = []) {
+  const live = devices.filter((d) => d.state !== 'offline');
+  const cpus = live.length > 0 && live.every((d) => d.type === 'cpu');
+  const opencl = live.length > 0 && live.every((d) => d.engine === 'opencl');
+  const dtype = cpus ? 'f32' : 'f16';
+  return {
+    gemm: {
+      label: 'GEMM sweep',
+      spec: {
+        name: `${dtype} gemm sweep`,
+        kernel: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype, layout_a: 'row', layout_b: 'col', impl: 'library'},
+        sweep: cpus ? {M: {from: 64, to: 512, mul: 2}, N: {from: 64, to: 512, mul: 2}, K: [256]}
+                    : {M: {from: 512, to: 8192, mul: 2}, N: {from: 512, to: 8192, mul: 2}, K: [4096]},
+        timing: {l2: 'cold', min_samples: 10, max_time_ms: 2000, target_rel_noise: 0.005},
       },
-      sweep: {M: [256, 512, 1024], N: [256, 512, 1024], K: [512]},
-      verify: {trials: 1},
     },
-  },
-};
+    stream: {
+      label: 'Stream (bandwidth)',
+      spec: {
+        name: 'stream triad',
+        kernel: {op: 'stream', variant: 'triad', n: 'N', dtype: 'f32'},
+        sweep: {N: cpus ? {from: 65536, to: 16777216, mul: 2} : {from: 1048576, to: 268435456, mul: 2}},
+        timing: {l2: 'cold'},
+      },
+    },
+    custom: {
+      label: 'Custom kernel',
+      spec: {
+        name: 'naive matmul',
+        kernel: {
+          op: 'custom', language: opencl ? 'opencl' : 'hip', source: opencl ? MATMUL_CL : MATMUL, entry: 'matmul',
+          block: [16, 16, 1], grid: ['ceil(N/16)', 'ceil(M/16)', 1],
+          args: [
+            {name: 'a', type: 'f32*', count: 'M*K', init: 'random'},
+            {name: 'b', type: 'f32*', count: 'K*N', init: 'random'},
+            {name: 'c', type: 'f32*', count: 'M*N', output: true},
+            {name: 'M', type: 'i32', value: 'M'},
+            {name: 'N', type: 'i32', value: 'N'},
+            {name: 'K', type: 'i32', value: 'K'},
+          ],
+          flops: '2*M*N*K', bytes: '4*(M*K + K*N + M*N)',
+          reference: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype: 'f32', a: 'a', b: 'b', c: 'c'},
+        },
+        sweep: cpus ? {M: [64, 128, 256], N: [64, 128, 256], K: [128]} : {M: [256, 512, 1024], N: [256, 512, 1024], K: [512]},
+        verify: {trials: 1},
+      },
+    },
+  };
+}
 
 export function mount(root) {
   let disposed = false;
+  let templates = templatesFor();
   const template = h('select', {id: 'submit-template', 'aria-label': 'template'},
-                     Object.entries(TEMPLATES).map(([k, t]) => h('option', {value: k}, t.label)));
+                     Object.entries(templates).map(([k, t]) => h('option', {value: k}, t.label)));
   const name = h('input', {id: 'submit-name', size: 30});
   const labels = h('input', {id: 'submit-labels', placeholder: 'team=perf, candidate=17', size: 30});
   const priority = h('input', {id: 'submit-priority', type: 'number', min: -1000, max: 1000, value: '0', style: 'width:6em'});
@@ -74,11 +98,13 @@ export function mount(root) {
   const message = h('div', {id: 'submit-message'});
   const button = h('button', {type: 'submit', id: 'submit-button'}, 'Submit job');
 
+  let filled = {name: '', spec: ''};  // what fill() last wrote: a form still holding it is untouched
   function fill() {
-    const t = TEMPLATES[template.value];
+    const t = templates[template.value];
     name.value = t.spec.name;
     const {name: _n, ...rest} = t.spec;
     spec.value = JSON.stringify(rest, null, 2);
+    filled = {name: name.value, spec: spec.value};
     message.replaceChildren();
   }
   template.addEventListener('change', fill);
@@ -141,6 +167,10 @@ export function mount(root) {
   fill();
   get('/api/v1/devices').then(({devices}) => {
     if (disposed) return;
+    // The templates for these devices, in the form unless someone has already changed it.
+    templates = templatesFor(devices);
+    if (name.value === filled.name && spec.value === filled.spec) fill();
+    form.dataset.devicesReady = '1';
     const nodes = [...nodesOf(devices)];
     if (nodes.length <= 1) {
       for (const d of devices) device.append(h('option', {value: String(d.index)}, `${d.index}: ${d.name}`));

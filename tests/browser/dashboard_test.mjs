@@ -336,6 +336,13 @@ async function main() {
       await page.selectOption('#sel-xscale', 'linear');
       expect(await xAxis() === 'value' && page.url().includes('xscale=linear'), 'the x scale can be made linear (and is in the URL)');
       await page.selectOption('#sel-xscale', 'log');
+      // A log axis over many doublings has ticks between its ends (ECharts alone put a sweep of
+      // 2^10 to 2^24 on two).
+      await gotoView(page, d.origin, `#/jobs/${ids.stream}`, '#view[data-charts-ready]');
+      const ticks = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep'))
+        .getModel().getComponent('xAxis', 0).axis.getViewLabels().map((l) => l.formattedLabel));
+      expect(ticks.length >= 5 && ticks.length <= 9, `a sweep of 1024 to 16M has ticks between its ends (${ticks})`);
+      await gotoView(page, d.origin, `#/jobs/${ids.a}`, '#view[data-charts-ready]');
       // The heatmap's scale carries the unit and runs the same way for time as for throughput.
       const vm = () => page.evaluate(() => {
         const o = echarts.getInstanceByDom(document.getElementById('chart-heatmap')).getOption().visualMap[0];
@@ -599,6 +606,30 @@ async function main() {
       await shot(page, 'devices');
     });
 
+    await step('devices view: a device without a datasheet is charted by its measured roofline', async () => {
+      // As a CPU or a GPU missing from the catalog is: device 1 served without its datasheet.
+      const devicesUrl = `${d.origin}/api/v1/devices`;
+      await page.route(devicesUrl, async (route) => {
+        const response = await route.fetch();
+        const body = await response.json();
+        for (const dev of body.devices) if (dev.index === 1) dev.datasheet = null;
+        await route.fulfill({response, json: body});
+      });
+      try {
+        await page.goto('about:blank');  // a fresh load: the devices view is the page's view already
+        await gotoView(page, d.origin, '#/devices', '#view[data-charts-ready]');
+        const s = await series(page, 'chart-device-solo-1');
+        const names = (s || []).map((x) => x.name);
+        expect(names.length === 2 && names.every((n) => n.startsWith('simulated')),
+               `device 1: its simulated ceilings alone (got ${JSON.stringify(s)})`);
+        const other = (await series(page, 'chart-device-solo-0') || []).map((x) => x.name);
+        expect(other.some((n) => n.startsWith('datasheet')), `device 0 keeps its datasheet ceilings (${other})`);
+        await shot(page, 'devices-measured-only');
+      } finally {
+        await page.unroute(devicesUrl);
+      }
+    });
+
     await step('submit form: a bad spec names the field, a good one creates a job', async () => {
       await gotoView(page, d.origin, '#/submit', '#submit-spec');
       await page.waitForFunction(() => document.querySelectorAll('#submit-device option').length === 3);
@@ -620,6 +651,36 @@ async function main() {
       const id = Number(page.url().match(/#\/jobs\/(\d+)/)[1]);
       const job = await api(d, 'GET', `/api/v1/jobs/${id}`);
       expect(job.name === 'from the form' && job.labels.via === 'browser' && job.op === 'stream', 'the form posted its fields');
+    });
+
+    await step('submit view: templates made for a daemon of OpenCL CPU devices', async () => {
+      // The daemon's devices as PoCL shows them: a HIP kernel would be refused, an f16 GEMM of
+      // 8192 too much for a CPU.
+      const devicesUrl = `${d.origin}/api/v1/devices`;
+      await page.route(devicesUrl, async (route) => {
+        const response = await route.fetch();
+        const body = await response.json();
+        for (const dev of body.devices) Object.assign(dev, {engine: 'opencl', type: 'cpu'});
+        await route.fulfill({response, json: body});
+      });
+      try {
+        await gotoView(page, d.origin, '#/submit', '#submit-form[data-devices-ready]');
+        const form = async () => ({name: await page.inputValue('#submit-name'), spec: JSON.parse(await page.inputValue('#submit-spec'))});
+        const gemm = await form();
+        expect(gemm.name === 'f32 gemm sweep' && gemm.spec.kernel.dtype === 'f32' && gemm.spec.sweep.M.to === 512,
+               `the GEMM template is an f32 sweep a CPU measures (${JSON.stringify(gemm)})`);
+        await page.selectOption('#submit-template', 'custom');
+        const custom = await form();
+        expect(custom.spec.kernel.language === 'opencl' && custom.spec.kernel.source.startsWith('__kernel void matmul'),
+               `the custom template is OpenCL C (${custom.spec.kernel.language})`);
+        await shot(page, 'submit-opencl-cpu');
+      } finally {
+        await page.unroute(devicesUrl);
+      }
+      // Without the route (mock GPUs), the GPU templates.
+      await page.goto('about:blank');
+      await gotoView(page, d.origin, '#/submit', '#submit-form[data-devices-ready]');
+      expect(JSON.parse(await page.inputValue('#submit-spec')).kernel.dtype === 'f16', 'GPU devices get the f16 GEMM template');
     });
 
     await step('live: a job submitted elsewhere appears and finishes without a reload', async () => {
