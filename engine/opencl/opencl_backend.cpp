@@ -789,7 +789,7 @@ kernel_id opencl_backend::compile(const custom_kernel& kernel) {
       while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
         log.pop_back();
       throw compile_error("the kernel did not compile (" + opencl::cl_status_name(status) + ")" +
-                          (log.empty() ? "" : ":\n" + log));
+                          (log.empty() ? "" : ":\n" + opencl::readable_build_log(log)));
     }
     kernel_ptr k(clCreateKernel(program.get(), kernel.entry.c_str(), &status));
     if (status == CL_INVALID_KERNEL_NAME) {

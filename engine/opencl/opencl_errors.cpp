@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <regex>
+#include <string>
 #include <utility>
 
 namespace kernelscan::opencl {
@@ -121,6 +123,18 @@ std::string normalise_vendor(const std::string& v) {
   if (contains(v, "apple")) return "Apple";
   if (contains(v, "qualcomm")) return "Qualcomm";
   return v;
+}
+
+std::string readable_build_log(const std::string& log) {
+  static const std::regex temporary(R"((/[^\s:"']*/)?(tempfile_\w+\.cl|CompileSource)\b)");
+  std::string out = std::regex_replace(log, temporary, "kernel.cl");
+  if (out.find("program scope variable must reside in constant address space") !=
+      std::string::npos) {
+    out +=
+        "\nhint: a program-scope variable outside __constant needs OpenCL C 2.0: add "
+        "\"-cl-std=CL2.0\" to compile_options (where the device supports it)";
+  }
+  return out;
 }
 
 }  // namespace kernelscan::opencl

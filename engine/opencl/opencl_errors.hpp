@@ -24,6 +24,12 @@ std::string cl_status_name(int status);
 
 fault_kind classify_cl_status(int status, cl_phase phase);
 
+// A build log as a user reads it: the temporary file the driver compiled the source from
+// (PoCL's ".../kcache/tempfile_XXXXXX.cl", ROCm's ".../CompileSource") is called kernel.cl, so
+// that no host path shows and two logs of one mistake read alike; and a hint follows a mistake
+// whose fix is a compile option.
+std::string readable_build_log(const std::string& log);
+
 // "NVIDIA", "AMD", "Intel", "ARM", ... from CL_DEVICE_VENDOR's spelling; the text itself when it
 // is none of those.
 std::string normalise_vendor(const std::string& cl_vendor);

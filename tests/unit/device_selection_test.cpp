@@ -77,6 +77,21 @@ TEST(OpenClErrors, TheSameStatusMeansWhatItsCallMeans) {
   EXPECT_EQ(opencl::cl_status_name(-9999), "OpenCL status -9999");
 }
 
+TEST(OpenClErrors, ABuildLogNamesTheSourceKernelClAndHintsAtTheOption) {
+  const std::string pocl =
+      "error: /root/.cache/pocl/kcache/tempfile_4MeQgo.cl:1:14: program scope variable must "
+      "reside in constant address space\nDevice cpu failed to build the program";
+  const std::string out = opencl::readable_build_log(pocl);
+  EXPECT_EQ(out.rfind("error: kernel.cl:1:14: program scope variable", 0), 0u) << out;
+  EXPECT_EQ(out.find("/root"), std::string::npos) << out;
+  EXPECT_NE(out.find("add \"-cl-std=CL2.0\" to compile_options"), std::string::npos) << out;
+  EXPECT_EQ(opencl::readable_build_log("/tmp/comgr-1a2b/input/CompileSource:3:5: error: x"),
+            "kernel.cl:3:5: error: x");
+  // Other paths (a driver's own header in a note) are left as they are.
+  const std::string note = "note: /usr/lib/pocl/include/_kernel.h:12:3: declared here";
+  EXPECT_EQ(opencl::readable_build_log(note), note);
+}
+
 TEST(OpenClErrors, VendorsAreNamedAsHipNamesThem) {
   EXPECT_EQ(opencl::normalise_vendor("NVIDIA Corporation"), "NVIDIA");
   EXPECT_EQ(opencl::normalise_vendor("Advanced Micro Devices, Inc."), "AMD");
