@@ -23,8 +23,10 @@ namespace kernelscan {
 // Every buffer is allocated guarded (device_backend::allocate_guarded) by this much on each side:
 // the canary regions before and after it, which the runner fills after allocating and checks after
 // the kernel's launches (a write before the start or past the end of a buffer,
-// out_of_bounds_write). Element counts, bytes() and launches see only the elements.
-inline constexpr std::uint64_t k_canary_bytes = 4096;
+// out_of_bounds_write). Element counts, bytes() and launches see only the elements. 64 KiB: a
+// whole row too many of a matrix up to 16384 f32 wide lands in it; the canaries cost two
+// 64 KiB copies per buffer when armed and when checked.
+inline constexpr std::uint64_t k_canary_bytes = 64 * 1024;
 
 struct point_buffer {
   std::string name;

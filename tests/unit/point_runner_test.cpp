@@ -392,10 +392,10 @@ TEST(PointRunner, AWritePastTheEndOfABufferIsFlagged) {
 }
 
 // A kernel that writes before the start of its output, into the canary region before every
-// buffer: just before it (y[-1]) or a whole canary region before it (y[-1024], its first byte):
+// buffer: just before it (y[-1]) or a whole canary region before it (its first byte):
 // out_of_bounds_write, and no score.
 TEST(PointRunner, AWriteBeforeTheStartOfABufferIsFlagged) {
-  for (const int before : {1, 1024}) {
+  for (const int before : {1, int(k_canary_bytes / sizeof(float))}) {
     auto t = make_runner();
     t.fake->kernels["scale_under"] = [before](const fake_backend::host_args& a) {
       const int n = int(a.scalars[0]);
