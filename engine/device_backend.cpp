@@ -8,6 +8,23 @@
 
 namespace kernelscan {
 
+kernel_id device_backend::compile_or_recall_failure(const custom_kernel& kernel) {
+  std::string key = std::string(to_string(kernel.language)) + '\0' + kernel.entry + '\0';
+  for (const auto& o : kernel.compile_options)
+    key += o + '\0';
+  key += kernel.source;
+  if (const auto known = m_compile_failures.find(key); known != m_compile_failures.end()) {
+    throw compile_error(known->second);
+  }
+  try {
+    return compile(kernel);
+  } catch (const compile_error& e) {
+    if (m_compile_failures.size() >= k_remembered_failures) m_compile_failures.clear();
+    m_compile_failures.emplace(std::move(key), e.what());
+    throw;
+  }
+}
+
 void rethrow_for(const std::string& whose) {
   try {
     throw;

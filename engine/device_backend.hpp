@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -238,6 +239,10 @@ class device_backend {
   // Compiles (or finds in the backend's cache) a user kernel for this device; throws
   // compile_error with the log, or backend_error (unsupported) for a language it cannot run.
   virtual kernel_id compile(const custom_kernel& kernel) = 0;
+  // compile(), except that a kernel this backend failed to compile fails again at once with the
+  // same compile_error: the points of a sweep share a source, so a mistake in it is reported by
+  // every point but compiled once (a compile takes from a tenth of a second to seconds).
+  kernel_id compile_or_recall_failure(const custom_kernel& kernel);
   // As compile(), but loaded as a module (program) of its own that no launch has touched yet:
   // its global variables hold their initial values. Used after verification, so that timed
   // launches see none of the state verification launches left in the kernel's globals. A
@@ -281,6 +286,9 @@ class device_backend {
           word_hashes);
 
  private:
+  static constexpr std::size_t k_remembered_failures = 64;
+  std::map<std::string, std::string> m_compile_failures;  // kernel key -> its compile_error
+
   friend class device_buffer;
   // Frees the whole allocation of `b` (its guards too).
   virtual void release(const device_buffer& b) noexcept = 0;

@@ -98,7 +98,7 @@ point_kernel::point_kernel(device_backend& backend, const kernel_instance& insta
     add_buffer(a.name, a.type, a.count, a.init, a.output, a.scratch);
     if (a.output) m_out_type = a.type;
   }
-  m_function = backend.compile(*c.launch.kernel);
+  m_function = backend.compile_or_recall_failure(*c.launch.kernel);
   if (!c.reference) return;
   m_has_reference = true;
   std::visit(overloaded{
@@ -118,7 +118,7 @@ point_kernel::point_kernel(device_backend& backend, const kernel_instance& insta
                  },
                  [&](const custom_launch& l) {
                    try {
-                     m_reference_function = backend.compile(*l.kernel);
+                     m_reference_function = backend.compile_or_recall_failure(*l.kernel);
                    } catch (...) {
                      rethrow_for("kernel.reference");
                    }

@@ -49,6 +49,7 @@ class fake_backend final : public device_backend {
   double launch_overhead_us = 2;                 // added to every timed launch
   std::map<std::string, fault_kind> fail_on;     // call name -> the fault it throws
   std::map<std::string, fault_kind> fail_entry;  // kernel entry -> the fault its launches throw
+  int compiles = 0;                              // calls of compile()
   bool throttled = false;
   // When set: the first launch of each timed sample takes this long, and the rest what
   // kernel_time_us says (a kernel that works once per batch).
@@ -120,6 +121,7 @@ class fake_backend final : public device_backend {
   }
 
   kernel_id compile(const custom_kernel& k) override {
+    ++compiles;
     maybe_fail("compile");
     if (!kernels.count(k.entry)) throw compile_error("no kernel named " + k.entry);
     m_compiled.push_back(k.entry);

@@ -796,6 +796,22 @@ TEST(PointRunner, ACompileErrorCarriesItsMessage) {
   ASSERT_EQ(r.status, point_status::failed);
   EXPECT_EQ(r.error->type, "compile_error");
   EXPECT_EQ(r.error->message, "no kernel named missing_entry");
+
+  // The sweep's other points fail alike without compiling it again; another source is compiled.
+  const int compiles = t.fake->compiles;
+  auto sweep = axpy_job("missing_entry");
+  sweep["sweep"]["N"] = {1000, 2000, 3000};
+  const auto plan = plan_of(sweep);
+  for (std::uint64_t i = 1; i < 3; ++i) {
+    const auto again = t.runner.measure(plan, i, 1);
+    ASSERT_EQ(again.status, point_status::failed);
+    EXPECT_EQ(again.error->message, "no kernel named missing_entry");
+  }
+  EXPECT_EQ(t.fake->compiles, compiles);
+  auto fixed = axpy_job("missing_entry");
+  fixed["kernel"]["source"] = "extern \"C\" __global__ void missing_entry() {}";
+  (void)t.runner.measure(plan_of(fixed), 0, 1);
+  EXPECT_EQ(t.fake->compiles, compiles + 1);
 }
 
 TEST(PointRunner, ALostDeviceFailsThePointAndAsksForARestart) {
