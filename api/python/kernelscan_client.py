@@ -951,14 +951,22 @@ def _params_text(params: Any) -> str:
     return " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
 
 
-def _point_line(row: dict) -> str:
+def _point_line(row: dict, said: dict[tuple[Any, Any], Any] | None = None) -> str:
+    """One point in words. `said` maps the errors already written out to the point that had
+    them: a compile log that every point of a sweep repeats is written once."""
     head = f"point {row.get('index')}{_params_text(row.get('params'))}: "
     if row.get("held_out") is True:
         head = f"point {row.get('index')} (held out: its sizes are not shown): "
     flags = [f for f in row.get("flags") or [] if isinstance(f, str)]
     if row.get("status") != "ok":
         err = row.get("error") or {}
-        text = head + f"failed: {err.get('type')}: {err.get('message')}"
+        key = (err.get("type"), err.get("message"))
+        if said is not None and key in said:
+            text = head + f"failed: {err.get('type')}: the same error as point {said[key]}"
+        else:
+            text = head + f"failed: {err.get('type')}: {err.get('message')}"
+            if said is not None:
+                said[key] = row.get("index")
     else:
         median = _number((row.get("time_us") or {}).get("median"))
         text = head + "ok" + (f", median {median:.4g} us" if median is not None else "")
@@ -995,7 +1003,8 @@ def _points_summary(rows: list[dict]) -> str:
     def trouble(r: dict) -> bool:
         return r.get("status") != "ok" or bool(r.get("flags"))
     ordered = [r for r in rows if trouble(r)] + [r for r in rows if not trouble(r)]
-    lines = [_point_line(r) for r in ordered[:_SUMMARY_LINES]]
+    said: dict[tuple[Any, Any], Any] = {}
+    lines = [_point_line(r, said) for r in ordered[:_SUMMARY_LINES]]
     if len(ordered) > _SUMMARY_LINES:
         lines.append(f"... and {len(ordered) - _SUMMARY_LINES} more points")
     return "\n".join(lines)

@@ -466,6 +466,23 @@ class EnvironmentTest(unittest.TestCase):
             self.assertIn(url, str(caught.exception))
 
 
+class PointsSummaryTest(unittest.TestCase):
+    """The artifacts' lines per point: an error every point of a sweep repeats (a compile log)
+    is written out once, for a language model reading them."""
+
+    def test_a_repeated_error_is_written_once(self) -> None:
+        log = {"type": "compile_error", "message": "the kernel did not compile:\nkernel.cl:1:9: error"}
+        rows = [{"index": i, "params": {"N": 1024 * (i + 1)}, "status": "failed", "error": log}
+                for i in range(3)]
+        rows.append({"index": 3, "params": {"N": 4096}, "status": "failed",
+                     "error": {"type": "timeout", "message": "outlived its watchdog"}})
+        lines = kernelscan_client._points_summary(rows).splitlines()
+        self.assertEqual(lines[0], "point 0 (N=1024): failed: compile_error: the kernel did not compile:")
+        self.assertEqual(lines[2], "point 1 (N=2048): failed: compile_error: the same error as point 0")
+        self.assertEqual(lines[3], "point 2 (N=3072): failed: compile_error: the same error as point 0")
+        self.assertEqual(lines[4], "point 3 (N=4096): failed: timeout: outlived its watchdog")
+
+
 class LongPollLimitTest(DaemonTestCase):
     """A daemon that admits one long poll: a second waiter backs off and still sees the end."""
 
