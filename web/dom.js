@@ -78,9 +78,14 @@ export function labelChips(labels) {
            Object.entries(labels || {}).map(([k, v]) => h('span', {class: 'chip'}, `${k}=${v}`)));
 }
 
+// An API error: its type and message, and the fields it names. A message of several lines (a
+// compiler's log, after its first line) keeps its lines and columns, as a terminal shows them.
 export function errorBox(err) {
+  const message = String(err.message ?? '');
+  const cut = message.indexOf('\n');
   const box = h('div', {class: 'error-box', role: 'alert'},
-                h('strong', {}, err.type ? `${err.type}: ` : 'error: '), err.message);
+                h('strong', {}, err.type ? `${err.type}: ` : 'error: '), cut < 0 ? message : message.slice(0, cut));
+  if (cut >= 0) box.append(h('pre', {class: 'error-log'}, message.slice(cut + 1)));
   if (Array.isArray(err.details) && err.details.length) {
     box.append(h('ul', {}, err.details.map((d) =>
       h('li', {}, h('code', {}, d.field || ''), ' ', d.message || JSON.stringify(d)))));

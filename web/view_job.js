@@ -375,8 +375,13 @@ export function mount(root, {id, query}) {
   function renderCharts() {
     if (disposed || !window.echarts) return;  // drawn when ECharts comes (load)
     ensureCharts();
-    if (!state.rows.length) {
-      charts.forEach((c) => { c.setOption({title: {text: 'no points measured yet', left: 'center', top: 'middle', textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}, {notMerge: true}); });
+    // Nothing to chart: no point stored yet, or every one failed (a compile error fails them all).
+    if (!state.rows.some((r) => r.status === 'ok')) {
+      const ended = TERMINAL.has(state.job.status);
+      const text = !state.rows.length ? 'no points measured yet'
+                 : ended ? 'no point was measured: every one failed (the error is above)' : 'no point measured yet: the first ones failed';
+      charts.forEach((c) => { c.setOption({title: {text, left: 'center', top: 'middle', textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}, {notMerge: true}); });
+      if (ended && state.rows.length) root.dataset.chartsReady = '1';
       return;
     }
     const s = state.sel;

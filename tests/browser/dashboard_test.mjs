@@ -388,6 +388,31 @@ async function main() {
       await shot(page, 'job-failed');
     });
 
+    await step('job view: every point failed, and a compiler log keeps its lines', async () => {
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'every point crashes', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                       sweep: {N: [1024]}, mock: {fault: 'crash', fault_index: 0}});
+      await waitJob(d, id);
+      // Its error as the OpenCL engine words a compile error: the driver's log on lines of its own.
+      const log = "error: kernel.cl:1:121: use of undeclared identifier 'q'\n  out[i] = q[i];\n           ^";
+      const jobUrl = `${d.origin}/api/v1/jobs/${id}`;
+      await page.route(jobUrl, async (route) => {
+        const response = await route.fetch();
+        const body = await response.json();
+        body.error.message = `1 of 1 points failed; the first, point 0: compile_error: the kernel did not compile:\n${log}`;
+        await route.fulfill({response, json: body});
+      });
+      try {
+        await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+        const pre = await page.textContent('.job-head .error-box pre.error-log');
+        expect(pre === log, `the log is preformatted, its caret under its column (${JSON.stringify(pre)})`);
+        const title = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().title[0].text);
+        expect(title.includes('every one failed'), `an empty chart says why (${title})`);
+        await shot(page, 'job-every-point-failed');
+      } finally {
+        await page.unroute(jobUrl);
+      }
+    });
+
     await step('job view: an unknown job', async () => {
       await gotoView(page, d.origin, '#/jobs/999999', '.error-box');
       expect((await page.textContent('.error-box')).includes('There is no job 999999'), 'unknown job says so');
