@@ -9,10 +9,7 @@
 namespace kernelscan {
 
 kernel_id device_backend::compile_or_recall_failure(const custom_kernel& kernel) {
-  std::string key = std::string(to_string(kernel.language)) + '\0' + kernel.entry + '\0';
-  for (const auto& o : kernel.compile_options)
-    key += o + '\0';
-  key += kernel.source;
+  std::string key = compile_key(kernel);
   if (const auto known = m_compile_failures.find(key); known != m_compile_failures.end()) {
     throw compile_error(known->second);
   }

@@ -47,6 +47,13 @@ std::string_view to_string(kernel_language l) {
   return "hip";
 }
 
+std::string compile_key(const custom_kernel& k) {
+  std::string key = std::string(to_string(k.language)) + '\0' + k.entry + '\0';
+  for (const auto& o : k.compile_options)
+    key += o + '\0';
+  return key + k.source;
+}
+
 std::string_view to_string(arg_init i) {
   switch (i) {
     case arg_init::none:

@@ -119,4 +119,8 @@ std::string_view to_string(stream_variant v);
 std::string_view to_string(arg_init i);
 std::string_view to_string(kernel_language l);
 
+// What decides a user kernel's compilation, as one string that tells any two apart: language,
+// entry, compile options and source. Keys the backends' caches of compiled (and failed) kernels.
+std::string compile_key(const custom_kernel& k);
+
 }  // namespace kernelscan

@@ -693,14 +693,9 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     analyse_point(r, instance, spec, m_analysis, speedup);
     add_sampling_advice(r, main, !checks || checks->rotates());
     return r;
-  } catch (const compile_error& e) {
-    return failed("compile_error", e.what());
-  } catch (const backend_error& e) {
-    return failed(point_error_type(e.kind()), e.what());
-  } catch (const std::invalid_argument& e) {
-    return failed("invalid_point", e.what());
-  } catch (const std::bad_alloc&) {
-    return failed("out_of_memory", "the host ran out of memory for this point");
+  } catch (...) {
+    const auto f = current_point_failure();
+    return failed(f.type, f.message);
   }
 }
 

@@ -275,11 +275,7 @@ hipFunction_t module_cache::fresh_function(const custom_kernel& kernel) {
 }
 
 const module_cache::loaded& module_cache::find(const custom_kernel& kernel) {
-  std::string key =
-      m_arch + '\0' + std::string(to_string(kernel.language)) + '\0' + kernel.entry + '\0';
-  for (const auto& o : kernel.compile_options)
-    key += o + '\0';
-  key += kernel.source;
+  std::string key = m_arch + '\0' + compile_key(kernel);
   if (auto it = m_modules.find(key); it != m_modules.end()) return it->second;
 
   loaded m;

@@ -388,7 +388,7 @@ class opencl_backend final : public device_backend {
     program_ptr program;
     kernel_ptr kernel;
   };
-  std::map<std::string, user_program> m_programs;  // key: options, entry and source in full
+  std::map<std::string, user_program> m_programs;  // by compile_key()
   // Programs of their own for compile_fresh(), made this point from a cached program's binary.
   std::vector<user_program> m_fresh;
   std::vector<cl_kernel> m_functions;  // compiled this point, by kernel_id
@@ -770,7 +770,7 @@ kernel_id opencl_backend::compile(const custom_kernel& kernel) {
   std::string options;
   for (const auto& o : kernel.compile_options)
     options += (options.empty() ? "" : " ") + o;
-  const std::string key = options + '\0' + kernel.entry + '\0' + kernel.source;
+  const std::string key = compile_key(kernel);
   auto it = m_programs.find(key);
   if (it == m_programs.end()) {
     if (m_programs.size() >= k_max_programs) m_programs.clear();
