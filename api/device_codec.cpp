@@ -19,9 +19,47 @@ json to_json(const device_info& d) {
             {"llc_bytes", d.llc_bytes},
             {"driver", d.driver},
             {"pci_bus_id", d.pci_bus_id.empty() ? json(nullptr) : json(d.pci_bus_id)}};
+  j["capabilities"] = to_json(d.capabilities);
   j["datasheet"] = d.datasheet ? to_json(*d.datasheet) : json(nullptr);
   j["measured"] = d.measured ? to_json(*d.measured) : json(nullptr);
   return j;
+}
+
+json to_json(const device_capabilities& c) {
+  const auto names = [](const std::vector<dtype>& types) {
+    json out = json::array();
+    for (dtype t : types)
+      out.push_back(to_string(t));
+    return out;
+  };
+  return {{"fp64", c.fp64},
+          {"fp16", c.fp16},
+          {"gemm_library", c.gemm_library.empty() ? json(nullptr) : json(c.gemm_library)},
+          {"gemm_library_dtypes", names(c.gemm_library_types)},
+          {"gemm_builtin_dtypes", names(c.gemm_builtin_types)}};
+}
+
+// A device described before capabilities were reported has a GPU's: everything.
+device_capabilities device_capabilities_from_json(const json& j) {
+  device_capabilities c;
+  if (j.is_null()) return c;
+  const auto types = [](const json& list) {
+    std::vector<dtype> out;
+    for (const auto& t : list) {
+      const auto parsed = parse_dtype(t.get<std::string>());
+      if (!parsed) {
+        throw std::runtime_error("bad device description: capabilities: unknown dtype " + t.dump());
+      }
+      out.push_back(*parsed);
+    }
+    return out;
+  };
+  c.fp64 = j.at("fp64").get<bool>();
+  c.fp16 = j.at("fp16").get<bool>();
+  c.gemm_library = j.at("gemm_library").is_null() ? "" : j.at("gemm_library").get<std::string>();
+  c.gemm_library_types = types(j.at("gemm_library_dtypes"));
+  c.gemm_builtin_types = types(j.at("gemm_builtin_dtypes"));
+  return c;
 }
 
 json to_json(const device_peaks& p) {
@@ -79,6 +117,9 @@ device_info device_info_from_json(const json& j) {
     d.driver = j.at("driver").get<std::string>();
     if (j.contains("pci_bus_id") && j["pci_bus_id"].is_string()) {
       d.pci_bus_id = j["pci_bus_id"].get<std::string>();
+    }
+    if (j.contains("capabilities")) {
+      d.capabilities = device_capabilities_from_json(j["capabilities"]);
     }
     if (const auto& p = j.at("datasheet"); !p.is_null()) d.datasheet = device_peaks_from_json(p);
     if (j.contains("measured") && !j["measured"].is_null()) {

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/device_catalog.hpp"
+#include "engine/dtype.hpp"
 #include "engine/job_spec.hpp"
 
 namespace kernelscan {
@@ -15,6 +17,17 @@ struct measured_roofline {
   device_peaks peaks;
   std::int64_t measured_ms = 0;  // Unix epoch milliseconds
   std::string method;            // how: the benchmarks run, or "simulated" on the mock
+};
+
+// What a device computes beyond its engine and kernel languages (device_needs.hpp matches jobs
+// to it). The defaults are a GPU's: everything.
+struct device_capabilities {
+  bool fp64 = true;  // f64 arithmetic in the built-in ops and buffer fills (OpenCL: cl_khr_fp64)
+  bool fp16 = true;  // half arithmetic in kernels (OpenCL: cl_khr_fp16); for the reader only
+  std::string gemm_library;  // behind impl "library": "CLBlast", "cuBLAS", ...; empty: none
+  std::vector<dtype> gemm_library_types{dtype::f64, dtype::f32, dtype::f16, dtype::bf16};
+  std::vector<dtype> gemm_builtin_types{dtype::f64, dtype::f32, dtype::f16, dtype::bf16};
+  bool operator==(const device_capabilities&) const = default;
 };
 
 struct device_info {
@@ -32,6 +45,7 @@ struct device_info {
   std::uint64_t llc_bytes = 0;
   std::string driver;
   std::string pci_bus_id;  // "0000:41:00.0" where the platform tells; a GPU is served once by it
+  device_capabilities capabilities;
   std::optional<device_peaks> datasheet;
   std::optional<measured_roofline> measured;
 };

@@ -59,6 +59,7 @@ mock_backend::mock_backend(const device_model& model, int index) : m_model(model
   m_info.l2_bytes = model.l2_bytes;
   m_info.llc_bytes = model.llc_bytes;
   m_info.driver = "kernelscan-mock";
+  m_info.capabilities.gemm_library = "simulated";
   m_info.datasheet = model.peaks;
 }
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/device_needs.hpp"
+
 namespace kernelscan {
 
 dispatcher::dispatcher(job_store& store, const clock& time, std::string node,
@@ -14,6 +16,7 @@ std::optional<claimed_job> dispatcher::next_for(const device_info& device) {
   r.device = device.index;
   r.engine = std::string(to_string(device.engine));
   r.model = device.model;
+  r.lacks = device_lacks(device.capabilities);
   r.lease_ms = m_lease.count();
   r.now_ms = m_clock.unix_ms();
   try {

@@ -5,12 +5,14 @@
 #include <set>
 
 #include "api/api_error.hpp"
+#include "api/device_codec.hpp"
 #include "api/held_out.hpp"
 #include "api/import_codec.hpp"
 #include "api/job_codec.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
 #include "api/task_codec.hpp"
+#include "engine/device_needs.hpp"
 #include "engine/language_support.hpp"
 #include "server/fleet_devices.hpp"
 
@@ -42,14 +44,16 @@ std::string submit_pipeline::request_hash(std::string_view data) {
 }
 
 // The devices of the fleet a spec could run on (live ones: a node that stopped or went quiet
-// takes nothing); checks its engine, placement and kernel language against what exists. A job
+// takes nothing); checks its engine, placement, kernel language and needs (f64, its GEMMs'
+// dtypes) against what exists. A job
 // with user kernels and engine auto is placed on the engine that runs their language: a real
 // one (HIP, then OpenCL) where the fleet has it, else the mock.
 submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec) {
   const auto devices = m_hooks.devices();
   placement p;
-  bool any = false, placed_but_language = false;
-  std::string language_refusal;  // "kernel.language: ...", why the first device refused
+  bool any = false, placed_but_refused = false;
+  // "kernel.language: ...", "kernel.dtype: ...": why the first device that matched refused.
+  std::string refusal;
   std::optional<engine_kind> real, mock;
   std::set<std::string> nodes, models;
   std::map<std::string, int> kinds;
@@ -66,14 +70,21 @@ submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec
     info.vendor = device_text(d, "vendor");
     info.name = device_text(d, "name");
     info.arch = device_text(d, "arch");
+    try {
+      info.capabilities = device_capabilities_from_json(d.value("capabilities", json(nullptr)));
+    } catch (const std::exception&) {
+      // A node's description we cannot read: its worker refuses what it cannot run.
+    }
     const bool engine_ok = spec.engine == engine_kind::any || spec.engine == info.engine;
     const bool index_ok = !spec.device || *spec.device == info.index;
     const bool node_ok = !spec.device_node || *spec.device_node == device_text(d, "node");
     const bool model_ok = !spec.device_model || *spec.device_model == device_text(d, "model");
     if (!(engine_ok && index_ok && node_ok && model_ok)) continue;
-    if (const auto refusal = unsupported_language(spec, info)) {
-      if (!placed_but_language) language_refusal = *refusal;
-      placed_but_language = true;
+    auto why = unsupported_language(spec, info);
+    if (!why) why = unmet_need(spec, info);
+    if (why) {
+      if (!placed_but_refused) refusal = *why;
+      placed_but_refused = true;
       continue;
     }
     any = true;
@@ -82,6 +93,7 @@ submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec
     if (!slot) slot = info.engine;
   }
   p.engine = spec.engine;
+  p.needs = job_needs(spec);
   const auto is_custom = [](const kernel_spec& k) {
     return std::holds_alternative<custom_spec>(k);
   };
@@ -104,18 +116,17 @@ submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec
     for (const auto& [kind, n] : kinds)
       have += (have.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
     std::vector<field_error> errors;
-    if (placed_but_language) {
-      const auto colon = language_refusal.find(": ");
-      errors.push_back(
-          {language_refusal.substr(0, colon), "no device runs this kernel (live devices: " +
-                                                  (have.empty() ? std::string("none") : have) +
-                                                  "): " + language_refusal.substr(colon + 2)});
+    if (placed_but_refused) {
+      const auto colon = refusal.find(": ");
+      errors.push_back({refusal.substr(0, colon), "no device runs this kernel (live devices: " +
+                                                      (have.empty() ? std::string("none") : have) +
+                                                      "): " + refusal.substr(colon + 2)});
     } else if (spec.engine != engine_kind::any && !spec.device && !spec.device_node &&
                !spec.device_model) {
-      const std::string kind = spec.engine == engine_kind::hip      ? "HIP"
-                               : spec.engine == engine_kind::opencl ? "OpenCL"
-                                                                    : "mock";
-      errors.push_back({"engine", "no live node has a " + kind + " device (there are " +
+      const std::string kind = spec.engine == engine_kind::hip      ? "a HIP"
+                               : spec.engine == engine_kind::opencl ? "an OpenCL"
+                                                                    : "a mock";
+      errors.push_back({"engine", "no live node has " + kind + " device (there are " +
                                       std::to_string(live) + " device(s), on nodes " + list(nodes) +
                                       ")"});
     } else if (spec.device_node && !nodes.count(*spec.device_node)) {
@@ -233,6 +244,7 @@ submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
   sub.labels = spec.labels;
   sub.priority = spec.priority;
   sub.engine = where.engine;
+  sub.needs = where.needs;
   sub.requested_device = spec.device;
   sub.requested_node = spec.device_node;
   sub.requested_model = spec.device_model;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/json.hpp"
+#include "engine/device_needs.hpp"
 #include "engine/job_spec.hpp"
 #include "server/config.hpp"
 #include "server/event_hub.hpp"
@@ -78,6 +79,7 @@ class submit_pipeline {
   struct placement {
     std::uint64_t max_memory = 0;           // the largest memory of a device the job may run on
     engine_kind engine = engine_kind::any;  // what the queue matches devices by
+    need_bits needs = 0;                    // and what they must have (job_needs)
   };
   placement check_placement(const job_spec& spec);
   submit_result replay(std::int64_t id);

@@ -36,6 +36,8 @@ struct job_submission {
   std::optional<int> requested_device;
   std::optional<std::string> requested_node;
   std::optional<std::string> requested_model;
+  // What its devices must have, as job_needs() bits (engine/device_needs.hpp); 0: nothing.
+  std::uint32_t needs = 0;
   std::string op;
   std::uint64_t total_points = 0;
   std::string spec_json;
@@ -79,6 +81,8 @@ struct claim_request {
   int device = 0;      // its index on the node
   std::string engine;  // what it runs: to_string(engine_kind), "mock", "hip", ...
   std::string model;   // its catalog key; empty when the part is not in the catalog
+  // The needs it cannot meet, as device_lacks() bits: it is offered no job needing one.
+  std::uint32_t lacks = 0;
   std::int64_t lease_ms = 30000;
   std::int64_t now_ms = 0;  // the job's start time, if it is its first
 };

@@ -344,16 +344,33 @@ std::optional<submit_outcome> postgres_job_store::insert_job(
   const auto r = c.exec(
       "WITH j AS (INSERT INTO kernelscan.jobs (name, status, priority, engine, requested_device, "
       "op, total_points, created_ms, started_ms, finished_ms, idempotency_key, request_hash, "
-      "labels, place_node, place_model, task) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-      "$11, $12, $13, $17, $18, $19) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id), "
+      "labels, place_node, place_model, task, needs) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+      "$10, $11, $12, $13, $17, $18, $19, $20) "
+      "ON CONFLICT (idempotency_key) DO NOTHING RETURNING id), "
       "s AS (INSERT INTO kernelscan.job_specs (job_id, spec) SELECT id, $14 FROM j), "
       "l AS (INSERT INTO kernelscan.job_labels (job_id, key, value) SELECT j.id, t.k, t.v "
       "FROM j, unnest($15::text[], $16::text[]) AS t(k, v)) "
       "SELECT id FROM j",
-      {job.name, to_string(status), job.priority, to_string(job.engine), job.requested_device,
-       job.op, std::int64_t(job.total_points), now_ms, finished_ms, finished_ms,
-       job.idempotency_key, job.request_hash, detail::encode_labels(job.labels), job.spec_json,
-       pg_array(keys), pg_array(values), job.requested_node, job.requested_model, job.task});
+      {job.name,
+       to_string(status),
+       job.priority,
+       to_string(job.engine),
+       job.requested_device,
+       job.op,
+       std::int64_t(job.total_points),
+       now_ms,
+       finished_ms,
+       finished_ms,
+       job.idempotency_key,
+       job.request_hash,
+       detail::encode_labels(job.labels),
+       job.spec_json,
+       pg_array(keys),
+       pg_array(values),
+       job.requested_node,
+       job.requested_model,
+       job.task,
+       std::int64_t(job.needs)});
   if (r.rows() == 1) return submit_outcome{r.int64(0, 0), true, false};
   // The key is taken (by a retry, or a concurrent first try that committed first).
   const auto known =
@@ -521,7 +538,8 @@ std::optional<claimed_job> postgres_job_store::claim(const claim_request& reques
       "WITH next AS (SELECT id FROM kernelscan.jobs WHERE status = 'queued' AND "
       "(engine = 'auto' OR engine = $5) AND (requested_device IS NULL OR "
       "requested_device = $2) AND (place_node IS NULL OR place_node = $1) AND "
-      "(place_model IS NULL OR place_model = $6) ORDER BY priority DESC, id LIMIT 1 "
+      "(place_model IS NULL OR place_model = $6) AND (needs & $7) = 0 "
+      "ORDER BY priority DESC, id LIMIT 1 "
       "FOR UPDATE SKIP LOCKED) "
       "UPDATE kernelscan.jobs j SET status = 'running', node = $1, device = $2, "
       "started_ms = coalesce(j.started_ms, $3), attempt = j.attempt + 1, "
@@ -529,7 +547,7 @@ std::optional<claimed_job> postgres_job_store::claim(const claim_request& reques
       "RETURNING j.id, j.attempt, j.cancel_requested, "
       "(SELECT spec FROM kernelscan.job_specs WHERE job_id = j.id)",
       {request.node, request.device, request.now_ms, request.lease_ms, request.engine,
-       request.model});
+       request.model, std::int64_t(request.lacks)});
   if (r.rows() == 0) return std::nullopt;
   claimed_job out;
   out.lease = {r.int64(0, 0), r.int64(0, 1)};

@@ -126,7 +126,13 @@ ALTER TABLE kernelscan.jobs ADD COLUMN task text;
 CREATE INDEX jobs_task ON kernelscan.jobs (task, id) WHERE task IS NOT NULL;
 )sql";
 
-constexpr std::array<std::string_view, 3> k_steps{k_v1, k_v2, k_v3};
+// What a job needs of the device that claims it (f64 arithmetic, its GEMMs' dtypes), as bits a
+// claim matches against the bits its device lacks. 0 for the jobs stored before: any device.
+constexpr std::string_view k_v4 = R"sql(
+ALTER TABLE kernelscan.jobs ADD COLUMN needs bigint NOT NULL DEFAULT 0;
+)sql";
+
+constexpr std::array<std::string_view, 4> k_steps{k_v1, k_v2, k_v3, k_v4};
 
 }  // namespace
 

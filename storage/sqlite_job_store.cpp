@@ -121,7 +121,8 @@ std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status 
     auto s = m_db.prepare(
         "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
         "created_ms, started_ms, finished_ms, idempotency_key, request_hash, labels, "
-        "place_node, place_model, task) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "place_node, place_model, task, needs) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     s->bind(1, job.name)
         .bind(2, to_string(status))
         .bind(3, job.priority)
@@ -137,7 +138,8 @@ std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status 
         .bind(13, encode_labels(job.labels))
         .bind(14, job.requested_node)
         .bind(15, job.requested_model)
-        .bind(16, job.task);
+        .bind(16, job.task)
+        .bind(17, std::int64_t(job.needs));
     s->run();
   }
   const std::int64_t id = m_db.last_insert_rowid();
@@ -318,14 +320,16 @@ std::optional<claimed_job> sqlite_job_store::claim(const claim_request& request)
         "WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND "
         "(engine = 'auto' OR engine = ?5) AND (requested_device IS NULL OR "
         "requested_device = ?2) AND (place_node IS NULL OR place_node = ?1) AND "
-        "(place_model IS NULL OR place_model = ?6) ORDER BY priority DESC, id LIMIT 1) "
+        "(place_model IS NULL OR place_model = ?6) AND (needs & ?7) = 0 "
+        "ORDER BY priority DESC, id LIMIT 1) "
         "RETURNING id, attempt, cancel_requested");
     s->bind(1, request.node)
         .bind(2, request.device)
         .bind(3, request.now_ms)
         .bind(4, request.lease_ms)
         .bind(5, request.engine)
-        .bind(6, request.model);
+        .bind(6, request.model)
+        .bind(7, std::int64_t(request.lacks));
     if (!s->step()) return std::nullopt;
     out.lease = {s->int64(0), s->int64(1)};
     out.cancel_requested = s->int64(2) != 0;

@@ -153,7 +153,13 @@ ALTER TABLE jobs ADD COLUMN task TEXT;
 CREATE INDEX jobs_task ON jobs (task, id) WHERE task IS NOT NULL;
 )sql";
 
-constexpr std::array<std::string_view, 6> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6};
+// What a job needs of the device that claims it (f64 arithmetic, its GEMMs' dtypes), as bits a
+// claim matches against the bits its device lacks. 0 for the jobs stored before: any device.
+constexpr std::string_view k_v7 = R"sql(
+ALTER TABLE jobs ADD COLUMN needs INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr std::array<std::string_view, 7> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6, k_v7};
 
 }  // namespace
 

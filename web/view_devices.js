@@ -43,6 +43,12 @@ export function mount(root) {
         h('dt', {}, 'memory'), h('dd', {}, d.memory_bytes ? fmtBytes(d.memory_bytes) : '—'),
         h('dt', {}, 'L2 / last-level cache'), h('dd', {}, `${fmtBytes(d.l2_bytes)} / ${d.llc_bytes ? fmtBytes(d.llc_bytes) : 'none'}`),
         h('dt', {}, 'driver'), h('dd', {}, d.driver || '—'),
+        d.capabilities ? [
+          h('dt', {}, 'arithmetic'), h('dd', {class: 'capabilities-arithmetic'},
+            `f64 ${d.capabilities.fp64 ? 'yes' : 'no'}, half ${d.capabilities.fp16 ? 'yes' : 'no'}`),
+          h('dt', {}, 'GEMM library'), h('dd', {class: 'capabilities-library'}, d.capabilities.gemm_library
+            ? `${d.capabilities.gemm_library}: ${d.capabilities.gemm_library_dtypes.join(', ') || 'no type'}` : 'none in this build'),
+          h('dt', {}, 'built-in GEMM'), h('dd', {}, d.capabilities.gemm_builtin_dtypes.join(', ') || 'none')] : '',
         h('dt', {}, 'worker'), h('dd', {}, d.worker_pid ? `pid ${d.worker_pid}, ${d.worker_restarts} restart${d.worker_restarts === 1 ? '' : 's'}` : 'not running'),
         h('dt', {}, 'points measured'), h('dd', {}, String(d.points_measured)),
         fleet ? [h('dt', {}, 'last heartbeat'), h('dd', {title: d.last_heartbeat_at}, age(d.last_heartbeat_at))] : '',

@@ -38,13 +38,17 @@ export function templatesFor(devices = []) {
   const live = devices.filter((d) => d.state !== 'offline');
   const cpus = live.length > 0 && live.every((d) => d.type === 'cpu');
   const opencl = live.length > 0 && live.every((d) => d.engine === 'opencl');
-  const dtype = cpus ? 'f32' : 'f16';
+  // The GEMM a live device runs: f16 where some device's library has it (a CPU gets f32 anyway,
+  // sized for it), else f32; the built-in GEMM where no device has a library for it.
+  const libraryRuns = (t) => live.some((d) => !d.capabilities || d.capabilities.gemm_library_dtypes.includes(t));
+  const dtype = !cpus && (live.length === 0 || libraryRuns('f16')) ? 'f16' : 'f32';
+  const impl = live.length === 0 || libraryRuns(dtype) ? 'library' : 'builtin';
   return {
     gemm: {
       label: 'GEMM sweep',
       spec: {
         name: `${dtype} gemm sweep`,
-        kernel: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype, layout_a: 'row', layout_b: 'col', impl: 'library'},
+        kernel: {op: 'gemm', m: 'M', n: 'N', k: 'K', dtype, layout_a: 'row', layout_b: 'col', impl},
         sweep: cpus ? {M: {from: 64, to: 512, mul: 2}, N: {from: 64, to: 512, mul: 2}, K: [256]}
                     : {M: {from: 512, to: 8192, mul: 2}, N: {from: 512, to: 8192, mul: 2}, K: [4096]},
         timing: {l2: 'cold', min_samples: 10, max_time_ms: 2000, target_rel_noise: 0.005},

@@ -80,6 +80,11 @@ device_info describe(int ordinal) {
     d.llc_bytes = m->llc_bytes;  // Infinity Cache: no runtime attribute reports it
   }
   d.llc_bytes = last_level_cache_bytes(d);  // by architecture where the catalog does not know
+  if (gpu::gemm_library::available()) {
+    d.capabilities.gemm_library = gpu::gemm_library::name();
+  } else {
+    d.capabilities.gemm_library_types.clear();
+  }
   return d;
 }
 

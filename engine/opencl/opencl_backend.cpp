@@ -219,6 +219,19 @@ device_info describe(const cl_device_ref& ref, int index) {
   info.driver = "OpenCL " + platform_string(ref.platform, CL_PLATFORM_NAME) + " (" +
                 platform_string(ref.platform, CL_PLATFORM_VERSION) + "), driver " +
                 device_string(d, CL_DRIVER_VERSION);
+  device_capabilities& c = info.capabilities;
+  c.fp64 = has_extension(d, "cl_khr_fp64");
+  c.fp16 = has_extension(d, "cl_khr_fp16");
+  c.gemm_library = "CLBlast";
+  // CLBlast's half GEMM is written in half arithmetic; the built-in one stores f16 and bf16 and
+  // computes in float.
+  c.gemm_library_types = {dtype::f32};
+  c.gemm_builtin_types = {dtype::f32, dtype::f16, dtype::bf16};
+  if (c.fp16) c.gemm_library_types.push_back(dtype::f16);
+  if (c.fp64) {
+    c.gemm_library_types.insert(c.gemm_library_types.begin(), dtype::f64);
+    c.gemm_builtin_types.insert(c.gemm_builtin_types.begin(), dtype::f64);
+  }
   if (info.type != "cpu") {
     if (const device_model* m = match_device_model(info.name)) {
       info.model = std::string(m->key);
@@ -410,8 +423,8 @@ opencl_backend::opencl_backend(int index) {
   const cl_device_ref ref = devices[std::size_t(index)];
   m_device = ref.device;
   m_info = describe(ref, index);
-  m_fp64 = has_extension(m_device, "cl_khr_fp64");
-  m_fp16 = has_extension(m_device, "cl_khr_fp16");
+  m_fp64 = m_info.capabilities.fp64;
+  m_fp16 = m_info.capabilities.fp16;
   m_max_allocation = device_value<cl_ulong>(m_device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   m_local_memory = device_value<cl_ulong>(m_device, CL_DEVICE_LOCAL_MEM_SIZE);
   // Given in bits.
@@ -464,14 +477,17 @@ opencl_backend::~opencl_backend() {
 }
 
 bool opencl_backend::supports_gemm(gemm_algorithm algorithm, dtype t) const {
-  if (t == dtype::f64 && !m_fp64) return false;
+  const device_capabilities& c = m_info.capabilities;
+  const auto in = [t](const std::vector<dtype>& types) {
+    return std::find(types.begin(), types.end(), t) != types.end();
+  };
   switch (algorithm) {
     case gemm_algorithm::library:
-      return t == dtype::f32 || t == dtype::f64 || (t == dtype::f16 && m_fp16);
+      return in(c.gemm_library_types);
     case gemm_algorithm::builtin:
-      return t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
+      return in(c.gemm_builtin_types);
     case gemm_algorithm::reference:
-      return true;
+      return t != dtype::f64 || m_fp64;
   }
   return false;
 }

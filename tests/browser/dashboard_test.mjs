@@ -628,6 +628,8 @@ async function main() {
       }
       const heads = await page.$$eval('.device-card table.peaks th', (ths) => ths.map((th) => th.textContent));
       expect(heads.includes('simulated') && !heads.includes('measured'), `a mock device's peaks are called simulated (${heads})`);
+      const library = await page.textContent('.device-card .capabilities-library');
+      expect(library === 'simulated: f64, f32, f16, bf16', `a device says what its GEMM library computes (${library})`);
       await shot(page, 'devices');
     });
 
@@ -685,10 +687,18 @@ async function main() {
       await page.route(devicesUrl, async (route) => {
         const response = await route.fetch();
         const body = await response.json();
-        for (const dev of body.devices) Object.assign(dev, {engine: 'opencl', type: 'cpu'});
+        for (const dev of body.devices) {
+          Object.assign(dev, {engine: 'opencl', type: 'cpu'});
+          Object.assign(dev.capabilities, {fp16: false, gemm_library: 'CLBlast', gemm_library_dtypes: ['f64', 'f32']});
+        }
         await route.fulfill({response, json: body});
       });
       try {
+        await gotoView(page, d.origin, '#/devices', '#view[data-charts-ready]');
+        const facts = [await page.textContent('.device-card .capabilities-arithmetic'),
+                       await page.textContent('.device-card .capabilities-library')];
+        expect(facts[0] === 'f64 yes, half no' && facts[1] === 'CLBlast: f64, f32',
+               `a PoCL device says it has no half arithmetic and what CLBlast computes (${facts})`);
         await gotoView(page, d.origin, '#/submit', '#submit-form[data-devices-ready]');
         const form = async () => ({name: await page.inputValue('#submit-name'), spec: JSON.parse(await page.inputValue('#submit-spec'))});
         const gemm = await form();
@@ -699,6 +709,26 @@ async function main() {
         expect(custom.spec.kernel.language === 'opencl' && custom.spec.kernel.source.startsWith('__kernel void matmul'),
                `the custom template is OpenCL C (${custom.spec.kernel.language})`);
         await shot(page, 'submit-opencl-cpu');
+      } finally {
+        await page.unroute(devicesUrl);
+      }
+      // OpenCL GPUs whose library has no f16 (NVIDIA's OpenCL has no cl_khr_fp16): an f32 GEMM
+      // of GPU sizes, which they run.
+      await page.route(devicesUrl, async (route) => {
+        const response = await route.fetch();
+        const body = await response.json();
+        for (const dev of body.devices) {
+          dev.engine = 'opencl';
+          Object.assign(dev.capabilities, {fp16: false, gemm_library: 'CLBlast', gemm_library_dtypes: ['f64', 'f32']});
+        }
+        await route.fulfill({response, json: body});
+      });
+      try {
+        await page.goto('about:blank');
+        await gotoView(page, d.origin, '#/submit', '#submit-form[data-devices-ready]');
+        const gemm = JSON.parse(await page.inputValue('#submit-spec'));
+        expect(gemm.kernel.dtype === 'f32' && gemm.kernel.impl === 'library' && gemm.sweep.M.to === 8192,
+               `GPUs without an f16 library GEMM get an f32 one of GPU sizes (${JSON.stringify(gemm)})`);
       } finally {
         await page.unroute(devicesUrl);
       }

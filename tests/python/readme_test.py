@@ -25,7 +25,7 @@ come out as the README numbers them. What the test substitutes, and nothing else
 - commands run in a temporary directory where `api/` is the repository's (the README's commands
   run from the repository root);
 - the example under "Access and safety" runs against a second daemon started with
-  `--token-file token`, and those under "The OpenCL engine" against a third started with
+  `--token-file token`, and those in the section "The OpenCL engine" against a third started with
   `--engine opencl` (its job ids count from 1 again).
 
 Every `curl` runs through a wrapper that also writes the HTTP status to stderr.
@@ -388,9 +388,14 @@ class ReadmeExamplesTest(unittest.TestCase):
         first_spec = None
         skipped, ran = [], []
         first_job: int | None = None
-        for block in shell:
+        section = ""  # the README section ("## ...") a block is in
+        for block in self.blocks:
+            headings = re.findall(r"^## (.+)$", block.before, re.MULTILINE)
+            section = headings[-1] if headings else section
+            if block.lang not in ("sh", "bash"):
+                continue
             block_job: int | None = None
-            opencl = "## The OpenCL engine" in block.before
+            opencl = section == "The OpenCL engine"
             for command in commands(block):
                 reason = next((why for start, why in SKIPPED if command.text.startswith(start)),
                               None)
@@ -751,6 +756,27 @@ def _opencl_results(t: unittest.TestCase, run: Run) -> None:
         t.assertGreater(row["time_us"]["median"], 0, row)
 
 
+def _opencl_capabilities(t: unittest.TestCase, run: Run) -> None:
+    _http(t, run, 200)
+    caps = json.loads(run.stdout)
+    t.assertEqual(sorted(caps), ["fp16", "fp64", "gemm_builtin_dtypes", "gemm_library",
+                                 "gemm_library_dtypes"], run.describe())
+    t.assertEqual(caps["gemm_library"], "CLBlast", run.describe())
+    t.assertEqual("f16" in caps["gemm_library_dtypes"], caps["fp16"], run.describe())
+    t.assertIn("f32", caps["gemm_builtin_dtypes"], run.describe())
+
+
+def _f16_library_gemm(t: unittest.TestCase, run: Run) -> None:
+    # The README shows PoCL on an x86 CPU, which has no half arithmetic; a device that has it
+    # runs the job.
+    if run.statuses == [201]:
+        return
+    error = _ok_json(t, run, 422)["error"]
+    t.assertEqual(error["details"][0]["field"], "kernel.dtype", run.describe())
+    t.assertIn("CLBlast there has no f16 GEMM (the device lacks cl_khr_fp16). Use impl "
+               "\"builtin\"", error["details"][0]["message"], run.describe())
+
+
 def _events(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.exit_code, 28, "curl --max-time ends the stream: " + run.describe())
     t.assertEqual(run.statuses, [200], run.describe())
@@ -802,6 +828,10 @@ CHECKS = [
     Check(r"(?s)\"engine\": \"opencl\",\n  \"kernel\": \{\"op\": \"custom\", \"language\": \"opencl\"",
           lambda t, run: t.assertEqual(_ok_json(t, run, 201)["engine"], "opencl"), _job_id),
     Check(r"\?wait=60' \| jq -r .status\s+#", _text(200, "succeeded")),
+    Check(r"^curl -s localhost:8080/api/v1/devices/0 \| jq -c .capabilities$",
+          _opencl_capabilities),
+    Check(r"^curl -s -X POST localhost:8080/api/v1/jobs -d '\{\"engine\": \"opencl\", "
+          r"\"kernel\": \{\"op\": \"gemm\"", _f16_library_gemm, _job_id),
     Check(r"results\?fields=params,time_us.median,verification.status,metrics.gbps,"
           r"metrics.roof_source'$", _opencl_results),
 ]

@@ -354,6 +354,32 @@ TEST_P(JobStore, ClaimsGoByPriorityThenSubmissionAndMatchTheDevice) {
   EXPECT_EQ(next(0, "mock"), 0);
 }
 
+TEST_P(JobStore, AClaimPassesOverTheJobsNeedingWhatItsDeviceLacks) {
+  auto sub = [&](const std::string& name, std::uint32_t needs) {
+    auto s = submission(name);
+    s.engine = engine_kind::any;
+    s.requested_device = std::nullopt;
+    s.needs = needs;
+    return store.submit(s, 1).id;
+  };
+  const auto half = sub("needs bit 4", 0b10000);
+  const auto wide = sub("needs bits 0 and 1", 0b11);
+  const auto plain = sub("needs nothing", 0);
+  auto next = [&](int index, std::uint32_t lacks) -> std::int64_t {
+    auto r = device(index);
+    r.lacks = lacks;
+    const auto c = store.claim(r);
+    return c ? c->lease.job_id : 0;
+  };
+  // A device lacking bit 4 skips the first job but takes the next it can run; one lacking
+  // bit 1 too takes only the job needing nothing; one lacking nothing takes the rest in order.
+  EXPECT_EQ(next(0, 0b10000), wide);
+  EXPECT_EQ(next(1, 0b10010), plain);
+  EXPECT_EQ(next(1, 0b10010), 0);
+  EXPECT_EQ(next(2, 0), half);
+  EXPECT_EQ(store.get(half)->device, 2);
+}
+
 TEST_P(JobStore, LeasesAreRenewedLostExpiredAndCarryCancelRequests) {
   const auto a = store.submit(submission("a"), 1).id;
   const auto b = store.submit(submission("b"), 2).id;

@@ -93,6 +93,7 @@ void expect_same_device(const device_info& a, const device_info& b) {
   EXPECT_EQ(a.l2_bytes, b.l2_bytes);
   EXPECT_EQ(a.llc_bytes, b.llc_bytes);
   EXPECT_EQ(a.driver, b.driver);
+  EXPECT_EQ(a.capabilities, b.capabilities);
   ASSERT_EQ(a.datasheet.has_value(), b.datasheet.has_value());
   if (a.datasheet) {
     EXPECT_EQ(a.datasheet->f64_tflops, b.datasheet->f64_tflops);
@@ -295,6 +296,33 @@ TEST(DeviceCodec, RoundTrips) {
     expect_same_device(device_info_from_json(j), d);
     // Through text, as between processes.
     expect_same_device(device_info_from_json(json::parse(j.dump())), d);
+  }
+}
+
+TEST(DeviceCodec, CapabilitiesRoundTripAndADescriptionWithoutThemIsAGpus) {
+  device_info d = sample_device(false);
+  d.engine = engine_kind::opencl;
+  d.capabilities.fp16 = false;
+  d.capabilities.gemm_library = "CLBlast";
+  d.capabilities.gemm_library_types = {dtype::f32};
+  d.capabilities.gemm_builtin_types = {dtype::f32, dtype::bf16};
+  const json j = to_json(d);
+  EXPECT_EQ(j["capabilities"], json::parse(R"({"fp64": true, "fp16": false,
+    "gemm_library": "CLBlast", "gemm_library_dtypes": ["f32"],
+    "gemm_builtin_dtypes": ["f32", "bf16"]})"));
+  expect_same_device(device_info_from_json(json::parse(j.dump())), d);
+
+  json old = j;
+  old.erase("capabilities");  // a node of a version before capabilities
+  EXPECT_EQ(device_info_from_json(old).capabilities, device_capabilities{});
+  json bad = j;
+  bad["capabilities"]["gemm_builtin_dtypes"] = {"f32", "f128"};
+  try {
+    (void)device_info_from_json(bad);
+    FAIL() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad device description"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("f128"), std::string::npos);
   }
 }
 

@@ -8,7 +8,9 @@
 #include <random>
 
 #include "api/api_error.hpp"
+#include "api/device_codec.hpp"
 #include "api/field_errors.hpp"
+#include "engine/device_needs.hpp"
 #include "storage/sqlite_job_store.hpp"
 
 namespace kernelscan {
@@ -111,6 +113,48 @@ TEST_F(SubmitPipeline, RefusesASpecNoDeviceCanRun) {
   devices.clear();
   EXPECT_THROW(pipeline.submit(gemm_job(), ""), validation_error);
   EXPECT_TRUE(store.list({}).empty());
+}
+
+// A fleet of a CPU without half arithmetic (CLBlast there has no f16 GEMM) and a mock GPU: an
+// f16 library GEMM is refused where only the CPU could take it, and otherwise queued for the
+// device that can run it, which alone may claim it.
+TEST_F(SubmitPipeline, AJobGoesOnlyToDevicesWithWhatItNeeds) {
+  json cpu = mock_device();
+  cpu["engine"] = "opencl";
+  cpu["index"] = 1;
+  cpu["name"] = "pthread-x86";
+  cpu["model"] = nullptr;
+  device_info cpu_info;
+  cpu_info.capabilities.fp16 = false;
+  cpu_info.capabilities.gemm_library = "CLBlast";
+  cpu_info.capabilities.gemm_library_types = {dtype::f64, dtype::f32};
+  cpu["capabilities"] = to_json(cpu_info.capabilities);
+  devices.push_back(cpu);
+
+  json on_cpu = json::parse(gemm_job());
+  on_cpu["engine"] = "opencl";
+  try {
+    pipeline.submit(on_cpu.dump(), "");
+    FAIL() << "an f16 library GEMM was accepted for a device without one";
+  } catch (const validation_error& e) {
+    ASSERT_EQ(e.errors().size(), 1u);
+    EXPECT_EQ(e.errors()[0].field, "kernel.dtype");
+    EXPECT_NE(e.errors()[0].message.find("CLBlast there has no f16 GEMM (the device lacks "
+                                         "cl_khr_fp16). Use impl \"builtin\""),
+              std::string::npos)
+        << e.errors()[0].message;
+  }
+  EXPECT_TRUE(store.list({}).empty());
+
+  json anywhere = json::parse(gemm_job());
+  anywhere.erase("engine");
+  const auto id = pipeline.submit(anywhere.dump(), "").id;
+  claim_request from_cpu{"here", 1, "opencl", "", device_lacks(cpu_info.capabilities)};
+  EXPECT_FALSE(store.claim(from_cpu));
+  claim_request from_gpu{"here", 0, "mock", "MI300X", 0};
+  const auto claimed = store.claim(from_gpu);
+  ASSERT_TRUE(claimed);
+  EXPECT_EQ(claimed->lease.job_id, id);
 }
 
 // A task over a stream copy, its held-out size 1,000,000 elements.
