@@ -295,6 +295,27 @@ scored_point score_of(const json& row) {
   return p;
 }
 
+std::optional<double> cost_of(const json& row) {
+  if (!row.is_object() || row.value("status", "") != "ok") return std::nullopt;
+  const json* time = row.contains("time_us") ? &row["time_us"] : nullptr;
+  if (!time || !time->is_object() || !time->contains("median")) return std::nullopt;
+  const json& median = (*time)["median"];
+  if (!median.is_number()) return std::nullopt;
+  double work = 1;
+  if (const auto m = row.find("metrics"); m != row.end() && m->is_object()) {
+    const auto positive = [&](const char* key) {
+      const auto it = m->find(key);
+      return it != m->end() && it->is_number() && it->get<double>() > 0 ? it->get<double>() : 0.0;
+    };
+    if (const double flops = positive("flops"); flops > 0) {
+      work = flops;
+    } else if (const double bytes = positive("bytes"); bytes > 0) {
+      work = bytes;
+    }
+  }
+  return median.get<double>() / work;
+}
+
 std::vector<std::string> flags_of(const json& row) {
   std::vector<std::string> out;
   if (!row.is_object()) return out;

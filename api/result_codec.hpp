@@ -19,6 +19,11 @@ json params_json(const std::vector<std::pair<std::string, std::int64_t>>& params
 // as not correct, score 0.
 scored_point score_of(const json& row);
 std::vector<std::string> flags_of(const json& row);
+// What ranks an ok row for its job's best point, lower first: its median time per unit of work,
+// per FLOP where the row counts FLOPs, else per byte, else per launch (the median itself). So
+// the best point of a problem-size sweep is the one with the highest throughput, not the
+// smallest size. nullopt for a row that is not ok or has no median.
+std::optional<double> cost_of(const json& row);
 
 // CSV export: a header naming the sweep parameters then the fixed columns, and one line per
 // stored row (the JSON text to_json produced). Fields are quoted per RFC 4180 where needed.

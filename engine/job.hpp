@@ -33,7 +33,8 @@ struct job_progress {
   std::uint64_t failed = 0;
 };
 
-// The fastest ok point so far.
+// The ok point that did its work fastest so far: the lowest median per FLOP (else per byte, else
+// per launch), as cost_of() ranks rows.
 struct job_best {
   std::uint64_t index = 0;
   double median_us = 0;

@@ -319,6 +319,7 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     }
     row.ok = ok;
     row.median_us = median;
+    row.cost = cost_of(r);
     row.params_json = r.contains("params") ? r["params"].dump() : "{}";
     row.result_json = many ? r.dump() : std::move(msg.result_text);
     row.score = score_of(r);

@@ -119,11 +119,20 @@ struct result_row {
   std::optional<std::uint64_t> point;
   bool ok = false;
   std::optional<double> median_us;
+  // cost_of() the row: the job's best point is its ok row of the lowest cost (best_cost()).
+  std::optional<double> cost;
   std::string params_json;
   std::string result_json;
   scored_point score;              // score.ok is `ok`
   std::vector<std::string> flags;  // the row's "flags"
 };
+
+// What ranks a row for its job's best point: its cost, or without one its median; nullopt for a
+// row that is not ok or has no median, which is never the best.
+inline std::optional<double> best_cost(const result_row& row) {
+  if (!row.ok || !row.median_us) return std::nullopt;
+  return row.cost ? row.cost : row.median_us;
+}
 
 struct stored_result {
   std::uint64_t index = 0;

@@ -102,15 +102,15 @@ std::int64_t clamp_limit(std::uint64_t limit) {
 
 // Stores points and advances their jobs' progress and best point in one statement, so a batch
 // costs one round trip: the rows arrive as arrays, rows already stored are skipped (and not
-// counted), and each job's best point of the batch replaces its best if it is faster. Ties go
-// to the earlier row, as when rows are stored one at a time.
+// counted), and each job's best point of the batch (the lowest cost) replaces its best if its
+// cost is lower. Ties go to the earlier row, as when rows are stored one at a time.
 const std::string k_insert_rows = R"sql(
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[], $5::text[],
                        $6::text[], $7::boolean[], $8::float8[], $9::float8[], $10::float8[],
-                       $11::text[], $13::text[], $14::bigint[])
+                       $11::text[], $13::text[], $14::bigint[], $15::float8[])
     WITH ORDINALITY AS t(job_id, idx, status, median_us, params, result, correct,
-                         combined_score, speedup, latency_score, flags, variant, point, ord)
+                         combined_score, speedup, latency_score, flags, variant, point, cost, ord)
 ), inserted AS (
   INSERT INTO kernelscan.results (job_id, idx, status, median_us, params, result, created_ms,
                                   correct, combined_score, speedup, latency_score, flags, variant)
@@ -125,20 +125,22 @@ WITH input AS (
   SELECT job_id, count(*) AS n, count(*) FILTER (WHERE status = 'ok') AS ok
   FROM fresh GROUP BY job_id
 ), best AS (
-  SELECT DISTINCT ON (job_id) job_id, coalesce(point, idx) AS idx, median_us, params FROM fresh
-  WHERE status = 'ok' AND median_us IS NOT NULL
-  ORDER BY job_id, median_us, ord
+  SELECT DISTINCT ON (job_id) job_id, coalesce(point, idx) AS idx, median_us, params, cost
+  FROM fresh WHERE status = 'ok' AND median_us IS NOT NULL AND cost IS NOT NULL
+  ORDER BY job_id, cost, ord
 )
 UPDATE kernelscan.jobs j SET
   done_points = j.done_points + c.n,
   ok_points = j.ok_points + c.ok,
   failed_points = j.failed_points + (c.n - c.ok),
-  best_index = CASE WHEN b.median_us IS NOT NULL AND (j.best_median_us IS NULL OR
-               b.median_us < j.best_median_us) THEN b.idx ELSE j.best_index END,
-  best_params = CASE WHEN b.median_us IS NOT NULL AND (j.best_median_us IS NULL OR
-                b.median_us < j.best_median_us) THEN b.params ELSE j.best_params END,
-  best_median_us = CASE WHEN b.median_us IS NOT NULL AND (j.best_median_us IS NULL OR
-                   b.median_us < j.best_median_us) THEN b.median_us ELSE j.best_median_us END
+  best_index = CASE WHEN b.cost IS NOT NULL AND (j.best_cost IS NULL OR
+               b.cost < j.best_cost) THEN b.idx ELSE j.best_index END,
+  best_params = CASE WHEN b.cost IS NOT NULL AND (j.best_cost IS NULL OR
+                b.cost < j.best_cost) THEN b.params ELSE j.best_params END,
+  best_median_us = CASE WHEN b.cost IS NOT NULL AND (j.best_cost IS NULL OR
+                   b.cost < j.best_cost) THEN b.median_us ELSE j.best_median_us END,
+  best_cost = CASE WHEN b.cost IS NOT NULL AND (j.best_cost IS NULL OR
+              b.cost < j.best_cost) THEN b.cost ELSE j.best_cost END
 FROM counts c LEFT JOIN best b ON b.job_id = c.job_id
 WHERE j.id = c.job_id
 )sql";
@@ -701,9 +703,9 @@ std::int64_t postgres_job_store::copy_cached_results(std::int64_t from, std::int
       {to, origin, now_ms, from});
   c->exec(
       "UPDATE kernelscan.jobs SET (done_points, ok_points, failed_points, best_index, "
-      "best_median_us, best_params) = (SELECT done_points, ok_points, failed_points, best_index, "
-      "best_median_us, best_params FROM kernelscan.jobs WHERE id = $1), cached_from = $2 "
-      "WHERE id = $3",
+      "best_median_us, best_params, best_cost) = (SELECT done_points, ok_points, failed_points, "
+      "best_index, best_median_us, best_params, best_cost FROM kernelscan.jobs WHERE id = $1), "
+      "cached_from = $2 WHERE id = $3",
       {from, origin, to});
   tx.commit();
   return origin;
@@ -755,7 +757,7 @@ void postgres_job_store::insert_rows(pg_connection& c, std::span<const result_ro
                                      std::optional<std::int64_t> job_id, std::int64_t now_ms) {
   if (rows.empty()) return;
   std::vector<pg_param> ids, idx, status, median, params, result, correct, score, speedup, latency,
-      flags, variant, point;
+      flags, variant, point, cost;
   for (const auto& row : rows) {
     ids.emplace_back(job_id.value_or(row.job_id));
     idx.emplace_back(std::int64_t(row.index));
@@ -771,11 +773,12 @@ void postgres_job_store::insert_rows(pg_connection& c, std::span<const result_ro
     variant.emplace_back(row.variant);
     point.emplace_back(row.point ? std::optional<std::int64_t>(std::int64_t(*row.point))
                                  : std::nullopt);
+    cost.emplace_back(best_cost(row));
   }
-  c.exec(k_insert_rows,
-         {pg_array(ids), pg_array(idx), pg_array(status), pg_array(median), pg_array(params),
-          pg_array(result), pg_array(correct), pg_array(score), pg_array(speedup),
-          pg_array(latency), pg_array(flags), now_ms, pg_array(variant), pg_array(point)});
+  c.exec(k_insert_rows, {pg_array(ids), pg_array(idx), pg_array(status), pg_array(median),
+                         pg_array(params), pg_array(result), pg_array(correct), pg_array(score),
+                         pg_array(speedup), pg_array(latency), pg_array(flags), now_ms,
+                         pg_array(variant), pg_array(point), pg_array(cost)});
 }
 
 void postgres_job_store::add_results(std::span<const result_row> rows, std::int64_t now_ms) {

@@ -132,7 +132,14 @@ constexpr std::string_view k_v4 = R"sql(
 ALTER TABLE kernelscan.jobs ADD COLUMN needs bigint NOT NULL DEFAULT 0;
 )sql";
 
-constexpr std::array<std::string_view, 4> k_steps{k_v1, k_v2, k_v3, k_v4};
+// A job's best point is its ok point of the lowest median per unit of work (cost_of), so that
+// the best of a problem-size sweep is its fastest per FLOP, not its smallest. A job stored
+// before has none: its best stays the smallest median.
+constexpr std::string_view k_v5 = R"sql(
+ALTER TABLE kernelscan.jobs ADD COLUMN best_cost float8;
+)sql";
+
+constexpr std::array<std::string_view, 5> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5};
 
 }  // namespace
 

@@ -511,8 +511,9 @@ std::int64_t sqlite_job_store::copy_cached_results(std::int64_t from, std::int64
   {
     auto s = m_db.prepare(
         "UPDATE jobs SET (done_points, ok_points, failed_points, best_index, best_median_us, "
-        "best_params) = (SELECT done_points, ok_points, failed_points, best_index, "
-        "best_median_us, best_params FROM jobs WHERE id = ?1), cached_from = ?2 WHERE id = ?3");
+        "best_params, best_cost) = (SELECT done_points, ok_points, failed_points, best_index, "
+        "best_median_us, best_params, best_cost FROM jobs WHERE id = ?1), cached_from = ?2 "
+        "WHERE id = ?3");
     s->bind(1, from).bind(2, origin).bind(3, to);
     s->run();
   }
@@ -601,22 +602,26 @@ void sqlite_job_store::store_row(const result_row& row, std::int64_t job_id, std
   }
   if (m_db.changes() == 0) return;  // already stored
   // SET expressions see the row's old values, so best_* compare against the previous best.
+  const auto cost = best_cost(row);
   auto s = m_db.prepare(
       "UPDATE jobs SET done_points = done_points + 1, ok_points = ok_points + ?1, "
       "failed_points = failed_points + ?2, "
-      "best_index = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
-      "best_median_us) THEN ?4 ELSE best_index END, "
-      "best_params = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
-      "best_median_us) THEN ?6 ELSE best_params END, "
-      "best_median_us = CASE WHEN ?3 IS NOT NULL AND (best_median_us IS NULL OR ?3 < "
-      "best_median_us) THEN ?3 ELSE best_median_us END "
+      "best_index = CASE WHEN ?7 IS NOT NULL AND (best_cost IS NULL OR ?7 < best_cost) "
+      "THEN ?4 ELSE best_index END, "
+      "best_params = CASE WHEN ?7 IS NOT NULL AND (best_cost IS NULL OR ?7 < best_cost) "
+      "THEN ?6 ELSE best_params END, "
+      "best_median_us = CASE WHEN ?7 IS NOT NULL AND (best_cost IS NULL OR ?7 < best_cost) "
+      "THEN ?3 ELSE best_median_us END, "
+      "best_cost = CASE WHEN ?7 IS NOT NULL AND (best_cost IS NULL OR ?7 < best_cost) "
+      "THEN ?7 ELSE best_cost END "
       "WHERE id = ?5");
   s->bind(1, row.ok ? 1 : 0)
       .bind(2, row.ok ? 0 : 1)
-      .bind(3, row.ok ? row.median_us : std::nullopt)
+      .bind(3, cost ? row.median_us : std::nullopt)
       .bind(4, std::int64_t(row.point.value_or(row.index)))
       .bind(5, job_id)
-      .bind(6, row.params_json);
+      .bind(6, row.params_json)
+      .bind(7, cost);
   s->run();
 }
 

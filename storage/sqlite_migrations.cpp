@@ -159,7 +159,14 @@ constexpr std::string_view k_v7 = R"sql(
 ALTER TABLE jobs ADD COLUMN needs INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-constexpr std::array<std::string_view, 7> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6, k_v7};
+// A job's best point is its ok point of the lowest median per unit of work (cost_of), so that
+// the best of a problem-size sweep is its fastest per FLOP, not its smallest. A job stored
+// before has none: its best stays the smallest median.
+constexpr std::string_view k_v8 = R"sql(
+ALTER TABLE jobs ADD COLUMN best_cost REAL;
+)sql";
+
+constexpr std::array<std::string_view, 8> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6, k_v7, k_v8};
 
 }  // namespace
 

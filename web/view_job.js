@@ -178,7 +178,8 @@ export function mount(root, {id, query}) {
       variants && variants.best ? [h('dt', {}, 'best variant'), h('dd', {id: 'best-variant'},
         `${variants.best}: ${sig((variants.variants.find((x) => x.name === variants.best) || {}).geomean_speedup, 3)}× ` +
         `${speedupBasis(variants.speedup_over === 'baseline' ? variants.baseline : null).short} (geometric mean over ${variants.points} points)`)] : '',
-      h('dt', {}, state.variants ? 'fastest row' : 'best'), h('dd', {id: 'best-point'}, best && best.held_out
+      h('dt', {title: 'the point with the highest throughput: the least time per FLOP, else per byte, else the least time'},
+        state.variants ? 'best row' : 'best'), h('dd', {id: 'best-point'}, best && best.held_out
         ? `point ${best.index}, held out by its task (its sizes and time are not shown)`
         : best
         ? `${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}${bestName ? ` (${bestName})` : ''}` : '—'),

@@ -39,7 +39,8 @@ export function mount(root, {query}) {
                   h('thead', {}, h('tr', {},
                     h('th', {}, ''), h('th', {}, 'id'), h('th', {}, 'name'), h('th', {}, 'op'),
                     h('th', {}, 'status'), h('th', {class: 'progress-col'}, 'progress'),
-                    h('th', {}, 'device'), h('th', {}, 'labels'), h('th', {class: 'num'}, 'best median'),
+                    h('th', {}, 'device'), h('th', {}, 'labels'),
+                    h('th', {class: 'num', title: 'the median time of the job\'s best point: the one with the highest throughput (least time per FLOP, else per byte)'}, 'best point'),
                     h('th', {}, 'submitted'), h('th', {}, ''))),
                   tbody);
   const more = h('button', {type: 'button', class: 'ghost', hidden: true, onclick: () => load(true)}, 'Load more');

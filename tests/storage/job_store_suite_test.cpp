@@ -521,6 +521,29 @@ TEST_P(JobStore, AddResultsUpdatesProgressAndBest) {
   EXPECT_EQ(store.get(id)->progress.done, 6u);
 }
 
+// A problem-size sweep: the smallest size is the fastest, the largest does the most work per
+// microsecond. The best is ranked by cost (time per unit of work), and shows its own median.
+TEST_P(JobStore, TheBestPointIsTheLowestCostNotTheSmallestMedian) {
+  const auto id = store.submit(submission("sizes", {}, 4), 1).id;
+  take(id);
+  auto sized = [&](std::uint64_t index, double median, double flops) {
+    auto r = row(id, index, true, median);
+    r.cost = median / flops;
+    return r;
+  };
+  // One at a time, and then a batch whose best is not its first row.
+  store.add_results(std::vector<result_row>{sized(0, 10.0, 1e6)}, 2);
+  store.add_results(std::vector<result_row>{sized(1, 40.0, 8e6)}, 3);
+  auto job = store.get(id);
+  EXPECT_EQ(job->best->index, 1u);
+  EXPECT_DOUBLE_EQ(job->best->median_us, 40.0);
+  store.add_results(std::vector<result_row>{sized(2, 30.0, 4e6), sized(3, 200.0, 64e6)}, 4);
+  job = store.get(id);
+  EXPECT_EQ(job->best->index, 3u);
+  EXPECT_DOUBLE_EQ(job->best->median_us, 200.0);
+  EXPECT_EQ(job->best->params_json, R"({"M":300})");
+}
+
 TEST_P(JobStore, OnlyFailedPointsMeansNoBest) {
   const auto id = store.submit(submission("j"), 1).id;
   store.add_results(

@@ -172,6 +172,25 @@ TEST(ResultCodec, FailedPointHasErrorAndNulls) {
   EXPECT_TRUE(to_json(failed_point(0, {}, "invalid_point", "m < 1"))["flags"].empty());
 }
 
+TEST(ResultCodec, ARowsCostIsItsTimePerFlopElsePerByteElseItsMedian) {
+  const json gemm = json::parse(
+      R"({"status": "ok", "time_us": {"median": 20}, "metrics": {"flops": 4e6, "bytes": 8e3}})");
+  EXPECT_DOUBLE_EQ(*cost_of(gemm), 20 / 4e6);
+  json stream = gemm;
+  stream["metrics"]["flops"] = 0;
+  EXPECT_DOUBLE_EQ(*cost_of(stream), 20 / 8e3);
+  json counted_nothing = gemm;
+  counted_nothing.erase("metrics");
+  EXPECT_DOUBLE_EQ(*cost_of(counted_nothing), 20);
+  json failed = gemm;
+  failed["status"] = "failed";
+  EXPECT_FALSE(cost_of(failed));
+  json no_time = gemm;
+  no_time["time_us"] = nullptr;
+  EXPECT_FALSE(cost_of(no_time));
+  EXPECT_FALSE(cost_of(json::array()));
+}
+
 TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
   EXPECT_EQ(csv_header({"M", "N"}),
             "M,N,index,status,error_type,median_us,mean_us,min_us,max_us,stddev_us,p5_us,p95_us,"
