@@ -562,11 +562,18 @@ void scheduler::advance(device_slot& slot) {
     if (failed == 0) {
       finish_job(slot, job_status::succeeded, std::nullopt);
     } else {
-      std::string msg =
-          std::to_string(failed) + " of " + std::to_string(job.total) + " points failed";
+      // "2 of 12 points failed; the first, point 3: ...", "all 12 points failed; ...", "its
+      // only point failed; point 0: ...". A point is always named by its number: a task's
+      // scrubber hides a held-out one by it.
+      const std::string n = std::to_string(job.total);
+      std::string msg = job.total == 1 ? "its only point failed"
+                        : failed == job.total
+                            ? "all " + n + " points failed"
+                            : std::to_string(failed) + " of " + n + " points failed";
       if (job.first_failure) {
-        msg += "; the first, point " + std::to_string(job.first_failure_index) + ": " +
-               job.first_failure->type + ": " + job.first_failure->message;
+        msg += std::string(job.total == 1 ? "; point " : "; the first, point ") +
+               std::to_string(job.first_failure_index) + ": " + job.first_failure->type + ": " +
+               job.first_failure->message;
       }
       finish_job(slot, job_status::failed, point_error{"points_failed", msg});
     }

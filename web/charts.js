@@ -466,17 +466,17 @@ export function rooflineOption({rows, device, dtype, variants, animate}) {
   const key = `${dtype}_tflops`;
   const sheet = device && device.datasheet;
   const measured = device && device.measured;
-  const ridges = [sheet, measured].filter((p) => p && p[key] && p.bandwidth_gbps)
+  const ridges = [sheet, measured].filter((p) => ceilingOf(p, dtype))
                                   .map((p) => (p[key] * 1000) / p.bandwidth_gbps);
   // Whole decades, so the log axis ends on round labels.
   const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, aiMin / 4, ...ridges.map((r) => r / 100))));
   const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, n ? aiMax * 4 : 0, ...ridges.map((r) => r * 10))));
   const series = [];
-  if (sheet && sheet[key] && sheet.bandwidth_gbps) {
+  if (ceilingOf(sheet, dtype)) {
     series.push(ceiling(`datasheet ${dtype} (${sheet[key]} TFLOP/s, ${sheet.bandwidth_gbps} GB/s)`,
                         sheet[key], sheet.bandwidth_gbps, xmin, xmax, {color: '#111827'}));
   }
-  if (measured && measured[key] && measured.bandwidth_gbps) {
+  if (ceilingOf(measured, dtype)) {
     series.push(ceiling(`${measuredWord(measured)} ${dtype} (${fmt(measured[key])} TFLOP/s, ${fmt(measured.bandwidth_gbps)} GB/s)`,
                         measured[key], measured.bandwidth_gbps, xmin, xmax,
                         {color: '#d97706', type: 'dashed'}));

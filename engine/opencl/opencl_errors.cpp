@@ -134,6 +134,19 @@ std::string readable_build_log(const std::string& log) {
         "\nhint: a program-scope variable outside __constant needs OpenCL C 2.0: add "
         "\"-cl-std=CL2.0\" to compile_options (where the device supports it)";
   }
+  // Clang's words where half is a storage type only (no cl_khr_fp16): "declaring variable of
+  // type '__private half' is not allowed", "casting to type 'half' is not allowed", ...
+  static const std::regex half(R"(type '[^']*\bhalf\d*' is not allowed)");
+  if (std::regex_search(out, half)) {
+    out +=
+        "\nhint: this device has no cl_khr_fp16 (see its capabilities), so half is a storage "
+        "type only: read and write f16 buffers with vload_half/vstore_half and compute in float";
+  }
+  if (out.find("requires cl_khr_fp64") != std::string::npos) {
+    out +=
+        "\nhint: this device has no cl_khr_fp64 (see its capabilities): compute in float, or "
+        "run the kernel on a device with f64";
+  }
   return out;
 }
 

@@ -27,7 +27,7 @@ fault_kind classify_cl_status(int status, cl_phase phase);
 // A build log as a user reads it: the temporary file the driver compiled the source from
 // (PoCL's ".../kcache/tempfile_XXXXXX.cl", ROCm's ".../CompileSource") is called kernel.cl, so
 // that no host path shows and two logs of one mistake read alike; and a hint follows a mistake
-// whose fix is a compile option.
+// whose fix is a compile option, or half or double arithmetic the device does not have.
 std::string readable_build_log(const std::string& log);
 
 // "NVIDIA", "AMD", "Intel", "ARM", ... from CL_DEVICE_VENDOR's spelling; the text itself when it

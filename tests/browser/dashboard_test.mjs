@@ -398,7 +398,7 @@ async function main() {
       await page.route(jobUrl, async (route) => {
         const response = await route.fetch();
         const body = await response.json();
-        body.error.message = `1 of 1 points failed; the first, point 0: compile_error: the kernel did not compile:\n${log}`;
+        body.error.message = `its only point failed; point 0: compile_error: the kernel did not compile:\n${log}`;
         await route.fulfill({response, json: body});
       });
       try {

@@ -127,8 +127,9 @@ TEST(Recovery, ACrashingKernelFailsItsPointWithDeviceFault) {
     const json job = daemon.wait_job(id);
     ASSERT_EQ(job["status"], "failed") << job.dump();
     EXPECT_EQ(job["error"]["type"], "points_failed");
-    EXPECT_NE(job["error"]["message"].get<std::string>().find("point 2: device_fault"),
-              std::string::npos)
+    EXPECT_EQ(job["error"]["message"].get<std::string>().rfind(
+                  "1 of 6 points failed; the first, point 2: device_fault", 0),
+              0u)
         << job.dump();
     const auto rows = rows_by_index(daemon, id);
     ASSERT_EQ(rows.size(), 6u);
@@ -144,6 +145,23 @@ TEST(Recovery, ACrashingKernelFailsItsPointWithDeviceFault) {
   }
   // The daemon still serves and the next job succeeds.
   EXPECT_EQ(daemon.wait_job(daemon.submit(stream_job(3, 0)))["status"], "succeeded");
+}
+
+TEST(Recovery, AJobWhosePointsAllFailSaysSoInWords) {
+  daemon_process daemon(with_faults());
+  daemon.start();
+  for (const int points : {1, 2}) {
+    json spec = stream_job(points, 0);
+    spec["mock"]["fault"] = "abort";  // every point
+    const json job = daemon.wait_job(daemon.submit(spec));
+    ASSERT_EQ(job["status"], "failed") << job.dump();
+    const std::string message = job["error"]["message"];
+    EXPECT_EQ(message.rfind(points == 1 ? "its only point failed; point 0: device_fault"
+                                        : "all 2 points failed; the first, point 0: device_fault",
+                            0),
+              0u)
+        << message;
+  }
 }
 
 TEST(Recovery, ACrashAmongManyQueuedPointsIsBlamedOnTheRightPoint) {

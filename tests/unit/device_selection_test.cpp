@@ -87,6 +87,19 @@ TEST(OpenClErrors, ABuildLogNamesTheSourceKernelClAndHintsAtTheOption) {
   EXPECT_NE(out.find("add \"-cl-std=CL2.0\" to compile_options"), std::string::npos) << out;
   EXPECT_EQ(opencl::readable_build_log("/tmp/comgr-1a2b/input/CompileSource:3:5: error: x"),
             "kernel.cl:3:5: error: x");
+  // Half arithmetic on a device without cl_khr_fp16, as PoCL on x86 says it.
+  const std::string half = opencl::readable_build_log(
+      "error: kernel.cl:3:21: declaring variable of type '__private half' is not allowed\n"
+      "error: kernel.cl:3:48: casting to type 'half' is not allowed");
+  EXPECT_NE(half.find("\nhint: this device has no cl_khr_fp16 (see its capabilities), so half is "
+                      "a storage type only: read and write f16 buffers with vload_half/"
+                      "vstore_half"),
+            std::string::npos)
+      << half;
+  EXPECT_EQ(half.find("hint", half.find("hint") + 1), std::string::npos) << "one hint: " << half;
+  const std::string wide = opencl::readable_build_log(
+      "error: kernel.cl:2:5: use of type 'double' requires cl_khr_fp64 support");
+  EXPECT_NE(wide.find("hint: this device has no cl_khr_fp64"), std::string::npos) << wide;
   // Other paths (a driver's own header in a note) are left as they are.
   const std::string note = "note: /usr/lib/pocl/include/_kernel.h:12:3: declared here";
   EXPECT_EQ(opencl::readable_build_log(note), note);
