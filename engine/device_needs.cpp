@@ -6,6 +6,8 @@
 #include <variant>
 #include <vector>
 
+#include "engine/language_support.hpp"
+
 namespace kernelscan {
 namespace {
 
@@ -71,12 +73,6 @@ std::vector<need> needs_of(const job_spec& spec) {
 
 bool has(const std::vector<dtype>& types, dtype t) {
   return std::find(types.begin(), types.end(), t) != types.end();
-}
-
-std::string device_words(const device_info& d) {
-  std::string out = "device " + std::to_string(d.index) + " (" + d.name;
-  if (!d.arch.empty()) out += ", " + d.arch;
-  return out + ")";
 }
 
 std::string reason(const need& n, const device_info& d) {

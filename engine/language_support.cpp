@@ -4,13 +4,14 @@
 #include <variant>
 
 namespace kernelscan {
-namespace {
 
 std::string device_words(const device_info& d) {
   std::string out = "device " + std::to_string(d.index) + " (" + d.name;
   if (!d.arch.empty()) out += ", " + d.arch;
   return out + ")";
 }
+
+namespace {
 
 // The field and language of each user kernel in `k`, the first the device cannot run.
 std::optional<std::string> first_unsupported(const kernel_spec& k, const std::string& path,

@@ -13,6 +13,9 @@
 
 namespace kernelscan {
 
+// "device 0 (AMD Instinct MI300X, gfx942)": a device as refusals name it.
+std::string device_words(const device_info& d);
+
 // Why `device` cannot run a kernel in `language`, or nullopt if it can. The reason names the
 // device and what to do instead.
 std::optional<std::string> unsupported_language(kernel_language language,

@@ -45,9 +45,8 @@ std::string submit_pipeline::request_hash(std::string_view data) {
 
 // The devices of the fleet a spec could run on (live ones: a node that stopped or went quiet
 // takes nothing); checks its engine, placement, kernel language and needs (f64, its GEMMs'
-// dtypes) against what exists. A job
-// with user kernels and engine auto is placed on the engine that runs their language: a real
-// one (HIP, then OpenCL) where the fleet has it, else the mock.
+// dtypes) against what exists. A job with user kernels and engine auto is placed on the engine
+// that runs their language: a real one (HIP, then OpenCL) where the fleet has it, else the mock.
 submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec) {
   const auto devices = m_hooks.devices();
   placement p;
