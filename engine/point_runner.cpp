@@ -1,9 +1,12 @@
 #include "engine/point_runner.hpp"
 
+#include <string.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "engine/answer_mask.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/fill_pattern.hpp"
 #include "engine/fitness.hpp"
@@ -109,6 +112,7 @@ std::string point_error_type(fault_kind kind) {
 
 point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defences)
     : m_backend(std::move(backend)), m_info(m_backend->device()), m_defences(defences) {
+  if (m_defences) m_answer_key = random_answer_key();
   if (m_info.datasheet) m_analysis.datasheet = *m_info.datasheet;
   m_analysis.launch_latency_us = m_backend->launch_latency_us();
   m_analysis.cache_bytes = m_info.l2_bytes + m_info.llc_bytes;
@@ -187,6 +191,7 @@ point_runner::answers point_runner::reference_answers(point_kernel& k, const buf
     out[i].resize(b.bytes());
     m_backend->read(*ref[i], 0, out[i].data(), b.bytes());
     if (!m_defences) continue;
+    if (m_answer_key) xor_keystream(out[i].data(), out[i].size(), 0, m_answer_key, i);
     // The answer does not stay in device memory a later allocation may get.
     fill_request poison;
     poison.kind = fill_kind::unwritten;
@@ -243,7 +248,7 @@ void point_runner::begin_canaries(std::uint64_t point_seed) {
 
 void point_runner::compare(point_kernel& k, const buffer_set& set, const answers& expected,
                            double atol, double rtol, int pattern, output_errors& e) {
-  std::vector<unsigned char> out;
+  std::vector<unsigned char> out, answer;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
@@ -252,10 +257,17 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
       const std::int64_t n = std::min(k_compare_chunk, b.count - off);
       out.resize(std::size_t(n) * w);
       m_backend->read(*set[i], std::uint64_t(off) * w, out.data(), out.size());
-      compare_outputs(b.type, out.data(), expected[i].data() + std::size_t(off) * w, n,
-                      std::uint64_t(off), atol, rtol, e, pattern);
+      const unsigned char* want = expected[i].data() + std::size_t(off) * w;
+      if (m_answer_key) {
+        answer.assign(want, want + out.size());
+        xor_keystream(answer.data(), answer.size(), std::uint64_t(off) * w, m_answer_key, i);
+        want = answer.data();
+      }
+      compare_outputs(b.type, out.data(), want, n, std::uint64_t(off), atol, rtol, e, pattern);
     }
   }
+  // The unmasked chunk does not outlive the comparison.
+  if (!answer.empty()) explicit_bzero(answer.data(), answer.size());
 }
 
 std::vector<std::uint64_t> point_runner::input_hashes(point_kernel& k, const buffer_set& set) {

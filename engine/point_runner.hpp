@@ -142,6 +142,11 @@ class point_runner : public engine {
   analysis_context m_analysis;
   std::vector<unsigned char> m_canary;  // this point's canary pattern
   bool m_defences = true;
+  // With the defences, the reference's answers are kept on the host XORed with a keystream of
+  // this key, drawn at random when the runner starts: a kernel that shares the worker's address
+  // space (a CPU device) finds no plaintext answer to copy, and one it overwrote unmasks as
+  // noise. Each comparison unmasks a chunk at a time. 0: kept as they are.
+  std::uint64_t m_answer_key = 0;
   // The timed kernel whose launches ran last with the point's timed checks (timed_checks::before):
   // local memory may hold what they left, which is its own business but not another variant's.
   const timed_checks* m_local_owner = nullptr;
