@@ -30,6 +30,7 @@ struct need {
   dtype type = dtype::f32;
   gemm_impl impl = gemm_impl::library;  // for a GEMM's bit
   bool gemm = false;
+  std::string variant = {};  // the variant whose kernel needs it; empty: none
 };
 
 void gemm_needs(const gemm_spec& g, const std::string& path, bool timed, std::vector<need>& out) {
@@ -64,7 +65,11 @@ void kernel_needs(const kernel_spec& k, const std::string& path, std::vector<nee
 std::vector<need> needs_of(const job_spec& spec) {
   std::vector<need> out;
   for (std::size_t v = 0; v < spec.variants.size(); ++v) {
+    const std::size_t first = out.size();
     kernel_needs(spec.variants[v].kernel, "variants[" + std::to_string(v) + "]", out);
+    // A variant takes what it does not change from the kernel: its name says which it is.
+    for (std::size_t i = first; i < out.size(); ++i)
+      out[i].variant = spec.variants[v].name;
   }
   kernel_needs(spec.kernel, "kernel", out);
   if (spec.fitness.baseline) kernel_needs(*spec.fitness.baseline, "fitness.baseline", out);
@@ -78,12 +83,13 @@ bool has(const std::vector<dtype>& types, dtype t) {
 std::string reason(const need& n, const device_info& d) {
   const std::string type(to_string(n.type));
   const std::string on = " on " + device_words(d);
+  const std::string who = n.variant.empty() ? "" : "variant \"" + n.variant + "\": ";
   if (n.bit == k_fp64) {
-    return "f64 does not run" + on + ": it has no double-precision arithmetic" +
+    return who + "f64 does not run" + on + ": it has no double-precision arithmetic" +
            (d.engine == engine_kind::opencl ? " (no cl_khr_fp64)" : "") + ". Use f32";
   }
   const device_capabilities& c = d.capabilities;
-  std::string out = (type.front() == 'f' ? "an " : "a ") + type + " GEMM with impl \"" +
+  std::string out = who + (type.front() == 'f' ? "an " : "a ") + type + " GEMM with impl \"" +
                     std::string(to_string(n.impl)) + "\" does not run" + on + ": ";
   if (n.impl == gemm_impl::library) {
     if (c.gemm_library.empty()) {

@@ -112,7 +112,9 @@ TEST(DeviceNeeds, TheRefusalNamesTheVariantOrBaselineThatNeedsIt) {
     {"name": "vendor", "impl": "library"}]})");
   const auto why = unmet_need(variants, pocl_cpu());
   ASSERT_TRUE(why);
-  EXPECT_EQ(why->rfind("variants[1].dtype: an f16 GEMM with impl \"library\"", 0), 0u) << *why;
+  EXPECT_EQ(
+      why->rfind("variants[1].dtype: variant \"vendor\": an f16 GEMM with impl \"library\"", 0), 0u)
+      << *why;
 
   const job_spec baseline = spec_of(R"({"kernel": {"op": "gemm", "m": 64, "n": 64, "k": 64,
     "dtype": "f16", "impl": "builtin"}, "fitness": {"baseline": {"op": "gemm", "m": 64, "n": 64,
