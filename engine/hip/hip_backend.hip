@@ -304,6 +304,7 @@ class hip_backend final : public device_backend {
 
   int m_ordinal;
   device_info m_info;
+  std::int64_t m_max_shared;  // dynamic shared memory a block may ask for, in bytes
   gpu::stream m_stream;
   event m_start, m_stop;
   mapped_flag m_flag;
@@ -327,8 +328,19 @@ int select_device(int ordinal) {
   return ordinal;
 }
 
+// The most shared memory a block may have: on CUDA once the kernel opts in above 48 KiB, as
+// runtime.hpp's launch does.
+std::int64_t max_shared_bytes(int ordinal) {
+  int bytes = 0;
+  check(hipDeviceGetAttribute(&bytes, hipDeviceAttributeMaxSharedMemoryPerBlock, ordinal),
+        "hipDeviceGetAttribute(max shared memory per block)");
+  return bytes;
+}
+
 hip_backend::hip_backend(int ordinal)
-    : m_ordinal(select_device(ordinal)), m_info(describe(ordinal)) {
+    : m_ordinal(select_device(ordinal)),
+      m_info(describe(ordinal)),
+      m_max_shared(max_shared_bytes(ordinal)) {
   // Reading twice the caches' size evicts what a previous sample left in them.
   m_flush = buffer(cache_flush_bytes(m_info));
   m_blas.bind(s());
@@ -370,6 +382,15 @@ void hip_backend::launch(const kernel_call& call) {
     m_arg_pointers[i] = &m_arg_storage[i];
   }
   const custom_launch& l = *call.launch;
+  if (l.shared_bytes > m_max_shared) {
+    // The runtime would say only "invalid argument".
+    throw backend_error(fault_kind::invalid_launch,
+                        "kernel.shared_bytes: the kernel asks for " +
+                            std::to_string(l.shared_bytes) +
+                            " bytes of dynamic shared memory per block; " + m_info.name +
+                            " gives a block at most " + std::to_string(m_max_shared) +
+                            ", its static shared memory included");
+  }
   check(hipModuleLaunchKernel(m_functions.at(call.function), unsigned(l.grid[0]),
                               unsigned(l.grid[1]), unsigned(l.grid[2]), unsigned(l.block[0]),
                               unsigned(l.block[1]), unsigned(l.block[2]), unsigned(l.shared_bytes),
