@@ -20,6 +20,14 @@
 namespace kernelscan {
 namespace {
 
+// Bytes of all of k's buffers: what init_inputs() writes.
+std::uint64_t buffer_bytes(const point_kernel& k) {
+  std::uint64_t bytes = 0;
+  for (const auto& b : k.buffers())
+    bytes += b.bytes();
+  return bytes;
+}
+
 constexpr std::int64_t k_compare_chunk = std::int64_t(1) << 20;  // elements per read
 constexpr double k_memory_headroom = 0.95;  // share of free memory a point may take
 constexpr std::uint64_t k_trial_salt = 0x7e57;
@@ -448,11 +456,8 @@ class point_runner::timed_checks {
       return !b.output || b.init == arg_init::none;
     });
     // The second set, where the device has room for it.
-    std::uint64_t bytes = 0;
-    for (const auto& b : k.buffers())
-      bytes += b.bytes();
     try {
-      runner.check_memory(double(bytes), "a second set of buffers");
+      runner.check_memory(double(buffer_bytes(k)), "a second set of buffers");
       m_second.reserve(k.buffers().size());
       for (std::size_t i = 0; i < k.buffers().size(); ++i) {
         m_second.push_back(
@@ -655,6 +660,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       checks.emplace(*this, candidate, spec, point_seed, std::move(kept));
       kernels.push_back({[&] { candidate.launch(checks->current()); }, kernel_role::candidate});
       kernels.back().before = [&](std::int64_t n, bool timed) { checks->before(n, timed); };
+      kernels.back().before_bytes = buffer_bytes(candidate);
       kernels.back().after = [&] { checks->after(); };
     } else {
       kernels.push_back(
@@ -671,6 +677,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
         kernels.back().before = [&](std::int64_t, bool) {
           init_inputs(*baseline, mix64(point_seed ^ k_baseline_salt ^ ++baseline_samples));
         };
+        kernels.back().before_bytes = buffer_bytes(*baseline);
       }
     }
     std::vector<sampling_result> sampled;

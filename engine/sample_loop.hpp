@@ -6,11 +6,12 @@
 //
 // Each sample: the kernel's `before` hook runs (untimed: the runner gives the inputs fresh
 // values and re-poisons the outputs there), in cold mode the backend flushes the caches
-// (untimed), the backend times `batch` launches run back to back behind its queue hold, and the
-// `after` hook runs (untimed: the runner checks the outputs of chosen samples there). Kernels
-// shorter than k_batch_below_us in hot mode are batched to about k_batch_sample_us per sample and
-// the time divided. Samples taken while telemetry says the device throttled, or whose hold gave up,
-// are discarded.
+// (untimed; in hot mode too where the hook wrote more than the caches hold, see
+// timed_kernel::before_bytes), the backend times `batch` launches run back to back behind its queue
+// hold, and the `after` hook runs (untimed: the runner checks the outputs of chosen samples there).
+// Kernels shorter than k_batch_below_us in hot mode are batched to about k_batch_sample_us per
+// sample and the time divided. Samples taken while telemetry says the device throttled, or whose
+// hold gave up, are discarded.
 //
 // Threading: the worker's thread, like the backend it drives.
 
@@ -39,6 +40,11 @@ struct timed_kernel {
   // Untimed, before each group of launches: `launches` of them follow, timed (a sample, the
   // probe samples of the batch decision included) or not (the warm-up). May be empty.
   std::function<void(std::int64_t launches, bool timed)> before = nullptr;
+  // Bytes of device memory `before` writes. Where they exceed the device's caches, a hot sample
+  // flushes them too: the hook's last writes would otherwise sit dirty in the caches, and the
+  // kernel would pay their write-back (a 200 MB triad on an H200 ran 12% slower hot than cold,
+  // and than back-to-back launches). The kernel's own data could not have stayed cached anyway.
+  std::uint64_t before_bytes = 0;
   // Untimed, after each group of launches that `before` announced. May be empty.
   std::function<void()> after = nullptr;
   // Set by sample_interleaved() where its launches or hooks threw what it lets out: whose
@@ -51,8 +57,8 @@ struct timed_kernel {
 // about k_batch_sample_us, at most k_max_batch.
 std::int64_t batch_for(double median_us, l2_mode l2);
 
-// One sample of `k`: its before hook, the flush in cold mode, `k.batch` launches timed, its
-// after hook.
+// One sample of `k`: its before hook, the flush in cold mode (or after a hook that wrote more
+// than the caches hold), `k.batch` launches timed, its after hook.
 timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold);
 
 // Warms each kernel up (timing.warmup launches, at least one, so that lazy loading and

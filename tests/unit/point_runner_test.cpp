@@ -721,6 +721,27 @@ TEST(PointRunner, BatchesShortHotKernelsOnly) {
   EXPECT_EQ(log[sample - 1], "flush");
 }
 
+TEST(PointRunner, AHotSampleWhoseFreshInputsOverflowTheCachesFlushesThem) {
+  // The fake device has 1 MiB of L2. A sample's fresh buffers of 8 KB stay in it for a hot
+  // sample; of 2 MiB they are flushed (untimed), so that their write-back is not timed.
+  for (const int n : {1000, 1 << 18}) {
+    SCOPED_TRACE(n);
+    auto t = make_runner();
+    t.fake->kernel_time_us["axpy"] = 38;
+    const auto r = t.runner.measure(plan_of(axpy_job("axpy", n, 0)), 0, 1);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    const auto& log = t.fake->log;
+    int samples = 0, flushed = 0;
+    for (std::size_t i = 1; i < log.size(); ++i) {
+      if (log[i] != "sample candidate") continue;
+      ++samples;
+      flushed += log[i - 1] == "flush";
+    }
+    ASSERT_GT(samples, 3);
+    EXPECT_EQ(flushed, n == 1000 ? 0 : samples);
+  }
+}
+
 TEST(PointRunner, SamplesABaselineInterleavedAndPairsTheSpeedup) {
   auto t = make_runner();
   t.fake->kernel_time_us["axpy"] = 38;  // 40 µs with the overhead
