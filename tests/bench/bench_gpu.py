@@ -5,12 +5,14 @@ free loopback port with --engine hip and prints:
   (a) the daemon's median of a custom kernel against a minimal raw event-timing loop of the same
       source, and the daemon's STREAM triad and library GEMM against PyTorch running the same
       op -- target: within 2%. Each pair is measured alike: cold against cold (the caches
-      flushed before every sample by writing a buffer as large as the daemon's flush, untimed),
-      hot against hot, and a point the daemon batched (k launches per sample, the time divided)
-      against the same k launches between one event pair. The raw loop compiles the source with
-      NVRTC and times it with CUDA events through ctypes over the driver API (no CuPy); PyTorch's
-      ops are timed with its CUDA events, and cold ones also with triton.testing.do_bench, which
-      flushes the cache before each repetition;
+      flushed before every sample as the daemon does, by reading a buffer as large as its flush,
+      untimed), hot against hot, and a point the daemon batched (k launches per sample, the time
+      divided) against the same k launches between one event pair, queued behind a kernel that
+      holds the stream as the daemon's does (so that both time the kernels back to back rather
+      than Python's launch rate), and also replayed as a CUDA graph. The raw loop
+      compiles the source with NVRTC and times it with CUDA events through ctypes over the
+      driver API (no CuPy); PyTorch's ops are timed with its CUDA events, and cold ones also
+      with triton.testing.do_bench, which flushes the cache by writing before each repetition;
   (b) the wall time the daemon's sampling took to converge at 0.5% noise for a ~5 us kernel
       -- target: <= 0.3 s;
   (c) the library f16 GEMM 8192^3 as % of the datasheet peak (target >= 70% on H100/H200) and
@@ -39,6 +41,29 @@ TRIAD_SOURCE = r"""
 extern "C" __global__ void triad(float* a, const float* b, const float* c, float s, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) a[i] = b[i] + s * c[i];
+}
+"""
+
+# The daemon's cold flush: a read of the flush buffer (zeros), leaving clean lines, so no
+# write-back of the flush lands in the timed sample. The sink is never written.
+FLUSH_SOURCE = r"""
+extern "C" __global__ void flush_read(const unsigned long long* p, long long n,
+                                      unsigned long long* sink) {
+  unsigned long long acc = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    acc ^= p[i];
+  if (acc == 0x9e3779b97f4a7c15ull) sink[0] = acc;
+}
+"""
+
+# Holds the stream until the host has queued a sample's launches, as the daemon's blocking
+# kernel does (nvbench's blocking_kernel): the events then time the kernels, not the launch rate.
+# It gives up after about ten seconds at 2 GHz.
+HOLD_SOURCE = r"""
+extern "C" __global__ void hold(volatile int* flag) {
+  const long long start = clock64();
+  while (*flag == 0 && clock64() - start < 20000000000LL) {}
 }
 """
 
@@ -168,7 +193,18 @@ class Cuda:
         self.cu.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
                                                 ctypes.c_char_p]
         self.cu.cuMemFree_v2.argtypes = [ctypes.c_uint64]
+        self.cu.cuStreamBeginCapture_v2.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        self.cu.cuStreamEndCapture.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+        self.cu.cuGraphInstantiateWithFlags.argtypes = [ctypes.POINTER(ctypes.c_void_p),
+                                                        ctypes.c_void_p, ctypes.c_ulonglong]
+        self.cu.cuGraphLaunch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.cu.cuStreamDestroy_v2.argtypes = [ctypes.c_void_p]
         self.start, self.stop = self.event(), self.event()
+        self.flush_fn = self.hold_fn = None
+        self.cu.cuMemHostAlloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
+                                           ctypes.c_uint]
+        self.cu.cuMemHostGetDevicePointer_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64),
+                                                         ctypes.c_void_p, ctypes.c_uint]
 
     def check(self, rc, what):
         if rc != 0:
@@ -214,10 +250,54 @@ class Cuda:
     def memset(self, ptr, value, nbytes):
         self.check(self.cu.cuMemsetD8Async(ptr, value & 0xFF, nbytes, None), "cuMemsetD8Async")
 
-    def launch(self, function, grid, block, args):
+    def launch(self, function, grid, block, args, stream=None):
         params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
-        self.check(self.cu.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, None, params,
+        self.check(self.cu.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, params,
                                           None), "cuLaunchKernel")
+
+    def flush(self, flush, flush_bytes):
+        """The daemon's cold flush: flush_bytes of `flush` read, untimed."""
+        if self.flush_fn is None:
+            self.flush_fn = self.compile(FLUSH_SOURCE, "flush_read")
+            self.sink = self.alloc(8)
+        words = flush_bytes // 8
+        args = [ctypes.c_uint64(flush), ctypes.c_longlong(words), ctypes.c_uint64(self.sink)]
+        self.launch(self.flush_fn, max(1, min((words + 255) // 256, 8192)), 256, args)
+
+    def graph(self, enqueue):
+        """A CUDA graph of what enqueue(stream) launches, captured on a stream of its own; its
+        replay launches them back to back, as the daemon's held stream does (a Python loop of
+        launches measures the launch rate instead, for kernels of a few microseconds)."""
+        stream, graph, exec_ = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(self.cu.cuStreamCreate(ctypes.byref(stream), 1), "cuStreamCreate")
+        self.check(self.cu.cuStreamBeginCapture_v2(stream, 1), "cuStreamBeginCapture")
+        enqueue(stream)
+        self.check(self.cu.cuStreamEndCapture(stream, ctypes.byref(graph)), "cuStreamEndCapture")
+        self.check(self.cu.cuGraphInstantiateWithFlags(ctypes.byref(exec_), graph,
+                                                       ctypes.c_ulonglong(0)),
+                   "cuGraphInstantiate")
+        self.check(self.cu.cuStreamDestroy_v2(stream), "cuStreamDestroy")
+        return exec_
+
+    def held(self, enqueue):
+        """enqueue() on the legacy stream behind a kernel that holds it until the host has
+        queued everything; the events recorded in enqueue() time the kernels back to back."""
+        if self.hold_fn is None:
+            self.hold_fn = self.compile(HOLD_SOURCE, "hold")
+            host, device = ctypes.c_void_p(), ctypes.c_uint64()
+            self.check(self.cu.cuMemHostAlloc(ctypes.byref(host), ctypes.c_size_t(4), 2),
+                       "cuMemHostAlloc")  # CU_MEMHOSTALLOC_DEVICEMAP
+            self.check(self.cu.cuMemHostGetDevicePointer_v2(ctypes.byref(device), host, 0),
+                       "cuMemHostGetDevicePointer")
+            self.hold_flag = ctypes.c_int.from_address(host.value)
+            self.hold_args = [ctypes.c_uint64(device.value)]
+        self.hold_flag.value = 0
+        self.launch(self.hold_fn, 1, 1, self.hold_args)
+        enqueue()
+        self.hold_flag.value = 1
+
+    def replay(self, exec_):
+        self.check(self.cu.cuGraphLaunch(exec_, None), "cuGraphLaunch")
 
     def event(self):
         ev = ctypes.c_void_p()
@@ -227,20 +307,33 @@ class Cuda:
     def sync(self):
         self.check(self.cu.cuCtxSynchronize(), "cuCtxSynchronize")
 
-    def time_us(self, run, cold, batch, flush, flush_bytes, samples=SAMPLES, warmup=10):
-        """Median µs per launch of `run`: `batch` launches between one event pair per sample;
-        cold: the flush buffer written first (untimed), as the daemon's cold samples do."""
+    def time_us(self, run, cold, batch, flush, flush_bytes, samples=SAMPLES, warmup=10,
+                batched=None, hold=False):
+        """Median µs per launch of `run`: `batch` launches between one event pair per sample
+        (`batched`, where given, enqueues them all at once: a graph's replay; `hold`: the stream
+        held while they are queued); cold: the flush buffer read first (untimed), as the
+        daemon's cold samples do."""
         for _ in range(warmup):
             run()
         self.sync()
         times = []
+
+        def sample():
+            self.check(self.cu.cuEventRecord(self.start, None), "cuEventRecord")
+            if batched:
+                batched()
+            else:
+                for _ in range(batch):
+                    run()
+            self.check(self.cu.cuEventRecord(self.stop, None), "cuEventRecord")
+
         for i in range(samples):
             if cold:
-                self.memset(flush, i + 1, flush_bytes)
-            self.check(self.cu.cuEventRecord(self.start, None), "cuEventRecord")
-            for _ in range(batch):
-                run()
-            self.check(self.cu.cuEventRecord(self.stop, None), "cuEventRecord")
+                self.flush(flush, flush_bytes)
+            if hold:
+                self.held(sample)
+            else:
+                sample()
             self.check(self.cu.cuEventSynchronize(self.stop), "cuEventSynchronize")
             ms = ctypes.c_float()
             self.check(self.cu.cuEventElapsedTime(ctypes.byref(ms), self.start, self.stop),
@@ -259,8 +352,15 @@ def raw_triad_us(cuda, n, cold, batch, flush, flush_bytes):
         args = [ctypes.c_uint64(a), ctypes.c_uint64(b), ctypes.c_uint64(c), ctypes.c_float(3.0),
                 ctypes.c_int(n)]
         grid = (n + 255) // 256
-        return cuda.time_us(lambda: cuda.launch(triad, grid, 256, args), cold, batch, flush,
-                            flush_bytes)
+        run = lambda: cuda.launch(triad, grid, 256, args)
+        held = cuda.time_us(run, cold, batch, flush, flush_bytes, hold=True)
+        if batch == 1:
+            return held, None
+        graph = cuda.graph(lambda st: [cuda.launch(triad, grid, 256, args, st)
+                                       for _ in range(batch)])
+        replayed = cuda.time_us(run, cold, batch, flush, flush_bytes,
+                                batched=lambda: cuda.replay(graph))
+        return held, replayed
     finally:
         for p in (a, b, c):
             cuda.free(p)
@@ -328,9 +428,12 @@ def main():
             line = (f"  triad N=2^{n.bit_length() - 1} {l2:4}: daemon {ours:9.2f} us "
                     f"(batch {batch})")
             if cuda:
-                raw = raw_triad_us(cuda, n, l2 == "cold", batch, flush, flush_bytes)
-                line += (f", raw loop {raw:9.2f} us (batch {batch}), difference "
+                raw, replayed = raw_triad_us(cuda, n, l2 == "cold", batch, flush, flush_bytes)
+                line += (f", raw loop {raw:9.2f} us (batch {batch}, held stream), difference "
                          f"{pct(ours, raw):+6.2f}% (target within 2%)")
+                if replayed is not None:
+                    line += (f"; the raw batch as a CUDA graph {replayed:.2f} us "
+                             f"({pct(ours, replayed):+.2f}%)")
             print(line)
         try:
             import torch
