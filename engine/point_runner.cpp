@@ -526,7 +526,7 @@ class point_runner::timed_checks {
 
   // One more sample of `k` (whose hooks are this object's) after the last timed one, checked: a
   // kernel that stops working after some number of timed launches fails it, whichever samples
-  // were drawn. Its time is not kept, so the caches are not flushed before it.
+  // were drawn. Its time is not kept, so it is taken hot: no cold flush before it.
   void check_last(timed_kernel& k) {
     if (m_kept.empty() || !checkable(k.batch)) return;
     m_last = true;
