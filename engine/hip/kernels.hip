@@ -94,29 +94,6 @@ __global__ void fill_bits_kernel(T* p, std::int64_t n, T v) {
   }
 }
 
-template <typename T>
-__global__ void stream_kernel(int variant, std::int64_t n, double scalar, T* a, T* b, T* c) {
-  using A = acc_t<T>;
-  const A s = A(scalar);
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    switch (variant) {
-      case 0:  // copy
-        c[i] = a[i];
-        break;
-      case 1:  // scale
-        b[i] = from_acc<T>(A(s * to_acc<A>(c[i])));
-        break;
-      case 2:  // add
-        c[i] = from_acc<T>(A(to_acc<A>(a[i]) + to_acc<A>(b[i])));
-        break;
-      default:  // triad
-        a[i] = from_acc<T>(A(to_acc<A>(b[i]) + s * to_acc<A>(c[i])));
-        break;
-    }
-  }
-}
-
 // One element of a STREAM variant: copy c = a; scale b = s·c; add c = a + b; triad a = b + s·c.
 // `x` is the first input (a for copy and add, c for scale and triad), `y` the second (b).
 template <int Variant, typename T, typename A>
@@ -132,9 +109,32 @@ __device__ inline T stream_element(T x, T y, A s) {
   }
 }
 
+// The variant's first input and its output among a, b, c.
+template <int Variant, typename T>
+__device__ inline T* stream_input(T* a, T* c) {
+  return Variant == 0 || Variant == 2 ? a : c;
+}
+template <int Variant, typename T>
+__device__ inline T* stream_output(T* a, T* b, T* c) {
+  return Variant == 0 || Variant == 2 ? c : Variant == 1 ? b : a;
+}
+
+// For buffers not aligned to 16 bytes: one element per thread and iteration, grid-stride.
+template <int Variant, typename T>
+__global__ void stream_kernel(std::int64_t n, double scalar, T* a, T* b, T* c) {
+  using A = acc_t<T>;
+  const A s = A(scalar);
+  T* x = stream_input<Variant>(a, c);
+  T* out = stream_output<Variant>(a, b, c);
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    out[i] = stream_element<Variant>(x[i], Variant >= 2 ? b[i] : x[i], s);
+  }
+}
+
 // STREAM at the memory's speed, for buffers aligned to 16 bytes: 16-byte loads and stores, each
 // thread with k_stream_unroll of them in flight before its first store (the scalar grid-stride
-// loop above reached 77% of an H200's bandwidth, PyTorch's vectorised kernel 89%). Block b
+// loop reached 77% of an H200's bandwidth, PyTorch's vectorised kernel 89%). Block b
 // covers vectors [b·k_block·unroll, (b+1)·k_block·unroll), consecutive threads on consecutive
 // vectors; the last n mod (16/sizeof(T)) elements go to block 0's first threads.
 constexpr int k_stream_unroll = 4;
@@ -151,8 +151,8 @@ __global__ void __launch_bounds__(k_block)
   using V = vector16<T>;
   constexpr int width = 16 / sizeof(T);
   const A s = A(scalar);
-  T* x = Variant == 0 || Variant == 2 ? a : c;
-  T* out = Variant == 0 || Variant == 2 ? c : Variant == 1 ? b : a;
+  T* x = stream_input<Variant>(a, c);
+  T* out = stream_output<Variant>(a, b, c);
   const std::int64_t vectors = n / width;
   const std::int64_t first = blockIdx.x * std::int64_t(k_block) * k_stream_unroll + threadIdx.x;
   V vx[k_stream_unroll], vy[k_stream_unroll];
@@ -436,7 +436,6 @@ void fill_unwritten(void* p, dtype t, std::int64_t count, int pattern, hipStream
 void stream_op(stream_variant v, dtype t, std::int64_t n, double scalar, void* a, void* b, void* c,
                hipStream_t s) {
   clear_last_error();
-  const int variant = variant_code(v);
   const bool aligned = ((reinterpret_cast<std::uintptr_t>(a) | reinterpret_cast<std::uintptr_t>(b) |
                          reinterpret_cast<std::uintptr_t>(c)) %
                         16) == 0;
@@ -445,27 +444,31 @@ void stream_op(stream_variant v, dtype t, std::int64_t n, double scalar, void* a
     T* pa = static_cast<T*>(a);
     T* pb = static_cast<T*>(b);
     T* pc = static_cast<T*>(c);
-    if (!aligned) {
-      // Enough blocks to fill any current GPU several times over; each thread then loops.
-      const unsigned grid =
-          unsigned(std::clamp<std::int64_t>((n + k_block - 1) / k_block, 1, 65536));
-      stream_kernel<T><<<grid, k_block, 0, s>>>(variant, n, scalar, pa, pb, pc);
-      return;
-    }
-    const std::int64_t per_block = std::int64_t(k_block) * k_stream_unroll * (16 / sizeof(T));
-    const unsigned grid = unsigned(std::max<std::int64_t>((n + per_block - 1) / per_block, 1));
-    switch (variant) {
+    const auto enqueue = [&](auto variant) {
+      constexpr int V = decltype(variant)::value;
+      if (aligned) {
+        const std::int64_t per_block = std::int64_t(k_block) * k_stream_unroll * (16 / sizeof(T));
+        const unsigned grid = unsigned(std::max<std::int64_t>((n + per_block - 1) / per_block, 1));
+        stream_vector_kernel<V, T><<<grid, k_block, 0, s>>>(n, scalar, pa, pb, pc);
+      } else {
+        // Enough blocks to fill any current GPU several times over; each thread then loops.
+        const unsigned grid =
+            unsigned(std::clamp<std::int64_t>((n + k_block - 1) / k_block, 1, 65536));
+        stream_kernel<V, T><<<grid, k_block, 0, s>>>(n, scalar, pa, pb, pc);
+      }
+    };
+    switch (variant_code(v)) {
       case 0:
-        stream_vector_kernel<0, T><<<grid, k_block, 0, s>>>(n, scalar, pa, pb, pc);
+        enqueue(std::integral_constant<int, 0>{});
         break;
       case 1:
-        stream_vector_kernel<1, T><<<grid, k_block, 0, s>>>(n, scalar, pa, pb, pc);
+        enqueue(std::integral_constant<int, 1>{});
         break;
       case 2:
-        stream_vector_kernel<2, T><<<grid, k_block, 0, s>>>(n, scalar, pa, pb, pc);
+        enqueue(std::integral_constant<int, 2>{});
         break;
       default:
-        stream_vector_kernel<3, T><<<grid, k_block, 0, s>>>(n, scalar, pa, pb, pc);
+        enqueue(std::integral_constant<int, 3>{});
         break;
     }
   });
