@@ -199,12 +199,12 @@ class Cuda:
                                                         ctypes.c_void_p, ctypes.c_ulonglong]
         self.cu.cuGraphLaunch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.cu.cuStreamDestroy_v2.argtypes = [ctypes.c_void_p]
-        self.start, self.stop = self.event(), self.event()
-        self.flush_fn = self.hold_fn = None
         self.cu.cuMemHostAlloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
                                            ctypes.c_uint]
         self.cu.cuMemHostGetDevicePointer_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64),
                                                          ctypes.c_void_p, ctypes.c_uint]
+        self.start, self.stop = self.event(), self.event()
+        self.flush_fn = self.hold_fn = None  # compiled when first needed
 
     def check(self, rc, what):
         if rc != 0:
