@@ -90,7 +90,8 @@ build_and_test_gpu() {
   cd "$KERNELSCAN_ROOT"
   echo "kernelscan: building the GPU engine for $gpu"
   cmake --preset "$gpu" >/dev/null
-  cmake --build --preset "$gpu" -j "$(nproc)" --target kernelscan device_tests rtc_compile_tests
+  cmake --build --preset "$gpu" -j "$(nproc)" --target kernelscan device_tests rtc_compile_tests \
+    gpu_backend_tests
   ctest --preset "$gpu" -L gpu --timeout 600
 }
 

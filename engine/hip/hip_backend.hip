@@ -276,7 +276,10 @@ class hip_backend final : public device_backend {
     flush_by_reading(m_flush.get(), m_flush.bytes(), m_sink.get(), s());
   }
   void scrub_local_memory() override {
-    scrub_shared_memory(m_info.compute_units, 0xa5a5a5a5u ^ m_scrubs++, m_sink.get(), s());
+    ++m_scrubs;
+    scrub_shared_memory(m_scrub, 0xa5a5a5a5u ^ m_scrubs, m_sink.get(),
+                        static_cast<unsigned int*>(m_scrub_arrivals.get()),
+                        unsigned(m_scrubs * std::uint64_t(m_scrub.blocks)), s());
   }
   timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override;
   std::optional<telemetry_reading> read_telemetry() override {
@@ -311,6 +314,8 @@ class hip_backend final : public device_backend {
   buffer m_flush;
   buffer m_sink{sizeof(std::uint64_t)};
   std::uint32_t m_scrubs = 0;
+  gpu::shared_scrub_plan m_scrub;                 // how the local memory scrub covers each unit
+  buffer m_scrub_arrivals{sizeof(unsigned int)};  // the scrub's blocks so far (they meet)
   gpu::gemm_library m_blas;  // without a library in the build, its gemm() says so
   std::optional<module_cache> m_modules;
   std::vector<hipFunction_t> m_functions;  // compiled this point, by kernel_id
@@ -337,6 +342,33 @@ std::int64_t max_shared_bytes(int ordinal) {
   return bytes;
 }
 
+// How the local memory scrub takes all of each unit's shared memory: with blocks as large as a
+// block may be (the scrub opts in to that on CUDA), or, where the device refuses the scrub that,
+// of the 48 KiB every device gives.
+gpu::shared_scrub_plan plan_scrub(int ordinal, const device_info& info, std::int64_t per_block) {
+  int per_unit = 0, reserved = 0;
+  if (hipDeviceGetAttribute(&per_unit, hipDeviceAttributeMaxSharedMemoryPerMultiprocessor,
+                            ordinal) != hipSuccess) {
+    per_unit = 0;
+  }
+#if defined(KERNELSCAN_GPU_CUDA)
+  if (cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, ordinal) !=
+      cudaSuccess) {
+    reserved = 0;
+  }
+#endif
+  gpu::shared_scrub_plan plan =
+      gpu::plan_shared_scrub(info.compute_units, per_unit, per_block, reserved);
+  if (!gpu::allow_shared_scrub_bytes(plan.bytes_per_block)) {
+    plan = gpu::plan_shared_scrub(info.compute_units, per_unit,
+                                  std::min<std::int64_t>(per_block, 48 * 1024), reserved);
+    log_warn("GPU " + std::to_string(ordinal) + ": the local memory scrub may not have " +
+             std::to_string(per_block) + " bytes of shared memory a block; it uses " +
+             std::to_string(plan.bytes_per_block));
+  }
+  return plan;
+}
+
 hip_backend::hip_backend(int ordinal)
     : m_ordinal(select_device(ordinal)),
       m_info(describe(ordinal)),
@@ -346,11 +378,17 @@ hip_backend::hip_backend(int ordinal)
   m_blas.bind(s());
   // The flush buffer is written once so its pages are resident; each flush then reads it.
   check(hipMemsetAsync(m_flush.get(), 0, m_flush.bytes(), s()), "preparing the cache flush");
+  m_scrub = plan_scrub(ordinal, m_info, m_max_shared);
+  check(hipMemsetAsync(m_scrub_arrivals.get(), 0, m_scrub_arrivals.bytes(), s()),
+        "preparing the local memory scrub");
   m_modules.emplace(m_info.arch);
   m_telemetry = telemetry::open(m_info.vendor, m_info.pci_bus_id);
   log_info("GPU " + std::to_string(ordinal) + ": " + m_info.name + " (" + m_info.arch + ", " +
            std::to_string(m_info.compute_units) + " CUs, " + gib(double(m_info.memory_bytes)) +
-           ", L2 " + std::to_string(m_info.l2_bytes >> 20) + " MiB); GEMM library: " +
+           ", L2 " + std::to_string(m_info.l2_bytes >> 20) +
+           " MiB); shared memory scrub: " + std::to_string(m_scrub.blocks_per_unit) + " x " +
+           std::to_string(m_scrub.bytes_per_block >> 10) + " KiB per unit, " +
+           std::to_string(m_scrub.covered_per_unit >> 10) + " KiB taken; GEMM library: " +
            gpu::gemm_library::name() + "; telemetry: " + (m_telemetry ? "yes" : "none"));
 }
 
@@ -470,7 +508,11 @@ std::vector<device_info> discover_gpus() {
 }
 
 std::unique_ptr<engine> make_hip_engine(int ordinal) {
-  return std::make_unique<point_runner>(std::make_unique<hip_backend>(ordinal));
+  return make_hip_engine(ordinal, true);
+}
+
+std::unique_ptr<engine> make_hip_engine(int ordinal, bool defences) {
+  return std::make_unique<point_runner>(std::make_unique<hip_backend>(ordinal), defences);
 }
 
 std::string gpu_platform() {

@@ -21,6 +21,9 @@ std::vector<device_info> discover_gpus();
 
 // An engine on GPU `ordinal`; throws std::runtime_error when the device cannot be opened.
 std::unique_ptr<engine> make_hip_engine(int ordinal);
+// The same engine with its defences against gamed scores on or off (point_runner.hpp), for the
+// benchmark of what they cost.
+std::unique_ptr<engine> make_hip_engine(int ordinal, bool defences);
 
 // The platform this build's engine runs on and its runtime version: "CUDA 13.0", "HIP 5.2".
 std::string gpu_platform();

@@ -295,17 +295,6 @@ __global__ void flush_read_kernel(const std::uint64_t* p, std::int64_t n, std::u
   if (acc == 0x9e3779b97f4a7c15ull) sink[0] = acc;
 }
 
-// Overwrites the block's dynamic shared memory (n words) with a pattern; the sink is never
-// written, but the compiler cannot know it, so the stores stay.
-__global__ void scrub_shared_kernel(unsigned int n, unsigned int pattern, unsigned int* sink) {
-  extern __shared__ unsigned int words[];
-  for (unsigned int i = threadIdx.x; i < n; i += blockDim.x)
-    words[i] = pattern ^ (i * 2654435761u);
-  __syncthreads();
-  const unsigned int x = words[(threadIdx.x * 7u) % n];
-  if (x == pattern + 1u && x == 0x9e3779b9u) sink[0] = x;
-}
-
 __device__ inline unsigned long long now_ticks() {
 #if defined(KERNELSCAN_GPU_CUDA)
   unsigned long long t;
@@ -327,6 +316,28 @@ __device__ inline unsigned long long now_ticks() {
 #else
   return 0;  // host pass of hipcc: never called
 #endif
+}
+
+// Overwrites the block's dynamic shared memory (n words) with a pattern; the sink is never
+// written, but the compiler cannot know it, so the stores stay. Then the block waits until every
+// block of the launch has arrived (`arrivals` reaching `target`), or `timeout_ticks` have passed:
+// while it waits, its shared memory stays taken, so no unit runs more of the scrub's blocks than
+// its share and none is left out (shared_scrub.hpp).
+__global__ void scrub_shared_kernel(unsigned int n, unsigned int pattern, unsigned int* sink,
+                                    unsigned int* arrivals, unsigned int target,
+                                    unsigned long long timeout_ticks) {
+  extern __shared__ unsigned int words[];
+  for (unsigned int i = threadIdx.x; i < n; i += blockDim.x)
+    words[i] = pattern ^ (i * 2654435761u);
+  __syncthreads();
+  const unsigned int x = words[(threadIdx.x * 7u) % n];
+  if (x == pattern + 1u && x == 0x9e3779b9u) sink[0] = x;
+  if (threadIdx.x != 0) return;
+  __threadfence();
+  atomicAdd(arrivals, 1u);
+  const unsigned long long start = now_ticks();
+  while (int(atomicAdd(arrivals, 0u) - target) < 0 && now_ticks() - start < timeout_ticks) {
+  }
 }
 
 __global__ void hold_kernel(volatile int* flag, unsigned long long timeout_ticks) {
@@ -541,13 +552,35 @@ void flush_by_reading(const void* buffer, std::uint64_t bytes, void* sink, hipSt
   launched("flush_by_reading");
 }
 
-void scrub_shared_memory(int compute_units, unsigned int pattern, void* sink, hipStream_t s) {
+bool allow_shared_scrub_bytes(std::int64_t bytes) {
+#if defined(KERNELSCAN_GPU_CUDA)
+  // Above 48 KiB a kernel has to opt in; HIP gives any block what the device has.
+  if (bytes > 48 * 1024) {
+    const hipError_t e = cudaFuncSetAttribute(
+        scrub_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    if (e != hipSuccess) {
+      (void)hipGetLastError();
+      return false;
+    }
+  }
+#endif
+  return bytes > 0;
+}
+
+void scrub_shared_memory(const shared_scrub_plan& plan, unsigned int pattern, void* sink,
+                         unsigned int* arrivals, unsigned int target, hipStream_t s) {
   clear_last_error();
-  // 48 KiB per block (what every device allows without opting in), four blocks per compute
-  // unit: 192 KiB of each unit's shared memory.
-  constexpr unsigned int words = 48 * 1024 / 4;
-  scrub_shared_kernel<<<std::max(1, compute_units) * 4, k_block, words * 4, s>>>(
-      words, pattern, static_cast<unsigned int*>(sink));
+  // The blocks wait at most 1 ms for each other: on an idle device all are resident within
+  // microseconds; the bound is for a device shared with another process, where some may not be.
+  // (%globaltimer counts nanoseconds; AMD's real-time counter runs at 100 MHz.)
+#if defined(KERNELSCAN_GPU_CUDA)
+  constexpr unsigned long long ticks_per_ms = 1000000;
+#else
+  constexpr unsigned long long ticks_per_ms = 100000;
+#endif
+  const unsigned int words = unsigned(plan.bytes_per_block / 4);
+  scrub_shared_kernel<<<unsigned(plan.blocks), k_block, std::size_t(words) * 4, s>>>(
+      words, pattern, static_cast<unsigned int*>(sink), arrivals, target, ticks_per_ms);
   launched("scrub_shared_memory");
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/hip/gpu.hpp"
+#include "engine/hip/shared_scrub.hpp"
 #include "engine/kernel_spec.hpp"
 
 namespace kernelscan::gpu {
@@ -54,9 +55,15 @@ void gemm_reference(const gemm_args& g, hipStream_t s);
 // leaving clean lines behind.
 void flush_by_reading(const void* buffer, std::uint64_t bytes, void* sink, hipStream_t s);
 
-// Overwrites the shared memory of every compute unit with a pattern (`sink`: one u32, never
-// written), so that no launch reads what an earlier one left there.
-void scrub_shared_memory(int compute_units, unsigned int pattern, void* sink, hipStream_t s);
+// Lets the scrub's blocks have `bytes` of dynamic shared memory each (CUDA wants a kernel to opt
+// in above 48 KiB); false where the device refuses.
+bool allow_shared_scrub_bytes(std::int64_t bytes);
+
+// Overwrites the shared memory of every compute unit with a pattern, as `plan` divides it
+// (`sink`: one u32, never written), so that no launch reads what an earlier one left there.
+// `arrivals` counts the blocks of every scrub so far; `target` is its count after this one's.
+void scrub_shared_memory(const shared_scrub_plan& plan, unsigned int pattern, void* sink,
+                         unsigned int* arrivals, unsigned int target, hipStream_t s);
 
 // Holds the stream until flag[0] is set by the host, or about `timeout_ms` has passed (then
 // flag[1] is set): launches queued behind it then run back to back, so events time the

@@ -48,6 +48,8 @@ inline constexpr hipDeviceAttribute_t hipDeviceAttributeMemoryClockRate =
     cudaDevAttrMemoryClockRate;
 inline constexpr hipDeviceAttribute_t hipDeviceAttributeMaxSharedMemoryPerBlock =
     cudaDevAttrMaxSharedMemoryPerBlockOptin;
+inline constexpr hipDeviceAttribute_t hipDeviceAttributeMaxSharedMemoryPerMultiprocessor =
+    cudaDevAttrMaxSharedMemoryPerMultiprocessor;
 inline constexpr auto hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
 inline constexpr auto hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
 inline constexpr auto hipMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;

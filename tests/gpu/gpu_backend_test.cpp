@@ -1,0 +1,144 @@
+// The GPU engine's backend in this process, on GPU 0: what the device suite cannot see through a
+// daemon. Its local memory scrub leaves nothing of one launch's shared memory to the next, in
+// all of it: a kernel taking as much dynamic shared memory as a block may have (on an H100 or
+// H200, 227 KiB of an SM's 228) finds no word of the mark the launch before left anywhere in it.
+//
+// Labels `gpu`: on a machine without a GPU it skips, unless KERNELSCAN_REQUIRE_GPU=1 says it
+// must run. Whether there is one is asked in a child process (a HIP runtime may abort the
+// process that finds none).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/job_spec_codec.hpp"
+#include "engine/device_backend.hpp"
+#include "engine/hip/hip_engine.hpp"
+#include "engine/job_plan.hpp"
+#include "engine/point_kernel.hpp"
+#include "engine/point_runner.hpp"
+
+namespace kernelscan {
+namespace {
+
+bool gpu_present() {
+  const pid_t child = fork();
+  if (child == 0) _exit(discover_gpus().empty() ? 1 : 0);
+  int status = 0;
+  return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
+}
+
+class GpuBackend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static const bool present = gpu_present();
+    if (!present) {
+      const char* required = std::getenv("KERNELSCAN_REQUIRE_GPU");
+      if (required && std::string(required) == "1") FAIL() << "no GPU";
+      GTEST_SKIP() << "no GPU";
+    }
+    m_engine = make_hip_engine(0);
+  }
+  device_backend& backend() { return static_cast<point_runner&>(*m_engine).backend(); }
+  std::unique_ptr<engine> m_engine;
+};
+
+// Launch i reads every word of its block's dynamic shared memory (S bytes), counts those holding
+// the mark of launch i−1 (its ID − 4096), then writes its own mark over all of it.
+constexpr const char* k_probe_source = R"(#include <hip/hip_runtime.h>
+extern "C" __global__ void probe(unsigned int* seen, unsigned int id, unsigned int before,
+                                 unsigned int words) {
+  extern __shared__ unsigned int s[];
+  unsigned int found = 0;
+  for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) found += s[i] == before ? 1u : 0u;
+  seen[blockIdx.x * blockDim.x + threadIdx.x] = found;
+  __syncthreads();
+  for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) s[i] = id;
+})";
+
+constexpr int k_block = 256, k_launches = 6;
+
+json probe_spec(std::int64_t shared_bytes, std::int64_t blocks) {
+  json ids = json::array();
+  for (int i = 1; i <= k_launches; ++i)
+    ids.push_back(0x5ca10000 + 4096 * i);
+  return {{"kernel",
+           {{"op", "custom"},
+            {"language", "hip"},
+            {"entry", "probe"},
+            {"source", k_probe_source},
+            {"block", {k_block, 1, 1}},
+            {"grid", {blocks, 1, 1}},
+            {"shared_bytes", shared_bytes},
+            {"args",
+             {{{"name", "seen"}, {"type", "u32*"}, {"count", blocks * k_block}, {"output", true}},
+              {{"name", "id"}, {"type", "u32"}, {"value", "ID"}},
+              {{"name", "before"}, {"type", "u32"}, {"value", "ID - 4096"}},
+              {{"name", "words"}, {"type", "u32"}, {"value", shared_bytes / 4}}}}}},
+          {"sweep", {{"ID", ids}}}};
+}
+
+TEST_F(GpuBackend, TheSharedMemoryScrubLeavesNoMarkAnywhereInAUnitsSharedMemory) {
+  const std::int64_t blocks = 2 * std::max(1, backend().device().compute_units);
+  // The most a block may have: the first of these sizes (those of the GPUs CUDA and HIP know)
+  // the device launches.
+  const std::int64_t sizes[] = {232448, 166912, 163840, 101376, 98304, 65536, 49152};
+  const auto limits = spec_limits::stored();
+  for (std::int64_t bytes : sizes) {
+    const json spec = probe_spec(bytes, blocks);
+    const job_plan plan = compile_plan(parse_job_spec(spec, limits), limits.plan);
+    std::vector<kernel_instance> instances;
+    for (int i = 0; i < k_launches; ++i)
+      instances.push_back(plan.resolve(std::uint64_t(i)));
+    // Runs the launches in turn, scrubbing before each or not: the blocks that found the mark of
+    // the launch before, and the words they found it in, over all launches.
+    struct found {
+      std::int64_t blocks = 0, words = 0;
+    };
+    auto run = [&](bool scrub) {
+      found f;
+      for (int i = 0; i < k_launches; ++i) {
+        point_kernel k(backend(), instances[std::size_t(i)]);
+        const auto buffers = k.own_buffers();
+        if (scrub) backend().scrub_local_memory();
+        k.launch(buffers);
+        backend().synchronize();
+        if (i == 0) continue;
+        std::vector<std::uint32_t> seen(std::size_t(blocks * k_block));
+        backend().read(*buffers[0], 0, seen.data(), seen.size() * 4);
+        for (std::int64_t b = 0; b < blocks; ++b) {
+          std::int64_t words = 0;
+          for (int t = 0; t < k_block; ++t)
+            words += seen[std::size_t(b * k_block + t)];
+          f.blocks += words ? 1 : 0;
+          f.words += words;
+        }
+      }
+      return f;
+    };
+    found unscrubbed;
+    try {
+      unscrubbed = run(false);
+    } catch (const backend_error& e) {
+      if (e.kind() == fault_kind::invalid_launch) continue;  // more than a block may have
+      throw;
+    }
+    SCOPED_TRACE(std::to_string(bytes) + " bytes of shared memory a block, " +
+                 std::to_string(blocks) + " blocks");
+    if (unscrubbed.blocks == 0) GTEST_SKIP() << "this device clears shared memory between launches";
+    const found scrubbed = run(true);
+    EXPECT_EQ(scrubbed.blocks, 0) << scrubbed.words << " words found the mark after the scrub; "
+                                  << unscrubbed.words << " in " << unscrubbed.blocks
+                                  << " blocks without it";
+    return;
+  }
+  FAIL() << "the device launched none of the sizes";
+}
+
+}  // namespace
+}  // namespace kernelscan
