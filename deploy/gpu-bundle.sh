@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Packs a GPU build for a machine that has a GPU and its driver but not Debian's packages (a
-# machine with only a driver, a CUDA toolkit, PyTorch and Triton): the stripped daemon and the
-# device and run-time-compilation tests; beside them in lib/ the shared libraries they need
-# beyond glibc and the driver; and run.sh, which runs the tests and the GPU benchmark there.
+# machine with only a driver, a CUDA toolkit, PyTorch and Triton): the stripped daemon, the
+# device, backend and run-time-compilation tests and the defences benchmark; beside them in lib/
+# the shared libraries they need beyond glibc and the driver; and run.sh, which runs the tests
+# and the benchmarks there.
 #   deploy/gpu-bundle.sh build-cuda .gpu          # here (slim: for a machine with the toolkit)
 #   deploy/gpu-bundle.sh build-cuda .gpu --full   # also cuBLAS, cuBLASLt, NVRTC and headers
 #   bash .gpu/run.sh                              # there, from the repository root
+#   OUT=/some/folder bash .gpu/run.sh             # each step's log in that folder
 # The executables find lib/ by their RPATH ($ORIGIN/lib), so no LD_LIBRARY_PATH is set: Python
 # (PyTorch, Triton, the benchmark) keeps loading its own CUDA libraries.
 #
@@ -25,7 +27,8 @@ if ! command -v patchelf >/dev/null 2>&1; then
   install_missing patchelf
 fi
 exes=()
-for exe in server/kernelscan tests/device_tests tests/rtc_compile_tests; do
+for exe in server/kernelscan tests/device_tests tests/rtc_compile_tests tests/gpu_backend_tests \
+  tests/bench/bench_defences; do
   if [ -f "$build/$exe" ]; then exes+=("$exe"); fi
 done
 rm -rf "$out"
@@ -75,9 +78,13 @@ fi
 cp "$root/tests/bench/bench_gpu.py" "$out/"
 cat >"$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
-# On the GPU machine: run-time compilation with NVRTC, the device tests, then the GPU benchmark.
-# Output goes to stdout. The executables load the bundle's lib/ by their RPATH; the environment
-# is left as it is, for Python's sake.
+# On the GPU machine: run-time compilation with NVRTC, the backend and device tests, then the GPU
+# benchmark and what the defences cost. The executables load the bundle's lib/ by their RPATH;
+# the environment is left as it is, for Python's sake. Each step has a time limit (seconds:
+# TEST_LIMIT for the device suite, BENCH_LIMIT for each benchmark), so one that hangs leaves
+# time for the rest. Output goes to stdout; with OUT set (a folder), each step's whole output goes
+# to OUT/<step>.log instead, with its test results and last lines on stdout. SKIP_BENCH=1 runs
+# the tests alone; GPU_TEST_FILTER picks device suite cases.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # A slim bundle: link the CUDA libraries it left out (lib/from-the-machine.txt) into lib/ from
@@ -109,19 +116,39 @@ if [ -f "$here/lib/from-the-machine.txt" ]; then
   done <"$here/lib/from-the-machine.txt"
 fi
 export KERNELSCAN_TEST_BINARY="$here/kernelscan"
+[ -n "${OUT:-}" ] && mkdir -p "$OUT"
+# step NAME LIMIT COMMAND...: runs it under `timeout`, and says how it ended and after how long.
+step() {
+  local name="$1" limit="$2" start=$SECONDS rc
+  shift 2
+  if [ -n "${OUT:-}" ]; then
+    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    rc=$?
+    grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|^bench|^device:' "$OUT/$name.log" |
+      cut -c1-300 | tail -30
+    case "$name" in bench*) tail -n 30 "$OUT/$name.log" | cut -c1-300 ;; esac
+  else
+    timeout "$limit" "$@"
+    rc=$?
+  fi
+  echo "$name exit: $rc after $((SECONDS - start)) s"
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv 2>/dev/null || true
 "$here/kernelscan" worker --probe || echo "probe exited $?"
 if [ -x "$here/rtc_compile_tests" ]; then
-  "$here/rtc_compile_tests" --gtest_color=no
-  echo "rtc_compile_tests exit: $?"
+  step rtc_compile_tests 120 "$here/rtc_compile_tests" --gtest_color=no
 fi
-filter=(--gtest_filter="${GPU_TEST_FILTER:-*/hip:GpuAbsent.*}")
-"$here/device_tests" --gtest_color=no "${filter[@]}"
-echo "device_tests exit: $?"
+if [ -x "$here/gpu_backend_tests" ]; then
+  step gpu_backend_tests 120 env KERNELSCAN_REQUIRE_GPU=1 "$here/gpu_backend_tests" --gtest_color=no
+fi
+step device_tests "${TEST_LIMIT:-300}" "$here/device_tests" --gtest_color=no \
+  --gtest_filter="${GPU_TEST_FILTER:-*/hip:GpuAbsent.*}"
 if [ -z "${SKIP_BENCH:-}" ]; then
-  python3 "$here/bench_gpu.py" --binary "$here/kernelscan"
-  echo "bench_gpu exit: $?"
+  step bench_gpu "${BENCH_LIMIT:-180}" python3 -u "$here/bench_gpu.py" --binary "$here/kernelscan"
+  if [ -x "$here/bench_defences" ]; then
+    step bench_defences "${BENCH_LIMIT:-180}" "$here/bench_defences" "${DEFENCES_ROUNDS:-7}" hip
+  fi
 fi
 RUN
 chmod +x "$out/run.sh"

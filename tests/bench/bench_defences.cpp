@@ -1,5 +1,6 @@
 // What the defences against gamed scores cost an honest kernel, on the first OpenCL device (PoCL's
-// CPU device where there is no GPU), in one run: three point runners on the same device, one
+// CPU device where there is no GPU) or, in a GPU build, on GPU 0 through the GPU engine, in one
+// run: three point runners on the same device, one
 // with the defences (extra verification trials, input hashes, canaries, poisoned reference
 // copies, a fresh module for timing, two rotating buffer sets refreshed and poisoned before every
 // sample, checked timed samples) and two without, measure the same points in rounds (the order
@@ -9,17 +10,22 @@
 // add at most 20%); each beside the control, the second plain runner against the first, which
 // shows how far two identical runners read apart in the same run.
 //
-//   build/tests/bench/bench_defences [rounds]
+//   build/tests/bench/bench_defences [rounds] [opencl|hip]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "api/job_spec_codec.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/opencl/opencl_backend.hpp"
+#if defined(KERNELSCAN_HAVE_GPU)
+#include "engine/hip/hip_engine.hpp"
+#endif
 #include "tests/support/axpy_spec.hpp"
 
 namespace {
@@ -38,49 +44,67 @@ struct bench_case {
 
 // An honest custom kernel checked against a STREAM triad, cold and, at a size whose launches
 // take microseconds, hot (batched launches, where the defences' work between samples weighs
-// most); and the builtin tiled GEMM.
-std::vector<bench_case> cases() {
+// most); and the builtin tiled GEMM. On a GPU, sizes a GPU takes as long over, and the GEMM
+// library's f16 GEMM beside the builtin one.
+std::vector<bench_case> cases(bool gpu) {
   const json cold = {{"l2", "cold"}, {"max_time_ms", 400}};
   const json hot = {{"l2", "hot"}, {"max_time_ms", 400}};
+  auto gemm = [](int size, const char* type, const char* impl) {
+    return json{{"op", "gemm"}, {"m", size},     {"n", size},
+                {"k", size},    {"dtype", type}, {"impl", impl}};
+  };
+  if (gpu) {
+    const json axpy = kernelscan::testing::hip_axpy_kernel();
+    return {
+        {"axpy (custom, N=2^24)",
+         {{"kernel", axpy}, {"sweep", {{"N", {16777216}}}}, {"timing", cold}}},
+        {"axpy hot (N=2^20)", {{"kernel", axpy}, {"sweep", {{"N", {1048576}}}}, {"timing", hot}}},
+        {"gemm (builtin, 2048^3)", {{"kernel", gemm(2048, "f32", "builtin")}, {"timing", cold}}},
+        {"gemm (library f16, 4096^3)",
+         {{"kernel", gemm(4096, "f16", "library")}, {"timing", cold}}}};
+  }
+  const json axpy = kernelscan::testing::opencl_axpy_kernel();
   return {{"axpy (custom, N=2^22)",
-           {{"kernel", kernelscan::testing::opencl_axpy_kernel()},
-            {"sweep", {{"N", {4194304}}}},
-            {"timing", cold}}},
-          {"axpy hot (N=2^14)",
-           {{"kernel", kernelscan::testing::opencl_axpy_kernel()},
-            {"sweep", {{"N", {16384}}}},
-            {"timing", hot}}},
-          {"gemm (builtin, 256^3)",
-           {{"kernel",
-             {{"op", "gemm"},
-              {"m", 256},
-              {"n", 256},
-              {"k", 256},
-              {"dtype", "f32"},
-              {"impl", "builtin"}}},
-            {"timing", cold}}}};
+           {{"kernel", axpy}, {"sweep", {{"N", {4194304}}}}, {"timing", cold}}},
+          {"axpy hot (N=2^14)", {{"kernel", axpy}, {"sweep", {{"N", {16384}}}}, {"timing", hot}}},
+          {"gemm (builtin, 256^3)", {{"kernel", gemm(256, "f32", "builtin")}, {"timing", cold}}}};
+}
+
+std::unique_ptr<kernelscan::engine> make_engine(const std::string& engine, bool defences) {
+#if defined(KERNELSCAN_HAVE_GPU)
+  if (engine == "hip") return kernelscan::make_hip_engine(0, defences);
+#endif
+  if (engine == "opencl") return kernelscan::make_opencl_engine(0, defences);
+  throw std::invalid_argument("no engine \"" + engine + "\" in this build (opencl" +
+#if defined(KERNELSCAN_HAVE_GPU)
+                              std::string(", hip") +
+#else
+                              std::string() +
+#endif
+                              ")");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  const std::string engine = argc > 2 ? argv[2] : "opencl";
   // The runners: [0] with the defences, [1] without, and [2] another without, the control: how
   // far two runners that do exactly the same read apart in this run (where their buffers landed,
   // drift) is the noise against which the defended runner's ratio is read.
   std::unique_ptr<kernelscan::engine> runners[3];
   try {
     for (int i = 0; i < 3; ++i)
-      runners[i] = kernelscan::make_opencl_engine(0, i == 0);
+      runners[i] = make_engine(engine, i == 0);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_defences: no OpenCL device: %s\n", e.what());
+    std::fprintf(stderr, "bench_defences: no %s device: %s\n", engine.c_str(), e.what());
     return 1;
   }
   std::printf("device: %s; %d rounds, the order of the three runners rotated every round\n",
               runners[0]->device().name.c_str(), rounds);
-  std::printf("%-24s %12s %12s %7s %7s %12s %12s %7s %7s\n", "kernel", "median on", "median off",
+  std::printf("%-28s %12s %12s %7s %7s %12s %12s %7s %7s\n", "kernel", "median on", "median off",
               "ratio", "control", "wall/pt on", "wall/pt off", "ratio", "control");
-  for (const auto& c : cases()) {
+  for (const auto& c : cases(engine == "hip")) {
     const auto limits = kernelscan::spec_limits::stored();
     const auto plan =
         kernelscan::compile_plan(kernelscan::parse_job_spec(c.spec, limits), limits.plan);
@@ -112,7 +136,7 @@ int main(int argc, char** argv) {
       m[i] = median(medians[i]);
       w[i] = median(walls[i]);
     }
-    std::printf("%-24s %9.1f us %9.1f us %7.3f %7.3f %9.1f ms %9.1f ms %7.3f %7.3f\n", c.name, m[0],
+    std::printf("%-28s %9.1f us %9.1f us %7.3f %7.3f %9.1f ms %9.1f ms %7.3f %7.3f\n", c.name, m[0],
                 m[1], m[0] / m[1], m[2] / m[1], w[0], w[1], w[0] / w[1], w[2] / w[1]);
   }
   return 0;
