@@ -16,11 +16,11 @@ KERNELSCAN_PACKAGES=(
 )
 # What the tests add: GoogleTest, the format check, clang with libFuzzer for the fuzzers, wrk
 # for the benchmarks, Chromium for the dashboard's browser test, Python 3 for the Python
-# client's tests, curl and jq for the README's examples (run as a test), and a PostgreSQL
-# server, which the tests start themselves (as the postgres user the package creates) in
-# temporary directories.
+# client's tests, curl and jq for the README's examples (run as a test), a PostgreSQL server,
+# which the tests start themselves (as the postgres user the package creates) in temporary
+# directories, and ccache (use_ccache).
 KERNELSCAN_TEST_PACKAGES=(libgtest-dev libgmock-dev clang-format clang libclang-rt-14-dev wrk chromium
-  python3 python3-yaml curl jq postgresql)
+  python3 python3-yaml curl jq postgresql ccache)
 # The AMD toolchain, so that the tests also compile the GPU engine for AMD (Debian's hipcc targets
 # gfx90a); nvcc for the NVIDIA build comes with the CUDA toolkit, which Debian does not carry.
 KERNELSCAN_HIP_PACKAGES=(hipcc libamdhip64-dev)
@@ -65,6 +65,17 @@ install_web_packages() {
   fi
   (cd "$KERNELSCAN_ROOT/web" && npm ci --no-audit --no-fund --loglevel=error "${omit[@]}")
   echo "$want" >"$stamp"
+}
+
+# Compiles through ccache where it is installed, for build trees configured from here on: the
+# GPU builds compile most of the daemon and its tests exactly as the default build did (the same
+# flags, a build folder at the same depth), and take those objects from the cache.
+use_ccache() {
+  command -v ccache >/dev/null 2>&1 || return 0
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  # Paths under the repository hashed as relative ones, and not the build folder, so that
+  # build/, build-hip/ and build-cuda/ share entries.
+  export CCACHE_BASEDIR="$KERNELSCAN_ROOT" CCACHE_NOHASHDIR=1
 }
 
 # The default preset, with the GPU engine given as $1 (off, hip, cuda or auto: the toolchain of

@@ -12,6 +12,7 @@ install_web_packages dev
 # whose half of the device suite must run here, not skip; the GPU builds below add the GPU tests,
 # which run on a GPU where there is one.
 export KERNELSCAN_REQUIRE_OPENCL=1
+use_ccache
 build_kernelscan off
 bash "$KERNELSCAN_ROOT/deploy/fuzz.sh"
 cd "$KERNELSCAN_ROOT"
