@@ -1,8 +1,9 @@
 // The device suite: every real engine present, through a real daemon and its workers. Each case
 // runs once per engine (parameter `opencl`, `hip`) with kernels written in that engine's
 // language. The OpenCL half runs on any OpenCL device (PoCL on the CPU in CI: ctest label
-// `device`); the HIP half on an AMD or NVIDIA GPU (labels `device` and `gpu`). An engine with no
-// device skips, except where KERNELSCAN_REQUIRE_OPENCL=1 says the OpenCL half must run (CI).
+// `device`); the HIP half on an AMD or NVIDIA GPU (label `device_gpu`, which both `ctest -L
+// device` and `ctest -L gpu` select). An engine with no device skips, except where
+// KERNELSCAN_REQUIRE_OPENCL=1 says the OpenCL half must run (CI).
 #include <gtest/gtest.h>
 
 #include <algorithm>
