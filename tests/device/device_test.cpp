@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/required_device.hpp"
 
 namespace kernelscan::testing {
 namespace {
@@ -63,9 +64,8 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
     if (!shared) {
       shared = start_daemon({});
       if (!shared) {
-        const bool required = engine() == "opencl" && std::getenv("KERNELSCAN_REQUIRE_OPENCL") &&
-                              std::string(std::getenv("KERNELSCAN_REQUIRE_OPENCL")) == "1";
-        if (required) FAIL() << "KERNELSCAN_REQUIRE_OPENCL=1 but the daemon found no device";
+        if (engine() == "opencl" && device_required("KERNELSCAN_REQUIRE_OPENCL"))
+          FAIL() << "KERNELSCAN_REQUIRE_OPENCL=1 but the daemon found no device";
         GTEST_SKIP() << "no " << engine() << " device on this machine";
       }
     }

@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "engine/job_plan.hpp"
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
+#include "tests/support/required_device.hpp"
 
 namespace kernelscan {
 namespace {
@@ -38,8 +38,7 @@ class GpuBackend : public ::testing::Test {
   void SetUp() override {
     static const bool present = gpu_present();
     if (!present) {
-      const char* required = std::getenv("KERNELSCAN_REQUIRE_GPU");
-      if (required && std::string(required) == "1") FAIL() << "no GPU";
+      if (testing::device_required("KERNELSCAN_REQUIRE_GPU")) FAIL() << "no GPU";
       GTEST_SKIP() << "no GPU";
     }
     m_engine = make_hip_engine(0);

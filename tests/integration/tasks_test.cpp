@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/required_device.hpp"
 #include "tests/support/sse_reader.hpp"
 
 namespace kernelscan::testing {
@@ -384,8 +385,7 @@ TEST(TasksOpenCL, AnHonestKernelIsVerifiedAtItsHeldOutSizesToo) {
   try {
     daemon.start();
   } catch (const std::exception& e) {
-    const char* required = std::getenv("KERNELSCAN_REQUIRE_OPENCL");
-    if (required && std::string(required) == "1") throw;
+    if (device_required("KERNELSCAN_REQUIRE_OPENCL")) throw;
     GTEST_SKIP() << "no OpenCL device: " << e.what();
   }
   const json task = parse_json(R"js({

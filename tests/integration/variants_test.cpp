@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/required_device.hpp"
 
 namespace kernelscan::testing {
 namespace {
@@ -227,8 +228,7 @@ daemon_process::options opencl_daemon() {
 }
 
 bool opencl_required() {
-  const char* v = std::getenv("KERNELSCAN_REQUIRE_OPENCL");
-  return v && std::string(v) == "1";
+  return device_required("KERNELSCAN_REQUIRE_OPENCL");
 }
 
 TEST(VariantsOpenCL, ANaiveAndATiledMatmulAndTheBuiltinGemmSideBySide) {

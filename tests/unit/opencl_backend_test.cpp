@@ -18,6 +18,7 @@
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
 #include "tests/support/axpy_spec.hpp"
+#include "tests/support/required_device.hpp"
 
 namespace kernelscan {
 namespace {
@@ -26,8 +27,7 @@ class OpenClBackend : public ::testing::Test {
  protected:
   void SetUp() override {
     if (discover_opencl_devices().empty()) {
-      const char* required = std::getenv("KERNELSCAN_REQUIRE_OPENCL");
-      if (required && std::string(required) == "1") FAIL() << "no OpenCL device";
+      if (testing::device_required("KERNELSCAN_REQUIRE_OPENCL")) FAIL() << "no OpenCL device";
       GTEST_SKIP() << "no OpenCL device";
     }
     m_engine = make_opencl_engine(0);
