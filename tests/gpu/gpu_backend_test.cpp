@@ -20,6 +20,7 @@
 #include "engine/job_plan.hpp"
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
+#include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
 
 namespace kernelscan {
@@ -91,9 +92,6 @@ TEST_F(GpuBackend, TheSharedMemoryScrubLeavesNoMarkAnywhereInAUnitsSharedMemory)
   for (std::int64_t bytes : sizes) {
     const json spec = probe_spec(bytes, blocks);
     const job_plan plan = compile_plan(parse_job_spec(spec, limits), limits.plan);
-    std::vector<kernel_instance> instances;
-    for (int i = 0; i < k_launches; ++i)
-      instances.push_back(plan.resolve(std::uint64_t(i)));
     // Runs the launches in turn, scrubbing before each or not: the blocks that found the mark of
     // the launch before, and the words they found it in, over all launches.
     struct found {
@@ -101,23 +99,17 @@ TEST_F(GpuBackend, TheSharedMemoryScrubLeavesNoMarkAnywhereInAUnitsSharedMemory)
     };
     auto run = [&](bool scrub) {
       found f;
-      for (int i = 0; i < k_launches; ++i) {
-        point_kernel k(backend(), instances[std::size_t(i)]);
-        const auto buffers = k.own_buffers();
-        if (scrub) backend().scrub_local_memory();
-        k.launch(buffers);
-        backend().synchronize();
-        if (i == 0) continue;
-        std::vector<std::uint32_t> seen(std::size_t(blocks * k_block));
-        backend().read(*buffers[0], 0, seen.data(), seen.size() * 4);
-        for (std::int64_t b = 0; b < blocks; ++b) {
-          std::int64_t words = 0;
-          for (int t = 0; t < k_block; ++t)
-            words += seen[std::size_t(b * k_block + t)];
-          f.blocks += words ? 1 : 0;
-          f.words += words;
-        }
-      }
+      testing::probe_launches(backend(), plan, k_launches, scrub, std::size_t(blocks * k_block),
+                              [&](int i, const std::vector<std::uint32_t>& seen) {
+                                if (i == 0) return;
+                                for (std::int64_t b = 0; b < blocks; ++b) {
+                                  std::int64_t words = 0;
+                                  for (int t = 0; t < k_block; ++t)
+                                    words += seen[std::size_t(b * k_block + t)];
+                                  f.blocks += words ? 1 : 0;
+                                  f.words += words;
+                                }
+                              });
       return f;
     };
     found unscrubbed;

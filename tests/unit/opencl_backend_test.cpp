@@ -18,6 +18,7 @@
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
 #include "tests/support/axpy_spec.hpp"
+#include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
 
 namespace kernelscan {
@@ -103,26 +104,18 @@ TEST_F(OpenClBackend, TheLocalMemoryScrubLeavesNoMarkForTheNextLaunch) {
     "sweep": {"ID": [4096, 8192, 12288, 16384, 20480, 24576]}})js");
   const job_plan plan =
       compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
-  std::vector<kernel_instance> instances;
-  for (int i = 0; i < launches; ++i)
-    instances.push_back(plan.resolve(std::uint64_t(i)));
   // Runs the launches in turn, scrubbing before each or not; the work-groups that found the mark
   // of the launch before, over all of them.
   auto found = [&](bool scrub) {
     int marked = 0;
-    for (int i = 0; i < launches; ++i) {
-      point_kernel k(backend(), instances[std::size_t(i)]);
-      const auto buffers = k.own_buffers();
-      if (scrub) backend().scrub_local_memory();
-      k.launch(buffers);
-      backend().synchronize();
-      if (i == 0) continue;
-      std::vector<std::uint32_t> seen(groups * block);
-      backend().read(*buffers[0], 0, seen.data(), seen.size() * 4);
-      const std::uint32_t before = std::uint32_t(4096 * i) ^ 1u;  // the mark mark[1] had
-      for (int g = 0; g < groups; ++g)
-        marked += seen[std::size_t(g * block)] == before ? 1 : 0;
-    }
+    testing::probe_launches(backend(), plan, launches, scrub, groups * block,
+                            [&](int i, const std::vector<std::uint32_t>& seen) {
+                              if (i == 0) return;
+                              // the mark mark[1] had
+                              const std::uint32_t before = std::uint32_t(4096 * i) ^ 1u;
+                              for (int g = 0; g < groups; ++g)
+                                marked += seen[std::size_t(g * block)] == before ? 1 : 0;
+                            });
     return marked;
   };
   const int unscrubbed = found(false);
