@@ -72,16 +72,13 @@ std::vector<bench_case> cases(bool gpu) {
 
 std::unique_ptr<kernelscan::engine> make_engine(const std::string& engine, bool defences) {
 #if defined(KERNELSCAN_HAVE_GPU)
+  const char* engines = "opencl, hip";
   if (engine == "hip") return kernelscan::make_hip_engine(0, defences);
+#else
+  const char* engines = "opencl";
 #endif
   if (engine == "opencl") return kernelscan::make_opencl_engine(0, defences);
-  throw std::invalid_argument("no engine \"" + engine + "\" in this build (opencl" +
-#if defined(KERNELSCAN_HAVE_GPU)
-                              std::string(", hip") +
-#else
-                              std::string() +
-#endif
-                              ")");
+  throw std::invalid_argument("no engine \"" + engine + "\" in this build (" + engines + ")");
 }
 
 }  // namespace

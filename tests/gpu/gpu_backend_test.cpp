@@ -3,14 +3,13 @@
 // all of it: a kernel taking as much dynamic shared memory as a block may have (on an H100 or
 // H200, 227 KiB of an SM's 228) finds no word of the mark the launch before left anywhere in it.
 //
-// Labels `gpu`: on a machine without a GPU it skips, unless KERNELSCAN_REQUIRE_GPU=1 says it
+// Label `device_gpu`: on a machine without a GPU it skips, unless KERNELSCAN_REQUIRE_GPU=1 says it
 // must run. Whether there is one is asked in a child process (a HIP runtime may abort the
 // process that finds none).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -18,7 +17,6 @@
 #include "engine/device_backend.hpp"
 #include "engine/hip/hip_engine.hpp"
 #include "engine/job_plan.hpp"
-#include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
