@@ -295,6 +295,14 @@ __global__ void flush_read_kernel(const std::uint64_t* p, std::int64_t n, std::u
   if (acc == 0x9e3779b97f4a7c15ull) sink[0] = acc;
 }
 
+// What now_ticks() counts per millisecond: %globaltimer counts nanoseconds; AMD's real-time
+// counter runs at 100 MHz.
+#if defined(KERNELSCAN_GPU_CUDA)
+constexpr unsigned long long k_ticks_per_ms = 1000000;
+#else
+constexpr unsigned long long k_ticks_per_ms = 100000;
+#endif
+
 __device__ inline unsigned long long now_ticks() {
 #if defined(KERNELSCAN_GPU_CUDA)
   unsigned long long t;
@@ -572,26 +580,16 @@ void scrub_shared_memory(const shared_scrub_plan& plan, unsigned int pattern, vo
   clear_last_error();
   // The blocks wait at most 1 ms for each other: on an idle device all are resident within
   // microseconds; the bound is for a device shared with another process, where some may not be.
-  // (%globaltimer counts nanoseconds; AMD's real-time counter runs at 100 MHz.)
-#if defined(KERNELSCAN_GPU_CUDA)
-  constexpr unsigned long long ticks_per_ms = 1000000;
-#else
-  constexpr unsigned long long ticks_per_ms = 100000;
-#endif
   const unsigned int words = unsigned(plan.bytes_per_block / 4);
   scrub_shared_kernel<<<unsigned(plan.blocks), k_block, std::size_t(words) * 4, s>>>(
-      words, pattern, static_cast<unsigned int*>(sink), arrivals, target, ticks_per_ms);
+      words, pattern, static_cast<unsigned int*>(sink), arrivals, target, k_ticks_per_ms);
   launched("scrub_shared_memory");
 }
 
 void hold_stream(int* flag, double timeout_ms, hipStream_t s) {
   clear_last_error();
-#if defined(KERNELSCAN_GPU_CUDA)
-  const double ticks_per_ms = 1e6;  // %globaltimer counts nanoseconds
-#else
-  const double ticks_per_ms = 1e5;  // s_memrealtime counts at 100 MHz
-#endif
-  hold_kernel<<<1, 1, 0, s>>>(flag, static_cast<unsigned long long>(timeout_ms * ticks_per_ms));
+  hold_kernel<<<1, 1, 0, s>>>(flag,
+                              static_cast<unsigned long long>(timeout_ms * double(k_ticks_per_ms)));
   launched("hold_stream");
 }
 
