@@ -278,8 +278,8 @@ class device_backend {
   // hash() for a backend that hashes words on the device: `word_hashes(words, threads)` runs
   // `threads` threads (a multiple of 256, at most k_word_hash_threads), thread i folding words i,
   // i + threads, ... of the first `words` 64-bit words of `b` with one FNV-style step each, and
-  // returns their hashes in thread order; those, `bytes` and the bytes past the last whole word
-  // (read back) make the hash.
+  // returns their hashes in thread order (or fewer words that mix them, folded on the device);
+  // those, `bytes` and the bytes past the last whole word (read back) make the hash.
   std::uint64_t hash_by_words(
       const device_buffer& b, std::uint64_t bytes,
       const std::function<std::vector<std::uint64_t>(std::int64_t words, std::int64_t threads)>&

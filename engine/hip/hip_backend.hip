@@ -207,7 +207,7 @@ class hip_backend final : public device_backend {
       }
       auto* partials = static_cast<std::uint64_t*>(m_hash_partials.get());
       hash_words(ptr(&b), words, partials, threads, s());
-      std::vector<std::uint64_t> partial(std::size_t(threads), 0);
+      std::vector<std::uint64_t> partial(std::size_t(std::min(threads, k_hash_partials)), 0);
       synchronize();
       check(hipMemcpy(partial.data(), partials, partial.size() * sizeof(std::uint64_t),
                       hipMemcpyDeviceToHost),

@@ -385,6 +385,20 @@ __global__ void hash_words_kernel(const std::uint64_t* p, std::int64_t n, std::u
   partial[id] = h;
 }
 
+// Partials j, j + k_hash_partials, ... of `n` mixed into partial[j], in place: thread j alone
+// reads and writes the partials of its residue.
+__global__ void fold_partials_kernel(std::uint64_t* partial, std::int64_t n) {
+  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (j >= k_hash_partials) return;
+  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ std::uint64_t(j);
+  for (std::int64_t i = j; i < n; i += k_hash_partials) {
+    h ^= partial[i];
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  partial[j] = h;
+}
+
 // Launches report their configuration errors through the last-error state: it is cleared
 // before each launch (a failed call elsewhere must not be reported by this one) and read after.
 void clear_last_error() {
@@ -410,6 +424,10 @@ void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::
   hash_words_kernel<<<unsigned(threads / k_block), k_block, 0, s>>>(
       static_cast<const std::uint64_t*>(p), words, partial);
   launched("hash_words");
+  clear_last_error();
+  fold_partials_kernel<<<unsigned((k_hash_partials + k_block - 1) / k_block), k_block, 0, s>>>(
+      partial, threads);
+  launched("hash_words (folding)");
 }
 
 void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipStream_t s) {

@@ -22,8 +22,11 @@ void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s);
 void fill_unwritten(void* p, dtype t, std::int64_t count, int pattern, hipStream_t s);
 
 // A hash of `words` 64-bit words at `p` (8-byte aligned): thread i of `threads` (a multiple of
-// 256) folds words i, i + threads, ... with one FNV-style step each and writes partial[i]; the
-// host folds the partials (device_backend::hash).
+// 256) folds words i, i + threads, ... with one FNV-style step each and writes partial[i]; then
+// thread j of k_hash_partials mixes partials j, j + k_hash_partials, ... into partial[j], so that
+// the host reads k_hash_partials words back, not `threads`, and folds them
+// (device_backend::hash).
+inline constexpr std::int64_t k_hash_partials = 256;
 void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::int64_t threads,
                 hipStream_t s);
 
