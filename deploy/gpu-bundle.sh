@@ -84,7 +84,8 @@ cat >"$out/run.sh" <<'RUN'
 # TEST_LIMIT for the device suite, BENCH_LIMIT for each benchmark), so one that hangs leaves
 # time for the rest. Output goes to stdout; with OUT set (a folder), each step's whole output goes
 # to OUT/<step>.log instead, with its test results and last lines on stdout. SKIP_BENCH=1 runs
-# the tests alone; GPU_TEST_FILTER picks device suite cases.
+# the tests alone; GPU_TEST_FILTER picks device suite cases; STEPS="bench_defences ..." runs only
+# the steps named.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # A slim bundle: link the CUDA libraries it left out (lib/from-the-machine.txt) into lib/ from
@@ -118,9 +119,11 @@ fi
 export KERNELSCAN_TEST_BINARY="$here/kernelscan"
 [ -n "${OUT:-}" ] && mkdir -p "$OUT"
 # step NAME LIMIT COMMAND...: runs it under `timeout`, and says how it ended and after how long.
+# With STEPS set (names, space-separated), only those steps run.
 step() {
   local name="$1" limit="$2" start=$SECONDS rc
   shift 2
+  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return 0; fi
   if [ -n "${OUT:-}" ]; then
     timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
     rc=$?
@@ -142,13 +145,14 @@ fi
 if [ -x "$here/gpu_backend_tests" ]; then
   step gpu_backend_tests 120 env KERNELSCAN_REQUIRE_GPU=1 "$here/gpu_backend_tests" --gtest_color=no
 fi
+# What the defences cost comes before the long device suite: a short lease still measures it.
+if [ -z "${SKIP_BENCH:-}" ] && [ -x "$here/bench_defences" ]; then
+  step bench_defences "${BENCH_LIMIT:-180}" "$here/bench_defences" "${DEFENCES_ROUNDS:-7}" hip
+fi
 step device_tests "${TEST_LIMIT:-300}" "$here/device_tests" --gtest_color=no \
   --gtest_filter="${GPU_TEST_FILTER:-*/hip:GpuAbsent.*}"
 if [ -z "${SKIP_BENCH:-}" ]; then
   step bench_gpu "${BENCH_LIMIT:-180}" python3 -u "$here/bench_gpu.py" --binary "$here/kernelscan"
-  if [ -x "$here/bench_defences" ]; then
-    step bench_defences "${BENCH_LIMIT:-180}" "$here/bench_defences" "${DEFENCES_ROUNDS:-7}" hip
-  fi
 fi
 RUN
 chmod +x "$out/run.sh"

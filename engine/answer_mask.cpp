@@ -11,6 +11,12 @@ namespace kernelscan {
 namespace {
 
 constexpr std::uint64_t k_answer_mask_salt = 0x6d61736b616e7377;  // "maskansw"
+constexpr std::uint64_t k_pad_words = std::uint64_t(1) << answer_mask::k_pad_bits;
+
+// `word` with its bytes in little-endian order in memory, as the stream is applied.
+std::uint64_t little_endian(std::uint64_t word) {
+  return std::endian::native == std::endian::little ? word : __builtin_bswap64(word);
+}
 
 }  // namespace
 
@@ -19,27 +25,54 @@ std::uint64_t random_answer_key() {
   return (std::uint64_t(entropy()) << 32 | entropy()) | 1;
 }
 
-void xor_keystream(unsigned char* data, std::size_t size, std::uint64_t offset, std::uint64_t key,
-                   std::size_t buffer) {
-  // Each 8 bytes of the answer have a word of the stream (little-endian byte order within it).
-  const std::uint64_t stream = mix64(key ^ mix64(k_answer_mask_salt + buffer));
+answer_mask::answer_mask(std::uint64_t key) : m_key(key), m_pad(k_pad_words) {
+  std::uint64_t x = mix64(key ^ k_answer_mask_salt);
+  for (auto& word : m_pad) {
+    x = mix64(x + k_answer_mask_salt);
+    word = little_endian(x);
+  }
+}
+
+std::uint64_t answer_mask::period_word(std::uint64_t period, std::size_t buffer) const {
+  return little_endian(mix64(m_key ^ mix64(k_answer_mask_salt + buffer) ^ mix64(period + 1)));
+}
+
+void answer_mask::apply(const unsigned char* from, unsigned char* to, std::size_t size,
+                        std::uint64_t offset, std::size_t buffer) const {
+  const std::uint64_t pad_mask = k_pad_words - 1;
   std::size_t i = 0;
+  // Bytes one at a time from `i` up to `end`, within the word they fall in.
   const auto bytewise = [&](std::size_t end) {
     while (i < end) {
       const std::uint64_t at = offset + i;
-      const std::uint64_t word = mix64(stream ^ (at / 8));
+      const std::uint64_t w = at / 8;
+      const std::uint64_t word =
+          m_pad[w & pad_mask] ^ period_word(w >> k_pad_bits, buffer);  // little-endian bytes
+      unsigned char bytes[8];
+      std::memcpy(bytes, &word, 8);
       for (std::uint64_t b = at % 8; b < 8 && i < end; ++b, ++i)
-        data[i] ^= static_cast<unsigned char>(word >> (8 * b));
+        to[i] = from[i] ^ bytes[b];
     }
   };
-  // Up to a word boundary of the answer, whole words, then what is left.
+  // Up to a word boundary of the answer, whole words a period of the pad at a time, then what
+  // is left.
   bytewise(std::min<std::size_t>(size, (8 - offset % 8) % 8));
-  for (; i + 8 <= size; i += 8) {
-    const std::uint64_t word = mix64(stream ^ ((offset + i) / 8));
-    std::uint64_t x;
-    std::memcpy(&x, data + i, 8);
-    x ^= std::endian::native == std::endian::little ? word : __builtin_bswap64(word);
-    std::memcpy(data + i, &x, 8);
+  while (i + 8 <= size) {
+    const std::uint64_t w = (offset + i) / 8;
+    const std::uint64_t period = w >> k_pad_bits;
+    const std::uint64_t tweak = period_word(period, buffer);
+    const std::size_t words =
+        std::min<std::size_t>((size - i) / 8, std::size_t(k_pad_words - (w & pad_mask)));
+    const std::uint64_t* pad = m_pad.data() + (w & pad_mask);
+    const unsigned char* source = from + i;
+    unsigned char* target = to + i;
+    for (std::size_t j = 0; j < words; ++j) {
+      std::uint64_t x;
+      std::memcpy(&x, source + 8 * j, 8);
+      x ^= pad[j] ^ tweak;
+      std::memcpy(target + 8 * j, &x, 8);
+    }
+    i += 8 * words;
   }
   bytewise(size);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,22 @@ constexpr int k_max_drawn_checks = 2;
 // Verification keeps the reference's answers of its last trials (as many as checked timed
 // samples may need, within this many bytes of host memory, at least one) for those samples.
 constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
+
+// Adds the wall time from its construction to its destruction to `into` (milliseconds).
+class phase_timer {
+ public:
+  explicit phase_timer(double& into) : m_into(into), m_start(std::chrono::steady_clock::now()) {}
+  ~phase_timer() {
+    m_into += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m_start)
+                  .count();
+  }
+  phase_timer(const phase_timer&) = delete;
+  phase_timer& operator=(const phase_timer&) = delete;
+
+ private:
+  double& m_into;
+  std::chrono::steady_clock::time_point m_start;
+};
 
 struct tolerances {
   double atol, rtol;
@@ -120,7 +137,7 @@ std::string point_error_type(fault_kind kind) {
 
 point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defences)
     : m_backend(std::move(backend)), m_info(m_backend->device()), m_defences(defences) {
-  if (m_defences) m_answer_key = random_answer_key();
+  if (m_defences) m_mask.emplace(random_answer_key());
   if (m_info.datasheet) m_analysis.datasheet = *m_info.datasheet;
   m_analysis.launch_latency_us = m_backend->launch_latency_us();
   m_analysis.cache_bytes = m_info.l2_bytes + m_info.llc_bytes;
@@ -197,9 +214,14 @@ point_runner::answers point_runner::reference_answers(point_kernel& k, const buf
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
     out[i].resize(b.bytes());
-    m_backend->read(*ref[i], 0, out[i].data(), b.bytes());
+    // Read and masked a chunk at a time, each masked while it is in the processor's cache.
+    const std::uint64_t chunk = std::uint64_t(k_compare_chunk) * size_of(b.type);
+    for (std::uint64_t off = 0; off < b.bytes(); off += chunk) {
+      const std::uint64_t n = std::min(chunk, b.bytes() - off);
+      m_backend->read(*ref[i], off, out[i].data() + off, n);
+      if (m_mask) m_mask->apply(out[i].data() + off, std::size_t(n), off, i);
+    }
     if (!m_defences) continue;
-    if (m_answer_key) xor_keystream(out[i].data(), out[i].size(), 0, m_answer_key, i);
     // The answer does not stay in device memory a later allocation may get.
     fill_request poison;
     poison.kind = fill_kind::unwritten;
@@ -256,19 +278,21 @@ void point_runner::begin_canaries(std::uint64_t point_seed) {
 
 void point_runner::compare(point_kernel& k, const buffer_set& set, const answers& expected,
                            double atol, double rtol, int pattern, output_errors& e) {
-  std::vector<unsigned char> out, answer;
+  auto& out = m_chunk_read;
+  auto& answer = m_chunk_answer;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
     const std::size_t w = size_of(b.type);
     for (std::int64_t off = 0; off < b.count; off += k_compare_chunk) {
       const std::int64_t n = std::min(k_compare_chunk, b.count - off);
-      out.resize(std::size_t(n) * w);
-      m_backend->read(*set[i], std::uint64_t(off) * w, out.data(), out.size());
+      const std::size_t bytes = std::size_t(n) * w;
+      if (out.size() < bytes) out.resize(bytes);
+      m_backend->read(*set[i], std::uint64_t(off) * w, out.data(), bytes);
       const unsigned char* want = expected[i].data() + std::size_t(off) * w;
-      if (m_answer_key) {
-        answer.assign(want, want + out.size());
-        xor_keystream(answer.data(), answer.size(), std::uint64_t(off) * w, m_answer_key, i);
+      if (m_mask) {
+        if (answer.size() < bytes) answer.resize(bytes);
+        m_mask->apply(want, answer.data(), bytes, std::uint64_t(off) * w, i);
         want = answer.data();
       }
       compare_outputs(b.type, out.data(), want, n, std::uint64_t(off), atol, rtol, e, pattern);
@@ -284,6 +308,15 @@ std::vector<std::uint64_t> point_runner::input_hashes(point_kernel& k, const buf
     const auto& b = k.buffers()[i];
     // A kernel that writes to an input changes its hash.
     if (!b.output && !b.scratch) out[i] = m_backend->hash(*set[i], b.bytes());
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> point_runner::output_hashes(point_kernel& k, const buffer_set& set) {
+  std::vector<std::uint64_t> out(k.buffers().size(), 0);
+  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+    const auto& b = k.buffers()[i];
+    if (b.output) out[i] = m_backend->hash(*set[i], b.bytes());
   }
   return out;
 }
@@ -342,6 +375,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     if (known && cached != known->end()) {
       expected = cached->second;
     } else {
+      const phase_timer timer(m_phases.reference);
       expected = reference_answers(k, own);
       std::uint64_t bytes = 0;
       for (const auto& a : expected)
@@ -357,16 +391,22 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     // condition, and no timed sample can profit from it, each getting fresh inputs. Hashing
     // every trial cost more than the rest of a memory-bound kernel's verification.
     const bool hashed = m_defences && (trial == 0 || trial + 1 == trials);
-    const std::vector<std::uint64_t> inputs_before =
-        hashed ? input_hashes(k, own) : std::vector<std::uint64_t>();
+    std::vector<std::uint64_t> inputs_before;
+    if (hashed) {
+      const phase_timer timer(m_phases.hashes);
+      inputs_before = input_hashes(k, own);
+    }
     if (m_defences) m_backend->scrub_local_memory();  // nothing the reference left there
     // Timed as a sample is, so that timed samples far faster than verified launches show.
     const timed_sample s = m_backend->time_launches(kernel_role::candidate, [&] { k.launch(own); });
     if (s.valid && s.time_us > 0)
       v.launch_us = std::min(v.launch_us.value_or(s.time_us), s.time_us);
     m_backend->synchronize();
-    const std::vector<std::uint64_t> inputs_after =
-        hashed ? input_hashes(k, own) : std::vector<std::uint64_t>();
+    std::vector<std::uint64_t> inputs_after;
+    if (hashed) {
+      const phase_timer timer(m_phases.hashes);
+      inputs_after = input_hashes(k, own);
+    }
     for (std::size_t i = 0; i < inputs_before.size(); ++i) {
       const auto& b = k.buffers()[i];
       if (inputs_before[i] != inputs_after[i] &&
@@ -377,7 +417,10 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     }
     if (m_defences) check_canaries(k, own, outside);
     output_errors t;
-    compare(k, own, expected, atol, rtol, pattern, t);
+    {
+      const phase_timer timer(m_phases.compare);
+      compare(k, own, expected, atol, rtol, pattern, t);
+    }
     v.norm_rel_err = std::max(v.norm_rel_err, norm_relative_error(t));
     v.ref_near_zero = std::max(v.ref_near_zero, near_zero_share(t));
     norm_failed = norm_failed || (!t.wrong && fails_norm_test(t, rtol));
@@ -389,7 +432,10 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     ++v.trials;
     ++v.launches;
     if (t.wrong || norm_failed) break;  // one failing trial decides
-    if (trial >= trials - keep) kept->push_back({trial_seed, pattern, std::move(expected)});
+    if (trial >= trials - keep) {
+      const phase_timer timer(m_phases.hashes);
+      kept->push_back({trial_seed, pattern, std::move(expected), output_hashes(k, own)});
+    }
     for (const int after : extra_after) {
       if (after != trial) continue;
       if (m_defences) m_backend->scrub_local_memory();
@@ -506,9 +552,18 @@ class point_runner::timed_checks {
     }
   }
 
+  // A checked sample whose outputs hash as the verified launch's on the same inputs left them
+  // holds the same bits, which passed the same comparison: only one that differs (a kernel
+  // whose bits vary from launch to launch, atomics for one, or a wrong one) is read back and
+  // compared, element by element.
   void after() {
     if (!m_expected) return;
     m_runner.m_backend->synchronize();
+    if (m_runner.output_hashes(m_k, current()) == m_expected->verified) {
+      m_expected = nullptr;
+      ++m_checks;
+      return;
+    }
     output_errors e;
     m_runner.compare(m_k, current(), m_expected->expected, m_tolerances.atol, m_tolerances.rtol,
                      m_pattern, e);
@@ -593,6 +648,15 @@ class point_runner::timed_checks {
 };
 
 point_result point_runner::measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) {
+  m_phases = {};
+  const phase_timer whole(m_phases.total);
+  auto lap_start = std::chrono::steady_clock::now();
+  // The wall time since the last lap, added to `phase`.
+  auto lap = [&](double& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    phase += std::chrono::duration<double, std::milli>(now - lap_start).count();
+    lap_start = now;
+  };
   const host_block_cache::use blocks(m_host_blocks);
   const auto& spec = plan.spec();
   // A backend that runs no device code (the mock) makes simulated rows, failed ones included.
@@ -639,6 +703,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       m_local_owner = nullptr;
       arm_canaries(candidate, candidate.own_buffers());
     }
+    lap(m_phases.setup);
 
     point_result r;
     r.index = index;
@@ -649,6 +714,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     r.verification = m_backend->runs_device_code()
                          ? verify(candidate, spec, point_seed, defended ? &kept : nullptr)
                          : m_backend->simulate_verification(spec, instance);
+    lap(m_phases.verification);
     // Timed launches start from a module no verification launch touched.
     if (defended) candidate.load_fresh();
     init_inputs(candidate, point_seed);
@@ -659,9 +725,15 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     if (defended) {
       checks.emplace(*this, candidate, spec, point_seed, std::move(kept));
       kernels.push_back({[&] { candidate.launch(checks->current()); }, kernel_role::candidate});
-      kernels.back().before = [&](std::int64_t n, bool timed) { checks->before(n, timed); };
+      kernels.back().before = [&](std::int64_t n, bool timed) {
+        const phase_timer timer(m_phases.hooks);
+        checks->before(n, timed);
+      };
       kernels.back().before_bytes = buffer_bytes(candidate);
-      kernels.back().after = [&] { checks->after(); };
+      kernels.back().after = [&] {
+        const phase_timer timer(m_phases.hooks);
+        checks->after();
+      };
     } else {
       kernels.push_back(
           {[&, own = candidate.own_buffers()] { candidate.launch(own); }, kernel_role::candidate});
@@ -675,18 +747,21 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       // timed in the same state of the caches.
       if (checks) {
         kernels.back().before = [&](std::int64_t, bool) {
+          const phase_timer timer(m_phases.hooks);
           init_inputs(*baseline, mix64(point_seed ^ k_baseline_salt ^ ++baseline_samples));
         };
         kernels.back().before_bytes = buffer_bytes(*baseline);
       }
     }
     std::vector<sampling_result> sampled;
+    lap(m_phases.preparation);
     try {
       sampled = sample_interleaved(*m_backend, kernels, spec.timing);
     } catch (...) {
       if (baseline && kernels[1].threw) rethrow_for("fitness.baseline");
       throw;
     }
+    lap(m_phases.sampling);
     if (checks) {
       checks->check_last(kernels[0]);
       checks->report(r.verification);
@@ -697,6 +772,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
         fastest = std::min(fastest.value_or(kernels[0].single_us), kernels[0].single_us);
       }
     }
+    lap(m_phases.checks);
     const auto& main = sampled[0];
     if (main.samples_us.empty()) {
       return failed("internal",

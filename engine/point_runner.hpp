@@ -23,13 +23,14 @@
 // buffer sets at different addresses (one set where the device has no room for a second), and
 // before every sample, untimed, the set's inputs get fresh seeded values and its outputs an
 // unwritten pattern, so that no launch can reuse an earlier answer or tell a timed launch from
-// a verified one. Randomly drawn timed samples (up to two) and one more after the last timed
-// sample are checked: such a sample gets the inputs of one of the last verification trials,
-// whose reference answer verification kept, and its outputs are compared with that answer after
-// it ran; a mismatch is `timed_output_mismatch`. So no reference runs while the kernel is timed,
-// and the kernel cannot tell a checked sample: its module was loaded after verification, so it
-// has seen none of those inputs. A timed median far below the kernel's verification launches is
-// `faster_than_verification`.
+// a verified one. Randomly drawn timed samples (up to two) and one more after the last timed sample
+// are checked: such a sample gets the inputs of one of the last verification trials, whose
+// reference answer verification kept, and its outputs are compared with that answer after it ran
+// (where they hash as the verified launch on those inputs left them, they are the bits that passed,
+// and are not read back); a mismatch is `timed_output_mismatch`. So no reference runs while the
+// kernel is timed, and the kernel cannot tell a checked sample: its module was loaded after
+// verification, so it has seen none of those inputs. A timed median far below the kernel's
+// verification launches is `faster_than_verification`.
 //
 // Variants (a job with job_spec::variants): measure_all() measures every variant of the point
 // on this device, interleaved sample by sample (A/B/C/A/B/C...) so that drift affects them
@@ -42,9 +43,11 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/analysis.hpp"
+#include "engine/answer_mask.hpp"
 #include "engine/device_backend.hpp"
 #include "engine/engine.hpp"
 #include "engine/host_blocks.hpp"
@@ -53,6 +56,22 @@
 #include "engine/sample_loop.hpp"
 
 namespace kernelscan {
+
+// Where the wall time of the runner's last measure() went, in milliseconds (a point measured
+// with variants is not broken down). What the defences cost a point shows here: bench_defences
+// prints it beside a plain runner's.
+struct point_phases {
+  double setup = 0;         // resolving, allocating and compiling the kernels
+  double verification = 0;  // all of it, of which:
+  double reference = 0;     //   the reference's answers (copies, launch, read back, poisoned)
+  double hashes = 0;        //   the input hashes around the trials' launches
+  double compare = 0;       //   comparing the outputs with the answers
+  double preparation = 0;   // fresh module, timing inputs, the second buffer set
+  double sampling = 0;      // warm-up, batch decision and sampling, of which:
+  double hooks = 0;         //   the hooks between samples (fresh inputs, checked samples)
+  double checks = 0;        // the last checked sample and the canaries after sampling
+  double total = 0;
+};
 
 class point_runner : public engine {
  public:
@@ -73,6 +92,7 @@ class point_runner : public engine {
   bool needs_restart() const override { return !m_backend->usable(); }
 
   device_backend& backend() { return *m_backend; }
+  const point_phases& last_phases() const { return m_phases; }
 
  private:
   class timed_checks;
@@ -83,6 +103,9 @@ class point_runner : public engine {
     std::uint64_t seed = 0;
     int pattern = 0;
     answers expected;
+    // A hash of each output as the kernel's verified launch on these inputs left it (0 for the
+    // other buffers): a checked sample whose outputs hash alike holds the same bits, which passed.
+    std::vector<std::uint64_t> verified;
   };
   // The reference's answers of a point's trials, by point_kernel::reference_key() and the
   // trial's seed and pattern: variants with the same reference take them from the first.
@@ -117,6 +140,8 @@ class point_runner : public engine {
   // A hash of each buffer of `set` that is an input (not an output, not scratch); 0 for the
   // others. One entry per buffer.
   std::vector<std::uint64_t> input_hashes(point_kernel& k, const buffer_set& set);
+  // The same of each output.
+  std::vector<std::uint64_t> output_hashes(point_kernel& k, const buffer_set& set);
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);
@@ -142,16 +167,20 @@ class point_runner : public engine {
   analysis_context m_analysis;
   std::vector<unsigned char> m_canary;  // this point's canary pattern
   bool m_defences = true;
-  // With the defences, the reference's answers are kept on the host XORed with a keystream of
-  // this key, drawn at random when the runner starts: a kernel that shares the worker's address
-  // space (a CPU device) finds no plaintext answer to copy, and one it overwrote unmasks as
-  // noise. Each comparison unmasks a chunk at a time. 0: kept as they are.
-  std::uint64_t m_answer_key = 0;
+  // With the defences, the reference's answers are kept on the host XORed with the stream of a
+  // key drawn at random when the runner starts: a kernel that shares the worker's address space
+  // (a CPU device) finds no plaintext answer to copy, and one it overwrote unmasks as noise.
+  // Each comparison unmasks a chunk at a time. Without: kept as they are.
+  std::optional<answer_mask> m_mask;
   // The timed kernel whose launches ran last with the point's timed checks (timed_checks::before):
   // local memory may hold what they left, which is its own business but not another variant's.
   const timed_checks* m_local_owner = nullptr;
   // The host blocks of the reference's answers, recycled from point to point.
   host_block_cache m_host_blocks;
+  point_phases m_phases;
+  // compare()'s chunk of the outputs read back and of the answer unmasked, kept from comparison
+  // to comparison: fresh ones cost the host a page fault every 4 KiB.
+  std::vector<unsigned char> m_chunk_read, m_chunk_answer;
 };
 
 // Error types of failed points, from what a measurement threw.

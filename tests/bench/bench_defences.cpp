@@ -8,7 +8,9 @@
 // defended and the first plain runner's timed median (the median over rounds of the point's
 // median) and their ratio (target: within 1%), and the wall time per point (target: the defences
 // add at most 20%); each beside the control, the second plain runner against the first, which
-// shows how far two identical runners read apart in the same run.
+// shows how far two identical runners read apart in the same run. Then, per kernel, where the
+// defended and the first plain runner's wall time went (point_phases, median over rounds) and how
+// many samples each took.
 //
 //   build/tests/bench/bench_defences [rounds] [opencl|hip]
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "api/job_spec_codec.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/opencl/opencl_backend.hpp"
+#include "engine/point_runner.hpp"
 #if defined(KERNELSCAN_HAVE_GPU)
 #include "engine/hip/hip_engine.hpp"
 #endif
@@ -81,6 +84,31 @@ std::unique_ptr<kernelscan::engine> make_engine(const std::string& engine, bool 
   throw std::invalid_argument("no engine \"" + engine + "\" in this build (" + engines + ")");
 }
 
+// One runner's rounds of a kernel: the phases of each point and its samples.
+struct phase_rounds {
+  std::vector<kernelscan::point_phases> phases;
+  std::vector<double> samples;
+};
+
+// "  on: setup 1.0, verification 2.0 (...) ..." in milliseconds, medians over the rounds.
+void print_phases(const char* who, const phase_rounds& p) {
+  auto med = [&](double kernelscan::point_phases::*field) {
+    std::vector<double> v;
+    for (const auto& x : p.phases)
+      v.push_back(x.*field);
+    return median(v);
+  };
+  using kernelscan::point_phases;
+  std::printf(
+      "  %-4s setup %7.1f | verification %7.1f (reference %6.1f, hashes %5.1f, compare %6.1f) | "
+      "preparation %6.1f | sampling %7.1f (hooks %6.1f, %4.0f samples) | checks %6.1f | total "
+      "%7.1f ms\n",
+      who, med(&point_phases::setup), med(&point_phases::verification),
+      med(&point_phases::reference), med(&point_phases::hashes), med(&point_phases::compare),
+      med(&point_phases::preparation), med(&point_phases::sampling), med(&point_phases::hooks),
+      median(p.samples), med(&point_phases::checks), med(&point_phases::total));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +129,11 @@ int main(int argc, char** argv) {
               runners[0]->device().name.c_str(), rounds);
   std::printf("%-28s %12s %12s %7s %7s %12s %12s %7s %7s\n", "kernel", "median on", "median off",
               "ratio", "control", "wall/pt on", "wall/pt off", "ratio", "control");
+  std::vector<std::pair<const char*, phase_rounds[2]>> where(cases(engine == "hip").size());
+  std::size_t case_index = 0;
   for (const auto& c : cases(engine == "hip")) {
+    auto& [where_name, phases] = where[case_index++];
+    where_name = c.name;
     const auto limits = kernelscan::spec_limits::stored();
     const auto plan =
         kernelscan::compile_plan(kernelscan::parse_job_spec(c.spec, limits), limits.plan);
@@ -126,6 +158,11 @@ int main(int argc, char** argv) {
         }
         medians[i].push_back(r.time_us->median);
         walls[i].push_back(ms);
+        if (i < 2) {
+          phases[i].phases.push_back(
+              dynamic_cast<const kernelscan::point_runner&>(*runners[i]).last_phases());
+          phases[i].samples.push_back(double(r.samples));
+        }
       }
     }
     double m[3], w[3];
@@ -135,6 +172,12 @@ int main(int argc, char** argv) {
     }
     std::printf("%-28s %9.1f us %9.1f us %7.3f %7.3f %9.1f ms %9.1f ms %7.3f %7.3f\n", c.name, m[0],
                 m[1], m[0] / m[1], m[2] / m[1], w[0], w[1], w[0] / w[1], w[2] / w[1]);
+  }
+  std::printf("\nwhere the wall time per point went, defended (on) and plain (off), medians\n");
+  for (const auto& [name, phases] : where) {
+    std::printf("%s\n", name);
+    print_phases("on", phases[0]);
+    print_phases("off", phases[1]);
   }
   return 0;
 }

@@ -190,6 +190,62 @@ TEST(PointRunner, AKernelCorrectOnlyWhileVerifiedIsCaughtInItsTimedSamples) {
   EXPECT_EQ(r.fitness.combined_score, 0.0);
 }
 
+// Entries of `log` from `from` on that begin with `prefix`.
+std::size_t count_from(const std::vector<std::string>& log, std::size_t from,
+                       const std::string& prefix) {
+  return std::size_t(std::count_if(log.begin() + std::ptrdiff_t(std::min(from, log.size())),
+                                   log.end(),
+                                   [&](const std::string& e) { return e.starts_with(prefix); }));
+}
+
+// A checked timed sample of a kernel whose bits are the same every launch hashes as its verified
+// launch on the same inputs did: nothing is read back after verification (whose end the fresh
+// module marks), and it passes.
+TEST(PointRunner, ACheckedSampleWithTheVerifiedBitsIsNotReadBack) {
+  auto t = make_runner();
+  const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 5);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_GE(r.verification.timed_checks, 1);
+  EXPECT_EQ(r.verification.timed_failed, 0);
+  const auto& log = t.fake->log;
+  const std::size_t sampling = position(log, "compile_fresh scale");
+  ASSERT_LT(sampling, log.size());
+  EXPECT_GE(count_from(log, sampling, "hash "), std::size_t(r.verification.timed_checks));
+  EXPECT_EQ(count_from(log, sampling, "read "), 0u);
+  EXPECT_TRUE(r.fitness.correct);
+}
+
+// An honest kernel whose last bits differ from launch to launch (as with atomics) is within
+// tolerance but not bit for bit what its verified launch wrote: its checked samples are read
+// back and compared element by element, and pass.
+TEST(PointRunner, AKernelWhoseBitsVaryFromLaunchToLaunchIsComparedAndPasses) {
+  auto t = make_runner();
+  int launches = 0;
+  t.fake->kernels["scale_jitter"] = [&launches](const fake_backend::host_args& a) {
+    const float jitter = ++launches % 2 ? 1.0f : 1.0f + 1e-6f;
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]) * jitter;
+  };
+  // Over seeds, some checked samples land on the other parity than their verified launch.
+  std::size_t compared = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    t.fake->log.clear();
+    const auto r = t.runner.measure(plan_of(scale_job("scale_jitter")), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_EQ(r.verification.status, "passed") << r.verification.note;
+    EXPECT_GE(r.verification.timed_checks, 1);
+    EXPECT_EQ(r.verification.timed_failed, 0) << r.verification.note;
+    EXPECT_TRUE(r.flags.empty()) << r.flags.front();
+    compared +=
+        count_from(t.fake->log, position(t.fake->log, "compile_fresh scale_jitter"), "read ");
+  }
+  EXPECT_GT(compared, 0u);
+}
+
 // A kernel that computes its outputs right but also writes to an input: the inputs are checked
 // around every verification launch, so it is flagged and scores 0.
 TEST(PointRunner, AKernelWritingToItsInputIsFlagged) {
