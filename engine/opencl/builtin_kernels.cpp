@@ -43,12 +43,20 @@ __kernel void fill_random(__global T* p, long n, ulong seed) {
   }
 }
 
-/* A hash of n 64-bit words: work-item i folds words i, i + size, ... with one FNV-style step
-   each (a bijection of its state), and the host folds the work-items' hashes. */
-__kernel void hash_words(__global const ulong* p, long n, __global ulong* partial) {
+/* A hash of n 64-bit words: work-item i folds words i, i + size, ... (span 0: neighbouring
+   work-items read neighbouring words, as a GPU wants) or words [i * span, (i + 1) * span) (a CPU
+   device, whose work-items run one after another on a core, wants each reading its own run of
+   memory) with one FNV-style step each (a bijection of its state), and the host folds the
+   work-items' hashes. */
+__kernel void hash_words(__global const ulong* p, long n, __global ulong* partial, long span) {
   const long id = get_global_id(0);
   ulong h = 0xcbf29ce484222325UL ^ ((ulong)id * 0x9e3779b97f4a7c15UL);
-  for (long w = id; w < n; w += get_global_size(0)) h = (h ^ p[w]) * 0x100000001b3UL;
+  if (span > 0) {
+    const long end = min(n, (id + 1) * span);
+    for (long w = id * span; w < end; ++w) h = (h ^ p[w]) * 0x100000001b3UL;
+  } else {
+    for (long w = id; w < n; w += get_global_size(0)) h = (h ^ p[w]) * 0x100000001b3UL;
+  }
   partial[id] = h;
 }
 
