@@ -821,6 +821,7 @@ std::vector<point_result> point_runner::measure_all(const job_plan& plan, std::u
 
 std::vector<point_result> point_runner::measure_variants(const job_plan& plan, std::uint64_t index,
                                                          std::uint64_t seed) {
+  m_phases = {};  // verification's parts only (point_phases)
   const host_block_cache::use blocks(m_host_blocks);
   const auto& spec = plan.spec();
   const std::size_t count = plan.variant_count();

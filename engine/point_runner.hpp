@@ -57,9 +57,10 @@
 
 namespace kernelscan {
 
-// Where the wall time of the runner's last measure() went, in milliseconds (a point measured
-// with variants is not broken down). What the defences cost a point shows here: bench_defences
-// prints it beside a plain runner's.
+// Where the wall time of the runner's last measure() went, in milliseconds (after a point
+// measured with variants, only verification's reference, hashes and compare, summed over the
+// variants). What the defences cost a point shows here: bench_defences prints it beside a plain
+// runner's.
 struct point_phases {
   double setup = 0;         // resolving, allocating and compiling the kernels
   double verification = 0;  // all of it, of which:
