@@ -302,21 +302,14 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
   if (!answer.empty()) explicit_bzero(answer.data(), answer.size());
 }
 
-std::vector<std::uint64_t> point_runner::input_hashes(point_kernel& k, const buffer_set& set) {
+std::vector<std::uint64_t> point_runner::buffer_hashes(point_kernel& k, const buffer_set& set,
+                                                       hashed_buffers which) {
   std::vector<std::uint64_t> out(k.buffers().size(), 0);
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     // A kernel that writes to an input changes its hash.
-    if (!b.output && !b.scratch) out[i] = m_backend->hash(*set[i], b.bytes());
-  }
-  return out;
-}
-
-std::vector<std::uint64_t> point_runner::output_hashes(point_kernel& k, const buffer_set& set) {
-  std::vector<std::uint64_t> out(k.buffers().size(), 0);
-  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-    const auto& b = k.buffers()[i];
-    if (b.output) out[i] = m_backend->hash(*set[i], b.bytes());
+    const bool hashed = which == hashed_buffers::outputs ? b.output : !b.output && !b.scratch;
+    if (hashed) out[i] = m_backend->hash(*set[i], b.bytes());
   }
   return out;
 }
@@ -394,7 +387,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     std::vector<std::uint64_t> inputs_before;
     if (hashed) {
       const phase_timer timer(m_phases.hashes);
-      inputs_before = input_hashes(k, own);
+      inputs_before = buffer_hashes(k, own, hashed_buffers::inputs);
     }
     if (m_defences) m_backend->scrub_local_memory();  // nothing the reference left there
     // Timed as a sample is, so that timed samples far faster than verified launches show.
@@ -405,7 +398,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     std::vector<std::uint64_t> inputs_after;
     if (hashed) {
       const phase_timer timer(m_phases.hashes);
-      inputs_after = input_hashes(k, own);
+      inputs_after = buffer_hashes(k, own, hashed_buffers::inputs);
     }
     for (std::size_t i = 0; i < inputs_before.size(); ++i) {
       const auto& b = k.buffers()[i];
@@ -434,7 +427,8 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     if (t.wrong || norm_failed) break;  // one failing trial decides
     if (trial >= trials - keep) {
       const phase_timer timer(m_phases.hashes);
-      kept->push_back({trial_seed, pattern, std::move(expected), output_hashes(k, own)});
+      kept->push_back({trial_seed, pattern, std::move(expected),
+                       buffer_hashes(k, own, hashed_buffers::outputs)});
     }
     for (const int after : extra_after) {
       if (after != trial) continue;
@@ -559,7 +553,7 @@ class point_runner::timed_checks {
   void after() {
     if (!m_expected) return;
     m_runner.m_backend->synchronize();
-    if (m_runner.output_hashes(m_k, current()) == m_expected->verified) {
+    if (m_runner.buffer_hashes(m_k, current(), hashed_buffers::outputs) == m_expected->verified) {
       m_expected = nullptr;
       ++m_checks;
       return;

@@ -65,7 +65,8 @@ struct point_phases {
   double setup = 0;         // resolving, allocating and compiling the kernels
   double verification = 0;  // all of it, of which:
   double reference = 0;     //   the reference's answers (copies, launch, read back, poisoned)
-  double hashes = 0;        //   the input hashes around the trials' launches
+  double hashes = 0;        //   the input hashes around the trials' launches, the outputs' of
+                            //   the trials kept for checked samples
   double compare = 0;       //   comparing the outputs with the answers
   double preparation = 0;   // fresh module, timing inputs, the second buffer set
   double sampling = 0;      // warm-up, batch decision and sampling, of which:
@@ -138,11 +139,11 @@ class point_runner : public engine {
   void begin_canaries(std::uint64_t point_seed);
   void arm_canaries(point_kernel& k, const buffer_set& set);
   void check_canaries(point_kernel& k, const buffer_set& set, canary_hits& hits);
-  // A hash of each buffer of `set` that is an input (not an output, not scratch); 0 for the
-  // others. One entry per buffer.
-  std::vector<std::uint64_t> input_hashes(point_kernel& k, const buffer_set& set);
-  // The same of each output.
-  std::vector<std::uint64_t> output_hashes(point_kernel& k, const buffer_set& set);
+  // A hash of each buffer of `set` that is an input (not an output, not scratch) or of each
+  // output; 0 for the others. One entry per buffer.
+  enum class hashed_buffers { inputs, outputs };
+  std::vector<std::uint64_t> buffer_hashes(point_kernel& k, const buffer_set& set,
+                                           hashed_buffers which);
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);

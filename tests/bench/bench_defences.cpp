@@ -129,9 +129,10 @@ int main(int argc, char** argv) {
               runners[0]->device().name.c_str(), rounds);
   std::printf("%-28s %12s %12s %7s %7s %12s %12s %7s %7s\n", "kernel", "median on", "median off",
               "ratio", "control", "wall/pt on", "wall/pt off", "ratio", "control");
-  std::vector<std::pair<const char*, phase_rounds[2]>> where(cases(engine == "hip").size());
+  const std::vector<bench_case> all = cases(engine == "hip");
+  std::vector<std::pair<const char*, phase_rounds[2]>> where(all.size());
   std::size_t case_index = 0;
-  for (const auto& c : cases(engine == "hip")) {
+  for (const auto& c : all) {
     auto& [where_name, phases] = where[case_index++];
     where_name = c.name;
     const auto limits = kernelscan::spec_limits::stored();
