@@ -39,6 +39,17 @@ std::uint64_t answer_mask::period_word(std::uint64_t period, std::size_t buffer)
 
 void answer_mask::apply(const unsigned char* from, unsigned char* to, std::size_t size,
                         std::uint64_t offset, std::size_t buffer) const {
+  stream_into<false>(from, to, size, offset, buffer);
+}
+
+void answer_mask::keystream(unsigned char* to, std::size_t size, std::uint64_t offset,
+                            std::size_t buffer) const {
+  stream_into<true>(nullptr, to, size, offset, buffer);
+}
+
+template <bool FromZeros>
+void answer_mask::stream_into(const unsigned char* from, unsigned char* to, std::size_t size,
+                              std::uint64_t offset, std::size_t buffer) const {
   const std::uint64_t pad_mask = k_pad_words - 1;
   std::size_t i = 0;
   // Bytes one at a time from `i` up to `end`, within the word they fall in.
@@ -51,7 +62,7 @@ void answer_mask::apply(const unsigned char* from, unsigned char* to, std::size_
       unsigned char bytes[8];
       std::memcpy(bytes, &word, 8);
       for (std::uint64_t b = at % 8; b < 8 && i < end; ++b, ++i)
-        to[i] = from[i] ^ bytes[b];
+        to[i] = (FromZeros ? 0 : from[i]) ^ bytes[b];
     }
   };
   // Up to a word boundary of the answer, whole words a period of the pad at a time, then what
@@ -64,11 +75,11 @@ void answer_mask::apply(const unsigned char* from, unsigned char* to, std::size_
     const std::size_t words =
         std::min<std::size_t>((size - i) / 8, std::size_t(k_pad_words - (w & pad_mask)));
     const std::uint64_t* pad = m_pad.data() + (w & pad_mask);
-    const unsigned char* source = from + i;
     unsigned char* target = to + i;
+#pragma omp simd
     for (std::size_t j = 0; j < words; ++j) {
-      std::uint64_t x;
-      std::memcpy(&x, source + 8 * j, 8);
+      std::uint64_t x = 0;
+      if constexpr (!FromZeros) std::memcpy(&x, from + i + 8 * j, 8);
       x ^= pad[j] ^ tweak;
       std::memcpy(target + 8 * j, &x, 8);
     }

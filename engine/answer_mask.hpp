@@ -19,7 +19,7 @@ std::uint64_t random_answer_key();
 
 class answer_mask {
  public:
-  static constexpr int k_pad_bits = 17;  // a pad of 2^17 words, 1 MiB
+  static constexpr int k_pad_bits = 13;  // a pad of 2^13 words, 64 KiB
   explicit answer_mask(std::uint64_t key);
 
   // XORs bytes [offset, offset + size) of buffer `buffer`'s answer, at `data`, with their
@@ -32,11 +32,19 @@ class answer_mask {
   // apply() would be two.
   void apply(const unsigned char* from, unsigned char* to, std::size_t size, std::uint64_t offset,
              std::size_t buffer) const;
+  // The stream itself for those bytes, into `to`: what a comparison XORs the masked answer with
+  // element by element as it reads it, so that no pass over the answer writes it unmasked.
+  void keystream(unsigned char* to, std::size_t size, std::uint64_t offset,
+                 std::size_t buffer) const;
 
  private:
   // The word every word of period `period` of the pad in buffer `buffer`'s stream is XORed
   // with, as it is applied to memory (bytes in little-endian order).
   std::uint64_t period_word(std::uint64_t period, std::size_t buffer) const;
+  // apply(), or keystream() where `from` is null (the stream XORed with zeros).
+  template <bool FromZeros>
+  void stream_into(const unsigned char* from, unsigned char* to, std::size_t size,
+                   std::uint64_t offset, std::size_t buffer) const;
 
   std::uint64_t m_key;
   std::vector<std::uint64_t> m_pad;

@@ -1,9 +1,13 @@
 #include "engine/output_check.hpp"
 
+#include <string.h>
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace kernelscan {
@@ -69,31 +73,56 @@ void compare_exact(const unsigned char* o, const unsigned char* r, std::int64_t 
 // Elements per block of the vectorised comparison.
 constexpr std::int64_t k_block = 1024;
 
+// The unsigned integer of `Raw`'s size: an element's bits, as the keystream is XORed in.
+template <typename Raw>
+using bits_of = std::conditional_t<
+    sizeof(Raw) == 1, std::uint8_t,
+    std::conditional_t<sizeof(Raw) == 2, std::uint16_t,
+                       std::conditional_t<sizeof(Raw) == 4, std::uint32_t, std::uint64_t>>>;
+
+// Element `i` of the elements at `p`; with `Masked`, XORed with element `i` of the stream at
+// `key`.
+template <typename Raw, bool Masked>
+inline Raw load_element(const unsigned char* p, const unsigned char* key, std::int64_t i) {
+  bits_of<Raw> bits;
+  __builtin_memcpy(&bits, p + i * std::int64_t(sizeof bits), sizeof bits);
+  if constexpr (Masked) {
+    bits_of<Raw> k;
+    __builtin_memcpy(&k, key + i * std::int64_t(sizeof k), sizeof k);
+    bits ^= k;
+  }
+  return std::bit_cast<Raw>(bits);
+}
+
 // A block of `n` elements where, as is usual, every element passes: both values finite, the
 // output not the unwritten pattern, the difference within tolerance. Vectorised, its sums taken
 // in another order than one element at a time; it adds to the sums and maxima only where every
 // element passes, and otherwise returns false having changed nothing (compare_exact's case).
 // Where all pass, compare_exact would find the same: no element is unwritten or wrong, and an
-// equal pair adds nothing to what a difference of zero adds here.
-template <typename Raw, typename Decode>
+// equal pair adds nothing to what a difference of zero adds here. With `Masked`, the reference's
+// elements are XORed with the stream at `key` as they are read.
+template <typename Raw, bool Masked, typename Decode>
 KS_ALSO_FOR_AVX2 bool compare_passing(const unsigned char* o, const unsigned char* r,
-                                      std::int64_t n, double atol, double rtol, double floor,
-                                      bool floating, Raw unwritten, Decode decode, double& max_abs,
-                                      double& max_rel, double& sum_sq_diff, double& sum_sq_ref,
+                                      const unsigned char* key, std::int64_t n, double atol,
+                                      double rtol, double floor, bool floating, Raw unwritten,
+                                      Decode decode, double& max_abs, double& max_rel,
+                                      double& sum_sq_diff, double& sum_sq_ref,
                                       std::uint64_t& near_zero) {
   constexpr double largest = std::numeric_limits<double>::max();
+  const auto unwritten_bits = std::bit_cast<bits_of<Raw>>(unwritten);
   double block_abs = 0, block_rel = 0, diff = 0, ref = 0;
   std::uint64_t zeros = 0, irregular = 0;
 #pragma omp simd reduction(+ : diff, ref, zeros, irregular) reduction(max : block_abs, block_rel)
   for (std::int64_t i = 0; i < n; ++i) {
-    Raw ro, rr;
-    std::memcpy(&ro, o + i * std::int64_t(sizeof(Raw)), sizeof ro);
-    std::memcpy(&rr, r + i * std::int64_t(sizeof(Raw)), sizeof rr);
+    const Raw ro = load_element<Raw, false>(o, nullptr, i);
+    const Raw rr = load_element<Raw, Masked>(r, key, i);
     const double ov = decode(ro), rv = decode(rr);
     const double d = std::fabs(ov - rv), magnitude = std::fabs(rv);
-    // Every comparison with NaN is false: NaN and infinities are irregular.
-    const bool passes = std::fabs(ov) <= largest && magnitude <= largest &&
-                        d <= atol + rtol * magnitude && (floating || ro != unwritten);
+    // Every comparison with NaN is false: NaN and infinities are irregular. Bitwise `&` and
+    // the pattern's bits compared as integers, so that the loop has no branch to vectorise.
+    const bool passes = (std::fabs(ov) <= largest) & (magnitude <= largest) &
+                        (d <= atol + rtol * magnitude) &
+                        (floating | (std::bit_cast<bits_of<Raw>>(ro) != unwritten_bits));
     irregular += passes ? 0 : 1;
     zeros += magnitude <= atol ? 1 : 0;
     diff += d * d;
@@ -116,26 +145,47 @@ KS_ALSO_FOR_AVX2 bool compare_passing(const unsigned char* o, const unsigned cha
 // double. Inlined per type and summed in locals, so that a large output is compared at the speed
 // it is read back (a call per element and stores through `e` cost several times more): block by
 // block, vectorised where every element of a block passes, one element at a time where not.
+// A masked reference is unmasked as it is read: the block's keystream is drawn into `key` (in
+// the processor's cache), and only a block that does not pass is unmasked there whole for the
+// element-by-element comparison.
 template <typename Raw, typename Decode>
 void compare_typed(const unsigned char* o, const unsigned char* r, std::int64_t n,
                    std::uint64_t offset, double atol, double rtol, output_errors& e, bool floating,
-                   Raw unwritten, Decode decode) {
+                   Raw unwritten, Decode decode, const masked_answer* masked) {
   const double floor = rtol > 0 ? atol / rtol : 0;
   double max_abs = e.max_abs, max_rel = e.max_rel, sum_sq_diff = 0, sum_sq_ref = 0;
   std::uint64_t near_zero = 0, unwritten_count = 0, wrong = 0;
   std::uint64_t first_wrong = e.first_wrong;
+  alignas(64) unsigned char key[k_block * sizeof(Raw)];
   for (std::int64_t start = 0; start < n; start += k_block) {
     const std::int64_t count = std::min(k_block, n - start);
     const unsigned char* ob = o + start * std::int64_t(sizeof(Raw));
     const unsigned char* rb = r + start * std::int64_t(sizeof(Raw));
-    if (compare_passing<Raw>(ob, rb, count, atol, rtol, floor, floating, unwritten, decode, max_abs,
-                             max_rel, sum_sq_diff, sum_sq_ref, near_zero)) {
-      continue;
+    const std::size_t bytes = std::size_t(count) * sizeof(Raw);
+    bool passed;
+    if (masked) {
+      masked->mask->keystream(key, bytes, masked->byte_offset + std::uint64_t(start) * sizeof(Raw),
+                              masked->buffer);
+      passed =
+          compare_passing<Raw, true>(ob, rb, key, count, atol, rtol, floor, floating, unwritten,
+                                     decode, max_abs, max_rel, sum_sq_diff, sum_sq_ref, near_zero);
+      if (!passed) {
+        for (std::size_t b = 0; b < bytes; ++b)
+          key[b] ^= rb[b];
+        rb = key;
+      }
+    } else {
+      passed = compare_passing<Raw, false>(ob, rb, nullptr, count, atol, rtol, floor, floating,
+                                           unwritten, decode, max_abs, max_rel, sum_sq_diff,
+                                           sum_sq_ref, near_zero);
     }
+    if (passed) continue;
     compare_exact<Raw>(ob, rb, count, offset + std::uint64_t(start), atol, rtol, floor, floating,
                        unwritten, decode, max_abs, max_rel, sum_sq_diff, sum_sq_ref, near_zero,
                        unwritten_count, wrong, first_wrong);
   }
+  // The stream, and a block unmasked in its place, do not outlive the comparison.
+  if (masked) explicit_bzero(key, sizeof key);
   e.compared += std::uint64_t(std::max<std::int64_t>(n, 0));
   e.ref_near_zero += near_zero;
   e.unwritten += unwritten_count;
@@ -174,12 +224,12 @@ const float* f16_values() {
 }  // namespace
 
 void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
-                     std::uint64_t offset, double atol, double rtol, output_errors& e,
-                     int pattern) {
+                     std::uint64_t offset, double atol, double rtol, output_errors& e, int pattern,
+                     const masked_answer* masked) {
   const auto* o = static_cast<const unsigned char*>(out);
   const auto* r = static_cast<const unsigned char*>(ref);
   auto run = [&]<typename Raw>(Raw unwritten, auto decode) {
-    compare_typed<Raw>(o, r, n, offset, atol, rtol, e, is_floating(t), unwritten, decode);
+    compare_typed<Raw>(o, r, n, offset, atol, rtol, e, is_floating(t), unwritten, decode, masked);
   };
   switch (t) {
     case dtype::f64:

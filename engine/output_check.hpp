@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "engine/answer_mask.hpp"
 #include "engine/dtype.hpp"
 #include "engine/element.hpp"
 
@@ -40,11 +41,21 @@ double near_zero_share(const output_errors& e);
 // True when the outputs fail the norm test: norm_relative_error(e) > rtol.
 bool fails_norm_test(const output_errors& e, double rtol);
 
+// A reference's answer kept masked (answer_mask.hpp): `ref` holds bytes [byte_offset, ...) of
+// buffer `buffer`'s masked answer.
+struct masked_answer {
+  const answer_mask* mask = nullptr;
+  std::size_t buffer = 0;
+  std::uint64_t byte_offset = 0;
+};
+
 // Adds `n` elements of type `t` starting at element `offset` of the output. `out` and `ref`
 // hold them as the device stores them.
 // `pattern`: the unwritten pattern the output held before the run (element.hpp).
+// `masked`: `ref` is masked so; each element is unmasked as it is compared, and no unmasked copy
+// of the answer outlives the call.
 void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
                      std::uint64_t offset, double atol, double rtol, output_errors& e,
-                     int pattern = 0);
+                     int pattern = 0, const masked_answer* masked = nullptr);
 
 }  // namespace kernelscan

@@ -1,7 +1,5 @@
 #include "engine/point_runner.hpp"
 
-#include <string.h>
-
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -279,7 +277,6 @@ void point_runner::begin_canaries(std::uint64_t point_seed) {
 void point_runner::compare(point_kernel& k, const buffer_set& set, const answers& expected,
                            double atol, double rtol, int pattern, output_errors& e) {
   auto& out = m_chunk_read;
-  auto& answer = m_chunk_answer;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
@@ -290,16 +287,12 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
       if (out.size() < bytes) out.resize(bytes);
       m_backend->read(*set[i], std::uint64_t(off) * w, out.data(), bytes);
       const unsigned char* want = expected[i].data() + std::size_t(off) * w;
-      if (m_mask) {
-        if (answer.size() < bytes) answer.resize(bytes);
-        m_mask->apply(want, answer.data(), bytes, std::uint64_t(off) * w, i);
-        want = answer.data();
-      }
-      compare_outputs(b.type, out.data(), want, n, std::uint64_t(off), atol, rtol, e, pattern);
+      // A kept answer is masked; it is unmasked element by element as it is compared.
+      const masked_answer masked{m_mask ? &*m_mask : nullptr, i, std::uint64_t(off) * w};
+      compare_outputs(b.type, out.data(), want, n, std::uint64_t(off), atol, rtol, e, pattern,
+                      m_mask ? &masked : nullptr);
     }
   }
-  // The unmasked chunk does not outlive the comparison.
-  if (!answer.empty()) explicit_bzero(answer.data(), answer.size());
 }
 
 std::vector<std::uint64_t> point_runner::buffer_hashes(point_kernel& k, const buffer_set& set,

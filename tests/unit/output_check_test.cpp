@@ -192,6 +192,34 @@ TEST(OutputCheck, EveryDtypeAgreesWithTheElementWiseDefinition) {
       EXPECT_PRED2(rounding_apart, fast.sum_sq_diff, e.sum_sq_diff);
       EXPECT_PRED2(rounding_apart, fast.sum_sq_ref, e.sum_sq_ref);
       EXPECT_GT(e.sum_sq_diff, 0);
+
+      // The same answer kept masked, its bytes placed across a period of the pad and off the
+      // pad's word boundaries: unmasked as it is compared, it finds exactly the same.
+      const std::uint64_t at = (std::uint64_t(8) << answer_mask::k_pad_bits) - 4099 * w;
+      const answer_mask mask(0x5eed ^ std::uint64_t(t));
+      std::vector<unsigned char> kept = ref;
+      mask.apply(kept.data(), kept.size(), at, 3);
+      ASSERT_NE(kept, ref);
+      const std::vector<unsigned char> kept_before = kept;
+      const masked_answer masked{&mask, 3, at};
+      output_errors unmasked;
+      compare_outputs(t, out.data(), kept.data(), n, 100, 1e-3, 1e-3, unmasked, pattern, &masked);
+      EXPECT_EQ(kept, kept_before);  // read, not unmasked in place
+      EXPECT_EQ(unmasked.compared, fast.compared);
+      EXPECT_EQ(unmasked.ref_near_zero, fast.ref_near_zero);
+      EXPECT_EQ(unmasked.unwritten, fast.unwritten);
+      EXPECT_EQ(unmasked.wrong, fast.wrong);
+      EXPECT_EQ(unmasked.first_wrong, fast.first_wrong);
+      EXPECT_EQ(unmasked.max_abs, fast.max_abs);
+      EXPECT_EQ(unmasked.max_rel, fast.max_rel);
+      EXPECT_EQ(unmasked.sum_sq_diff, fast.sum_sq_diff);
+      EXPECT_EQ(unmasked.sum_sq_ref, fast.sum_sq_ref);
+      // Under another buffer's stream the answer unmasks as noise.
+      output_errors noise;
+      const masked_answer wrong_buffer{&mask, 4, at};
+      compare_outputs(t, out.data(), kept.data(), n, 100, 1e-3, 1e-3, noise, pattern,
+                      &wrong_buffer);
+      EXPECT_GT(noise.wrong, fast.wrong);
     }
   }
 }
