@@ -37,6 +37,13 @@ std::uint64_t answer_mask::period_word(std::uint64_t period, std::size_t buffer)
   return little_endian(mix64(m_key ^ mix64(k_answer_mask_salt + buffer) ^ mix64(period + 1)));
 }
 
+std::vector<std::uint64_t> answer_mask::periods(std::uint64_t words, std::size_t buffer) const {
+  std::vector<std::uint64_t> out((words + k_pad_words - 1) / k_pad_words);
+  for (std::uint64_t p = 0; p < out.size(); ++p)
+    out[p] = period_word(p, buffer);
+  return out;
+}
+
 void answer_mask::apply(const unsigned char* from, unsigned char* to, std::size_t size,
                         std::uint64_t offset, std::size_t buffer) const {
   stream_into<false>(from, to, size, offset, buffer);

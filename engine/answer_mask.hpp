@@ -32,6 +32,11 @@ class answer_mask {
   // apply() would be two.
   void apply(const unsigned char* from, unsigned char* to, std::size_t size, std::uint64_t offset,
              std::size_t buffer) const;
+  // The stream as a device applies it to the first `words` 64-bit words of buffer `buffer`'s
+  // answer (device_backend::xor_keystream): word j is XORed with pad()[j % pad().size()] ^
+  // periods(...)[j / pad().size()]. Both hold words as they lie in memory.
+  const std::vector<std::uint64_t>& pad() const { return m_pad; }
+  std::vector<std::uint64_t> periods(std::uint64_t words, std::size_t buffer) const;
   // The stream itself for those bytes, into `to`: what a comparison XORs the masked answer with
   // element by element as it reads it, so that no pass over the answer writes it unmasked.
   void keystream(unsigned char* to, std::size_t size, std::uint64_t offset,

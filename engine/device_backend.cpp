@@ -71,6 +71,20 @@ std::uint64_t device_backend::hash(const device_buffer& b, std::uint64_t bytes) 
   return mix64(lanes[0] ^ mix64(lanes[1] ^ mix64(lanes[2] ^ mix64(lanes[3]))));
 }
 
+void device_backend::xor_keystream(const device_buffer& b, std::uint64_t words,
+                                   const device_buffer& pad, std::uint64_t pad_words,
+                                   const device_buffer& periods) {
+  if (words == 0) return;
+  const std::uint64_t period_count = (words + pad_words - 1) / pad_words;
+  std::vector<std::uint64_t> stream(pad_words), tweak(period_count), data(words);
+  read(pad, 0, stream.data(), pad_words * 8);
+  read(periods, 0, tweak.data(), period_count * 8);
+  read(b, 0, data.data(), words * 8);
+  for (std::uint64_t j = 0; j < words; ++j)
+    data[j] ^= stream[j & (pad_words - 1)] ^ tweak[j / pad_words];
+  write(b, 0, data.data(), words * 8);
+}
+
 std::uint64_t device_backend::hash_by_words(
     const device_buffer& b, std::uint64_t bytes,
     const std::function<std::vector<std::uint64_t>(std::int64_t words, std::int64_t threads)>&

@@ -233,6 +233,14 @@ class device_backend {
   // compute it its own way: on the device, where reading the buffer back would cost more. The
   // default reads it back and hashes it on the host.
   virtual std::uint64_t hash(const device_buffer& b, std::uint64_t bytes);
+  // XORs the first `words` 64-bit words of `b` with a keystream (enqueued): word j with
+  // pad[j % pad_words] ^ periods[j / pad_words], where `pad` holds `pad_words` words (a power of
+  // two) and `periods` a word per period of the pad (answer_mask.hpp). The point runner masks the
+  // reference's answer so before reading it back: the host never holds it in the clear, and the
+  // read needs no pass of its own over it. The default reads the words back, XORs them on the
+  // host and writes them (a backend that runs no device code of its own).
+  virtual void xor_keystream(const device_buffer& b, std::uint64_t words, const device_buffer& pad,
+                             std::uint64_t pad_words, const device_buffer& periods);
 
   // --- kernels (enqueued; errors of the launch itself are thrown, errors of the kernel's run
   // surface at the next wait)

@@ -208,24 +208,41 @@ point_runner::answers point_runner::reference_answers(point_kernel& k, const buf
   } catch (...) {
     rethrow_for("kernel.reference");
   }
+  // The keystream's pad on the device while the answers are masked there, poisoned after.
+  std::optional<device_buffer> pad;
+  if (m_mask) {
+    pad.emplace(m_backend->allocate(m_mask->pad().size() * 8));
+    m_backend->write(*pad, 0, m_mask->pad().data(), m_mask->pad().size() * 8);
+  }
+  fill_request poison;
+  poison.kind = fill_kind::unwritten;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
     out[i].resize(b.bytes());
-    // Read and masked a chunk at a time, each masked while it is in the processor's cache.
-    const std::uint64_t chunk = std::uint64_t(k_compare_chunk) * size_of(b.type);
-    for (std::uint64_t off = 0; off < b.bytes(); off += chunk) {
-      const std::uint64_t n = std::min(chunk, b.bytes() - off);
-      m_backend->read(*ref[i], off, out[i].data() + off, n);
-      if (m_mask) m_mask->apply(out[i].data() + off, std::size_t(n), off, i);
+    // Masked on the device, whole words there and the bytes past the last on the host.
+    const std::uint64_t words = m_mask ? b.bytes() / 8 : 0;
+    if (words) {
+      const auto periods = m_mask->periods(words, i);
+      const device_buffer tweaks = m_backend->allocate(periods.size() * 8);
+      m_backend->write(tweaks, 0, periods.data(), periods.size() * 8);
+      m_backend->xor_keystream(*ref[i], words, *pad, m_mask->pad().size(), tweaks);
+      poison.type = dtype::i64;
+      poison.count = std::int64_t(periods.size());
+      m_backend->fill(tweaks, poison);
     }
+    m_backend->read(*ref[i], 0, out[i].data(), b.bytes());
+    if (m_mask) m_mask->apply(out[i].data() + words * 8, b.bytes() - words * 8, words * 8, i);
     if (!m_defences) continue;
     // The answer does not stay in device memory a later allocation may get.
-    fill_request poison;
-    poison.kind = fill_kind::unwritten;
     poison.type = b.type;
     poison.count = b.count;
     m_backend->fill(*ref[i], poison);
+  }
+  if (pad) {
+    poison.type = dtype::i64;
+    poison.count = std::int64_t(m_mask->pad().size());
+    m_backend->fill(*pad, poison);
   }
   return out;
 }

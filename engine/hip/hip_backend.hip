@@ -215,6 +215,11 @@ class hip_backend final : public device_backend {
       return partial;
     });
   }
+  void xor_keystream(const device_buffer& b, std::uint64_t words, const device_buffer& pad,
+                     std::uint64_t pad_words, const device_buffer& periods) override {
+    gpu::xor_keystream(ptr(&b), std::int64_t(words), ptr(&pad), std::int64_t(pad_words),
+                       ptr(&periods), s());
+  }
   void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
     check(hipMemcpyAsync(ptr(&dst), ptr(&src), bytes, hipMemcpyDeviceToDevice, s()),
           "copying on the device");

@@ -2,6 +2,7 @@
 // runtime.hpp, and the clock read of the blocking kernel, differ between platforms.
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 
@@ -385,6 +386,14 @@ __global__ void hash_words_kernel(const std::uint64_t* p, std::int64_t n, std::u
   partial[id] = h;
 }
 
+__global__ void xor_keystream_kernel(std::uint64_t* p, std::int64_t n, const std::uint64_t* pad,
+                                     int pad_bits, const std::uint64_t* periods) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  const std::int64_t pad_mask = (std::int64_t(1) << pad_bits) - 1;
+  for (std::int64_t w = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; w < n; w += stride)
+    p[w] ^= pad[w & pad_mask] ^ periods[w >> pad_bits];
+}
+
 // Partials j, j + k_hash_partials, ... of `n` mixed into partial[j], in place: thread j alone
 // reads and writes the partials of its residue.
 __global__ void fold_partials_kernel(std::uint64_t* partial, std::int64_t n) {
@@ -428,6 +437,16 @@ void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::
   fold_partials_kernel<<<unsigned((k_hash_partials + k_block - 1) / k_block), k_block, 0, s>>>(
       partial, threads);
   launched("hash_words (folding)");
+}
+
+void xor_keystream(void* p, std::int64_t words, const void* pad, std::int64_t pad_words,
+                   const void* periods, hipStream_t s) {
+  if (words <= 0) return;
+  clear_last_error();
+  xor_keystream_kernel<<<grid_for(words), k_block, 0, s>>>(
+      static_cast<std::uint64_t*>(p), words, static_cast<const std::uint64_t*>(pad),
+      std::countr_zero(std::uint64_t(pad_words)), static_cast<const std::uint64_t*>(periods));
+  launched("xor_keystream");
 }
 
 void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipStream_t s) {

@@ -30,6 +30,12 @@ inline constexpr std::int64_t k_hash_partials = 256;
 void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::int64_t threads,
                 hipStream_t s);
 
+// Word j of the `words` 64-bit words at `p` (8-byte aligned) XORed with
+// pad[j % pad_words] ^ periods[j / pad_words] (device_backend::xor_keystream); `pad_words` is a
+// power of two.
+void xor_keystream(void* p, std::int64_t words, const void* pad, std::int64_t pad_words,
+                   const void* periods, hipStream_t s);
+
 // copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c, over n elements.
 void stream_op(stream_variant v, dtype t, std::int64_t n, double scalar, void* a, void* b, void* c,
                hipStream_t s);

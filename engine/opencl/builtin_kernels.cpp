@@ -60,6 +60,21 @@ __kernel void hash_words(__global const ulong* p, long n, __global ulong* partia
   partial[id] = h;
 }
 
+/* Word w of n 64-bit words XORed with pad[w & (2^pad_bits - 1)] ^ periods[w >> pad_bits] (the
+   answer mask's keystream); the words strided or in runs of `span` as hash_words reads them. */
+__kernel void xor_keystream(__global ulong* p, long n, __global const ulong* pad, int pad_bits,
+                            __global const ulong* periods, long span) {
+  const long id = get_global_id(0);
+  const long pad_mask = ((long)1 << pad_bits) - 1;
+  if (span > 0) {
+    const long end = min(n, (id + 1) * span);
+    for (long w = id * span; w < end; ++w) p[w] ^= pad[w & pad_mask] ^ periods[w >> pad_bits];
+  } else {
+    for (long w = id; w < n; w += get_global_size(0))
+      p[w] ^= pad[w & pad_mask] ^ periods[w >> pad_bits];
+  }
+}
+
 __kernel void fill_arange(__global T* p, long n) {
   for (long i = get_global_id(0); i < n; i += get_global_size(0)) STORE(p, i, (ACC)i);
 }

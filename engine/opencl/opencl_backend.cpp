@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -302,6 +303,8 @@ class opencl_backend final : public device_backend {
           "copying on the device", cl_phase::enqueue);
   }
   std::uint64_t hash(const device_buffer& b, std::uint64_t bytes) override;
+  void xor_keystream(const device_buffer& b, std::uint64_t words, const device_buffer& pad,
+                     std::uint64_t pad_words, const device_buffer& periods) override;
   // Through the parent buffer, whose bytes around the sub-buffer are the guards.
   void write_guard(const device_buffer& b, guard_side side, const void* src) override {
     if (!b.guard()) return;
@@ -650,6 +653,26 @@ std::uint64_t opencl_backend::hash(const device_buffer& b, std::uint64_t bytes) 
           "reading the hash", cl_phase::wait);
     return partial;
   });
+}
+
+// On the device, strided or in runs as the hash reads words.
+void opencl_backend::xor_keystream(const device_buffer& b, std::uint64_t words,
+                                   const device_buffer& pad, std::uint64_t pad_words,
+                                   const device_buffer& periods) {
+  if (words == 0) return;
+  cl_kernel k = builtin(dtype::f32, "xor_keystream");
+  arg(k, 0, mem(&b), "masking");
+  arg(k, 1, cl_long(words), "masking");
+  arg(k, 2, mem(&pad), "masking");
+  arg(k, 3, cl_int(std::countr_zero(pad_words)), "masking");
+  arg(k, 4, mem(&periods), "masking");
+  const bool cpu = m_info.type == "cpu";
+  const std::int64_t most = cpu ? k_word_hash_threads : k_max_groups * k_block;
+  const std::size_t threads = round_up(std::min<std::int64_t>(std::int64_t(words), most), k_block);
+  const cl_long span = cpu ? cl_long((words + threads - 1) / threads) : cl_long(0);
+  arg(k, 5, span, "masking");
+  const std::size_t local = k_block;
+  run(k, 1, &threads, &local, "xor_keystream");
 }
 
 void opencl_backend::stream(const stream_call& call) {

@@ -2,6 +2,7 @@
 // daemon. Its local memory scrub leaves nothing of one launch's shared memory to the next, in
 // all of it: a kernel taking as much dynamic shared memory as a block may have (on an H100 or
 // H200, 227 KiB of an SM's 228) finds no word of the mark the launch before left anywhere in it.
+// Its keystream kernel masks the reference's answer exactly as the host unmasks it.
 //
 // Label `device_gpu`: on a machine without a GPU it skips, unless KERNELSCAN_REQUIRE_GPU=1 says it
 // must run. Whether there is one is asked in a child process (a HIP runtime may abort the
@@ -18,6 +19,7 @@
 #include "engine/hip/hip_engine.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/point_runner.hpp"
+#include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
 
@@ -127,6 +129,11 @@ TEST_F(GpuBackend, TheSharedMemoryScrubLeavesNoMarkAnywhereInAUnitsSharedMemory)
     return;
   }
   FAIL() << "the device launched none of the sizes";
+}
+
+// The answer mask's keystream applied by the device kernel is the one the host applies.
+TEST_F(GpuBackend, TheDeviceKeystreamIsTheAnswerMasks) {
+  testing::expect_device_keystream_is_the_masks(backend());
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
 #include "tests/support/axpy_spec.hpp"
+#include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
 
@@ -301,6 +302,11 @@ TEST_F(OpenClBackend, TheDeviceHashSeesEveryByteItCovers) {
   std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
   backend().write(b, 0, swapped.data(), 16);
   EXPECT_NE(backend().hash(b, bytes), h);
+}
+
+// The answer mask's keystream applied on the device is the one the host applies.
+TEST_F(OpenClBackend, TheDeviceKeystreamIsTheAnswerMasks) {
+  testing::expect_device_keystream_is_the_masks(backend());
 }
 
 }  // namespace

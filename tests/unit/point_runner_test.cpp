@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -633,6 +634,53 @@ TEST(PointRunner, TheReferencesAnswerIsPoisonedAndTimingUsesAFreshModule) {
   // of timing proper.
   EXPECT_LT(position(log, "sample candidate"), fresh);
   EXPECT_LT(fresh, position(log, "sample candidate", fresh));
+}
+
+// The reference's answer is masked on the device before it is read back: the host never holds
+// it in the clear, and the kernel, checked against it, passes all the same.
+TEST(PointRunner, TheReferencesAnswerIsMaskedOnTheDeviceBeforeTheHostReadsIt) {
+  auto t = make_runner();
+  const auto r = t.runner.measure(plan_of(axpy_job("axpy", 1001, 2)), 0, 5);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  const auto& log = t.fake->log;
+  std::size_t masked = 0;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    if (log[i].rfind("copy 2 ", 0) != 0) continue;
+    const std::string copy = log[i].substr(log[i].rfind(' ') + 1);
+    const std::size_t reference = position(log, "launch axpy", i);
+    const std::size_t xored = position(log, "xor_keystream " + copy, reference);
+    const std::size_t read = position(log, "read " + copy, reference);
+    ASSERT_LT(read, log.size());
+    EXPECT_LT(xored, read);
+    ++masked;
+  }
+  EXPECT_GE(masked, 2u);
+  // The last answer, as the reference left it and as the host got it: whole words differ
+  // (1001 f32 are 500 words and 4 bytes past them, masked on the host).
+  ASSERT_FALSE(t.fake->plain_before_xor.empty());
+  for (const auto& [h, plain] : t.fake->plain_before_xor) {
+    ASSERT_EQ(plain.size(), 500u * 8);
+    const auto& got = t.fake->first_read.at(h);
+    ASSERT_EQ(got.size(), 1001u * 4);
+    std::size_t same_words = 0;
+    for (std::size_t w = 0; w < 500; ++w)
+      same_words += std::memcmp(plain.data() + 8 * w, got.data() + 8 * w, 8) == 0 ? 1 : 0;
+    EXPECT_LE(same_words, 1u);
+  }
+}
+
+// Without the defences nothing is masked.
+TEST(PointRunner, APlainRunnerReadsTheAnswerUnmasked) {
+  auto f = std::make_unique<fake_backend>();
+  f->kernels = make_runner().fake->kernels;
+  fake_backend* fake = f.get();
+  point_runner plain(std::move(f), false);
+  const auto r = plain.measure(plan_of(axpy_job("axpy", 1001, 2)), 0, 5);
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_TRUE(std::none_of(fake->log.begin(), fake->log.end(),
+                           [](const std::string& e) { return e.rfind("xor_keystream", 0) == 0; }));
+  EXPECT_TRUE(fake->plain_before_xor.empty());
 }
 
 TEST(PointRunner, TimedLaunchesAlternateTwoBufferSetsWithFreshInputs) {
