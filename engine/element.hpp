@@ -4,6 +4,7 @@
 // binary16 and bf16 the upper half of an f32, both rounded to nearest even; integers take a
 // double as a C cast does (toward zero). Pure functions; thread-safe.
 
+#include <bit>
 #include <cstdint>
 
 #include "engine/dtype.hpp"
@@ -19,6 +20,16 @@ inline constexpr unsigned char k_unwritten_byte_alt = 0x5a;
 
 double decode_f16(std::uint16_t bits);
 double decode_bf16(std::uint16_t bits);
+// decode_f16 without a branch or a table, so that a loop of it vectorises: the magnitude's bits
+// moved into an f32's and scaled by 2^112 (exact, subnormals included), infinities and NaN given
+// an f32's all-ones exponent, then the sign.
+inline float f16_to_float(std::uint16_t bits) {
+  const std::uint32_t magnitude = std::uint32_t(bits & 0x7fffu) << 13;
+  const std::uint32_t finite =
+      std::bit_cast<std::uint32_t>(std::bit_cast<float>(magnitude) * 0x1p112f);
+  const std::uint32_t value = magnitude >= (0x7c00u << 13) ? (magnitude | 0x7f800000u) : finite;
+  return std::bit_cast<float>(value | std::uint32_t(bits & 0x8000u) << 16);
+}
 std::uint16_t encode_f16(float v);
 std::uint16_t encode_bf16(float v);
 

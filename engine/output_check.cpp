@@ -8,7 +8,6 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 namespace kernelscan {
 
@@ -210,17 +209,6 @@ Raw unwritten_raw(dtype t, int pattern) {
 template <typename Raw>
 auto as_double = [](Raw v) { return double(v); };
 
-// Every f16 value as a float (exact: each f16 is one), so that decoding an element is a load.
-const float* f16_values() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(std::size_t(1) << 16);
-    for (std::size_t bits = 0; bits < t.size(); ++bits)
-      t[bits] = float(decode_f16(std::uint16_t(bits)));
-    return t;
-  }();
-  return table.data();
-}
-
 }  // namespace
 
 void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
@@ -238,7 +226,7 @@ void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
       return run(unwritten_raw<float>(t, pattern), as_double<float>);
     case dtype::f16:
       return run(unwritten_raw<std::uint16_t>(t, pattern),
-                 [values = f16_values()](std::uint16_t bits) { return double(values[bits]); });
+                 [](std::uint16_t bits) { return double(f16_to_float(bits)); });
     case dtype::bf16:
       return run(unwritten_raw<std::uint16_t>(t, pattern), decode_bf16);
     case dtype::i64:

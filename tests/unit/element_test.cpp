@@ -32,6 +32,21 @@ TEST(Element, F16RoundsToNearestEvenAndDecodesBack) {
   }
 }
 
+// The branch-free decoding the output comparison vectorises is decode_f16 for all 65,536 values:
+// subnormals, infinities, NaN (any payload, either sign) and negative zero included.
+TEST(Element, TheBranchFreeF16DecodingIsDecodeF16) {
+  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const double want = decode_f16(std::uint16_t(bits));
+    const float got = f16_to_float(std::uint16_t(bits));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << std::hex << bits;
+    } else {
+      ASSERT_EQ(double(got), want) << std::hex << bits;
+      ASSERT_EQ(std::signbit(got), std::signbit(want)) << std::hex << bits;
+    }
+  }
+}
+
 TEST(Element, Bf16RoundsToNearestEven) {
   EXPECT_EQ(encode_bf16(1.0f), 0x3f80);
   EXPECT_EQ(encode_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // halfway, even below
