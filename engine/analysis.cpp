@@ -139,9 +139,11 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
     }
     if (speedup && speedup->speedup > k_excessive_speedup) add_flag(r.flags, "excessive_speedup");
     const auto& verified_us = r.verification.launch_us;
-    // Long enough, or batched (analysis.hpp).
-    if (verified_us && (*verified_us >= k_verification_launch_min_us || r.batch > 1) &&
-        median < *verified_us * k_faster_than_verification) {
+    // Batched, or long enough and read from the memory verification's launches read from
+    // (analysis.hpp).
+    const bool comparable =
+        r.batch > 1 || (verified_us && *verified_us >= k_verification_launch_min_us && from_dram);
+    if (verified_us && comparable && median < *verified_us * k_faster_than_verification) {
       add_flag(r.flags, "faster_than_verification");
     }
     r.advice = advise(*r.metrics, k, r.l2);

@@ -40,9 +40,13 @@ double narrow_arithmetic_error(dtype out_type);
 inline constexpr double k_excessive_speedup = 10.0;
 // A timed median below this share of the fastest verification launch is flagged
 // (faster_than_verification, a warning): the kernel ran far faster unwatched. Only for launches
-// long enough that clocks and launch latency cannot explain it, or for batched samples, whose
-// launches run back to back on one set of inputs: a batch is never four times faster per
-// launch than the same kernel launched alone, unless it skips work after its first launch.
+// long enough that clocks and launch latency cannot explain it and timed with their bytes where
+// verification's were (from DRAM: cold caches, or a working set larger than them; a verification
+// launch follows fresh inputs and a scrub of local memory, which on a CPU device evicts the
+// caches, so against hot samples of a working set the caches hold an honest launch alone may
+// well be four times slower), or for batched samples, whose launches run back to back on one
+// set of inputs: a batch is never four times faster per launch than the same kernel launched
+// alone, unless it skips work after its first launch.
 inline constexpr double k_faster_than_verification = 0.25;
 inline constexpr double k_verification_launch_min_us = 50;
 

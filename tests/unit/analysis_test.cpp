@@ -152,6 +152,39 @@ TEST(Analysis, HotCachesMayBeatDramBandwidthButColdOnesMayNot) {
   EXPECT_TRUE(has(cold.flags, "faster_than_roofline"));
 }
 
+// A lone launch far faster timed than verified is flagged where both read their bytes from
+// DRAM; timed hot on a working set the caches hold, it is compared with launches that found the
+// caches cold, and is not.
+TEST(Analysis, FasterThanVerificationComparesLaunchesThatReadTheSameMemory) {
+  const auto ctx = mi300x();
+  const kernel_instance small = triad(1 << 16);  // 786 KB: fits in the caches
+  auto cold = at(100, l2_mode::cold);
+  cold.verification.launch_us = 500;
+  analyse_point(cold, small, {}, ctx, std::nullopt);
+  EXPECT_TRUE(has(cold.flags, "faster_than_verification"));
+  auto hot = at(100, l2_mode::hot);
+  hot.verification.launch_us = 500;
+  analyse_point(hot, small, {}, ctx, std::nullopt);
+  EXPECT_FALSE(has(hot.flags, "faster_than_verification"));
+  // Hot, but a working set larger than the caches: from DRAM either way.
+  const kernel_instance large = triad(std::int64_t(1) << 26);  // 1.6 GB
+  auto big = at(1e5, l2_mode::hot);
+  big.verification.launch_us = 5e5;
+  analyse_point(big, large, {}, ctx, std::nullopt);
+  EXPECT_TRUE(has(big.flags, "faster_than_verification"));
+  // Batched hot samples are compared all the same: a batch is not four times faster per launch.
+  auto batched = at(100, l2_mode::hot);
+  batched.batch = 8;
+  batched.verification.launch_us = 500;
+  analyse_point(batched, small, {}, ctx, std::nullopt);
+  EXPECT_TRUE(has(batched.flags, "faster_than_verification"));
+  // Not far enough apart.
+  auto close = at(200, l2_mode::cold);
+  close.verification.launch_us = 500;
+  analyse_point(close, small, {}, ctx, std::nullopt);
+  EXPECT_FALSE(has(close.flags, "faster_than_verification"));
+}
+
 TEST(Analysis, VerificationFlags) {
   verification_result v;
   v.status = "failed";
