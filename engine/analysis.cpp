@@ -138,13 +138,14 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
       add_flag(r.flags, "faster_than_roofline");
     }
     if (speedup && speedup->speedup > k_excessive_speedup) add_flag(r.flags, "excessive_speedup");
-    const auto& verified_us = r.verification.launch_us;
     // Batched, or long enough and read from the memory verification's launches read from
     // (analysis.hpp).
-    const bool comparable =
-        r.batch > 1 || (verified_us && *verified_us >= k_verification_launch_min_us && from_dram);
-    if (verified_us && comparable && median < *verified_us * k_faster_than_verification) {
-      add_flag(r.flags, "faster_than_verification");
+    if (const auto& verified_us = r.verification.launch_us; verified_us) {
+      const bool comparable =
+          r.batch > 1 || (*verified_us >= k_verification_launch_min_us && from_dram);
+      if (comparable && median < *verified_us * k_faster_than_verification) {
+        add_flag(r.flags, "faster_than_verification");
+      }
     }
     r.advice = advise(*r.metrics, k, r.l2);
   }

@@ -82,7 +82,7 @@ using bits_of = std::conditional_t<
 // Element `i` of the elements at `p`; with `Masked`, XORed with element `i` of the stream at
 // `key`.
 template <typename Raw, bool Masked>
-inline Raw load_element(const unsigned char* p, const unsigned char* key, std::int64_t i) {
+inline Raw load_raw(const unsigned char* p, const unsigned char* key, std::int64_t i) {
   bits_of<Raw> bits;
   __builtin_memcpy(&bits, p + i * std::int64_t(sizeof bits), sizeof bits);
   if constexpr (Masked) {
@@ -113,8 +113,8 @@ KS_ALSO_FOR_AVX2 bool compare_passing(const unsigned char* o, const unsigned cha
   std::uint64_t zeros = 0, irregular = 0;
 #pragma omp simd reduction(+ : diff, ref, zeros, irregular) reduction(max : block_abs, block_rel)
   for (std::int64_t i = 0; i < n; ++i) {
-    const Raw ro = load_element<Raw, false>(o, nullptr, i);
-    const Raw rr = load_element<Raw, Masked>(r, key, i);
+    const Raw ro = load_raw<Raw, false>(o, nullptr, i);
+    const Raw rr = load_raw<Raw, Masked>(r, key, i);
     const double ov = decode(ro), rv = decode(rr);
     const double d = std::fabs(ov - rv), magnitude = std::fabs(rv);
     // Every comparison with NaN is false: NaN and infinities are irregular. Bitwise `&` and

@@ -157,32 +157,26 @@ TEST(Analysis, HotCachesMayBeatDramBandwidthButColdOnesMayNot) {
 // caches cold, and is not.
 TEST(Analysis, FasterThanVerificationComparesLaunchesThatReadTheSameMemory) {
   const auto ctx = mi300x();
+  // Whether a point of `k` timed at `median_us` in `batch`es, its fastest verification launch
+  // `verified_us`, is flagged.
+  auto flagged = [&](const kernel_instance& k, double median_us, l2_mode l2, double verified_us,
+                     std::int64_t batch = 1) {
+    auto r = at(median_us, l2);
+    r.batch = batch;
+    r.verification.launch_us = verified_us;
+    analyse_point(r, k, {}, ctx, std::nullopt);
+    return has(r.flags, "faster_than_verification");
+  };
   const kernel_instance small = triad(1 << 16);  // 786 KB: fits in the caches
-  auto cold = at(100, l2_mode::cold);
-  cold.verification.launch_us = 500;
-  analyse_point(cold, small, {}, ctx, std::nullopt);
-  EXPECT_TRUE(has(cold.flags, "faster_than_verification"));
-  auto hot = at(100, l2_mode::hot);
-  hot.verification.launch_us = 500;
-  analyse_point(hot, small, {}, ctx, std::nullopt);
-  EXPECT_FALSE(has(hot.flags, "faster_than_verification"));
+  EXPECT_TRUE(flagged(small, 100, l2_mode::cold, 500));
+  EXPECT_FALSE(flagged(small, 100, l2_mode::hot, 500));
   // Hot, but a working set larger than the caches: from DRAM either way.
   const kernel_instance large = triad(std::int64_t(1) << 26);  // 1.6 GB
-  auto big = at(1e5, l2_mode::hot);
-  big.verification.launch_us = 5e5;
-  analyse_point(big, large, {}, ctx, std::nullopt);
-  EXPECT_TRUE(has(big.flags, "faster_than_verification"));
+  EXPECT_TRUE(flagged(large, 1e5, l2_mode::hot, 5e5));
   // Batched hot samples are compared all the same: a batch is not four times faster per launch.
-  auto batched = at(100, l2_mode::hot);
-  batched.batch = 8;
-  batched.verification.launch_us = 500;
-  analyse_point(batched, small, {}, ctx, std::nullopt);
-  EXPECT_TRUE(has(batched.flags, "faster_than_verification"));
+  EXPECT_TRUE(flagged(small, 100, l2_mode::hot, 500, 8));
   // Not far enough apart.
-  auto close = at(200, l2_mode::cold);
-  close.verification.launch_us = 500;
-  analyse_point(close, small, {}, ctx, std::nullopt);
-  EXPECT_FALSE(has(close.flags, "faster_than_verification"));
+  EXPECT_FALSE(flagged(small, 200, l2_mode::cold, 500));
 }
 
 TEST(Analysis, VerificationFlags) {

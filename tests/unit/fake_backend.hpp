@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "engine/device_backend.hpp"
@@ -108,14 +107,15 @@ class fake_backend final : public device_backend {
   void read(const device_buffer& b, std::uint64_t offset, void* dst, std::uint64_t bytes) override {
     maybe_fail("read");
     std::memcpy(dst, data(b) + offset, bytes);
-    if (m_hashing) return;
+    if (m_unlogged) return;
     log.push_back("read " + std::to_string(b.handle()));
     if (offset == 0) first_read[b.handle()].assign(data(b), data(b) + bytes);
   }
   // Logged as one "hash" entry, not as the reads the base class hashes by.
   std::uint64_t hash(const device_buffer& b, std::uint64_t bytes) override {
     log.push_back("hash " + std::to_string(b.handle()));
-    return unlogged_reads([&] { return device_backend::hash(b, bytes); });
+    const unlogged_reads quiet(m_unlogged);
+    return device_backend::hash(b, bytes);
   }
   // Logged as one "xor_keystream" entry; the words before it kept in `plain_before_xor`.
   void xor_keystream(const device_buffer& b, std::uint64_t words, const device_buffer& pad,
@@ -123,10 +123,8 @@ class fake_backend final : public device_backend {
     log.push_back("xor_keystream " + std::to_string(b.handle()));
     if (!backing) return;
     plain_before_xor[b.handle()].assign(data(b), data(b) + words * 8);
-    unlogged_reads([&] {
-      device_backend::xor_keystream(b, words, pad, pad_words, periods);
-      return 0;
-    });
+    const unlogged_reads quiet(m_unlogged);
+    device_backend::xor_keystream(b, words, pad, pad_words, periods);
   }
   void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
     std::memcpy(data(dst), data(src), bytes);
@@ -280,19 +278,15 @@ class fake_backend final : public device_backend {
     log.push_back(what);
     if (m_timing) m_pending += us + launch_overhead_us;
   }
-  // `f()`, its reads not logged (the base class's hash and masking read through read()).
-  template <typename F>
-  std::invoke_result_t<F> unlogged_reads(F f) {
-    m_hashing = true;
-    try {
-      auto r = f();
-      m_hashing = false;
-      return r;
-    } catch (...) {
-      m_hashing = false;
-      throw;
-    }
-  }
+  // While one lives, reads are not logged (the base class's hash and masking read through
+  // read()).
+  struct unlogged_reads {
+    bool& flag;
+    explicit unlogged_reads(bool& f) : flag(f) { flag = true; }
+    ~unlogged_reads() { flag = false; }
+    unlogged_reads(const unlogged_reads&) = delete;
+    unlogged_reads& operator=(const unlogged_reads&) = delete;
+  };
   // The first data byte of `b` (past its leading guard).
   unsigned char* data(const device_buffer& b) {
     auto& m = m_memory.at(b.handle());
@@ -312,7 +306,7 @@ class fake_backend final : public device_backend {
 
   device_info m_info;
   std::map<std::uintptr_t, std::vector<unsigned char>> m_memory;
-  bool m_hashing = false;  // inside hash() or xor_keystream(): their reads are not logged
+  bool m_unlogged = false;  // inside hash() or xor_keystream(): their reads are not logged
   std::map<std::uintptr_t, std::uint64_t> m_sizes;
   std::uint64_t m_allocated = 0;
   std::uintptr_t m_next = 1;
