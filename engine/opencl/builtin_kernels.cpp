@@ -28,18 +28,29 @@ inline ushort ks_to_bf16(float v) {
 
 inline float ks_from_bf16(ushort v) { return as_float(((uint)v) << 16); }
 
-/* Element i of a random fill (fill_pattern.hpp). */
-__kernel void fill_random(__global T* p, long n, ulong seed) {
-  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-    ulong r = ks_mix64(seed ^ ks_mix64((ulong)i));
+/* Element i of a random fill (fill_pattern.hpp). (r >> 40 has 24 bits: through uint, a CPU
+   device converts it to float in SIMD registers.) */
+inline void ks_fill_random_at(__global T* p, long i, ulong seed) {
+  ulong r = ks_mix64(seed ^ ks_mix64((ulong)i));
 #if KS_FLOATING
-    float u = (float)(r >> 40) * (1.0f / 16777216.0f);
-    STORE(p, i, 2.0f * u - 1.0f);
+  float u = (float)(uint)(r >> 40) * (1.0f / 16777216.0f);
+  STORE(p, i, 2.0f * u - 1.0f);
 #elif KS_SIGNED
-    STORE(p, i, (ACC)((long)(r >> 60) - 8));
+  STORE(p, i, (ACC)((long)(r >> 60) - 8));
 #else
-    STORE(p, i, (ACC)(r >> 60));
+  STORE(p, i, (ACC)(r >> 60));
 #endif
+}
+
+/* Elements strided (span 0) or work-item i's run [i * span, (i + 1) * span) (a CPU device: a
+   counted loop over its own run is one the compiler vectorises, and each cache line is written
+   whole by one work-item). */
+__kernel void fill_random(__global T* p, long n, ulong seed, long span) {
+  if (span > 0) {
+    const long start = get_global_id(0) * span, end = min(n, start + span);
+    for (long i = start; i < end; ++i) ks_fill_random_at(p, i, seed);
+  } else {
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) ks_fill_random_at(p, i, seed);
   }
 }
 
@@ -75,8 +86,13 @@ __kernel void xor_keystream(__global ulong* p, long n, __global const ulong* pad
   }
 }
 
-__kernel void fill_arange(__global T* p, long n) {
-  for (long i = get_global_id(0); i < n; i += get_global_size(0)) STORE(p, i, (ACC)i);
+__kernel void fill_arange(__global T* p, long n, long span) {
+  if (span > 0) {
+    const long start = get_global_id(0) * span, end = min(n, start + span);
+    for (long i = start; i < end; ++i) STORE(p, i, (ACC)i);
+  } else {
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) STORE(p, i, (ACC)i);
+  }
 }
 
 /* copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c. */

@@ -619,9 +619,14 @@ void opencl_backend::fill(const device_buffer& b, const fill_request& f) {
   arg(k, 0, mem(&b), "fill");
   arg(k, 1, cl_long(f.count), "fill");
   if (random) arg(k, 2, cl_ulong(f.seed), "fill");
+  // On a CPU device each work-item fills a run of its own, as the hash reads: one element per
+  // work-item, a random f32 fill took 3 ns an element on PoCL, five times a constant one.
+  const bool cpu = m_info.type == "cpu";
+  const std::int64_t most = cpu ? k_word_hash_threads : k_max_groups * k_block;
   const std::size_t local = k_block;
-  const std::size_t global =
-      round_up(std::min<std::int64_t>(f.count, k_max_groups * k_block), k_block);
+  const std::size_t global = round_up(std::min<std::int64_t>(f.count, most), k_block);
+  const cl_long span = cpu ? cl_long((std::uint64_t(f.count) + global - 1) / global) : cl_long(0);
+  arg(k, random ? 3 : 2, span, "fill");
   run(k, 1, &global, &local, random ? "fill_random" : "fill_arange");
 }
 
