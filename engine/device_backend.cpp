@@ -71,6 +71,25 @@ std::uint64_t device_backend::hash(const device_buffer& b, std::uint64_t bytes) 
   return mix64(lanes[0] ^ mix64(lanes[1] ^ mix64(lanes[2] ^ mix64(lanes[3]))));
 }
 
+void device_backend::write_guards(std::span<const guard_ref> guards, const void* canary) {
+  for (const auto& g : guards)
+    write_guard(*g.buffer, g.side, canary);
+}
+
+std::vector<bool> device_backend::guards_hold(std::span<const guard_ref> guards,
+                                              const void* canary) {
+  std::vector<bool> out;
+  out.reserve(guards.size());
+  std::vector<unsigned char> now;
+  for (const auto& g : guards) {
+    const std::uint64_t bytes = g.buffer->guard();
+    now.resize(bytes);
+    if (bytes) read_guard(*g.buffer, g.side, now.data());
+    out.push_back(!bytes || std::memcmp(now.data(), canary, bytes) == 0);
+  }
+  return out;
+}
+
 void device_backend::xor_keystream(const device_buffer& b, std::uint64_t words,
                                    const device_buffer& pad, std::uint64_t pad_words,
                                    const device_buffer& periods) {

@@ -117,6 +117,12 @@ class device_buffer {
 // The guard region of a guarded buffer before its first byte, or after its last.
 enum class guard_side { before, after };
 
+// One guard region of a guarded buffer.
+struct guard_ref {
+  const device_buffer* buffer;
+  guard_side side;
+};
+
 // Which algorithm a GEMM launch runs.
 enum class gemm_algorithm {
   library,    // the vendor library (cuBLAS, hipBLAS, CLBlast)
@@ -220,6 +226,13 @@ class device_backend {
   // (waiting for queued work first, as read() does). Nothing for a plain buffer.
   virtual void write_guard(const device_buffer& b, guard_side side, const void* src) = 0;
   virtual void read_guard(const device_buffer& b, guard_side side, void* dst) = 0;
+  // The runner's canaries, in one batch: `canary` written into every guard listed, and whether
+  // each still holds it. Every listed buffer has guards of the same size, the canary's (or none:
+  // nothing to write, and it holds). A backend that can queue copies waits for the device once
+  // for the whole batch (a point checks a dozen 64 KiB guards several times, each copy a wait of
+  // tens of microseconds on a GPU); the defaults call write_guard() and read_guard() for each.
+  virtual void write_guards(std::span<const guard_ref> guards, const void* canary);
+  virtual std::vector<bool> guards_hold(std::span<const guard_ref> guards, const void* canary);
   virtual void fill(const device_buffer& b, const fill_request& f) = 0;
   virtual void write(const device_buffer& b, std::uint64_t offset, const void* src,
                      std::uint64_t bytes) = 0;

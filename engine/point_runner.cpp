@@ -255,29 +255,36 @@ std::string point_runner::canary_hits::places() const {
   return out;
 }
 
-void point_runner::arm_canaries(point_kernel& k, const buffer_set& set) {
+std::vector<guard_ref> point_runner::guards_of(point_kernel& k, const buffer_set& set,
+                                               std::vector<std::size_t>* owners) const {
+  std::vector<guard_ref> out;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     require_canary_guards(*set[i], k.buffers()[i].name, m_canary.size());
-    for (const guard_side side : {guard_side::before, guard_side::after})
-      m_backend->write_guard(*set[i], side, m_canary.data());
+    if (!set[i]->guard()) continue;  // no storage to write outside of
+    for (const guard_side side : {guard_side::before, guard_side::after}) {
+      out.push_back({set[i], side});
+      if (owners) owners->push_back(i);
+    }
   }
+  return out;
+}
+
+void point_runner::arm_canaries(point_kernel& k, const buffer_set& set) {
+  m_backend->write_guards(guards_of(k, set), m_canary.data());
 }
 
 void point_runner::check_canaries(point_kernel& k, const buffer_set& set, canary_hits& hits) {
   auto add = [](std::vector<std::string>& list, const std::string& name) {
     if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
   };
-  std::vector<unsigned char> now(m_canary.size());
-  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-    const auto& b = k.buffers()[i];
-    require_canary_guards(*set[i], b.name, m_canary.size());
-    if (!set[i]->guard()) continue;  // no storage to write outside of
-    for (const guard_side side : {guard_side::before, guard_side::after}) {
-      m_backend->read_guard(*set[i], side, now.data());
-      if (now == m_canary) continue;
-      add(hits.buffers, b.name);
-      add(side == guard_side::before ? hits.before : hits.after, b.name);
-    }
+  std::vector<std::size_t> owners;
+  const auto guards = guards_of(k, set, &owners);
+  const auto hold = m_backend->guards_hold(guards, m_canary.data());
+  for (std::size_t g = 0; g < guards.size(); ++g) {
+    if (hold[g]) continue;
+    const std::string& name = k.buffers()[owners[g]].name;
+    add(hits.buffers, name);
+    add(guards[g].side == guard_side::before ? hits.before : hits.after, name);
   }
 }
 

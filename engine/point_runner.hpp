@@ -139,6 +139,10 @@ class point_runner : public engine {
   void begin_canaries(std::uint64_t point_seed);
   void arm_canaries(point_kernel& k, const buffer_set& set);
   void check_canaries(point_kernel& k, const buffer_set& set, canary_hits& hits);
+  // Both guards of every buffer of `set` that has storage, written and read in one batch each;
+  // `owners`, where given, gets the index of each guard's buffer.
+  std::vector<guard_ref> guards_of(point_kernel& k, const buffer_set& set,
+                                   std::vector<std::size_t>* owners = nullptr) const;
   // A hash of each buffer of `set` that is an input (not an output, not scratch) or of each
   // output; 0 for the others. One entry per buffer.
   enum class hashed_buffers { inputs, outputs };

@@ -103,6 +103,33 @@ class stream {
   hipStream_t m_stream{};
 };
 
+// Page-locked host memory: copies to and from it are queued on a stream without a wait.
+class pinned {
+ public:
+  pinned() = default;
+  explicit pinned(std::uint64_t bytes) : m_bytes(bytes) {
+    if (bytes) check(hipHostMalloc(&m_ptr, bytes, hipHostMallocDefault), "hipHostMalloc");
+  }
+  pinned(pinned&& o) noexcept
+      : m_ptr(std::exchange(o.m_ptr, nullptr)), m_bytes(std::exchange(o.m_bytes, 0)) {}
+  pinned& operator=(pinned&& o) noexcept {
+    std::swap(m_ptr, o.m_ptr);
+    std::swap(m_bytes, o.m_bytes);
+    return *this;
+  }
+  pinned(const pinned&) = delete;
+  pinned& operator=(const pinned&) = delete;
+  ~pinned() {
+    if (m_ptr) (void)hipHostFree(m_ptr);
+  }
+  unsigned char* get() const { return static_cast<unsigned char*>(m_ptr); }
+  std::uint64_t bytes() const { return m_bytes; }
+
+ private:
+  void* m_ptr = nullptr;
+  std::uint64_t m_bytes = 0;
+};
+
 // Host memory the device reads while kernels run (the blocking kernel's release flag).
 class mapped_flag {
  public:

@@ -237,6 +237,49 @@ class hip_backend final : public device_backend {
           "reading from the device");
   }
 
+  // Copies queued on the stream from and to page-locked memory: no wait for each (a pageable
+  // hipMemcpy of a 64 KiB guard waits for the device and stages the bytes through the driver).
+  // The canary stays in that memory until the next batch, which waits for the stream first.
+  void write_guards(std::span<const guard_ref> guards, const void* canary) override {
+    std::uint64_t bytes = 0;
+    for (const auto& g : guards)
+      bytes = std::max(bytes, g.buffer->guard());
+    if (!bytes) return;
+    synchronize();  // no copy queued earlier still reads the staging memory
+    stage(bytes);
+    std::memcpy(m_guard_staging.get(), canary, bytes);
+    for (const auto& g : guards) {
+      if (!g.buffer->guard()) continue;
+      check(hipMemcpyAsync(guard_ptr(*g.buffer, g.side), m_guard_staging.get(), g.buffer->guard(),
+                           hipMemcpyHostToDevice, s()),
+            "copying to the device");
+    }
+  }
+  std::vector<bool> guards_hold(std::span<const guard_ref> guards, const void* canary) override {
+    std::uint64_t total = 0;
+    for (const auto& g : guards)
+      total += g.buffer->guard();
+    synchronize();
+    stage(total);
+    std::uint64_t at = 0;
+    for (const auto& g : guards) {
+      if (!g.buffer->guard()) continue;
+      check(hipMemcpyAsync(m_guard_staging.get() + at, guard_ptr(*g.buffer, g.side),
+                           g.buffer->guard(), hipMemcpyDeviceToHost, s()),
+            "reading from the device");
+      at += g.buffer->guard();
+    }
+    synchronize();
+    std::vector<bool> out;
+    at = 0;
+    for (const auto& g : guards) {
+      const std::uint64_t bytes = g.buffer->guard();
+      out.push_back(!bytes || std::memcmp(m_guard_staging.get() + at, canary, bytes) == 0);
+      at += bytes;
+    }
+    return out;
+  }
+
   kernel_id compile(const custom_kernel& kernel) override {
     return add_function([&] { return m_modules->function(kernel); });
   }
@@ -309,6 +352,13 @@ class hip_backend final : public device_backend {
     return reinterpret_cast<void*>(side == guard_side::before ? b.base() : b.handle() + b.bytes());
   }
   hipStream_t s() const { return m_stream.get(); }
+  // At least `bytes` of page-locked staging memory (the stream waited for).
+  void stage(std::uint64_t bytes) {
+    if (m_guard_staging.bytes() < bytes) {
+      m_guard_staging = gpu::pinned();
+      m_guard_staging = gpu::pinned(bytes);
+    }
+  }
 
   int m_ordinal;
   device_info m_info;
@@ -329,7 +379,8 @@ class hip_backend final : public device_backend {
   std::unique_ptr<telemetry> m_telemetry;
   // Released buffers kept for reuse, a quarter of the device's memory at most.
   buffer_pool m_pool{m_info.memory_bytes / 4, free_allocation};
-  buffer m_hash_partials;  // one u64 per thread of a hash, allocated at the first
+  gpu::pinned m_guard_staging;  // the guards' copies (write_guards, guards_hold)
+  buffer m_hash_partials;       // one u64 per thread of a hash, allocated at the first
 };
 
 // Makes `ordinal` the thread's device before any member allocates on it.

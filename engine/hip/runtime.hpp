@@ -43,6 +43,7 @@ inline constexpr hipError_t hipErrorInvalidConfiguration = cudaErrorInvalidConfi
 inline constexpr hipError_t hipErrorInvalidValue = cudaErrorInvalidValue;
 inline constexpr unsigned hipStreamNonBlocking = cudaStreamNonBlocking;
 inline constexpr unsigned hipHostMallocMapped = cudaHostAllocMapped;
+inline constexpr unsigned hipHostMallocDefault = cudaHostAllocDefault;
 inline constexpr hipDeviceAttribute_t hipDeviceAttributeClockRate = cudaDevAttrClockRate;
 inline constexpr hipDeviceAttribute_t hipDeviceAttributeMemoryClockRate =
     cudaDevAttrMemoryClockRate;

@@ -318,6 +318,44 @@ class opencl_backend final : public device_backend {
                               guard_offset(b, side), b.guard(), dst, 0, nullptr, nullptr),
           "reading from the device", cl_phase::wait);
   }
+  // Copies queued without waiting, then one wait for all of them (also where queueing one
+  // failed: the host memory they copy is the caller's, or reused, after this returns).
+  void write_guards(std::span<const guard_ref> guards, const void* canary) override {
+    queue_then_wait([&] {
+      for (const auto& g : guards) {
+        if (!g.buffer->guard()) continue;
+        guard(clEnqueueWriteBuffer(m_queue, reinterpret_cast<cl_mem>(g.buffer->base()), CL_FALSE,
+                                   guard_offset(*g.buffer, g.side), g.buffer->guard(), canary, 0,
+                                   nullptr, nullptr),
+              "copying to the device", cl_phase::enqueue);
+      }
+    });
+  }
+  std::vector<bool> guards_hold(std::span<const guard_ref> guards, const void* canary) override {
+    std::uint64_t at = 0;
+    for (const auto& g : guards)
+      at += g.buffer->guard();
+    m_guard_reads.resize(at);
+    queue_then_wait([&] {
+      at = 0;
+      for (const auto& g : guards) {
+        if (!g.buffer->guard()) continue;
+        guard(clEnqueueReadBuffer(m_queue, reinterpret_cast<cl_mem>(g.buffer->base()), CL_FALSE,
+                                  guard_offset(*g.buffer, g.side), g.buffer->guard(),
+                                  m_guard_reads.data() + at, 0, nullptr, nullptr),
+              "reading from the device", cl_phase::enqueue);
+        at += g.buffer->guard();
+      }
+    });
+    std::vector<bool> out;
+    at = 0;
+    for (const auto& g : guards) {
+      const std::uint64_t bytes = g.buffer->guard();
+      out.push_back(std::memcmp(m_guard_reads.data() + at, canary, bytes) == 0);
+      at += bytes;
+    }
+    return out;
+  }
 
   kernel_id compile(const custom_kernel& kernel) override;
   kernel_id compile_fresh(const custom_kernel& kernel) override;
@@ -360,6 +398,16 @@ class opencl_backend final : public device_backend {
   }
   std::uint64_t allocation_bytes(std::uint64_t bytes, std::uint64_t guard) const {
     return guard ? data_origin(guard) + bytes + guard : bytes;
+  }
+  template <typename Queue>
+  void queue_then_wait(const Queue& queue) {
+    try {
+      queue();
+    } catch (...) {
+      (void)clFinish(m_queue);
+      throw;
+    }
+    synchronize();
   }
   std::uint64_t guard_offset(const device_buffer& b, guard_side side) const {
     const std::uint64_t origin = data_origin(b.guard());
@@ -409,6 +457,7 @@ class opencl_backend final : public device_backend {
   std::vector<user_program> m_fresh;
   std::vector<cl_kernel> m_functions;  // compiled this point, by kernel_id
   mem_ptr m_flush, m_flush_sink, m_scrub_arrivals, m_hash_partials;
+  std::vector<unsigned char> m_guard_reads;  // guards_hold()'s copies of the guards
   std::uint64_t m_flush_bytes = 0;
   // While a sample is timed: the first and the last command it enqueued.
   bool m_sampling = false;

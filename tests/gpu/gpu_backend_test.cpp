@@ -19,6 +19,7 @@
 #include "engine/hip/hip_engine.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/point_runner.hpp"
+#include "tests/support/guard_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
@@ -129,6 +130,11 @@ TEST_F(GpuBackend, TheSharedMemoryScrubLeavesNoMarkAnywhereInAUnitsSharedMemory)
     return;
   }
   FAIL() << "the device launched none of the sizes";
+}
+
+// The runner's canaries are written into and read from every guard of a point in one batch.
+TEST_F(GpuBackend, CanaryBatchesWriteEveryGuardAndFindTheOnesChanged) {
+  testing::expect_guard_batches_work(backend());
 }
 
 // The answer mask's keystream applied by the device kernel is the one the host applies.

@@ -18,6 +18,7 @@
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
 #include "tests/support/axpy_spec.hpp"
+#include "tests/support/guard_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
@@ -305,6 +306,11 @@ TEST_F(OpenClBackend, TheDeviceHashSeesEveryByteItCovers) {
   std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
   backend().write(b, 0, swapped.data(), 16);
   EXPECT_NE(backend().hash(b, bytes), h);
+}
+
+// The runner's canaries are written into and read from every guard of a point in one batch.
+TEST_F(OpenClBackend, CanaryBatchesWriteEveryGuardAndFindTheOnesChanged) {
+  testing::expect_guard_batches_work(backend());
 }
 
 // The answer mask's keystream applied on the device is the one the host applies.
