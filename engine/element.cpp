@@ -49,10 +49,6 @@ double decode_f16(std::uint16_t bits) {
   return sign ? -v : v;
 }
 
-double decode_bf16(std::uint16_t bits) {
-  return std::bit_cast<float>(std::uint32_t(bits) << 16);
-}
-
 std::uint16_t encode_f16(float v) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(v);
   const std::uint16_t sign = std::uint16_t((x >> 16) & 0x8000u);

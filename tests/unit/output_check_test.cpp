@@ -86,6 +86,46 @@ TEST(OutputCheck, IntegersCompareExactlyAndUseTheBytePattern) {
   EXPECT_EQ(e.max_abs, 1.0);
 }
 
+// 64-bit integers are compared as doubles, converted as double(v) converts them (rounded once)
+// also where the comparison converts them from their 32-bit halves: at the ends of the range,
+// at 2^53 and where rounding to the nearest double ties, and in both halves' sign bits.
+TEST(OutputCheck, SixtyFourBitIntegersConvertAsADoubleDoes) {
+  constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t highest = std::numeric_limits<std::int64_t>::max();
+  const std::vector<std::int64_t> values{lowest,
+                                         lowest + 1,
+                                         highest,
+                                         highest - 511,
+                                         highest - 512,
+                                         highest - 1535,
+                                         -1,
+                                         0,
+                                         1,
+                                         (std::int64_t(1) << 53) + 1,
+                                         -(std::int64_t(1) << 53) - 1,
+                                         (std::int64_t(1) << 54) + 2,
+                                         (std::int64_t(1) << 54) + 6,
+                                         std::int64_t(0x00000000ffffffffll),
+                                         std::int64_t(0x0000000080000000ll),
+                                         std::int64_t(0x7fffffff80000001ll),
+                                         std::int64_t(0xffffffff00000000ull),
+                                         std::int64_t(0x80000000ffffffffull),
+                                         std::int64_t(0xfedcba9876543210ull)};
+  for (const std::int64_t v : values) {
+    SCOPED_TRACE(std::to_string(v));
+    const double want = double(v);
+    // Alone, it passes against itself (the vectorised path, its square the reference's sum),
+    // and against 0 its difference is the largest error (the element-by-element path).
+    output_errors same, apart;
+    compare_outputs(dtype::i64, &v, &v, 1, 0, 0, 0, same);
+    EXPECT_EQ(same.wrong, 0u);
+    EXPECT_EQ(same.sum_sq_ref, want * want);
+    const std::int64_t zero = 0;
+    compare_outputs(dtype::i64, &zero, &v, 1, 0, 0, 0, apart);
+    EXPECT_EQ(apart.max_abs, v ? std::fabs(want) : 0.0);
+  }
+}
+
 TEST(OutputCheck, HalfPrecisionOutputsAtTheirTolerance) {
   // 1.0 and 1.0078125 (the next bf16 after 1) pass at bf16's 1e-2; 1.0 and 1.0625 do not.
   const std::vector<std::uint16_t> out{0x3f80, 0x3f81, 0x3f88}, ref{0x3f80, 0x3f80, 0x3f80};
