@@ -78,14 +78,31 @@ void device_backend::write_guards(std::span<const guard_ref> guards, const void*
 
 std::vector<bool> device_backend::guards_hold(std::span<const guard_ref> guards,
                                               const void* canary) {
+  std::vector<unsigned char> copies(guard_bytes(guards));
+  std::uint64_t at = 0;
+  for (const auto& g : guards) {
+    if (!g.buffer->guard()) continue;
+    read_guard(*g.buffer, g.side, copies.data() + at);
+    at += g.buffer->guard();
+  }
+  return guards_match(guards, copies.data(), canary);
+}
+
+std::uint64_t device_backend::guard_bytes(std::span<const guard_ref> guards) {
+  std::uint64_t bytes = 0;
+  for (const auto& g : guards)
+    bytes += g.buffer->guard();
+  return bytes;
+}
+
+std::vector<bool> device_backend::guards_match(std::span<const guard_ref> guards,
+                                               const unsigned char* copies, const void* canary) {
   std::vector<bool> out;
   out.reserve(guards.size());
-  std::vector<unsigned char> now;
   for (const auto& g : guards) {
     const std::uint64_t bytes = g.buffer->guard();
-    now.resize(bytes);
-    if (bytes) read_guard(*g.buffer, g.side, now.data());
-    out.push_back(!bytes || std::memcmp(now.data(), canary, bytes) == 0);
+    out.push_back(!bytes || std::memcmp(copies, canary, bytes) == 0);
+    copies += bytes;
   }
   return out;
 }

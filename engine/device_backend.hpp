@@ -294,6 +294,12 @@ class device_backend {
   virtual std::optional<telemetry_reading> read_telemetry();
 
  protected:
+  // Bytes of all the guards listed, and whether each holds `canary`, `copies` holding their bytes
+  // one after another (a guard of a plain buffer has none, and holds): guards_hold() for a
+  // backend that copied them all back in one batch.
+  static std::uint64_t guard_bytes(std::span<const guard_ref> guards);
+  static std::vector<bool> guards_match(std::span<const guard_ref> guards,
+                                        const unsigned char* copies, const void* canary);
   // The most threads a device kernel hashing a buffer's words runs.
   static constexpr std::int64_t k_word_hash_threads = 65536;
   // hash() for a backend that hashes words on the device: `word_hashes(words, threads)` runs

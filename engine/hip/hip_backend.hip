@@ -256,11 +256,8 @@ class hip_backend final : public device_backend {
     }
   }
   std::vector<bool> guards_hold(std::span<const guard_ref> guards, const void* canary) override {
-    std::uint64_t total = 0;
-    for (const auto& g : guards)
-      total += g.buffer->guard();
     synchronize();
-    stage(total);
+    stage(guard_bytes(guards));
     std::uint64_t at = 0;
     for (const auto& g : guards) {
       if (!g.buffer->guard()) continue;
@@ -270,14 +267,7 @@ class hip_backend final : public device_backend {
       at += g.buffer->guard();
     }
     synchronize();
-    std::vector<bool> out;
-    at = 0;
-    for (const auto& g : guards) {
-      const std::uint64_t bytes = g.buffer->guard();
-      out.push_back(!bytes || std::memcmp(m_guard_staging.get() + at, canary, bytes) == 0);
-      at += bytes;
-    }
-    return out;
+    return guards_match(guards, m_guard_staging.get(), canary);
   }
 
   kernel_id compile(const custom_kernel& kernel) override {

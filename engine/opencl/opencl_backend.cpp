@@ -332,12 +332,9 @@ class opencl_backend final : public device_backend {
     });
   }
   std::vector<bool> guards_hold(std::span<const guard_ref> guards, const void* canary) override {
-    std::uint64_t at = 0;
-    for (const auto& g : guards)
-      at += g.buffer->guard();
-    m_guard_reads.resize(at);
+    m_guard_reads.resize(guard_bytes(guards));
     queue_then_wait([&] {
-      at = 0;
+      std::uint64_t at = 0;
       for (const auto& g : guards) {
         if (!g.buffer->guard()) continue;
         guard(clEnqueueReadBuffer(m_queue, reinterpret_cast<cl_mem>(g.buffer->base()), CL_FALSE,
@@ -347,14 +344,7 @@ class opencl_backend final : public device_backend {
         at += g.buffer->guard();
       }
     });
-    std::vector<bool> out;
-    at = 0;
-    for (const auto& g : guards) {
-      const std::uint64_t bytes = g.buffer->guard();
-      out.push_back(std::memcmp(m_guard_reads.data() + at, canary, bytes) == 0);
-      at += bytes;
-    }
-    return out;
+    return guards_match(guards, m_guard_reads.data(), canary);
   }
 
   kernel_id compile(const custom_kernel& kernel) override;
@@ -398,6 +388,24 @@ class opencl_backend final : public device_backend {
   }
   std::uint64_t allocation_bytes(std::uint64_t bytes, std::uint64_t guard) const {
     return guard ? data_origin(guard) + bytes + guard : bytes;
+  }
+  // The run of items each work-item of a kernel over `items` takes on a CPU device, whose
+  // work-items run one after another on a core: a counted loop over neighbouring items the
+  // compiler vectorises, each cache line touched by one work-item. 0 on a GPU: strided, so that
+  // neighbouring work-items take neighbouring items.
+  cl_long span_of(std::int64_t items, std::size_t threads) const {
+    return m_info.type == "cpu" ? cl_long((std::uint64_t(items) + threads - 1) / threads) : 0;
+  }
+  // The work-items (a multiple of k_block) of such a kernel over `items`, and their span: on a
+  // CPU device at most k_word_hash_threads, on a GPU one an item up to k_max_groups blocks.
+  struct spread {
+    std::size_t threads;
+    cl_long span;
+  };
+  spread spread_over(std::int64_t items) const {
+    const std::int64_t most = m_info.type == "cpu" ? k_word_hash_threads : k_max_groups * k_block;
+    const std::size_t threads = round_up(std::min(items, most), k_block);
+    return {threads, span_of(items, threads)};
   }
   template <typename Queue>
   void queue_then_wait(const Queue& queue) {
@@ -668,14 +676,11 @@ void opencl_backend::fill(const device_buffer& b, const fill_request& f) {
   arg(k, 0, mem(&b), "fill");
   arg(k, 1, cl_long(f.count), "fill");
   if (random) arg(k, 2, cl_ulong(f.seed), "fill");
-  // On a CPU device each work-item fills a run of its own, as the hash reads: one element per
-  // work-item, a random f32 fill took 3 ns an element on PoCL, five times a constant one.
-  const bool cpu = m_info.type == "cpu";
-  const std::int64_t most = cpu ? k_word_hash_threads : k_max_groups * k_block;
-  const std::size_t local = k_block;
-  const std::size_t global = round_up(std::min<std::int64_t>(f.count, most), k_block);
-  const cl_long span = cpu ? cl_long((std::uint64_t(f.count) + global - 1) / global) : cl_long(0);
+  // In runs on a CPU device: one element per work-item, a random f32 fill took 3 ns an element
+  // on PoCL, five times a constant one.
+  const auto [global, span] = spread_over(f.count);
   arg(k, random ? 3 : 2, span, "fill");
+  const std::size_t local = k_block;
   run(k, 1, &global, &local, random ? "fill_random" : "fill_arange");
 }
 
@@ -695,10 +700,9 @@ std::uint64_t opencl_backend::hash(const device_buffer& b, std::uint64_t bytes) 
     arg(k, 0, mem(&b), "hash");
     arg(k, 1, cl_long(words), "hash");
     arg(k, 2, m_hash_partials.get(), "hash");
-    // On a CPU device each work-item hashes a run of words of its own: strided by the work-items'
-    // number, every word came from another cache line (a 16 MiB hash took 10 ms on PoCL).
-    const cl_long span = m_info.type == "cpu" ? cl_long((words + threads - 1) / threads) : 0;
-    arg(k, 3, span, "hash");
+    // In runs on a CPU device: strided by the work-items' number, every word came from another
+    // cache line (a 16 MiB hash took 10 ms on PoCL).
+    arg(k, 3, span_of(words, std::size_t(threads)), "hash");
     const std::size_t local = k_block, global = std::size_t(threads);
     run(k, 1, &global, &local, "hash_words");
     std::vector<std::uint64_t> partial(global);
@@ -709,7 +713,7 @@ std::uint64_t opencl_backend::hash(const device_buffer& b, std::uint64_t bytes) 
   });
 }
 
-// On the device, strided or in runs as the hash reads words.
+// On the device, in runs on a CPU device as the hash reads words.
 void opencl_backend::xor_keystream(const device_buffer& b, std::uint64_t words,
                                    const device_buffer& pad, std::uint64_t pad_words,
                                    const device_buffer& periods) {
@@ -720,10 +724,7 @@ void opencl_backend::xor_keystream(const device_buffer& b, std::uint64_t words,
   arg(k, 2, mem(&pad), "masking");
   arg(k, 3, cl_int(std::countr_zero(pad_words)), "masking");
   arg(k, 4, mem(&periods), "masking");
-  const bool cpu = m_info.type == "cpu";
-  const std::int64_t most = cpu ? k_word_hash_threads : k_max_groups * k_block;
-  const std::size_t threads = round_up(std::min<std::int64_t>(std::int64_t(words), most), k_block);
-  const cl_long span = cpu ? cl_long((words + threads - 1) / threads) : cl_long(0);
+  const auto [threads, span] = spread_over(std::int64_t(words));
   arg(k, 5, span, "masking");
   const std::size_t local = k_block;
   run(k, 1, &threads, &local, "xor_keystream");
