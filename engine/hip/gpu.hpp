@@ -52,32 +52,50 @@ inline void check(hipError_t e, const char* what) {
   if (e != hipSuccess) throw gpu_error(e, what);
 }
 
-// Device memory; moves, never copies.
-class buffer {
+// Memory that `Kind` allocates and frees, as bytes; moves, never copies.
+template <class Kind>
+class owned_memory {
  public:
-  buffer() = default;
-  explicit buffer(std::uint64_t bytes) : m_bytes(bytes) {
-    if (bytes) check(hipMalloc(&m_ptr, bytes), "hipMalloc");
+  owned_memory() = default;
+  explicit owned_memory(std::uint64_t bytes) : m_bytes(bytes) {
+    if (bytes) Kind::allocate(&m_ptr, bytes);
   }
-  buffer(buffer&& o) noexcept
+  owned_memory(owned_memory&& o) noexcept
       : m_ptr(std::exchange(o.m_ptr, nullptr)), m_bytes(std::exchange(o.m_bytes, 0)) {}
-  buffer& operator=(buffer&& o) noexcept {
+  owned_memory& operator=(owned_memory&& o) noexcept {
     std::swap(m_ptr, o.m_ptr);
     std::swap(m_bytes, o.m_bytes);
     return *this;
   }
-  buffer(const buffer&) = delete;
-  buffer& operator=(const buffer&) = delete;
-  ~buffer() {
-    if (m_ptr) (void)hipFree(m_ptr);
+  owned_memory(const owned_memory&) = delete;
+  owned_memory& operator=(const owned_memory&) = delete;
+  ~owned_memory() {
+    if (m_ptr) Kind::release(m_ptr);
   }
   void* get() const { return m_ptr; }
+  unsigned char* data() const { return static_cast<unsigned char*>(m_ptr); }
   std::uint64_t bytes() const { return m_bytes; }
 
  private:
   void* m_ptr = nullptr;
   std::uint64_t m_bytes = 0;
 };
+
+struct device_memory {
+  static void allocate(void** p, std::uint64_t bytes) { check(hipMalloc(p, bytes), "hipMalloc"); }
+  static void release(void* p) { (void)hipFree(p); }
+};
+
+// Page-locked host memory: copies to and from it are queued on a stream without a wait.
+struct page_locked_memory {
+  static void allocate(void** p, std::uint64_t bytes) {
+    check(hipHostMalloc(p, bytes, hipHostMallocDefault), "hipHostMalloc");
+  }
+  static void release(void* p) { (void)hipHostFree(p); }
+};
+
+using buffer = owned_memory<device_memory>;
+using pinned = owned_memory<page_locked_memory>;
 
 class event {
  public:
@@ -101,33 +119,6 @@ class stream {
 
  private:
   hipStream_t m_stream{};
-};
-
-// Page-locked host memory: copies to and from it are queued on a stream without a wait.
-class pinned {
- public:
-  pinned() = default;
-  explicit pinned(std::uint64_t bytes) : m_bytes(bytes) {
-    if (bytes) check(hipHostMalloc(&m_ptr, bytes, hipHostMallocDefault), "hipHostMalloc");
-  }
-  pinned(pinned&& o) noexcept
-      : m_ptr(std::exchange(o.m_ptr, nullptr)), m_bytes(std::exchange(o.m_bytes, 0)) {}
-  pinned& operator=(pinned&& o) noexcept {
-    std::swap(m_ptr, o.m_ptr);
-    std::swap(m_bytes, o.m_bytes);
-    return *this;
-  }
-  pinned(const pinned&) = delete;
-  pinned& operator=(const pinned&) = delete;
-  ~pinned() {
-    if (m_ptr) (void)hipHostFree(m_ptr);
-  }
-  unsigned char* get() const { return static_cast<unsigned char*>(m_ptr); }
-  std::uint64_t bytes() const { return m_bytes; }
-
- private:
-  void* m_ptr = nullptr;
-  std::uint64_t m_bytes = 0;
 };
 
 // Host memory the device reads while kernels run (the blocking kernel's release flag).

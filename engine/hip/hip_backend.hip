@@ -247,10 +247,10 @@ class hip_backend final : public device_backend {
     if (!bytes) return;
     synchronize();  // no copy queued earlier still reads the staging memory
     stage(bytes);
-    std::memcpy(m_guard_staging.get(), canary, bytes);
+    std::memcpy(m_guard_staging.data(), canary, bytes);
     for (const auto& g : guards) {
       if (!g.buffer->guard()) continue;
-      check(hipMemcpyAsync(guard_ptr(*g.buffer, g.side), m_guard_staging.get(), g.buffer->guard(),
+      check(hipMemcpyAsync(guard_ptr(*g.buffer, g.side), m_guard_staging.data(), g.buffer->guard(),
                            hipMemcpyHostToDevice, s()),
             "copying to the device");
     }
@@ -261,13 +261,13 @@ class hip_backend final : public device_backend {
     std::uint64_t at = 0;
     for (const auto& g : guards) {
       if (!g.buffer->guard()) continue;
-      check(hipMemcpyAsync(m_guard_staging.get() + at, guard_ptr(*g.buffer, g.side),
+      check(hipMemcpyAsync(m_guard_staging.data() + at, guard_ptr(*g.buffer, g.side),
                            g.buffer->guard(), hipMemcpyDeviceToHost, s()),
             "reading from the device");
       at += g.buffer->guard();
     }
     synchronize();
-    return guards_match(guards, m_guard_staging.get(), canary);
+    return guards_match(guards, m_guard_staging.data(), canary);
   }
 
   kernel_id compile(const custom_kernel& kernel) override {
