@@ -252,6 +252,18 @@ void compare_outputs(dtype t, const void* out, const void* ref, std::int64_t n,
   }
 }
 
+void merge_errors(output_errors& e, const output_errors& part) {
+  e.max_abs = std::max(e.max_abs, part.max_abs);
+  e.max_rel = std::max(e.max_rel, part.max_rel);
+  e.compared += part.compared;
+  e.unwritten += part.unwritten;
+  e.wrong += part.wrong;
+  e.first_wrong = std::min(e.first_wrong, part.first_wrong);
+  e.sum_sq_diff += part.sum_sq_diff;
+  e.sum_sq_ref += part.sum_sq_ref;
+  e.ref_near_zero += part.ref_near_zero;
+}
+
 double norm_relative_error(const output_errors& e) {
   if (e.sum_sq_diff == 0) return 0;
   if (e.sum_sq_ref == 0) return std::numeric_limits<double>::infinity();

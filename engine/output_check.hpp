@@ -33,6 +33,10 @@ struct output_errors {
   std::uint64_t ref_near_zero = 0;
 };
 
+// Adds to `e` what `part` found: as though `e` had gone on to compare part's elements, but for
+// the order the sums are taken in.
+void merge_errors(output_errors& e, const output_errors& part);
+
 // ‖out − ref‖₂ / ‖ref‖₂ over what `e` compared: 0 for identical outputs, infinity when the
 // reference is all zeros and the output is not.
 double norm_relative_error(const output_errors& e);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "engine/device_catalog.hpp"
 #include "engine/fill_pattern.hpp"
 #include "engine/fitness.hpp"
+#include "engine/host_tasks.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/language_support.hpp"
 #include "engine/output_check.hpp"
@@ -28,6 +31,9 @@ std::uint64_t buffer_bytes(const point_kernel& k) {
 }
 
 constexpr std::int64_t k_compare_chunk = std::int64_t(1) << 20;  // elements per read
+// Elements per piece of a window compared on one thread: large enough that a task costs little
+// more than the comparison, small enough that a window spreads over the helpers.
+constexpr std::int64_t k_compare_piece = std::int64_t(1) << 16;
 constexpr double k_memory_headroom = 0.95;  // share of free memory a point may take
 constexpr std::uint64_t k_trial_salt = 0x7e57;
 constexpr std::uint64_t k_baseline_salt = 0xba5e;
@@ -298,24 +304,48 @@ void point_runner::begin_canaries(std::uint64_t point_seed) {
   }
 }
 
+// Each output is read back a window at a time into one of two host buffers, and compared in
+// pieces on the helper threads (host_tasks.hpp) while the next window is read into the other.
+// The pieces' findings are merged in order, so that the sums are the same however many threads
+// there are.
 void point_runner::compare(point_kernel& k, const buffer_set& set, const answers& expected,
                            double atol, double rtol, int pattern, output_errors& e) {
-  auto& out = m_chunk_read;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
     const std::size_t w = size_of(b.type);
-    for (std::int64_t off = 0; off < b.count; off += k_compare_chunk) {
+    std::vector<output_errors> parts[2];
+    std::function<void(std::size_t)> tasks[2];
+    std::optional<task_group> comparing[2];
+    auto merge = [&](int slot) {
+      if (!comparing[slot]) return;
+      comparing[slot]->wait();
+      comparing[slot].reset();
+      for (const auto& part : parts[slot])
+        merge_errors(e, part);
+    };
+    int slot = 0;
+    for (std::int64_t off = 0; off < b.count; off += k_compare_chunk, slot ^= 1) {
       const std::int64_t n = std::min(k_compare_chunk, b.count - off);
-      const std::size_t bytes = std::size_t(n) * w;
-      if (out.size() < bytes) out.resize(bytes);
-      m_backend->read(*set[i], std::uint64_t(off) * w, out.data(), bytes);
-      const unsigned char* want = expected[i].data() + std::size_t(off) * w;
-      // A kept answer is masked; it is unmasked element by element as it is compared.
-      const masked_answer masked{m_mask ? &*m_mask : nullptr, i, std::uint64_t(off) * w};
-      compare_outputs(b.type, out.data(), want, n, std::uint64_t(off), atol, rtol, e, pattern,
-                      m_mask ? &masked : nullptr);
+      auto& out = m_chunk_read[slot];
+      if (out.size() < std::size_t(n) * w) out.resize(std::size_t(n) * w);
+      m_backend->read(*set[i], std::uint64_t(off) * w, out.data(), std::size_t(n) * w);
+      merge(slot ^ 1);  // the window before, compared while this one was read
+      const std::size_t pieces = std::size_t((n + k_compare_piece - 1) / k_compare_piece);
+      parts[slot].assign(pieces, output_errors{});
+      tasks[slot] = [&, i, slot, off, n, w](std::size_t p) {
+        const std::int64_t first = std::int64_t(p) * k_compare_piece;
+        const std::int64_t count = std::min(k_compare_piece, n - first);
+        const std::uint64_t at = std::uint64_t(off + first);
+        // A kept answer is masked; it is unmasked element by element as it is compared.
+        const masked_answer masked{m_mask ? &*m_mask : nullptr, i, at * w};
+        compare_outputs(b.type, m_chunk_read[slot].data() + std::size_t(first) * w,
+                        expected[i].data() + at * w, count, at, atol, rtol, parts[slot][p], pattern,
+                        m_mask ? &masked : nullptr);
+      };
+      comparing[slot].emplace(pieces, tasks[slot]);
     }
+    merge(slot ^ 1);
   }
 }
 

@@ -184,9 +184,9 @@ class point_runner : public engine {
   // The host blocks of the reference's answers, recycled from point to point.
   host_block_cache m_host_blocks;
   point_phases m_phases;
-  // compare()'s chunk of the outputs read back, kept from comparison to comparison: a fresh one
-  // costs the host a page fault every 4 KiB.
-  std::vector<unsigned char> m_chunk_read;
+  // compare()'s windows of the outputs read back (one read while the other is compared), kept
+  // from comparison to comparison: a fresh one costs the host a page fault every 4 KiB.
+  std::vector<unsigned char> m_chunk_read[2];
 };
 
 // Error types of failed points, from what a measurement threw.

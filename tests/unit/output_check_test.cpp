@@ -75,6 +75,41 @@ TEST(OutputCheck, OffsetsCountFromTheWholeBuffer) {
   EXPECT_EQ(e.first_wrong, 3u);
 }
 
+TEST(OutputCheck, PiecesComparedApartMergeIntoTheWhole) {
+  std::vector<float> ref(10000), out(10000);
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    ref[i] = float(i % 97) - 40.5f;
+    out[i] = ref[i] * (i % 7 ? 1.00001f : 1.0f);
+  }
+  out[4321] = std::numeric_limits<float>::quiet_NaN();  // unwritten
+  out[7777] += 1;                                       // wrong
+  out[9000] += 2;
+  const output_errors whole = compare_f32(out, ref);
+  output_errors merged;
+  // The last piece first: the order of the merges changes nothing but the sums' rounding.
+  for (const std::int64_t start : {9000, 0, 3333, 5000}) {
+    const std::int64_t end = start == 9000   ? 10000
+                             : start == 0    ? 3333
+                             : start == 3333 ? 5000
+                                             : 9000;
+    output_errors part;
+    compare_outputs(dtype::f32, out.data() + start, ref.data() + start, end - start,
+                    std::uint64_t(start), 1e-4, 1e-4, part);
+    merge_errors(merged, part);
+  }
+  EXPECT_EQ(merged.compared, whole.compared);
+  EXPECT_EQ(merged.unwritten, 1u);
+  EXPECT_EQ(merged.wrong, whole.wrong);
+  EXPECT_EQ(merged.wrong, 3u);
+  EXPECT_EQ(merged.first_wrong, 4321u);
+  EXPECT_EQ(merged.max_abs, whole.max_abs);
+  EXPECT_EQ(merged.max_rel, whole.max_rel);
+  EXPECT_EQ(merged.ref_near_zero, whole.ref_near_zero);
+  EXPECT_NEAR(merged.sum_sq_diff, whole.sum_sq_diff, 1e-12 * whole.sum_sq_diff);
+  EXPECT_NEAR(merged.sum_sq_ref, whole.sum_sq_ref, 1e-12 * whole.sum_sq_ref);
+  EXPECT_GT(merged.sum_sq_diff, 0);
+}
+
 TEST(OutputCheck, IntegersCompareExactlyAndUseTheBytePattern) {
   std::int32_t unwritten;
   std::memset(&unwritten, k_unwritten_byte, sizeof unwritten);

@@ -74,6 +74,14 @@ runner_fixture make_runner() {
   f->kernels["axpy_wrong"] = axpy(1, 1);
   f->kernels["axpy_half"] = axpy(0, 0.5);
   f->kernels["axpy_none"] = axpy(0, 0);
+  // Right but for two elements far into the output (in its second and third windows read back).
+  f->kernels["axpy_far_wrong"] = [axpy](const fake_backend::host_args& a) {
+    axpy(0, 1)(a);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    const int n = int(a.scalars[0]);
+    y[n - 1] += 3;
+    y[n / 2 + 123] -= 1;
+  };
   // y = a*x: y is written only, so it starts as the unwritten pattern.
   auto scale = [](double share) {
     return [share](const fake_backend::host_args& a) {
@@ -777,6 +785,30 @@ TEST(PointRunner, HalfWrittenAndWrongOutputsFail) {
       << wrong.verification.note;
   EXPECT_NE(std::find(wrong.flags.begin(), wrong.flags.end(), "verification_failed"),
             wrong.flags.end());
+}
+
+TEST(PointRunner, AnOutputReadBackInSeveralWindowsIsComparedWhole) {
+  auto t = make_runner();
+  constexpr int n = 2'500'000;  // more than two windows of the comparison
+  // Verified and timed as little as may be: each host launch and fill takes milliseconds.
+  auto job = [&](const std::string& entry) {
+    json j = axpy_job(entry, n, 2);
+    j["timing"] = {{"l2", "hot"}, {"warmup", 0}, {"min_samples", 1}, {"max_samples", 1}};
+    return plan_of(j);
+  };
+  const auto right = t.runner.measure(job("axpy"), 0, 3);
+  ASSERT_EQ(right.status, point_status::ok) << (right.error ? right.error->message : "");
+  EXPECT_EQ(right.verification.status, "passed") << right.verification.note;
+  EXPECT_EQ(right.verification.norm_rel_err, 0.0);
+  const auto wrong = t.runner.measure(job("axpy_far_wrong"), 0, 3);
+  EXPECT_EQ(wrong.verification.status, "failed");
+  EXPECT_NE(wrong.verification.note.find("2 output elements differ"), std::string::npos)
+      << wrong.verification.note;
+  EXPECT_NE(wrong.verification.note.find("first at element " + std::to_string(n / 2 + 123)),
+            std::string::npos)
+      << wrong.verification.note;
+  EXPECT_NEAR(wrong.verification.max_abs_err, 3.0, 1e-5);
+  EXPECT_GT(wrong.verification.norm_rel_err, 0.0);
 }
 
 TEST(PointRunner, NoTrialsOrNoReferenceSkipVerification) {
