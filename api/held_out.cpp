@@ -23,22 +23,35 @@ std::optional<std::uint64_t> public_points(const std::string& spec_json) {
   return public_points(json::parse(spec_json));
 }
 
-std::string scrubbed_message(const std::string& message, std::uint64_t public_points) {
-  // Where the first held-out point is named: the message is kept up to there.
-  std::size_t cut = std::string::npos;
+namespace {
+
+// Where `message` first names a held-out point ("point K", K at least `public_points`), or npos.
+std::size_t held_out_mention(const std::string& message, std::uint64_t public_points) {
   for (std::size_t at = message.find("point "); at != std::string::npos;
        at = message.find("point ", at + 1)) {
     std::size_t end = at + 6;
     while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end])))
       ++end;
     if (end == at + 6 || end - at - 6 > 19) continue;
-    if (std::stoull(message.substr(at + 6, end - at - 6)) >= public_points) {
-      cut = at;
-      break;
-    }
+    if (std::stoull(message.substr(at + 6, end - at - 6)) >= public_points) return at;
   }
+  return std::string::npos;
+}
+
+constexpr const char* k_not_shown = "a held-out point (its details are not shown)";
+
+}  // namespace
+
+std::string scrubbed_message(const std::string& message, std::uint64_t public_points) {
+  // The message is kept up to where the first held-out point is named.
+  const std::size_t cut = held_out_mention(message, public_points);
   if (cut == std::string::npos) return message;
-  return message.substr(0, cut) + "a held-out point (its details are not shown)";
+  return message.substr(0, cut) + k_not_shown;
+}
+
+std::string scrubbed_field_message(const std::string& message, std::uint64_t public_points) {
+  if (held_out_mention(message, public_points) == std::string::npos) return message;
+  return std::string("is not valid at ") + k_not_shown;
 }
 
 std::string redacted_row(const std::string& result_json) {

@@ -34,6 +34,11 @@ void redact_job(job_record& job, const std::string& spec_json);
 // the point is held out, since its details could carry its sizes.
 std::string scrubbed_message(const std::string& message, std::uint64_t public_points);
 
+// A field error of a refused submission as a candidate sees it: one about a held-out point says
+// only that, whole, since all of it could carry the point's sizes (the value an expression of
+// the candidate's took there, the memory a buffer needs), not only what follows "point K".
+std::string scrubbed_field_message(const std::string& message, std::uint64_t public_points);
+
 // A "job" event's data (the job as GET /jobs/{id} shows it) as a candidate sees it; the text
 // unchanged for a job without held-out points.
 std::string redacted_job_event(const std::string& job_text);

@@ -129,6 +129,13 @@ class spec_parser {
     }
     spec.name = r.string("name", 200).value_or(op_default);
     if (const json* labels = r.get("labels")) spec.labels = parse_labels(*labels, "labels");
+    // The label that lists a task's jobs (?task=) and marks them in label filters is the
+    // daemon's, so that no plain job passes for one of them.
+    if (!m_limits.allow_held_out && spec.labels.count("task")) {
+      r.error("labels.task",
+              "is the daemon's: it labels the jobs of an evaluation task's submissions "
+              "(POST /api/v1/tasks/{name}/submissions)");
+    }
     spec.engine = r.choice<engine_kind>("engine", {{"auto", engine_kind::any},
                                                    {"mock", engine_kind::mock},
                                                    {"hip", engine_kind::hip},
@@ -401,6 +408,30 @@ class spec_parser {
       }
       ok = ok && held_ok;
       if (!held_ok) held.clear();
+    }
+    // A held-out point that is also a public one is not held out: its time and correctness are
+    // shown to the candidate. One exists where every parameter's held-out values share one with
+    // its public values.
+    if (ok && !held.empty()) {
+      std::string shared;
+      for (std::size_t i = 0; i < held.size(); ++i) {
+        const auto& pub = params[i].values;
+        const auto it =
+            std::find_if(held[i].values.begin(), held[i].values.end(), [&](std::int64_t value) {
+              return std::find(pub.begin(), pub.end(), value) != pub.end();
+            });
+        if (it == held[i].values.end()) {
+          shared.clear();
+          break;
+        }
+        shared += (i ? ", " : "") + held[i].name + "=" + std::to_string(*it);
+      }
+      if (!shared.empty()) {
+        error("held_out", "has the point (" + shared +
+                              ") of the public sweep too: a held-out point is one the candidate "
+                              "never sees, with other values");
+        ok = false;
+      }
     }
     kernelscan::sweep s(std::move(params), std::move(held));
     if (ok && s.size() > m_limits.max_points) {

@@ -23,7 +23,8 @@ struct spec_limits {
   bool allow_fault_injection = false;  // mock.fault
   // A sweep parameter that no field uses is an error (every point would be the same kernel).
   bool require_used_parameters = true;
-  // `held_out` points: only an evaluation task's jobs have them (the task pipeline allows them).
+  // An evaluation task's job (the task pipeline's): it may have `held_out` points and the label
+  // `task`, which a plain job may not.
   bool allow_held_out = false;
   plan_limits plan;
 

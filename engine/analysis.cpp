@@ -39,7 +39,7 @@ std::vector<std::string> verification_flags(const verification_result& v, dtype 
   const bool wide = out_type == dtype::f32 || out_type == dtype::f64;
   const bool narrow_errors = wide && v.status != "skipped" && std::isfinite(v.norm_rel_err) &&
                              v.norm_rel_err >= narrow_arithmetic_error(out_type) &&
-                             v.unwritten == 0;
+                             v.norm_rel_err <= k_narrow_arithmetic_ceiling && v.unwritten == 0;
   if (v.status != "failed") {
     if (narrow_errors) flags.emplace_back("precision_mismatch");
     return flags;

@@ -33,10 +33,13 @@ struct analysis_context {
 // vary more: it gets k_cpu_roofline_allowance.
 inline constexpr double k_roofline_allowance = 0.10;
 inline constexpr double k_cpu_roofline_allowance = 0.25;
-// A speedup over the baseline above this is flagged excessive_speedup (a warning).
 // The norm-relative error at and above which an f32 (f64) output shows the rounding of a
 // narrower type's arithmetic (f16, bf16, TF32; f32 for f64): precision_mismatch.
 double narrow_arithmetic_error(dtype out_type);
+// ... and at and below which: bf16 rounding (8 significant bits) of a long sum stays within a few
+// percent, and an output further off (zeros: 1) is wrong, not computed in a narrower type.
+inline constexpr double k_narrow_arithmetic_ceiling = 0.05;
+// A speedup over the baseline above this is flagged excessive_speedup (a warning).
 inline constexpr double k_excessive_speedup = 10.0;
 // A timed median below this share of the fastest verification launch is flagged
 // (faster_than_verification, a warning): the kernel ran far faster unwatched. Only for launches

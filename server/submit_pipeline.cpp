@@ -197,7 +197,8 @@ submit_result submit_pipeline::submit_to_task(const task_record& task, const std
   const auto as_submitted = [&](const validation_error& e) {
     std::vector<field_error> errors = e.errors();
     for (auto& f : errors) {
-      if (hide_held_out && public_count) f.message = scrubbed_message(f.message, *public_count);
+      if (hide_held_out && public_count)
+        f.message = scrubbed_field_message(f.message, *public_count);
       for (const char* given : k_submission_fields) {
         const std::string prefix = std::string("kernel.") + given;
         if (f.field.rfind(prefix, 0) == 0 &&

@@ -192,6 +192,16 @@ TEST(TasksApi, AnOperatorDefinesATaskAndAnAgentSubmitsOnlyItsKernel) {
   EXPECT_NE(probed.text.find("a held-out point (its details are not shown)"), std::string::npos)
       << probed.text;
   expect_no_held_out_size(probed.text, "a refused submission");
+  // Nor by the value the candidate's expression takes there (1 - 12288 = -12287).
+  probing["grid"] = {"1 - N*(N!=4096)*(N!=8192)", 1, 1};
+  const auto valued =
+      send(daemon, "POST", "/api/v1/tasks/axpy/submissions", probing.dump(), k_agent);
+  EXPECT_EQ(valued.status, 422) << valued.text;
+  EXPECT_EQ(valued.body["error"]["details"][0]["message"],
+            "is not valid at a held-out point (its details are not shown)")
+      << valued.text;
+  EXPECT_EQ(valued.text.find("1228"), std::string::npos) << valued.text;
+  expect_no_held_out_size(valued.text, "a refused submission's value");
   const auto by_operator =
       send(daemon, "POST", "/api/v1/tasks/axpy/submissions", probing.dump(), k_operator);
   EXPECT_NE(by_operator.text.find("N=12288"), std::string::npos) << by_operator.text;

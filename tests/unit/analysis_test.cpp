@@ -193,6 +193,13 @@ TEST(Analysis, VerificationFlags) {
   EXPECT_EQ(verification_flags(v, dtype::f16), std::vector<std::string>{"verification_failed"});
   v.max_rel_err = 0.5;
   EXPECT_EQ(verification_flags(v, dtype::f32), std::vector<std::string>{"verification_failed"});
+  // Norm-relative errors of narrower arithmetic are; those of a wrong answer (zeros: 1) are not.
+  v.norm_rel_err = 3e-3;
+  EXPECT_EQ(verification_flags(v, dtype::f32),
+            (std::vector<std::string>{"verification_failed", "precision_mismatch"}));
+  v.norm_rel_err = 1;
+  EXPECT_EQ(verification_flags(v, dtype::f32), std::vector<std::string>{"verification_failed"});
+  v.norm_rel_err = 0;
   v.status = "passed";
   EXPECT_TRUE(verification_flags(v, dtype::f32).empty());
   v.status = "skipped";

@@ -409,6 +409,17 @@ TEST(JobSpecCodecErrors, LabelKeyInvalid) {
   EXPECT_TRUE(rejects(body, "labels", "must be an object"));
 }
 
+TEST(JobSpecCodecErrors, TheTaskLabelIsTheDaemons) {
+  json body = gemm_body();
+  body["labels"] = {{"task", "axpy"}};
+  EXPECT_TRUE(rejects(body, "labels.task", "is the daemon's"));
+  // A task's job carries it, and a stored one loads with it.
+  spec_limits task_job;
+  task_job.allow_held_out = true;
+  EXPECT_EQ(parse_job_spec(body, task_job).labels.at("task"), "axpy");
+  EXPECT_EQ(parse_job_spec(body, spec_limits::stored()).labels.at("task"), "axpy");
+}
+
 TEST(JobSpecCodecErrors, TooManyLabels) {
   spec_limits limits;
   limits.max_labels = 2;

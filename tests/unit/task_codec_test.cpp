@@ -137,6 +137,36 @@ TEST(HeldOut, MessagesAboutAHeldOutPointDoNotDescribeIt) {
   EXPECT_EQ(scrubbed_message("no point here", 2), "no point here");
   EXPECT_EQ(scrubbed_message("point 99999999999999999999999 (N=1)", 2),
             "point 99999999999999999999999 (N=1)");
+  // A field error about a held-out point is replaced whole: the value an expression took there
+  // comes before the point is named.
+  EXPECT_EQ(scrubbed_field_message(
+                "\"1 - N*(N!=64)*(N!=128)\" is -95; must be at least 1 at point 2 (N=96)", 2),
+            "is not valid at a held-out point (its details are not shown)");
+  EXPECT_EQ(scrubbed_field_message("is -1; must be at least 1 at point 1 (N=128)", 2),
+            "is -1; must be at least 1 at point 1 (N=128)");
+}
+
+TEST(HeldOut, AHeldOutPointMayNotBeAPublicOne) {
+  auto held = [](const json& held_out) {
+    json t = json::parse(R"({"sweep": {"M": [64, 128], "N": [8, 16]}})");
+    t["held_out"] = held_out;
+    spec_limits limits;
+    limits.allow_held_out = true;
+    json job = json::parse(R"({"kernel": {"op": "gemm", "m": "M", "n": "N", "k": 64}})");
+    job["sweep"] = t["sweep"];
+    job["held_out"] = held_out;
+    try {
+      (void)parse_job_spec(job, limits);
+    } catch (const validation_error& e) {
+      return e.errors().at(0).field + ": " + e.errors().at(0).message;
+    }
+    return std::string("(accepted)");
+  };
+  // Another N with a public M is another point; both values public is a public point.
+  EXPECT_EQ(held(json{{"M", {128}}, {"N", {12}}}), "(accepted)");
+  EXPECT_EQ(held(json{{"M", {96, 128}}, {"N", {12, 16}}}),
+            "held_out: has the point (M=128, N=16) of the public sweep too: a held-out point is "
+            "one the candidate never sees, with other values");
 }
 
 TEST(HeldOut, ACandidateSeesAHeldOutRowWithoutSizesOrTimes) {
