@@ -314,6 +314,9 @@ int run_compare(const client_options& client_opts, const compare_options& opts, 
     } catch (const std::invalid_argument& e) {
       err << "kernelscan compare: " << e.what() << "\n";
       return k_usage;
+    } catch (const nothing_to_compare& e) {
+      err << "kernelscan compare: " << e.what() << "\n";
+      return k_failed;
     }
     return k_ok;
   });

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "api/result_codec.hpp"
 #include "server/detail/text_table.hpp"
 
 namespace kernelscan {
@@ -19,6 +22,7 @@ using detail::text_table;
 
 struct point {
   double median = 0, low = 0, high = 0;
+  double cost = 0;  // cost_of(): what ranks a series' points sharing a key
 };
 
 std::optional<point> point_of(const json& row) {
@@ -35,7 +39,85 @@ std::optional<point> point_of(const json& row) {
   p.high = time.contains("ci95_high") && time["ci95_high"].is_number()
                ? time["ci95_high"].get<double>()
                : p.median;
+  p.cost = cost_of(row).value_or(p.median);
   return p;
+}
+
+// The fields of a spec's kernel that sweep parameter `name` sets ("kernel.m", "kernel.grid[0]"):
+// where it appears as a word in an expression (as the dashboard finds them).
+std::vector<std::string> uses_of(const json& spec, const std::string& name) {
+  std::vector<std::string> out;
+  const auto is_word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  const auto uses = [&](const std::string& text) {
+    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+      const std::size_t end = at + name.size();
+      if ((at == 0 || !is_word(text[at - 1])) && (end == text.size() || !is_word(text[end])))
+        return true;
+    }
+    return false;
+  };
+  const std::function<void(const json&, const std::string&)> walk = [&](const json& v,
+                                                                        const std::string& path) {
+    if (v.is_string()) {
+      if (path != "kernel.source" && path != "kernel.entry" && uses(v.get<std::string>()))
+        out.push_back(path);
+    } else if (v.is_array()) {
+      for (std::size_t i = 0; i < v.size(); ++i)
+        walk(v[i], path + "[" + std::to_string(i) + "]");
+    } else if (v.is_object()) {
+      for (const auto& [key, x] : v.items())
+        if (key != "name" && key != "op") walk(x, path + "." + key);
+    }
+  };
+  if (spec.is_object() && spec.contains("kernel")) walk(spec["kernel"], "kernel");
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items)
+    out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// Why the series may not measure the same problem at a joined point: they run different ops, or
+// a shared parameter sets different fields in them. Empty where they do, or a series has no spec
+// (the variants of one job).
+std::string join_warning(const std::vector<compare_series>& series,
+                         const std::vector<std::string>& shared) {
+  for (const auto& s : series)
+    if (!s.spec.is_object()) return "";
+  std::vector<std::string> why;
+  std::set<std::string> ops;
+  for (const auto& s : series)
+    if (s.spec.contains("kernel") && s.spec["kernel"].is_object())
+      ops.insert(s.spec["kernel"].value("op", "?"));
+  if (ops.size() > 1)
+    why.push_back("they run different ops (" + joined({ops.begin(), ops.end()}) + ")");
+  for (const auto& n : shared) {
+    std::set<std::string> distinct;
+    std::vector<std::string> each;
+    for (const auto& s : series) {
+      const std::string fields = joined(uses_of(s.spec, n));
+      distinct.insert(fields);
+      each.push_back((fields.empty() ? "nothing" : fields) + " in " + s.label);
+    }
+    if (distinct.size() > 1) {
+      std::string line = n + " sets ";
+      for (std::size_t i = 0; i < each.size(); ++i)
+        line += (i ? "; " : "") + each[i];
+      why.push_back(line);
+    }
+  }
+  if (why.empty()) return "";
+  std::string out =
+      "warning: matched on the parameter names only; these jobs may not measure the "
+      "same problem at a matched point:\n";
+  for (const auto& w : why)
+    out += "  - " + w + "\n";
+  return out;
 }
 
 std::string value_text(const json& v) {
@@ -66,7 +148,7 @@ std::vector<compare_series> series_of(const std::vector<std::pair<json, json>>& 
       const std::string name = r["variant"].get<std::string>();
       if (!at.count(name)) {
         at[name] = out.size();
-        out.push_back({name, json::array()});
+        out.push_back({name, json::array(), json()});
       }
       out[at[name]].rows.push_back(r);
     }
@@ -77,7 +159,8 @@ std::vector<compare_series> series_of(const std::vector<std::pair<json, json>>& 
     return out;
   }
   for (const auto& [job, rows] : jobs)
-    out.push_back({"job " + value_text(job.value("id", json())), rows});
+    out.push_back({"job " + value_text(job.value("id", json())), rows,
+                   job.contains("spec") ? job["spec"] : json()});
   return out;
 }
 
@@ -114,7 +197,9 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
     base_at = std::size_t(it - series.begin());
   }
 
-  // Per series: the best ok point at each shared key; keys in the order they first appear.
+  // Per series: the best ok point at each shared key, the one of the highest throughput (the
+  // least time per FLOP, else per byte, else the fastest; a smaller problem is not a better
+  // point); keys in the order they first appear.
   std::vector<std::string> keys;
   std::map<std::string, std::vector<std::string>> key_values;
   std::vector<std::map<std::string, point>> best(series.size());
@@ -133,7 +218,7 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       }
       if (const auto p = point_of(r)) {
         auto [it, fresh] = best[i].emplace(key, *p);
-        if (!fresh && p->median < it->second.median) it->second = *p;
+        if (!fresh && p->cost < it->second.cost) it->second = *p;
       }
     }
   }
@@ -178,14 +263,12 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
   for (std::size_t i = 0; i < series.size(); ++i)
     any |= !speedups[i].empty();
   if (!any) {
-    throw std::invalid_argument("the compared share no measured point (shared parameters: " +
-                                (shared.empty() ? std::string("none") : [&] {
-                                  std::string s;
-                                  for (const auto& n : shared)
-                                    s += (s.empty() ? "" : ", ") + n;
-                                  return s;
-                                }()) +
-                                ")");
+    std::vector<std::string> labels;
+    for (const auto& s : series)
+      labels.push_back(s.label);
+    throw nothing_to_compare(
+        "no measured point is shared by " + joined(labels) +
+        " (shared parameters: " + (shared.empty() ? std::string("none") : joined(shared)) + ")");
   }
 
   std::string out = "baseline  " + series[base_at].label + "\n";
@@ -196,7 +279,7 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
     for (std::size_t i = 0; i < shared.size(); ++i)
       out += (i ? ", " : "") + shared[i];
   }
-  out += "\n\n" + table.render() + "\n";
+  out += "\n" + join_warning(series, shared) + "\n" + table.render() + "\n";
   for (const std::size_t i : order) {
     if (i == base_at || speedups[i].empty()) continue;
     double log_sum = 0;

@@ -6,7 +6,9 @@
 //
 // A point is faster or slower than the baseline's only when the two medians' 95% intervals do not
 // overlap; otherwise it is the same. Where a series has parameters the others lack, its best
-// (fastest) point per shared key stands for it.
+// point per shared key stands for it: the one of the highest throughput (least time per FLOP,
+// else per byte, else the fastest), not simply the smallest problem. Where the jobs run different
+// ops or a shared parameter sets different fields in them, the report says so above the table.
 
 #include <stdexcept>
 #include <string>
@@ -20,6 +22,14 @@ namespace kernelscan {
 struct compare_series {
   std::string label;  // "job 12", or the variant's name
   json rows = json::array();
+  json spec;  // the job's spec (for a job), to tell what its parameters set; null for a variant
+};
+
+// The series share no measured point: nothing was wrong with the command, but there is nothing
+// to print.
+class nothing_to_compare : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // The series of the command: each job's rows when there are two or more jobs; the variants of
@@ -28,8 +38,8 @@ struct compare_series {
 std::vector<compare_series> series_of(const std::vector<std::pair<json, json>>& jobs);
 
 // The report, with `base` (a series' label, or "" for the first) as the baseline. Throws
-// std::invalid_argument naming `base` when no series has that label, or when the series share no
-// point.
+// std::invalid_argument naming `base` when no series has that label, nothing_to_compare when the
+// series share no point.
 std::string compare_report(const std::vector<compare_series>& series, const std::string& base);
 
 }  // namespace kernelscan

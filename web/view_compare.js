@@ -140,14 +140,20 @@ export function mount(root, {query}) {
       body.replaceChildren(errorBox({type: 'nothing_shared', message: 'These jobs share no sweep parameter, so their points cannot be matched.'}));
       return;
     }
-    // key -> best ok median per job
+    // key -> each job's best ok row there: of the highest throughput (the least time per FLOP,
+    // else per byte, else the fastest), as the job's best point is, not the smallest problem
+    const cost = (r) => {
+      const m = r.metrics || {};
+      const work = m.flops > 0 ? m.flops : m.bytes > 0 ? m.bytes : 1;
+      return r.time_us.median / work;
+    };
     const perJob = jobs.map(({rows}) => {
       const m = new Map();
       for (const r of rows) {
         if (r.status !== 'ok') continue;
         const key = byName ? r.name : shared.map((n) => r.params[n]).join('|');
         const cur = m.get(key);
-        if (!cur || r.time_us.median < cur.time_us.median) m.set(key, r);
+        if (!cur || cost(r) < cost(cur)) m.set(key, r);
       }
       return m;
     });

@@ -67,9 +67,38 @@ TEST(CompareReport, SaysWhatCannotBeCompared) {
   try {
     compare_report(series, "");
     ADD_FAILURE();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("share no measured point"), std::string::npos);
+  } catch (const nothing_to_compare& e) {
+    EXPECT_STREQ(e.what(), "no measured point is shared by job 1, job 2 (shared parameters: N)");
   }
+}
+
+TEST(CompareReport, TheBestPointOfAnUnsharedParameterIsTheHighestThroughputNotTheSmallest) {
+  // Job 1 sweeps M as well: at N=64, M=64 is the fastest but M=1024 does the most per second.
+  auto with_flops = [](json r, double flops) {
+    r["metrics"] = {{"flops", flops}};
+    return r;
+  };
+  const json gemm_mn =
+      json::array({with_flops(row({{"M", 64}, {"N", 64}}, 10, 0.1), 64 * 64 * 2),
+                   with_flops(row({{"M", 1024}, {"N", 64}}, 40, 0.1), 1024 * 64 * 2)});
+  const json gemm_n = json::array({with_flops(row({{"N", 64}}, 20, 0.1), 64 * 64 * 2)});
+  json spec_mn = {{"kernel", {{"op", "gemm"}, {"m", "M"}, {"n", "N"}, {"k", 64}}}};
+  json spec_n = {{"kernel", {{"op", "gemm"}, {"m", "N"}, {"n", "N"}, {"k", "N"}}}};
+  const auto series = series_of(
+      {{json{{"id", 1}, {"spec", spec_mn}}, gemm_mn}, {json{{"id", 5}, {"spec", spec_n}}, gemm_n}});
+  const std::string report = compare_report(series, "job 5");
+  // Job 1 at N=64 is its M=1024 point: 40 µs against job 5's 20.
+  EXPECT_NE(report.find("0.50x slower"), std::string::npos) << report;
+  // N sets different fields in the two jobs: said above the table.
+  EXPECT_NE(report.find("warning: matched on the parameter names only"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("N sets kernel.n in job 1; kernel.m, kernel.n, kernel.k in job 5"),
+            std::string::npos)
+      << report;
+  // Jobs that use N alike get no warning.
+  const auto alike = series_of(
+      {{json{{"id", 5}, {"spec", spec_n}}, gemm_n}, {json{{"id", 6}, {"spec", spec_n}}, gemm_n}});
+  EXPECT_EQ(compare_report(alike, "").find("warning"), std::string::npos);
 }
 
 }  // namespace
