@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <unordered_map>
 
@@ -15,6 +16,13 @@
 
 namespace kernelscan {
 namespace {
+
+// A bound as it is written: 1000000000000, not 1000000000000.000000.
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
 
 using detail::csv_error;
 using detail::csv_reader;
@@ -187,7 +195,7 @@ imported_kernel read_component(const json& v, const std::string& path, std::stri
       if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 ||
           it->get<double>() > hi) {
         errs.add(join_path(path, key),
-                 it->is_number() ? "must be a number from 0 to " + std::to_string(hi)
+                 it->is_number() ? "must be a number from 0 to " + number_text(hi)
                                  : "must be a number, not " + std::string(json_type_name(*it)));
         return std::nullopt;
       }

@@ -309,9 +309,11 @@ class spec_parser {
     for (const auto& [name, values] : v.items()) {
       const std::string field = join_path(path, name);
       if (!is_identifier(name)) {
-        error(field,
-              "parameter names are identifiers: a letter or '_', then letters, digits or "
-              "'_' (at most 64)");
+        // An empty name has no field of its own: the sweep is named.
+        error(name.empty() ? path : field,
+              std::string(name.empty() ? "has a parameter without a name: " : "") +
+                  "parameter names are identifiers: a letter or '_', then letters, digits or "
+                  "'_' (at most 64)");
         ok = false;
         continue;
       }
@@ -351,7 +353,8 @@ class spec_parser {
         continue;
       }
       if (p.values.empty()) {
-        if (values.is_array()) error(field, "has no values");
+        // (A list whose values were all refused has said so for each.)
+        if (values.is_array() && values.empty()) error(field, "has no values");
         ok = false;
         continue;
       }
@@ -549,8 +552,8 @@ class spec_parser {
       error(field, "is larger than 2^53");
       return std::nullopt;
     }
-    if (v.is_number_integer()) {
-      error(field, "is outside +-2^53");
+    if (v.is_number_integer() || v.is_number_float()) {
+      error(field, "is " + v.dump() + ", outside +-2^53");
       return std::nullopt;
     }
     if (v.is_string()) {

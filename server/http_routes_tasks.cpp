@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "api/detail/utf8.hpp"
 #include "api/held_out.hpp"
 #include "api/task_codec.hpp"
 #include "server/detail/http_api_impl.hpp"
@@ -18,10 +19,18 @@ json view_of(const task_record& t, bool with_held_out) {
 }  // namespace
 
 task_record http_api::impl::find_task(const std::string& name) {
-  auto t = store.task(name);
+  // No task's name holds a NUL or invalid UTF-8 (names come from JSON), and PostgreSQL refuses
+  // such text: the store is not asked.
+  std::optional<task_record> t;
+  if (detail::valid_utf8(name) && name.find('\0') == std::string::npos) t = store.task(name);
   if (!t) {
-    throw api_error(404, "not_found", "no task \"" + name + "\"",
-                    {{"name", "no task \"" + name + "\" (GET /api/v1/tasks lists them)"}});
+    // The name from the path as a JSON string: any bytes a client sent (a NUL, invalid UTF-8),
+    // escaped and cut to a length a message can show.
+    constexpr std::size_t k_shown = 80;
+    const std::string shown =
+        json(detail::utf8_prefix(name, k_shown) + (name.size() > k_shown ? "…" : "")).dump();
+    throw api_error(404, "not_found", "no task " + shown,
+                    {{"name", "no task " + shown + " (GET /api/v1/tasks lists them)"}});
   }
   return std::move(*t);
 }

@@ -143,7 +143,13 @@ struct http_transport::impl {
   static void send_error(int status, const std::string& type, const std::string& message,
                          httplib::Response& res, const std::vector<field_error>& details = {}) {
     res.status = status;
-    res.set_content(error_body(type, message, details).dump(), "application/json");
+    res.set_content(error_text(error_body(type, message, details)), "application/json");
+  }
+  // An error's body as JSON text. Its message may quote what the client sent (a path, a query
+  // value), bytes that need not be UTF-8: they are written as U+FFFD rather than turning a 4xx
+  // into a 500 (the JSON writer throws on them by default).
+  static std::string error_text(const json& body) {
+    return body.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
   // Every request comes here: find its route, or answer 404, or 405 with Allow.
@@ -208,7 +214,7 @@ struct http_transport::impl {
     if (found->access == route_access::operate && !operator_access) {
       send_error(403, "forbidden",
                  "this request needs an operator token (the daemon's --operator-token-file): "
-                 "defining and retiring tasks is an operator's",
+                 "defining and retiring tasks and confirming withheld scores are an operator's",
                  res);
       return templ;
     }
@@ -258,7 +264,7 @@ struct http_transport::impl {
       }
     } catch (const api_error& e) {
       res.status = e.status();
-      res.set_content(e.body().dump(), "application/json");
+      res.set_content(error_text(e.body()), "application/json");
     } catch (const validation_error& e) {
       send_error(422, "invalid_spec", e.what(), res, e.errors());
     } catch (const json_syntax_error& e) {

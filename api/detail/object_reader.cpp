@@ -111,7 +111,11 @@ std::optional<std::int64_t> object_reader::integer(std::string_view key, std::in
              std::fabs(v->get<double>()) < 9.0e15) {
     out = std::int64_t(v->get<double>());  // 1e3 or 4.0 written for an integer
   } else {
-    error(key, "must be an integer, not " + std::string(json_type_name(*v)));
+    // A number is shown (1e+26 is an integer, but not one this field can hold).
+    error(key,
+          "must be an integer" + (v->is_number() ? " between " + std::to_string(lo) + " and " +
+                                                       std::to_string(hi) + ", not " + v->dump()
+                                                 : ", not " + std::string(json_type_name(*v))));
     return std::nullopt;
   }
   if (out < lo || out > hi) {

@@ -64,6 +64,27 @@ TEST(Security, WritesNeedATokenWhenTokensAreConfigured) {
   EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 1u);  // the refused ones left no job
 }
 
+TEST(Security, BytesThatAreNotTextInAPathOrQueryGetA4xxNotA500) {
+  daemon_process daemon({.mock_devices = 1, .allow_fault_injection = false, .extra_args = {}});
+  daemon.start();
+  for (const char* path :
+       {"/%FF", "/api/v1/jobs/%FF", "/api/v1/jobs?status=%FF", "/api/v1/jobs/1/results?format=%FF",
+        "/api/v1/devices/%FF", "/api/v1/devices/%FF/0", "/api/v1/tasks/%FF", "/api/v1/tasks/%00"}) {
+    const auto r = daemon.get(path);
+    EXPECT_GE(r.status, 400) << path << ": " << r.text;
+    EXPECT_LT(r.status, 500) << path << ": " << r.text;
+    EXPECT_TRUE(r.body.is_object() && r.body.contains("error")) << path << ": " << r.text;
+  }
+  // A name shown in a message is escaped and cut: no NUL ends the message early, and a long one
+  // is not echoed whole.
+  const auto nul = daemon.get("/api/v1/tasks/a%00b");
+  EXPECT_EQ(nul.body["error"]["message"], "no task \"a\\u0000b\"") << nul.text;
+  const auto longer = daemon.get("/api/v1/tasks/" + std::string(5000, 'x'));
+  EXPECT_EQ(longer.status, 404);
+  EXPECT_LT(longer.text.size(), 600u) << longer.text.size();
+  EXPECT_EQ(daemon.get("/healthz").status, 200);
+}
+
 TEST(Security, AuthReadsProtectsDataButNotProbesOrThePage) {
   daemon_process probe;
   daemon_process daemon({.mock_devices = 1,

@@ -473,6 +473,30 @@ TEST(JobSpecCodecErrors, EmptyValueList) {
   EXPECT_TRUE(rejects(body, "sweep.M", "has no values"));
 }
 
+TEST(JobSpecCodecErrors, NumbersTooLargeForTheirFieldAreShown) {
+  json body = gemm_body();
+  body["kernel"]["m"] = json::parse("99999999999999999999999999");
+  EXPECT_TRUE(rejects(body, "kernel.m", "is 1e+26, outside +-2^53"));
+  body = gemm_body();
+  body["seed"] = json::parse("18446744073709551616");
+  EXPECT_TRUE(rejects(body, "seed", "must be an integer between"));
+  EXPECT_TRUE(rejects(body, "seed", "not 1.8446744073709552e+19"));
+}
+
+TEST(JobSpecCodecErrors, AListOfRefusedValuesSaysSoOncePerValue) {
+  json body = gemm_body();
+  body["sweep"]["M"] = {"a"};
+  const auto errors = errors_of(body, {});
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].field, "sweep.M[0]");
+}
+
+TEST(JobSpecCodecErrors, AParameterWithoutANameIsTheSweeps) {
+  json body = gemm_body();
+  body["sweep"][""] = {1};
+  EXPECT_TRUE(rejects(body, "sweep", "has a parameter without a name"));
+}
+
 TEST(JobSpecCodecErrors, RangeToBeforeFrom) {
   json body = gemm_body();
   body["sweep"]["M"] = {{"from", 512}, {"to", 128}};
