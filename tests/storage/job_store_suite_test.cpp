@@ -491,9 +491,11 @@ TEST_P(JobStore, AddResultsUpdatesProgressAndBest) {
   EXPECT_EQ(store.get(other)->progress.done, 1u);
   EXPECT_EQ(store.get(other)->best->index, 0u);
 
-  // A failed point is never best, even with a (bogus) lower median; a slower ok point is not
-  // either; a faster one is.
-  store.add_results(std::vector<result_row>{row(id, 5, false, 1.0), row(id, 1, true, 60.0)}, 11);
+  // A failed point is never best, even with a (bogus) lower median, nor a faster one whose flags
+  // void its score (a wrong answer); a slower ok point is not either; a faster one is.
+  auto wrong = row(id, 1, true, 10.0);
+  wrong.flags = {"verification_failed"};
+  store.add_results(std::vector<result_row>{row(id, 5, false, 1.0), wrong}, 11);
   job = store.get(id);
   EXPECT_EQ(job->best->index, 2u);
   EXPECT_EQ(job->progress.failed, 2u);
