@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <strings.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -25,6 +26,9 @@ namespace {
 // (30 s) bounds each recv, not the head: one header line every few seconds held a thread for as
 // long as the client went on.
 constexpr auto k_head_timeout = 10s;
+// How long an answered connection that declared a body over the limit is drained before it is
+// closed (see client_connection::close_gracefully).
+constexpr auto k_refused_body_drain = 2s;
 // An HTTP thread beyond --http-threads ends after this without a connection to serve.
 constexpr auto k_extra_thread_linger = 10s;
 
@@ -78,13 +82,30 @@ class connection_stream final : public httplib::Stream {
 // and the response) to tell a head cut off by its deadline from a malformed one.
 thread_local const detail::client_connection* t_connection = nullptr;
 
+// The request declares a body longer than `limit`. httplib would read (and drop) all of it
+// before answering 413, waiting out its read timeout when the client sends nothing; a chunked
+// body's Content-Length means nothing.
+bool declares_oversized_body(const httplib::Request& req, std::size_t limit) {
+  if (!req.has_header("Content-Length")) return false;
+  if (strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0) return false;
+  const std::string value = req.get_header_value("Content-Length");
+  std::uint64_t length = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+  if (ec == std::errc::result_out_of_range) return true;
+  return ec == std::errc() && end == value.data() + value.size() && length > limit;
+}
+
 // httplib's server with its own connection loop. httplib 0.11's accept loop hands each accepted
 // socket to process_and_close_socket(), a virtual (and the only place the socket is seen), whose
 // loop (process_server_socket) reads requests through a SocketStream until the keep-alive count,
-// "Connection: close", an idle keep-alive timeout or stop(). This is that loop, except that the
-// head of each request must arrive within k_head_timeout in all. The parsing, routing and
-// writing of each request stay httplib's (process_request).
+// "Connection: close", an idle keep-alive timeout or stop(). This is that loop with two changes:
+// the head of each request must arrive within k_head_timeout in all, and a request declaring a
+// body over the limit is answered and its connection closed without reading the body. The
+// parsing, routing and writing of each request stay httplib's (process_request).
 class http_server final : public httplib::Server {
+ public:
+  explicit http_server(std::size_t max_body) : m_max_body(max_body) {}
+
  private:
   bool process_and_close_socket(socket_t sock) override {
     detail::client_connection connection(
@@ -106,13 +127,27 @@ class http_server final : public httplib::Server {
     for (std::size_t left = keep_alive_max_count_;
          left > 0 && svr_sock_ != INVALID_SOCKET && connection.wait_for_request(); --left) {
       connection.start_head(detail::client_connection::clock::now() + k_head_timeout);
-      bool closed = false;
-      ok = process_request(stream, left == 1, closed,
-                           [&](httplib::Request&) { connection.end_head(); });
+      bool closed = false, refused_body = false;
+      ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
+        connection.end_head();
+        if (declares_oversized_body(req, m_max_body)) {
+          // Answered before the body (see configure()); then the connection ends, as what
+          // follows on it is the body, not a request. The answer says so.
+          refused_body = true;
+          req.headers.erase("Connection");
+          req.headers.emplace("Connection", "close");
+        }
+      });
+      if (refused_body) {
+        connection.close_gracefully(k_refused_body_drain);
+        break;
+      }
       if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
     }
     return ok;
   }
+
+  std::size_t m_max_body;
 };
 
 }  // namespace
@@ -209,7 +244,7 @@ struct http_transport::impl {
   access_control& access;
   http_metrics& requests;
   serve_config config;
-  http_server server;
+  http_server server{config.max_body_bytes};
 
   static void send(const response& r, httplib::Response& res) {
     res.status = r.status;
@@ -405,7 +440,23 @@ struct http_transport::impl {
     // POST until the connection closes instead, so `curl -X POST .../cancel`, which keeps the
     // connection open, waited out the read timeout and got 400. The pre-routing handler runs
     // before httplib reads the body, so the body's length is stated here.
-    server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    //
+    // A request declaring a body over --max-body-bytes is answered 413 here, before httplib
+    // would read the whole body to drop it (the connection then closes: http_server). With
+    // "Expect: 100-continue" it is answered instead of "100 Continue", so the client never sends
+    // the body.
+    server.set_expect_100_continue_handler(
+        [max = config.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+          if (!declares_oversized_body(req, max)) return 100;
+          res.status = 413;  // httplib answers with the response as it is, error handler included
+          return 413;
+        });
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (declares_oversized_body(req, config.max_body_bytes)) {
+        send_error(413, "payload_too_large",
+                   "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       auto& r = const_cast<httplib::Request&>(req);
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
         r.headers.emplace("Content-Length", "0");

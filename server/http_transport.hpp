@@ -9,7 +9,8 @@
 // is served by one thread of a pool of `http_threads`, which grows (up to 16 times that, at most
 // 1024 and half the open-file limit) while every thread is busy, so slow clients cannot hold up
 // the others; handlers run on these threads concurrently. A request's line and headers must
-// arrive within 10 s (408 otherwise).
+// arrive within 10 s (408 otherwise); a body declared over `max_body_bytes` is refused (413)
+// before it is read.
 
 #include <cstdint>
 #include <functional>

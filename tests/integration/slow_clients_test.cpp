@@ -1,5 +1,6 @@
 // Slow clients against a real daemon: heads that trickle in a header line at a time must not
-// keep others from being served, and are cut at their deadline.
+// keep others from being served, are cut at their deadline, and a body declared over the limit is
+// refused before it is sent.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -133,6 +134,25 @@ class slow_heads {
   std::thread m_thread;
 };
 
+// Sends `request` on a new connection and reads until the daemon closes it or `timeout` passes.
+std::string exchange_until_closed(int port, const std::string& request,
+                                  std::chrono::milliseconds timeout) {
+  const int fd = connect_to(port);
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string in;
+  const auto until = clock::now() + timeout;
+  while (clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 20) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    in.append(buf, std::size_t(n));
+  }
+  close(fd);
+  return in;
+}
+
 TEST(SlowClients, AFreshClientIsAnsweredWhileSlowHeadsOutnumberTheThreads) {
   daemon_process daemon({.extra_args = k_few_threads});
   daemon.start();
@@ -192,6 +212,22 @@ TEST(SlowClients, AHeadStillTricklingAtItsDeadlineIsAnswered408AndClosed) {
     EXPECT_LT(after, 13s);
   }
   EXPECT_EQ(daemon.get("/healthz").status, 200);
+}
+
+TEST(SlowClients, ABodyDeclaredOverTheLimitIsRefusedBeforeItIsSent) {
+  daemon_process daemon({.extra_args = {"--max-body-bytes", "4096"}});
+  daemon.start();
+  const std::string head =
+      "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100000000\r\n";
+  for (const std::string expect : {"", "Expect: 100-continue\r\n"}) {
+    const auto t0 = clock::now();
+    const auto answer = exchange_until_closed(daemon.port(), head + expect + "\r\n", 10s);
+    EXPECT_LT(clock::now() - t0, 3s) << expect;
+    EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+    EXPECT_NE(answer.find("\"payload_too_large\""), std::string::npos) << answer;
+    EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  }
 }
 
 }  // namespace
