@@ -5,7 +5,7 @@
 // the submit pipeline, and cancel requests to the scheduler.
 //
 // Threading: bind() then run() on one thread; stop() from any thread. Requests are served by a
-// pool of `http_threads` threads.
+// pool of `http_threads` threads that grows while slow clients hold them (http_transport).
 
 #include <memory>
 #include <string>

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <strings.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <charconv>
@@ -9,12 +11,146 @@
 #include <cmath>
 
 #include "api/field_errors.hpp"
+#include "server/detail/client_connection.hpp"
 #include "server/detail/comma_list.hpp"
+#include "server/detail/elastic_pool.hpp"
 #include "storage/storage_error.hpp"
 
 namespace kernelscan {
 
 using namespace std::chrono_literals;
+
+namespace {
+
+// A request's line and headers must arrive within this of its first byte. httplib's read timeout
+// (30 s) bounds each recv, not the head: one header line every few seconds held a thread for as
+// long as the client went on.
+constexpr auto k_head_timeout = 10s;
+// How long an answered connection that declared a body over the limit is drained before it is
+// closed (see client_connection::close_gracefully).
+constexpr auto k_refused_body_drain = 2s;
+// An HTTP thread beyond --http-threads ends after this without a connection to serve.
+constexpr auto k_extra_thread_linger = 10s;
+
+// The most HTTP threads there may be while clients are slow: 16 times --http-threads, at most
+// 1024, and at most half the open-file limit (each thread holds a connection's socket; the rest
+// is left to connections waiting their turn, the store and the workers' pipes).
+std::size_t http_thread_cap(std::size_t threads) {
+  std::size_t cap = std::min<std::size_t>(16 * threads, 1024);
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    cap = std::min<std::size_t>(cap, files.rlim_cur / 2);
+  }
+  return std::max(cap, threads);
+}
+
+// Each connection is one task of httplib's accept loop, run for as long as the connection lasts
+// (all its keep-alive requests). A fixed pool of N threads was thus held by N slow or idle
+// clients, and everyone else waited in its queue; this one grows while all its threads are busy.
+class connection_pool final : public httplib::TaskQueue {
+ public:
+  connection_pool(std::size_t threads, std::size_t cap)
+      : m_pool(threads, cap, k_extra_thread_linger) {}
+  void enqueue(std::function<void()> fn) override { m_pool.post(std::move(fn)); }
+  void shutdown() override { m_pool.shutdown(); }
+
+ private:
+  detail::elastic_pool m_pool;
+};
+
+// httplib's view of a client_connection.
+class connection_stream final : public httplib::Stream {
+ public:
+  explicit connection_stream(detail::client_connection& c) : m_connection(c) {}
+  bool is_readable() const override { return m_connection.readable(); }
+  bool is_writable() const override { return m_connection.writable(); }
+  ssize_t read(char* ptr, size_t size) override { return m_connection.read(ptr, size); }
+  ssize_t write(const char* ptr, size_t size) override { return m_connection.write(ptr, size); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    m_connection.peer_address(ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    m_connection.local_address(ip, port);
+  }
+  socket_t socket() const override { return m_connection.fd(); }
+
+ private:
+  detail::client_connection& m_connection;
+};
+
+// The connection this thread serves, for the error handler (which httplib gives only the request
+// and the response) to tell a head cut off by its deadline from a malformed one.
+thread_local const detail::client_connection* t_connection = nullptr;
+
+// The request declares a body longer than `limit`. httplib would read (and drop) all of it
+// before answering 413, waiting out its read timeout when the client sends nothing; a chunked
+// body's Content-Length means nothing.
+bool declares_oversized_body(const httplib::Request& req, std::size_t limit) {
+  if (!req.has_header("Content-Length")) return false;
+  if (strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0) return false;
+  const std::string value = req.get_header_value("Content-Length");
+  std::uint64_t length = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+  if (ec == std::errc::result_out_of_range) return true;
+  return ec == std::errc() && end == value.data() + value.size() && length > limit;
+}
+
+// httplib's server with its own connection loop. httplib 0.11's accept loop hands each accepted
+// socket to process_and_close_socket(), a virtual (and the only place the socket is seen), whose
+// loop (process_server_socket) reads requests through a SocketStream until the keep-alive count,
+// "Connection: close", an idle keep-alive timeout or stop(). This is that loop with two changes:
+// the head of each request must arrive within k_head_timeout in all, and a request declaring a
+// body over the limit is answered and its connection closed without reading the body. The
+// parsing, routing and writing of each request stay httplib's (process_request).
+class http_server final : public httplib::Server {
+ public:
+  explicit http_server(std::size_t max_body) : m_max_body(max_body) {}
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    detail::client_connection connection(
+        sock,
+        {.read = std::chrono::seconds(read_timeout_sec_) +
+                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::microseconds(read_timeout_usec_)),
+         .write = std::chrono::seconds(write_timeout_sec_) +
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::microseconds(write_timeout_usec_)),
+         .idle = std::chrono::seconds(keep_alive_timeout_sec_)},
+        [this] { return svr_sock_ == INVALID_SOCKET; });
+    connection_stream stream(connection);
+    struct serving {
+      explicit serving(const detail::client_connection& c) { t_connection = &c; }
+      ~serving() { t_connection = nullptr; }
+    } serving_this(connection);
+    bool ok = false;
+    for (std::size_t left = keep_alive_max_count_;
+         left > 0 && svr_sock_ != INVALID_SOCKET && connection.wait_for_request(); --left) {
+      connection.start_head(detail::client_connection::clock::now() + k_head_timeout);
+      bool closed = false, refused_body = false;
+      ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
+        connection.end_head();
+        if (declares_oversized_body(req, m_max_body)) {
+          // Answered before the body (see configure()); then the connection ends, as what
+          // follows on it is the body, not a request. The answer says so.
+          refused_body = true;
+          req.headers.erase("Connection");
+          req.headers.emplace("Connection", "close");
+        }
+      });
+      if (refused_body) {
+        connection.close_gracefully(k_refused_body_drain);
+        break;
+      }
+      if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
+    }
+    return ok;
+  }
+
+  std::size_t m_max_body;
+};
+
+}  // namespace
 
 bool etag_matches(const std::string& header, std::string_view etag) {
   if (header.empty()) return false;
@@ -108,7 +244,7 @@ struct http_transport::impl {
   access_control& access;
   http_metrics& requests;
   serve_config config;
-  httplib::Server server;
+  http_server server{config.max_body_bytes};
 
   static void send(const response& r, httplib::Response& res) {
     res.status = r.status;
@@ -285,8 +421,10 @@ struct http_transport::impl {
   }
 
   void configure() {
-    server.new_task_queue = [n = config.http_threads] {
-      return new httplib::ThreadPool(std::size_t(n));
+    server.new_task_queue = [n = std::size_t(config.http_threads)] {
+      const std::size_t cap = http_thread_cap(n);
+      spdlog::info("HTTP: {} threads, growing to at most {} while clients are slow", n, cap);
+      return new connection_pool(n, cap);
     };
     server.set_payload_max_length(config.max_body_bytes);
     server.set_keep_alive_max_count(1000);
@@ -308,7 +446,23 @@ struct http_transport::impl {
     // POST until the connection closes instead, so `curl -X POST .../cancel`, which keeps the
     // connection open, waited out the read timeout and got 400. The pre-routing handler runs
     // before httplib reads the body, so the body's length is stated here.
-    server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    //
+    // A request declaring a body over --max-body-bytes is answered 413 here, before httplib
+    // would read the whole body to drop it (the connection then closes: http_server). With
+    // "Expect: 100-continue" it is answered instead of "100 Continue", so the client never sends
+    // the body.
+    server.set_expect_100_continue_handler(
+        [max = config.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+          if (!declares_oversized_body(req, max)) return 100;
+          res.status = 413;  // httplib answers with the response as it is, error handler included
+          return 413;
+        });
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (declares_oversized_body(req, config.max_body_bytes)) {
+        send_error(413, "payload_too_large",
+                   "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       auto& r = const_cast<httplib::Request&>(req);
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
         r.headers.emplace("Content-Length", "0");
@@ -343,7 +497,17 @@ struct http_transport::impl {
     httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req,
                                                            httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      if (res.status == 404) {
+      if (res.status == 400 && t_connection && t_connection->head_timed_out()) {
+        // The connection ends after this answer (http_server): what the client sends next is
+        // the rest of this head. The request is httplib's own non-const object.
+        auto& r = const_cast<httplib::Request&>(req);
+        r.headers.erase("Connection");
+        r.headers.emplace("Connection", "close");
+        send_error(408, "request_timeout",
+                   "the request line and headers did not arrive within " +
+                       std::to_string(k_head_timeout.count()) + " s",
+                   res);
+      } else if (res.status == 404) {
         send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
       } else if (res.status == 413) {
         send_error(413, "payload_too_large",

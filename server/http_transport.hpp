@@ -5,8 +5,12 @@
 // they throw to the one error shape (api_error and validation errors to their status, storage
 // outages to 503, anything else to 500), httplib's own 404, 405 and 413 answers included.
 //
-// Threading: construct, bind() then run() on one thread; stop() from any thread. Requests are
-// served by a pool of `http_threads` threads; handlers run on them concurrently.
+// Threading: construct, bind() then run() on one thread; stop() from any thread. Each connection
+// is served by one thread of a pool of `http_threads`, which grows (up to 16 times that, at most
+// 1024 and half the open-file limit) while every thread is busy, so slow clients cannot hold up
+// the others; handlers run on these threads concurrently. A request's line and headers must
+// arrive within 10 s (408 otherwise); a body declared over `max_body_bytes` is refused (413)
+// before it is read.
 
 #include <cstdint>
 #include <functional>

@@ -1,0 +1,184 @@
+#include "server/detail/client_connection.hpp"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace kernelscan::detail {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// How often a wait that may be cut short by a stopping server looks: a stop ends idle
+// connections within this, not after their keep-alive or head timeout.
+constexpr auto k_stop_check = 200ms;
+
+void numeric_address(const sockaddr_storage& addr, socklen_t length, std::string& ip, int& port) {
+  if (addr.ss_family == AF_INET) {
+    port = ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    port = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+  } else {
+    return;  // a Unix socket: no address
+  }
+  char host[NI_MAXHOST] = {};
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&addr), length, host, sizeof host, nullptr, 0,
+                  NI_NUMERICHOST) == 0) {
+    ip = host;
+  }
+}
+
+}  // namespace
+
+client_connection::client_connection(int fd, timeouts t, std::function<bool()> stopping)
+    : m_fd(fd), m_timeouts(t), m_stopping(std::move(stopping)) {}
+
+client_connection::~client_connection() {
+  ::shutdown(m_fd, SHUT_RDWR);
+  ::close(m_fd);
+}
+
+client_connection::waited client_connection::wait(short events, clock::time_point until,
+                                                  bool stoppable) const {
+  for (;;) {
+    if (stoppable && m_stopping && m_stopping()) return waited::stopped;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(until - clock::now());
+    left = std::max(left, 0ms);
+    if (stoppable) left = std::min<std::chrono::milliseconds>(left, k_stop_check);
+    pollfd p{m_fd, events, 0};
+    const int n = ::poll(&p, 1, int(left.count()));
+    // Readiness includes the end of the stream and errors: the recv or send that follows says.
+    if (n > 0) return waited::ready;
+    if (n < 0 && errno != EINTR) return waited::failed;
+    if (n == 0 && clock::now() >= until) return waited::timeout;
+  }
+}
+
+bool client_connection::wait_for_request() {
+  if (m_abandoned) return false;
+  if (m_begin < m_end) return true;  // a pipelined request is already here
+  switch (wait(POLLIN, clock::now() + m_timeouts.idle, true)) {
+    case waited::ready:
+      return true;
+    case waited::stopped:
+      m_abandoned = true;
+      return false;
+    default:
+      return false;
+  }
+}
+
+void client_connection::start_head(clock::time_point deadline) {
+  m_head_deadline = deadline;
+  m_head_timed_out = false;
+}
+
+void client_connection::end_head() {
+  m_head_deadline.reset();
+}
+
+ssize_t client_connection::read(char* out, std::size_t size) {
+  if (m_abandoned) return -1;
+  if (m_begin < m_end) {
+    const std::size_t n = std::min(size, m_end - m_begin);
+    std::memcpy(out, m_buffer.data() + m_begin, n);
+    m_begin += n;
+    return ssize_t(n);
+  }
+  auto until = clock::now() + m_timeouts.read;
+  if (m_head_deadline) {
+    if (clock::now() >= *m_head_deadline) {
+      m_head_timed_out = true;
+      return -1;
+    }
+    until = std::min(until, *m_head_deadline);
+  }
+  switch (wait(POLLIN, until, m_head_deadline.has_value())) {
+    case waited::ready:
+      break;
+    case waited::timeout:
+      if (m_head_deadline && clock::now() >= *m_head_deadline) m_head_timed_out = true;
+      return -1;
+    case waited::stopped:
+      m_abandoned = true;
+      return -1;
+    case waited::failed:
+      return -1;
+  }
+  // A large read (a body) goes straight to the caller; a small one (the head, a byte at a time)
+  // takes what has arrived into the buffer.
+  const bool direct = size >= m_buffer.size();
+  ssize_t n;
+  do {
+    n = ::recv(m_fd, direct ? out : m_buffer.data(), direct ? size : m_buffer.size(), 0);
+  } while (n < 0 && errno == EINTR);
+  if (direct || n <= 0) return n;
+  const std::size_t taken = std::min(size, std::size_t(n));
+  std::memcpy(out, m_buffer.data(), taken);
+  m_begin = taken;
+  m_end = std::size_t(n);
+  return ssize_t(taken);
+}
+
+bool client_connection::readable() const {
+  if (m_abandoned) return false;
+  if (m_begin < m_end) return true;
+  return wait(POLLIN, clock::now() + m_timeouts.read, false) == waited::ready;
+}
+
+bool client_connection::writable() const {
+  if (m_abandoned) return false;
+  if (wait(POLLOUT, clock::now() + m_timeouts.write, false) != waited::ready) return false;
+  // Has the client closed? (An event stream learns so here, as httplib's own stream does.)
+  pollfd p{m_fd, POLLIN, 0};
+  const int n = ::poll(&p, 1, 0);
+  if (n == 0) return true;
+  if (n < 0) return false;
+  char byte;
+  return ::recv(m_fd, &byte, 1, MSG_PEEK) > 0;
+}
+
+ssize_t client_connection::write(const char* data, std::size_t size) {
+  if (!writable()) return -1;
+  ssize_t n;
+  do {
+    n = ::send(m_fd, data, size, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+void client_connection::peer_address(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t length = sizeof addr;
+  if (getpeername(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+    numeric_address(addr, length, ip, port);
+  }
+}
+
+void client_connection::local_address(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t length = sizeof addr;
+  if (getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+    numeric_address(addr, length, ip, port);
+  }
+}
+
+void client_connection::close_gracefully(std::chrono::milliseconds limit) {
+  ::shutdown(m_fd, SHUT_WR);
+  const auto until = clock::now() + limit;
+  std::array<char, 4096> dropped;
+  while (wait(POLLIN, until, false) == waited::ready) {
+    const ssize_t n = ::recv(m_fd, dropped.data(), dropped.size(), 0);
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  m_begin = m_end = 0;
+}
+
+}  // namespace kernelscan::detail

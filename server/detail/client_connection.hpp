@@ -1,0 +1,88 @@
+#pragma once
+// One accepted connection of the HTTP server, read and written the way httplib's request parser
+// needs (http_transport adapts it to httplib::Stream):
+// - reads are buffered, because httplib reads a request's line and headers one byte at a time;
+// - each read waits at most the read timeout, and while a request's head is being read
+//   (start_head() to end_head()) never past the head's deadline, so that a client trickling its
+//   headers holds the thread serving it until that deadline and no longer;
+// - each write waits at most the write timeout, and fails once the client has closed.
+//
+// Ownership: owns the socket; the destructor shuts it down and closes it. Threading: one thread at
+// a time (the one serving the connection), which also calls `stopping`.
+
+#include <sys/types.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace kernelscan::detail {
+
+class client_connection {
+ public:
+  using clock = std::chrono::steady_clock;
+  struct timeouts {
+    std::chrono::milliseconds read{30000};   // each read
+    std::chrono::milliseconds write{30000};  // each write
+    std::chrono::milliseconds idle{5000};    // waiting for the next request
+  };
+
+  // `stopping` is asked while no request is under way (waiting for one, or reading its head);
+  // once it says true, the connection is abandoned at once rather than after its timeouts.
+  client_connection(int fd, timeouts t, std::function<bool()> stopping);
+  ~client_connection();
+  client_connection(const client_connection&) = delete;
+  client_connection& operator=(const client_connection&) = delete;
+
+  int fd() const { return m_fd; }
+
+  // Waits for the next request: true once a byte of it is here, or the client closed (which the
+  // next read reports); false after the idle timeout, or when stopping.
+  bool wait_for_request();
+
+  // A request's head begins (its first byte is here) and must end by `deadline`.
+  void start_head(clock::time_point deadline);
+  void end_head();
+  // A read failed because the head's deadline passed.
+  bool head_timed_out() const { return m_head_timed_out; }
+  // The server stopped while the head was being read: reads and writes fail from then on.
+  bool abandoned() const { return m_abandoned; }
+
+  // As recv(2): bytes read, 0 at the end of the stream, -1 on an error or a timeout.
+  ssize_t read(char* out, std::size_t size);
+  // As send(2), once there is room; -1 when the client has closed or the timeout passed.
+  ssize_t write(const char* data, std::size_t size);
+  // Input is buffered, or arrives within the read timeout.
+  bool readable() const;
+  // There is room to write within the write timeout, and the client has not closed.
+  bool writable() const;
+
+  // The numeric address and port of each end; left as they are where there is none.
+  void peer_address(std::string& ip, int& port) const;
+  void local_address(std::string& ip, int& port) const;
+
+  // Ends the connection without resetting it: sends FIN, then reads and drops what the client
+  // still sends until it closes or `limit` passes. Closing a socket with unread input makes the
+  // kernel send RST, which can destroy an answer the client has not read yet (a 413 sent before
+  // the body it refuses).
+  void close_gracefully(std::chrono::milliseconds limit);
+
+ private:
+  enum class waited { ready, timeout, stopped, failed };
+  // Waits for `events` until `until`; when `stoppable`, in slices that ask `stopping` between.
+  waited wait(short events, clock::time_point until, bool stoppable) const;
+
+  int m_fd;
+  timeouts m_timeouts;
+  std::function<bool()> m_stopping;
+  std::optional<clock::time_point> m_head_deadline;
+  bool m_head_timed_out = false;
+  bool m_abandoned = false;
+  std::array<char, 4096> m_buffer{};
+  std::size_t m_begin = 0, m_end = 0;  // the buffered input not yet read
+};
+
+}  // namespace kernelscan::detail

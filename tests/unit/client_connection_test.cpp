@@ -1,0 +1,163 @@
+#include "server/detail/client_connection.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+namespace kernelscan::detail {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = client_connection::clock;
+
+// A connection over one end of a socket pair; the test plays the client on the other.
+struct pair_fixture {
+  pair_fixture() {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) throw std::runtime_error("socketpair");
+    server_fd = fds[0];
+    client_fd = fds[1];
+  }
+  ~pair_fixture() {
+    if (client_fd >= 0) close(client_fd);
+  }
+  void send_text(const std::string& s) const {
+    ASSERT_EQ(::send(client_fd, s.data(), s.size(), MSG_NOSIGNAL), ssize_t(s.size()));
+  }
+  int server_fd = -1;  // owned by the connection under test
+  int client_fd = -1;
+};
+
+client_connection::timeouts short_timeouts() {
+  return {.read = 2000ms, .write = 2000ms, .idle = 2000ms};
+}
+
+TEST(ClientConnection, AHeadTricklingPastItsDeadlineIsCutThoughEachByteCameInTime) {
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  std::atomic<bool> done{false};
+  std::thread trickler([&] {
+    while (!done) {
+      ::send(p.client_fd, "x", 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  const auto t0 = clock::now();
+  c.start_head(t0 + 300ms);
+  char byte;
+  int bytes = 0;
+  while (c.read(&byte, 1) == 1)
+    ++bytes;
+  const auto took = clock::now() - t0;
+  done = true;
+  trickler.join();
+  EXPECT_TRUE(c.head_timed_out());
+  EXPECT_GT(bytes, 3);
+  EXPECT_GE(took, 280ms);
+  EXPECT_LT(took, 1000ms);  // each read's own timeout is 2 s
+}
+
+TEST(ClientConnection, OnceTheHeadIsReadEachReadHasTheReadTimeoutAlone) {
+  pair_fixture p;
+  client_connection c(p.server_fd, {.read = 400ms, .write = 400ms, .idle = 400ms},
+                      [] { return false; });
+  c.start_head(clock::now() + 100ms);
+  p.send_text("GET / HTTP/1.1\r\n\r\n");
+  char byte;
+  ASSERT_EQ(c.read(&byte, 1), 1);
+  c.end_head();
+  std::this_thread::sleep_for(150ms);  // past the head's deadline
+  char rest[64];
+  EXPECT_EQ(c.read(rest, sizeof rest), 17);
+  std::thread late([&] {
+    std::this_thread::sleep_for(200ms);
+    p.send_text("body");
+  });
+  EXPECT_EQ(c.read(rest, sizeof rest), 4);
+  late.join();
+  EXPECT_FALSE(c.head_timed_out());
+  const auto t0 = clock::now();
+  EXPECT_EQ(c.read(rest, sizeof rest), -1);
+  EXPECT_GE(clock::now() - t0, 380ms);
+}
+
+TEST(ClientConnection, APipelinedRequestIsNotLostInTheBuffer) {
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  p.send_text("A\nB\n");
+  char byte;
+  ASSERT_EQ(c.read(&byte, 1), 1);
+  ASSERT_EQ(c.read(&byte, 1), 1);
+  EXPECT_EQ(byte, '\n');
+  const auto t0 = clock::now();
+  EXPECT_TRUE(c.wait_for_request());
+  EXPECT_LT(clock::now() - t0, 50ms);
+  ASSERT_EQ(c.read(&byte, 1), 1);
+  EXPECT_EQ(byte, 'B');
+}
+
+TEST(ClientConnection, AStoppingServerEndsTheWaitForARequestAtOnce) {
+  pair_fixture p;
+  std::atomic<bool> stopping{false};
+  client_connection c(p.server_fd, {.read = 5000ms, .write = 5000ms, .idle = 5000ms},
+                      [&] { return stopping.load(); });
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(100ms);
+    stopping = true;
+  });
+  const auto t0 = clock::now();
+  EXPECT_FALSE(c.wait_for_request());
+  EXPECT_LT(clock::now() - t0, 1000ms);
+  stopper.join();
+  EXPECT_TRUE(c.abandoned());
+}
+
+TEST(ClientConnection, TheIdleTimeoutEndsTheWaitForARequest) {
+  pair_fixture p;
+  client_connection c(p.server_fd, {.read = 5000ms, .write = 5000ms, .idle = 300ms},
+                      [] { return false; });
+  const auto t0 = clock::now();
+  EXPECT_FALSE(c.wait_for_request());
+  EXPECT_GE(clock::now() - t0, 290ms);
+  EXPECT_FALSE(c.abandoned());
+}
+
+TEST(ClientConnection, NotWritableOnceTheClientHasClosed) {
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  EXPECT_TRUE(c.writable());
+  EXPECT_EQ(c.write("hi", 2), 2);
+  close(p.client_fd);
+  p.client_fd = -1;
+  EXPECT_FALSE(c.writable());
+  EXPECT_EQ(c.write("hi", 2), -1);
+}
+
+TEST(ClientConnection, CloseGracefullyEndsTheStreamAndDropsWhatTheClientStillSends) {
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  ASSERT_EQ(c.write("answer", 6), 6);
+  p.send_text(std::string(10000, 'b'));  // a body the server will not read
+  std::string got;
+  std::thread client([&] {
+    char buf[64];
+    ssize_t n;
+    while ((n = ::recv(p.client_fd, buf, sizeof buf, 0)) > 0)
+      got.append(buf, std::size_t(n));
+    close(p.client_fd);
+  });
+  const auto t0 = clock::now();
+  c.close_gracefully(2000ms);
+  // The client read the answer to its end and closed: the drain ended then, not at its limit.
+  EXPECT_LT(clock::now() - t0, 1000ms);
+  client.join();
+  p.client_fd = -1;
+  EXPECT_EQ(got, "answer");
+}
+
+}  // namespace
+}  // namespace kernelscan::detail
