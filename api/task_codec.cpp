@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include "api/detail/object_reader.hpp"
@@ -144,16 +145,29 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
             "candidate (a point that is not verified never scores)");
     }
   }
-  if (!errors.empty()) throw validation_error(std::move(errors));
-
-  // The whole template, checked as the job a submission would make.
+  // The whole template, checked as the job a submission would make; its errors are said with the
+  // task's own, all at once (but for fields already named).
   json sample = t.template_json;
   sample["name"] = "task " + t.name;
   sample["kernel"] = sample_kernel;
   sample["cache"] = false;
   spec_limits with_held_out = limits;
   with_held_out.allow_held_out = true;
-  const job_spec spec = parse_job_spec(sample, with_held_out);
+  std::optional<job_spec> parsed;
+  try {
+    parsed = parse_job_spec(sample, with_held_out);
+  } catch (const validation_error& e) {
+    const std::size_t own = errors.size();
+    for (const auto& f : e.errors()) {
+      const bool named = std::any_of(
+          errors.begin(), errors.begin() + std::ptrdiff_t(own), [&](const field_error& known) {
+            return known.field == f.field || f.field.rfind(known.field + ".", 0) == 0;
+          });
+      if (!named) errors.push_back(f);
+    }
+  }
+  if (!errors.empty()) throw validation_error(std::move(errors));
+  const job_spec& spec = *parsed;
   validate_points(compile_plan(spec, limits.plan));
   t.sample = spec;
 

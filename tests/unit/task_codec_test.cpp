@@ -127,6 +127,18 @@ TEST(TaskCodec, BadTemplatesAreRefusedNamingTheirFields) {
   EXPECT_EQ(refused(json::array()), v{""});
 }
 
+TEST(TaskCodec, EveryFailingFieldOfADefinitionIsSaidAtOnce) {
+  try {
+    parse_task(json::parse(R"({"name": "x", "kernel": {"language": "opencl", "entry": "",
+                                "args": []}, "sweep": {}})"),
+               spec_limits{});
+    ADD_FAILURE() << "accepted";
+  } catch (const validation_error& e) {
+    EXPECT_EQ(fields_of(e),
+              (std::vector<std::string>{"kernel.reference", "kernel.entry", "kernel.args"}));
+  }
+}
+
 TEST(HeldOut, MessagesAboutAHeldOutPointDoNotDescribeIt) {
   EXPECT_EQ(scrubbed_message("must be positive, not 0 at point 2 (N=12288)", 2),
             "must be positive, not 0 at a held-out point (its details are not shown)");
