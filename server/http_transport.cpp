@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
-#include <strings.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -82,17 +81,18 @@ class connection_stream final : public httplib::Stream {
 // and the response) to tell a head cut off by its deadline from a malformed one.
 thread_local const detail::client_connection* t_connection = nullptr;
 
-// The request declares a body longer than `limit`. httplib would read (and drop) all of it
-// before answering 413, waiting out its read timeout when the client sends nothing; a chunked
-// body's Content-Length means nothing.
-bool declares_oversized_body(const httplib::Request& req, std::size_t limit) {
-  if (!req.has_header("Content-Length")) return false;
-  if (strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0) return false;
+// The status of a request whose body is refused before it is read, or 0. 413: it declares a body
+// longer than `limit` (httplib would read, and drop, all of it before answering, waiting out its
+// read timeout when the client sends nothing). 411: its body comes with a transfer coding
+// (chunked), to which httplib 0.11 applies no limit: it would be read whole, however large.
+int refused_body_status(const httplib::Request& req, std::size_t limit) {
+  if (req.has_header("Transfer-Encoding")) return 411;
+  if (!req.has_header("Content-Length")) return 0;
   const std::string value = req.get_header_value("Content-Length");
   std::uint64_t length = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-  if (ec == std::errc::result_out_of_range) return true;
-  return ec == std::errc() && end == value.data() + value.size() && length > limit;
+  if (ec == std::errc::result_out_of_range) return 413;
+  return ec == std::errc() && end == value.data() + value.size() && length > limit ? 413 : 0;
 }
 
 // httplib's server with its own connection loop. httplib 0.11's accept loop hands each accepted
@@ -130,7 +130,7 @@ class http_server final : public httplib::Server {
       bool closed = false, refused_body = false;
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
-        if (declares_oversized_body(req, m_max_body)) {
+        if (refused_body_status(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
           // follows on it is the body, not a request. The answer says so.
           refused_body = true;
@@ -273,6 +273,17 @@ struct http_transport::impl {
           });
     } else if (!r.content_type.empty()) {
       res.set_content(r.body, r.content_type.c_str());
+    }
+  }
+
+  // The answer to a body refused unread (refused_body_status).
+  void refuse_body(int status, httplib::Response& res) const {
+    if (status == 411) {
+      send_error(411, "length_required",
+                 "a request body must be sent with a Content-Length (no chunked transfer)", res);
+    } else {
+      send_error(413, "payload_too_large",
+                 "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
     }
   }
 
@@ -453,14 +464,15 @@ struct http_transport::impl {
     // the body.
     server.set_expect_100_continue_handler(
         [max = config.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
-          if (!declares_oversized_body(req, max)) return 100;
-          res.status = 413;  // httplib answers with the response as it is, error handler included
-          return 413;
+          const int status = refused_body_status(req, max);
+          if (!status) return 100;
+          res.status =
+              status;  // httplib answers with the response as it is, error handler included
+          return status;
         });
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (declares_oversized_body(req, config.max_body_bytes)) {
-        send_error(413, "payload_too_large",
-                   "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
+      if (const int status = refused_body_status(req, config.max_body_bytes)) {
+        refuse_body(status, res);
         return httplib::Server::HandlerResponse::Handled;
       }
       auto& r = const_cast<httplib::Request&>(req);
@@ -509,9 +521,8 @@ struct http_transport::impl {
                    res);
       } else if (res.status == 404) {
         send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
-      } else if (res.status == 413) {
-        send_error(413, "payload_too_large",
-                   "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
+      } else if (res.status == 413 || res.status == 411) {
+        refuse_body(res.status, res);
       } else if (res.status == 400) {
         send_error(400, "bad_request", "malformed HTTP request", res);
       } else {
