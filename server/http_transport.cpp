@@ -25,6 +25,9 @@ namespace {
 // (30 s) bounds each recv, not the head: one header line every few seconds held a thread for as
 // long as the client went on.
 constexpr auto k_head_timeout = 10s;
+// ... and hold at most this many bytes: httplib caps each line (8 KiB), not their number, so a
+// fast client could otherwise send headers for the whole 10 s, all of them kept in memory.
+constexpr std::size_t k_max_head_bytes = 64 * 1024;
 // How long an answered connection that declared a body over the limit is drained before it is
 // closed (see client_connection::close_gracefully).
 constexpr auto k_refused_body_drain = 2s;
@@ -126,7 +129,8 @@ class http_server final : public httplib::Server {
     bool ok = false;
     for (std::size_t left = keep_alive_max_count_;
          left > 0 && svr_sock_ != INVALID_SOCKET && connection.wait_for_request(); --left) {
-      connection.start_head(detail::client_connection::clock::now() + k_head_timeout);
+      connection.start_head(detail::client_connection::clock::now() + k_head_timeout,
+                            k_max_head_bytes);
       bool closed = false, refused_body = false;
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
@@ -138,11 +142,16 @@ class http_server final : public httplib::Server {
           req.headers.emplace("Connection", "close");
         }
       });
-      if (refused_body) {
+      // What follows on the connection is a body, or the rest of a head, not a request; it is
+      // drained so that closing does not reset the answer away.
+      if (refused_body || connection.head_too_large()) {
         connection.close_gracefully(k_refused_body_drain);
         break;
       }
-      if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
+      if (!ok || closed || connection.head_timed_out() || connection.head_too_large() ||
+          connection.abandoned()) {
+        break;
+      }
     }
     return ok;
   }
@@ -518,6 +527,14 @@ struct http_transport::impl {
         send_error(408, "request_timeout",
                    "the request line and headers did not arrive within " +
                        std::to_string(k_head_timeout.count()) + " s",
+                   res);
+      } else if (res.status == 400 && t_connection && t_connection->head_too_large()) {
+        auto& r = const_cast<httplib::Request&>(req);
+        r.headers.erase("Connection");
+        r.headers.emplace("Connection", "close");
+        send_error(431, "header_fields_too_large",
+                   "the request line and headers take more than " +
+                       std::to_string(k_max_head_bytes / 1024) + " KiB",
                    res);
       } else if (res.status == 404) {
         send_error(404, "not_found", "no route " + req.method + " " + req.path, res);

@@ -75,9 +75,11 @@ bool client_connection::wait_for_request() {
   }
 }
 
-void client_connection::start_head(clock::time_point deadline) {
+void client_connection::start_head(clock::time_point deadline, std::size_t max_bytes) {
   m_head_deadline = deadline;
   m_head_timed_out = false;
+  m_head_left = max_bytes;
+  m_head_too_large = false;
 }
 
 void client_connection::end_head() {
@@ -86,6 +88,22 @@ void client_connection::end_head() {
 
 ssize_t client_connection::read(char* out, std::size_t size) {
   if (m_abandoned) return -1;
+  if (m_head_deadline) {
+    // The head takes at most m_head_left bytes: a read past them fails, and each read is cut
+    // to what is left (httplib reads a head a byte at a time).
+    if (m_head_left == 0) {
+      m_head_too_large = true;
+      return -1;
+    }
+    size = std::min(size, m_head_left);
+    const ssize_t n = read_some(out, size);
+    if (n > 0) m_head_left -= std::size_t(n);
+    return n;
+  }
+  return read_some(out, size);
+}
+
+ssize_t client_connection::read_some(char* out, std::size_t size) {
   if (m_begin < m_end) {
     const std::size_t n = std::min(size, m_end - m_begin);
     std::memcpy(out, m_buffer.data() + m_begin, n);

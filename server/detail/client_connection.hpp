@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -43,11 +44,15 @@ class client_connection {
   // next read reports); false after the idle timeout, or when stopping.
   bool wait_for_request();
 
-  // A request's head begins (its first byte is here) and must end by `deadline`.
-  void start_head(clock::time_point deadline);
+  // A request's head begins (its first byte is here) and must end by `deadline`, within
+  // `max_bytes` (httplib caps each line, not their number).
+  void start_head(clock::time_point deadline,
+                  std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
   void end_head();
   // A read failed because the head's deadline passed.
   bool head_timed_out() const { return m_head_timed_out; }
+  // A read failed because the head ran past its bytes.
+  bool head_too_large() const { return m_head_too_large; }
   // The server stopped while the head was being read: reads and writes fail from then on.
   bool abandoned() const { return m_abandoned; }
 
@@ -72,6 +77,8 @@ class client_connection {
 
  private:
   enum class waited { ready, timeout, stopped, failed };
+  // read() without the head's byte limit.
+  ssize_t read_some(char* out, std::size_t size);
   // Waits for `events` until `until`; when `stoppable`, in slices that ask `stopping` between.
   waited wait(short events, clock::time_point until, bool stoppable) const;
 
@@ -80,6 +87,8 @@ class client_connection {
   std::function<bool()> m_stopping;
   std::optional<clock::time_point> m_head_deadline;
   bool m_head_timed_out = false;
+  std::size_t m_head_left = 0;  // bytes the head may still take
+  bool m_head_too_large = false;
   bool m_abandoned = false;
   std::array<char, 4096> m_buffer{};
   std::size_t m_begin = 0, m_end = 0;  // the buffered input not yet read

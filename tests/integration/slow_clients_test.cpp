@@ -214,6 +214,19 @@ TEST(SlowClients, AHeadStillTricklingAtItsDeadlineIsAnswered408AndClosed) {
   EXPECT_EQ(daemon.get("/healthz").status, 200);
 }
 
+TEST(SlowClients, AHeadOfTooManyHeaderLinesIsAnswered431AndClosed) {
+  daemon_process daemon;
+  daemon.start();
+  std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 100; ++i)
+    head += "X-Filler-" + std::to_string(i) + ": " + std::string(1000, 'f') + "\r\n";
+  const auto answer = exchange_until_closed(daemon.port(), head + "\r\n", 10s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 431", 0), 0u) << answer.substr(0, 200);
+  EXPECT_NE(answer.find("\"header_fields_too_large\""), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  EXPECT_EQ(daemon.get("/healthz").status, 200);
+}
+
 TEST(SlowClients, ABodyDeclaredOverTheLimitOrChunkedIsRefusedBeforeItIsSent) {
   daemon_process daemon({.extra_args = {"--max-body-bytes", "4096"}});
   daemon.start();

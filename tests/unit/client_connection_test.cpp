@@ -61,6 +61,39 @@ TEST(ClientConnection, AHeadTricklingPastItsDeadlineIsCutThoughEachByteCameInTim
   EXPECT_LT(took, 1000ms);  // each read's own timeout is 2 s
 }
 
+TEST(ClientConnection, AHeadPastItsBytesIsCut) {
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  p.send_text(std::string(20, 'h') + "body");
+  c.start_head(clock::now() + 1s, 10);
+  char byte;
+  int bytes = 0;
+  while (c.read(&byte, 1) == 1)
+    ++bytes;
+  EXPECT_EQ(bytes, 10);
+  EXPECT_TRUE(c.head_too_large());
+  EXPECT_FALSE(c.head_timed_out());
+}
+
+TEST(ClientConnection, AHeadWithinItsBytesLeavesTheBodyUnlimited) {
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  p.send_text("head\r\n" + std::string(100, 'b'));
+  c.start_head(clock::now() + 1s, 10);
+  char head[6];
+  ASSERT_EQ(c.read(head, sizeof head), 6);
+  c.end_head();
+  char body[200];
+  std::size_t got = 0;
+  while (got < 100) {
+    const ssize_t n = c.read(body + got, sizeof body - got);
+    ASSERT_GT(n, 0);
+    got += std::size_t(n);
+  }
+  EXPECT_EQ(got, 100u);
+  EXPECT_FALSE(c.head_too_large());
+}
+
 TEST(ClientConnection, OnceTheHeadIsReadEachReadHasTheReadTimeoutAlone) {
   pair_fixture p;
   client_connection c(p.server_fd, {.read = 400ms, .write = 400ms, .idle = 400ms},
