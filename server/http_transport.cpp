@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -308,6 +309,16 @@ struct http_transport::impl {
     return body.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
+  // A request answered before any route saw it (a head cut off or too large, a body refused
+  // unread, a malformed request), counted under the route "unrouted" with its method where it
+  // is one the API knows, else "other": what a malformed request calls its method is no label.
+  void observe_unrouted(const std::string& method, int status) {
+    static constexpr std::array<std::string_view, 7> k_methods{"GET",    "POST",    "PUT", "PATCH",
+                                                               "DELETE", "OPTIONS", "HEAD"};
+    const bool known = std::find(k_methods.begin(), k_methods.end(), method) != k_methods.end();
+    requests.observe(known ? std::string_view(method) : "other", "unrouted", status, 0);
+  }
+
   // Every request comes here: find its route, or answer 404, or 405 with Allow.
   void route_request(const httplib::Request& hreq, httplib::Response& res) {
     const auto started = std::chrono::steady_clock::now();
@@ -482,6 +493,7 @@ struct http_transport::impl {
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (const int status = refused_body_status(req, config.max_body_bytes)) {
         refuse_body(status, res);
+        observe_unrouted(req.method, status);
         return httplib::Server::HandlerResponse::Handled;
       }
       auto& r = const_cast<httplib::Request&>(req);
@@ -545,6 +557,7 @@ struct http_transport::impl {
       } else {
         send_error(res.status, "http_error", "HTTP " + std::to_string(res.status), res);
       }
+      observe_unrouted(req.method, res.status);
       return httplib::Server::HandlerResponse::Handled;
     };
     server.set_error_handler(std::move(on_error));

@@ -225,6 +225,12 @@ TEST(SlowClients, AHeadOfTooManyHeaderLinesIsAnswered431AndClosed) {
   EXPECT_NE(answer.find("\"header_fields_too_large\""), std::string::npos) << answer;
   EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
   EXPECT_EQ(daemon.get("/healthz").status, 200);
+  // Answered before any route saw it, and counted so.
+  EXPECT_NE(
+      daemon.get("/metrics")
+          .text.find(
+              "kernelscan_http_requests_total{method=\"GET\",route=\"unrouted\",code=\"431\"} 1"),
+      std::string::npos);
 }
 
 TEST(SlowClients, ABodyDeclaredOverTheLimitOrChunkedIsRefusedBeforeItIsSent) {
