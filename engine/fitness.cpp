@@ -38,11 +38,15 @@ speedup_estimate paired_speedup(std::span<const double> candidate_us,
   return e;
 }
 
+bool any_voids_score(const std::vector<std::string>& flags) {
+  return std::any_of(flags.begin(), flags.end(),
+                     [](const std::string& f) { return voids_score(f); });
+}
+
 point_fitness score_point(const point_result& r, const fitness_options& options,
                           const std::optional<speedup_estimate>& speedup) {
   point_fitness f;
-  const bool voided = std::any_of(r.flags.begin(), r.flags.end(),
-                                  [](const std::string& x) { return voids_score(x); });
+  const bool voided = any_voids_score(r.flags);
   // A point whose outputs were not checked is not known to be correct, however fast it is.
   f.correct =
       r.status == point_status::ok && r.time_us && r.verification.status == "passed" && !voided;

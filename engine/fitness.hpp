@@ -29,6 +29,8 @@ namespace kernelscan {
 
 // Flags that void a point's score; any other flag (excessive_speedup) is a warning.
 bool voids_score(std::string_view flag);
+// Some flag of `flags` voids the score: the point is not correct, and never a job's best.
+bool any_voids_score(const std::vector<std::string>& flags);
 
 struct speedup_estimate {
   double speedup = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/result_codec.hpp"
+#include "engine/fitness.hpp"
 #include "engine/variant_summary.hpp"
 #include "server/detail/text_table.hpp"
 
@@ -312,7 +313,8 @@ std::string results_report(const json& job, const json& rows) {
     ++ok;
     const double median = *number_at(r, "/time_us/median");
     const double cost = unrelated ? median : cost_of(r).value_or(median);
-    if (!best || cost < best_cost) {
+    // As the job's own best point is: a point whose flags void its score is never it.
+    if (!any_voids_score(flags_of(r)) && (!best || cost < best_cost)) {
       best = &r;
       best_cost = cost;
     }
@@ -441,7 +443,10 @@ std::string results_report(const json& job, const json& rows) {
   out += table.render();
   out += "\n";
 
-  if (!best) return out + "best    none: no point succeeded\n";
+  if (!best) {
+    return out + (ok ? "best    none: every measured point has a flag that voids its score\n"
+                     : "best    none: no point succeeded\n");
+  }
   const json& b = *best;
   const double best_us = *number_at(b, "/time_us/median");
   std::string line = point_name(b, names) + ": " +

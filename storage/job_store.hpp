@@ -11,7 +11,6 @@
 // Threading: implementations are thread-safe. Results and params are JSON text made by the
 // caller; a store does not parse them.
 
-#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -132,11 +131,7 @@ struct result_row {
 // row that is never the best: not ok, without a median, or with a flag that voids its score (a
 // wrong answer, however fast, is no kernel's best point).
 inline std::optional<double> best_cost(const result_row& row) {
-  if (!row.ok || !row.median_us) return std::nullopt;
-  if (std::any_of(row.flags.begin(), row.flags.end(),
-                  [](const std::string& f) { return voids_score(f); })) {
-    return std::nullopt;
-  }
+  if (!row.ok || !row.median_us || any_voids_score(row.flags)) return std::nullopt;
   return row.cost ? row.cost : row.median_us;
 }
 

@@ -235,6 +235,19 @@ TEST(cli_report, FailedPointsShowTheirErrorAndAreLeftOutOfTheComparison) {
   EXPECT_NE(report.find("best    N=1: 10.00 µs"), std::string::npos) << report;
 }
 
+TEST(cli_report, APointWhoseFlagsVoidItsScoreIsNotTheBest) {
+  json rows = json::array({ok_row(0, {{"N", 1}}, 10, 10, 10), ok_row(1, {{"N", 2}}, 25, 25, 25)});
+  rows[0]["flags"] = {"verification_failed"};
+  const json job = job_with({{"N", {1, 2}}}, "succeeded", 2);
+  EXPECT_NE(results_report(job, rows).find("best    N=2: 25.00 µs"), std::string::npos)
+      << results_report(job, rows);
+  rows[1]["flags"] = {"timed_output_mismatch"};
+  EXPECT_NE(results_report(job, rows).find(
+                "best    none: every measured point has a flag that voids its score\n"),
+            std::string::npos)
+      << results_report(job, rows);
+}
+
 TEST(cli_report, SpeedupsOverTheFitnessBaselineKeepThreeSignificantDigits) {
   const json job = job_with({{"N", {1, 2, 3}}}, "succeeded", 3);
   json rows = json::array({ok_row(0, {{"N", 1}}, 1, 1, 1), ok_row(1, {{"N", 2}}, 8, 8, 8),
