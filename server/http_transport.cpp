@@ -99,6 +99,15 @@ int refused_body_status(const httplib::Request& req, std::size_t limit) {
   return ec == std::errc() && end == value.data() + value.size() && length > limit ? 413 : 0;
 }
 
+// Makes the answer to `req` say "Connection: close": the connection ends after it (http_server),
+// since what follows on it is not a request. The request is httplib's own non-const object (the
+// handlers' const is only the signature's).
+void closes_after(const httplib::Request& req) {
+  auto& r = const_cast<httplib::Request&>(req);
+  r.headers.erase("Connection");
+  r.headers.emplace("Connection", "close");
+}
+
 // httplib's server with its own connection loop. httplib 0.11's accept loop hands each accepted
 // socket to process_and_close_socket(), a virtual (and the only place the socket is seen), whose
 // loop (process_server_socket) reads requests through a SocketStream until the keep-alive count,
@@ -137,10 +146,9 @@ class http_server final : public httplib::Server {
         connection.end_head();
         if (refused_body_status(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
-          // follows on it is the body, not a request. The answer says so.
+          // follows on it is the body, not a request.
           refused_body = true;
-          req.headers.erase("Connection");
-          req.headers.emplace("Connection", "close");
+          closes_after(req);
         }
       });
       // What follows on the connection is a body, or the rest of a head, not a request; it is
@@ -149,10 +157,7 @@ class http_server final : public httplib::Server {
         connection.close_gracefully(k_refused_body_drain);
         break;
       }
-      if (!ok || closed || connection.head_timed_out() || connection.head_too_large() ||
-          connection.abandoned()) {
-        break;
-      }
+      if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
     }
     return ok;
   }
@@ -531,19 +536,13 @@ struct http_transport::impl {
                                                            httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
       if (res.status == 400 && t_connection && t_connection->head_timed_out()) {
-        // The connection ends after this answer (http_server): what the client sends next is
-        // the rest of this head. The request is httplib's own non-const object.
-        auto& r = const_cast<httplib::Request&>(req);
-        r.headers.erase("Connection");
-        r.headers.emplace("Connection", "close");
+        closes_after(req);  // what the client sends next is the rest of this head
         send_error(408, "request_timeout",
                    "the request line and headers did not arrive within " +
                        std::to_string(k_head_timeout.count()) + " s",
                    res);
       } else if (res.status == 400 && t_connection && t_connection->head_too_large()) {
-        auto& r = const_cast<httplib::Request&>(req);
-        r.headers.erase("Connection");
-        r.headers.emplace("Connection", "close");
+        closes_after(req);
         send_error(431, "header_fields_too_large",
                    "the request line and headers take more than " +
                        std::to_string(k_max_head_bytes / 1024) + " KiB",
