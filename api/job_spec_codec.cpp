@@ -131,7 +131,7 @@ class spec_parser {
     if (const json* labels = r.get("labels")) spec.labels = parse_labels(*labels, "labels");
     // The label that lists a task's jobs (?task=) and marks them in label filters is the
     // daemon's, so that no plain job passes for one of them.
-    if (!m_limits.allow_held_out && spec.labels.count("task")) {
+    if (!m_limits.task_job && spec.labels.count("task")) {
       r.error("labels.task",
               "is the daemon's: it labels the jobs of an evaluation task's submissions "
               "(POST /api/v1/tasks/{name}/submissions)");
@@ -378,7 +378,7 @@ class spec_parser {
     std::vector<sweep_parameter> params;
     if (v) params = parse_parameters(*v, "sweep", ok);
     std::vector<sweep_parameter> held;
-    if (held_out && !m_limits.allow_held_out) {
+    if (held_out && !m_limits.task_job) {
       error("held_out",
             "only an evaluation task's jobs have held-out points: an operator defines them with "
             "POST /api/v1/tasks");
@@ -1211,7 +1211,7 @@ spec_limits spec_limits::stored() {
   l.max_point_time_ms = 1e12;
   l.allow_fault_injection = true;
   l.require_used_parameters = false;
-  l.allow_held_out = true;
+  l.task_job = true;  // a task's stored job keeps its held-out points and label
   l.plan.max_dimension = INT64_MAX;
   l.plan.max_point_bytes = UINT64_MAX;
   l.plan.max_threads_per_block = INT64_MAX;

@@ -25,7 +25,7 @@ struct spec_limits {
   bool require_used_parameters = true;
   // An evaluation task's job (the task pipeline's): it may have `held_out` points and the label
   // `task`, which a plain job may not.
-  bool allow_held_out = false;
+  bool task_job = false;
   plan_limits plan;
 
   // For specs this daemon stored itself: they passed validation when accepted, and must load

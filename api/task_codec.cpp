@@ -151,11 +151,11 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
   sample["name"] = "task " + t.name;
   sample["kernel"] = sample_kernel;
   sample["cache"] = false;
-  spec_limits with_held_out = limits;
-  with_held_out.allow_held_out = true;
+  spec_limits as_task_job = limits;
+  as_task_job.task_job = true;
   std::optional<job_spec> parsed;
   try {
-    parsed = parse_job_spec(sample, with_held_out);
+    parsed = parse_job_spec(sample, as_task_job);
   } catch (const validation_error& e) {
     const std::size_t own = errors.size();
     for (const auto& f : e.errors()) {

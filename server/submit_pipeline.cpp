@@ -190,7 +190,7 @@ submit_result submit_pipeline::submit_to_task(const task_record& task, const std
   }
   const json job = task_job_body(task.name, parse_json(task.template_json), parse_json(body));
   spec_limits limits = m_config.limits;
-  limits.allow_held_out = true;
+  limits.task_job = true;
   const std::optional<std::uint64_t> public_count = public_points(job);
   // What the candidate gave is named as it gave it ("source", not "kernel.source"), and a
   // held-out point is not described to it.

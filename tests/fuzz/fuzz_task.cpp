@@ -60,10 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const json job = task_job_body(task.name, task.template_json, input["submission"]);
     public_count = public_points(job).value_or(0);
-    spec_limits with_held_out = limits;
-    with_held_out.allow_held_out = true;
-    const job_spec spec = parse_job_spec(job, with_held_out);
-    const job_plan plan = compile_plan(spec, with_held_out.plan);
+    spec_limits as_task_job = limits;
+    as_task_job.task_job = true;
+    const job_spec spec = parse_job_spec(job, as_task_job);
+    const job_plan plan = compile_plan(spec, as_task_job.plan);
     validate_points(plan);
     // Accepted: the stored form must read back as the same spec.
     const job_spec again = parse_job_spec(json::parse(to_json(spec).dump()), spec_limits::stored());

@@ -414,9 +414,9 @@ TEST(JobSpecCodecErrors, TheTaskLabelIsTheDaemons) {
   body["labels"] = {{"task", "axpy"}};
   EXPECT_TRUE(rejects(body, "labels.task", "is the daemon's"));
   // A task's job carries it, and a stored one loads with it.
-  spec_limits task_job;
-  task_job.allow_held_out = true;
-  EXPECT_EQ(parse_job_spec(body, task_job).labels.at("task"), "axpy");
+  spec_limits task;
+  task.task_job = true;
+  EXPECT_EQ(parse_job_spec(body, task).labels.at("task"), "axpy");
   EXPECT_EQ(parse_job_spec(body, spec_limits::stored()).labels.at("task"), "axpy");
 }
 

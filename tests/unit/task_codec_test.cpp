@@ -63,7 +63,7 @@ TEST(TaskCodec, ATaskIsValidatedAsTheJobItMakes) {
   EXPECT_EQ(job["labels"], (json{{"gen", "3"}, {"task", "matmul.f32"}}));
   EXPECT_EQ(job["cache"], false);
   spec_limits limits;
-  limits.allow_held_out = true;
+  limits.task_job = true;
   const job_spec spec = parse_job_spec(job, limits);
   EXPECT_EQ(spec.sweep.public_size(), 2u);
   EXPECT_EQ(spec.sweep.size(), 3u);
@@ -163,7 +163,7 @@ TEST(HeldOut, AHeldOutPointMayNotBeAPublicOne) {
     json t = json::parse(R"({"sweep": {"M": [64, 128], "N": [8, 16]}})");
     t["held_out"] = held_out;
     spec_limits limits;
-    limits.allow_held_out = true;
+    limits.task_job = true;
     json job = json::parse(R"({"kernel": {"op": "gemm", "m": "M", "n": "N", "k": 64}})");
     job["sweep"] = t["sweep"];
     job["held_out"] = held_out;
