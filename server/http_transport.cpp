@@ -29,6 +29,11 @@ constexpr auto k_head_timeout = 10s;
 // ... and hold at most this many bytes: httplib caps each line (8 KiB), not their number, so a
 // fast client could otherwise send headers for the whole 10 s, all of them kept in memory.
 constexpr std::size_t k_max_head_bytes = 64 * 1024;
+// A request's body must arrive within k_body_timeout of the end of its head, plus a second for
+// every k_min_body_rate bytes it declares. httplib's read timeout bounds each recv: a body sent a
+// byte every few seconds held a thread for as long as the client went on.
+constexpr auto k_body_timeout = 10s;
+constexpr std::uint64_t k_min_body_rate = 64 * 1024;  // bytes per second
 // How long an answered connection that declared a body over the limit is drained before it is
 // closed (see client_connection::close_gracefully).
 constexpr auto k_refused_body_drain = 2s;
@@ -99,6 +104,16 @@ int refused_body_status(const httplib::Request& req, std::size_t limit) {
   return ec == std::errc() && end == value.data() + value.size() && length > limit ? 413 : 0;
 }
 
+// How long the body of `req`, which is not refused, may take to arrive: k_body_timeout, and a
+// second more for every k_min_body_rate bytes its Content-Length declares (none, or one httplib
+// will refuse as malformed, counts as none).
+std::chrono::seconds body_time(const httplib::Request& req) {
+  const std::string value = req.get_header_value("Content-Length");
+  std::uint64_t length = 0;
+  std::from_chars(value.data(), value.data() + value.size(), length);
+  return k_body_timeout + std::chrono::seconds((length + k_min_body_rate - 1) / k_min_body_rate);
+}
+
 // Makes the answer to `req` say "Connection: close": the connection ends after it (http_server),
 // since what follows on it is not a request. The request is httplib's own non-const object (the
 // handlers' const is only the signature's).
@@ -111,9 +126,10 @@ void closes_after(const httplib::Request& req) {
 // httplib's server with its own connection loop. httplib 0.11's accept loop hands each accepted
 // socket to process_and_close_socket(), a virtual (and the only place the socket is seen), whose
 // loop (process_server_socket) reads requests through a SocketStream until the keep-alive count,
-// "Connection: close", an idle keep-alive timeout or stop(). This is that loop with two changes:
-// the head of each request must arrive within k_head_timeout in all, and a request declaring a
-// body over the limit is answered and its connection closed without reading the body. The
+// "Connection: close", an idle keep-alive timeout or stop(). This is that loop with three changes:
+// the head of each request must arrive within k_head_timeout in all, its body within body_time(),
+// and a request declaring a body over the limit is answered and its connection closed without
+// reading the body. The
 // parsing, routing and writing of each request stay httplib's (process_request).
 class http_server final : public httplib::Server {
  public:
@@ -149,11 +165,13 @@ class http_server final : public httplib::Server {
           // follows on it is the body, not a request.
           refused_body = true;
           closes_after(req);
+        } else {
+          connection.start_body(detail::client_connection::clock::now() + body_time(req));
         }
       });
-      // What follows on the connection is a body, or the rest of a head, not a request; it is
-      // drained so that closing does not reset the answer away.
-      if (refused_body || connection.head_too_large()) {
+      // What follows on the connection is a body, or the rest of a head or body, not a
+      // request; it is drained so that closing does not reset the answer away.
+      if (refused_body || connection.head_too_large() || connection.body_timed_out()) {
         connection.close_gracefully(k_refused_body_drain);
         break;
       }
@@ -540,6 +558,14 @@ struct http_transport::impl {
         send_error(408, "request_timeout",
                    "the request line and headers did not arrive within " +
                        std::to_string(k_head_timeout.count()) + " s",
+                   res);
+      } else if (res.status == 400 && t_connection && t_connection->body_timed_out()) {
+        closes_after(req);  // what the client sends next is the rest of this body
+        send_error(408, "request_timeout",
+                   "the request body did not arrive within " +
+                       std::to_string(body_time(req).count()) + " s (" +
+                       std::to_string(k_body_timeout.count()) + " s and 1 s per " +
+                       std::to_string(k_min_body_rate / 1024) + " KiB it declares)",
                    res);
       } else if (res.status == 400 && t_connection && t_connection->head_too_large()) {
         closes_after(req);

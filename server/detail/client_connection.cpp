@@ -63,6 +63,7 @@ client_connection::waited client_connection::wait(short events, clock::time_poin
 
 bool client_connection::wait_for_request() {
   if (m_abandoned) return false;
+  m_reading = part::none;
   if (m_begin < m_end) return true;  // a pipelined request is already here
   switch (wait(POLLIN, clock::now() + m_timeouts.idle, true)) {
     case waited::ready:
@@ -76,19 +77,26 @@ bool client_connection::wait_for_request() {
 }
 
 void client_connection::start_head(clock::time_point deadline, std::size_t max_bytes) {
-  m_head_deadline = deadline;
-  m_head_timed_out = false;
+  m_reading = part::head;
+  m_deadline = deadline;
+  m_timed_out = part::none;
   m_head_left = max_bytes;
   m_head_too_large = false;
 }
 
 void client_connection::end_head() {
-  m_head_deadline.reset();
+  m_reading = part::none;
+}
+
+void client_connection::start_body(clock::time_point deadline) {
+  m_reading = part::body;
+  m_deadline = deadline;
+  m_timed_out = part::none;
 }
 
 ssize_t client_connection::read(char* out, std::size_t size) {
   if (m_abandoned) return -1;
-  if (m_head_deadline) {
+  if (m_reading == part::head) {
     // The head takes at most m_head_left bytes: a read past them fails, and each read is cut
     // to what is left (httplib reads a head a byte at a time).
     if (m_head_left == 0) {
@@ -111,18 +119,19 @@ ssize_t client_connection::read_some(char* out, std::size_t size) {
     return ssize_t(n);
   }
   auto until = clock::now() + m_timeouts.read;
-  if (m_head_deadline) {
-    if (clock::now() >= *m_head_deadline) {
-      m_head_timed_out = true;
+  const bool limited = m_reading != part::none;
+  if (limited) {
+    if (clock::now() >= m_deadline) {
+      m_timed_out = m_reading;
       return -1;
     }
-    until = std::min(until, *m_head_deadline);
+    until = std::min(until, m_deadline);
   }
-  switch (wait(POLLIN, until, m_head_deadline.has_value())) {
+  switch (wait(POLLIN, until, limited)) {
     case waited::ready:
       break;
     case waited::timeout:
-      if (m_head_deadline && clock::now() >= *m_head_deadline) m_head_timed_out = true;
+      if (limited && clock::now() >= m_deadline) m_timed_out = m_reading;
       return -1;
     case waited::stopped:
       m_abandoned = true;

@@ -2,9 +2,10 @@
 // One accepted connection of the HTTP server, read and written the way httplib's request parser
 // needs (http_transport adapts it to httplib::Stream):
 // - reads are buffered, because httplib reads a request's line and headers one byte at a time;
-// - each read waits at most the read timeout, and while a request's head is being read
-//   (start_head() to end_head()) never past the head's deadline, so that a client trickling its
-//   headers holds the thread serving it until that deadline and no longer;
+// - each read waits at most the read timeout, and while a request's head or body is being read
+//   (start_head() to end_head(), start_body() to the next request) never past its deadline, so
+//   that a client trickling its headers or its body holds the thread serving it until that
+//   deadline and no longer;
 // - each write waits at most the write timeout, and fails once the client has closed.
 //
 // Ownership: owns the socket; the destructor shuts it down and closes it. Threading: one thread at
@@ -17,7 +18,6 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <string>
 
 namespace kernelscan::detail {
@@ -31,8 +31,9 @@ class client_connection {
     std::chrono::milliseconds idle{5000};    // waiting for the next request
   };
 
-  // `stopping` is asked while no request is under way (waiting for one, or reading its head);
-  // once it says true, the connection is abandoned at once rather than after its timeouts.
+  // `stopping` is asked while no request is under way (waiting for one, or reading its head or
+  // body: a request is taken only once all of it is here); once it says true, the connection is
+  // abandoned at once rather than after its timeouts.
   client_connection(int fd, timeouts t, std::function<bool()> stopping);
   ~client_connection();
   client_connection(const client_connection&) = delete;
@@ -49,8 +50,13 @@ class client_connection {
   void start_head(clock::time_point deadline,
                   std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
   void end_head();
+  // A request's body begins (its head has been read) and must end by `deadline`. The deadline
+  // holds until the next request's wait or head.
+  void start_body(clock::time_point deadline);
   // A read failed because the head's deadline passed.
-  bool head_timed_out() const { return m_head_timed_out; }
+  bool head_timed_out() const { return m_timed_out == part::head; }
+  // A read failed because the body's deadline passed.
+  bool body_timed_out() const { return m_timed_out == part::body; }
   // A read failed because the head ran past its bytes.
   bool head_too_large() const { return m_head_too_large; }
   // The server stopped while the head was being read: reads and writes fail from then on.
@@ -77,6 +83,8 @@ class client_connection {
 
  private:
   enum class waited { ready, timeout, stopped, failed };
+  // The part of a request being read, which has a deadline.
+  enum class part { none, head, body };
   // read() without the head's byte limit.
   ssize_t read_some(char* out, std::size_t size);
   // Waits for `events` until `until`; when `stoppable`, in slices that ask `stopping` between.
@@ -85,9 +93,10 @@ class client_connection {
   int m_fd;
   timeouts m_timeouts;
   std::function<bool()> m_stopping;
-  std::optional<clock::time_point> m_head_deadline;
-  bool m_head_timed_out = false;
-  std::size_t m_head_left = 0;  // bytes the head may still take
+  part m_reading = part::none;
+  clock::time_point m_deadline{};  // of m_reading
+  part m_timed_out = part::none;   // whose deadline a read ran past
+  std::size_t m_head_left = 0;     // bytes the head may still take
   bool m_head_too_large = false;
   bool m_abandoned = false;
   std::array<char, 4096> m_buffer{};

@@ -214,6 +214,52 @@ TEST(SlowClients, AHeadStillTricklingAtItsDeadlineIsAnswered408AndClosed) {
   EXPECT_EQ(daemon.get("/healthz").status, 200);
 }
 
+TEST(SlowClients, ABodyStillTricklingAtItsDeadlineIsAnswered408AndClosed) {
+  daemon_process daemon({.extra_args = k_few_threads});
+  daemon.start();
+  // 70,000 bytes declared: 10 s and a second for each 64 KiB begun, 12 s in all. A byte every
+  // 200 ms is well within each read's 30 s timeout, and would take four hours.
+  const int fd = connect_to(daemon.port());
+  const std::string head =
+      "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 70000\r\n\r\n";
+  ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), ssize_t(head.size()));
+  const auto t0 = clock::now();
+  std::string received;
+  std::optional<clock::duration> closed_after;
+  auto next_byte = t0;
+  while (!closed_after && clock::now() - t0 < 20s) {
+    if (clock::now() >= next_byte) {
+      send(fd, " ", 1, MSG_NOSIGNAL);
+      next_byte += 200ms;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 20) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      received.append(buf, std::size_t(n));
+    } else {
+      closed_after = clock::now() - t0;
+    }
+  }
+  close(fd);
+  ASSERT_TRUE(closed_after) << received;
+  EXPECT_EQ(received.rfind("HTTP/1.1 408", 0), 0u) << received;
+  EXPECT_NE(received.find("\"request_timeout\""), std::string::npos) << received;
+  EXPECT_NE(received.find("request body did not arrive within 12 s"), std::string::npos)
+      << received;
+  EXPECT_NE(received.find("Connection: close"), std::string::npos) << received;
+  EXPECT_GE(*closed_after, 11s);
+  EXPECT_LT(*closed_after, 16s);
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+  EXPECT_NE(
+      daemon.get("/metrics")
+          .text.find(
+              "kernelscan_http_requests_total{method=\"POST\",route=\"unrouted\",code=\"408\"} 1"),
+      std::string::npos);
+}
+
 TEST(SlowClients, AHeadOfTooManyHeaderLinesIsAnswered431AndClosed) {
   daemon_process daemon;
   daemon.start();

@@ -118,6 +118,65 @@ TEST(ClientConnection, OnceTheHeadIsReadEachReadHasTheReadTimeoutAlone) {
   EXPECT_GE(clock::now() - t0, 380ms);
 }
 
+TEST(ClientConnection, ABodyTricklingPastItsDeadlineIsCutThoughEachByteCameInTime) {
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  std::atomic<bool> done{false};
+  std::thread trickler([&] {
+    while (!done) {
+      ::send(p.client_fd, "b", 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  const auto t0 = clock::now();
+  c.start_body(t0 + 300ms);
+  char body[8192];  // a body is read in large pieces, straight from the socket
+  int reads = 0;
+  while (c.read(body, sizeof body) > 0)
+    ++reads;
+  const auto took = clock::now() - t0;
+  done = true;
+  trickler.join();
+  EXPECT_TRUE(c.body_timed_out());
+  EXPECT_FALSE(c.head_timed_out());
+  EXPECT_GT(reads, 3);
+  EXPECT_GE(took, 280ms);
+  EXPECT_LT(took, 1000ms);  // each read's own timeout is 2 s
+}
+
+TEST(ClientConnection, TheNextRequestIsNotHeldToTheLastBodysDeadline) {
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  p.send_text("body");
+  c.start_body(clock::now() + 100ms);
+  char buf[8192];
+  ASSERT_EQ(c.read(buf, sizeof buf), 4);
+  std::this_thread::sleep_for(150ms);  // past the body's deadline, between requests
+  p.send_text("GET / HTTP/1.1\r\n");
+  ASSERT_TRUE(c.wait_for_request());
+  c.start_head(clock::now() + 1s);
+  EXPECT_EQ(c.read(buf, 3), 3);
+  EXPECT_FALSE(c.body_timed_out());
+}
+
+TEST(ClientConnection, AStoppingServerAbandonsABodyStillArriving) {
+  pair_fixture p;
+  std::atomic<bool> stopping{false};
+  client_connection c(p.server_fd, {.read = 5000ms, .write = 5000ms, .idle = 5000ms},
+                      [&] { return stopping.load(); });
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(100ms);
+    stopping = true;
+  });
+  c.start_body(clock::now() + 5s);
+  const auto t0 = clock::now();
+  char buf[8192];
+  EXPECT_EQ(c.read(buf, sizeof buf), -1);
+  EXPECT_LT(clock::now() - t0, 1000ms);
+  stopper.join();
+  EXPECT_TRUE(c.abandoned());
+}
+
 TEST(ClientConnection, APipelinedRequestIsNotLostInTheBuffer) {
   pair_fixture p;
   client_connection c(p.server_fd, short_timeouts(), [] { return false; });
