@@ -175,6 +175,12 @@ class http_server final : public httplib::Server {
         connection.close_gracefully(k_refused_body_drain);
         break;
       }
+      if (connection.answer_timed_out()) {
+        std::string ip;
+        int port = 0;
+        connection.peer_address(ip, port);
+        spdlog::info("HTTP: {}:{} took its answer too slowly; the connection is closed", ip, port);
+      }
       if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
     }
     return ok;

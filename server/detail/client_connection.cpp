@@ -64,6 +64,9 @@ client_connection::waited client_connection::wait(short events, clock::time_poin
 bool client_connection::wait_for_request() {
   if (m_abandoned) return false;
   m_reading = part::none;
+  m_answer_bytes = 0;
+  m_answer_waited = {};
+  m_answer_timed_out = false;
   if (m_begin < m_end) return true;  // a pipelined request is already here
   switch (wait(POLLIN, clock::now() + m_timeouts.idle, true)) {
     case waited::ready:
@@ -160,9 +163,25 @@ bool client_connection::readable() const {
   return wait(POLLIN, clock::now() + m_timeouts.read, false) == waited::ready;
 }
 
-bool client_connection::writable() const {
-  if (m_abandoned) return false;
-  if (wait(POLLOUT, clock::now() + m_timeouts.write, false) != waited::ready) return false;
+bool client_connection::writable() {
+  if (m_abandoned || m_answer_timed_out) return false;
+  const clock::duration allowed =
+      m_timeouts.answer_wait +
+      std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(
+          double(m_answer_bytes) / double(std::max<std::uint64_t>(m_timeouts.answer_rate, 1))));
+  const auto left = allowed - m_answer_waited;
+  if (left <= clock::duration::zero()) {
+    m_answer_timed_out = true;
+    return false;
+  }
+  const auto started = clock::now();
+  const waited w =
+      wait(POLLOUT, started + std::min<clock::duration>(m_timeouts.write, left), false);
+  m_answer_waited += clock::now() - started;
+  if (w != waited::ready) {
+    if (w == waited::timeout && m_answer_waited >= allowed) m_answer_timed_out = true;
+    return false;
+  }
   // Has the client closed? (An event stream learns so here, as httplib's own stream does.)
   pollfd p{m_fd, POLLIN, 0};
   const int n = ::poll(&p, 1, 0);
@@ -178,6 +197,7 @@ ssize_t client_connection::write(const char* data, std::size_t size) {
   do {
     n = ::send(m_fd, data, size, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
+  if (n > 0) m_answer_bytes += std::uint64_t(n);
   return n;
 }
 

@@ -6,7 +6,11 @@
 //   (start_head() to end_head(), start_body() to the next request) never past its deadline, so
 //   that a client trickling its headers or its body holds the thread serving it until that
 //   deadline and no longer;
-// - each write waits at most the write timeout, and fails once the client has closed.
+// - each write waits at most the write timeout, and fails once the client has closed; and the
+//   writes of one request's answer wait for the client, in all, at most `answer_wait` and a
+//   second more per `answer_rate` bytes written, so that a client taking its answer a few bytes at
+//   a time holds the thread for seconds, not hours (an event stream whose client keeps up never
+//   waits).
 //
 // Ownership: owns the socket; the destructor shuts it down and closes it. Threading: one thread at
 // a time (the one serving the connection), which also calls `stopping`.
@@ -16,6 +20,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
@@ -26,9 +31,11 @@ class client_connection {
  public:
   using clock = std::chrono::steady_clock;
   struct timeouts {
-    std::chrono::milliseconds read{30000};   // each read
-    std::chrono::milliseconds write{30000};  // each write
-    std::chrono::milliseconds idle{5000};    // waiting for the next request
+    std::chrono::milliseconds read{30000};         // each read
+    std::chrono::milliseconds write{30000};        // each write
+    std::chrono::milliseconds idle{5000};          // waiting for the next request
+    std::chrono::milliseconds answer_wait{10000};  // the writes of an answer, waiting in all
+    std::uint64_t answer_rate = 64 * 1024;         // ... a second more per this many bytes
   };
 
   // `stopping` is asked while no request is under way (waiting for one, or reading its head or
@@ -53,6 +60,8 @@ class client_connection {
   // A request's body begins (its head has been read) and must end by `deadline`. The deadline
   // holds until the next request's wait or head.
   void start_body(clock::time_point deadline);
+  // A write failed because the answer's writes had waited for the client as long as they may.
+  bool answer_timed_out() const { return m_answer_timed_out; }
   // A read failed because the head's deadline passed.
   bool head_timed_out() const { return m_timed_out == part::head; }
   // A read failed because the body's deadline passed.
@@ -68,8 +77,9 @@ class client_connection {
   ssize_t write(const char* data, std::size_t size);
   // Input is buffered, or arrives within the read timeout.
   bool readable() const;
-  // There is room to write within the write timeout, and the client has not closed.
-  bool writable() const;
+  // There is room to write within the write timeout and what is left of the answer's wait, and
+  // the client has not closed.
+  bool writable();
 
   // The numeric address and port of each end; left as they are where there is none.
   void peer_address(std::string& ip, int& port) const;
@@ -96,7 +106,11 @@ class client_connection {
   part m_reading = part::none;
   clock::time_point m_deadline{};  // of m_reading
   part m_timed_out = part::none;   // whose deadline a read ran past
-  std::size_t m_head_left = 0;     // bytes the head may still take
+  // The answer to the current request: bytes written, and how long writes waited for room.
+  std::uint64_t m_answer_bytes = 0;
+  clock::duration m_answer_waited{};
+  bool m_answer_timed_out = false;
+  std::size_t m_head_left = 0;  // bytes the head may still take
   bool m_head_too_large = false;
   bool m_abandoned = false;
   std::array<char, 4096> m_buffer{};

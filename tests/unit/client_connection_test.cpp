@@ -229,6 +229,98 @@ TEST(ClientConnection, NotWritableOnceTheClientHasClosed) {
   EXPECT_EQ(c.write("hi", 2), -1);
 }
 
+TEST(ClientConnection, AnAnswerTheClientDoesNotTakeFailsWhenItsWaitIsSpent) {
+  pair_fixture p;
+  // Each write may wait 5 s; the answer's writes 300 ms in all, and a second more per MiB.
+  client_connection c(p.server_fd,
+                      {.read = 5000ms,
+                       .write = 5000ms,
+                       .idle = 5000ms,
+                       .answer_wait = 300ms,
+                       .answer_rate = 1024 * 1024},
+                      [] { return false; });
+  const std::string piece(16384, 'a');
+  std::uint64_t written = 0;
+  const auto t0 = clock::now();
+  for (;;) {
+    const ssize_t n = c.write(piece.data(), piece.size());
+    if (n <= 0) break;
+    written += std::uint64_t(n);
+  }
+  const auto took = clock::now() - t0;
+  EXPECT_TRUE(c.answer_timed_out());
+  EXPECT_GT(written, 0u);
+  // 300 ms, and a second per MiB the socket took before it filled.
+  const auto allowed = 300ms + std::chrono::milliseconds(written * 1000 / (1024 * 1024));
+  EXPECT_GE(took, allowed - 20ms);
+  EXPECT_LT(took, allowed + 700ms);
+  EXPECT_FALSE(c.writable());
+}
+
+TEST(ClientConnection, AnAnswerTakenAsItIsWrittenNeverSpendsItsWait) {
+  pair_fixture p;
+  client_connection c(
+      p.server_fd,
+      {.read = 2000ms, .write = 2000ms, .idle = 2000ms, .answer_wait = 100ms, .answer_rate = 1024},
+      [] { return false; });
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    char buf[65536];
+    while (!done)
+      if (::recv(p.client_fd, buf, sizeof buf, MSG_DONTWAIT) <= 0) std::this_thread::sleep_for(1ms);
+  });
+  // An event stream: small writes with pauses between them, longer in all than the wait.
+  const auto t0 = clock::now();
+  bool ok = true;
+  while (clock::now() - t0 < 400ms) {
+    ok = ok && c.write("event\n", 6) == 6;
+    std::this_thread::sleep_for(20ms);
+  }
+  done = true;
+  reader.join();
+  EXPECT_TRUE(ok);
+  EXPECT_FALSE(c.answer_timed_out());
+}
+
+TEST(ClientConnection, EachRequestsAnswerHasAWaitOfItsOwn) {
+  pair_fixture p;
+  client_connection c(p.server_fd,
+                      {.read = 2000ms,
+                       .write = 150ms,
+                       .idle = 2000ms,
+                       .answer_wait = 200ms,
+                       .answer_rate = 1ull << 40},
+                      [] { return false; });
+  // Writes until the socket is full; how long the write that failed waited.
+  const auto fill = [&] {
+    const std::string piece(16384, 'a');
+    for (;;) {
+      const auto t0 = clock::now();
+      if (c.write(piece.data(), piece.size()) <= 0) return clock::now() - t0;
+    }
+  };
+  // The write that fails waits its 150 ms: 50 ms of the answer's wait are left.
+  EXPECT_GE(fill(), 140ms);
+  EXPECT_FALSE(c.answer_timed_out());
+  char buf[1 << 16];
+  while (::recv(p.client_fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
+  p.send_text("GET / HTTP/1.1\r\n");
+  ASSERT_TRUE(c.wait_for_request());
+  // The next answer's writes may wait 200 ms again, not the last one's 50.
+  EXPECT_GE(fill(), 140ms);
+  EXPECT_FALSE(c.answer_timed_out());
+  // Now the wait is spent.
+  EXPECT_FALSE(c.writable());
+  EXPECT_TRUE(c.answer_timed_out());
+  while (::recv(p.client_fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
+  p.send_text("GET / HTTP/1.1\r\n");
+  ASSERT_TRUE(c.wait_for_request());
+  EXPECT_FALSE(c.answer_timed_out());
+  EXPECT_TRUE(c.writable());
+}
+
 TEST(ClientConnection, CloseGracefullyEndsTheStreamAndDropsWhatTheClientStillSends) {
   pair_fixture p;
   client_connection c(p.server_fd, short_timeouts(), [] { return false; });
