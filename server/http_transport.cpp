@@ -3,12 +3,16 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "api/field_errors.hpp"
 #include "server/detail/client_connection.hpp"
@@ -52,14 +56,35 @@ std::size_t http_thread_cap(std::size_t threads) {
   return std::max(cap, threads);
 }
 
+// How many connections may wait for an HTTP thread once there are as many as there may be: as
+// many as there may be threads, and at most a quarter of the open-file limit (with the threads'
+// half, a quarter is left to the store and the workers' pipes however many clients come).
+std::size_t http_waiting_cap(std::size_t cap) {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    cap = std::min<std::size_t>(cap, files.rlim_cur / 4);
+  }
+  return std::max<std::size_t>(cap, 1);
+}
+
+// Set while the accepting thread answers a connection the pool refused (connection_pool).
+thread_local bool t_overloaded = false;
+
 // Each connection is one task of httplib's accept loop, run for as long as the connection lasts
 // (all its keep-alive requests). A fixed pool of N threads was thus held by N slow or idle
-// clients, and everyone else waited in its queue; this one grows while all its threads are busy.
+// clients, and everyone else waited in its queue; this one grows while all its threads are busy,
+// and past its cap lets only so many connections wait (each holds a socket while it waits).
 class connection_pool final : public httplib::TaskQueue {
  public:
-  connection_pool(std::size_t threads, std::size_t cap)
-      : m_pool(threads, cap, k_extra_thread_linger) {}
-  void enqueue(std::function<void()> fn) override { m_pool.post(std::move(fn)); }
+  connection_pool(std::size_t threads, std::size_t cap, std::size_t max_waiting)
+      : m_pool(threads, cap, k_extra_thread_linger, max_waiting) {}
+  void enqueue(std::function<void()> fn) override {
+    if (m_pool.post(std::move(fn))) return;
+    // Refused, `fn` is whole: the connection is answered 503 here and now (http_server).
+    t_overloaded = true;
+    fn();
+    t_overloaded = false;
+  }
   void shutdown() override { m_pool.shutdown(); }
 
  private:
@@ -135,8 +160,24 @@ class http_server final : public httplib::Server {
  public:
   explicit http_server(std::size_t max_body) : m_max_body(max_body) {}
 
+  // Called for each connection answered 503 for want of a thread.
+  std::function<void()> on_overloaded;
+
+  // httplib 0.11 listens with a backlog of 5 connections not yet accepted: a burst of clients
+  // connecting at once (an agent loop's parallel evaluators) overflowed it, and the kernel
+  // dropped their SYNs, each retried after a second. listen() again sets the backlog.
+  void widen_backlog() {
+    if (svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, SOMAXCONN) != 0) {
+      spdlog::warn("HTTP: cannot widen the listen backlog: {}", std::strerror(errno));
+    }
+  }
+
  private:
   bool process_and_close_socket(socket_t sock) override {
+    if (t_overloaded) {
+      answer_overloaded(sock);
+      return false;
+    }
     detail::client_connection connection(
         sock,
         {.read = std::chrono::seconds(read_timeout_sec_) +
@@ -184,6 +225,27 @@ class http_server final : public httplib::Server {
       if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
     }
     return ok;
+  }
+
+  // Answers a connection no thread can take with 503, without waiting for its request or for
+  // room to send (the accepting thread does this), and closes it. What the client has sent by
+  // then is read and dropped, so that closing does not reset the answer away.
+  void answer_overloaded(socket_t sock) {
+    static const std::string k_answer = [] {
+      const std::string body =
+          R"({"error":{"type":"overloaded","message":"every HTTP thread is busy and as many )"
+          R"(connections as may wait are waiting; retry later"}})";
+      return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+             "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    (void)::send(sock, k_answer.data(), k_answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ::shutdown(sock, SHUT_WR);
+    std::array<char, 4096> dropped;
+    while (::recv(sock, dropped.data(), dropped.size(), MSG_DONTWAIT) > 0) {
+    }
+    ::close(sock);
+    if (on_overloaded) on_overloaded();
   }
 
   std::size_t m_max_body;
@@ -483,9 +545,14 @@ struct http_transport::impl {
   void configure() {
     server.new_task_queue = [n = std::size_t(config.http_threads)] {
       const std::size_t cap = http_thread_cap(n);
-      spdlog::info("HTTP: {} threads, growing to at most {} while clients are slow", n, cap);
-      return new connection_pool(n, cap);
+      const std::size_t waiting = http_waiting_cap(cap);
+      spdlog::info(
+          "HTTP: {} threads, growing to at most {} while clients are slow; then at most {} "
+          "connections wait for one (503 past that)",
+          n, cap, waiting);
+      return new connection_pool(n, cap, waiting);
     };
+    server.on_overloaded = [this] { observe_unrouted("other", 503); };
     server.set_payload_max_length(config.max_body_bytes);
     server.set_keep_alive_max_count(1000);
     // Headers and body go out in separate writes; with Nagle's algorithm and delayed ACKs each
@@ -624,6 +691,7 @@ int http_transport::bind(const std::string& host, int port) {
     throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
                              " (address in use or not available)");
   }
+  m_impl->server.widen_backlog();
   return bound;
 }
 

@@ -6,8 +6,9 @@
 
 namespace kernelscan::detail {
 
-elastic_pool::elastic_pool(std::size_t base, std::size_t cap, std::chrono::milliseconds linger)
-    : m_base(base), m_cap(std::max(base, cap)), m_linger(linger) {
+elastic_pool::elastic_pool(std::size_t base, std::size_t cap, std::chrono::milliseconds linger,
+                           std::size_t max_waiting)
+    : m_base(base), m_cap(std::max(base, cap)), m_linger(linger), m_max_waiting(max_waiting) {
   try {
     std::lock_guard lock(m_mutex);
     for (std::size_t i = 0; i < m_base; ++i)
@@ -28,11 +29,16 @@ void elastic_pool::spawn() {
   m_peak = std::max(m_peak, m_threads.size());
 }
 
-void elastic_pool::post(std::function<void()> task) {
+bool elastic_pool::post(std::function<void()>&& task) {
   std::vector<std::thread> retired;
   {
     std::lock_guard lock(m_mutex);
     if (m_stopping) throw std::logic_error("elastic_pool: post() after shutdown()");
+    // Tasks already waiting for a thread: those that no idle thread will take.
+    const std::size_t waiting = m_tasks.size() > m_idle ? m_tasks.size() - m_idle : 0;
+    if (m_tasks.size() >= m_idle && m_threads.size() >= m_cap && waiting >= m_max_waiting) {
+      return false;
+    }
     m_tasks.push_back(std::move(task));
     bool spawned = false;
     // More tasks waiting than idle threads to take them: every thread is busy (or already
@@ -50,6 +56,7 @@ void elastic_pool::post(std::function<void()> task) {
   }
   for (auto& t : retired)
     t.join();
+  return true;
 }
 
 void elastic_pool::run() {

@@ -2,8 +2,8 @@
 // A thread pool for tasks that may wait on the outside world (an HTTP connection waits on its
 // client). `base` threads run tasks as a fixed pool would; while every thread is busy, a new task
 // gets a new thread, up to `cap` threads in all, so that tasks stuck on slow clients delay only
-// themselves. Past the cap, tasks wait their turn in order. A thread beyond `base` that finds no
-// task for `linger` ends.
+// themselves. Past the cap, at most `max_waiting` tasks wait their turn, in order; more are
+// refused. A thread beyond `base` that finds no task for `linger` ends.
 //
 // Ownership: the pool owns its threads and the tasks not yet started. Threading: post() from any
 // thread; shutdown() (also run by the destructor) from a thread that is not the pool's. A task
@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -24,13 +25,16 @@ namespace kernelscan::detail {
 class elastic_pool {
  public:
   // Starts `base` threads; `cap` is raised to `base` if lower.
-  elastic_pool(std::size_t base, std::size_t cap, std::chrono::milliseconds linger);
+  elastic_pool(std::size_t base, std::size_t cap, std::chrono::milliseconds linger,
+               std::size_t max_waiting = std::numeric_limits<std::size_t>::max());
   ~elastic_pool();
   elastic_pool(const elastic_pool&) = delete;
   elastic_pool& operator=(const elastic_pool&) = delete;
 
-  // Throws std::logic_error after shutdown().
-  void post(std::function<void()> task);
+  // Takes `task`, or refuses it (false) where it would wait with `max_waiting` tasks waiting
+  // already; a refused task is left as it was, for the caller to deal with. Throws
+  // std::logic_error after shutdown().
+  bool post(std::function<void()>&& task);
   // Runs every task posted, then joins every thread. Idempotent.
   void shutdown();
 
@@ -45,6 +49,7 @@ class elastic_pool {
   const std::size_t m_base;
   const std::size_t m_cap;
   const std::chrono::milliseconds m_linger;
+  const std::size_t m_max_waiting;
 
   mutable std::mutex m_mutex;
   std::condition_variable m_wake;

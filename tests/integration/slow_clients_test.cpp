@@ -172,6 +172,68 @@ TEST(SlowClients, AFreshClientIsAnsweredWhileSlowHeadsOutnumberTheThreads) {
   EXPECT_EQ(slow.still_open(), 18);  // they were all still there, within their deadline
 }
 
+TEST(SlowClients, ABurstOfConnectionsIsAcceptedWithoutDroppingAny) {
+  daemon_process daemon({.extra_args = k_few_threads});
+  daemon.start();
+  // 100 clients connecting at once. With a listen backlog of 5, the kernel dropped the SYNs
+  // of those past it, and each connect took a second more (the SYN's first retry).
+  std::vector<int> fds;
+  clock::duration slowest{};
+  for (int i = 0; i < 100; ++i) {
+    const auto t0 = clock::now();
+    fds.push_back(connect_to(daemon.port()));
+    slowest = std::max(slowest, clock::now() - t0);
+  }
+  EXPECT_LT(slowest, 500ms);
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (const int fd : fds)
+    send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  int answered = 0;
+  for (const int fd : fds) {
+    std::string in;
+    const auto until = clock::now() + 10s;
+    while (clock::now() < until) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 20) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      in.append(buf, std::size_t(n));
+    }
+    answered += in.rfind("HTTP/1.1 200", 0) == 0;
+    close(fd);
+  }
+  EXPECT_EQ(answered, 100);
+}
+
+TEST(SlowClients, PastTheThreadCapOnlySoManyConnectionsWaitAndTheRestAreAnswered503) {
+  daemon_process daemon({.extra_args = k_few_threads});
+  daemon.start();
+  // 6 threads grow to 96, and then 96 connections may wait (the open-file limit allowing):
+  // of 200 slow heads, 8 are answered at once.
+  {
+    slow_heads slow(daemon.port(), 200, 500ms);
+    ASSERT_TRUE(eventually([&] { return slow.still_open() <= 192; }, 5s))
+        << slow.still_open() << " still open";
+    std::this_thread::sleep_for(300ms);
+    const auto closed = slow.closed();
+    EXPECT_EQ(closed.size(), 8u);
+    for (const auto& [received, after] : closed) {
+      EXPECT_EQ(received.rfind("HTTP/1.1 503", 0), 0u) << received;
+      EXPECT_NE(received.find("\"overloaded\""), std::string::npos) << received;
+      EXPECT_NE(received.find("Retry-After: 1"), std::string::npos) << received;
+      EXPECT_LT(after, 5s);
+    }
+  }
+  // The slow heads gone, the daemon answers again.
+  EXPECT_TRUE(eventually([&] { return daemon.get("/healthz").status == 200; }, 10s));
+  EXPECT_NE(
+      daemon.get("/metrics")
+          .text.find(
+              "kernelscan_http_requests_total{method=\"other\",route=\"unrouted\",code=\"503\"} 8"),
+      std::string::npos);
+}
+
 TEST(SlowClients, LongPollAndEventStreamLimitsStillAnswer429WhileSlowHeadsAreOpen) {
   daemon_process daemon({.extra_args = k_few_threads});
   daemon.start();

@@ -85,6 +85,32 @@ TEST(ElasticPool, PastTheCapTasksWaitTheirTurn) {
   EXPECT_TRUE(eventually([&] { return done == 5; }));
 }
 
+TEST(ElasticPool, PastTheCapOnlySoManyTasksWaitAndARefusedTaskIsLeftWhole) {
+  elastic_pool pool(1, 2, 10s, 2);
+  gate stuck;
+  std::atomic<int> done{0};
+  const auto task = [&] {
+    stuck.wait();
+    ++done;
+  };
+  for (int i = 0; i < 4; ++i) {
+    std::function<void()> f = task;
+    EXPECT_TRUE(pool.post(std::move(f))) << i;  // two run, two wait
+  }
+  EXPECT_TRUE(stuck.await_waiting(2));
+  std::function<void()> refused = [&] { done += 100; };
+  EXPECT_FALSE(pool.post(std::move(refused)));
+  ASSERT_TRUE(refused);  // left to the caller, who may still run it
+  refused();
+  EXPECT_EQ(done, 100);
+  stuck.open();
+  EXPECT_TRUE(eventually([&] { return done == 104; }));
+  // Room again: a task is taken.
+  std::function<void()> later = [&] { ++done; };
+  EXPECT_TRUE(pool.post(std::move(later)));
+  EXPECT_TRUE(eventually([&] { return done == 105; }));
+}
+
 TEST(ElasticPool, ExtraThreadsEndAfterLingeringWithoutWork) {
   elastic_pool pool(2, 6, 50ms);
   gate stuck;
