@@ -13,6 +13,7 @@
 #include "api/detail/csv_reader.hpp"
 #include "api/detail/object_reader.hpp"
 #include "api/detail/utf8.hpp"
+#include "engine/text_list.hpp"
 
 namespace kernelscan {
 namespace {
@@ -246,9 +247,7 @@ struct csv_columns {
     return std::nullopt;
   }
   std::string listed() const {
-    std::string out;
-    for (const auto& n : names)
-      out += (out.empty() ? "" : ", ") + n;
+    const std::string out = comma_joined(names);
     return out.size() > 300 ? utf8_prefix(out, 300) + "..." : out;
   }
 };

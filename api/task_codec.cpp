@@ -5,10 +5,13 @@
 #include <cctype>
 #include <optional>
 #include <set>
+#include <span>
+#include <span>
 
 #include "api/detail/object_reader.hpp"
 #include "api/job_codec.hpp"
 #include "engine/dtype.hpp"
+#include "engine/text_list.hpp"
 
 namespace kernelscan {
 namespace {
@@ -32,13 +35,6 @@ bool task_name_ok(const std::string& s) {
   return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
   });
-}
-
-std::string list_of(const char* const* begin, const char* const* end) {
-  std::string out;
-  for (auto it = begin; it != end; ++it)
-    out += (out.empty() ? "" : ", ") + std::string(*it);
-  return out;
 }
 
 // The element type of an argument's "type" ("f32*" -> f32).
@@ -82,8 +78,7 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
       continue;
     }
     error(key, "is not a field of a task (its fields: name, description, kernel, " +
-                   list_of(k_fixed_parts.data(), k_fixed_parts.data() + k_fixed_parts.size()) +
-                   ")");
+                   comma_joined(k_fixed_parts) + ")");
   }
   if (const auto it = body.find("name"); it == body.end() || it->is_null()) {
     error("name", "is required");
@@ -113,10 +108,8 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
       } else if (std::find_if(k_kernel_fields.begin(), k_kernel_fields.end(),
                               [&name = key](const char* f) { return name == f; }) ==
                  k_kernel_fields.end()) {
-        error("kernel." + key,
-              "is not a field of a task's kernel (its fields: " +
-                  list_of(k_kernel_fields.data(), k_kernel_fields.data() + k_kernel_fields.size()) +
-                  ")");
+        error("kernel." + key, "is not a field of a task's kernel (its fields: " +
+                                   comma_joined(k_kernel_fields) + ")");
       }
     }
     if (k.contains("op") && k["op"] != "custom") {
@@ -204,8 +197,8 @@ json task_job_body(const std::string& task_name, const json& template_json,
   const json& kernel = template_json.at("kernel");
   const std::string language = language_of(kernel);
   std::vector<field_error> errors;
-  const std::string allowed = list_of(std::begin(k_submission_fields),
-                                      std::end(k_submission_fields) - 1);  // all but language
+  const std::string allowed = comma_joined(std::span(
+      std::begin(k_submission_fields), std::end(k_submission_fields) - 1));  // all but language
   for (const auto& [key, value] : submission.items()) {
     if (key == "language") {
       if (!value.is_string() || value.get<std::string>() != language) {

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "engine/text_list.hpp"
+
 namespace kernelscan {
 namespace {
 
@@ -43,13 +45,6 @@ constexpr std::array<const char*, 33> k_reserved{
     "asinh", "acosh", "atanh", "log2",     "log10", "log",  "ln",   "exp",  "sqrt",
     "sign",  "rint",  "abs",   "sum",      "avg",   "min",  "max",  "ceil", "floor",
     "trunc", "cdiv",  "fdiv",  "round_up", "mod",   "pow"};
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names)
-    out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 // Names in `text` that are neither sweep parameters nor constants (used as values), and names
 // called as functions that are not functions. muparser reports only the first unknown token, as
@@ -101,14 +96,15 @@ std::string unknown_names(std::string_view text, const std::vector<std::string>&
   }
   std::string out;
   if (!values.empty()) {
-    out = std::string(values.size() == 1 ? "unknown name " : "unknown names ") + join(values) +
+    out = std::string(values.size() == 1 ? "unknown name " : "unknown names ") +
+          comma_joined(values) +
           (parameters.empty() ? " (the sweep defines no parameters)"
-                              : " (sweep parameters: " + join(parameters) + ")");
+                              : " (sweep parameters: " + comma_joined(parameters) + ")");
   }
   if (!functions.empty()) {
     out += std::string(out.empty() ? "" : "; ") +
-           (functions.size() == 1 ? "unknown function " : "unknown functions ") + join(functions) +
-           " (functions: " +
+           (functions.size() == 1 ? "unknown function " : "unknown functions ") +
+           comma_joined(functions) + " (functions: " +
            [] {
              std::string all;
              for (const char* r : k_reserved)

@@ -18,6 +18,7 @@
 #include "engine/point_kernel.hpp"
 #include "engine/roofline_benchmark.hpp"
 #include "engine/sample_loop.hpp"
+#include "engine/text_list.hpp"
 
 namespace kernelscan {
 namespace {
@@ -83,14 +84,6 @@ std::string format_tolerance(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", v);
   return text;
-}
-
-// "a, b, c": the names of `list`.
-std::string joined_names(const std::vector<std::string>& list) {
-  std::string out;
-  for (const auto& name : list)
-    out += (out.empty() ? "" : ", ") + name;
-  return out;
 }
 
 // The canaries are copied into and compared with a buffer's guards whole: a buffer allocated
@@ -255,9 +248,9 @@ point_runner::answers point_runner::reference_answers(point_kernel& k, const buf
 
 std::string point_runner::canary_hits::places() const {
   std::string out;
-  if (!before.empty()) out = "before the start of " + joined_names(before);
+  if (!before.empty()) out = "before the start of " + comma_joined(before);
   if (!after.empty())
-    out += (out.empty() ? "" : " and ") + ("past the end of " + joined_names(after));
+    out += (out.empty() ? "" : " and ") + ("past the end of " + comma_joined(after));
   return out;
 }
 
@@ -505,7 +498,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
                     "‖ref‖ is " + format_tolerance(v.norm_rel_err) + ", above rtol");
   }
   if (!v.inputs_written.empty()) {
-    notes.push_back("the kernel wrote to its input " + joined_names(v.inputs_written) +
+    notes.push_back("the kernel wrote to its input " + comma_joined(v.inputs_written) +
                     " (a buffer it may write without being checked is \"scratch\": true)");
   }
   v.written_out_of_bounds = outside.buffers;

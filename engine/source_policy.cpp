@@ -4,6 +4,8 @@
 #include <cctype>
 #include <vector>
 
+#include "engine/text_list.hpp"
+
 namespace kernelscan {
 namespace {
 
@@ -117,10 +119,7 @@ text normalise(std::string_view in) {
 }
 
 std::string allowed_list(kernel_language language) {
-  std::string out;
-  for (auto h : allowed_kernel_includes(language))
-    out += (out.empty() ? "" : ", ") + std::string(h);
-  return out;
+  return comma_joined(allowed_kernel_includes(language));
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <set>
 #include <string_view>
 
+#include "engine/text_list.hpp"
+
 namespace kernelscan {
 namespace {
 
@@ -251,8 +253,9 @@ class spec_builder {
     m_scratch.insert(m_opts.scratch.begin(), m_opts.scratch.end());
 
     json spec = json::object();
-    spec["name"] =
-        m_opts.name.empty() ? base_name(m_opts.file) + ": " + joined(m_opts.entries) : m_opts.name;
+    spec["name"] = m_opts.name.empty()
+                       ? base_name(m_opts.file) + ": " + comma_joined(m_opts.entries)
+                       : m_opts.name;
     if (!m_opts.engine.empty()) spec["engine"] = m_opts.engine;
     if (!m_opts.device.empty()) {
       spec["device"] = device_placement(m_opts.device);
@@ -274,21 +277,21 @@ class spec_builder {
     for (const auto& name : m_outputs) {
       if (!m_buffers.count(name)) {
         throw bench_error("--output",
-                          name + " is not a pointer parameter of " + joined(m_opts.entries));
+                          name + " is not a pointer parameter of " + comma_joined(m_opts.entries));
       }
     }
     for (const auto& name : m_scratch) {
       if (!m_buffers.count(name) || m_outputs.count(name)) {
-        throw bench_error(
-            "--scratch", name + (m_outputs.count(name)
-                                     ? " is an --output too"
-                                     : " is not a pointer parameter of " + joined(m_opts.entries)));
+        throw bench_error("--scratch",
+                          name + (m_outputs.count(name) ? " is an --output too"
+                                                        : " is not a pointer parameter of " +
+                                                              comma_joined(m_opts.entries)));
       }
     }
     for (const auto& [name, expr] : m_sizes) {
       if (!m_buffers.count(name)) {
         throw bench_error("--size",
-                          name + " is not a pointer parameter of " + joined(m_opts.entries));
+                          name + " is not a pointer parameter of " + comma_joined(m_opts.entries));
       }
     }
     spec["kernel"] = kernel;
@@ -305,7 +308,7 @@ class spec_builder {
       if (!m_opts.baseline.empty()) {
         if (!seen.count(m_opts.baseline)) {
           throw bench_error("--baseline", m_opts.baseline + " is not one of the kernels (" +
-                                              joined(m_opts.entries) + ")");
+                                              comma_joined(m_opts.entries) + ")");
         }
         spec["baseline"] = m_opts.baseline;
       }
@@ -318,13 +321,6 @@ class spec_builder {
   }
 
  private:
-  static std::string joined(const std::vector<std::string>& names) {
-    std::string out;
-    for (const auto& n : names)
-      out += (out.empty() ? "" : ", ") + n;
-    return out;
-  }
-
   void language() {
     const std::string ext = file_extension(m_opts.file);
     m_language = m_opts.language;
@@ -459,7 +455,7 @@ class spec_builder {
                            kernel == m_opts.reference;
         if (!known) {
           throw bench_error(flag, "\"" + kernel + "\" is not one of the kernels (" +
-                                      joined(m_opts.entries) + ")");
+                                      comma_joined(m_opts.entries) + ")");
         }
       }
       const auto parts = split_top_level(text);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "api/result_codec.hpp"
+#include "engine/text_list.hpp"
 #include "server/detail/text_table.hpp"
 
 namespace kernelscan {
@@ -75,13 +76,6 @@ std::vector<std::string> uses_of(const json& spec, const std::string& name) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items)
-    out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 // Why the series may not measure the same problem at a joined point: they run different ops, or
 // a shared parameter sets different fields in them. Empty where they do, or a series has no spec
 // (the variants of one job).
@@ -94,13 +88,12 @@ std::string join_warning(const std::vector<compare_series>& series,
   for (const auto& s : series)
     if (s.spec.contains("kernel") && s.spec["kernel"].is_object())
       ops.insert(s.spec["kernel"].value("op", "?"));
-  if (ops.size() > 1)
-    why.push_back("they run different ops (" + joined({ops.begin(), ops.end()}) + ")");
+  if (ops.size() > 1) why.push_back("they run different ops (" + comma_joined(ops) + ")");
   for (const auto& n : shared) {
     std::set<std::string> distinct;
     std::vector<std::string> each;
     for (const auto& s : series) {
-      const std::string fields = joined(uses_of(s.spec, n));
+      const std::string fields = comma_joined(uses_of(s.spec, n));
       distinct.insert(fields);
       each.push_back((fields.empty() ? "nothing" : fields) + " in " + s.label);
     }
@@ -266,9 +259,9 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
     std::vector<std::string> labels;
     for (const auto& s : series)
       labels.push_back(s.label);
-    throw nothing_to_compare(
-        "no measured point is shared by " + joined(labels) +
-        " (shared parameters: " + (shared.empty() ? std::string("none") : joined(shared)) + ")");
+    throw nothing_to_compare("no measured point is shared by " + comma_joined(labels) +
+                             " (shared parameters: " +
+                             (shared.empty() ? std::string("none") : comma_joined(shared)) + ")");
   }
 
   std::string out = "baseline  " + series[base_at].label + "\n";

@@ -14,6 +14,7 @@
 #include "api/task_codec.hpp"
 #include "engine/device_needs.hpp"
 #include "engine/language_support.hpp"
+#include "engine/text_list.hpp"
 #include "server/fleet_devices.hpp"
 
 namespace kernelscan {
@@ -106,10 +107,7 @@ submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec
   }
   if (!any) {
     auto list = [](const std::set<std::string>& s) {
-      std::string out;
-      for (const auto& x : s)
-        out += (out.empty() ? "" : ", ") + x;
-      return out.empty() ? std::string("none") : out;
+      return s.empty() ? std::string("none") : comma_joined(s);
     };
     std::string have;
     for (const auto& [kind, n] : kinds)
