@@ -130,6 +130,10 @@ ssize_t client_connection::read_some(char* out, std::size_t size) {
     }
     until = std::min(until, m_deadline);
   }
+  // What has arrived is taken at once (a request's first bytes usually have: wait_for_request
+  // saw them); only an empty socket is waited on. One system call, not two.
+  const ssize_t n = receive(out, size, MSG_DONTWAIT);
+  if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
   switch (wait(POLLIN, until, limited)) {
     case waited::ready:
       break;
@@ -142,12 +146,16 @@ ssize_t client_connection::read_some(char* out, std::size_t size) {
     case waited::failed:
       return -1;
   }
+  return receive(out, size, 0);
+}
+
+ssize_t client_connection::receive(char* out, std::size_t size, int flags) {
   // A large read (a body) goes straight to the caller; a small one (the head, a byte at a time)
   // takes what has arrived into the buffer.
   const bool direct = size >= m_buffer.size();
   ssize_t n;
   do {
-    n = ::recv(m_fd, direct ? out : m_buffer.data(), direct ? size : m_buffer.size(), 0);
+    n = ::recv(m_fd, direct ? out : m_buffer.data(), direct ? size : m_buffer.size(), flags);
   } while (n < 0 && errno == EINTR);
   if (direct || n <= 0) return n;
   const std::size_t taken = std::min(size, std::size_t(n));
@@ -163,7 +171,7 @@ bool client_connection::readable() const {
   return wait(POLLIN, clock::now() + m_timeouts.read, false) == waited::ready;
 }
 
-bool client_connection::writable() {
+bool client_connection::wait_for_room() {
   if (m_abandoned || m_answer_timed_out) return false;
   const clock::duration allowed =
       m_timeouts.answer_wait +
@@ -178,10 +186,13 @@ bool client_connection::writable() {
   const waited w =
       wait(POLLOUT, started + std::min<clock::duration>(m_timeouts.write, left), false);
   m_answer_waited += clock::now() - started;
-  if (w != waited::ready) {
-    if (w == waited::timeout && m_answer_waited >= allowed) m_answer_timed_out = true;
-    return false;
-  }
+  if (w == waited::ready) return true;
+  if (w == waited::timeout && m_answer_waited >= allowed) m_answer_timed_out = true;
+  return false;
+}
+
+bool client_connection::writable() {
+  if (!wait_for_room()) return false;
   // Has the client closed? (An event stream learns so here, as httplib's own stream does.)
   pollfd p{m_fd, POLLIN, 0};
   const int n = ::poll(&p, 1, 0);
@@ -192,28 +203,50 @@ bool client_connection::writable() {
 }
 
 ssize_t client_connection::write(const char* data, std::size_t size) {
-  if (!writable()) return -1;
-  ssize_t n;
-  do {
-    n = ::send(m_fd, data, size, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n > 0) m_answer_bytes += std::uint64_t(n);
-  return n;
+  if (m_abandoned || m_answer_timed_out) return -1;
+  // Sent at once where the socket has room, as it nearly always has: one system call, not the
+  // three of waiting for room and asking whether the client is still there first. (A closed
+  // client fails the send; an event stream asks writable() between its messages.)
+  for (;;) {
+    const ssize_t n = ::send(m_fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) {
+      m_answer_bytes += std::uint64_t(n);
+      return n;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    if (!wait_for_room()) return -1;
+  }
 }
 
+// Each is asked once per request (httplib): asked of the socket once per connection.
 void client_connection::peer_address(std::string& ip, int& port) const {
-  sockaddr_storage addr{};
-  socklen_t length = sizeof addr;
-  if (getpeername(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
-    numeric_address(addr, length, ip, port);
+  if (!m_peer) {
+    m_peer.emplace();
+    sockaddr_storage addr{};
+    socklen_t length = sizeof addr;
+    if (getpeername(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+      numeric_address(addr, length, m_peer->ip, m_peer->port);
+    }
+  }
+  if (m_peer->port >= 0) {
+    ip = m_peer->ip;
+    port = m_peer->port;
   }
 }
 
 void client_connection::local_address(std::string& ip, int& port) const {
-  sockaddr_storage addr{};
-  socklen_t length = sizeof addr;
-  if (getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
-    numeric_address(addr, length, ip, port);
+  if (!m_local) {
+    m_local.emplace();
+    sockaddr_storage addr{};
+    socklen_t length = sizeof addr;
+    if (getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+      numeric_address(addr, length, m_local->ip, m_local->port);
+    }
+  }
+  if (m_local->port >= 0) {
+    ip = m_local->ip;
+    port = m_local->port;
   }
 }
 

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace kernelscan::detail {
@@ -97,6 +98,10 @@ class client_connection {
   enum class part { none, head, body };
   // read() without the head's byte limit.
   ssize_t read_some(char* out, std::size_t size);
+  // One recv(2) with `flags`, into the caller's buffer or through m_buffer.
+  ssize_t receive(char* out, std::size_t size, int flags);
+  // Waits for room to write, within the write timeout and what is left of the answer's wait.
+  bool wait_for_room();
   // Waits for `events` until `until`; when `stoppable`, in slices that ask `stopping` between.
   waited wait(short events, clock::time_point until, bool stoppable) const;
 
@@ -113,6 +118,11 @@ class client_connection {
   std::size_t m_head_left = 0;  // bytes the head may still take
   bool m_head_too_large = false;
   bool m_abandoned = false;
+  struct address {
+    std::string ip;
+    int port = -1;  // none known
+  };
+  mutable std::optional<address> m_peer, m_local;  // asked of the socket once
   std::array<char, 4096> m_buffer{};
   std::size_t m_begin = 0, m_end = 0;  // the buffered input not yet read
 };
