@@ -241,6 +241,8 @@ export function mount(root, {id, query}) {
     }
     for (const key of ['x', 'by', 'hx', 'hy']) if (sel[key] && !names.includes(sel[key])) sel[key] = '';
     if (!sel.x) sel.x = bySize[0] || '';
+    if (sel.by === sel.x) sel.by = '';  // one line per value of the x axis would be lines of one point
+    pairHeatmap(sel, sel.hx ? 'hx' : 'hy', bySize);
     if (sel.xscale !== 'log' && sel.xscale !== 'linear') sel.xscale = '';  // '': by the values (xScale)
     for (const n of names) {
       const q = query.get(`fix.${n}`);
@@ -249,6 +251,20 @@ export function mount(root, {id, query}) {
                    : best[n] !== undefined && vals.includes(best[n]) ? best[n] : vals[0];
     }
     state.sel = sel;
+  }
+
+  // The heatmap's two axes are two different parameters, whatever the URL or a selector asked:
+  // the one just chosen (`kept`, 'hx' or 'hy') stays, and the other becomes the one it replaced,
+  // else the parameter with the most values that is left (a heatmap of M against M has no cells).
+  function pairHeatmap(sel, kept, bySize, previous) {
+    if (bySize.length < 2) return;
+    const other = kept === 'hx' ? 'hy' : 'hx';
+    if (!sel[kept]) sel[kept] = bySize.find((n) => n !== sel[other]);
+    if (sel[other] && sel[other] !== sel[kept]) return;
+    sel[other] = previous && previous !== sel[kept] ? previous : bySize.find((n) => n !== sel[kept]);
+  }
+  function parametersBySize() {
+    return [...state.names].sort((a, b) => state.values[b].length - state.values[a].length);
   }
 
   // The x axis's scale: the one chosen, else the one the x parameter's values call for (decided
@@ -288,16 +304,20 @@ export function mount(root, {id, query}) {
         : select('sel-by', 'lines per', [['', 'none'], ...names.filter((n) => n !== s.x).map((n) => [n, n])], s.by, (v) => { s.by = v; renderControls(); }),
     ];
     if (names.length >= 2) {
-      parts.push(select('sel-hx', 'heatmap x', names.map((n) => [n, n]), s.hx, (v) => { s.hx = v; renderControls(); }),
+      // Picking the other axis's parameter swaps the two.
+      parts.push(select('sel-hx', 'heatmap x', names.map((n) => [n, n]), s.hx, (v) => {
+        const was = s.hx; s.hx = v; pairHeatmap(s, 'hx', parametersBySize(), was); renderControls();
+      }),
                  select('sel-hy', 'heatmap y', names.filter((n) => n !== s.hx).map((n) => [n, n]), s.hy, (v) => { s.hy = v; renderControls(); }));
     }
     if (names.length >= 2 && state.variants) {
       parts.push(select('sel-hv', 'heatmap of', [...state.variants.map((v) => [v, v]), ['speedup', 'speedup (fastest variant)']],
                         s.hv, (v) => { s.hv = v; }));
     }
-    // A selector for each parameter some chart holds fixed.
+    // A selector for each parameter some chart holds fixed: the sweep chart all but its x and its
+    // lines, the heatmap all but its axes, the speedup chart all but the x.
     const heat = names.length >= 2;
-    const held = (n) => n !== s.x || (heat && n !== s.hx && n !== s.hy);
+    const held = (n) => (n !== s.x && n !== s.by) || (heat && n !== s.hx && n !== s.hy) || (hasSpeedupChart() && n !== s.x);
     const fixes = names.filter((n) => state.values[n].length > 1 && held(n)).map((n) =>
       select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n], (v) => { s.fixed[n] = Number(v); }));
     controls.replaceChildren(h('div', {class: 'row'}, parts),
@@ -322,12 +342,16 @@ export function mount(root, {id, query}) {
   let boxes = null;
   // The boxes go in as soon as the job is known, so that the table below them does not move when
   // the charts come (ECharts may still be compiling when the results are in).
+  function hasSpeedupChart() {
+    return Boolean(state.variants) || hasBaselineSpec(state.job.spec);
+  }
   function ensureBoxes() {
     boxes = boxes || [
       chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
       state.names.length >= 2 ? chartBox('chart-heatmap', 'Heatmap') : null,
-      state.variants ? chartBox('chart-speedup', 'Speedup between variants', `(${speedupBasis(state.baseline).short}, 95% CI bars)`)
-        : hasBaselineSpec(state.job.spec) ? chartBox('chart-speedup', 'Speedup over the baseline', '(95% CI bars)') : null,
+      !hasSpeedupChart() ? null
+        : state.variants ? chartBox('chart-speedup', 'Speedup between variants', `(${speedupBasis(state.baseline).short}, 95% CI bars)`)
+        : chartBox('chart-speedup', 'Speedup over the baseline', '(95% CI bars)'),
       chartBox('chart-roofline', 'Roofline'),
     ];
   }

@@ -363,6 +363,8 @@ async function main() {
       await page.selectOption('#sel-by', other);
       await page.waitForFunction(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series.length === 10);
       expect(page.url().includes(`by=${other}`), 'chart selections are in the URL');
+      // A parameter that no chart holds fixed (the lines' and a heatmap axis') has no selector.
+      expect(await page.locator(`#fix-${other}`).count() === 0, `no "${other} =" selector while ${other} draws the lines and a heatmap axis`);
       const legendOverlap = await overlaps(page, 'chart-sweep');
       expect(legendOverlap.length === 0, `sweep chart with a legend: no text drawn over another (${legendOverlap.join('; ')})`);
       await page.selectOption('#sel-metric', 'time');
@@ -379,6 +381,22 @@ async function main() {
       const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
       const csv = fs.readFileSync(await download.path(), 'utf8').trim().split('\n');
       expect(csv.length === 51 && csv[0].includes('median_us'), `CSV export: header and 50 rows (got ${csv.length} lines)`);
+      // The heatmap's axes are two parameters: picking the y axis's for x swaps them, and a URL
+      // naming one twice (or lines per the x parameter itself) draws what the selectors say.
+      const heatAxes = () => page.evaluate(() => {
+        const o = echarts.getInstanceByDom(document.getElementById('chart-heatmap')).getOption();
+        return `${o.xAxis[0].name} by ${o.yAxis[0].name}`;
+      });
+      const [hx, hy] = [await page.$eval('#sel-hx', (el) => el.value), await page.$eval('#sel-hy', (el) => el.value)];
+      await page.selectOption('#sel-hx', hy);
+      expect(await heatAxes() === `${hy} by ${hx}` && await page.$eval('#sel-hy', (el) => el.value) === hx &&
+             page.url().includes(`hx=${hy}&hy=${hx}`), `heatmap x set to the y parameter swaps the axes (${await heatAxes()}, ${page.url()})`);
+      await gotoView(page, d.origin, `#/jobs/${ids.a}?x=N&by=N&hx=M&hy=M`, '#view[data-charts-ready]');
+      expect(await heatAxes() === 'M by N' && await page.$eval('#sel-hy', (el) => el.value) === 'N',
+             `a URL with hx = hy gets a heatmap over two parameters (${await heatAxes()})`);
+      const lines = (await series(page, 'chart-sweep')).filter((s) => s.type === 'line');
+      expect(lines.length === 1 && lines[0].n === 5 && await page.$eval('#sel-by', (el) => el.value) === '',
+             `a URL with lines per the x parameter draws one line of 5 points (${JSON.stringify(lines)})`);
     });
 
     await step('job view: a failed job shows its error and failed points', async () => {
