@@ -575,6 +575,18 @@ export function mount(root, {id, query}) {
   }
   const renderDataSoon = throttle(renderData, 500);
 
+  // A running job's summary (its best point so far) changes with its points, which come without
+  // it: read the job again, at most once a second. An answer that left before the job ended is
+  // not newer than the job event that said so.
+  const refreshJob = throttle(async () => {
+    try {
+      const job = await get(`/api/v1/jobs/${id}`);
+      if (disposed || (TERMINAL.has(state.job.status) && !TERMINAL.has(job.status))) return;
+      state.job = {...job, spec: state.job.spec};
+      renderHead();
+    } catch { /* the next points event tries again */ }
+  }, 1000);
+
   let fetching = false, again = false;
   async function fetchMore() {
     if (fetching) { again = true; return; }
@@ -657,9 +669,11 @@ export function mount(root, {id, query}) {
         renderHead();
         if (TERMINAL.has(e.data.status)) { fetchMore(); renderDataSoon(); }
       } else if (e.type === 'points' && e.data.job_id === id) {
-        state.job.progress = {...state.job.progress, done: e.data.done, total: e.data.total};
+        state.job.progress = {...state.job.progress, done: e.data.done, total: e.data.total,
+                              failed: (state.job.progress.failed || 0) + e.data.failed};
         head.querySelector('.progress') && head.querySelector('.progress').replaceWith(progressBar(state.job.progress));
         fetchMore();
+        refreshJob();
       } else if (e.type === 'reset') {
         fetchMore();
       }

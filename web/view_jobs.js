@@ -2,10 +2,11 @@
 // a selection to compare. In a fleet the device is "node / index": the node that runs or ran it.
 
 import {get, post} from './api.js';
-import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge} from './dom.js';
+import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge, throttle} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
 const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const PAGE = 100;
 
 export function mount(root, {query}) {
@@ -185,6 +186,24 @@ export function mount(root, {query}) {
     else render();
   }
 
+  // A running job's best point changes with its points, which come without it: its row is read
+  // again, at most once a second per job. An answer that left before the job ended is not newer
+  // than the job event that said so.
+  const refreshers = new Map();
+  function refreshSoon(id) {
+    if (!refreshers.has(id)) {
+      refreshers.set(id, throttle(async () => {
+        try {
+          const job = await get(`/api/v1/jobs/${id}`);
+          const cur = state.jobs.find((j) => j.id === id);
+          if (loading === -1 || !cur || (TERMINAL.has(cur.status) && !TERMINAL.has(job.status))) return;
+          upsert(job);
+        } catch { /* the next points event tries again */ }
+      }, 1000));
+    }
+    refreshers.get(id)();
+  }
+
   const ages = setInterval(() => {
     tbody.querySelectorAll('td[data-created]').forEach((td) => { td.textContent = age(td.dataset.created); });
   }, 10000);
@@ -205,6 +224,7 @@ export function mount(root, {query}) {
                         failed: (job.progress.failed || 0) + e.data.failed};
         const tr = tbody.querySelector(`tr[data-id="${job.id}"]`);
         if (tr) tr.children[5].replaceChildren(progressBar(job.progress));
+        refreshSoon(job.id);
       }
     },
     unmount() { clearInterval(ages); loading = -1; },

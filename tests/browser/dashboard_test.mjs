@@ -775,6 +775,34 @@ async function main() {
       await page.waitForSelector('.job-head .status-succeeded', {timeout: 30000});
       await page.waitForFunction(() => (document.getElementById('results-count') || {}).textContent === '6 points', null, {timeout: 10000});
       expect(loads === 0, `no page reloads (${loads})`);
+      // A running job's best point follows its points (the API's summary.best), in the list and in
+      // the job view, not only once the job ends.
+      const liveBest = {name: 'live best', kernel: {op: 'gemm', m: 'N', n: 'N', k: 'N', dtype: 'f16'},
+                        sweep: {N: {from: 512, to: 6144, step: 512}}, mock: {delay_ms: 500}, cache: false};
+      // null once the page shows the API's best point, and another than it showed first, while
+      // the job still runs; else what went wrong.
+      const running = async (id, shownBest, isBest) => {
+        let first = null;
+        for (let t = Date.now(); Date.now() - t < 20000; await sleep(150)) {
+          const job = await api(d, 'GET', `/api/v1/jobs/${id}`);
+          const shown = await shownBest();
+          if (job.status !== 'running') return `the job ended (${job.status}) with "${first}" shown throughout`;
+          if (!job.summary || !job.summary.best || job.progress.done < 2) continue;
+          first = first ?? shown;
+          if (shown !== first && await isBest(shown, job.summary.best)) return null;
+        }
+        return `still "${first}"`;
+      };
+      await gotoView(page, d.origin, '#/jobs', '#jobs-table tbody tr');
+      const {id: id3} = await api(d, 'POST', '/api/v1/jobs', liveBest);
+      await page.waitForSelector(`#jobs-table tr[data-id="${id3}"] .status-running`, {timeout: 15000});
+      const inList = await running(id3, () => page.textContent(`#jobs-table tr[data-id="${id3}"] td:nth-child(9)`),
+                                   async (shown, best) => shown === await page.evaluate(async (us) => (await import('/assets/dom.js')).fmtTime(us), best.median_us));
+      expect(inList === null, `the jobs list's best point moves while the job runs: ${inList}`);
+      const {id: id4} = await api(d, 'POST', '/api/v1/jobs', liveBest);
+      await gotoView(page, d.origin, `#/jobs/${id4}`, '#best-point');
+      const inView = await running(id4, () => page.textContent('#best-point'), async (shown, best) => shown.endsWith(` at N=${best.params.N}`));
+      expect(inView === null, `the job view's best point moves while the job runs: ${inView}`);
     });
 
     await step('10,000-point job: render time and responsiveness', async () => {
