@@ -1,8 +1,9 @@
 // Compare: two or more jobs joined on the sweep parameters they share; per shared-parameter
 // point, each job's median and its speedup over a chosen baseline job, as a table and a chart.
-// A job with parameters the others lack contributes its best (fastest) point per key. A point is
-// faster or slower than the baseline's only when their medians' 95% intervals do not overlap;
-// otherwise it is the same. What the join means (which field of each kernel a parameter sets) is
+// A job with parameters the others lack contributes its point of the highest throughput per key;
+// where matched points do different work, speedups are of throughput (time per FLOP, else per
+// byte), not of time. A point is faster or slower than the baseline's only when their medians'
+// 95% intervals do not overlap; otherwise it is the same. What the join means (which field of each kernel a parameter sets) is
 // said above the results, as a warning when the jobs use the names differently.
 
 import {get, getRows} from './api.js';
@@ -20,12 +21,25 @@ function interval(r) {
   return [Number.isFinite(t.ci95_low) ? t.ci95_low : t.median, Number.isFinite(t.ci95_high) ? t.ci95_high : t.median];
 }
 
-// `other` against `base`: faster, slower, or the same within both intervals.
-function verdict(base, other) {
-  const [bl, bh] = interval(base), [ol, oh] = interval(other);
-  if (oh < bl) return 'faster';
-  if (ol > bh) return 'slower';
-  return 'same';
+// The work of two matched points, in one unit: their FLOPs, else their bytes, else none (1).
+// They differ where a job sweeps a parameter the others do not: its point of the highest
+// throughput may be another problem size (a GEMM with 16 times the K), whose longer time is not
+// a slower kernel.
+function workOf(base, other) {
+  const mb = base.metrics || {}, mo = other.metrics || {};
+  if (mb.flops > 0 && mo.flops > 0) return [mb.flops, mo.flops];
+  if (mb.bytes > 0 && mo.bytes > 0) return [mb.bytes, mo.bytes];
+  return [1, 1];
+}
+
+// `other` against `base`: its speedup (of time per unit of work: the ratio of the medians where
+// both do the same work), and faster, slower, or the same within both intervals.
+function compareRows(base, other) {
+  const [wb, wo] = workOf(base, other);
+  const scale = wb / wo;  // the other's time for the baseline's work, at its throughput
+  const [bl, bh] = interval(base), [ol, oh] = interval(other).map((t) => t * scale);
+  return {speedup: base.time_us.median / (other.time_us.median * scale), sameWork: wb === wo,
+          verdict: oh < bl ? 'faster' : ol > bh ? 'slower' : 'same'};
 }
 
 // The fields of a job's kernel that a sweep parameter sets (`kernel.m`, `kernel.grid[0]`,
@@ -173,8 +187,10 @@ export function mount(root, {query}) {
     if (b < 0) b = 0;
     base = String(jobs[b].job.id);
     const others = jobs.map((j, i) => i).filter((i) => i !== b);
-    const speedups = others.map((i) => keys.map((k) => perJob[b].get(k).time_us.median / perJob[i].get(k).time_us.median));
-    const verdicts = others.map((i) => keys.map((k) => verdict(perJob[b].get(k), perJob[i].get(k))));
+    const pairs = others.map((i) => keys.map((k) => compareRows(perJob[b].get(k), perJob[i].get(k))));
+    const speedups = pairs.map((p) => p.map((x) => x.speedup));
+    const verdicts = pairs.map((p) => p.map((x) => x.verdict));
+    const workDiffers = pairs.some((p) => p.some((x) => !x.sameWork));
     const label = (k) => (byName ? k : k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', '));
 
     const baseSelect = h('select', {id: 'compare-base', 'aria-label': 'baseline'},
@@ -212,7 +228,8 @@ export function mount(root, {query}) {
         jobs.map((j, i) => h('td', {class: 'num'}, fmtTime(perJob[i].get(k).time_us.median))),
         others.map((i, o) => {
           const v = verdicts[o][row];
-          return h('td', {class: `num ${v === 'faster' ? 'good' : v === 'slower' ? 'bad' : 'same'}`, title: v},
+          const title = pairs[o][row].sameWork ? v : `${v}, in throughput: the two points do different work`;
+          return h('td', {class: `num ${v === 'faster' ? 'good' : v === 'slower' ? 'bad' : 'same'}`, title},
                    `${sig(speedups[o][row], 3)}×`, v === 'same' ? ' same' : '');
         }))))));
     const chartEl = h('div', {class: 'chart wide', id: 'chart-compare'});
@@ -220,7 +237,8 @@ export function mount(root, {query}) {
       joinNotice(jobs.map((j) => j.job), shared, byName, jobs[b].job),
       h('div', {class: 'toolbar'}, h('label', {}, 'Baseline ', baseSelect),
         h('span', {class: 'muted'}, `matched on ${shared.join(', ')}: ${keys.length} point${keys.length === 1 ? '' : 's'} in every job` +
-          (extra.length ? `; for ${extra.map((j) => `#${j.job.id}`).join(', ')}, the fastest point per match` : ''))),
+          (extra.length ? `; for ${extra.map((j) => `#${j.job.id}`).join(', ')}, the point of the highest throughput per match` : '') +
+          (workDiffers ? '; where matched points do different work (another problem size), speedups are of throughput: time per FLOP, else per byte' : ''))),
       summary,
       h('section', {class: 'chart-box'}, h('h3', {}, 'Speedup over the baseline',
         others.length === 1 ? h('span', {class: 'muted'}, ' ', ...['faster', 'slower', 'same'].map((v) =>

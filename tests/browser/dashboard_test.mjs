@@ -532,6 +532,26 @@ async function main() {
       expect(warning.includes('Matched on the parameter names M, N, K only') && warning.includes(`M sets kernel.m in #${ids.a}; kernel.n in #${swapped}`),
              `a join of differently used parameters is a warning (${warning})`);
       await shot(page, 'compare-unrelated');
+      // A job that sweeps K against one that runs K=1024 only: the first's point of the highest
+      // throughput at each (M, N) is another problem size (K=4096, 4 times the FLOPs), so the
+      // speedup is of throughput, not of time (a quarter of the work is not 4 times as fast).
+      const k1024 = (await api(d, 'POST', '/api/v1/jobs', {...gemm('f16 gemm, K=1024', 'f16'), labels: {},
+                                                            kernel: {op: 'gemm', m: 'M', n: 'N', k: 1024, dtype: 'f16'},
+                                                            sweep: {M: {from: 256, to: 4096, mul: 2}, N: {from: 256, to: 4096, mul: 2}}})).id;
+      await waitJob(d, k1024);
+      await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${k1024}`, '#view[data-charts-ready]');
+      const rowsOf = async (id) => (await api(d, 'GET', `/api/v1/jobs/${id}/results`)).results;
+      const tput = (r) => r.metrics.flops / r.time_us.median;
+      const best = new Map();
+      for (const r of await rowsOf(ids.a)) {
+        const k = `${r.params.M}|${r.params.N}`;
+        if (!best.has(k) || tput(r) > tput(best.get(k))) best.set(k, r);
+      }
+      const want = (await rowsOf(k1024)).map((r) => tput(r) / tput(best.get(`${r.params.M}|${r.params.N}`)));
+      const shown = await page.$$eval('#compare-table tbody tr td:last-child', (tds) => tds.map((td) => parseFloat(td.textContent)));
+      expect(shown.length === 25 && shown.every((v, i) => Math.abs(v / want[i] - 1) < 0.01),
+             `speedups over points of more work are of throughput (shown ${shown.slice(0, 5)}, want ${want.slice(0, 5).map((v) => v.toPrecision(3))})`);
+      expect((await page.textContent('#view .toolbar .muted')).includes('speedups are of throughput'), 'the page says so');
     });
 
     await step('job view: speedup over the job\'s baseline, with its CI', async () => {
