@@ -552,6 +552,18 @@ async function main() {
       expect(shown.length === 25 && shown.every((v, i) => Math.abs(v / want[i] - 1) < 0.01),
              `speedups over points of more work are of throughput (shown ${shown.slice(0, 5)}, want ${want.slice(0, 5).map((v) => v.toPrecision(3))})`);
       expect((await page.textContent('#view .toolbar .muted')).includes('speedups are of throughput'), 'the page says so');
+      // A thousand matched points: the chart's rotated labels have room to be read (ECharts' own
+      // interval put them a few pixels apart, each over the next).
+      const wide = (await api(d, 'POST', '/api/v1/jobs', {...big, name: '1000 of the 10k', sweep: {...big.sweep, N: {from: 64, to: 640, step: 64}}})).id;
+      await waitJob(d, wide);
+      await gotoView(page, d.origin, `#/compare?jobs=${ids.big},${wide}`, '#view[data-charts-ready]');
+      const gaps = await page.evaluate(() => {
+        const chart = echarts.getInstanceByDom(document.getElementById('chart-compare'));
+        const axis = chart.getModel().getComponent('xAxis', 0).axis;
+        const xs = axis.getViewLabels().map((l) => axis.toGlobalCoord(axis.dataToCoord(l.tick.value)));
+        return {n: xs.length, min: Math.min(...xs.slice(1).map((x, i) => x - xs[i]))};
+      });
+      expect(gaps.n >= 10 && gaps.min >= 18, `1000 points' labels at least 18 px apart (${JSON.stringify(gaps)})`);
     });
 
     await step('job view: speedup over the job\'s baseline, with its CI', async () => {
