@@ -94,6 +94,20 @@ function roofDtype(spec) {
   return 'f32';
 }
 
+// The dtypes whose peaks bound a job's points: each variant's (a variant is the kernel with its
+// fields laid over it, or with another op a kernel of its own), with the colour of the first
+// variant of each.
+function roofDtypes(spec, variants) {
+  if (!variants) return {dtypes: [roofDtype(spec)]};
+  const dtypes = [], dtypeColors = {};
+  for (const v of spec.variants) {
+    const kernel = v.op && v.op !== (spec.kernel || {}).op ? v : {...spec.kernel, ...v};
+    const d = roofDtype({kernel});
+    if (!dtypes.includes(d)) { dtypes.push(d); dtypeColors[d] = variantColor(variants, v.name); }
+  }
+  return {dtypes, dtypeColors};
+}
+
 // An imported job's device: not one of this daemon's, but the catalog model its results were
 // analysed against (with its datasheet ceilings for the roofline), or just the name its source
 // gave. Null when the import named none.
@@ -430,7 +444,7 @@ export function mount(root, {id, query}) {
       set(speedChart, variants ? variantSpeedupOption({rows: slice([s.x]), x: s.x, variants, baseline: state.baseline, logX: xScale() === 'log', animate})
                                : speedupOption({rows: slice([s.x]), x: s.x, animate}));
     }
-    set(roofChart, rooflineOption({rows: charted(), device: state.device, dtype: roofDtype(state.job.spec), variants, animate}));
+    set(roofChart, rooflineOption({rows: charted(), device: state.device, ...roofDtypes(state.job.spec, variants), variants, animate}));
     if (firstRender) {
       firstRender = false;
       Promise.all(pending).then(() => {

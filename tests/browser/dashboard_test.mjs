@@ -656,6 +656,18 @@ async function main() {
       expect(speed2.filter((s) => s.type === 'line').length === 3 && y2.includes('slowest variant'),
              `without a baseline: every variant over the slowest (${y2}, ${JSON.stringify(speed2)})`);
       await shot(page, 'job-variants-no-baseline');
+      // Variants of other dtypes are bounded by their own peaks: an f32 GEMM near the f32 ceiling
+      // is not at a tenth of the f16 one.
+      const id3 = (await api(d, 'POST', '/api/v1/jobs', {name: 'f16 and f32', kernel: {op: 'gemm', m: 'N', n: 'N', k: 'N', dtype: 'f16'},
+                                                        variants: [{name: 'half'}, {name: 'single', dtype: 'f32'}],
+                                                        sweep: {N: [1024, 2048, 4096]}})).id;
+      await waitJob(d, id3);
+      await gotoView(page, d.origin, `#/jobs/${id3}`, '#view[data-charts-ready]');
+      const ceilings = (await series(page, 'chart-roofline')).filter((s) => s.type === 'line').map((s) => s.name);
+      expect(['datasheet f16', 'datasheet f32', 'simulated f16', 'simulated f32'].every((c) => ceilings.some((n) => n.startsWith(c))),
+             `roofline: a ceiling for each variant's dtype (${ceilings})`);
+      const o3 = await overlaps(page, 'chart-roofline');
+      expect(o3.length === 0, `roofline of two dtypes: no text drawn over another (${o3.join('; ')})`);
     });
 
     await step('devices view', async () => {
