@@ -53,6 +53,8 @@ export function axisNumber(v) {
   const a = Math.abs(v);
   if (a >= 10000) return compact(v);
   if (a === 0) return '0';
+  // A CPU's roofline reaches 1e-6 TFLOP/s: "0.000001" is cut off at the axis's edge and miscounted.
+  if (a < 1e-4) return Number(v.toPrecision(3)).toExponential();
   const digits = a >= 1 ? Math.max(0, 3 - Math.floor(Math.log10(a))) : Math.min(12, 3 - Math.floor(Math.log10(a)));
   return String(Number(v.toFixed(digits)));
 }
