@@ -10,6 +10,16 @@ import {get, getRows} from './api.js';
 import {VERDICT_COLORS, compareOption} from './charts.js';
 import {emptyState, errorBox, fmtTime, h, setQuery, sig, statusBadge, whenECharts} from './dom.js';
 
+// The flags that void a point's score (api/openapi.yaml, ResultRow.flags; engine/fitness.cpp):
+// a wrong answer or a time under the physical floor. Such a point is never a job's best, and
+// its speedup is not a kernel's.
+const VOIDING = new Set(['faster_than_roofline', 'timed_output_mismatch', 'output_not_written', 'verification_failed',
+                         'precision_mismatch', 'timeout', 'device_fault', 'input_modified', 'out_of_bounds_write',
+                         'low_signal_reference']);
+function voidingFlags(r) {
+  return (r.flags || []).filter((f) => VOIDING.has(f));
+}
+
 function geomean(xs) {
   const v = xs.filter((x) => x > 0);
   return v.length ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : NaN;
@@ -155,7 +165,8 @@ export function mount(root, {query}) {
       return;
     }
     // key -> each job's best ok row there: of the highest throughput (the least time per FLOP,
-    // else per byte, else the fastest), as the job's best point is, not the smallest problem
+    // else per byte, else the fastest), as the job's best point is, not the smallest problem,
+    // and, as it is, not a point whose flags void its score where the key has another
     const cost = (r) => {
       const m = r.metrics || {};
       const work = m.flops > 0 ? m.flops : m.bytes > 0 ? m.bytes : 1;
@@ -167,7 +178,8 @@ export function mount(root, {query}) {
         if (r.status !== 'ok') continue;
         const key = byName ? r.name : shared.map((n) => r.params[n]).join('|');
         const cur = m.get(key);
-        if (!cur || cost(r) < cost(cur)) m.set(key, r);
+        const sound = (x) => voidingFlags(x).length === 0;
+        if (!cur || (sound(r) && !sound(cur)) || (sound(r) === sound(cur) && cost(r) < cost(cur))) m.set(key, r);
       }
       return m;
     });
@@ -191,6 +203,9 @@ export function mount(root, {query}) {
     const speedups = pairs.map((p) => p.map((x) => x.speedup));
     const verdicts = pairs.map((p) => p.map((x) => x.verdict));
     const workDiffers = pairs.some((p) => p.some((x) => !x.sameWork));
+    // Pairs of which either point's flags void its score (its speedup is not a kernel's).
+    const voided = others.map((i) => keys.filter((k) => voidingFlags(perJob[b].get(k)).length || voidingFlags(perJob[i].get(k)).length).length);
+    const anyVoided = voided.some((n) => n > 0);
     const label = (k) => (byName ? k : k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', '));
 
     const baseSelect = h('select', {id: 'compare-base', 'aria-label': 'baseline'},
@@ -206,7 +221,8 @@ export function mount(root, {query}) {
       h('thead', {}, h('tr', {}, h('th', {}, 'job'), h('th', {}, 'status'), h('th', {class: 'num'}, 'geomean speedup'),
                                  h('th', {class: 'num'}, 'faster at'), h('th', {class: 'num'}, 'slower at'),
                                  h('th', {class: 'num', title: 'within the 95% intervals of both medians'}, 'same at'),
-                                 h('th', {class: 'num'}, 'best'), h('th', {class: 'num'}, 'worst'))),
+                                 h('th', {class: 'num'}, 'best'), h('th', {class: 'num'}, 'worst'),
+                                 anyVoided ? h('th', {class: 'num', title: 'points of this job or the baseline whose flags void their score: a wrong answer, or a time under the physical floor'}, 'voided at') : '')),
       h('tbody', {}, others.map((i, o) => {
         const s = speedups[o], v = verdicts[o];
         const count = (x) => `${v.filter((y) => y === x).length} of ${v.length}`;
@@ -217,7 +233,8 @@ export function mount(root, {query}) {
                  h('td', {class: 'num bad'}, count('slower')),
                  h('td', {class: 'num same'}, count('same')),
                  h('td', {class: 'num'}, `${sig(Math.max(...s), 3)}×`),
-                 h('td', {class: 'num'}, `${sig(Math.min(...s), 3)}×`));
+                 h('td', {class: 'num'}, `${sig(Math.min(...s), 3)}×`),
+                 anyVoided ? h('td', {class: 'num bad'}, `${voided[o]} of ${v.length}`) : '');
       })));
     const detail = h('div', {class: 'table-scroll tall'}, h('table', {class: 'data', id: 'compare-table'},
       h('thead', {}, h('tr', {}, shared.map((n) => h('th', {class: byName ? '' : 'num'}, n)),
@@ -225,7 +242,12 @@ export function mount(root, {query}) {
                       others.map((i) => h('th', {class: 'num'}, `#${jobs[i].job.id} speedup`)))),
       h('tbody', {}, keys.slice(0, 2000).map((k, row) => h('tr', {},
         parts(k).map((v) => h('td', {class: byName ? 'name' : 'num', title: byName ? v : undefined}, v)),
-        jobs.map((j, i) => h('td', {class: 'num'}, fmtTime(perJob[i].get(k).time_us.median))),
+        jobs.map((j, i) => {
+          const r = perJob[i].get(k), flags = voidingFlags(r);
+          return flags.length
+            ? h('td', {class: 'num voided', title: `flagged ${flags.join(', ')}: its score is void`}, fmtTime(r.time_us.median), ` ⚠ ${flags.join(', ')}`)
+            : h('td', {class: 'num'}, fmtTime(r.time_us.median));
+        }),
         others.map((i, o) => {
           const v = verdicts[o][row];
           const title = pairs[o][row].sameWork ? v : `${v}, in throughput: the two points do different work`;

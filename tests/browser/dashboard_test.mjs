@@ -552,6 +552,30 @@ async function main() {
       expect(shown.length === 25 && shown.every((v, i) => Math.abs(v / want[i] - 1) < 0.01),
              `speedups over points of more work are of throughput (shown ${shown.slice(0, 5)}, want ${want.slice(0, 5).map((v) => v.toPrecision(3))})`);
       expect((await page.textContent('#view .toolbar .muted')).includes('speedups are of throughput'), 'the page says so');
+      // A point whose flags void its score (a wrong answer, a time under the physical floor) is
+      // never the one a job contributes where it has another, and is marked where it is compared.
+      const resultsUrl = new RegExp(`/api/v1/jobs/${ids.a}/results`);
+      await page.route(resultsUrl, async (route) => {
+        const response = await route.fetch();
+        const rows = (await response.text()).trim().split('\n').map((l) => JSON.parse(l));
+        for (const r of rows) if (r.params.K === 4096 || (r.params.M === 256 && r.params.N === 256)) r.flags = ['faster_than_roofline'];
+        await route.fulfill({response, body: rows.map((r) => JSON.stringify(r)).join('\n')});
+      });
+      try {
+        await page.goto('about:blank');  // a fresh load: the page shows this comparison already
+        await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${k1024}`, '#view[data-charts-ready]');
+        const k1024Rows = (await rowsOf(ids.a)).filter((r) => r.params.K === 1024);
+        const medians = await page.$$eval('#compare-table tbody tr', (trs) => trs.map((tr) => tr.children[2].textContent));
+        const want1024 = await page.evaluate(async (us) => { const {fmtTime} = await import('/assets/dom.js'); return us.map(fmtTime); },
+                                             k1024Rows.map((r) => r.time_us.median));
+        expect(medians.length === 25 && medians.slice(1).every((m, i) => m === want1024[i + 1]),
+               `the unflagged K=1024 points are taken over flagged faster ones (${medians.slice(0, 3)}; want ${want1024.slice(0, 3)})`);
+        expect(medians[0].includes('⚠ faster_than_roofline'), `a point with only flagged rows is marked (${medians[0]})`);
+        const voidedAt = await page.$$eval('#compare-summary tbody td', (tds) => tds.map((td) => td.textContent));
+        expect(voidedAt[8] === '1 of 25', `the summary counts the voided points (${voidedAt})`);
+      } finally {
+        await page.unroute(resultsUrl);
+      }
       // A thousand matched points: the chart's rotated labels have room to be read (ECharts' own
       // interval put them a few pixels apart, each over the next).
       const wide = (await api(d, 'POST', '/api/v1/jobs', {...big, name: '1000 of the 10k', sweep: {...big.sweep, N: {from: 64, to: 640, step: 64}}})).id;
