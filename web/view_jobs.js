@@ -173,17 +173,28 @@ export function mount(root, {query}) {
     const i = state.jobs.findIndex((j) => j.id === job.id);
     if (i >= 0) {
       if (!matches(job)) state.jobs.splice(i, 1); else state.jobs[i] = job;
-    } else if (matches(job) && (!state.jobs.length || job.id > state.jobs[0].id)) {
-      state.jobs.unshift(job);  // newest first
+    } else if (matches(job) && (!state.next || job.id > state.jobs[state.jobs.length - 1].id)) {
+      // In its place, newest first: an older job that comes to match (a queued job that starts
+      // while a newer one runs, under status=running) belongs below the newer ones. One older
+      // than the loaded pages is left to "Load more".
+      const at = state.jobs.findIndex((j) => j.id < job.id);
+      state.jobs.splice(at < 0 ? state.jobs.length : at, 0, job);
     } else {
       return;
     }
     if (!state.jobs.length || state.jobs.length === 1) { render(); return; }
     const old = tbody.querySelector(`tr[data-id="${job.id}"]`);
-    if (i < 0) tbody.prepend(row(job));
-    else if (!matches(job)) old && old.remove();
-    else if (old) old.replaceWith(row(job));
-    else render();
+    if (i < 0) {
+      const next = state.jobs[state.jobs.indexOf(job) + 1];
+      const before = next && tbody.querySelector(`tr[data-id="${next.id}"]`);
+      if (before) before.before(row(job)); else tbody.append(row(job));
+    } else if (!matches(job)) {
+      if (old) old.remove();
+    } else if (old) {
+      old.replaceWith(row(job));
+    } else {
+      render();
+    }
   }
 
   // A running job's best point changes with its points, which come without it: its row is read

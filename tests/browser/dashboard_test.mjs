@@ -880,6 +880,20 @@ async function main() {
       await gotoView(page, d.origin, `#/jobs/${id4}`, '#best-point');
       const inView = await running(id4, () => page.textContent('#best-point'), async (shown, best) => shown.endsWith(` at N=${best.params.N}`));
       expect(inView === null, `the job view's best point moves while the job runs: ${inView}`);
+      for (const id of [id3, id4]) await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {}).then(() => waitJob(d, id));
+      // Listing the running jobs, a queued job that starts while a newer one runs comes in, below it.
+      const hog = (name, device, n) => ({name, device, kernel: {op: 'gemm', m: 'N', n: 'N', k: 'N', dtype: 'f16'},
+                                         sweep: {N: {from: 256, to: 256 * n, step: 256}}, mock: {delay_ms: 300}, cache: false});
+      const first = (await api(d, 'POST', '/api/v1/jobs', hog('holds device 0', 0, 40))).id;
+      const waits = (await api(d, 'POST', '/api/v1/jobs', hog('waits for device 0', 0, 40))).id;
+      const newer = (await api(d, 'POST', '/api/v1/jobs', hog('runs on device 1', 1, 40))).id;
+      await gotoView(page, d.origin, '#/jobs?status=running', `#jobs-table tr[data-id="${newer}"]`);
+      await page.waitForSelector(`#jobs-table tr[data-id="${first}"]`);
+      await api(d, 'POST', `/api/v1/jobs/${first}/cancel`);
+      await page.waitForSelector(`#jobs-table tr[data-id="${waits}"]`, {timeout: 10000}).catch(() => {});
+      const order = await page.$$eval('#jobs-table tbody tr', (trs) => trs.map((tr) => Number(tr.dataset.id)));
+      expect(JSON.stringify(order) === JSON.stringify([newer, waits]), `running jobs, newest first: ${[newer, waits]} (got ${order})`);
+      for (const id of [waits, newer]) await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {}).then(() => waitJob(d, id));
     });
 
     await step('10,000-point job: render time and responsiveness', async () => {
