@@ -53,6 +53,8 @@ export function axisNumber(v) {
   const a = Math.abs(v);
   if (a >= 10000) return compact(v);
   if (a === 0) return '0';
+  // A CPU's roofline reaches 1e-6 TFLOP/s: "0.000001" is cut off at the axis's edge and miscounted.
+  if (a < 1e-4) return Number(v.toPrecision(3)).toExponential();
   const digits = a >= 1 ? Math.max(0, 3 - Math.floor(Math.log10(a))) : Math.min(12, 3 - Math.floor(Math.log10(a)));
   return String(Number(v.toFixed(digits)));
 }
@@ -445,7 +447,10 @@ function ceiling(name, peakTflops, bandwidthGbps, xmin, xmax, style) {
 
 // Log-log roofline: the device's datasheet ceiling (and its measured one when the device has
 // been measured) for the kernel's dtype, and the job's points.
-export function rooflineOption({rows, device, dtype, variants, animate}) {
+// `dtypes`: the dtypes whose peaks bound the points, one per variant where they differ (an f32
+// variant's points sit under the f32 ceiling, not the f16 one); `dtypeColors` colours each
+// dtype's ceilings as its first variant when there are several.
+export function rooflineOption({rows, device, dtypes, dtypeColors, variants, animate}) {
   // (intensity, TFLOP/s) pairs per group (a variant, or all the points), with rows beside them
   // for tooltips. Many points go to ECharts as one typed array, which it takes as it is where it
   // would clone thousands of little arrays.
@@ -463,24 +468,30 @@ export function rooflineOption({rows, device, dtype, variants, animate}) {
     aiMax = Math.max(aiMax, m.arithmetic_intensity);
   }
   const large = n > LARGE;
-  const key = `${dtype}_tflops`;
   const sheet = device && device.datasheet;
   const measured = device && device.measured;
-  const ridges = [sheet, measured].filter((p) => ceilingOf(p, dtype))
-                                  .map((p) => (p[key] * 1000) / p.bandwidth_gbps);
+  const ridges = [sheet, measured].flatMap((p) => dtypes.filter((d) => ceilingOf(p, d))
+    .map((d) => (p[`${d}_tflops`] * 1000) / p.bandwidth_gbps));
   // Whole decades, so the log axis ends on round labels.
   const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, aiMin / 4, ...ridges.map((r) => r / 100))));
   const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, n ? aiMax * 4 : 0, ...ridges.map((r) => r * 10))));
   const series = [];
-  if (ceilingOf(sheet, dtype)) {
-    series.push(ceiling(`datasheet ${dtype} (${sheet[key]} TFLOP/s, ${sheet.bandwidth_gbps} GB/s)`,
-                        sheet[key], sheet.bandwidth_gbps, xmin, xmax, {color: '#111827'}));
-  }
-  if (ceilingOf(measured, dtype)) {
-    series.push(ceiling(`${measuredWord(measured)} ${dtype} (${fmt(measured[key])} TFLOP/s, ${fmt(measured.bandwidth_gbps)} GB/s)`,
-                        measured[key], measured.bandwidth_gbps, xmin, xmax,
-                        {color: '#d97706', type: 'dashed'}));
-  }
+  // Each source's ceilings: one line per peak, its dtypes named together (f16/bf16 share one).
+  const several = dtypes.length > 1;
+  const ceilings = (peaks, word, style, fmtPeak) => {
+    const drawn = new Set();
+    for (const d of dtypes) {
+      if (!ceilingOf(peaks, d) || drawn.has(peaks[`${d}_tflops`])) continue;
+      const peak = peaks[`${d}_tflops`];
+      drawn.add(peak);
+      const same = dtypes.filter((e) => ceilingOf(peaks, e) && peaks[`${e}_tflops`] === peak).join('/');
+      series.push(ceiling(`${word} ${same} (${fmtPeak(peak)} TFLOP/s, ${fmtPeak(peaks.bandwidth_gbps)} GB/s)`,
+                          peak, peaks.bandwidth_gbps, xmin, xmax,
+                          {...style, color: several && dtypeColors && dtypeColors[d] ? dtypeColors[d] : style.color}));
+    }
+  };
+  ceilings(sheet, 'datasheet', {color: '#111827'}, (v) => v);
+  ceilings(measured, measuredWord(measured), {color: '#d97706', type: 'dashed'}, fmt);
   for (const [name, g] of groups) {
     if (!g.rows.length && variants) continue;
     const xy = Float64Array.from(g.xy);
@@ -502,7 +513,7 @@ export function rooflineOption({rows, device, dtype, variants, animate}) {
     ...baseOption(animate),
     // The ceilings' names are long: the legend goes under the plot, wrapping, where it is clear
     // of the toolbox and the axis names.
-    grid: {...baseOption(animate).grid, bottom: 100},
+    grid: {...baseOption(animate).grid, bottom: several ? 125 : 100},  // several dtypes: a longer legend
     legend: {bottom: 0, left: 10, right: 10, type: 'plain', data: series.map((s) => s.name)},
     tooltip: {trigger: 'item', confine: true, formatter: (p) => {
       const r = p.seriesType === 'scatter' && (ptRows.get(p.seriesName) || [])[p.dataIndex];
@@ -548,7 +559,10 @@ export function compareOption({keys, jobs, speedups, verdicts, animate}) {
     ...baseOption(animate),
     legend: one ? undefined : legendBand(series.map((s) => s.name)),
     tooltip: {trigger: 'axis', confine: true, valueFormatter: (v) => `${fmt(v)}×`},
-    xAxis: {type: 'category', data: keys, axisLabel: {rotate: keys.length > 12 ? 40 : 0}},
+    // ECharts' automatic label interval let rotated labels of a thousand points run into each other
+    // (it measured them unrotated): at most about 40 labels, each with room for its text.
+    xAxis: {type: 'category', data: keys,
+            axisLabel: {rotate: keys.length > 12 ? 40 : 0, interval: keys.length > 40 ? Math.ceil(keys.length / 40) - 1 : 'auto'}},
     yAxis: {type: 'value', name: 'speedup over baseline (×)', nameTextStyle: {align: 'left'},
             max: headroom, axisLabel: {formatter: axisNumber}},
     // Rotated labels reach left of the first bar: room for them.

@@ -1,13 +1,24 @@
 // Compare: two or more jobs joined on the sweep parameters they share; per shared-parameter
 // point, each job's median and its speedup over a chosen baseline job, as a table and a chart.
-// A job with parameters the others lack contributes its best (fastest) point per key. A point is
-// faster or slower than the baseline's only when their medians' 95% intervals do not overlap;
-// otherwise it is the same. What the join means (which field of each kernel a parameter sets) is
+// A job with parameters the others lack contributes its point of the highest throughput per key;
+// where matched points do different work, speedups are of throughput (time per FLOP, else per
+// byte), not of time. A point is faster or slower than the baseline's only when their medians'
+// 95% intervals do not overlap; otherwise it is the same. What the join means (which field of each kernel a parameter sets) is
 // said above the results, as a warning when the jobs use the names differently.
 
 import {get, getRows} from './api.js';
 import {VERDICT_COLORS, compareOption} from './charts.js';
 import {emptyState, errorBox, fmtTime, h, setQuery, sig, statusBadge, whenECharts} from './dom.js';
+
+// The flags that void a point's score (api/openapi.yaml, ResultRow.flags; engine/fitness.cpp):
+// a wrong answer or a time under the physical floor. Such a point is never a job's best, and
+// its speedup is not a kernel's.
+const VOIDING = new Set(['faster_than_roofline', 'timed_output_mismatch', 'output_not_written', 'verification_failed',
+                         'precision_mismatch', 'timeout', 'device_fault', 'input_modified', 'out_of_bounds_write',
+                         'low_signal_reference']);
+function voidingFlags(r) {
+  return (r.flags || []).filter((f) => VOIDING.has(f));
+}
 
 function geomean(xs) {
   const v = xs.filter((x) => x > 0);
@@ -20,12 +31,25 @@ function interval(r) {
   return [Number.isFinite(t.ci95_low) ? t.ci95_low : t.median, Number.isFinite(t.ci95_high) ? t.ci95_high : t.median];
 }
 
-// `other` against `base`: faster, slower, or the same within both intervals.
-function verdict(base, other) {
-  const [bl, bh] = interval(base), [ol, oh] = interval(other);
-  if (oh < bl) return 'faster';
-  if (ol > bh) return 'slower';
-  return 'same';
+// The work of two matched points, in one unit: their FLOPs, else their bytes, else none (1).
+// They differ where a job sweeps a parameter the others do not: its point of the highest
+// throughput may be another problem size (a GEMM with 16 times the K), whose longer time is not
+// a slower kernel.
+function workOf(base, other) {
+  const mb = base.metrics || {}, mo = other.metrics || {};
+  if (mb.flops > 0 && mo.flops > 0) return [mb.flops, mo.flops];
+  if (mb.bytes > 0 && mo.bytes > 0) return [mb.bytes, mo.bytes];
+  return [1, 1];
+}
+
+// `other` against `base`: its speedup (of time per unit of work: the ratio of the medians where
+// both do the same work), and faster, slower, or the same within both intervals.
+function compareRows(base, other) {
+  const [wb, wo] = workOf(base, other);
+  const scale = wb / wo;  // the other's time for the baseline's work, at its throughput
+  const [bl, bh] = interval(base), [ol, oh] = interval(other).map((t) => t * scale);
+  return {speedup: base.time_us.median / (other.time_us.median * scale), sameWork: wb === wo,
+          verdict: oh < bl ? 'faster' : ol > bh ? 'slower' : 'same'};
 }
 
 // The fields of a job's kernel that a sweep parameter sets (`kernel.m`, `kernel.grid[0]`,
@@ -141,7 +165,8 @@ export function mount(root, {query}) {
       return;
     }
     // key -> each job's best ok row there: of the highest throughput (the least time per FLOP,
-    // else per byte, else the fastest), as the job's best point is, not the smallest problem
+    // else per byte, else the fastest), as the job's best point is, not the smallest problem,
+    // and, as it is, not a point whose flags void its score where the key has another
     const cost = (r) => {
       const m = r.metrics || {};
       const work = m.flops > 0 ? m.flops : m.bytes > 0 ? m.bytes : 1;
@@ -153,7 +178,8 @@ export function mount(root, {query}) {
         if (r.status !== 'ok') continue;
         const key = byName ? r.name : shared.map((n) => r.params[n]).join('|');
         const cur = m.get(key);
-        if (!cur || cost(r) < cost(cur)) m.set(key, r);
+        const sound = (x) => voidingFlags(x).length === 0;
+        if (!cur || (sound(r) && !sound(cur)) || (sound(r) === sound(cur) && cost(r) < cost(cur))) m.set(key, r);
       }
       return m;
     });
@@ -173,8 +199,13 @@ export function mount(root, {query}) {
     if (b < 0) b = 0;
     base = String(jobs[b].job.id);
     const others = jobs.map((j, i) => i).filter((i) => i !== b);
-    const speedups = others.map((i) => keys.map((k) => perJob[b].get(k).time_us.median / perJob[i].get(k).time_us.median));
-    const verdicts = others.map((i) => keys.map((k) => verdict(perJob[b].get(k), perJob[i].get(k))));
+    const pairs = others.map((i) => keys.map((k) => compareRows(perJob[b].get(k), perJob[i].get(k))));
+    const speedups = pairs.map((p) => p.map((x) => x.speedup));
+    const verdicts = pairs.map((p) => p.map((x) => x.verdict));
+    const workDiffers = pairs.some((p) => p.some((x) => !x.sameWork));
+    // Pairs of which either point's flags void its score (its speedup is not a kernel's).
+    const voided = others.map((i) => keys.filter((k) => voidingFlags(perJob[b].get(k)).length || voidingFlags(perJob[i].get(k)).length).length);
+    const anyVoided = voided.some((n) => n > 0);
     const label = (k) => (byName ? k : k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', '));
 
     const baseSelect = h('select', {id: 'compare-base', 'aria-label': 'baseline'},
@@ -190,7 +221,8 @@ export function mount(root, {query}) {
       h('thead', {}, h('tr', {}, h('th', {}, 'job'), h('th', {}, 'status'), h('th', {class: 'num'}, 'geomean speedup'),
                                  h('th', {class: 'num'}, 'faster at'), h('th', {class: 'num'}, 'slower at'),
                                  h('th', {class: 'num', title: 'within the 95% intervals of both medians'}, 'same at'),
-                                 h('th', {class: 'num'}, 'best'), h('th', {class: 'num'}, 'worst'))),
+                                 h('th', {class: 'num'}, 'best'), h('th', {class: 'num'}, 'worst'),
+                                 anyVoided ? h('th', {class: 'num', title: 'points of this job or the baseline whose flags void their score: a wrong answer, or a time under the physical floor'}, 'voided at') : '')),
       h('tbody', {}, others.map((i, o) => {
         const s = speedups[o], v = verdicts[o];
         const count = (x) => `${v.filter((y) => y === x).length} of ${v.length}`;
@@ -201,7 +233,8 @@ export function mount(root, {query}) {
                  h('td', {class: 'num bad'}, count('slower')),
                  h('td', {class: 'num same'}, count('same')),
                  h('td', {class: 'num'}, `${sig(Math.max(...s), 3)}×`),
-                 h('td', {class: 'num'}, `${sig(Math.min(...s), 3)}×`));
+                 h('td', {class: 'num'}, `${sig(Math.min(...s), 3)}×`),
+                 anyVoided ? h('td', {class: 'num bad'}, `${voided[o]} of ${v.length}`) : '');
       })));
     const detail = h('div', {class: 'table-scroll tall'}, h('table', {class: 'data', id: 'compare-table'},
       h('thead', {}, h('tr', {}, shared.map((n) => h('th', {class: byName ? '' : 'num'}, n)),
@@ -209,10 +242,16 @@ export function mount(root, {query}) {
                       others.map((i) => h('th', {class: 'num'}, `#${jobs[i].job.id} speedup`)))),
       h('tbody', {}, keys.slice(0, 2000).map((k, row) => h('tr', {},
         parts(k).map((v) => h('td', {class: byName ? 'name' : 'num', title: byName ? v : undefined}, v)),
-        jobs.map((j, i) => h('td', {class: 'num'}, fmtTime(perJob[i].get(k).time_us.median))),
+        jobs.map((j, i) => {
+          const r = perJob[i].get(k), flags = voidingFlags(r);
+          return flags.length
+            ? h('td', {class: 'num voided', title: `flagged ${flags.join(', ')}: its score is void`}, fmtTime(r.time_us.median), ` ⚠ ${flags.join(', ')}`)
+            : h('td', {class: 'num'}, fmtTime(r.time_us.median));
+        }),
         others.map((i, o) => {
           const v = verdicts[o][row];
-          return h('td', {class: `num ${v === 'faster' ? 'good' : v === 'slower' ? 'bad' : 'same'}`, title: v},
+          const title = pairs[o][row].sameWork ? v : `${v}, in throughput: the two points do different work`;
+          return h('td', {class: `num ${v === 'faster' ? 'good' : v === 'slower' ? 'bad' : 'same'}`, title},
                    `${sig(speedups[o][row], 3)}×`, v === 'same' ? ' same' : '');
         }))))));
     const chartEl = h('div', {class: 'chart wide', id: 'chart-compare'});
@@ -220,7 +259,8 @@ export function mount(root, {query}) {
       joinNotice(jobs.map((j) => j.job), shared, byName, jobs[b].job),
       h('div', {class: 'toolbar'}, h('label', {}, 'Baseline ', baseSelect),
         h('span', {class: 'muted'}, `matched on ${shared.join(', ')}: ${keys.length} point${keys.length === 1 ? '' : 's'} in every job` +
-          (extra.length ? `; for ${extra.map((j) => `#${j.job.id}`).join(', ')}, the fastest point per match` : ''))),
+          (extra.length ? `; for ${extra.map((j) => `#${j.job.id}`).join(', ')}, the point of the highest throughput per match` : '') +
+          (workDiffers ? '; where matched points do different work (another problem size), speedups are of throughput: time per FLOP, else per byte' : ''))),
       summary,
       h('section', {class: 'chart-box'}, h('h3', {}, 'Speedup over the baseline',
         others.length === 1 ? h('span', {class: 'muted'}, ' ', ...['faster', 'slower', 'same'].map((v) =>

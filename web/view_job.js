@@ -94,6 +94,20 @@ function roofDtype(spec) {
   return 'f32';
 }
 
+// The dtypes whose peaks bound a job's points: each variant's (a variant is the kernel with its
+// fields laid over it, or with another op a kernel of its own), with the colour of the first
+// variant of each.
+function roofDtypes(spec, variants) {
+  if (!variants) return {dtypes: [roofDtype(spec)]};
+  const dtypes = [], dtypeColors = {};
+  for (const v of spec.variants) {
+    const kernel = v.op && v.op !== (spec.kernel || {}).op ? v : {...spec.kernel, ...v};
+    const d = roofDtype({kernel});
+    if (!dtypes.includes(d)) { dtypes.push(d); dtypeColors[d] = variantColor(variants, v.name); }
+  }
+  return {dtypes, dtypeColors};
+}
+
 // An imported job's device: not one of this daemon's, but the catalog model its results were
 // analysed against (with its datasheet ceilings for the roofline), or just the name its source
 // gave. Null when the import named none.
@@ -241,6 +255,8 @@ export function mount(root, {id, query}) {
     }
     for (const key of ['x', 'by', 'hx', 'hy']) if (sel[key] && !names.includes(sel[key])) sel[key] = '';
     if (!sel.x) sel.x = bySize[0] || '';
+    if (sel.by === sel.x) sel.by = '';  // one line per value of the x axis would be lines of one point
+    pairHeatmap(sel, sel.hx ? 'hx' : 'hy', bySize);
     if (sel.xscale !== 'log' && sel.xscale !== 'linear') sel.xscale = '';  // '': by the values (xScale)
     for (const n of names) {
       const q = query.get(`fix.${n}`);
@@ -249,6 +265,20 @@ export function mount(root, {id, query}) {
                    : best[n] !== undefined && vals.includes(best[n]) ? best[n] : vals[0];
     }
     state.sel = sel;
+  }
+
+  // The heatmap's two axes are two different parameters, whatever the URL or a selector asked:
+  // the one just chosen (`kept`, 'hx' or 'hy') stays, and the other becomes the one it replaced,
+  // else the parameter with the most values that is left (a heatmap of M against M has no cells).
+  function pairHeatmap(sel, kept, bySize, previous) {
+    if (bySize.length < 2) return;
+    const other = kept === 'hx' ? 'hy' : 'hx';
+    if (!sel[kept]) sel[kept] = bySize.find((n) => n !== sel[other]);
+    if (sel[other] && sel[other] !== sel[kept]) return;
+    sel[other] = previous && previous !== sel[kept] ? previous : bySize.find((n) => n !== sel[kept]);
+  }
+  function parametersBySize() {
+    return [...state.names].sort((a, b) => state.values[b].length - state.values[a].length);
   }
 
   // The x axis's scale: the one chosen, else the one the x parameter's values call for (decided
@@ -288,16 +318,20 @@ export function mount(root, {id, query}) {
         : select('sel-by', 'lines per', [['', 'none'], ...names.filter((n) => n !== s.x).map((n) => [n, n])], s.by, (v) => { s.by = v; renderControls(); }),
     ];
     if (names.length >= 2) {
-      parts.push(select('sel-hx', 'heatmap x', names.map((n) => [n, n]), s.hx, (v) => { s.hx = v; renderControls(); }),
+      // Picking the other axis's parameter swaps the two.
+      parts.push(select('sel-hx', 'heatmap x', names.map((n) => [n, n]), s.hx, (v) => {
+        const was = s.hx; s.hx = v; pairHeatmap(s, 'hx', parametersBySize(), was); renderControls();
+      }),
                  select('sel-hy', 'heatmap y', names.filter((n) => n !== s.hx).map((n) => [n, n]), s.hy, (v) => { s.hy = v; renderControls(); }));
     }
     if (names.length >= 2 && state.variants) {
       parts.push(select('sel-hv', 'heatmap of', [...state.variants.map((v) => [v, v]), ['speedup', 'speedup (fastest variant)']],
                         s.hv, (v) => { s.hv = v; }));
     }
-    // A selector for each parameter some chart holds fixed.
+    // A selector for each parameter some chart holds fixed: the sweep chart all but its x and its
+    // lines, the heatmap all but its axes, the speedup chart all but the x.
     const heat = names.length >= 2;
-    const held = (n) => n !== s.x || (heat && n !== s.hx && n !== s.hy);
+    const held = (n) => (n !== s.x && n !== s.by) || (heat && n !== s.hx && n !== s.hy) || (hasSpeedupChart() && n !== s.x);
     const fixes = names.filter((n) => state.values[n].length > 1 && held(n)).map((n) =>
       select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n], (v) => { s.fixed[n] = Number(v); }));
     controls.replaceChildren(h('div', {class: 'row'}, parts),
@@ -322,12 +356,16 @@ export function mount(root, {id, query}) {
   let boxes = null;
   // The boxes go in as soon as the job is known, so that the table below them does not move when
   // the charts come (ECharts may still be compiling when the results are in).
+  function hasSpeedupChart() {
+    return Boolean(state.variants) || hasBaselineSpec(state.job.spec);
+  }
   function ensureBoxes() {
     boxes = boxes || [
       chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
       state.names.length >= 2 ? chartBox('chart-heatmap', 'Heatmap') : null,
-      state.variants ? chartBox('chart-speedup', 'Speedup between variants', `(${speedupBasis(state.baseline).short}, 95% CI bars)`)
-        : hasBaselineSpec(state.job.spec) ? chartBox('chart-speedup', 'Speedup over the baseline', '(95% CI bars)') : null,
+      !hasSpeedupChart() ? null
+        : state.variants ? chartBox('chart-speedup', 'Speedup between variants', `(${speedupBasis(state.baseline).short}, 95% CI bars)`)
+        : chartBox('chart-speedup', 'Speedup over the baseline', '(95% CI bars)'),
       chartBox('chart-roofline', 'Roofline'),
     ];
   }
@@ -406,7 +444,7 @@ export function mount(root, {id, query}) {
       set(speedChart, variants ? variantSpeedupOption({rows: slice([s.x]), x: s.x, variants, baseline: state.baseline, logX: xScale() === 'log', animate})
                                : speedupOption({rows: slice([s.x]), x: s.x, animate}));
     }
-    set(roofChart, rooflineOption({rows: charted(), device: state.device, dtype: roofDtype(state.job.spec), variants, animate}));
+    set(roofChart, rooflineOption({rows: charted(), device: state.device, ...roofDtypes(state.job.spec, variants), variants, animate}));
     if (firstRender) {
       firstRender = false;
       Promise.all(pending).then(() => {
@@ -551,6 +589,18 @@ export function mount(root, {id, query}) {
   }
   const renderDataSoon = throttle(renderData, 500);
 
+  // A running job's summary (its best point so far) changes with its points, which come without
+  // it: read the job again, at most once a second. An answer that left before the job ended is
+  // not newer than the job event that said so.
+  const refreshJob = throttle(async () => {
+    try {
+      const job = await get(`/api/v1/jobs/${id}`);
+      if (disposed || (TERMINAL.has(state.job.status) && !TERMINAL.has(job.status))) return;
+      state.job = {...job, spec: state.job.spec};
+      renderHead();
+    } catch { /* the next points event tries again */ }
+  }, 1000);
+
   let fetching = false, again = false;
   async function fetchMore() {
     if (fetching) { again = true; return; }
@@ -633,9 +683,11 @@ export function mount(root, {id, query}) {
         renderHead();
         if (TERMINAL.has(e.data.status)) { fetchMore(); renderDataSoon(); }
       } else if (e.type === 'points' && e.data.job_id === id) {
-        state.job.progress = {...state.job.progress, done: e.data.done, total: e.data.total};
+        state.job.progress = {...state.job.progress, done: e.data.done, total: e.data.total,
+                              failed: (state.job.progress.failed || 0) + e.data.failed};
         head.querySelector('.progress') && head.querySelector('.progress').replaceWith(progressBar(state.job.progress));
         fetchMore();
+        refreshJob();
       } else if (e.type === 'reset') {
         fetchMore();
       }

@@ -2,10 +2,11 @@
 // a selection to compare. In a fleet the device is "node / index": the node that runs or ran it.
 
 import {get, post} from './api.js';
-import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge} from './dom.js';
+import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge, throttle} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
 const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const PAGE = 100;
 
 export function mount(root, {query}) {
@@ -172,17 +173,46 @@ export function mount(root, {query}) {
     const i = state.jobs.findIndex((j) => j.id === job.id);
     if (i >= 0) {
       if (!matches(job)) state.jobs.splice(i, 1); else state.jobs[i] = job;
-    } else if (matches(job) && (!state.jobs.length || job.id > state.jobs[0].id)) {
-      state.jobs.unshift(job);  // newest first
+    } else if (matches(job) && (!state.next || job.id > state.jobs[state.jobs.length - 1].id)) {
+      // In its place, newest first: an older job that comes to match (a queued job that starts
+      // while a newer one runs, under status=running) belongs below the newer ones. One older
+      // than the loaded pages is left to "Load more".
+      const at = state.jobs.findIndex((j) => j.id < job.id);
+      state.jobs.splice(at < 0 ? state.jobs.length : at, 0, job);
     } else {
       return;
     }
     if (!state.jobs.length || state.jobs.length === 1) { render(); return; }
     const old = tbody.querySelector(`tr[data-id="${job.id}"]`);
-    if (i < 0) tbody.prepend(row(job));
-    else if (!matches(job)) old && old.remove();
-    else if (old) old.replaceWith(row(job));
-    else render();
+    if (i < 0) {
+      const next = state.jobs[state.jobs.indexOf(job) + 1];
+      const before = next && tbody.querySelector(`tr[data-id="${next.id}"]`);
+      if (before) before.before(row(job)); else tbody.append(row(job));
+    } else if (!matches(job)) {
+      if (old) old.remove();
+    } else if (old) {
+      old.replaceWith(row(job));
+    } else {
+      render();
+    }
+  }
+
+  // A running job's best point changes with its points, which come without it: its row is read
+  // again, at most once a second per job. An answer that left before the job ended is not newer
+  // than the job event that said so.
+  const refreshers = new Map();
+  function refreshSoon(id) {
+    if (!refreshers.has(id)) {
+      refreshers.set(id, throttle(async () => {
+        try {
+          const job = await get(`/api/v1/jobs/${id}`);
+          const cur = state.jobs.find((j) => j.id === id);
+          if (loading === -1 || !cur || (TERMINAL.has(cur.status) && !TERMINAL.has(job.status))) return;
+          upsert(job);
+        } catch { /* the next points event tries again */ }
+      }, 1000));
+    }
+    refreshers.get(id)();
   }
 
   const ages = setInterval(() => {
@@ -205,6 +235,7 @@ export function mount(root, {query}) {
                         failed: (job.progress.failed || 0) + e.data.failed};
         const tr = tbody.querySelector(`tr[data-id="${job.id}"]`);
         if (tr) tr.children[5].replaceChildren(progressBar(job.progress));
+        refreshSoon(job.id);
       }
     },
     unmount() { clearInterval(ages); loading = -1; },

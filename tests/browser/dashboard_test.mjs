@@ -363,6 +363,8 @@ async function main() {
       await page.selectOption('#sel-by', other);
       await page.waitForFunction(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series.length === 10);
       expect(page.url().includes(`by=${other}`), 'chart selections are in the URL');
+      // A parameter that no chart holds fixed (the lines' and a heatmap axis') has no selector.
+      expect(await page.locator(`#fix-${other}`).count() === 0, `no "${other} =" selector while ${other} draws the lines and a heatmap axis`);
       const legendOverlap = await overlaps(page, 'chart-sweep');
       expect(legendOverlap.length === 0, `sweep chart with a legend: no text drawn over another (${legendOverlap.join('; ')})`);
       await page.selectOption('#sel-metric', 'time');
@@ -379,6 +381,22 @@ async function main() {
       const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
       const csv = fs.readFileSync(await download.path(), 'utf8').trim().split('\n');
       expect(csv.length === 51 && csv[0].includes('median_us'), `CSV export: header and 50 rows (got ${csv.length} lines)`);
+      // The heatmap's axes are two parameters: picking the y axis's for x swaps them, and a URL
+      // naming one twice (or lines per the x parameter itself) draws what the selectors say.
+      const heatAxes = () => page.evaluate(() => {
+        const o = echarts.getInstanceByDom(document.getElementById('chart-heatmap')).getOption();
+        return `${o.xAxis[0].name} by ${o.yAxis[0].name}`;
+      });
+      const [hx, hy] = [await page.$eval('#sel-hx', (el) => el.value), await page.$eval('#sel-hy', (el) => el.value)];
+      await page.selectOption('#sel-hx', hy);
+      expect(await heatAxes() === `${hy} by ${hx}` && await page.$eval('#sel-hy', (el) => el.value) === hx &&
+             page.url().includes(`hx=${hy}&hy=${hx}`), `heatmap x set to the y parameter swaps the axes (${await heatAxes()}, ${page.url()})`);
+      await gotoView(page, d.origin, `#/jobs/${ids.a}?x=N&by=N&hx=M&hy=M`, '#view[data-charts-ready]');
+      expect(await heatAxes() === 'M by N' && await page.$eval('#sel-hy', (el) => el.value) === 'N',
+             `a URL with hx = hy gets a heatmap over two parameters (${await heatAxes()})`);
+      const lines = (await series(page, 'chart-sweep')).filter((s) => s.type === 'line');
+      expect(lines.length === 1 && lines[0].n === 5 && await page.$eval('#sel-by', (el) => el.value) === '',
+             `a URL with lines per the x parameter draws one line of 5 points (${JSON.stringify(lines)})`);
     });
 
     await step('job view: a failed job shows its error and failed points', async () => {
@@ -514,6 +532,62 @@ async function main() {
       expect(warning.includes('Matched on the parameter names M, N, K only') && warning.includes(`M sets kernel.m in #${ids.a}; kernel.n in #${swapped}`),
              `a join of differently used parameters is a warning (${warning})`);
       await shot(page, 'compare-unrelated');
+      // A job that sweeps K against one that runs K=1024 only: the first's point of the highest
+      // throughput at each (M, N) is another problem size (K=4096, 4 times the FLOPs), so the
+      // speedup is of throughput, not of time (a quarter of the work is not 4 times as fast).
+      const k1024 = (await api(d, 'POST', '/api/v1/jobs', {...gemm('f16 gemm, K=1024', 'f16'), labels: {},
+                                                            kernel: {op: 'gemm', m: 'M', n: 'N', k: 1024, dtype: 'f16'},
+                                                            sweep: {M: {from: 256, to: 4096, mul: 2}, N: {from: 256, to: 4096, mul: 2}}})).id;
+      await waitJob(d, k1024);
+      await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${k1024}`, '#view[data-charts-ready]');
+      const rowsOf = async (id) => (await api(d, 'GET', `/api/v1/jobs/${id}/results`)).results;
+      const tput = (r) => r.metrics.flops / r.time_us.median;
+      const best = new Map();
+      for (const r of await rowsOf(ids.a)) {
+        const k = `${r.params.M}|${r.params.N}`;
+        if (!best.has(k) || tput(r) > tput(best.get(k))) best.set(k, r);
+      }
+      const want = (await rowsOf(k1024)).map((r) => tput(r) / tput(best.get(`${r.params.M}|${r.params.N}`)));
+      const shown = await page.$$eval('#compare-table tbody tr td:last-child', (tds) => tds.map((td) => parseFloat(td.textContent)));
+      expect(shown.length === 25 && shown.every((v, i) => Math.abs(v / want[i] - 1) < 0.01),
+             `speedups over points of more work are of throughput (shown ${shown.slice(0, 5)}, want ${want.slice(0, 5).map((v) => v.toPrecision(3))})`);
+      expect((await page.textContent('#view .toolbar .muted')).includes('speedups are of throughput'), 'the page says so');
+      // A point whose flags void its score (a wrong answer, a time under the physical floor) is
+      // never the one a job contributes where it has another, and is marked where it is compared.
+      const resultsUrl = new RegExp(`/api/v1/jobs/${ids.a}/results`);
+      await page.route(resultsUrl, async (route) => {
+        const response = await route.fetch();
+        const rows = (await response.text()).trim().split('\n').map((l) => JSON.parse(l));
+        for (const r of rows) if (r.params.K === 4096 || (r.params.M === 256 && r.params.N === 256)) r.flags = ['faster_than_roofline'];
+        await route.fulfill({response, body: rows.map((r) => JSON.stringify(r)).join('\n')});
+      });
+      try {
+        await page.goto('about:blank');  // a fresh load: the page shows this comparison already
+        await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${k1024}`, '#view[data-charts-ready]');
+        const k1024Rows = (await rowsOf(ids.a)).filter((r) => r.params.K === 1024);
+        const medians = await page.$$eval('#compare-table tbody tr', (trs) => trs.map((tr) => tr.children[2].textContent));
+        const want1024 = await page.evaluate(async (us) => { const {fmtTime} = await import('/assets/dom.js'); return us.map(fmtTime); },
+                                             k1024Rows.map((r) => r.time_us.median));
+        expect(medians.length === 25 && medians.slice(1).every((m, i) => m === want1024[i + 1]),
+               `the unflagged K=1024 points are taken over flagged faster ones (${medians.slice(0, 3)}; want ${want1024.slice(0, 3)})`);
+        expect(medians[0].includes('⚠ faster_than_roofline'), `a point with only flagged rows is marked (${medians[0]})`);
+        const voidedAt = await page.$$eval('#compare-summary tbody td', (tds) => tds.map((td) => td.textContent));
+        expect(voidedAt[8] === '1 of 25', `the summary counts the voided points (${voidedAt})`);
+      } finally {
+        await page.unroute(resultsUrl);
+      }
+      // A thousand matched points: the chart's rotated labels have room to be read (ECharts' own
+      // interval put them a few pixels apart, each over the next).
+      const wide = (await api(d, 'POST', '/api/v1/jobs', {...big, name: '1000 of the 10k', sweep: {...big.sweep, N: {from: 64, to: 640, step: 64}}})).id;
+      await waitJob(d, wide);
+      await gotoView(page, d.origin, `#/compare?jobs=${ids.big},${wide}`, '#view[data-charts-ready]');
+      const gaps = await page.evaluate(() => {
+        const chart = echarts.getInstanceByDom(document.getElementById('chart-compare'));
+        const axis = chart.getModel().getComponent('xAxis', 0).axis;
+        const xs = axis.getViewLabels().map((l) => axis.toGlobalCoord(axis.dataToCoord(l.tick.value)));
+        return {n: xs.length, min: Math.min(...xs.slice(1).map((x, i) => x - xs[i]))};
+      });
+      expect(gaps.n >= 10 && gaps.min >= 18, `1000 points' labels at least 18 px apart (${JSON.stringify(gaps)})`);
     });
 
     await step('job view: speedup over the job\'s baseline, with its CI', async () => {
@@ -606,6 +680,18 @@ async function main() {
       expect(speed2.filter((s) => s.type === 'line').length === 3 && y2.includes('slowest variant'),
              `without a baseline: every variant over the slowest (${y2}, ${JSON.stringify(speed2)})`);
       await shot(page, 'job-variants-no-baseline');
+      // Variants of other dtypes are bounded by their own peaks: an f32 GEMM near the f32 ceiling
+      // is not at a tenth of the f16 one.
+      const id3 = (await api(d, 'POST', '/api/v1/jobs', {name: 'f16 and f32', kernel: {op: 'gemm', m: 'N', n: 'N', k: 'N', dtype: 'f16'},
+                                                        variants: [{name: 'half'}, {name: 'single', dtype: 'f32'}],
+                                                        sweep: {N: [1024, 2048, 4096]}})).id;
+      await waitJob(d, id3);
+      await gotoView(page, d.origin, `#/jobs/${id3}`, '#view[data-charts-ready]');
+      const ceilings = (await series(page, 'chart-roofline')).filter((s) => s.type === 'line').map((s) => s.name);
+      expect(['datasheet f16', 'datasheet f32', 'simulated f16', 'simulated f32'].every((c) => ceilings.some((n) => n.startsWith(c))),
+             `roofline: a ceiling for each variant's dtype (${ceilings})`);
+      const o3 = await overlaps(page, 'chart-roofline');
+      expect(o3.length === 0, `roofline of two dtypes: no text drawn over another (${o3.join('; ')})`);
     });
 
     await step('devices view', async () => {
@@ -639,7 +725,13 @@ async function main() {
       await page.route(devicesUrl, async (route) => {
         const response = await route.fetch();
         const body = await response.json();
-        for (const dev of body.devices) if (dev.index === 1) dev.datasheet = null;
+        // ... with the peaks of a CPU (PoCL on a 2-core VM): its ceilings reach 1e-6 TFLOP/s.
+        for (const dev of body.devices) {
+          if (dev.index !== 1) continue;
+          dev.datasheet = null;
+          for (const k of Object.keys(dev.measured)) if (k.endsWith('_tflops')) dev.measured[k] *= 3e-6;
+          dev.measured.bandwidth_gbps = 18.96;
+        }
         await route.fulfill({response, json: body});
       });
       try {
@@ -649,6 +741,9 @@ async function main() {
         const names = (s || []).map((x) => x.name);
         expect(names.length === 2 && names.every((n) => n.startsWith('simulated')),
                `device 1: its simulated ceilings alone (got ${JSON.stringify(s)})`);
+        // (The legend's peaks have 3 significant digits: 0.000402 TFLOP/s.)
+        const long = (await longNumbers(page, 'chart-device-solo-1')).filter((t) => !t.includes('TFLOP/s'));
+        expect(long.length === 0, `the axis of a CPU's tiny peaks is labelled short (${long})`);
         const other = (await series(page, 'chart-device-solo-0') || []).map((x) => x.name);
         expect(other.some((n) => n.startsWith('datasheet')), `device 0 keeps its datasheet ceilings (${other})`);
         await shot(page, 'devices-measured-only');
@@ -757,6 +852,48 @@ async function main() {
       await page.waitForSelector('.job-head .status-succeeded', {timeout: 30000});
       await page.waitForFunction(() => (document.getElementById('results-count') || {}).textContent === '6 points', null, {timeout: 10000});
       expect(loads === 0, `no page reloads (${loads})`);
+      // A running job's best point follows its points (the API's summary.best), in the list and in
+      // the job view, not only once the job ends.
+      const liveBest = {name: 'live best', kernel: {op: 'gemm', m: 'N', n: 'N', k: 'N', dtype: 'f16'},
+                        sweep: {N: {from: 512, to: 6144, step: 512}}, mock: {delay_ms: 500}, cache: false};
+      // null once the page shows the API's best point, and another than it showed first, while
+      // the job still runs; else what went wrong.
+      const running = async (id, shownBest, isBest) => {
+        let first = null;
+        for (let t = Date.now(); Date.now() - t < 20000; await sleep(150)) {
+          const job = await api(d, 'GET', `/api/v1/jobs/${id}`);
+          const shown = await shownBest();
+          if (job.status !== 'running') return `the job ended (${job.status}) with "${first}" shown throughout`;
+          if (!job.summary || !job.summary.best || job.progress.done < 2) continue;
+          first = first ?? shown;
+          if (shown !== first && await isBest(shown, job.summary.best)) return null;
+        }
+        return `still "${first}"`;
+      };
+      await gotoView(page, d.origin, '#/jobs', '#jobs-table tbody tr');
+      const {id: id3} = await api(d, 'POST', '/api/v1/jobs', liveBest);
+      await page.waitForSelector(`#jobs-table tr[data-id="${id3}"] .status-running`, {timeout: 15000});
+      const inList = await running(id3, () => page.textContent(`#jobs-table tr[data-id="${id3}"] td:nth-child(9)`),
+                                   async (shown, best) => shown === await page.evaluate(async (us) => (await import('/assets/dom.js')).fmtTime(us), best.median_us));
+      expect(inList === null, `the jobs list's best point moves while the job runs: ${inList}`);
+      const {id: id4} = await api(d, 'POST', '/api/v1/jobs', liveBest);
+      await gotoView(page, d.origin, `#/jobs/${id4}`, '#best-point');
+      const inView = await running(id4, () => page.textContent('#best-point'), async (shown, best) => shown.endsWith(` at N=${best.params.N}`));
+      expect(inView === null, `the job view's best point moves while the job runs: ${inView}`);
+      for (const id of [id3, id4]) await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {}).then(() => waitJob(d, id));
+      // Listing the running jobs, a queued job that starts while a newer one runs comes in, below it.
+      const hog = (name, device, n) => ({name, device, kernel: {op: 'gemm', m: 'N', n: 'N', k: 'N', dtype: 'f16'},
+                                         sweep: {N: {from: 256, to: 256 * n, step: 256}}, mock: {delay_ms: 300}, cache: false});
+      const first = (await api(d, 'POST', '/api/v1/jobs', hog('holds device 0', 0, 40))).id;
+      const waits = (await api(d, 'POST', '/api/v1/jobs', hog('waits for device 0', 0, 40))).id;
+      const newer = (await api(d, 'POST', '/api/v1/jobs', hog('runs on device 1', 1, 40))).id;
+      await gotoView(page, d.origin, '#/jobs?status=running', `#jobs-table tr[data-id="${newer}"]`);
+      await page.waitForSelector(`#jobs-table tr[data-id="${first}"]`);
+      await api(d, 'POST', `/api/v1/jobs/${first}/cancel`);
+      await page.waitForSelector(`#jobs-table tr[data-id="${waits}"]`, {timeout: 10000}).catch(() => {});
+      const order = await page.$$eval('#jobs-table tbody tr', (trs) => trs.map((tr) => Number(tr.dataset.id)));
+      expect(JSON.stringify(order) === JSON.stringify([newer, waits]), `running jobs, newest first: ${[newer, waits]} (got ${order})`);
+      for (const id of [waits, newer]) await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {}).then(() => waitJob(d, id));
     });
 
     await step('10,000-point job: render time and responsiveness', async () => {
