@@ -22,7 +22,7 @@ for input in tests/fuzz/regressions/*; do
     status=1
   fi
 done
-for name in job_spec task expression kernel_source import; do
+for name in job_spec task expression kernel_source import http; do
   work="$(mktemp -d)"
   cp tests/fuzz/corpus/"$name"/* "$work"/
   log="$work.log"

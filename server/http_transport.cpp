@@ -163,6 +163,9 @@ class http_server final : public httplib::Server {
   // Called for each connection answered 503 for want of a thread.
   std::function<void()> on_overloaded;
 
+  // Serves `sock` as a thread of the pool serves an accepted connection.
+  void serve(socket_t sock) { process_and_close_socket(sock); }
+
   // httplib 0.11 listens with a backlog of 5 connections not yet accepted: a burst of clients
   // connecting at once (an agent loop's parallel evaluators) overflowed it, and the kernel
   // dropped their SYNs, each retried after a second. listen() again sets the backlog.
@@ -693,6 +696,10 @@ int http_transport::bind(const std::string& host, int port) {
   }
   m_impl->server.widen_backlog();
   return bound;
+}
+
+void http_transport::serve_connection(int fd) {
+  m_impl->server.serve(fd);
 }
 
 bool http_transport::run() {

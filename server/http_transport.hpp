@@ -8,9 +8,11 @@
 // Threading: construct, bind() then run() on one thread; stop() from any thread. Each connection
 // is served by one thread of a pool of `http_threads`, which grows (up to 16 times that, at most
 // 1024 and half the open-file limit) while every thread is busy, so slow clients cannot hold up
-// the others; handlers run on these threads concurrently. A request's line and headers must
-// arrive within 10 s (408 otherwise); a body declared over `max_body_bytes` is refused (413)
-// before it is read.
+// the others; past that cap as many connections may wait, and more are answered 503 at once.
+// Handlers run on these threads concurrently. A request's line and headers must arrive within
+// 10 s, its body within 10 s and a second per 64 KiB (408 otherwise); a body declared over
+// `max_body_bytes` is refused (413) before it is read; the writes of an answer wait for the
+// client 10 s in all and a second per 64 KiB written.
 
 #include <cstdint>
 #include <functional>
@@ -94,6 +96,10 @@ class http_transport {
   int bind(const std::string& host, int port);
   // Serves until stop(). Returns false if serving failed.
   bool run();
+  // Serves one connected socket (which it closes) on the calling thread, as the server's
+  // threads serve each accepted connection, until the client closes it: the connection loop
+  // without the network, for the fuzzer. After bind() (an unbound server is a stopped one).
+  void serve_connection(int fd);
   void stop();
 
  private:

@@ -222,7 +222,7 @@ ssize_t client_connection::write(const char* data, std::size_t size) {
 // Each is asked once per request (httplib): asked of the socket once per connection.
 void client_connection::peer_address(std::string& ip, int& port) const {
   if (!m_peer) {
-    m_peer.emplace();
+    m_peer = address{};
     sockaddr_storage addr{};
     socklen_t length = sizeof addr;
     if (getpeername(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
@@ -237,7 +237,7 @@ void client_connection::peer_address(std::string& ip, int& port) const {
 
 void client_connection::local_address(std::string& ip, int& port) const {
   if (!m_local) {
-    m_local.emplace();
+    m_local = address{};
     sockaddr_storage addr{};
     socklen_t length = sizeof addr;
     if (getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
