@@ -11,6 +11,7 @@
 #include <set>
 
 #include "api/result_codec.hpp"
+#include "engine/fitness.hpp"
 #include "engine/text_list.hpp"
 #include "server/detail/text_table.hpp"
 
@@ -23,8 +24,18 @@ using detail::text_table;
 
 struct point {
   double median = 0, low = 0, high = 0;
-  double cost = 0;  // cost_of(): what ranks a series' points sharing a key
+  double cost = 0;                   // cost_of(): what ranks a series' points sharing a key
+  double flops = 0, bytes = 0;       // its work, where the row counts it
+  std::vector<std::string> voiding;  // its flags that void its score
 };
+
+// Of two points at one key, the one that stands for its series: a sound one over one whose
+// flags void its score (as a job's best point is never such a one), then the one of the
+// highest throughput.
+bool better(const point& a, const point& b) {
+  if (a.voiding.empty() != b.voiding.empty()) return a.voiding.empty();
+  return a.cost < b.cost;
+}
 
 std::optional<point> point_of(const json& row) {
   if (row.value("status", "") != "ok") return std::nullopt;
@@ -41,7 +52,49 @@ std::optional<point> point_of(const json& row) {
                ? time["ci95_high"].get<double>()
                : p.median;
   p.cost = cost_of(row).value_or(p.median);
+  if (const auto m = row.find("metrics"); m != row.end() && m->is_object()) {
+    const auto positive = [&](const char* key) {
+      const auto it = m->find(key);
+      return it != m->end() && it->is_number() && it->get<double>() > 0 ? it->get<double>() : 0.0;
+    };
+    p.flops = positive("flops");
+    p.bytes = positive("bytes");
+  }
+  for (auto& f : flags_of(row))
+    if (voids_score(f)) p.voiding.push_back(std::move(f));
   return p;
+}
+
+// `other` against `base` at one key: its speedup and verdict. Where the two points do different
+// work (a series sweeps a parameter the others do not, and its point of the highest throughput
+// is another problem size), they are of throughput, time per FLOP, else per byte: a GEMM with
+// 16 times the K is not a slower kernel for taking longer.
+struct comparison {
+  double speedup = 0;
+  const char* verdict = "same";
+  bool same_work = true;
+};
+
+comparison compare_points(const point& base, const point& other) {
+  double wb = 1, wo = 1;
+  if (base.flops > 0 && other.flops > 0) {
+    wb = base.flops;
+    wo = other.flops;
+  } else if (base.bytes > 0 && other.bytes > 0) {
+    wb = base.bytes;
+    wo = other.bytes;
+  }
+  const double scale = wb / wo;  // the other's time for the baseline's work, at its throughput
+  comparison c;
+  c.speedup = base.median / (other.median * scale);
+  c.same_work = wb == wo;
+  // Faster or slower only when the two medians' 95% intervals do not overlap.
+  if (other.high * scale < base.low) {
+    c.verdict = "faster";
+  } else if (other.low * scale > base.high) {
+    c.verdict = "slower";
+  }
+  return c;
 }
 
 // The fields of a spec's kernel that sweep parameter `name` sets ("kernel.m", "kernel.grid[0]"):
@@ -121,12 +174,6 @@ std::string speedup_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*fx", v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, v);
   return buf;
-}
-
-const char* verdict(const point& base, const point& other) {
-  if (other.high < base.low) return "faster";
-  if (other.low > base.high) return "slower";
-  return "same";
 }
 
 }  // namespace
@@ -211,7 +258,7 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       }
       if (const auto p = point_of(r)) {
         auto [it, fresh] = best[i].emplace(key, *p);
-        if (!fresh && p->cost < it->second.cost) it->second = *p;
+        if (!fresh && better(*p, it->second)) it->second = *p;
       }
     }
   }
@@ -228,27 +275,32 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
     if (i != base_at) columns.push_back({"vs " + series[base_at].label, text_table::align::left});
   }
   text_table table(columns);
-  std::vector<std::array<int, 3>> counts(series.size(), {0, 0, 0});
+  std::vector<std::array<int, 4>> counts(series.size(), {0, 0, 0, 0});  // and voided
   std::vector<std::vector<double>> speedups(series.size());
+  bool work_differs = false;
   for (const auto& key : keys) {
     std::vector<std::string> cells = key_values[key];
     const auto b = best[base_at].find(key);
     for (const std::size_t i : order) {
       const auto p = best[i].find(key);
-      cells.push_back(p == best[i].end()
-                          ? "-"
-                          : format_significant(p->second.median, 4) + " ±" +
-                                format_significant((p->second.high - p->second.low) / 2, 2));
+      std::string median = "-";
+      if (p != best[i].end()) {
+        median = format_significant(p->second.median, 4) + " ±" +
+                 format_significant((p->second.high - p->second.low) / 2, 2);
+        if (!p->second.voiding.empty()) median += " void: " + comma_joined(p->second.voiding);
+      }
+      cells.push_back(median);
       if (i == base_at) continue;
       if (p == best[i].end() || b == best[base_at].end()) {
         cells.push_back("-");
         continue;
       }
-      const double s = b->second.median / p->second.median;
-      const char* v = verdict(b->second, p->second);
-      counts[i][v[0] == 'f' ? 0 : v[0] == 's' && v[1] == 'l' ? 1 : 2]++;
-      speedups[i].push_back(s);
-      cells.push_back(speedup_text(s) + " " + v);
+      const comparison c = compare_points(b->second, p->second);
+      counts[i][c.verdict[0] == 'f' ? 0 : c.verdict[0] == 's' && c.verdict[1] == 'l' ? 1 : 2]++;
+      counts[i][3] += !b->second.voiding.empty() || !p->second.voiding.empty();
+      work_differs |= !c.same_work;
+      speedups[i].push_back(c.speedup);
+      cells.push_back(speedup_text(c.speedup) + " " + c.verdict + (c.same_work ? "" : " *"));
     }
     table.add_row(std::move(cells));
   }
@@ -273,6 +325,11 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       out += (i ? ", " : "") + shared[i];
   }
   out += "\n" + join_warning(series, shared) + "\n" + table.render() + "\n";
+  if (work_differs) {
+    out +=
+        "* the two points do different work (another problem size): the speedup is of "
+        "throughput, time per FLOP, else per byte\n";
+  }
   for (const std::size_t i : order) {
     if (i == base_at || speedups[i].empty()) continue;
     double log_sum = 0;
@@ -282,7 +339,11 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
            " the speed of " + series[base_at].label + " (geometric mean over " +
            counted(static_cast<long long>(speedups[i].size()), "point") +
            "): " + std::to_string(counts[i][0]) + " faster, " + std::to_string(counts[i][1]) +
-           " slower, " + std::to_string(counts[i][2]) + " the same\n";
+           " slower, " + std::to_string(counts[i][2]) + " the same" +
+           (counts[i][3] ? "; " + std::to_string(counts[i][3]) +
+                               " of them with a point whose flags void its score (void:)"
+                         : std::string()) +
+           "\n";
   }
   return out;
 }

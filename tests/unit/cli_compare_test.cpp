@@ -87,8 +87,10 @@ TEST(CompareReport, TheBestPointOfAnUnsharedParameterIsTheHighestThroughputNotTh
   const auto series = series_of(
       {{json{{"id", 1}, {"spec", spec_mn}}, gemm_mn}, {json{{"id", 5}, {"spec", spec_n}}, gemm_n}});
   const std::string report = compare_report(series, "job 5");
-  // Job 1 at N=64 is its M=1024 point: 40 µs against job 5's 20.
-  EXPECT_NE(report.find("0.50x slower"), std::string::npos) << report;
+  // Job 1 at N=64 is its M=1024 point: 40 µs against job 5's 20, for 16 times the FLOPs. The
+  // speedup is of throughput, and said to be.
+  EXPECT_NE(report.find("8.00x faster *"), std::string::npos) << report;
+  EXPECT_NE(report.find("* the two points do different work"), std::string::npos) << report;
   // N sets different fields in the two jobs: said above the table.
   EXPECT_NE(report.find("warning: matched on the parameter names only"), std::string::npos)
       << report;
@@ -99,6 +101,29 @@ TEST(CompareReport, TheBestPointOfAnUnsharedParameterIsTheHighestThroughputNotTh
   const auto alike = series_of(
       {{json{{"id", 5}, {"spec", spec_n}}, gemm_n}, {json{{"id", 6}, {"spec", spec_n}}, gemm_n}});
   EXPECT_EQ(compare_report(alike, "").find("warning"), std::string::npos);
+}
+
+TEST(CompareReport, APointWhoseFlagsVoidItsScoreIsMarkedAndNotPickedOverASoundOne) {
+  auto flagged = [](json r, const char* flag) {
+    r["flags"] = json::array({flag});
+    return r;
+  };
+  // Job 1 sweeps M too: at N=64 its faster point gave wrong answers; the sound one stands for it.
+  const json one = json::array({flagged(row({{"M", 1}, {"N", 64}}, 5, 0.1), "verification_failed"),
+                                row({{"M", 2}, {"N", 64}}, 30, 0.1)});
+  // Job 2 has only a point faster than the roofline at N=64: shown, marked, and counted.
+  const json two = json::array({flagged(row({{"N", 64}}, 10, 0.1), "faster_than_roofline")});
+  const auto series = series_of({{json{{"id", 1}}, one}, {json{{"id", 2}}, two}});
+  const std::string report = compare_report(series, "job 1");
+  EXPECT_NE(report.find("30.00 ±0.10"), std::string::npos) << report;
+  EXPECT_EQ(report.find("verification_failed"), std::string::npos) << report;
+  EXPECT_NE(report.find("10.00 ±0.10 void: faster_than_roofline"), std::string::npos) << report;
+  EXPECT_NE(report.find("1 of them with a point whose flags void its score"), std::string::npos)
+      << report;
+  // A warning flag voids nothing.
+  const json three = json::array({flagged(row({{"N", 64}}, 10, 0.1), "excessive_speedup")});
+  const auto warned = series_of({{json{{"id", 1}}, one}, {json{{"id", 3}}, three}});
+  EXPECT_EQ(compare_report(warned, "job 1").find("void"), std::string::npos);
 }
 
 }  // namespace
