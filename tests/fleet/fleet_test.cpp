@@ -3,6 +3,7 @@
 // process starts); the test that stops PostgreSQL starts a server of its own.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -154,6 +155,40 @@ TEST(Fleet, PostgresqlStoppedAndStartedAgainMidSweepTheSweepCompletes) {
   EXPECT_EQ((*f)[1].wait_job((*f)[1].submit(stream_sweep(2, 0)))["status"], "succeeded");
   const std::string logs = (*f)[0].log() + (*f)[1].log();
   EXPECT_NE(logs.find("storage recovered"), std::string::npos);
+  f.reset();
+}
+
+// A node cut off from PostgreSQL for longer than its lease holds the points it measured in
+// memory; another node puts its job back in the queue, and the job (placed on that node) comes
+// back to it. It resumes after the points it held: none is measured twice, and the progress
+// counts each point once.
+TEST(Fleet, ANodeThatTakesBackItsJobAfterAnOutageResumesAfterThePointsItHeld) {
+  postgres_server server;
+  const std::string url = create_database(server.url());
+  auto f = std::make_unique<fleet>(2, 1, std::vector<std::string>{}, url);
+  daemon_process& a = (*f)[0];
+  daemon_process& b = (*f)[1];
+  constexpr int total = 40;
+  json spec = stream_sweep(total, 100);
+  spec["device"] = {{"node", "a"}};
+  const auto id = b.submit(spec);
+  const std::string path = "/api/v1/jobs/" + std::to_string(id);
+  ASSERT_TRUE(eventually([&] { return b.get(path).body["progress"]["done"] >= 3; }, 20s));
+  server.stop();
+  std::this_thread::sleep_for(1s);  // a measures on for half its lease, holding the points
+  ASSERT_EQ(::kill(a.pid(), SIGSTOP), 0);
+  server.start();
+  // b finds a's lease run out and queues the job again; only a may run it.
+  const bool requeued = eventually([&] { return b.get(path).body["status"] == "queued"; }, 20s);
+  ASSERT_EQ(::kill(a.pid(), SIGCONT), 0);
+  ASSERT_TRUE(requeued) << b.get(path).text;
+  const json job = b.wait_job(id, 60s);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_EQ(job["node"], "a");
+  EXPECT_EQ(job["progress"]["done"], total);
+  EXPECT_EQ(job["progress"]["ok"], total);
+  EXPECT_TRUE(every_point_once(b, id, total));
+  EXPECT_EQ(a.get("/api/v1/devices/0").body["points_measured"], total) << a.log();
   f.reset();
 }
 
