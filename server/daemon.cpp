@@ -239,7 +239,9 @@ int run_serve(serve_config config) {
           spdlog::warn("another node asked for the roofline of device {}, which this node lacks",
                        index);
         }
-      });
+      },
+      // Another node's job event that could not be read here: its waiters read the job again.
+      [&waiters](std::int64_t job_id) { waiters.notify(job_id); });
   relay.attach();
   try {
     store->join({config.node, random_instance(), KERNELSCAN_VERSION, unix_time_ms(), 0, false},

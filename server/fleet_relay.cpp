@@ -61,7 +61,12 @@ void fleet_relay::received(const store_event& e) {
       if (m_on_job) m_on_job(*rec);
     }
   } catch (const storage_error& ex) {
-    spdlog::warn("job {}: another node's event could not be read: {}", *id, ex.what());
+    spdlog::warn("job {}: another node's event could not be read: {}; event streams reload", *id,
+                 ex.what());
+    // Dropped silently, a job's end never reached this node's dashboards, and a ?wait= on it
+    // held on until its deadline.
+    m_hub.publish_local("reset", "{}");
+    if (m_on_unread) m_on_unread(*id);
   }
 }
 
