@@ -39,6 +39,10 @@ void fleet_relay::attach() {
 }
 
 void fleet_relay::received(const store_event& e) {
+  if (e.type == "name_lost") {  // not an event of the stream
+    if (m_on_name_lost) m_on_name_lost(e.data);
+    return;
+  }
   if (e.type == "roofline") {
     try {
       const json j = parse_json(e.data);

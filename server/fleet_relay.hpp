@@ -29,14 +29,18 @@ class fleet_relay {
  public:
   using roofline_handler = std::function<void(const std::string& node, int index)>;
   using unread_handler = std::function<void(std::int64_t job_id)>;
+  // Another live daemon took this node's name while the store was cut off (why, as text).
+  using name_lost_handler = std::function<void(const std::string& why)>;
 
   fleet_relay(job_store& store, event_hub& hub, std::function<void(const job_record&)> on_job,
-              roofline_handler on_roofline = {}, unread_handler on_unread = {})
+              roofline_handler on_roofline = {}, unread_handler on_unread = {},
+              name_lost_handler on_name_lost = {})
       : m_store(store),
         m_hub(hub),
         m_on_job(std::move(on_job)),
         m_on_roofline(std::move(on_roofline)),
-        m_on_unread(std::move(on_unread)) {}
+        m_on_unread(std::move(on_unread)),
+        m_on_name_lost(std::move(on_name_lost)) {}
 
   void attach();
   // What another node announced: published on this daemon's hub.
@@ -54,6 +58,7 @@ class fleet_relay {
   std::function<void(const job_record&)> m_on_job;
   roofline_handler m_on_roofline;
   unread_handler m_on_unread;
+  name_lost_handler m_on_name_lost;
 };
 
 }  // namespace kernelscan

@@ -153,6 +153,10 @@ WHERE j.id = c.job_id
 
 }  // namespace
 
+std::int64_t postgres_node_lock_key(const std::string& name) {
+  return node_lock_key(name);
+}
+
 std::vector<std::pair<std::string, std::string>> postgres_settings(
     const postgres_options& options) {
   // Defaults first: the URL may set any of them. A dead server is noticed within seconds, not
@@ -253,7 +257,11 @@ class postgres_job_store::session {
       const std::string msg = "another live daemon is node \"" + m_node +
                               "\" of this database (give each a name of its own with --node)";
       if (starting) throw node_conflict(msg);
-      spdlog::error("{}", msg);
+      // Cut off long enough for the server to free the name, this daemon finds another one
+      // holding it: as two nodes of one name they would take each other's jobs and overwrite
+      // each other's devices. The owner decides (the daemon stops); the session is not back.
+      deliver({"name_lost", msg});
+      throw node_conflict(msg);
     }
     c->exec_script(std::string("LISTEN ") + k_channel);
     return c;

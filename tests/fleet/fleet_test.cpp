@@ -10,6 +10,8 @@
 #include <set>
 #include <thread>
 
+#include "storage/detail/pg_connection.hpp"
+#include "storage/postgres_job_store.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/import_samples.hpp"
 #include "tests/support/postgres_server.hpp"
@@ -536,6 +538,40 @@ TEST(Fleet, TheDatabaseAndTheNodeMayComeFromTheConfigFileOrTheEnvironment) {
     EXPECT_NE(with_config.log().find("node filed; store: PostgreSQL at"), std::string::npos);
   }
   drop_database(db);
+}
+
+// Whether process `pid` (a child not yet waited for) has ended: /proc shows it a zombie.
+bool exited(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z';
+}
+
+// A node cut off from the database long enough for the server to free its name finds, when it
+// reconnects, that another live daemon holds the name (here the test's own connection, as a
+// second daemon started with that name would). Two live nodes of one name would take each
+// other's jobs and overwrite each other's devices: the one that lost the name stops.
+TEST(Fleet, ANodeThatFindsItsNameTakenWhenItReconnectsStops) {
+  fleet f(2, 1);
+  daemon_process& a = f[0];
+  detail::pg_connection db({{"connect_timeout", "10"}, {"dbname", f.database()}});
+  const std::int64_t key = postgres_node_lock_key("a");
+  // Its session, the connection holding the name's lock, ends; the test takes the lock before
+  // the session reconnects (a second later).
+  const auto taken = db.exec(
+      "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+      "AND ((classid::bigint << 32) | objid::bigint) = $1",
+      {key});
+  ASSERT_EQ(taken.rows(), 1);
+  ASSERT_TRUE(eventually(
+      [&] { return db.exec("SELECT pg_try_advisory_lock($1)", {key}).boolean(0, 0); }, 5s));
+  ASSERT_TRUE(eventually([&] { return exited(a.pid()); }, 10s)) << a.log();
+  EXPECT_NE(a.log().find("lost its node name while cut off from the database"), std::string::npos)
+      << a.log();
+  // The other node goes on.
+  EXPECT_EQ(f[1].wait_job(f[1].submit(stream_sweep(2, 0)))["status"], "succeeded");
 }
 
 TEST(Fleet, ABadNodeNameIsAStartUpError) {
