@@ -6,6 +6,7 @@
 
 #include <asio.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -239,6 +240,16 @@ int run_serve(serve_config config) {
           spdlog::warn("another node asked for the roofline of device {}, which this node lacks",
                        index);
         }
+      },
+      // Another node's job event that could not be read here: its waiters read the job again.
+      [&waiters](std::int64_t job_id) { waiters.notify(job_id); },
+      [](const std::string& why) {
+        // Two live nodes of one name take each other's jobs: this one goes at once, as if
+        // killed (its workers with it), and the fleet requeues its jobs when their leases run
+        // out. On the store's thread, so no exit handlers run under the other threads.
+        spdlog::critical("lost its node name while cut off from the database: {}; stopping", why);
+        spdlog::shutdown();
+        std::_Exit(2);
       });
   relay.attach();
   try {

@@ -39,6 +39,10 @@ void fleet_relay::attach() {
 }
 
 void fleet_relay::received(const store_event& e) {
+  if (e.type == "name_lost") {  // not an event of the stream
+    if (m_on_name_lost) m_on_name_lost(e.data);
+    return;
+  }
   if (e.type == "roofline") {
     try {
       const json j = parse_json(e.data);
@@ -61,7 +65,12 @@ void fleet_relay::received(const store_event& e) {
       if (m_on_job) m_on_job(*rec);
     }
   } catch (const storage_error& ex) {
-    spdlog::warn("job {}: another node's event could not be read: {}", *id, ex.what());
+    spdlog::warn("job {}: another node's event could not be read: {}; event streams reload", *id,
+                 ex.what());
+    // Dropped silently, a job's end never reached this node's dashboards, and a ?wait= on it
+    // held on until its deadline.
+    m_hub.publish_local("reset", "{}");
+    if (m_on_unread) m_on_unread(*id);
   }
 }
 

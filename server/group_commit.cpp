@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace kernelscan {
 
 group_commit::group_commit(writer write, const clock& time, limits l)
@@ -34,6 +36,11 @@ std::optional<std::vector<result_row>> group_commit::flush() {
   std::vector<result_row> out;
   out.swap(m_rows);
   return out;
+}
+
+bool group_commit::holds(std::int64_t job_id) const {
+  return std::any_of(m_rows.begin(), m_rows.end(),
+                     [job_id](const result_row& r) { return r.job_id == job_id; });
 }
 
 std::optional<clock::time_point> group_commit::due() const {

@@ -44,6 +44,8 @@ class group_commit {
   std::optional<clock::time_point> due() const;
 
   std::size_t held() const { return m_rows.size(); }
+  // Whether a point of job `job_id` is held (linear in held()).
+  bool holds(std::int64_t job_id) const;
   bool failing() const { return m_failing; }
   // Too much is held: measure nothing more until storage takes it.
   bool full() const { return m_rows.size() >= m_limits.max_held; }

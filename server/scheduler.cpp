@@ -460,6 +460,10 @@ void scheduler::dispatch() {
 
 bool scheduler::start_job(device_slot& slot, claimed_job&& claimed) {
   const std::int64_t id = claimed.lease.job_id;
+  // Points of this job that this node still holds (measured while the database was away, before
+  // its lease ran out and the job came back here) are stored first: the job then resumes after
+  // them rather than measuring them again, and the batch that stores them holds no copies.
+  if (m_commit.holds(id)) store_held_points();
   auto active = std::make_unique<active_job>();
   active->lease = claimed.lease;
   active->spec_json = std::move(claimed.spec_json);
@@ -673,10 +677,15 @@ void scheduler::arm_flush() {
   m_flush_timer.expires_after(*due - m_clock.now());
   m_flush_timer.async_wait([this](const asio::error_code& ec) {
     m_flush_armed = false;
-    if (ec) return;
-    const bool was_failing = m_commit.failing();
-    if (!flush_results() || !was_failing) return;
-    // Storage is back: the jobs that waited for it go on.
+    if (!ec) store_held_points();
+  });
+}
+
+void scheduler::store_held_points() {
+  const bool was_failing = m_commit.failing();
+  if (!flush_results() || !was_failing) return;
+  // Storage is back: the jobs that waited for it go on (posted: this may run in dispatch()).
+  asio::post(m_io, [this] {
     for (auto& slot : m_slots) {
       if (slot->job && slot->window.empty()) advance(*slot);
     }

@@ -102,6 +102,8 @@ class scheduler {
   void arm_watchdog(device_slot& slot);
   // Commits the measured points held; false (and a retry armed) if storage failed.
   bool flush_results();
+  // Flushes the held points; when that ends a storage outage, the jobs that waited go on.
+  void store_held_points();
   void arm_flush();
   void point_done(device_slot& slot, std::vector<result_row> rows);
   void record_failure(device_slot& slot, std::uint64_t index, const std::string& type,

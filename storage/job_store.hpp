@@ -298,7 +298,9 @@ class job_store {
   // whose subscriber (set once, before join) is called with it on a thread of the store's. A
   // store only one daemon uses (SQLite) has no other nodes and drops them. After the store lost
   // its connection to the other nodes and has it again, the subscriber gets an event of type
-  // "reset" (data {}): what they announced meanwhile is lost.
+  // "reset" (data {}): what they announced meanwhile is lost. When, reconnecting, it finds that
+  // another live daemon took the node's name meanwhile, it gets "name_lost" (data: the reason,
+  // as text) and keeps trying to take the name back.
   virtual void publish_event(const store_event& event) = 0;
   virtual void subscribe(std::function<void(const store_event&)> on_event) = 0;
 

@@ -103,7 +103,11 @@ std::int64_t clamp_limit(std::uint64_t limit) {
 // Stores points and advances their jobs' progress and best point in one statement, so a batch
 // costs one round trip: the rows arrive as arrays, rows already stored are skipped (and not
 // counted), and each job's best point of the batch (the lowest cost) replaces its best if its
-// cost is lower. Ties go to the earlier row, as when rows are stored one at a time.
+// cost is lower. Ties go to the earlier row, as when rows are stored one at a time. A batch may
+// hold a point twice (a node that kept points in memory while the database was away, then
+// measured them again after resuming the job): its first copy alone is stored and counted, as
+// when rows are stored one at a time; counting the rows the insert skipped would push the
+// progress past the job's total.
 const std::string k_insert_rows = R"sql(
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[], $5::text[],
@@ -111,16 +115,18 @@ WITH input AS (
                        $11::text[], $13::text[], $14::bigint[], $15::float8[])
     WITH ORDINALITY AS t(job_id, idx, status, median_us, params, result, correct,
                          combined_score, speedup, latency_score, flags, variant, point, cost, ord)
+), once AS (
+  SELECT DISTINCT ON (job_id, idx) * FROM input ORDER BY job_id, idx, ord
 ), inserted AS (
   INSERT INTO kernelscan.results (job_id, idx, status, median_us, params, result, created_ms,
                                   correct, combined_score, speedup, latency_score, flags, variant)
   SELECT job_id, idx, status, median_us, params, result, $12, correct, combined_score, speedup,
          latency_score, flags, variant
-  FROM input ORDER BY ord
+  FROM once ORDER BY ord
   ON CONFLICT DO NOTHING
   RETURNING job_id, idx
 ), fresh AS (
-  SELECT i.* FROM input i JOIN inserted n ON n.job_id = i.job_id AND n.idx = i.idx
+  SELECT o.* FROM once o JOIN inserted n ON n.job_id = o.job_id AND n.idx = o.idx
 ), counts AS (
   SELECT job_id, count(*) AS n, count(*) FILTER (WHERE status = 'ok') AS ok
   FROM fresh GROUP BY job_id
@@ -146,6 +152,10 @@ WHERE j.id = c.job_id
 )sql";
 
 }  // namespace
+
+std::int64_t postgres_node_lock_key(const std::string& name) {
+  return node_lock_key(name);
+}
 
 std::vector<std::pair<std::string, std::string>> postgres_settings(
     const postgres_options& options) {
@@ -247,7 +257,11 @@ class postgres_job_store::session {
       const std::string msg = "another live daemon is node \"" + m_node +
                               "\" of this database (give each a name of its own with --node)";
       if (starting) throw node_conflict(msg);
-      spdlog::error("{}", msg);
+      // Cut off long enough for the server to free the name, this daemon finds another one
+      // holding it: as two nodes of one name they would take each other's jobs and overwrite
+      // each other's devices. The owner decides (the daemon stops); the session is not back.
+      deliver({"name_lost", msg});
+      throw node_conflict(msg);
     }
     c->exec_script(std::string("LISTEN ") + k_channel);
     return c;

@@ -117,4 +117,7 @@ void migrate_postgres(detail::pg_connection& c);
 // then the URL, then the password. For pg_connection and pg_pool.
 std::vector<std::pair<std::string, std::string>> postgres_settings(const postgres_options& options);
 
+// The PostgreSQL advisory lock (a 64-bit key) a live node holds on its name.
+std::int64_t postgres_node_lock_key(const std::string& name);
+
 }  // namespace kernelscan

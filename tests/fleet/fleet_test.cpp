@@ -3,12 +3,15 @@
 // process starts); the test that stops PostgreSQL starts a server of its own.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <thread>
 
+#include "storage/detail/pg_connection.hpp"
+#include "storage/postgres_job_store.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/import_samples.hpp"
 #include "tests/support/postgres_server.hpp"
@@ -154,6 +157,40 @@ TEST(Fleet, PostgresqlStoppedAndStartedAgainMidSweepTheSweepCompletes) {
   EXPECT_EQ((*f)[1].wait_job((*f)[1].submit(stream_sweep(2, 0)))["status"], "succeeded");
   const std::string logs = (*f)[0].log() + (*f)[1].log();
   EXPECT_NE(logs.find("storage recovered"), std::string::npos);
+  f.reset();
+}
+
+// A node cut off from PostgreSQL for longer than its lease holds the points it measured in
+// memory; another node puts its job back in the queue, and the job (placed on that node) comes
+// back to it. It resumes after the points it held: none is measured twice, and the progress
+// counts each point once.
+TEST(Fleet, ANodeThatTakesBackItsJobAfterAnOutageResumesAfterThePointsItHeld) {
+  postgres_server server;
+  const std::string url = create_database(server.url());
+  auto f = std::make_unique<fleet>(2, 1, std::vector<std::string>{}, url);
+  daemon_process& a = (*f)[0];
+  daemon_process& b = (*f)[1];
+  constexpr int total = 40;
+  json spec = stream_sweep(total, 100);
+  spec["device"] = {{"node", "a"}};
+  const auto id = b.submit(spec);
+  const std::string path = "/api/v1/jobs/" + std::to_string(id);
+  ASSERT_TRUE(eventually([&] { return b.get(path).body["progress"]["done"] >= 3; }, 20s));
+  server.stop();
+  std::this_thread::sleep_for(1s);  // a measures on for half its lease, holding the points
+  ASSERT_EQ(::kill(a.pid(), SIGSTOP), 0);
+  server.start();
+  // b finds a's lease run out and queues the job again; only a may run it.
+  const bool requeued = eventually([&] { return b.get(path).body["status"] == "queued"; }, 20s);
+  ASSERT_EQ(::kill(a.pid(), SIGCONT), 0);
+  ASSERT_TRUE(requeued) << b.get(path).text;
+  const json job = b.wait_job(id, 60s);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  EXPECT_EQ(job["node"], "a");
+  EXPECT_EQ(job["progress"]["done"], total);
+  EXPECT_EQ(job["progress"]["ok"], total);
+  EXPECT_TRUE(every_point_once(b, id, total));
+  EXPECT_EQ(a.get("/api/v1/devices/0").body["points_measured"], total) << a.log();
   f.reset();
 }
 
@@ -501,6 +538,40 @@ TEST(Fleet, TheDatabaseAndTheNodeMayComeFromTheConfigFileOrTheEnvironment) {
     EXPECT_NE(with_config.log().find("node filed; store: PostgreSQL at"), std::string::npos);
   }
   drop_database(db);
+}
+
+// Whether process `pid` (a child not yet waited for) has ended: /proc shows it a zombie.
+bool exited(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z';
+}
+
+// A node cut off from the database long enough for the server to free its name finds, when it
+// reconnects, that another live daemon holds the name (here the test's own connection, as a
+// second daemon started with that name would). Two live nodes of one name would take each
+// other's jobs and overwrite each other's devices: the one that lost the name stops.
+TEST(Fleet, ANodeThatFindsItsNameTakenWhenItReconnectsStops) {
+  fleet f(2, 1);
+  daemon_process& a = f[0];
+  detail::pg_connection db({{"connect_timeout", "10"}, {"dbname", f.database()}});
+  const std::int64_t key = postgres_node_lock_key("a");
+  // Its session, the connection holding the name's lock, ends; the test takes the lock before
+  // the session reconnects (a second later).
+  const auto taken = db.exec(
+      "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+      "AND ((classid::bigint << 32) | objid::bigint) = $1",
+      {key});
+  ASSERT_EQ(taken.rows(), 1);
+  ASSERT_TRUE(eventually(
+      [&] { return db.exec("SELECT pg_try_advisory_lock($1)", {key}).boolean(0, 0); }, 5s));
+  ASSERT_TRUE(eventually([&] { return exited(a.pid()); }, 10s)) << a.log();
+  EXPECT_NE(a.log().find("lost its node name while cut off from the database"), std::string::npos)
+      << a.log();
+  // The other node goes on.
+  EXPECT_EQ(f[1].wait_job(f[1].submit(stream_sweep(2, 0)))["status"], "succeeded");
 }
 
 TEST(Fleet, ABadNodeNameIsAStartUpError) {

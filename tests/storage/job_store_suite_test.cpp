@@ -523,6 +523,34 @@ TEST_P(JobStore, AddResultsUpdatesProgressAndBest) {
   EXPECT_EQ(store.get(id)->progress.done, 6u);
 }
 
+// A node that held measured points in memory while its database was away, and measured some of
+// them again after it resumed the job, stores both copies in one batch: each point is stored and
+// counted once, the copy measured first kept.
+TEST_P(JobStore, APointTwiceInOneBatchIsStoredAndCountedOnce) {
+  const auto id = store.submit(submission("j", {}, 4), 1).id;
+  take(id);
+  store.add_results(std::vector<result_row>{row(id, 0, true, 50.0)}, 10);
+
+  auto again = row(id, 1, true, 10.0);
+  again.result_json = R"({"again":true})";
+  auto failed_again = row(id, 2, true, 30.0);
+  failed_again.ok = false;
+  const std::vector<result_row> batch{row(id, 1, true, 40.0), row(id, 2, true, 45.0), again,
+                                      failed_again, row(id, 0, true, 5.0)};
+  store.add_results(batch, 11);
+
+  const auto job = store.get(id);
+  EXPECT_EQ(job->progress.done, 3u);
+  EXPECT_EQ(job->progress.ok, 3u);
+  EXPECT_EQ(job->progress.failed, 0u);
+  ASSERT_TRUE(job->best.has_value());
+  EXPECT_EQ(job->best->index, 1u);
+  EXPECT_DOUBLE_EQ(job->best->median_us, 40.0);
+  const auto stored = store.results(id, 0, 10);
+  ASSERT_EQ(stored.size(), 3u);
+  EXPECT_EQ(stored[1].result_json, R"({"index":1})");
+}
+
 // A problem-size sweep: the smallest size is the fastest, the largest does the most work per
 // microsecond. The best is ranked by cost (time per unit of work), and shows its own median.
 TEST_P(JobStore, TheBestPointIsTheLowestCostNotTheSmallestMedian) {

@@ -7,6 +7,7 @@
 #include "api/job_codec.hpp"
 #include "server/job_events.hpp"
 #include "storage/sqlite_job_store.hpp"
+#include "storage/storage_error.hpp"
 
 namespace kernelscan {
 namespace {
@@ -20,8 +21,13 @@ class relaying_store : public sqlite_job_store {
   relaying_store() : sqlite_job_store(":memory:") {}
   void publish_event(const store_event& e) override { sent.push_back(e); }
   void subscribe(std::function<void(const store_event&)> f) override { deliver = std::move(f); }
+  std::optional<job_record> get(std::int64_t id) override {
+    if (unreachable) throw storage_error("cannot connect to PostgreSQL", true);
+    return sqlite_job_store::get(id);
+  }
   std::vector<store_event> sent;
   std::function<void(const store_event&)> deliver;
+  bool unreachable = false;
 };
 
 std::int64_t submit(job_store& store) {
@@ -89,6 +95,30 @@ TEST(FleetRelay, ThisNodesEventsGoOutSmallAndOtherNodesEventsArePublishedHere) {
   EXPECT_EQ(got.events[1].data, R"({"job_id":1,"done":3})");
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].id, id);
+}
+
+// The store fails for a moment (its pool still refusing right after PostgreSQL came back) just
+// as another node announces a job's end: the streams here reload rather than never hearing of
+// it, and whoever waits on the job looks again rather than waiting out its deadline.
+TEST(FleetRelay, AnotherNodesJobThatCannotBeReadResetsTheStreamsAndWakesItsWaiters) {
+  relaying_store store;
+  event_hub hub;
+  std::vector<job_record> seen;
+  std::vector<std::int64_t> unread;
+  fleet_relay relay(
+      store, hub, [&](const job_record& j) { seen.push_back(j); }, {},
+      [&](std::int64_t id) { unread.push_back(id); });
+  relay.attach();
+  const auto id = submit(store);
+  store.unreachable = true;
+  store.deliver({"job", R"({"id":)" + std::to_string(id) + "}"});
+  const auto got = hub.wait(0, event_hub::clock::now(), 0ms);
+  ASSERT_EQ(got.events.size(), 1u);
+  EXPECT_EQ(got.events[0].type, "reset");
+  EXPECT_EQ(got.events[0].data, "{}");
+  EXPECT_EQ(unread, std::vector<std::int64_t>{id});
+  EXPECT_TRUE(seen.empty());
+  EXPECT_TRUE(store.sent.empty()) << "nothing is sent back out";
 }
 
 TEST(FleetRelay, ARooflineRequestReachesItsNodeAndIsNoEvent) {
