@@ -961,7 +961,10 @@ def _point_line(row: dict, said: dict[tuple[Any, Any], Any] | None = None) -> st
     if row.get("status") != "ok":
         err = row.get("error") or {}
         key = (err.get("type"), err.get("message"))
-        if said is not None and key in said:
+        if not err and row.get("held_out") is True:
+            # Without an operator's token the daemon shows no error at a held-out point.
+            text = head + "failed (the error at a held-out point is not shown)"
+        elif said is not None and key in said:
             text = head + f"failed: {err.get('type')}: the same error as point {said[key]}"
         else:
             text = head + f"failed: {err.get('type')}: {err.get('message')}"
@@ -991,6 +994,12 @@ def _point_line(row: dict, said: dict[tuple[Any, Any], Any] | None = None) -> st
         if verification.get("status") == "failed":
             text += (f", verification failed (max abs err {verification.get('max_abs_err')}, "
                      f"max rel err {verification.get('max_rel_err')})")
+        # What the errors alone do not say: outputs never written, an input the kernel changed,
+        # timed samples that differ from the verified ones.
+        note = verification.get("note")
+        if note and verification.get("status") != "skipped" and (flags or verification.get(
+                "status") == "failed"):
+            text += f": {note}"
     if flags:
         text += ", flags: " + ", ".join(flags)
     if isinstance(row.get("cache"), dict) and row["cache"].get("hit"):

@@ -482,6 +482,39 @@ class PointsSummaryTest(unittest.TestCase):
         self.assertEqual(lines[3], "point 2 (N=3072): failed: compile_error: the same error as point 0")
         self.assertEqual(lines[4], "point 3 (N=4096): failed: timeout: outlived its watchdog")
 
+    def test_a_failed_held_out_point_says_why_nothing_more_is_shown(self) -> None:
+        # As an agent reads it: the daemon gives no params and no error at a held-out point.
+        rows = [{"index": 2, "held_out": True, "status": "failed",
+                 "fitness": {"correct": False, "combined_score": 0}, "flags": ["timeout"]}]
+        self.assertEqual(kernelscan_client._points_summary(rows),
+                         "point 2 (held out: its sizes are not shown): failed (the error at a "
+                         "held-out point is not shown), flags: timeout")
+
+    def test_the_verification_note_says_what_the_errors_do_not(self) -> None:
+        unwritten = {"index": 0, "params": {"N": 64}, "status": "ok", "time_us": {"median": 4.5},
+                     "fitness": {"correct": False, "combined_score": 0},
+                     "verification": {"status": "failed", "max_abs_err": 0, "max_rel_err": 0,
+                                      "note": "32 output elements were never written"},
+                     "flags": ["verification_failed", "output_not_written"]}
+        self.assertEqual(
+            kernelscan_client._points_summary([unwritten]),
+            "point 0 (N=64): ok, median 4.5 us, incorrect, score 0, verification failed (max abs "
+            "err 0, max rel err 0): 32 output elements were never written, flags: "
+            "verification_failed, output_not_written")
+        mismatch = {"index": 1, "params": {"N": 64}, "status": "ok", "time_us": {"median": 9.0},
+                    "fitness": {"correct": False, "combined_score": 0},
+                    "verification": {"status": "passed", "note": "correct when verified, but 2 "
+                                     "of the 3 timed samples checked differ"},
+                    "flags": ["timed_output_mismatch"]}
+        self.assertIn("score 0: correct when verified, but 2 of the 3 timed samples checked "
+                      "differ, flags: timed_output_mismatch",
+                      kernelscan_client._points_summary([mismatch]))
+        # A passing point says nothing more.
+        passed = dict(unwritten, verification={"status": "passed", "note": None}, flags=[],
+                      fitness={"correct": True, "combined_score": 1})
+        self.assertEqual(kernelscan_client._points_summary([passed]),
+                         "point 0 (N=64): ok, median 4.5 us, score 1")
+
 
 class LongPollLimitTest(DaemonTestCase):
     """A daemon that admits one long poll: a second waiter backs off and still sees the end."""
