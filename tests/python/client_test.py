@@ -516,6 +516,66 @@ class PointsSummaryTest(unittest.TestCase):
                          "point 0 (N=64): ok, median 4.5 us, score 1")
 
 
+class OperatorFailureTest(unittest.TestCase):
+    """A job that failed in a kernel the candidate did not write (the task's reference, the
+    evaluator's baseline) is the evaluator's to fix: scoring it 0 would score every candidate
+    0. The daemon names the field in the point's error."""
+
+    REFERENCE_LOG = ("kernel.reference: the kernel did not compile (CL_BUILD_PROGRAM_FAILURE "
+                     "(-11)):\nerror: kernel.cl:3:23: use of undeclared identifier 'ITER'")
+
+    def failed_job(self, message: str) -> tuple[dict, list[dict]]:
+        error = {"type": "compile_error", "message": message}
+        job = {"id": 7, "status": "failed", "progress": {"total": 2, "ok": 0},
+               "error": {"type": "points_failed", "message": "all 2 points failed"},
+               "summary": {"fitness": {"combined_score": 0, "correct": False}}}
+        rows = [{"index": 0, "params": {"N": 64}, "status": "failed", "error": error},
+                {"index": 1, "held_out": True, "status": "failed",
+                 "fitness": {"correct": False, "combined_score": 0}, "flags": []}]
+        return job, rows
+
+    def evaluate(self, message: str, task: bool = True, **kw) -> kernelscan_client.Evaluation:
+        client = Client("http://127.0.0.1:1", token="")
+        job, rows = self.failed_job(message)
+        with mock.patch.object(Client, "submit_to_task", return_value={"id": 7}), \
+                mock.patch.object(Client, "submit", return_value={"id": 7}), \
+                mock.patch.object(Client, "wait", return_value=job), \
+                mock.patch.object(Client, "results", return_value=rows):
+            if task:
+                return client.evaluate_task_detailed("poly", "source", 60, **kw)
+            return client.evaluate_detailed({"kernel": {}}, 60, **kw)
+
+    def test_a_task_whose_reference_fails_raises(self) -> None:
+        with self.assertRaises(kernelscan_client.EvaluatorError) as caught:
+            self.evaluate(self.REFERENCE_LOG)
+        self.assertIn("job 7 failed at point 0 in kernel.reference", str(caught.exception))
+        self.assertIn("use of undeclared identifier 'ITER'", str(caught.exception))
+        self.assertEqual(caught.exception.context, {"job_id": 7})
+        ev = self.evaluate(self.REFERENCE_LOG, raise_on_infrastructure_error=False)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertTrue(ev.artifacts["error"].startswith("evaluator: job 7 failed at point 0"),
+                        ev.artifacts)
+
+    def test_a_spec_whose_baseline_fails_raises_but_its_kernels_reference_is_the_candidates(
+            self) -> None:
+        with self.assertRaises(kernelscan_client.EvaluatorError):
+            self.evaluate("fitness.baseline: the kernel did not compile", task=False)
+        # candidate_fields ("kernel",): the reference is part of what the candidate wrote.
+        ev = self.evaluate(self.REFERENCE_LOG, task=False)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        ev = self.evaluate("fitness.baseline: the kernel did not compile", task=False,
+                           candidate_fields=None)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+
+    def test_the_candidates_own_failure_scores_0(self) -> None:
+        for message in ("the kernel did not compile (CL_BUILD_PROGRAM_FAILURE (-11)):\n"
+                        "kernel.cl:1:21: error: expected ')'",
+                        "hipRTC: error: expected ')'"):
+            ev = self.evaluate(message)
+            self.assertEqual(ev.metrics["combined_score"], 0.0)
+            self.assertTrue(ev.artifacts["error"].startswith("points_failed"), ev.artifacts)
+
+
 class LongPollLimitTest(DaemonTestCase):
     """A daemon that admits one long poll: a second waiter backs off and still sees the end."""
 
