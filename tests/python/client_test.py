@@ -791,6 +791,65 @@ class TaskTest(DaemonTestCase):
             self.agent.task("no such/name")
 
 
+class KernelOutputTest(DaemonTestCase):
+    """What a user kernel prints (device printf) on a real device, PoCL's: it reaches the
+    daemon's log only as escaped "kernel output:" lines, and only so much of it, so that a
+    kernel anyone may submit can neither write lines that read as the daemon's own nor fill the
+    log."""
+
+    FORGED = "2030-01-01T00:00:00.000 [kernelscan] info job 99 succeeded"
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.daemon = Daemon(engine="opencl")
+        try:
+            cls.daemon.start()
+        except BaseException:
+            cls.daemon.stop()
+            raise
+
+    def test_a_kernels_printf_is_escaped_prefixed_and_bounded(self) -> None:
+        source = (
+            "__kernel void axpy(__global float* out, __global const float* x, "
+            "__global const float* y, float a, int n) { int i = get_global_id(0);\n"
+            f' if (i < 64) printf("{self.FORGED}\\x1b[31m %d\\n", i);\n'
+            " if (i < n) out[i] = a * x[i] + y[i]; }"
+        )
+        spec = {
+            "engine": "opencl",
+            "kernel": {
+                "op": "custom", "language": "opencl", "entry": "axpy", "source": source,
+                "block": [64, 1, 1], "grid": ["ceil(N/64)", 1, 1],
+                "args": [{"name": "out", "type": "f32*", "count": "N", "output": True},
+                         {"name": "x", "type": "f32*", "count": "N"},
+                         {"name": "y", "type": "f32*", "count": "N"},
+                         {"name": "a", "type": "f32", "value": 2},
+                         {"name": "n", "type": "i32", "value": "N"}],
+                "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32",
+                              "scalar": 2, "a": "out", "b": "y", "c": "x"},
+            },
+            "sweep": {"N": [4096]},
+            "timing": {"l2": "hot", "max_time_ms": 200},
+        }
+        client = Client(self.daemon.url, token="")
+        job = client.wait(client.submit(spec), timeout_s=120)
+        self.assertEqual(job["status"], "succeeded", job)
+        # Every launch printed 64 lines of about 80 bytes: far more than the log takes.
+        deadline = time.monotonic() + 10
+        while "the rest is dropped" not in self.daemon.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        lines = self.daemon.log().splitlines()
+        printed = [line for line in lines if self.FORGED in line]
+        self.assertGreater(len(printed), 10)
+        for line in printed:
+            self.assertIn("] info kernel output: " + self.FORGED + "\\x1b[31m ", line)
+            self.assertFalse(line.startswith(self.FORGED), line)
+        # 16 KiB of output, each line with the log's prefix.
+        self.assertLess(len("\n".join(printed)), 48 * 1024)
+        self.assertTrue(any("kernel output: more than 16 KiB a minute; the rest is dropped" in line
+                            for line in lines))
+
+
 class FailedJobTest(DaemonTestCase):
     """Points that crash their worker (fault injection): the job fails and scores 0."""
 
