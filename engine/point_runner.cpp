@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -42,6 +43,10 @@ constexpr std::uint64_t k_sample_salt = 0x5a3b1e;
 constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_extra_launches_salt = 0xe7a1;
 constexpr std::uint64_t k_canary_salt = 0xca7a;
+constexpr std::uint64_t k_batch_set_salt = 0xba7c;
+// The buffer sets of a batch fit in the device's caches, so that a hot batch stays hot; where a
+// device does not tell its cache sizes, this many bytes.
+constexpr std::uint64_t k_batch_sets_default_bytes = std::uint64_t(32) << 20;
 // Verification launches the kernel up to k_max_extra_launches more times than it has trials, on
 // a trial's inputs after its outputs were compared, as the point's seed picks: a kernel cannot
 // count launches to learn when verification ends.
@@ -516,8 +521,12 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
 
 // The candidate's timed samples, made safe to trust (point_runner.hpp): two buffer sets used in
 // turn, fresh inputs and poisoned outputs before every sample, randomly drawn samples and one
-// after the last checked against the reference's answer for their inputs. Its before()/after()
-// are the sample loop's hooks; current() is the set the next launches use.
+// after the last checked against the reference's answer for their inputs. A batched sample
+// gives each of its launches a set of its own, with inputs of its own and poisoned outputs: on
+// one set, every launch after the first would find the answer already written for the same
+// inputs, and a kernel that returns early then (or replays what its globals kept) would time
+// as fast per launch as the batch is long while its outputs stay right. Its before()/after()
+// are the sample loop's hooks; next() is the set the next launch uses.
 class point_runner::timed_checks {
  public:
   // `kept`: the answers verification kept (none where it did not pass: the point scores nothing
@@ -550,10 +559,29 @@ class point_runner::timed_checks {
       m_second.clear();
       m_sets[1] = m_sets[0];
     }
+    // As many sets as a batch may use: within the device's caches and its free memory (the two
+    // sets above are two of them). Without room for a second set, launches are not batched.
+    if (rotates()) {
+      const std::uint64_t set_bytes = std::max<std::uint64_t>(buffer_bytes(k), 1);
+      const auto& info = runner.m_backend->device();
+      const std::uint64_t caches = info.l2_bytes + info.llc_bytes;
+      const std::uint64_t in_caches = (caches ? caches : k_batch_sets_default_bytes) / set_bytes;
+      const double guarded = double(set_bytes) + 2.0 * double(k_canary_bytes * k.buffers().size());
+      const double in_memory =
+          double(runner.m_backend->free_memory()) * k_memory_headroom / guarded + 2;
+      m_max_batch = std::clamp<std::int64_t>(std::int64_t(std::min(double(in_caches), in_memory)),
+                                             1, k_max_batch);
+    }
   }
 
   bool rotates() const { return !m_second.empty(); }
-  const buffer_set& current() const { return m_sets[m_current]; }
+  // The most launches a sample may hold: one set of buffers each.
+  std::int64_t max_batch() const { return m_max_batch; }
+  // The set the next launch uses: the sample's one, or in a batch the launch's own.
+  const buffer_set& next() {
+    if (m_batch.empty()) return current();
+    return *m_batch[std::size_t(m_launch++) % m_batch.size()];
+  }
 
   // A checked sample gets the inputs of a verification trial, whose answer is kept: no reference
   // runs while the kernel is timed. The kernel cannot know them for what they are: it runs from
@@ -561,19 +589,27 @@ class point_runner::timed_checks {
   void before(std::int64_t launches, bool timed) {
     ++m_samples;
     m_current = int(m_samples % 2);  // both sets are the kernel's own where it does not rotate
+    m_launch = 0;
+    m_batch.clear();
+    if (timed && launches > 1 && launches <= m_max_batch) batch_sets(launches);
     const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
     const bool drawn =
         m_last || (m_drawn < k_max_drawn_checks && mix64(s ^ k_check_salt) % k_check_one_in == 0);
     m_expected = nullptr;
+    // A checked batch is checked on its first launch's set.
     if (timed && drawn && checkable(launches)) {
       const kept_answer& a = m_kept[std::size_t(m_checks) % m_kept.size()];
-      m_runner.init_inputs(m_k, current(), a.seed, a.pattern);
+      m_runner.init_inputs(m_k, checked(), a.seed, a.pattern);
       m_pattern = a.pattern;
       m_expected = &a;
       m_drawn += m_last ? 0 : 1;
     } else {
       m_pattern = int(s & 1);
-      m_runner.init_inputs(m_k, current(), s, m_pattern);
+      m_runner.init_inputs(m_k, checked(), s, m_pattern);
+    }
+    for (std::size_t j = 1; j < m_batch.size(); ++j) {
+      const std::uint64_t seed = mix64(s ^ mix64(k_batch_set_salt + j));
+      m_runner.init_inputs(m_k, *m_batch[j], seed, int(seed & 1));
     }
     // Local memory is scrubbed before the kernel's first timed launch (after verification's,
     // which may have kept something there across the fresh module) and after another variant's
@@ -593,13 +629,13 @@ class point_runner::timed_checks {
   void after() {
     if (!m_expected) return;
     m_runner.m_backend->synchronize();
-    if (m_runner.buffer_hashes(m_k, current(), hashed_buffers::outputs) == m_expected->verified) {
+    if (m_runner.buffer_hashes(m_k, checked(), hashed_buffers::outputs) == m_expected->verified) {
       m_expected = nullptr;
       ++m_checks;
       return;
     }
     output_errors e;
-    m_runner.compare(m_k, current(), m_expected->expected, m_tolerances.atol, m_tolerances.rtol,
+    m_runner.compare(m_k, checked(), m_expected->expected, m_tolerances.atol, m_tolerances.rtol,
                      m_pattern, e);
     m_expected = nullptr;
     ++m_checks;
@@ -628,6 +664,8 @@ class point_runner::timed_checks {
     canary_hits outside;
     m_runner.check_canaries(m_k, m_sets[0], outside);
     if (rotates()) m_runner.check_canaries(m_k, m_sets[1], outside);
+    for (const auto& set : m_extra_sets)
+      m_runner.check_canaries(m_k, set, outside);
     // The canaries verification found changed stay so: what is new is the timed launches'.
     const auto& found = v.written_out_of_bounds;
     for (auto* list : {&outside.buffers, &outside.before, &outside.after}) {
@@ -658,8 +696,30 @@ class point_runner::timed_checks {
   }
 
  private:
+  // A batch whose launches each have a set of their own is checked as a single launch is.
   bool checkable(std::int64_t launches) const {
-    return !m_kept.empty() && (launches == 1 || m_pure);
+    return !m_kept.empty() && (launches == 1 || m_pure || !m_batch.empty());
+  }
+
+  const buffer_set& current() const { return m_sets[m_current]; }
+  const buffer_set& checked() const { return m_batch.empty() ? current() : *m_batch[0]; }
+
+  // m_batch: `launches` sets, the sample's own first, allocating (and arming the canaries of)
+  // the ones beyond the two the kernel alternates.
+  void batch_sets(std::int64_t launches) {
+    while (2 + m_extra_sets.size() < std::size_t(launches)) {
+      buffer_set set(m_k.buffers().size());
+      for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
+        m_extra.push_back(
+            m_runner.m_backend->allocate_guarded(m_k.buffers()[i].bytes(), k_canary_bytes));
+        set[i] = &m_extra.back();
+      }
+      m_runner.arm_canaries(m_k, set);
+      m_extra_sets.push_back(std::move(set));
+    }
+    m_batch = {&m_sets[m_current], &m_sets[1 - m_current]};
+    for (std::size_t j = 0; m_batch.size() < std::size_t(launches); ++j)
+      m_batch.push_back(&m_extra_sets[j]);
   }
 
   point_runner& m_runner;
@@ -671,6 +731,11 @@ class point_runner::timed_checks {
   std::vector<device_buffer> m_second;
   buffer_set m_sets[2];
   int m_current = 0;
+  std::int64_t m_max_batch = 1;
+  std::deque<device_buffer> m_extra;  // the buffers of the sets beyond two (a deque: stable)
+  std::vector<buffer_set> m_extra_sets;
+  std::vector<const buffer_set*> m_batch;  // the sets of this sample's launches, when batched
+  std::int64_t m_launch = 0;
   std::uint64_t m_samples = 0;
   int m_pattern = 0;
   bool m_last = false;
@@ -758,7 +823,8 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     std::vector<timed_kernel> kernels;
     if (defended) {
       checks.emplace(*this, candidate, spec, point_seed, std::move(kept));
-      kernels.push_back({[&] { candidate.launch(checks->current()); }, kernel_role::candidate});
+      kernels.push_back({[&] { candidate.launch(checks->next()); }, kernel_role::candidate});
+      kernels.back().max_batch = checks->max_batch();
       kernels.back().before = [&](std::int64_t n, bool timed) {
         const phase_timer timer(m_phases.hooks);
         checks->before(n, timed);
@@ -799,8 +865,8 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     if (checks) {
       checks->check_last(kernels[0]);
       checks->report(r.verification);
-      // A batch runs on one set of inputs: a kernel that did its work once per batch would
-      // look as fast per launch as the batch is long, against its single launches.
+      // A batch's time per launch is compared with its single launches too: far faster is
+      // what a kernel that worked once per batch would show (faster_than_verification).
       if (kernels[0].batch > 1 && kernels[0].single_us > 0) {
         auto& fastest = r.verification.launch_us;
         fastest = std::min(fastest.value_or(kernels[0].single_us), kernels[0].single_us);
@@ -979,7 +1045,8 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     if (!ok) continue;
     auto& checks = *s->checks;
     kernels.push_back(
-        {[&k = *s->kernel, &checks] { k.launch(checks.current()); }, kernel_role::candidate});
+        {[&k = *s->kernel, &checks] { k.launch(checks.next()); }, kernel_role::candidate});
+    kernels.back().max_batch = checks.max_batch();
     kernels.back().before = [&checks](std::int64_t n, bool timed) { checks.before(n, timed); };
     kernels.back().after = [&checks] { checks.after(); };
   }

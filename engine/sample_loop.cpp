@@ -62,7 +62,8 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
       x = as_kernel(k, [&] { return take_sample(backend, k, false).time_us; });
     std::sort(std::begin(t), std::end(t));
     k.single_us = t[1];
-    k.batch = batch_for(t[1], timing.l2);
+    k.batch = std::clamp<std::int64_t>(batch_for(t[1], timing.l2), 1,
+                                       std::max<std::int64_t>(1, k.max_batch));
   }
 
   std::vector<adaptive_sampler> samplers(kernels.size(), adaptive_sampler(timing));

@@ -35,6 +35,9 @@ struct timed_kernel {
   std::function<void()> launch;
   kernel_role role = kernel_role::candidate;
   std::int64_t batch = 1;  // set by sample_interleaved()
+  // The most launches one sample may hold: a runner that gives each launch of a batch buffers
+  // of its own has only so many sets of them.
+  std::int64_t max_batch = k_max_batch;
   // The median of the single-launch probe samples of the batch decision (µs); 0 in cold mode.
   double single_us = 0;
   // Untimed, before each group of launches: `launches` of them follow, timed (a sample, the

@@ -159,6 +159,30 @@ bool is_ok(const json& row) {
   return row.value("status", "") == "ok" && number_at(row, "/time_us/median").value_or(0) > 0;
 }
 
+// A held-out point of a task without its sizes and times (the daemon shows them to operators
+// only).
+bool is_hidden_held_out(const json& row) {
+  return row.value("held_out", false) == true && !row.contains("params");
+}
+
+// What a held-out point shows: whether it was correct, its score and flags.
+std::string held_out_note(const json& row) {
+  std::string note = "sizes and times not shown";
+  const json::json_pointer correct{"/fitness/correct"};
+  if (row.value("status", "") == "ok") {
+    note += row.contains(correct) && row[correct] == true ? "; correct" : "; incorrect";
+  }
+  if (const auto score = number_at(row, "/fitness/combined_score"))
+    note += ", score " + format_significant(*score, 3);
+  if (row.contains("flags") && row["flags"].is_array() && !row["flags"].empty()) {
+    std::string flags;
+    for (const auto& f : row["flags"])
+      if (f.is_string()) flags += (flags.empty() ? "" : ", ") + f.get<std::string>();
+    note += "; flags: " + flags;
+  }
+  return note;
+}
+
 std::string ci_text(const json& ci) {
   if (!ci.is_array() || ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number()) return "-";
   return format_significant(ci[0].get<double>(), 3) + ".." +
@@ -301,16 +325,24 @@ std::string results_report(const json& job, const json& rows) {
   // The job-wide figures each row is compared with. The best is the job's: the lowest time per
   // unit of work (cost_of), or for imported kernels, which are unrelated, the fastest.
   const bool unrelated = job.value("op", "") == "import";
-  std::size_t ok = 0, failed = 0;
+  // A held-out point of a task, as a reader without an operator token sees it: its status and
+  // score, no sizes and no times. It counts as what its status says, and is never the best.
+  std::size_t ok = 0, failed = 0, held_out = 0, shown_ok = 0;
   const json* best = nullptr;
   double best_cost = 0;
   const json* slowest = nullptr;
   for (const auto& r : rows) {
+    if (is_hidden_held_out(r)) {
+      ++held_out;
+      ++(r.value("status", "") == "ok" ? ok : failed);
+      continue;
+    }
     if (!is_ok(r)) {
       ++failed;
       continue;
     }
     ++ok;
+    ++shown_ok;
     const double median = *number_at(r, "/time_us/median");
     const double cost = unrelated ? median : cost_of(r).value_or(median);
     // As the job's own best point is: a point whose flags void its score is never it.
@@ -342,7 +374,8 @@ std::string results_report(const json& job, const json& rows) {
       total_points ? std::to_string(static_cast<long long>(*total_points)) : "?";
   header("points", std::to_string(rows.size()) + " of " + total +
                        (imported ? " imported: " : " measured: ") + std::to_string(ok) + " ok, " +
-                       std::to_string(failed) + " failed");
+                       std::to_string(failed) + " failed" +
+                       (held_out ? ", " + std::to_string(held_out) + " held out (not shown)" : ""));
   const std::size_t simulated =
       static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const json& r) {
         return r.is_object() && r.value("simulated", false) == true;
@@ -389,7 +422,9 @@ std::string results_report(const json& job, const json& rows) {
   std::vector<std::string> section_order;
   std::map<std::string, std::vector<const json*>> sections;
   for (const auto& r : rows) {
-    const std::string key = names.size() >= 2 ? assignment(r, names, 0, names.size() - 1) : "";
+    const std::string key = names.size() < 2        ? ""
+                            : is_hidden_held_out(r) ? "held out"
+                                                    : assignment(r, names, 0, names.size() - 1);
     auto [it, inserted] = sections.try_emplace(key);
     if (inserted) section_order.push_back(key);
     it->second.push_back(&r);
@@ -399,6 +434,10 @@ std::string results_report(const json& job, const json& rows) {
     if (!key.empty()) table.add_section(key);
     for (const json* rp : sections[key]) {
       const json& r = *rp;
+      if (is_hidden_held_out(r)) {
+        table.add_row({"held out", r.value("status", "?")}, held_out_note(r));
+        continue;
+      }
       const std::string first =
           names.empty() ? text_of(r.value("index", json())) : param_value(r, names.back());
       if (!is_ok(r)) {
@@ -444,8 +483,8 @@ std::string results_report(const json& job, const json& rows) {
   out += "\n";
 
   if (!best) {
-    return out + (ok ? "best    none: every measured point has a flag that voids its score\n"
-                     : "best    none: no point succeeded\n");
+    return out + (shown_ok ? "best    none: every measured point has a flag that voids its score\n"
+                           : "best    none: no point succeeded\n");
   }
   const json& b = *best;
   const double best_us = *number_at(b, "/time_us/median");

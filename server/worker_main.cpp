@@ -1,5 +1,6 @@
 #include "server/worker_main.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
@@ -9,11 +10,14 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <thread>
 
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
@@ -27,14 +31,89 @@
 namespace kernelscan {
 namespace {
 
-// The protocol has the real stdout to itself: fd 1 is pointed at stderr so that anything else
-// printing (a user kernel's printf, a runtime's diagnostics) cannot corrupt the stream.
+// What a user kernel prints (device printf, which the runtime writes to fd 1) reaches the log
+// as "kernel output:" lines, control characters escaped, each cut at k_output_line_bytes, at
+// most k_output_window_bytes of them per k_output_window; the rest is read and counted, then
+// dropped. A kernel submitted by anyone must neither fill the daemon's log and disk nor write
+// lines that read as the daemon's own.
+constexpr std::size_t k_output_line_bytes = 512;
+constexpr std::size_t k_output_window_bytes = 16 * 1024;
+constexpr auto k_output_window = std::chrono::minutes(1);
+
+std::string escaped_output(std::string_view line) {
+  std::string out;
+  for (const char c : line.substr(0, k_output_line_bytes)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  if (line.size() > k_output_line_bytes) out += "... (cut)";
+  return out;
+}
+
+// Reads fd `from` (the read end of fd 1's pipe) until every writer is gone; runs on a thread
+// of its own, so that a kernel's printf never waits for the log.
+void drain_output(int from) {
+  std::string pending;
+  std::size_t logged = 0, dropped = 0;
+  auto window = std::chrono::steady_clock::now();
+  auto emit = [&](std::string_view line) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - window >= k_output_window) {
+      if (dropped) spdlog::warn("kernel output: {} more bytes were dropped", dropped);
+      window = now;
+      logged = dropped = 0;
+    }
+    if (logged + line.size() > k_output_window_bytes) {
+      if (!dropped) {
+        spdlog::warn("kernel output: more than {} KiB a minute; the rest is dropped",
+                     k_output_window_bytes / 1024);
+      }
+      dropped += line.size() + 1;
+      return;
+    }
+    logged += line.size() + 1;
+    spdlog::info("kernel output: {}", escaped_output(line));
+  };
+  char chunk[65536];
+  for (;;) {
+    const ssize_t n = ::read(from, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(chunk, std::size_t(n));
+    std::size_t start = 0;
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+      emit(std::string_view(pending).substr(start, nl - start));
+      start = nl + 1;
+    }
+    pending.erase(0, start);
+    // A line that never ends is taken in pieces.
+    if (pending.size() > k_output_line_bytes) {
+      emit(pending);
+      pending.clear();
+    }
+  }
+  if (!pending.empty()) emit(pending);
+  ::close(from);
+}
+
+// The protocol has the real stdout to itself: fd 1 is pointed at a pipe that drain_output()
+// empties, so that anything else printing (a user kernel's printf, a runtime's diagnostics)
+// can neither corrupt the stream nor flood the log.
 int take_protocol_fd() {
   const int fd = dup(STDOUT_FILENO);
-  if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+  int output[2];
+  if (fd < 0 || ::pipe2(output, O_CLOEXEC) != 0 || dup2(output[1], STDOUT_FILENO) < 0) {
     spdlog::critical("worker: cannot set up the protocol descriptor: {}", std::strerror(errno));
     std::exit(2);
   }
+  ::close(output[1]);
+  std::thread(drain_output, output[0]).detach();
   return fd;
 }
 

@@ -77,6 +77,9 @@ _LONG_POLL_SLACK_S = 30.0
 _JOBS_PAGE = 1000
 # Lines of per-point summary in evaluation artifacts; failed and flagged points come first.
 _SUMMARY_LINES = 40
+# A point that failed in a kernel other than the candidate's says whose, as the field that
+# holds it: "kernel.reference: the kernel did not compile ...", "fitness.baseline: ...".
+_FAILED_FOR_FIELD = re.compile(r"([a-z_]+(?:\.[a-z_]+|\[\d+\])+): ")
 
 
 class KernelscanError(Exception):
@@ -741,7 +744,10 @@ class Client:
         (a typo in the template, `engine: hip` on a daemon without a GPU, a sweep parameter
         nothing uses) is not the candidate's fault: it raises `EvaluatorError` instead of
         scoring every candidate 0.0. The default, `("kernel",)`, is a template that fixes
-        everything but the kernel; None makes the whole spec the candidate's.
+        everything but the kernel; None makes the whole spec the candidate's. A job that
+        failed in a kernel outside them (a baseline, or a task's reference, that does not
+        compile or run: the daemon names its field in the point's error) raises
+        `EvaluatorError` too.
 
         Failures of the infrastructure (the daemon unreachable, 401, 429 rate limits, 5xx) are
         not the candidate's doing either: they raise, so that a loop does not record a good
@@ -772,6 +778,8 @@ class Client:
         """Submits with `submit`, waits, reads the rows and scores them (evaluate_detailed).
         `refusals`: statuses that are the evaluator's fault whatever they name."""
         started = time.monotonic()
+        if candidate_fields is not None:
+            candidate_fields = tuple(candidate_fields)
         artifacts: dict[str, str] = {"server": self.server}
         metrics = zero_metrics()
 
@@ -833,6 +841,18 @@ class Client:
         except KernelscanError as e:
             return infrastructure(e)
         self._score(job, rows, artifacts, metrics, partial_credit)
+        # A reference or baseline that does not compile or run fails every candidate alike.
+        theirs = _failed_outside(rows, candidate_fields) if job.get("status") == "failed" else []
+        if theirs:
+            index, field, err = theirs[0]
+            harness = EvaluatorError(
+                f"job {job_id} failed at point {index} in {field}, which the candidate does not "
+                f"write ({err.get('type')}: {err.get('message')}); fix the evaluator or the "
+                "task, not the candidate",
+                type=str(err.get("type") or "error"), context={"job_id": job_id})
+            if raise_on_infrastructure_error:
+                raise harness
+            artifacts["error"] = f"evaluator: {harness.message}"
         return done(job, rows)
 
     def _give_up(
@@ -945,6 +965,24 @@ def _outside(errors: list[tuple[str, str]], fields: tuple[str, ...]) -> list[tup
     return [(f, m) for f, m in errors if not within(f)]
 
 
+def _failed_outside(
+    rows: list[dict], fields: Iterable[str] | None
+) -> list[tuple[Any, str, dict]]:
+    """(index, field, error) of each failed row whose error the daemon laid at a spec field
+    outside `fields` (None: every field is the candidate's)."""
+    if fields is None:
+        return []
+    found = []
+    for r in rows:
+        err = r.get("error")
+        if r.get("status") == "ok" or not isinstance(err, dict):
+            continue
+        m = _FAILED_FOR_FIELD.match(str(err.get("message") or ""))
+        if m and _outside([(m.group(1), "")], tuple(fields)):
+            found.append((r.get("index"), m.group(1), err))
+    return found
+
+
 def _params_text(params: Any) -> str:
     if not isinstance(params, dict) or not params:
         return ""
@@ -961,7 +999,10 @@ def _point_line(row: dict, said: dict[tuple[Any, Any], Any] | None = None) -> st
     if row.get("status") != "ok":
         err = row.get("error") or {}
         key = (err.get("type"), err.get("message"))
-        if said is not None and key in said:
+        if not err and row.get("held_out") is True:
+            # Without an operator's token the daemon shows no error at a held-out point.
+            text = head + "failed (the error at a held-out point is not shown)"
+        elif said is not None and key in said:
             text = head + f"failed: {err.get('type')}: the same error as point {said[key]}"
         else:
             text = head + f"failed: {err.get('type')}: {err.get('message')}"
@@ -991,6 +1032,12 @@ def _point_line(row: dict, said: dict[tuple[Any, Any], Any] | None = None) -> st
         if verification.get("status") == "failed":
             text += (f", verification failed (max abs err {verification.get('max_abs_err')}, "
                      f"max rel err {verification.get('max_rel_err')})")
+        # What the errors alone do not say: outputs never written, an input the kernel changed,
+        # timed samples that differ from the verified ones.
+        note = verification.get("note")
+        if note and verification.get("status") != "skipped" and (flags or verification.get(
+                "status") == "failed"):
+            text += f": {note}"
     if flags:
         text += ", flags: " + ", ".join(flags)
     if isinstance(row.get("cache"), dict) and row["cache"].get("hit"):

@@ -482,6 +482,99 @@ class PointsSummaryTest(unittest.TestCase):
         self.assertEqual(lines[3], "point 2 (N=3072): failed: compile_error: the same error as point 0")
         self.assertEqual(lines[4], "point 3 (N=4096): failed: timeout: outlived its watchdog")
 
+    def test_a_failed_held_out_point_says_why_nothing_more_is_shown(self) -> None:
+        # As an agent reads it: the daemon gives no params and no error at a held-out point.
+        rows = [{"index": 2, "held_out": True, "status": "failed",
+                 "fitness": {"correct": False, "combined_score": 0}, "flags": ["timeout"]}]
+        self.assertEqual(kernelscan_client._points_summary(rows),
+                         "point 2 (held out: its sizes are not shown): failed (the error at a "
+                         "held-out point is not shown), flags: timeout")
+
+    def test_the_verification_note_says_what_the_errors_do_not(self) -> None:
+        unwritten = {"index": 0, "params": {"N": 64}, "status": "ok", "time_us": {"median": 4.5},
+                     "fitness": {"correct": False, "combined_score": 0},
+                     "verification": {"status": "failed", "max_abs_err": 0, "max_rel_err": 0,
+                                      "note": "32 output elements were never written"},
+                     "flags": ["verification_failed", "output_not_written"]}
+        self.assertEqual(
+            kernelscan_client._points_summary([unwritten]),
+            "point 0 (N=64): ok, median 4.5 us, incorrect, score 0, verification failed (max abs "
+            "err 0, max rel err 0): 32 output elements were never written, flags: "
+            "verification_failed, output_not_written")
+        mismatch = {"index": 1, "params": {"N": 64}, "status": "ok", "time_us": {"median": 9.0},
+                    "fitness": {"correct": False, "combined_score": 0},
+                    "verification": {"status": "passed", "note": "correct when verified, but 2 "
+                                     "of the 3 timed samples checked differ"},
+                    "flags": ["timed_output_mismatch"]}
+        self.assertIn("score 0: correct when verified, but 2 of the 3 timed samples checked "
+                      "differ, flags: timed_output_mismatch",
+                      kernelscan_client._points_summary([mismatch]))
+        # A passing point says nothing more.
+        passed = dict(unwritten, verification={"status": "passed", "note": None}, flags=[],
+                      fitness={"correct": True, "combined_score": 1})
+        self.assertEqual(kernelscan_client._points_summary([passed]),
+                         "point 0 (N=64): ok, median 4.5 us, score 1")
+
+
+class OperatorFailureTest(unittest.TestCase):
+    """A job that failed in a kernel the candidate did not write (the task's reference, the
+    evaluator's baseline) is the evaluator's to fix: scoring it 0 would score every candidate
+    0. The daemon names the field in the point's error."""
+
+    REFERENCE_LOG = ("kernel.reference: the kernel did not compile (CL_BUILD_PROGRAM_FAILURE "
+                     "(-11)):\nerror: kernel.cl:3:23: use of undeclared identifier 'ITER'")
+
+    def failed_job(self, message: str) -> tuple[dict, list[dict]]:
+        error = {"type": "compile_error", "message": message}
+        job = {"id": 7, "status": "failed", "progress": {"total": 2, "ok": 0},
+               "error": {"type": "points_failed", "message": "all 2 points failed"},
+               "summary": {"fitness": {"combined_score": 0, "correct": False}}}
+        rows = [{"index": 0, "params": {"N": 64}, "status": "failed", "error": error},
+                {"index": 1, "held_out": True, "status": "failed",
+                 "fitness": {"correct": False, "combined_score": 0}, "flags": []}]
+        return job, rows
+
+    def evaluate(self, message: str, task: bool = True, **kw) -> kernelscan_client.Evaluation:
+        client = Client("http://127.0.0.1:1", token="")
+        job, rows = self.failed_job(message)
+        with mock.patch.object(Client, "submit_to_task", return_value={"id": 7}), \
+                mock.patch.object(Client, "submit", return_value={"id": 7}), \
+                mock.patch.object(Client, "wait", return_value=job), \
+                mock.patch.object(Client, "results", return_value=rows):
+            if task:
+                return client.evaluate_task_detailed("poly", "source", 60, **kw)
+            return client.evaluate_detailed({"kernel": {}}, 60, **kw)
+
+    def test_a_task_whose_reference_fails_raises(self) -> None:
+        with self.assertRaises(kernelscan_client.EvaluatorError) as caught:
+            self.evaluate(self.REFERENCE_LOG)
+        self.assertIn("job 7 failed at point 0 in kernel.reference", str(caught.exception))
+        self.assertIn("use of undeclared identifier 'ITER'", str(caught.exception))
+        self.assertEqual(caught.exception.context, {"job_id": 7})
+        ev = self.evaluate(self.REFERENCE_LOG, raise_on_infrastructure_error=False)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        self.assertTrue(ev.artifacts["error"].startswith("evaluator: job 7 failed at point 0"),
+                        ev.artifacts)
+
+    def test_a_spec_whose_baseline_fails_raises_but_its_kernels_reference_is_the_candidates(
+            self) -> None:
+        with self.assertRaises(kernelscan_client.EvaluatorError):
+            self.evaluate("fitness.baseline: the kernel did not compile", task=False)
+        # candidate_fields ("kernel",): the reference is part of what the candidate wrote.
+        ev = self.evaluate(self.REFERENCE_LOG, task=False)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+        ev = self.evaluate("fitness.baseline: the kernel did not compile", task=False,
+                           candidate_fields=None)
+        self.assertEqual(ev.metrics["combined_score"], 0.0)
+
+    def test_the_candidates_own_failure_scores_0(self) -> None:
+        for message in ("the kernel did not compile (CL_BUILD_PROGRAM_FAILURE (-11)):\n"
+                        "kernel.cl:1:21: error: expected ')'",
+                        "hipRTC: error: expected ')'"):
+            ev = self.evaluate(message)
+            self.assertEqual(ev.metrics["combined_score"], 0.0)
+            self.assertTrue(ev.artifacts["error"].startswith("points_failed"), ev.artifacts)
+
 
 class LongPollLimitTest(DaemonTestCase):
     """A daemon that admits one long poll: a second waiter backs off and still sees the end."""
@@ -696,6 +789,65 @@ class TaskTest(DaemonTestCase):
                          (409, "task_retired"))
         with self.assertRaises(ValueError):
             self.agent.task("no such/name")
+
+
+class KernelOutputTest(DaemonTestCase):
+    """What a user kernel prints (device printf) on a real device, PoCL's: it reaches the
+    daemon's log only as escaped "kernel output:" lines, and only so much of it, so that a
+    kernel anyone may submit can neither write lines that read as the daemon's own nor fill the
+    log."""
+
+    FORGED = "2030-01-01T00:00:00.000 [kernelscan] info job 99 succeeded"
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.daemon = Daemon(engine="opencl")
+        try:
+            cls.daemon.start()
+        except BaseException:
+            cls.daemon.stop()
+            raise
+
+    def test_a_kernels_printf_is_escaped_prefixed_and_bounded(self) -> None:
+        source = (
+            "__kernel void axpy(__global float* out, __global const float* x, "
+            "__global const float* y, float a, int n) { int i = get_global_id(0);\n"
+            f' if (i < 64) printf("{self.FORGED}\\x1b[31m %d\\n", i);\n'
+            " if (i < n) out[i] = a * x[i] + y[i]; }"
+        )
+        spec = {
+            "engine": "opencl",
+            "kernel": {
+                "op": "custom", "language": "opencl", "entry": "axpy", "source": source,
+                "block": [64, 1, 1], "grid": ["ceil(N/64)", 1, 1],
+                "args": [{"name": "out", "type": "f32*", "count": "N", "output": True},
+                         {"name": "x", "type": "f32*", "count": "N"},
+                         {"name": "y", "type": "f32*", "count": "N"},
+                         {"name": "a", "type": "f32", "value": 2},
+                         {"name": "n", "type": "i32", "value": "N"}],
+                "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32",
+                              "scalar": 2, "a": "out", "b": "y", "c": "x"},
+            },
+            "sweep": {"N": [4096]},
+            "timing": {"l2": "hot", "max_time_ms": 200},
+        }
+        client = Client(self.daemon.url, token="")
+        job = client.wait(client.submit(spec), timeout_s=120)
+        self.assertEqual(job["status"], "succeeded", job)
+        # Every launch printed 64 lines of about 80 bytes: far more than the log takes.
+        deadline = time.monotonic() + 10
+        while "the rest is dropped" not in self.daemon.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        lines = self.daemon.log().splitlines()
+        printed = [line for line in lines if self.FORGED in line]
+        self.assertGreater(len(printed), 10)
+        for line in printed:
+            self.assertIn("] info kernel output: " + self.FORGED + "\\x1b[31m ", line)
+            self.assertFalse(line.startswith(self.FORGED), line)
+        # 16 KiB of output, each line with the log's prefix.
+        self.assertLess(len("\n".join(printed)), 48 * 1024)
+        self.assertTrue(any("kernel output: more than 16 KiB a minute; the rest is dropped" in line
+                            for line in lines))
 
 
 class FailedJobTest(DaemonTestCase):

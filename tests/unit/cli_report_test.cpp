@@ -235,6 +235,53 @@ TEST(cli_report, FailedPointsShowTheirErrorAndAreLeftOutOfTheComparison) {
   EXPECT_NE(report.find("best    N=1: 10.00 µs"), std::string::npos) << report;
 }
 
+// A task's held-out points as an agent reads them (api/held_out.cpp): status, score and flags,
+// no sizes and no times. They are not failed points, and each says what it shows.
+json held_out_row(std::int64_t index, const std::string& status, bool correct, double score) {
+  return {{"index", index},
+          {"held_out", true},
+          {"status", status},
+          {"fitness", {{"correct", correct}, {"combined_score", score}}},
+          {"flags", status == "ok" ? json::array() : json::array({"timeout"})}};
+}
+
+TEST(cli_report, HeldOutPointsCountAsTheirStatusSaysAndShowOnlyTheirScore) {
+  json job = job_with({{"N", {1, 2}}}, "succeeded", 3);
+  const json rows =
+      json::array({ok_row(0, {{"N", 1}}, 10, 10, 10), ok_row(1, {{"N", 2}}, 25, 25, 25),
+                   held_out_row(2, "ok", true, 0.823)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("points  3 of 3 measured: 3 ok, 0 failed, 1 held out (not shown)\n"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(line_starting(report, "held out"),
+            "held out  ok      sizes and times not shown; correct, score 0.823");
+  EXPECT_NE(report.find("best    N=1: 10.00 µs"), std::string::npos) << report;
+
+  job["status"] = "failed";
+  const json failed =
+      json::array({ok_row(0, {{"N", 1}}, 10, 10, 10), failed_row(1, {{"N", 2}}, "timeout", "late"),
+                   held_out_row(2, "failed", false, 0)});
+  const std::string with_failures = results_report(job, failed);
+  EXPECT_NE(with_failures.find("points  3 of 3 measured: 1 ok, 2 failed, 1 held out (not shown)"),
+            std::string::npos)
+      << with_failures;
+  EXPECT_EQ(line_starting(with_failures, "held out"),
+            "held out  failed  sizes and times not shown, score 0; flags: timeout");
+}
+
+TEST(cli_report, HeldOutPointsOfATwoParameterSweepHaveASectionOfTheirOwn) {
+  const json job = job_with({{"M", {1024}}, {"N", {256, 512}}}, "succeeded", 3);
+  const json rows = json::array({ok_row(0, {{"M", 1024}, {"N", 256}}, 10, 10, 10),
+                                 ok_row(1, {{"M", 1024}, {"N", 512}}, 20, 20, 20),
+                                 held_out_row(2, "ok", false, 0)});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("\nheld out\n"), std::string::npos) << report;
+  EXPECT_EQ(report.find("M=-"), std::string::npos) << report;
+  EXPECT_NE(report.find("sizes and times not shown; incorrect, score 0"), std::string::npos)
+      << report;
+}
+
 TEST(cli_report, APointWhoseFlagsVoidItsScoreIsNotTheBest) {
   json rows = json::array({ok_row(0, {{"N", 1}}, 10, 10, 10), ok_row(1, {{"N", 2}}, 25, 25, 25)});
   rows[0]["flags"] = {"verification_failed"};

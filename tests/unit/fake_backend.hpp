@@ -54,6 +54,9 @@ class fake_backend final : public device_backend {
   // When set: the first launch of each timed sample takes this long, and the rest what
   // kernel_time_us says (a kernel that works once per batch).
   double time_first_launch_only_us = 0;
+  // A host kernel that sets launch_skipped did no work: its launch takes skipped_launch_us.
+  bool launch_skipped = false;
+  double skipped_launch_us = 0.01;
   bool fp64 = true;  // f64 GEMMs supported
   std::uint64_t free_bytes = 1ull << 30;
   // False: buffers have no storage and ops only take their time (the roofline's big problems).
@@ -167,8 +170,10 @@ class fake_backend final : public device_backend {
         a.scalars.push_back(load_element(call.kernel->args[i].type, arg.value.data()));
       }
     }
+    launch_skipped = false;
     kernels.at(entry)(a);
     double us = kernel_time_us.count(entry) ? kernel_time_us[entry] : 10;
+    if (launch_skipped) us = skipped_launch_us;
     if (time_first_launch_only_us > 0 && m_timing && m_pending == 0) us = time_first_launch_only_us;
     launched("launch " + entry, us);
   }

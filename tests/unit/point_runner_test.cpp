@@ -744,6 +744,49 @@ TEST(PointRunner, AKernelWorkingOncePerBatchIsFasterThanVerification) {
   EXPECT_NE(std::find(c.flags.begin(), c.flags.end(), "faster_than_verification"), c.flags.end());
 }
 
+// A kernel that returns at once where its output already holds an answer (not the unwritten
+// NaN) would work on the first launch of a batch only if the batch's launches shared one set of
+// buffers, and time several times faster per launch with its outputs right. Each launch of a
+// batch has a set of its own, with inputs of its own and poisoned outputs: it works every time.
+TEST(PointRunner, EachLaunchOfABatchHasBuffersOfItsOwn) {
+  auto t = make_runner();
+  fake_backend* fake = t.fake;
+  std::set<void*> outputs;
+  fake->kernels["scale_unless_written"] =
+      [fake, &outputs, scale = fake->kernels["scale"]](const fake_backend::host_args& a) {
+        outputs.insert(a.buffers[1]);
+        if (!std::isnan(static_cast<float*>(a.buffers[1])[0])) {
+          fake->launch_skipped = true;
+          return;
+        }
+        scale(a);
+      };
+  fake->kernel_time_us["scale"] = 6;
+  fake->kernel_time_us["scale_unless_written"] = 6;
+  const auto honest = t.runner.measure(plan_of(scale_job("scale")), 0, 2);
+  ASSERT_EQ(honest.status, point_status::ok) << (honest.error ? honest.error->message : "");
+  ASSERT_GT(honest.batch, 2);
+  const auto skipping = t.runner.measure(plan_of(scale_job("scale_unless_written")), 0, 2);
+  ASSERT_EQ(skipping.status, point_status::ok);
+  EXPECT_EQ(skipping.batch, honest.batch);
+  EXPECT_NEAR(skipping.time_us->median, honest.time_us->median, 1e-9);
+  EXPECT_EQ(skipping.verification.status, "passed");
+  EXPECT_TRUE(skipping.flags.empty());
+  EXPECT_GE(outputs.size(), std::size_t(skipping.batch));
+  EXPECT_EQ(fake->live_buffers(), 0u);
+}
+
+// The sets of a batch fit in the device's caches, so that a hot batch stays hot.
+TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitTheCaches) {
+  auto t = make_runner();
+  t.fake->kernel_time_us["scale"] = 1;  // 3 µs with the launch overhead: a batch of 17
+  t.fake->info().l2_bytes = 5 * 8000;   // five sets of 1000 floats in x and y
+  const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 2);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.batch, 5);
+  EXPECT_TRUE(r.flags.empty());
+}
+
 TEST(PointRunner, WithoutRoomForASecondSetTheLaunchesStayOnOne) {
   auto t = make_runner();
   // 1000 floats in each of x and y: room for one set and the reference's copy of y (12,000
