@@ -44,8 +44,9 @@ constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_extra_launches_salt = 0xe7a1;
 constexpr std::uint64_t k_canary_salt = 0xca7a;
 constexpr std::uint64_t k_batch_set_salt = 0xba7c;
-// The buffer sets of a batch fit in the device's caches, so that a hot batch stays hot; where a
-// device does not tell its cache sizes, this many bytes.
+// The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
+// sets filled first are still there when the batch reads them, beside whatever else the caches
+// hold); where a device does not tell its cache sizes, half of this many bytes.
 constexpr std::uint64_t k_batch_sets_default_bytes = std::uint64_t(32) << 20;
 // Verification launches the kernel up to k_max_extra_launches more times than it has trials, on
 // a trial's inputs after its outputs were compared, as the point's seed picks: a kernel cannot
@@ -565,7 +566,8 @@ class point_runner::timed_checks {
       const std::uint64_t set_bytes = std::max<std::uint64_t>(buffer_bytes(k), 1);
       const auto& info = runner.m_backend->device();
       const std::uint64_t caches = info.l2_bytes + info.llc_bytes;
-      const std::uint64_t in_caches = (caches ? caches : k_batch_sets_default_bytes) / set_bytes;
+      const std::uint64_t in_caches =
+          (caches ? caches : k_batch_sets_default_bytes) / 2 / set_bytes;
       const double guarded = double(set_bytes) + 2.0 * double(k_canary_bytes * k.buffers().size());
       const double in_memory =
           double(runner.m_backend->free_memory()) * k_memory_headroom / guarded + 2;

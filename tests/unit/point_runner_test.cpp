@@ -777,10 +777,10 @@ TEST(PointRunner, EachLaunchOfABatchHasBuffersOfItsOwn) {
 }
 
 // The sets of a batch fit in the device's caches, so that a hot batch stays hot.
-TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitTheCaches) {
+TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitHalfTheCaches) {
   auto t = make_runner();
-  t.fake->kernel_time_us["scale"] = 1;  // 3 µs with the launch overhead: a batch of 17
-  t.fake->info().l2_bytes = 5 * 8000;   // five sets of 1000 floats in x and y
+  t.fake->kernel_time_us["scale"] = 1;     // 3 µs with the launch overhead: a batch of 17
+  t.fake->info().l2_bytes = 2 * 5 * 8000;  // half of it: five sets of 1000 floats in x and y
   const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 2);
   ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
   EXPECT_EQ(r.batch, 5);
