@@ -130,12 +130,14 @@ int refused_body_status(const httplib::Request& req, std::size_t limit) {
 }
 
 // How long the body of `req`, which is not refused, may take to arrive: k_body_timeout, and a
-// second more for every k_min_body_rate bytes its Content-Length declares (none, or one httplib
-// will refuse as malformed, counts as none).
-std::chrono::seconds body_time(const httplib::Request& req) {
+// second more for every k_min_body_rate bytes its Content-Length declares, up to `limit` (a
+// longer one is refused; one that is not a number, which httplib refuses, counts as none).
+std::chrono::seconds body_time(const httplib::Request& req, std::size_t limit) {
   const std::string value = req.get_header_value("Content-Length");
   std::uint64_t length = 0;
-  std::from_chars(value.data(), value.data() + value.size(), length);
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+  if (ec != std::errc() || end != value.data() + value.size()) length = 0;
+  length = std::min<std::uint64_t>({length, limit, std::uint64_t(1) << 40});  // no overflow
   return k_body_timeout + std::chrono::seconds((length + k_min_body_rate - 1) / k_min_body_rate);
 }
 
@@ -210,7 +212,8 @@ class http_server final : public httplib::Server {
           refused_body = true;
           closes_after(req);
         } else {
-          connection.start_body(detail::client_connection::clock::now() + body_time(req));
+          connection.start_body(detail::client_connection::clock::now() +
+                                body_time(req, m_max_body));
         }
       });
       // What follows on the connection is a body, or the rest of a head or body, not a
@@ -639,7 +642,7 @@ struct http_transport::impl {
         closes_after(req);  // what the client sends next is the rest of this body
         send_error(408, "request_timeout",
                    "the request body did not arrive within " +
-                       std::to_string(body_time(req).count()) + " s (" +
+                       std::to_string(body_time(req, config.max_body_bytes).count()) + " s (" +
                        std::to_string(k_body_timeout.count()) + " s and 1 s per " +
                        std::to_string(k_min_body_rate / 1024) + " KiB it declares)",
                    res);
