@@ -123,8 +123,10 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
   const keyOf = variants ? (r) => r.variant : by ? (r) => r.params[by] : () => '';
   const groups = new Map();
   for (const r of rows) {
-    const m = metricOf(r, metric);
-    if (!m) continue;
+    // A failed point has no value: it breaks its line (a gap), rather than the line running
+    // straight on from its neighbours as though it had been measured between them.
+    const m = r.status === 'ok' ? metricOf(r, metric) : null;
+    if (!m && r.status === 'ok') continue;
     const key = keyOf(r);
     if (!groups.has(key)) groups.set(key, []);
     groups.get(key).push({x: r.params[x], m, r});
@@ -132,15 +134,19 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
   const keys = variants ? variants.filter((v) => groups.has(v)) : [...groups.keys()].sort((a, b) => a - b);
   const series = [];
   keys.forEach((key, i) => {
-    const pts = groups.get(key).sort((a, b) => a.x - b.x);
+    // (A line of more points than LARGE is downsampled, which takes no gaps: its failed points
+    // are left out.)
+    const all = groups.get(key);
+    const pts = (all.length > LARGE ? all.filter((p) => p.m) : all).sort((a, b) => a.x - b.x);
     const color = variants ? variantColor(variants, key) : PALETTE[i % PALETTE.length];
     const name = variants ? key : by ? `${by}=${key}` : METRICS[metric].short;
     series.push({
       name, type: 'line', color, showSymbol: pts.length <= 200, symbolSize: 5,
       sampling: pts.length > LARGE ? 'lttb' : undefined,
-      data: pts.map((p) => ({value: [p.x, p.m.v], params: p.r.params, name: p.r.name || p.r.variant, ci: [p.m.lo, p.m.hi]})),
+      data: pts.map((p) => (p.m ? {value: [p.x, p.m.v], params: p.r.params, name: p.r.name || p.r.variant, ci: [p.m.lo, p.m.hi]}
+                                : {value: [p.x, null], params: p.r.params, failed: true})),
     });
-    const bars = pts.filter((p) => Number.isFinite(p.m.lo) && Number.isFinite(p.m.hi));
+    const bars = pts.filter((p) => p.m && Number.isFinite(p.m.lo) && Number.isFinite(p.m.hi));
     if (bars.length) series.push(errorBars(`${name} 95% CI`, bars.map((p) => [p.x, p.m.lo, p.m.hi]), color));
   });
   const legend = Boolean(by || variants);
@@ -148,7 +154,8 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
     ...baseOption(animate),
     grid: {...baseOption(animate).grid, top: legend ? TOP_LEGEND : TOP_PLAIN},
     legend: legend ? legendBand(series.filter((s) => s.type === 'line').map((s) => s.name)) : undefined,
-    tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.params
+    tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.failed ? `${paramsText(p.data.params)}<br>failed`
+      : p.data && p.data.params
       ? `${paramsText(p.data.params, p.data.name)}<br>${METRICS[metric].label}: <b>${fmt(p.data.value[1])}</b>` +
         (Number.isFinite(p.data.ci[0]) ? `<br>95% CI ${fmt(p.data.ci[0])} – ${fmt(p.data.ci[1])}` : '') : ''},
     xAxis: valueXAxis(x, logX, [...groups.values()].flat().map((p) => p.x)),
@@ -222,7 +229,8 @@ export function variantSpeedupOption({rows, x, variants, baseline, logX, animate
     ...baseOption(animate),
     grid: {...baseOption(animate).grid, top: TOP_LEGEND},
     legend: legendBand(series.filter((s) => s.type === 'line').map((s) => s.name)),
-    tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.params
+    tooltip: {trigger: 'item', confine: true, formatter: (p) => p.data && p.data.failed ? `${paramsText(p.data.params)}<br>failed`
+      : p.data && p.data.params
       ? `${paramsText(p.data.params, p.data.variant)}<br>${fmt(p.data.value[1])}× over ${escapeHtml(p.data.over)}` +
         (p.data.ci ? `<br>95% CI ${fmt(p.data.ci[0])}× – ${fmt(p.data.ci[1])}×` : '') : ''},
     xAxis: valueXAxis(x, logX, xs),

@@ -432,7 +432,7 @@ export function mount(root, {id, query}) {
     };
     const sweepRows = slice([s.x, s.by].filter(Boolean));
     const variants = state.variants;
-    set(sweepChart, sweepOption({rows: sweepRows.filter((r) => r.status === 'ok'), x: s.x, by: s.by, variants, metric: s.metric,
+    set(sweepChart, sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric,
                                  logX: xScale() === 'log', animate}));
     if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
       const option = heatmapOption({...heatRows(slice([s.hx, s.hy]).filter((r) => r.status === 'ok')), x: s.hx, y: s.hy, metric: s.metric,

@@ -403,6 +403,12 @@ async function main() {
       await gotoView(page, d.origin, `#/jobs/${ids.failed}`, '#results-table');
       expect((await page.textContent('.job-head .error-box')).includes('points_failed'), 'the job error is shown');
       expect(await page.locator('#results-table tr.failed-row').count() === 1, 'the failed point is marked');
+      // The line breaks at the failed point (N=4096) rather than running on over it.
+      await page.waitForSelector('#view[data-charts-ready]');
+      const line = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep'))
+        .getOption().series.find((x) => x.type === 'line').data.map((p) => p.value));
+      expect(line.length === 4 && line[2][0] === 4096 && line[2][1] === null && line.filter((v) => v[1] > 0).length === 3,
+             `the sweep line has a gap at the failed point (${JSON.stringify(line)})`);
       await shot(page, 'job-failed');
     });
 
