@@ -6,7 +6,6 @@
 #include <optional>
 #include <set>
 #include <span>
-#include <span>
 
 #include "api/detail/object_reader.hpp"
 #include "api/job_codec.hpp"
