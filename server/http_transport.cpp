@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 #include "api/field_errors.hpp"
 #include "server/detail/client_connection.hpp"
@@ -115,29 +117,32 @@ class connection_stream final : public httplib::Stream {
 // and the response) to tell a head cut off by its deadline from a malformed one.
 thread_local const detail::client_connection* t_connection = nullptr;
 
+// The body length `req`'s Content-Length declares: none where it has none or it is not a whole
+// number (which httplib refuses), the largest length for a number too large to hold.
+std::optional<std::uint64_t> declared_length(const httplib::Request& req) {
+  const std::string value = req.get_header_value("Content-Length");
+  std::uint64_t length = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+  if (ec == std::errc::result_out_of_range) return std::numeric_limits<std::uint64_t>::max();
+  if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+  return length;
+}
+
 // The status of a request whose body is refused before it is read, or 0. 413: it declares a body
 // longer than `limit` (httplib would read, and drop, all of it before answering, waiting out its
 // read timeout when the client sends nothing). 411: its body comes with a transfer coding
 // (chunked), to which httplib 0.11 applies no limit: it would be read whole, however large.
 int refused_body_status(const httplib::Request& req, std::size_t limit) {
   if (req.has_header("Transfer-Encoding")) return 411;
-  if (!req.has_header("Content-Length")) return 0;
-  const std::string value = req.get_header_value("Content-Length");
-  std::uint64_t length = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-  if (ec == std::errc::result_out_of_range) return 413;
-  return ec == std::errc() && end == value.data() + value.size() && length > limit ? 413 : 0;
+  return declared_length(req).value_or(0) > limit ? 413 : 0;
 }
 
 // How long the body of `req`, which is not refused, may take to arrive: k_body_timeout, and a
 // second more for every k_min_body_rate bytes its Content-Length declares, up to `limit` (a
 // longer one is refused; one that is not a number, which httplib refuses, counts as none).
 std::chrono::seconds body_time(const httplib::Request& req, std::size_t limit) {
-  const std::string value = req.get_header_value("Content-Length");
-  std::uint64_t length = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-  if (ec != std::errc() || end != value.data() + value.size()) length = 0;
-  length = std::min<std::uint64_t>({length, limit, std::uint64_t(1) << 40});  // no overflow
+  const std::uint64_t length = std::min<std::uint64_t>(
+      {declared_length(req).value_or(0), limit, std::uint64_t(1) << 40});  // no overflow
   return k_body_timeout + std::chrono::seconds((length + k_min_body_rate - 1) / k_min_body_rate);
 }
 

@@ -221,32 +221,27 @@ ssize_t client_connection::write(const char* data, std::size_t size) {
 
 // Each is asked once per request (httplib): asked of the socket once per connection.
 void client_connection::peer_address(std::string& ip, int& port) const {
-  if (!m_peer) {
-    m_peer = address{};
-    sockaddr_storage addr{};
-    socklen_t length = sizeof addr;
-    if (getpeername(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
-      numeric_address(addr, length, m_peer->ip, m_peer->port);
-    }
-  }
-  if (m_peer->port >= 0) {
-    ip = m_peer->ip;
-    port = m_peer->port;
-  }
+  known_address(m_peer, ::getpeername, ip, port);
 }
 
 void client_connection::local_address(std::string& ip, int& port) const {
-  if (!m_local) {
-    m_local = address{};
+  known_address(m_local, ::getsockname, ip, port);
+}
+
+void client_connection::known_address(std::optional<address>& known,
+                                      int (*ask)(int, sockaddr*, socklen_t*), std::string& ip,
+                                      int& port) const {
+  if (!known) {
+    known = address{};
     sockaddr_storage addr{};
     socklen_t length = sizeof addr;
-    if (getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
-      numeric_address(addr, length, m_local->ip, m_local->port);
+    if (ask(m_fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+      numeric_address(addr, length, known->ip, known->port);
     }
   }
-  if (m_local->port >= 0) {
-    ip = m_local->ip;
-    port = m_local->port;
+  if (known->port >= 0) {
+    ip = known->ip;
+    port = known->port;
   }
 }
 

@@ -15,6 +15,7 @@
 // Ownership: owns the socket; the destructor shuts it down and closes it. Threading: one thread at
 // a time (the one serving the connection), which also calls `stopping`.
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <array>
@@ -123,6 +124,9 @@ class client_connection {
     int port = -1;  // none known
   };
   mutable std::optional<address> m_peer, m_local;  // asked of the socket once
+  // `known`, asked of the socket with `ask` (getpeername, getsockname) the first time.
+  void known_address(std::optional<address>& known, int (*ask)(int, sockaddr*, socklen_t*),
+                     std::string& ip, int& port) const;
   std::array<char, 4096> m_buffer{};
   std::size_t m_begin = 0, m_end = 0;  // the buffered input not yet read
 };
