@@ -60,6 +60,19 @@ constexpr int k_max_drawn_checks = 2;
 // samples may need, within this many bytes of host memory, at least one) for those samples.
 constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
 
+// One cap on the batch of every kernel a point samples side by side: the fewest launches any of
+// them has buffer sets for, and at most `limit` (0: none). A sample's per-launch time carries the
+// timing's own cost (the event pair, the wait for the first launch) divided by its batch, so
+// kernels batched alike compare alike: a candidate held to two launches by its sets against a
+// baseline of ten on one set would read about 10% slower for a 5 µs kernel on an H100.
+void share_batch_cap(std::span<timed_kernel> kernels, std::int64_t limit) {
+  std::int64_t cap = limit > 0 ? limit : k_max_batch;
+  for (const auto& k : kernels)
+    cap = std::min(cap, k.max_batch);
+  for (auto& k : kernels)
+    k.max_batch = std::max<std::int64_t>(1, cap);
+}
+
 // Adds the wall time from its construction to its destruction to `into` (milliseconds).
 class phase_timer {
  public:
@@ -531,14 +544,18 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
 class point_runner::timed_checks {
  public:
   // `kept`: the answers verification kept (none where it did not pass: the point scores nothing
-  // anyway, and there is nothing to check against).
+  // anyway, and there is nothing to check against; none for a baseline, which is only timed as
+  // the candidate is). `scrubs`: whether the local memory is scrubbed before this kernel's
+  // launches when another kernel's ran last (a candidate's, not the operator's baseline, which
+  // gets inputs of its own and has nothing to find there).
   timed_checks(point_runner& runner, point_kernel& k, const job_spec& spec, std::uint64_t seed,
-               std::vector<kept_answer> kept)
+               std::vector<kept_answer> kept, bool scrubs = true)
       : m_runner(runner),
         m_k(k),
         m_seed(seed),
         m_kept(std::move(kept)),
-        m_tolerances(tolerances_of(spec, k)) {
+        m_tolerances(tolerances_of(spec, k)),
+        m_scrubs(scrubs) {
     m_sets[0] = m_sets[1] = k.own_buffers();
     // Outputs that start as the unwritten pattern hold one answer however often the kernel runs;
     // an output it accumulates into (one with an init) is checkable after a single launch only.
@@ -618,7 +635,7 @@ class point_runner::timed_checks {
     // launches (which got the same inputs). Between its own samples the kernel could only find
     // what it left itself, as it can in its global variables: each scrub cost more than a
     // microsecond kernel on a CPU device (512 KiB per thread on PoCL), and took the caches with it.
-    if (m_runner.m_local_owner != this) {
+    if (m_scrubs && m_runner.m_local_owner != this) {
       m_runner.m_backend->scrub_local_memory();
       m_runner.m_local_owner = this;
     }
@@ -729,6 +746,7 @@ class point_runner::timed_checks {
   std::uint64_t m_seed;
   std::vector<kept_answer> m_kept;
   tolerances m_tolerances;
+  bool m_scrubs = true;
   bool m_pure = true;
   std::vector<device_buffer> m_second;
   buffer_set m_sets[2];
@@ -841,20 +859,29 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
           {[&, own = candidate.own_buffers()] { candidate.launch(own); }, kernel_role::candidate});
     }
     buffer_set baseline_buffers;
-    std::uint64_t baseline_samples = 0;
-    if (baseline) {
+    std::optional<timed_checks> baseline_sets;
+    if (baseline && checks) {
+      // The baseline is timed as the candidate is, so that both are in the same state of the
+      // caches and batched alike: inputs refreshed before each sample, a set of buffers per
+      // launch of a batch. Its answers are not checked (it is the operator's kernel).
+      try {
+        baseline_sets.emplace(*this, *baseline, spec, point_seed ^ k_baseline_salt,
+                              std::vector<kept_answer>{}, false);
+      } catch (...) {
+        rethrow_for("fitness.baseline");
+      }
+      kernels.push_back({[&] { baseline->launch(baseline_sets->next()); }, kernel_role::baseline});
+      kernels.back().max_batch = baseline_sets->max_batch();
+      kernels.back().before = [&](std::int64_t n, bool timed) {
+        const phase_timer timer(m_phases.hooks);
+        baseline_sets->before(n, timed);
+      };
+      kernels.back().before_bytes = buffer_bytes(*baseline);
+    } else if (baseline) {
       baseline_buffers = baseline->own_buffers();
       kernels.push_back({[&] { baseline->launch(baseline_buffers); }, kernel_role::baseline});
-      // The baseline's inputs are refreshed before its samples too, so that both kernels are
-      // timed in the same state of the caches.
-      if (checks) {
-        kernels.back().before = [&](std::int64_t, bool) {
-          const phase_timer timer(m_phases.hooks);
-          init_inputs(*baseline, mix64(point_seed ^ k_baseline_salt ^ ++baseline_samples));
-        };
-        kernels.back().before_bytes = buffer_bytes(*baseline);
-      }
     }
+    share_batch_cap(kernels, m_batch_limit);
     std::vector<sampling_result> sampled;
     lap(m_phases.preparation);
     try {
@@ -1050,10 +1077,12 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
         {[&k = *s->kernel, &checks] { k.launch(checks.next()); }, kernel_role::candidate});
     kernels.back().max_batch = checks.max_batch();
     kernels.back().before = [&checks](std::int64_t n, bool timed) { checks.before(n, timed); };
+    kernels.back().before_bytes = buffer_bytes(*s->kernel);
     kernels.back().after = [&checks] { checks.after(); };
   }
   prune();
   if (live.empty()) return finish();
+  share_batch_cap(kernels, m_batch_limit);
 
   // What one variant's launches threw (a launch the device refuses, such as more local memory
   // than it has) fails that variant's row, and the others are sampled again without it; where

@@ -95,6 +95,10 @@ class point_runner : public engine {
 
   device_backend& backend() { return *m_backend; }
   const point_phases& last_phases() const { return m_phases; }
+  // At most `launches` launches in a hot sample of any kernel (0: as many as the batch decision
+  // and the buffer sets allow). Only the benchmark of what the defences cost uses it, to time a
+  // runner without them at the batch the defended runner could take (bench_defences).
+  void limit_batch(std::int64_t launches) { m_batch_limit = launches; }
 
  private:
   class timed_checks;
@@ -173,6 +177,7 @@ class point_runner : public engine {
   analysis_context m_analysis;
   std::vector<unsigned char> m_canary;  // this point's canary pattern
   bool m_defences = true;
+  std::int64_t m_batch_limit = 0;
   // With the defences, the reference's answers are kept on the host XORed with the stream of a
   // key drawn at random when the runner starts: a kernel that shares the worker's address space
   // (a CPU device) finds no plaintext answer to copy, and one it overwrote unmasks as noise.

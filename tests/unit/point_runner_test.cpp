@@ -787,6 +787,52 @@ TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitHalfTheCaches) {
   EXPECT_TRUE(r.flags.empty());
 }
 
+// The baseline is timed as the candidate is: a batch of as many launches, each on buffers of its
+// own with fresh inputs. On one set and batched further, it would carry less of the timing's own
+// cost per launch than the candidate, and the candidate's speedup would read low.
+TEST(PointRunner, ABaselineIsBatchedAsTheCandidateIsOnBuffersOfItsOwn) {
+  auto t = make_runner();
+  fake_backend* fake = t.fake;
+  // The baseline's output address, by the place its launch takes in the log.
+  std::map<std::size_t, void*> outputs;
+  fake->kernels["scale_base"] = [fake, &outputs,
+                                 scale = fake->kernels["scale"]](const fake_backend::host_args& a) {
+    outputs[fake->log.size()] = a.buffers[1];
+    scale(a);
+  };
+  fake->kernel_time_us["scale"] = 1;  // 3 µs with the launch overhead: a batch of 17
+  fake->kernel_time_us["scale_base"] = 1;
+  fake->info().l2_bytes = 2 * 5 * 8000;  // half of it: five sets of 1000 floats in x and y
+  auto j = scale_job("scale");
+  j["fitness"]["baseline"] = j["kernel"];
+  j["fitness"]["baseline"]["entry"] = "scale_base";
+  j["fitness"]["baseline"].erase("reference");
+  const auto r = t.runner.measure(plan_of(j), 0, 2);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  ASSERT_EQ(r.batch, 5);
+  ASSERT_TRUE(r.fitness.speedup.has_value());
+  EXPECT_NEAR(*r.fitness.speedup, 1.0, 1e-9);
+  // The baseline's timed samples after the three batch probes: five launches each, on five sets.
+  std::vector<std::set<void*>> samples;
+  std::vector<int> launches;
+  const auto& log = fake->log;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    if (log[i] != "sample baseline") continue;
+    samples.emplace_back();
+    launches.push_back(0);
+    for (std::size_t k = i + 1; k < log.size() && log[k] == "launch scale_base"; ++k) {
+      samples.back().insert(outputs.at(k));
+      ++launches.back();
+    }
+  }
+  ASSERT_GT(samples.size(), 5u);
+  for (std::size_t s = 3; s < samples.size(); ++s) {
+    EXPECT_EQ(launches[s], 5) << "sample " << s;
+    EXPECT_EQ(samples[s].size(), 5u) << "sample " << s;
+  }
+  EXPECT_EQ(fake->live_buffers(), 0u);
+}
+
 TEST(PointRunner, WithoutRoomForASecondSetTheLaunchesStayOnOne) {
   auto t = make_runner();
   // 1000 floats in each of x and y: room for one set and the reference's copy of y (12,000

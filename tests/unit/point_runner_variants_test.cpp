@@ -139,6 +139,53 @@ TEST(PointRunnerVariants, SamplesRotateThroughTheVariants) {
   EXPECT_GE(samples / 3, row_of(rows, "slow").samples);
 }
 
+// As with one kernel, a hot sample whose fresh buffers overflow the caches (the fake device has
+// 1 MiB of L2; each variant's x and y take 2 MiB at N = 2^18) flushes them, untimed, so that the
+// variant does not pay their write-back.
+TEST(PointRunnerVariants, AHotSampleWhoseFreshInputsOverflowTheCachesFlushesThem) {
+  for (const int n : {1000, 1 << 18}) {
+    SCOPED_TRACE(n);
+    auto t = make_runner();
+    auto j = variants_job(three_variants());
+    j["sweep"]["N"] = {n};
+    const auto rows = t.runner.measure_all(plan_of(j), 0, 7);
+    ASSERT_EQ(rows.size(), 3u);
+    for (const auto& r : rows)
+      ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    const auto& log = t.fake->log;
+    int samples = 0, flushed = 0;
+    for (std::size_t i = 1; i < log.size(); ++i) {
+      if (log[i] != "sample candidate") continue;
+      ++samples;
+      flushed += log[i - 1] == "flush";
+    }
+    ASSERT_GT(samples, 9);
+    // Verification's timed launches (a trial each) come before any refresh: not flushed.
+    EXPECT_EQ(flushed, n == 1000 ? 0 : samples - 3 * 2);
+  }
+}
+
+// Variants whose sets of buffers differ in size are batched alike: no more launches than the
+// one with the fewest sets fitting half the caches may take, so that each carries the same
+// share of the timing's own cost per launch.
+TEST(PointRunnerVariants, VariantsAreBatchedAlike) {
+  auto t = make_runner();
+  for (const char* name : {"slow", "mid", "fast"})
+    t.fake->kernel_time_us[name] = 1;      // 3 µs with the launch overhead: a batch of 17
+  t.fake->info().l2_bytes = 2 * 5 * 8000;  // half of it: five sets of 1000 floats in x and y
+  auto j = variants_job(three_variants());
+  // "fast" takes a scratch buffer of 2000 floats more: 16,000 bytes a set, two sets in half L2.
+  auto args = j["kernel"]["args"];
+  args.push_back({{"name", "scratch"}, {"type", "f32*"}, {"count", "2*N"}});
+  j["variants"][2]["args"] = args;
+  const auto rows = t.runner.measure_all(plan_of(j), 0, 7);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_EQ(r.batch, 2) << r.variant.value_or("");
+  }
+}
+
 // The variants get the same inputs sample by sample, so local memory is scrubbed between one
 // variant's launches and the next's: none finds what another left there.
 TEST(PointRunnerVariants, LocalMemoryIsScrubbedBetweenTheVariantsLaunches) {
