@@ -8,9 +8,12 @@
 // defended and the first plain runner's timed median (the median over rounds of the point's
 // median) and their ratio (target: within 1%), and the wall time per point (target: the defences
 // add at most 20%); each beside the control, the second plain runner against the first, which
-// shows how far two identical runners read apart in the same run. Then, per kernel, where the
-// defended and the first plain runner's wall time went (point_phases, median over rounds) and how
-// many samples each took.
+// shows how far two identical runners read apart in the same run. A hot batch of the defended
+// runner holds no more launches than it has buffer sets in half the caches, where the plain
+// runner's launches share one set: a fourth runner, plain and held to the defended runner's batch
+// of the same round, gives the median the defences' own work accounts for ("at its batch"). Then,
+// per kernel, where the defended and the first plain runner's wall time went (point_phases,
+// median over rounds), how many samples each took and the batches.
 //
 //   build/tests/bench/bench_defences [rounds] [opencl|hip]
 #include <algorithm>
@@ -88,6 +91,7 @@ std::unique_ptr<kernelscan::engine> make_engine(const std::string& engine, bool 
 struct phase_rounds {
   std::vector<kernelscan::point_phases> phases;
   std::vector<double> samples;
+  std::vector<double> batches;
 };
 
 // "  on: setup 1.0, verification 2.0 (...) ..." in milliseconds, medians over the rounds.
@@ -101,12 +105,12 @@ void print_phases(const char* who, const phase_rounds& p) {
   using kernelscan::point_phases;
   std::printf(
       "  %-4s setup %7.1f | verification %7.1f (reference %6.1f, hashes %5.1f, compare %6.1f) | "
-      "preparation %6.1f | sampling %7.1f (hooks %6.1f, %4.0f samples) | checks %6.1f | total "
-      "%7.1f ms\n",
+      "preparation %6.1f | sampling %7.1f (hooks %6.1f, %4.0f samples, batch %3.0f) | checks %6.1f "
+      "| total %7.1f ms\n",
       who, med(&point_phases::setup), med(&point_phases::verification),
       med(&point_phases::reference), med(&point_phases::hashes), med(&point_phases::compare),
       med(&point_phases::preparation), med(&point_phases::sampling), med(&point_phases::hooks),
-      median(p.samples), med(&point_phases::checks), med(&point_phases::total));
+      median(p.samples), median(p.batches), med(&point_phases::checks), med(&point_phases::total));
 }
 
 }  // namespace
@@ -116,19 +120,21 @@ int main(int argc, char** argv) {
   const std::string engine = argc > 2 ? argv[2] : "opencl";
   // The runners: [0] with the defences, [1] without, and [2] another without, the control: how
   // far two runners that do exactly the same read apart in this run (where their buffers landed,
-  // drift) is the noise against which the defended runner's ratio is read.
-  std::unique_ptr<kernelscan::engine> runners[3];
+  // drift) is the noise against which the defended runner's ratio is read; [3] without, its
+  // batches held to [0]'s.
+  std::unique_ptr<kernelscan::engine> runners[4];
   try {
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 4; ++i)
       runners[i] = make_engine(engine, i == 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_defences: no %s device: %s\n", engine.c_str(), e.what());
     return 1;
   }
-  std::printf("device: %s; %d rounds, the order of the three runners rotated every round\n",
+  std::printf("device: %s; %d rounds, the order of the first three runners rotated every round\n",
               runners[0]->device().name.c_str(), rounds);
-  std::printf("%-28s %12s %12s %7s %7s %12s %12s %7s %7s\n", "kernel", "median on", "median off",
-              "ratio", "control", "wall/pt on", "wall/pt off", "ratio", "control");
+  std::printf("%-28s %12s %12s %7s %7s %12s %12s %7s %7s %14s %7s\n", "kernel", "median on",
+              "median off", "ratio", "control", "wall/pt on", "wall/pt off", "ratio", "control",
+              "off, on's batch", "ratio");
   const std::vector<bench_case> all = cases(engine == "hip");
   std::vector<std::pair<const char*, phase_rounds[2]>> where(all.size());
   std::size_t case_index = 0;
@@ -138,10 +144,15 @@ int main(int argc, char** argv) {
     const auto limits = kernelscan::spec_limits::stored();
     const auto plan =
         kernelscan::compile_plan(kernelscan::parse_job_spec(c.spec, limits), limits.plan);
-    std::vector<double> medians[3], walls[3];
+    std::vector<double> medians[4], walls[4], batches[2];
     for (int round = 0; round < rounds; ++round) {
-      for (int turn = 0; turn < 3; ++turn) {
-        const int i = (round + turn) % 3;
+      for (int turn = 0; turn < 4; ++turn) {
+        // The three rotate; the fourth follows, held to the batch the defended one just took.
+        const int i = turn < 3 ? (round + turn) % 3 : 3;
+        if (i == 3) {
+          dynamic_cast<kernelscan::point_runner&>(*runners[3])
+              .limit_batch(std::int64_t(batches[0].back()));
+        }
         const auto start = std::chrono::steady_clock::now();
         const auto r = runners[i]->measure(plan, 0, 1000 + std::uint64_t(round));
         const double ms =
@@ -163,16 +174,20 @@ int main(int argc, char** argv) {
           phases[i].phases.push_back(
               dynamic_cast<const kernelscan::point_runner&>(*runners[i]).last_phases());
           phases[i].samples.push_back(double(r.samples));
+          phases[i].batches.push_back(double(r.batch));
+          batches[i].push_back(double(r.batch));
         }
       }
     }
-    double m[3], w[3];
-    for (int i = 0; i < 3; ++i) {
+    double m[4], w[4];
+    for (int i = 0; i < 4; ++i) {
       m[i] = median(medians[i]);
       w[i] = median(walls[i]);
     }
-    std::printf("%-28s %9.1f us %9.1f us %7.3f %7.3f %9.1f ms %9.1f ms %7.3f %7.3f\n", c.name, m[0],
-                m[1], m[0] / m[1], m[2] / m[1], w[0], w[1], w[0] / w[1], w[2] / w[1]);
+    std::printf(
+        "%-28s %9.1f us %9.1f us %7.3f %7.3f %9.1f ms %9.1f ms %7.3f %7.3f %11.1f us %7.3f\n",
+        c.name, m[0], m[1], m[0] / m[1], m[2] / m[1], w[0], w[1], w[0] / w[1], w[2] / w[1], m[3],
+        m[0] / m[3]);
   }
   std::printf("\nwhere the wall time per point went, defended (on) and plain (off), medians\n");
   for (const auto& [name, phases] : where) {
