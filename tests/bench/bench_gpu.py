@@ -16,7 +16,9 @@ free loopback port with --engine hip and prints:
   (b) the wall time the daemon's sampling took to converge at 0.5% noise for a ~5 us kernel
       -- target: <= 0.3 s;
   (c) the library f16 GEMM 8192^3 as % of the datasheet peak (target >= 70% on H100/H200) and
-      the STREAM triad as % of the datasheet bandwidth (target >= 80%).
+      the STREAM triad as % of the datasheet bandwidth (target >= 80%);
+  (d) a custom triad against itself as the point's baseline, hot (batched) and cold: the
+      speedup the daemon gives a kernel over an identical one -- target: 1.00 within 2%.
 
 Usage: python3 tests/bench/bench_gpu.py --binary build-cuda/server/kernelscan
 Needs the CUDA driver (libcuda.so.1) and an NVRTC (the bundle's beside --binary, a CUDA toolkit
@@ -425,8 +427,9 @@ def main():
         for n, l2 in ((1 << 24, "cold"), (1 << 24, "hot"), (1 << 20, "hot")):
             _, rows, _ = d.run(custom_triad(n, l2))
             ours, batch = rows[0]["time_us"]["median"], rows[0]["batch"]
+            t = rows[0]["time_us"]
             line = (f"  triad N=2^{n.bit_length() - 1} {l2:4}: daemon {ours:9.2f} us "
-                    f"(batch {batch})")
+                    f"(batch {batch}, p5-p95 {t['p5']:.2f}-{t['p95']:.2f}, {rows[0]['samples']} samples)")
             if cuda:
                 raw, replayed = raw_triad_us(cuda, n, l2 == "cold", batch, flush, flush_bytes)
                 line += (f", raw loop {raw:9.2f} us (batch {batch}, held stream), difference "
@@ -491,6 +494,21 @@ def main():
         measured = gpu.get("measured")
         if measured:
             print(f"  the device's measured roofline: {json.dumps(measured)}")
+
+        print("\n(d) the triad against itself as the point's baseline (fitness.baseline), timed "
+              "alike -- target: speedup 1.00 within 2%")
+        for n, l2 in ((1 << 20, "hot"), (1 << 18, "hot"), (1 << 24, "cold")):
+            spec = custom_triad(n, l2)
+            kernel = spec["kernel"]
+            spec["fitness"] = {"baseline": dict(kernel)}
+            kernel["reference"] = {k: kernel[k] for k in ("op", "source", "entry", "block", "grid")}
+            _, rows, _ = d.run(spec)
+            r = rows[0]
+            f = r.get("fitness") or {}
+            speedup = f.get("speedup")
+            print(f"  triad N=2^{n.bit_length() - 1} {l2:4}: candidate {r['time_us']['median']:.2f} us, "
+                  f"baseline {f.get('baseline_us') or 0:.2f} us, batch {r['batch']}, speedup "
+                  + (f"{speedup:.3f} ({100 * (speedup - 1):+.2f}%)" if speedup else "none"))
     finally:
         d.stop()
         if os.environ.get("KEEP_LOG"):
