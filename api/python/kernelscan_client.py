@@ -624,7 +624,6 @@ class Client:
         *,
         idempotency_key: str | None = None,
         cancel_on_timeout: bool = True,
-        partial_credit: bool = False,
         raise_on_infrastructure_error: bool = True,
         **launch: Any,
     ) -> Evaluation:
@@ -635,7 +634,7 @@ class Client:
         EvaluatorError: no candidate is at fault."""
         return self._evaluate(
             lambda: self.submit_to_task(name, source, idempotency_key=idempotency_key, **launch),
-            timeout_s, cancel_on_timeout, partial_credit, raise_on_infrastructure_error,
+            timeout_s, cancel_on_timeout, raise_on_infrastructure_error,
             TASK_CANDIDATE_FIELDS, refusals=(404, 409))
 
     def devices(self) -> list[dict]:
@@ -702,8 +701,11 @@ class Client:
         all present):
 
         - `combined_score`: the daemon's `summary.fitness.combined_score` of a job that
-          succeeded; 0.0 when the spec is refused, the job fails (any point failed; see
-          `partial_credit`) or is cancelled, the wait times out, or the daemon gives no score.
+          succeeded; 0.0 when the spec is refused, the job fails (any point failed) or is
+          cancelled, the wait times out, or the daemon gives no score. There is no partial
+          credit: the score is a geometric mean over every point, and any credit for a job
+          with failed points would let a candidate raise it by failing the sizes it is slow
+          at. `points` and `ok_points` tell how far a failed job got.
         - `correct`: 1.0 when the daemon judged every point correct, else 0.0.
         - `speedup`: the geometric mean speedup over the spec's `fitness.baseline`; 0.0 without.
         - `latency_score`: the daemon's mean latency score; 0.0 without.
@@ -726,7 +728,6 @@ class Client:
         *,
         idempotency_key: str | None = None,
         cancel_on_timeout: bool = True,
-        partial_credit: bool = False,
         raise_on_infrastructure_error: bool = True,
         candidate_fields: Iterable[str] | None = ("kernel",),
     ) -> Evaluation:
@@ -735,9 +736,7 @@ class Client:
         Failures of the candidate give a score of 0.0 and an `error` artifact: a spec refused
         for the candidate's fields (400/413/422: the field errors), a job that failed (a
         compile error with its log, a faulting or timed-out point), was cancelled, or did not
-        end in time (then it is cancelled, unless `cancel_on_timeout` is False). With
-        `partial_credit`, a job that ended `failed` because some of its points failed keeps the
-        daemon's combined score, in which failed points count 0.
+        end in time (then it is cancelled, unless `cancel_on_timeout` is False).
 
         `candidate_fields` are the spec's fields (JSON paths, and everything under them) that
         the candidate wrote; the rest is the evaluator's template. A 422 naming any other field
@@ -762,7 +761,7 @@ class Client:
         did not give and why they read 0.0), `elapsed_s`.
         """
         return self._evaluate(lambda: self.submit(spec, idempotency_key), timeout_s,
-                              cancel_on_timeout, partial_credit, raise_on_infrastructure_error,
+                              cancel_on_timeout, raise_on_infrastructure_error,
                               candidate_fields)
 
     def _evaluate(
@@ -770,7 +769,6 @@ class Client:
         submit: Callable[[], dict],
         timeout_s: float,
         cancel_on_timeout: bool,
-        partial_credit: bool,
         raise_on_infrastructure_error: bool,
         candidate_fields: Iterable[str] | None,
         refusals: tuple[int, ...] = (),
@@ -840,7 +838,7 @@ class Client:
             rows = self.results(job_id)
         except KernelscanError as e:
             return infrastructure(e)
-        self._score(job, rows, artifacts, metrics, partial_credit)
+        self._score(job, rows, artifacts, metrics)
         # A reference or baseline that does not compile or run fails every candidate alike.
         theirs = _failed_outside(rows, candidate_fields) if job.get("status") == "failed" else []
         if theirs:
@@ -918,7 +916,6 @@ class Client:
         rows: list[dict],
         artifacts: dict[str, str],
         metrics: dict,
-        partial_credit: bool,
     ) -> None:
         cls._describe(job, rows, artifacts, metrics)
         status = job.get("status")
@@ -942,14 +939,14 @@ class Client:
             score = _number(fitness.get("combined_score"))
             if score is None:
                 missing.append("combined_score: absent or not a number in summary.fitness")
-            elif status == "succeeded" or (partial_credit and status == "failed"):
+            elif status == "succeeded":
                 metrics["combined_score"] = score
         else:
             missing.append(
                 "summary.fitness is null: the daemon gave no fitness score (a daemon without "
                 "fitness scoring, or a job that did not end), so every score reads 0.0"
             )
-        if status != "succeeded" and not (partial_credit and status == "failed"):
+        if status != "succeeded":
             metrics["combined_score"] = 0.0
             if "error" not in artifacts:
                 artifacts["error"] = f"the job ended {status}"
