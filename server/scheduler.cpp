@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <set>
+#include <utility>
 
 #include "api/device_codec.hpp"
 #include "api/job_codec.hpp"
@@ -20,6 +21,9 @@ namespace kernelscan {
 namespace {
 
 using namespace std::chrono_literals;
+
+// How long a cancelled job's running point may take to end before its worker is killed.
+constexpr auto k_cancel_grace = 3s;
 
 asio::steady_timer::duration seconds(double s) {
   return std::chrono::duration_cast<asio::steady_timer::duration>(std::chrono::duration<double>(s));
@@ -93,7 +97,7 @@ struct scheduler::active_job {
 
 struct scheduler::device_slot {
   device_slot(asio::io_context& io, const clock& time, int i)
-      : index(i), window(time), watchdog(io), retry(io) {}
+      : index(i), window(time), watchdog(io), retry(io), cancel_grace(io) {}
   int index;
   int ordinal = 0;  // the device's number in its runtime (hip, opencl), or the mock's index
   device_info info;
@@ -106,6 +110,9 @@ struct scheduler::device_slot {
   bool timed_out = false;
   asio::steady_timer watchdog;
   asio::steady_timer retry;  // a job's end the store did not take yet
+  // A cancelled job's point still running when this fires is stopped: the worker is killed.
+  asio::steady_timer cancel_grace;
+  bool cancel_killed = false;  // the worker was killed for that, not lost
   std::uint64_t points = 0;
   bool roofline_wanted = false;   // measure the roofline before the next job
   bool roofline_running = false;  // the worker is measuring it
@@ -341,9 +348,17 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
     spdlog::error("device {}: {}", slot.index, slot.worker->last_error());
   }
   slot.watchdog.cancel();
+  slot.cancel_grace.cancel();
   const bool timed_out = slot.timed_out;
   slot.timed_out = false;
-  if (!slot.window.empty() && slot.job) {
+  const bool for_cancel = std::exchange(slot.cancel_killed, false) && slot.job && slot.job->cancel;
+  if (for_cancel) {
+    // Stopped for a cancel: the points at the worker are dropped unmeasured, as a worker drops
+    // those queued behind its current one, and the job ends now.
+    spdlog::info("device {}: job {} cancelled; its point still running was stopped", slot.index,
+                 slot.job->lease.job_id);
+    slot.job->dropped += slot.window.size();
+  } else if (!slot.window.empty() && slot.job) {
     const std::int64_t id = slot.job->lease.job_id;
     const auto death = slot.window.worker_died(timed_out);
     using verdict = point_window::verdict;
@@ -392,6 +407,7 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
   }
   slot.state = device_state::restarting;
   publish();
+  if (for_cancel) advance(slot);  // ends the job as cancelled, without waiting for a worker
 }
 
 scheduler::device_slot* scheduler::slot_running(std::int64_t job_id) {
@@ -431,9 +447,25 @@ void scheduler::stop_job(device_slot& slot) {
   // worker drops the requests queued behind it.
   if (slot.window.empty()) {
     advance(slot);
-  } else if (slot.window.size() > 1 && slot.worker_ready) {
+    return;
+  }
+  if (slot.window.size() > 1 && slot.worker_ready) {
     slot.worker->send(worker_protocol::drop_line(job.lease.job_id));
   }
+  // A point that does not end soon (a long one, or one that hangs until its watchdog, 30 s or
+  // more) is not waited for: its worker is killed and replaced, and the job ends cancelled.
+  slot.cancel_grace.expires_after(k_cancel_grace);
+  slot.cancel_grace.async_wait([this, &slot](const asio::error_code& ec) {
+    if (ec || m_draining || !slot.job || !slot.job->cancel || slot.job->ending ||
+        slot.window.empty() || !slot.worker->running()) {
+      return;
+    }
+    spdlog::info("device {}: job {} cancelled {} s ago and its point still runs; stopping it",
+                 slot.index, slot.job->lease.job_id,
+                 std::chrono::duration_cast<std::chrono::seconds>(k_cancel_grace).count());
+    slot.cancel_killed = true;
+    slot.worker->kill();
+  });
 }
 
 void scheduler::dispatch() {

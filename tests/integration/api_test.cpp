@@ -332,6 +332,35 @@ TEST_F(Api, CancelOfShortPointsStopsAfterTheCurrentOneNotAfterTheQueuedOnes) {
       << job.dump();
 }
 
+// A point that runs on (here 60 s of the mock's delay; a hanging kernel would run until its
+// watchdog, 30 s or more) is not waited for: 3 s after the cancel its worker is killed and
+// replaced, the job ends cancelled with the points measured before, and the device takes the
+// next job.
+TEST_F(Api, CancelStopsAPointThatRunsOnWithinSeconds) {
+  const auto id = daemon.submit(stream_sweep(3, 60000, 1024));
+  ASSERT_TRUE(eventually([&] {
+    const auto devices = daemon.get("/api/v1/devices").body["devices"];
+    return devices[0]["state"] == "busy" && devices[0]["current_job"] == id;
+  }));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto c = daemon.post("/api/v1/jobs/" + std::to_string(id) + "/cancel", "");
+  ASSERT_EQ(c.status, 200) << c.text;
+  const json job = daemon.wait_job(id, 20s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(job["status"], "cancelled") << job.dump();
+  EXPECT_EQ(job["error"]["message"], "cancelled after 0 of 3 points") << job.dump();
+  EXPECT_GE(took, 2s);
+  EXPECT_LT(took, 10s);
+  EXPECT_TRUE(
+      daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results").body["results"].empty());
+  // The device is free again, and the kill is not reported as a fault of the device.
+  EXPECT_EQ(daemon.wait_job(daemon.submit(gemm_sweep()))["status"], "succeeded");
+  const auto device = daemon.get("/api/v1/devices").body["devices"][0];
+  EXPECT_FALSE(device.contains("last_error") && device["last_error"].is_string() &&
+               !device["last_error"].get<std::string>().empty())
+      << device.dump();
+}
+
 TEST_F(Api, IdempotencyKeyReturnsTheSameJobOnRetry) {
   const std::string body = gemm_sweep().dump();
   const httplib::Headers key{{"Idempotency-Key", "retry-me-1"}};
