@@ -1,6 +1,7 @@
 #include "server/http_transport.hpp"
 
 #include <httplib.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <thread>
 
 #include "api/field_errors.hpp"
 #include "server/detail/client_connection.hpp"
@@ -173,6 +176,59 @@ class http_server final : public httplib::Server {
   // Serves `sock` as a thread of the pool serves an accepted connection.
   void serve(socket_t sock) { process_and_close_socket(sock); }
 
+  // Accepts connections on the bound socket and hands each to the pool, until halt(). It
+  // replaces httplib 0.11's loop (listen_after_bind), which closed the listening socket and
+  // returned on any error of accept() but EMFILE: Linux's accept() passes a new connection's
+  // pending network error (ENETUNREACH, EHOSTUNREACH, EPROTO, ...) and ECONNABORTED, so one
+  // client's ICMP error or abort left the daemon running its jobs without its API. Here such
+  // errors are the connection's; want of descriptors or memory pauses accepting for 10 ms.
+  // False where the listening socket failed other than by halt().
+  bool accept_loop() {
+    std::unique_ptr<httplib::TaskQueue> pool(new_task_queue());
+    bool ok = true;
+    auto last_report = std::chrono::steady_clock::time_point{};
+    while (!m_halted) {
+      const socket_t listener = svr_sock_;
+      if (listener == INVALID_SOCKET) break;
+      pollfd ready{listener, POLLIN, 0};
+      if (::poll(&ready, 1, 100) <= 0) continue;  // halt() is seen within 100 ms
+      const socket_t sock = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (sock == INVALID_SOCKET) {
+        const int err = errno;
+        const auto action = detail::classify_accept_error(err);
+        if (action == detail::accept_failure::retry) continue;
+        if (m_halted) break;
+        if (action == detail::accept_failure::stop) {
+          spdlog::error("HTTP: cannot accept connections: {}", std::strerror(err));
+          ok = false;
+          break;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_report > std::chrono::seconds(10)) {
+          spdlog::warn("HTTP: cannot accept a connection for now ({}); retrying",
+                       std::strerror(err));
+          last_report = now;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      pool->enqueue([this, sock] { process_and_close_socket(sock); });
+    }
+    pool->shutdown();
+    return ok;
+  }
+
+  // Ends accept_loop() and, through svr_sock_, every connection's loop (httplib's stop() does
+  // this only where its own loop runs).
+  void halt() {
+    m_halted = true;
+    const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
+    if (sock != INVALID_SOCKET) {
+      ::shutdown(sock, SHUT_RDWR);
+      ::close(sock);
+    }
+  }
+
   // httplib 0.11 listens with a backlog of 5 connections not yet accepted: a burst of clients
   // connecting at once (an agent loop's parallel evaluators) overflowed it, and the kernel
   // dropped their SYNs, each retried after a second. listen() again sets the backlog.
@@ -260,6 +316,7 @@ class http_server final : public httplib::Server {
   }
 
   std::size_t m_max_body;
+  std::atomic<bool> m_halted{false};
 };
 
 }  // namespace
@@ -711,11 +768,11 @@ void http_transport::serve_connection(int fd) {
 }
 
 bool http_transport::run() {
-  return m_impl->server.listen_after_bind();
+  return m_impl->server.accept_loop();
 }
 
 void http_transport::stop() {
-  m_impl->server.stop();
+  m_impl->server.halt();
 }
 
 }  // namespace kernelscan

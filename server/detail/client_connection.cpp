@@ -256,4 +256,34 @@ void client_connection::close_gracefully(std::chrono::milliseconds limit) {
   m_begin = m_end = 0;
 }
 
+accept_failure classify_accept_error(int err) {
+  switch (err) {
+    // Linux's accept() returns a new connection's pending network error (accept(2): "treat them
+    // like EAGAIN by retrying"), and a connection aborted while queued.
+    case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+    case EWOULDBLOCK:
+#endif
+    case EINTR:
+    case ECONNABORTED:
+    case EPROTO:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+    case EPERM:  // a firewall rule refused this connection
+      return accept_failure::retry;
+    case EMFILE:
+    case ENFILE:
+    case ENOBUFS:
+    case ENOMEM:
+      return accept_failure::pause;
+    default:  // EBADF, EINVAL, ENOTSOCK, EFAULT: no listening socket to accept on
+      return accept_failure::stop;
+  }
+}
+
 }  // namespace kernelscan::detail

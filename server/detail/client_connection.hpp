@@ -131,4 +131,12 @@ class client_connection {
   std::size_t m_begin = 0, m_end = 0;  // the buffered input not yet read
 };
 
+// What the accepting thread does after accept() failed with `err`.
+enum class accept_failure {
+  retry,  // the connection's own failure (Linux passes its pending network error, or an abort)
+  pause,  // want of descriptors or memory: wait a little, and accept again
+  stop,   // the listening socket is gone (closed by stop()) or unusable
+};
+accept_failure classify_accept_error(int err);
+
 }  // namespace kernelscan::detail

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -341,6 +343,20 @@ TEST(ClientConnection, CloseGracefullyEndsTheStreamAndDropsWhatTheClientStillSen
   client.join();
   p.client_fd = -1;
   EXPECT_EQ(got, "answer");
+}
+
+// Linux's accept() passes a new connection's pending network error, and a connection aborted
+// while queued: the accepting thread goes on to the next connection. Want of descriptors or
+// memory pauses it; only a listening socket that is gone stops it.
+TEST(AcceptErrors, AConnectionsOwnFailureIsRetriedAndOnlyALostListenerStops) {
+  for (const int err : {ECONNABORTED, EPROTO, ENETUNREACH, EHOSTUNREACH, ENETDOWN, EHOSTDOWN,
+                        ENONET, ENOPROTOOPT, EOPNOTSUPP, EPERM, EINTR, EAGAIN}) {
+    EXPECT_EQ(classify_accept_error(err), accept_failure::retry) << std::strerror(err);
+  }
+  for (const int err : {EMFILE, ENFILE, ENOBUFS, ENOMEM})
+    EXPECT_EQ(classify_accept_error(err), accept_failure::pause) << std::strerror(err);
+  for (const int err : {EBADF, EINVAL, ENOTSOCK, EFAULT})
+    EXPECT_EQ(classify_accept_error(err), accept_failure::stop) << std::strerror(err);
 }
 
 }  // namespace
