@@ -56,6 +56,7 @@ submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec
   std::string refusal;
   std::optional<engine_kind> real, mock;
   std::set<std::string> nodes, models;
+  std::set<int> indices;  // of the live devices the placement's other fields match
   std::map<std::string, int> kinds;
   std::size_t live = 0;
   for (const auto& d : devices) {
@@ -79,6 +80,7 @@ submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec
     const bool index_ok = !spec.device || *spec.device == info.index;
     const bool node_ok = !spec.device_node || *spec.device_node == device_text(d, "node");
     const bool model_ok = !spec.device_model || *spec.device_model == device_text(d, "model");
+    if (engine_ok && node_ok && model_ok) indices.insert(info.index);
     if (!(engine_ok && index_ok && node_ok && model_ok)) continue;
     auto why = unsupported_language(spec, info);
     if (!why) why = unmet_need(spec, info);
@@ -132,6 +134,21 @@ submit_pipeline::placement submit_pipeline::check_placement(const job_spec& spec
     } else if (spec.device_model && !models.count(*spec.device_model)) {
       errors.push_back({"device.model", "no live device is a " + *spec.device_model +
                                             " (models: " + list(models) + ")"});
+    } else if (spec.device && !indices.count(*spec.device) && !indices.empty()) {
+      // An index the matching devices do not have: named as the spec gave it.
+      std::string numbers;
+      for (const int i : indices)
+        numbers += (numbers.empty() ? "" : ", ") + std::to_string(i);
+      std::vector<std::string> where;
+      if (spec.device_node) where.push_back("on node \"" + *spec.device_node + "\"");
+      if (spec.device_model) where.push_back("of model " + *spec.device_model);
+      if (spec.engine != engine_kind::any) {
+        where.push_back("with engine " + std::string(to_string(spec.engine)));
+      }
+      errors.push_back({spec.device_node || spec.device_model ? "device.index" : "device",
+                        "no live device " + std::to_string(*spec.device) +
+                            (where.empty() ? "" : " " + comma_joined(where)) +
+                            " (its devices: " + numbers + ")"});
     } else if (spec.device || spec.device_node || spec.device_model) {
       errors.push_back({"device", "no live device matches it with engine " +
                                       std::string(to_string(spec.engine)) + " (" +

@@ -115,6 +115,36 @@ TEST_F(SubmitPipeline, RefusesASpecNoDeviceCanRun) {
   EXPECT_TRUE(store.list({}).empty());
 }
 
+// A placement whose index no matching device has names the index: `device.index` where the
+// placement is an object, `device` where it is the index alone, with the indices there are.
+TEST_F(SubmitPipeline, AnIndexNoDeviceHasIsRefusedNamingTheIndex) {
+  json second = mock_device();
+  second["index"] = 1;
+  devices.push_back(second);
+  auto refusal = [&](const json& device) -> field_error {
+    json spec = json::parse(gemm_job());
+    spec["device"] = device;
+    try {
+      pipeline.submit(spec.dump(), "");
+    } catch (const validation_error& e) {
+      if (e.errors().size() == 1) return e.errors()[0];
+    }
+    return {"", "accepted, or refused otherwise"};
+  };
+  auto e = refusal({{"node", "here"}, {"index", 5}});
+  EXPECT_EQ(e.field, "device.index");
+  EXPECT_EQ(e.message, "no live device 5 on node \"here\", with engine mock (its devices: 0, 1)");
+  e = refusal(7);
+  EXPECT_EQ(e.field, "device");
+  EXPECT_EQ(e.message, "no live device 7 with engine mock (its devices: 0, 1)");
+  // An index there is, on a node there is not: the node is named.
+  EXPECT_EQ(refusal({{"node", "elsewhere"}, {"index", 1}}).field, "device.node");
+  EXPECT_TRUE(store.list({}).empty());
+  json spec = json::parse(gemm_job());
+  spec["device"] = {{"node", "here"}, {"index", 1}};
+  EXPECT_NO_THROW(pipeline.submit(spec.dump(), ""));
+}
+
 // A fleet of a CPU without half arithmetic (CLBlast there has no f16 GEMM) and a mock GPU: an
 // f16 library GEMM is refused where only the CPU could take it, and otherwise queued for the
 // device that can run it, which alone may claim it.
