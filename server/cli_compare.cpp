@@ -132,6 +132,10 @@ std::vector<std::string> uses_of(const json& spec, const std::string& name) {
 // Why the series may not measure the same problem at a joined point: they run different ops, or
 // a shared parameter sets different fields in them. Empty where they do, or a series has no spec
 // (the variants of one job).
+std::string value_text(const json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
 std::string join_warning(const std::vector<compare_series>& series,
                          const std::vector<std::string>& shared) {
   for (const auto& s : series)
@@ -142,6 +146,47 @@ std::string join_warning(const std::vector<compare_series>& series,
     if (s.spec.contains("kernel") && s.spec["kernel"].is_object())
       ops.insert(s.spec["kernel"].value("op", "?"));
   if (ops.size() > 1) why.push_back("they run different ops (" + comma_joined(ops) + ")");
+  // The fields that make the problem (not the implementation: impl, source, entry, launch) and
+  // that no shared parameter sets: different values measure different problems.
+  std::set<std::string> swept;
+  for (const auto& n : shared)
+    for (const auto& s : series)
+      for (const auto& f : uses_of(s.spec, n))
+        swept.insert(f);
+  auto differing = [&](const std::string& what, const std::function<std::string(const json&)>& of) {
+    std::set<std::string> distinct;
+    std::string line;
+    for (const auto& s : series) {
+      const std::string v = of(s.spec.contains("kernel") ? s.spec["kernel"] : json());
+      distinct.insert(v);
+      line += (line.empty() ? "" : "; ") + v + " in " + s.label;
+    }
+    if (distinct.size() > 1) why.push_back(what + " is " + line);
+  };
+  if (ops.size() == 1 && (*ops.begin() == "gemm" || *ops.begin() == "stream")) {
+    for (const char* field :
+         {"dtype", "m", "n", "k", "layout_a", "layout_b", "alpha", "beta", "variant", "scalar"}) {
+      if (swept.count(std::string("kernel.") + field)) continue;
+      differing(std::string("kernel.") + field, [&](const json& k) {
+        return k.is_object() && k.contains(field) ? value_text(k[field]) : "the default";
+      });
+    }
+  } else if (ops.size() == 1 && *ops.begin() == "custom") {
+    // A custom kernel's element types: those of its buffer arguments (not local memory).
+    differing("the element type of the buffers", [](const json& k) {
+      std::set<std::string> types;
+      if (k.is_object() && k.contains("args") && k["args"].is_array()) {
+        for (const auto& a : k["args"]) {
+          if (!a.is_object() || a.value("local", false)) continue;
+          const std::string t = a.contains("type") && a["type"].is_string()
+                                    ? a["type"].get<std::string>()
+                                    : std::string();
+          if (!t.empty() && t.back() == '*') types.insert(t.substr(0, t.size() - 1));
+        }
+      }
+      return types.empty() ? std::string("none") : comma_joined(types);
+    });
+  }
   for (const auto& n : shared) {
     std::set<std::string> distinct;
     std::vector<std::string> each;
@@ -164,10 +209,6 @@ std::string join_warning(const std::vector<compare_series>& series,
   for (const auto& w : why)
     out += "  - " + w + "\n";
   return out;
-}
-
-std::string value_text(const json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 std::string speedup_text(double v) {

@@ -72,6 +72,47 @@ TEST(CompareReport, SaysWhatCannotBeCompared) {
   }
 }
 
+// Jobs of one op whose fixed fields differ (the dtype, a size no shared parameter sets) measure
+// different problems at a matched point: the report says which field and how, above the table.
+// An implementation's fields (impl) are what a comparison is for, and are not listed.
+TEST(CompareReport, FixedFieldsAndDtypesThatDifferAreSaidAboveTheTable) {
+  const json rows = json::array({row({{"M", 1024}}, 10, 0.1)});
+  auto gemm = [](const char* dtype, int k, const char* impl) {
+    return json{
+        {"kernel",
+         {{"op", "gemm"}, {"m", "M"}, {"n", "M"}, {"k", k}, {"dtype", dtype}, {"impl", impl}}}};
+  };
+  auto report = [&](const json& a, const json& b) {
+    return compare_report(
+        series_of({{json{{"id", 1}, {"spec", a}}, rows}, {json{{"id", 2}, {"spec", b}}, rows}}),
+        "");
+  };
+  const std::string differ = report(gemm("f16", 4096, "library"), gemm("f32", 2048, "builtin"));
+  EXPECT_NE(differ.find("warning: matched on the parameter names only"), std::string::npos)
+      << differ;
+  EXPECT_NE(differ.find("  - kernel.dtype is f16 in job 1; f32 in job 2\n"), std::string::npos)
+      << differ;
+  EXPECT_NE(differ.find("  - kernel.k is 4096 in job 1; 2048 in job 2\n"), std::string::npos)
+      << differ;
+  EXPECT_EQ(differ.find("impl"), std::string::npos) << differ;
+  // Only the implementation differs: no warning.
+  const std::string alike = report(gemm("f16", 4096, "library"), gemm("f16", 4096, "builtin"));
+  EXPECT_EQ(alike.find("warning"), std::string::npos) << alike;
+
+  // Custom kernels: the element types of their buffers.
+  auto custom = [](const char* type) {
+    return json{{"kernel",
+                 {{"op", "custom"},
+                  {"args", json::array({{{"name", "x"}, {"type", std::string(type) + "*"}},
+                                        {{"name", "n"}, {"type", "i32"}}})}}}};
+  };
+  const std::string types = report(custom("f32"), custom("f16"));
+  EXPECT_NE(types.find("  - the element type of the buffers is f32 in job 1; f16 in job 2\n"),
+            std::string::npos)
+      << types;
+  EXPECT_EQ(report(custom("f32"), custom("f32")).find("warning"), std::string::npos);
+}
+
 TEST(CompareReport, TheBestPointOfAnUnsharedParameterIsTheHighestThroughputNotTheSmallest) {
   // Job 1 sweeps M as well: at N=64, M=64 is the fastest but M=1024 does the most per second.
   auto with_flops = [](json r, double flops) {
