@@ -147,12 +147,15 @@ std::string join_warning(const std::vector<compare_series>& series,
       ops.insert(s.spec["kernel"].value("op", "?"));
   if (ops.size() > 1) why.push_back("they run different ops (" + comma_joined(ops) + ")");
   // The fields that make the problem (not the implementation: impl, source, entry, launch) and
-  // that no shared parameter sets: different values measure different problems.
+  // that no sweep parameter sets (a shared one joins the points; another one's best point stands
+  // for the job, compared by throughput): different values measure different problems.
   std::set<std::string> swept;
-  for (const auto& n : shared)
-    for (const auto& s : series)
+  for (const auto& s : series) {
+    if (!s.spec.contains("sweep") || !s.spec["sweep"].is_object()) continue;
+    for (const auto& [n, values] : s.spec["sweep"].items())
       for (const auto& f : uses_of(s.spec, n))
         swept.insert(f);
+  }
   auto differing = [&](const std::string& what, const std::function<std::string(const json&)>& of) {
     std::set<std::string> distinct;
     std::string line;

@@ -80,8 +80,44 @@ function kernelText(job) {
   return job.op;
 }
 
+// The fields of the problem (not of the implementation: impl, source, entry, launch) that no
+// sweep parameter sets and that differ between the jobs, as `kernelscan compare` lists them:
+// for GEMM and STREAM jobs the dtype, sizes, layouts and scalars; for custom kernels the element
+// types of their buffers.
+function problemDifferences(jobs, ops) {
+  if (ops.size !== 1) return [];
+  const op = [...ops][0];
+  const kernelOf = (j) => (j.spec || {}).kernel || {};
+  // Fields a sweep parameter sets are left out: a shared one joins the points, another one's
+  // best point stands for the job, compared by throughput.
+  const swept = new Set(jobs.flatMap((j) => Object.keys((j.spec || {}).sweep || {}).flatMap((n) => usesOf(j.spec, n))));
+  const line = (what, of) => {
+    const values = jobs.map((j) => of(kernelOf(j)));
+    if (new Set(values).size < 2) return null;
+    return `${what} is ` + jobs.map((j, i) => `${values[i]} in #${j.id}`).join('; ');
+  };
+  const out = [];
+  if (op === 'gemm' || op === 'stream') {
+    for (const f of ['dtype', 'm', 'n', 'k', 'layout_a', 'layout_b', 'alpha', 'beta', 'variant', 'scalar']) {
+      if (swept.has(`kernel.${f}`)) continue;
+      const l = line(`kernel.${f}`, (k) => (f in k ? String(k[f]) : 'the default'));
+      if (l) out.push(l);
+    }
+  } else if (op === 'custom') {
+    const l = line('the element type of the buffers', (k) => {
+      const types = new Set((Array.isArray(k.args) ? k.args : [])
+        .filter((a) => a && !a.local && typeof a.type === 'string' && a.type.endsWith('*'))
+        .map((a) => a.type.slice(0, -1)));
+      return types.size ? [...types].sort().join(', ') : 'none';
+    });
+    if (l) out.push(l);
+  }
+  return out;
+}
+
 // What joining `jobs` on `shared` means, said above the results: a note, or a warning when the
-// jobs run different ops or use a shared name for different fields.
+// jobs run different ops, differ in a field of the problem, or use a shared name for different
+// fields.
 function joinNotice(jobs, shared, byName, base) {
   const list = h('ul', {}, jobs.map((j) => h('li', {}, h('a', {href: `#/jobs/${j.id}`}, `#${j.id} ${j.name}`), `: ${kernelText(j)}`)));
   if (byName) {
@@ -90,9 +126,11 @@ function joinNotice(jobs, shared, byName, base) {
   }
   const ops = new Set(jobs.map((j) => j.op));
   const differ = shared.filter((n) => new Set(jobs.map((j) => usesOf(j.spec, n).join(' '))).size > 1);
-  if (ops.size > 1 || differ.length) {
+  const problem = problemDifferences(jobs, ops);
+  if (ops.size > 1 || differ.length || problem.length) {
     const why = [];
     if (ops.size > 1) why.push(h('li', {}, `they run different ops (${[...ops].join(', ')})`));
+    for (const line of problem) why.push(h('li', {}, line));
     for (const n of differ) {
       why.push(h('li', {}, `${n} sets ` + jobs.map((j) => `${usesOf(j.spec, n).join(', ') || 'nothing'} in #${j.id}`).join('; ')));
     }

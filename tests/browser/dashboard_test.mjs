@@ -493,8 +493,10 @@ async function main() {
       expect(await page.locator('#compare-table tbody tr').count() === 50, 'fifty matched points');
       const s = await series(page, 'chart-compare');
       expect(s.length === 1 && s[0].n === 50, `one speedup series of 50 (got ${JSON.stringify(s)})`);
-      expect((await page.getAttribute('#compare-join', 'class')) === 'note-box' &&
-             (await page.textContent('#compare-join')).includes('Matched on M, N, K'), 'the join is said above the results');
+      // The two jobs differ in their dtype, a field of the problem no parameter sets: a warning.
+      const dtypes = await page.textContent('.warning-box#compare-join');
+      expect(dtypes.includes('Matched on the parameter names M, N, K only') &&
+             dtypes.includes(`kernel.dtype is f16 in #${ids.a}; f32 in #${ids.b}`), `a dtype that differs is said above the results (${dtypes})`);
       // f32 is 4-8x slower than f16 here: every point is slower, beyond the intervals, in red; the
       // series itself is not drawn in the verdicts' red.
       const bars = await page.evaluate(() => {
@@ -524,6 +526,8 @@ async function main() {
       await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${copy}`, '#view[data-charts-ready]');
       const cells = await page.$$eval('#compare-table tbody tr td:last-child', (tds) => tds.map((td) => td.className + ' ' + td.textContent));
       expect(cells.length === 50 && cells.every((c) => c.includes('same') && c.includes('1.00×')), `identical jobs are the same everywhere (${cells.slice(0, 3)})`);
+      expect((await page.getAttribute('#compare-join', 'class')) === 'note-box' &&
+             (await page.textContent('#compare-join')).includes('Matched on M, N, K'), 'the join of jobs of one problem is a note above the results');
       const summary = await page.$$eval('#compare-summary tbody td', (tds) => tds.map((td) => td.textContent));
       expect(summary[3] === '0 of 50' && summary[4] === '0 of 50' && summary[5] === '50 of 50', `faster 0, slower 0, same 50 (${summary})`);
       const grey = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series[0].data.every((d) => d.itemStyle.color === '#9ca3af'));
