@@ -5,8 +5,8 @@
 // per variant, and the speedups between them.
 
 import {download, get, getRows, post} from './api.js';
-import {METRICS, heatmapOption, isGeometric, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor, variantSpeedup,
-        variantSpeedupOption, wantsLog} from './charts.js';
+import {METRICS, heatmapOption, isGeometric, kernelsOption, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
+        variantSpeedup, variantSpeedupOption, wantsLog} from './charts.js';
 import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
@@ -308,8 +308,11 @@ export function mount(root, {id, query}) {
 
   function renderControls() {
     const s = state.sel, names = state.names;
+    const metric = select('sel-metric', 'metric', Object.entries(METRICS).map(([k, m]) => [k, m.short]), s.metric, (v) => { s.metric = v; });
+    // An import's kernels are no sweep: no axis or lines to choose.
+    if (imported()) { controls.replaceChildren(h('div', {class: 'row'}, metric)); return; }
     const parts = [
-      select('sel-metric', 'metric', Object.entries(METRICS).map(([k, m]) => [k, m.short]), s.metric, (v) => { s.metric = v; }),
+      metric,
       select('sel-x', 'x', names.map((n) => [n, n]), s.x, (v) => {
         s.x = v; if (s.by === v) s.by = ''; s.xscale = ''; renderControls();
       }),
@@ -359,9 +362,13 @@ export function mount(root, {id, query}) {
   function hasSpeedupChart() {
     return Boolean(state.variants) || hasBaselineSpec(state.job.spec);
   }
+  // Results measured elsewhere: one point per kernel, numbered, not a sweep of sizes.
+  function imported() {
+    return state.job.engine === 'import';
+  }
   function ensureBoxes() {
     boxes = boxes || [
-      chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
+      imported() ? chartBox('chart-sweep', 'Per kernel', '(95% CI bars)') : chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
       state.names.length >= 2 ? chartBox('chart-heatmap', 'Heatmap') : null,
       !hasSpeedupChart() ? null
         : state.variants ? chartBox('chart-speedup', 'Speedup between variants', `(${speedupBasis(state.baseline).short}, 95% CI bars)`)
@@ -432,8 +439,8 @@ export function mount(root, {id, query}) {
     };
     const sweepRows = slice([s.x, s.by].filter(Boolean));
     const variants = state.variants;
-    set(sweepChart, sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric,
-                                 logX: xScale() === 'log', animate}));
+    set(sweepChart, imported() ? kernelsOption({rows: sweepRows, x: s.x, metric: s.metric, animate})
+                               : sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric, logX: xScale() === 'log', animate}));
     if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
       const option = heatmapOption({...heatRows(slice([s.hx, s.hy]).filter((r) => r.status === 'ok')), x: s.hx, y: s.hy, metric: s.metric,
                                     animate, pointer: heatPointer});

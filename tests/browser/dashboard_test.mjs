@@ -462,6 +462,19 @@ async function main() {
       const sweep = await series(page, 'chart-sweep');
       expect(sweep.length === 2 && sweep[0].n === 2 && sweep[1].type === 'custom' && sweep[1].n === 2,
              `a trace's points have CI bars (got ${JSON.stringify(sweep)})`);
+      // The kernels of an import are not a sweep: a bar per kernel, named on a category axis, no
+      // line from one kernel to the next and no scale to choose.
+      const kernelAxis = () => page.evaluate(() => {
+        const o = echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption();
+        return {type: o.xAxis[0].type, name: o.xAxis[0].name, data: o.xAxis[0].data};
+      });
+      const ka = await kernelAxis();
+      expect(sweep[0].type === 'bar' && ka.type === 'category' && ka.name === 'kernel' && ka.data.length === 2 &&
+             ka.data[0].includes('gemm') && ka.data[1].includes('fillBufferAligned'),
+             `an import's kernels are bars on a category axis named by kernel (${JSON.stringify(sweep)}, ${JSON.stringify(ka)})`);
+      expect(await page.locator('#sel-xscale').count() === 0, 'no x scale selector for the kernels of an import');
+      const ko = await overlaps(page, 'chart-sweep');
+      expect(ko.length === 0, `an import's kernel chart: no text drawn over another (${ko.join('; ')})`);
       const roof = await series(page, 'chart-roofline');
       expect(roof.some((s) => s.type === 'line' && s.name.startsWith('datasheet f32')) && roof.some((s) => s.type === 'scatter' && s.n === 1),
              `roofline: the MI300X's f32 ceiling and the one kernel with work (got ${JSON.stringify(roof)})`);
@@ -473,7 +486,8 @@ async function main() {
       const n = await api(d, 'POST', '/api/v1/imports', {format: 'nsys_cuda_gpu_kern_sum', data: nsys});
       await gotoView(page, d.origin, `#/jobs/${n.id}`, '#view[data-charts-ready]');
       const s2 = await series(page, 'chart-sweep');
-      expect(s2.length === 1 && s2[0].type === 'line' && s2[0].n === 2, `a summary's points have no made-up CI bars (got ${JSON.stringify(s2)})`);
+      expect(s2.length === 1 && s2[0].type === 'bar' && s2[0].n === 2, `a summary's kernels are bars without made-up CI bars (got ${JSON.stringify(s2)})`);
+      await shot(page, 'job-import-nsys');
       expect((await page.textContent('.job-head .facts')).includes('not named (measured elsewhere)'), 'an import without a device says so');
       const ci = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.map((tr) => tr.children[5].textContent));
       expect(ci.every((c) => c === '—'), `no CI in the table for a summary (${ci})`);
