@@ -5,7 +5,7 @@
 // per variant, and the speedups between them.
 
 import {download, get, getRows, post} from './api.js';
-import {METRICS, heatmapOption, isGeometric, kernelsOption, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
+import {METRICS, heatmapOption, isGeometric, kernelsOption, metricOf, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
         variantSpeedup, variantSpeedupOption, wantsLog} from './charts.js';
 import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
@@ -287,6 +287,18 @@ export function mount(root, {id, query}) {
     return state.sel.xscale || defaultScale(state.values[state.sel.x] || []);
   }
 
+  // The metrics the job's points can show: TFLOP/s only where one did floating-point work, GB/s
+  // where one moved bytes (a copy kernel has no TFLOP/s, not 0). Until a point is measured, all.
+  function shownMetrics() {
+    const ok = state.rows.filter((r) => r.status === 'ok');
+    return Object.keys(METRICS).filter((k) => k === 'time' || !ok.length || ok.some((r) => metricOf(r, k)));
+  }
+  // A metric the points cannot show (a URL's TFLOP/s for a copy kernel) gives way to GB/s, else time.
+  function fitMetric(sel) {
+    const shown = shownMetrics();
+    if (!shown.includes(sel.metric)) sel.metric = shown.includes('gbps') ? 'gbps' : 'time';
+  }
+
   function saveSelections() {
     const s = state.sel;
     const q = [['metric', s.metric], ['x', s.x]];
@@ -308,7 +320,7 @@ export function mount(root, {id, query}) {
 
   function renderControls() {
     const s = state.sel, names = state.names;
-    const metric = select('sel-metric', 'metric', Object.entries(METRICS).map(([k, m]) => [k, m.short]), s.metric, (v) => { s.metric = v; });
+    const metric = select('sel-metric', 'metric', shownMetrics().map((k) => [k, METRICS[k].short]), s.metric, (v) => { s.metric = v; });
     // An import's kernels are no sweep: no axis or lines to choose.
     if (imported()) { controls.replaceChildren(h('div', {class: 'row'}, metric)); return; }
     const parts = [
@@ -479,8 +491,10 @@ export function mount(root, {id, query}) {
     {key: 'p5', label: 'p5', get: (r) => r.time_us && r.time_us.p5, fmt: fmtTime, num: true},
     {key: 'p95', label: 'p95', get: (r) => r.time_us && r.time_us.p95, fmt: fmtTime, num: true},
     {key: 'samples', label: 'samples', get: (r) => r.samples, num: true},
-    {key: 'tflops', label: 'TFLOP/s', get: (r) => r.metrics && r.metrics.tflops, fmt: (v) => sig(v), num: true},
-    {key: 'gbps', label: 'GB/s', get: (r) => r.metrics && r.metrics.gbps, fmt: (v) => sig(v), num: true},
+    // A kernel without floating-point work (a copy) has no TFLOP/s, rather than 0; one without
+    // bytes, no GB/s.
+    {key: 'tflops', label: 'TFLOP/s', get: (r) => (r.metrics && r.metrics.flops > 0 ? r.metrics.tflops : undefined), fmt: (v) => sig(v), num: true},
+    {key: 'gbps', label: 'GB/s', get: (r) => (r.metrics && r.metrics.bytes > 0 ? r.metrics.gbps : undefined), fmt: (v) => sig(v), num: true},
     {key: 'ai', label: 'FLOP/B', get: (r) => r.metrics && r.metrics.arithmetic_intensity, fmt: (v) => sig(v, 3), num: true},
     {key: 'roof', label: '% roof', get: (r) => r.metrics && r.metrics.roof_pct, fmt: (v) => sig(v, 3), num: true},
     {key: 'bound', label: 'bound', get: (r) => r.metrics && r.metrics.bound},
@@ -588,6 +602,7 @@ export function mount(root, {id, query}) {
     if (disposed) return;
     updateValues();
     if (!state.sel) initSelections();
+    fitMetric(state.sel);  // as points come: until one is measured, every metric is offered
     for (const n of state.names) if (!state.values[n].includes(state.sel.fixed[n])) state.sel.fixed[n] = state.values[n][0];
     state.sorted = null;
     if (state.rows.length) renderControls();

@@ -502,6 +502,30 @@ async function main() {
              `two imports matched by kernel name (${JSON.stringify(rows)})`);
     });
 
+    await step('job view: a copy kernel does no floating-point work', async () => {
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'copy', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                       sweep: {N: [1024, 4096, 16384, 65536]}});
+      await waitJob(d, id);
+      const column = (key) => page.evaluate((k) => {
+        const i = [...document.querySelectorAll('#results-table th')].findIndex((th) => th.dataset.key === k);
+        return [...document.querySelectorAll('#results-table tbody tr:not(.spacer)')].map((tr) => tr.children[i].textContent);
+      }, key);
+      const options = () => page.$$eval('#sel-metric option', (os) => os.map((o) => o.value));
+      const yName = () => page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().yAxis[0].name);
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      const [tflops, gbps] = [await column('tflops'), await column('gbps')];
+      expect(tflops.length === 4 && tflops.every((c) => c === '—'), `no TFLOP/s for a kernel without flops (${tflops})`);
+      expect(gbps.length === 4 && gbps.every((c) => parseFloat(c) > 0), `GB/s for a kernel with bytes (${gbps})`);
+      expect(await page.$eval('#sel-metric', (el) => el.value) === 'gbps' && !(await options()).includes('tflops'),
+             `the metric selector offers no TFLOP/s and shows GB/s (${await options()})`);
+      await shot(page, 'job-copy');
+      // A URL asking for TFLOP/s gets a chart of what the kernel did, not an empty one.
+      await gotoView(page, d.origin, `#/jobs/${id}?metric=tflops`, '#view[data-charts-ready]');
+      const line = (await series(page, 'chart-sweep')).find((x) => x.type === 'line');
+      expect(await page.$eval('#sel-metric', (el) => el.value) === 'gbps' && (await yName()) === 'GB/s' && line && line.n === 4,
+             `metric=tflops for a copy kernel draws GB/s (${await yName()}, ${JSON.stringify(line)})`);
+    });
+
     await step('compare view', async () => {
       await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${ids.b}`, '#view[data-charts-ready]');
       expect(await page.locator('#compare-table tbody tr').count() === 50, 'fifty matched points');
