@@ -234,7 +234,7 @@ export function mount(root, {id, query}) {
 
   function initSelections() {
     const names = state.names;
-    const bySize = [...names].sort((a, b) => state.values[b].length - state.values[a].length);
+    const bySize = parametersBySize();
     const best = (state.job.summary && state.job.summary.best && state.job.summary.best.params) || {};
     const sel = {
       metric: query.get('metric') || defaultMetric(state.job),
@@ -277,8 +277,13 @@ export function mount(root, {id, query}) {
     if (sel[other] && sel[other] !== sel[kept]) return;
     sel[other] = previous && previous !== sel[kept] ? previous : bySize.find((n) => n !== sel[kept]);
   }
+  // The parameters, the one with the most values first (the default x axis). Counted in the
+  // job's sweep, not in the points stored so far: those of a running job come the last parameter
+  // fastest, and would put another parameter first than the job has once it ends.
   function parametersBySize() {
-    return [...state.names].sort((a, b) => state.values[b].length - state.values[a].length);
+    const sweep = state.job.spec.sweep || {};
+    const count = (n) => (Array.isArray(sweep[n]) ? new Set(sweep[n]).size : state.values[n].length);
+    return [...state.names].sort((a, b) => count(b) - count(a));
   }
 
   // The x axis's scale: the one chosen, else the one the x parameter's values call for (decided

@@ -944,6 +944,33 @@ async function main() {
       for (const id of [waits, newer]) await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {}).then(() => waitJob(d, id));
     });
 
+    await step('job view: a running job\'s x axis is the one it will have when it ends', async () => {
+      // The last parameter varies fastest: the first points have one M and several N, while M
+      // has the most values.
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'two parameters, live', kernel: {op: 'gemm', m: 'M', n: 'N', k: 256, dtype: 'f16'},
+                                                       sweep: {M: {from: 256, to: 2048, step: 256}, N: [256, 512, 768, 1024, 1280]},
+                                                       mock: {delay_ms: 200}, cache: false});
+      for (let t = Date.now(); Date.now() - t < 15000; await sleep(50)) {
+        if ((await api(d, 'GET', `/api/v1/jobs/${id}`)).progress.done >= 2) break;
+      }
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#sel-x');
+      const x = () => page.evaluate(() => ({sel: document.getElementById('sel-x').value,
+        axis: echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().xAxis[0].name}));
+      await page.waitForFunction(() => {
+        const chart = window.echarts && echarts.getInstanceByDom(document.getElementById('chart-sweep'));
+        return chart && (chart.getOption().xAxis || [])[0];
+      });
+      const live = await x();
+      const wasRunning = await page.locator('.job-head .status-running').count() === 1;
+      await shot(page, 'job-running');
+      await waitJob(d, id);
+      await page.goto('about:blank');  // the same URL again would not load the view anew
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      const ended = await x();
+      expect(wasRunning && live.sel === 'M' && live.axis.startsWith('M') && ended.sel === 'M',
+             `the running job's x axis is M, as once it ended (running: ${wasRunning}, ${JSON.stringify(live)}; ended: ${JSON.stringify(ended)})`);
+    });
+
     await step('10,000-point job: render time and responsiveness', async () => {
       const {mark, watch: w} = await renderTime(browser, d, ids.big);
       watch.errors.push(...w.errors);
