@@ -166,6 +166,50 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
   };
 }
 
+// A kernel's name as an axis label: its function, without the return type, template arguments
+// and parameters ("void gemm<float, 64>(float const*, int)" is "gemm"); the tooltip has it whole.
+function kernelLabel(name) {
+  let out = '', depth = 0;
+  for (const c of String(name || '').split('(')[0]) {
+    if (c === '<') ++depth;
+    else if (c === '>') depth = Math.max(0, depth - 1);
+    else if (!depth) out += c;
+  }
+  return out.trim().split(/\s+/).pop() || String(name || '');
+}
+
+// The metric of an imported job's kernels: one bar per kernel (`x` numbers them), with CI95 bars
+// where the source gave an interval. The kernels are categories, named on the x axis, not points
+// of a sweep: no line joins one to the next.
+export function kernelsOption({rows, x, metric, animate}) {
+  const pts = [...rows].sort((a, b) => a.params[x] - b.params[x]).map((r) => ({r, m: r.status === 'ok' ? metricOf(r, metric) : null}));
+  const labels = pts.map((p) => `${p.r.params[x]} ${kernelLabel(p.r.name)}`);
+  const name = METRICS[metric].short;
+  const series = [{
+    name, type: 'bar', color: PALETTE[0], barMaxWidth: 40,
+    data: pts.map((p) => (p.m ? {value: p.m.v, params: p.r.params, name: p.r.name, ci: [p.m.lo, p.m.hi]}
+                              : {value: null, params: p.r.params, name: p.r.name, failed: p.r.status !== 'ok'})),
+  }];
+  const bars = pts.map((p, i) => [labels[i], p.m]).filter(([, m]) => m && Number.isFinite(m.lo) && Number.isFinite(m.hi));
+  if (bars.length) series.push(errorBars(`${name} 95% CI`, bars.map(([l, m]) => [l, m.lo, m.hi]), '#111827'));
+  // Past a few kernels the labels are turned, to fit side by side; each is cut to its room.
+  const turned = labels.length > 4;
+  return {
+    ...baseOption(animate),
+    grid: {...baseOption(animate).grid, left: turned ? 110 : 70, bottom: turned ? 100 : 55},
+    tooltip: {trigger: 'item', confine: true, formatter: (p) => !p.data || !p.data.params ? ''
+      : p.data.value === null ? `${paramsText(p.data.params, p.data.name)}<br>${p.data.failed ? 'failed' : `no ${METRICS[metric].label}`}`
+      : `${paramsText(p.data.params, p.data.name)}<br>${METRICS[metric].label}: <b>${fmt(p.data.value)}</b>` +
+        (Number.isFinite(p.data.ci[0]) ? `<br>95% CI ${fmt(p.data.ci[0])} – ${fmt(p.data.ci[1])}` : '')},
+    xAxis: {type: 'category', data: labels, name: x, nameLocation: 'middle', nameGap: turned ? 85 : 30,
+            axisLabel: {rotate: turned ? 30 : 0, width: turned ? 110 : Math.floor(440 / labels.length), overflow: 'truncate',
+                        interval: labels.length > 40 ? Math.ceil(labels.length / 40) - 1 : 0}},
+    yAxis: {type: 'value', name: METRICS[metric].label, nameTextStyle: {align: 'left'}, axisLabel: {formatter: axisNumber}},
+    dataZoom: [{type: 'inside', xAxisIndex: 0}],
+    series,
+  };
+}
+
 // An x axis of parameter values `values`, linear or log. ECharts spaces a log axis's ticks by
 // powers of ten in the exponent, so a sweep over ten doublings or more got ticks at its ends
 // only: its interval (in doublings) is set here for about six ticks.

@@ -5,8 +5,8 @@
 // per variant, and the speedups between them.
 
 import {download, get, getRows, post} from './api.js';
-import {METRICS, heatmapOption, isGeometric, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor, variantSpeedup,
-        variantSpeedupOption, wantsLog} from './charts.js';
+import {METRICS, heatmapOption, isGeometric, kernelsOption, metricOf, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
+        variantSpeedup, variantSpeedupOption, wantsLog} from './charts.js';
 import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
@@ -234,7 +234,7 @@ export function mount(root, {id, query}) {
 
   function initSelections() {
     const names = state.names;
-    const bySize = [...names].sort((a, b) => state.values[b].length - state.values[a].length);
+    const bySize = parametersBySize();
     const best = (state.job.summary && state.job.summary.best && state.job.summary.best.params) || {};
     const sel = {
       metric: query.get('metric') || defaultMetric(state.job),
@@ -277,14 +277,31 @@ export function mount(root, {id, query}) {
     if (sel[other] && sel[other] !== sel[kept]) return;
     sel[other] = previous && previous !== sel[kept] ? previous : bySize.find((n) => n !== sel[kept]);
   }
+  // The parameters, the one with the most values first (the default x axis). Counted in the
+  // job's sweep, not in the points stored so far: those of a running job come the last parameter
+  // fastest, and would put another parameter first than the job has once it ends.
   function parametersBySize() {
-    return [...state.names].sort((a, b) => state.values[b].length - state.values[a].length);
+    const sweep = state.job.spec.sweep || {};
+    const count = (n) => (Array.isArray(sweep[n]) ? new Set(sweep[n]).size : state.values[n].length);
+    return [...state.names].sort((a, b) => count(b) - count(a));
   }
 
   // The x axis's scale: the one chosen, else the one the x parameter's values call for (decided
   // when drawing, so that points still arriving count).
   function xScale() {
     return state.sel.xscale || defaultScale(state.values[state.sel.x] || []);
+  }
+
+  // The metrics the job's points can show: TFLOP/s only where one did floating-point work, GB/s
+  // where one moved bytes (a copy kernel has no TFLOP/s, not 0). Until a point is measured, all.
+  function shownMetrics() {
+    const ok = state.rows.filter((r) => r.status === 'ok');
+    return Object.keys(METRICS).filter((k) => k === 'time' || !ok.length || ok.some((r) => metricOf(r, k)));
+  }
+  // A metric the points cannot show (a URL's TFLOP/s for a copy kernel) gives way to GB/s, else time.
+  function fitMetric(sel) {
+    const shown = shownMetrics();
+    if (!shown.includes(sel.metric)) sel.metric = shown.includes('gbps') ? 'gbps' : 'time';
   }
 
   function saveSelections() {
@@ -308,8 +325,11 @@ export function mount(root, {id, query}) {
 
   function renderControls() {
     const s = state.sel, names = state.names;
+    const metric = select('sel-metric', 'metric', shownMetrics().map((k) => [k, METRICS[k].short]), s.metric, (v) => { s.metric = v; });
+    // An import's kernels are no sweep: no axis or lines to choose.
+    if (imported()) { controls.replaceChildren(h('div', {class: 'row'}, metric)); return; }
     const parts = [
-      select('sel-metric', 'metric', Object.entries(METRICS).map(([k, m]) => [k, m.short]), s.metric, (v) => { s.metric = v; }),
+      metric,
       select('sel-x', 'x', names.map((n) => [n, n]), s.x, (v) => {
         s.x = v; if (s.by === v) s.by = ''; s.xscale = ''; renderControls();
       }),
@@ -359,9 +379,13 @@ export function mount(root, {id, query}) {
   function hasSpeedupChart() {
     return Boolean(state.variants) || hasBaselineSpec(state.job.spec);
   }
+  // Results measured elsewhere: one point per kernel, numbered, not a sweep of sizes.
+  function imported() {
+    return state.job.engine === 'import';
+  }
   function ensureBoxes() {
     boxes = boxes || [
-      chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
+      imported() ? chartBox('chart-sweep', 'Per kernel', '(95% CI bars)') : chartBox('chart-sweep', 'Against a parameter', '(95% CI bars)'),
       state.names.length >= 2 ? chartBox('chart-heatmap', 'Heatmap') : null,
       !hasSpeedupChart() ? null
         : state.variants ? chartBox('chart-speedup', 'Speedup between variants', `(${speedupBasis(state.baseline).short}, 95% CI bars)`)
@@ -432,8 +456,8 @@ export function mount(root, {id, query}) {
     };
     const sweepRows = slice([s.x, s.by].filter(Boolean));
     const variants = state.variants;
-    set(sweepChart, sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric,
-                                 logX: xScale() === 'log', animate}));
+    set(sweepChart, imported() ? kernelsOption({rows: sweepRows, x: s.x, metric: s.metric, animate})
+                               : sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric, logX: xScale() === 'log', animate}));
     if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
       const option = heatmapOption({...heatRows(slice([s.hx, s.hy]).filter((r) => r.status === 'ok')), x: s.hx, y: s.hy, metric: s.metric,
                                     animate, pointer: heatPointer});
@@ -472,8 +496,10 @@ export function mount(root, {id, query}) {
     {key: 'p5', label: 'p5', get: (r) => r.time_us && r.time_us.p5, fmt: fmtTime, num: true},
     {key: 'p95', label: 'p95', get: (r) => r.time_us && r.time_us.p95, fmt: fmtTime, num: true},
     {key: 'samples', label: 'samples', get: (r) => r.samples, num: true},
-    {key: 'tflops', label: 'TFLOP/s', get: (r) => r.metrics && r.metrics.tflops, fmt: (v) => sig(v), num: true},
-    {key: 'gbps', label: 'GB/s', get: (r) => r.metrics && r.metrics.gbps, fmt: (v) => sig(v), num: true},
+    // A kernel without floating-point work (a copy) has no TFLOP/s, rather than 0; one without
+    // bytes, no GB/s.
+    {key: 'tflops', label: 'TFLOP/s', get: (r) => (r.metrics && r.metrics.flops > 0 ? r.metrics.tflops : undefined), fmt: (v) => sig(v), num: true},
+    {key: 'gbps', label: 'GB/s', get: (r) => (r.metrics && r.metrics.bytes > 0 ? r.metrics.gbps : undefined), fmt: (v) => sig(v), num: true},
     {key: 'ai', label: 'FLOP/B', get: (r) => r.metrics && r.metrics.arithmetic_intensity, fmt: (v) => sig(v, 3), num: true},
     {key: 'roof', label: '% roof', get: (r) => r.metrics && r.metrics.roof_pct, fmt: (v) => sig(v, 3), num: true},
     {key: 'bound', label: 'bound', get: (r) => r.metrics && r.metrics.bound},
@@ -581,6 +607,7 @@ export function mount(root, {id, query}) {
     if (disposed) return;
     updateValues();
     if (!state.sel) initSelections();
+    fitMetric(state.sel);  // as points come: until one is measured, every metric is offered
     for (const n of state.names) if (!state.values[n].includes(state.sel.fixed[n])) state.sel.fixed[n] = state.values[n][0];
     state.sorted = null;
     if (state.rows.length) renderControls();

@@ -462,6 +462,19 @@ async function main() {
       const sweep = await series(page, 'chart-sweep');
       expect(sweep.length === 2 && sweep[0].n === 2 && sweep[1].type === 'custom' && sweep[1].n === 2,
              `a trace's points have CI bars (got ${JSON.stringify(sweep)})`);
+      // The kernels of an import are not a sweep: a bar per kernel, named on a category axis, no
+      // line from one kernel to the next and no scale to choose.
+      const kernelAxis = () => page.evaluate(() => {
+        const o = echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption();
+        return {type: o.xAxis[0].type, name: o.xAxis[0].name, data: o.xAxis[0].data};
+      });
+      const ka = await kernelAxis();
+      expect(sweep[0].type === 'bar' && ka.type === 'category' && ka.name === 'kernel' && ka.data.length === 2 &&
+             ka.data[0].includes('gemm') && ka.data[1].includes('fillBufferAligned'),
+             `an import's kernels are bars on a category axis named by kernel (${JSON.stringify(sweep)}, ${JSON.stringify(ka)})`);
+      expect(await page.locator('#sel-xscale').count() === 0, 'no x scale selector for the kernels of an import');
+      const ko = await overlaps(page, 'chart-sweep');
+      expect(ko.length === 0, `an import's kernel chart: no text drawn over another (${ko.join('; ')})`);
       const roof = await series(page, 'chart-roofline');
       expect(roof.some((s) => s.type === 'line' && s.name.startsWith('datasheet f32')) && roof.some((s) => s.type === 'scatter' && s.n === 1),
              `roofline: the MI300X's f32 ceiling and the one kernel with work (got ${JSON.stringify(roof)})`);
@@ -473,7 +486,8 @@ async function main() {
       const n = await api(d, 'POST', '/api/v1/imports', {format: 'nsys_cuda_gpu_kern_sum', data: nsys});
       await gotoView(page, d.origin, `#/jobs/${n.id}`, '#view[data-charts-ready]');
       const s2 = await series(page, 'chart-sweep');
-      expect(s2.length === 1 && s2[0].type === 'line' && s2[0].n === 2, `a summary's points have no made-up CI bars (got ${JSON.stringify(s2)})`);
+      expect(s2.length === 1 && s2[0].type === 'bar' && s2[0].n === 2, `a summary's kernels are bars without made-up CI bars (got ${JSON.stringify(s2)})`);
+      await shot(page, 'job-import-nsys');
       expect((await page.textContent('.job-head .facts')).includes('not named (measured elsewhere)'), 'an import without a device says so');
       const ci = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.map((tr) => tr.children[5].textContent));
       expect(ci.every((c) => c === '—'), `no CI in the table for a summary (${ci})`);
@@ -486,6 +500,30 @@ async function main() {
       const rows = await page.$$eval('#compare-table tbody tr', (trs) => trs.map((tr) => tr.textContent));
       expect(rows.length === 2 && rows.every((r) => r.includes('1.00×')) && rows.some((r) => r.includes('ampere_sgemm_128x64_nn')),
              `two imports matched by kernel name (${JSON.stringify(rows)})`);
+    });
+
+    await step('job view: a copy kernel does no floating-point work', async () => {
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'copy', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                       sweep: {N: [1024, 4096, 16384, 65536]}});
+      await waitJob(d, id);
+      const column = (key) => page.evaluate((k) => {
+        const i = [...document.querySelectorAll('#results-table th')].findIndex((th) => th.dataset.key === k);
+        return [...document.querySelectorAll('#results-table tbody tr:not(.spacer)')].map((tr) => tr.children[i].textContent);
+      }, key);
+      const options = () => page.$$eval('#sel-metric option', (os) => os.map((o) => o.value));
+      const yName = () => page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().yAxis[0].name);
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      const [tflops, gbps] = [await column('tflops'), await column('gbps')];
+      expect(tflops.length === 4 && tflops.every((c) => c === '—'), `no TFLOP/s for a kernel without flops (${tflops})`);
+      expect(gbps.length === 4 && gbps.every((c) => parseFloat(c) > 0), `GB/s for a kernel with bytes (${gbps})`);
+      expect(await page.$eval('#sel-metric', (el) => el.value) === 'gbps' && !(await options()).includes('tflops'),
+             `the metric selector offers no TFLOP/s and shows GB/s (${await options()})`);
+      await shot(page, 'job-copy');
+      // A URL asking for TFLOP/s gets a chart of what the kernel did, not an empty one.
+      await gotoView(page, d.origin, `#/jobs/${id}?metric=tflops`, '#view[data-charts-ready]');
+      const line = (await series(page, 'chart-sweep')).find((x) => x.type === 'line');
+      expect(await page.$eval('#sel-metric', (el) => el.value) === 'gbps' && (await yName()) === 'GB/s' && line && line.n === 4,
+             `metric=tflops for a copy kernel draws GB/s (${await yName()}, ${JSON.stringify(line)})`);
     });
 
     await step('compare view', async () => {
@@ -904,6 +942,33 @@ async function main() {
       const order = await page.$$eval('#jobs-table tbody tr', (trs) => trs.map((tr) => Number(tr.dataset.id)));
       expect(JSON.stringify(order) === JSON.stringify([newer, waits]), `running jobs, newest first: ${[newer, waits]} (got ${order})`);
       for (const id of [waits, newer]) await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {}).then(() => waitJob(d, id));
+    });
+
+    await step('job view: a running job\'s x axis is the one it will have when it ends', async () => {
+      // The last parameter varies fastest: the first points have one M and several N, while M
+      // has the most values.
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'two parameters, live', kernel: {op: 'gemm', m: 'M', n: 'N', k: 256, dtype: 'f16'},
+                                                       sweep: {M: {from: 256, to: 2048, step: 256}, N: [256, 512, 768, 1024, 1280]},
+                                                       mock: {delay_ms: 200}, cache: false});
+      for (let t = Date.now(); Date.now() - t < 15000; await sleep(50)) {
+        if ((await api(d, 'GET', `/api/v1/jobs/${id}`)).progress.done >= 2) break;
+      }
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#sel-x');
+      const x = () => page.evaluate(() => ({sel: document.getElementById('sel-x').value,
+        axis: echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().xAxis[0].name}));
+      await page.waitForFunction(() => {
+        const chart = window.echarts && echarts.getInstanceByDom(document.getElementById('chart-sweep'));
+        return chart && (chart.getOption().xAxis || [])[0];
+      });
+      const live = await x();
+      const wasRunning = await page.locator('.job-head .status-running').count() === 1;
+      await shot(page, 'job-running');
+      await waitJob(d, id);
+      await page.goto('about:blank');  // the same URL again would not load the view anew
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      const ended = await x();
+      expect(wasRunning && live.sel === 'M' && live.axis.startsWith('M') && ended.sel === 'M',
+             `the running job's x axis is M, as once it ended (running: ${wasRunning}, ${JSON.stringify(live)}; ended: ${JSON.stringify(ended)})`);
     });
 
     await step('10,000-point job: render time and responsiveness', async () => {
