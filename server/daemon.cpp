@@ -220,7 +220,9 @@ int run_serve(serve_config config) {
 
   asio::io_context io;
   job_waiters waiters;
-  event_hub events;
+  // Event ids start from a random multiple of 2^32 (under 2^53: exact in JavaScript), so that a
+  // client's Last-Event-ID from another node or an earlier run is told from this daemon's.
+  event_hub events(8192, (std::uint64_t(std::random_device{}()) % ((1u << 21) - 1) + 1) << 32);
   scheduler sched(io, *store, waiters, events, config, gpus);
   // Join the fleet (a store of one daemon, for SQLite): events of other nodes arrive from now
   // on, and a live node of the same name is a start-up error.

@@ -49,6 +49,10 @@ std::uint64_t event_hub::last_id() const {
   return m_last_id;
 }
 
+bool event_hub::issued(std::uint64_t id) const {
+  return id >= m_first_id && id <= last_id();
+}
+
 void event_hub::shutdown() {
   {
     std::lock_guard lock(m_mutex);

@@ -21,7 +21,7 @@
 namespace kernelscan {
 
 struct hub_event {
-  std::uint64_t id = 0;  // increasing from 1; 0 is "before everything"
+  std::uint64_t id = 0;  // increasing by 1 from the hub's first_id() + 1
   std::string type;      // "job" or "points"
   std::string data;      // one JSON object on one line (it becomes one SSE data: line)
 };
@@ -30,7 +30,11 @@ class event_hub {
  public:
   using clock = std::chrono::steady_clock;
 
-  explicit event_hub(std::size_t capacity = 8192) : m_capacity(capacity) {}
+  // `before_first`: the id before this hub's first event. A daemon draws it at random (a
+  // multiple of 2^32 under 2^53, so that ids stay exact in JavaScript), so that an id another
+  // daemon or an earlier run of this one issued is not taken for one of this hub's.
+  explicit event_hub(std::size_t capacity = 8192, std::uint64_t before_first = 0)
+      : m_capacity(capacity), m_first_id(before_first), m_last_id(before_first) {}
 
   // An event of this daemon's: kept for this daemon's streams and handed to the relay (the
   // other nodes of a fleet).
@@ -51,8 +55,12 @@ class event_hub {
   // `linger` more so that a burst leaves as one batch; returns every event newer than `after`.
   batch wait(std::uint64_t after, clock::time_point deadline, clock::duration linger);
 
-  // The newest event id (0 if none yet).
+  // The newest event id (first_id() if none yet).
   std::uint64_t last_id() const;
+  // The id before this hub's first event: a stream from it gets every event the hub holds.
+  std::uint64_t first_id() const { return m_first_id; }
+  // Whether `id` is one this hub issued (or its first_id()): one to resume after.
+  bool issued(std::uint64_t id) const;
   // Wakes every reader and makes later waits return at once with `stopping`.
   void shutdown();
 
@@ -60,10 +68,11 @@ class event_hub {
   batch collect(std::uint64_t after) const;  // with m_mutex held
 
   const std::size_t m_capacity;
+  const std::uint64_t m_first_id;
   mutable std::mutex m_mutex;
   std::condition_variable m_cv;
   std::deque<hub_event> m_ring;
-  std::uint64_t m_last_id = 0;
+  std::uint64_t m_last_id;
   bool m_stopping = false;
   std::function<void(const std::string&, const std::string&)> m_relay;
 };

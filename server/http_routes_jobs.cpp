@@ -340,8 +340,12 @@ response http_api::impl::events_stream(const request& req) {
     if (ec != std::errc() || end != last.data() + last.size()) {
       throw bad_parameter("last_event_id", "\"" + last + "\" is not an event id");
     }
-    // An id from before a daemon restart (larger than any now) starts from now with a reset.
-    if (id <= after) {
+    // 0 asks for every event the daemon holds. An id this daemon did not issue (from before a
+    // restart, or from another node of a fleet, whose ids are its own) starts from now with a
+    // reset: the client must reload what it holds.
+    if (id == 0) {
+      after = events.first_id();
+    } else if (events.issued(id)) {
       after = id;
     } else {
       stale = true;

@@ -2,6 +2,7 @@
 // Server-Sent Events, reconnecting with Last-Event-ID resumes, and streams are limited.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -85,8 +86,24 @@ TEST(Events, ReconnectingWithLastEventIdResumesAndAStaleIdResets) {
   const auto second = daemon.submit(stream_sweep(2, 1));
   daemon.wait_job(second);
 
+  // 0: every event the daemon holds, from the first job's "queued" on.
+  sse_reader all(daemon.port(), {{"Last-Event-ID", "0"}});
+  ASSERT_TRUE(eventually(
+      [&] {
+        return all.has([&](const sse_event& e) {
+          return e.type == "job" && e.data["id"] == second && e.data["status"] == "succeeded";
+        });
+      },
+      10s));
+  const auto held = all.events();
+  const auto queued = std::find_if(held.begin(), held.end(), [&](const sse_event& e) {
+    return e.type == "job" && e.data["id"] == first && e.data["status"] == "queued";
+  });
+  ASSERT_NE(queued, held.end());
+  EXPECT_FALSE(all.has([](const sse_event& e) { return e.type == "reset"; }));
+
   // Resume from after the first job's "queued" event: everything after it comes again.
-  sse_reader resumed(daemon.port(), {{"Last-Event-ID", "1"}});
+  sse_reader resumed(daemon.port(), {{"Last-Event-ID", queued->id}});
   ASSERT_TRUE(eventually(
       [&] {
         return resumed.has([&](const sse_event& e) {
@@ -95,7 +112,7 @@ TEST(Events, ReconnectingWithLastEventIdResumesAndAStaleIdResets) {
       },
       10s));
   EXPECT_FALSE(resumed.has([](const sse_event& e) { return e.type == "reset"; }));
-  EXPECT_FALSE(resumed.has([&](const sse_event& e) { return e.id == "1"; }));
+  EXPECT_FALSE(resumed.has([&](const sse_event& e) { return e.id == queued->id; }));
 
   // An id this daemon never issued (from before a restart): reset, then live events.
   sse_reader stale(daemon.port(), {{"Last-Event-ID", "999999"}});
@@ -107,6 +124,38 @@ TEST(Events, ReconnectingWithLastEventIdResumesAndAStaleIdResets) {
   const auto bad = daemon.get("/api/v1/events?last_event_id=abc");
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(daemon.get("/api/v1/events?job=1").status, 400);
+}
+
+// Each daemon numbers its events from its own random start: an id from another daemon (another
+// node of a fleet, or this one before a restart) is never taken for one of its own, though it
+// may be smaller than its newest, and the client is told to reload rather than silently miss
+// what that daemon announced.
+TEST(Events, AnIdFromAnotherDaemonResets) {
+  daemon_process a, b;
+  a.start();
+  b.start();
+  const auto on_a = a.submit(stream_sweep(2, 1));
+  a.wait_job(on_a);
+  for (int i = 0; i < 3; ++i)
+    b.wait_job(b.submit(stream_sweep(2, 1)));
+  sse_reader from_a(a.port(), {{"Last-Event-ID", "0"}});
+  ASSERT_TRUE(eventually(
+      [&] {
+        return from_a.has([&](const sse_event& e) {
+          return e.type == "job" && e.data["id"] == on_a && e.data["status"] == "succeeded";
+        });
+      },
+      10s));
+  std::string last;
+  for (const auto& e : from_a.events())
+    if (!e.id.empty() && e.type != "ready") last = e.id;
+  ASSERT_FALSE(last.empty());
+
+  sse_reader on_b(b.port(), {{"Last-Event-ID", last}});
+  ASSERT_TRUE(eventually([&] { return on_b.has(is_ready); }, 10s));
+  const auto evs = on_b.events();
+  ASSERT_GE(evs.size(), 2u);
+  EXPECT_EQ(evs[0].type, "reset") << "an id of daemon a, resumed on daemon b";
 }
 
 TEST(Events, StreamsBeyondTheLimitGet429AndShutdownEndsThem) {
