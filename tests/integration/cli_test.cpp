@@ -305,6 +305,7 @@ TEST_F(cli, UsageErrorsExitTwo) {
         {"results", "abc"},
         {"results", "0"},
         {"submit", "/no/such/file.json"},
+        {"submit", "/"},
         {"submit"},
         {"bogus"}}) {
     const auto r = run(args);
@@ -545,6 +546,8 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
       {without("--grid"), "kernelscan bench: --grid: needed for matmul_naive"},
       {{"bench", file, "nope", "--sweep", "N=1"}, "kernelscan bench: KERNEL: nope is not a kernel"},
       {{"bench", daemon.data_dir() + "/none.cl", "k"}, "kernelscan bench: FILE: cannot read"},
+      {{"bench", daemon.data_dir(), "k"},
+       "kernelscan bench: FILE: cannot read " + daemon.data_dir() + ": Is a directory"},
       {matmul_bench_args(file) + std::vector<std::string>{"--size", "D=4"},
        "kernelscan bench: --size: D is not a pointer parameter"},
   };
