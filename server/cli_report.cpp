@@ -475,8 +475,19 @@ std::string results_report(const json& job, const json& rows) {
         const auto x = number_at(r, "/fitness/speedup");
         cells.push_back(x ? speedup(*x) : "-");
       }
-      // An imported kernel's name runs on after the columns: C++ names are long.
-      table.add_row(std::move(cells), kernel_name(r, 200));
+      // An imported kernel's name runs on after the columns: C++ names are long. A point whose
+      // flags void its score (a wrong answer) says so there, as `compare` marks it.
+      std::string note = kernel_name(r, 200);
+      std::vector<std::string> voiding;
+      for (const auto& f : flags_of(r))
+        if (voids_score(f)) voiding.push_back(f);
+      if (!voiding.empty()) {
+        std::string flags;
+        for (const auto& f : voiding)
+          flags += (flags.empty() ? "" : ", ") + f;
+        note += (note.empty() ? "void: " : "  void: ") + flags;
+      }
+      table.add_row(std::move(cells), note);
     }
   }
   out += table.render();

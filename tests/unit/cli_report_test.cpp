@@ -288,6 +288,12 @@ TEST(cli_report, APointWhoseFlagsVoidItsScoreIsNotTheBest) {
   const json job = job_with({{"N", {1, 2}}}, "succeeded", 2);
   EXPECT_NE(results_report(job, rows).find("best    N=2: 25.00 µs"), std::string::npos)
       << results_report(job, rows);
+  // Its row says why: the table alone must not pass off a wrong answer as a plain "ok".
+  EXPECT_NE(line_starting(results_report(job, rows), "1  ok").find("  void: verification_failed"),
+            std::string::npos)
+      << results_report(job, rows);
+  EXPECT_EQ(line_starting(results_report(job, rows), "2  ok").find("void"), std::string::npos)
+      << results_report(job, rows);
   rows[1]["flags"] = {"timed_output_mismatch"};
   EXPECT_NE(results_report(job, rows).find(
                 "best    none: every measured point has a flag that voids its score\n"),
