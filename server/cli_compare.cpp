@@ -242,9 +242,12 @@ std::vector<compare_series> series_of(const std::vector<std::pair<json, json>>& 
     }
     return out;
   }
-  for (const auto& [job, rows] : jobs)
-    out.push_back({"job " + value_text(job.value("id", json())), rows,
-                   job.contains("spec") ? job["spec"] : json()});
+  for (const auto& [job, rows] : jobs) {
+    const std::string label = "job " + value_text(job.value("id", json()));
+    if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.label == label; }))
+      throw std::invalid_argument("ID: " + label + " is named twice");
+    out.push_back({label, rows, job.contains("spec") ? job["spec"] : json()});
+  }
   return out;
 }
 

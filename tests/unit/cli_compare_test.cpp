@@ -62,6 +62,13 @@ TEST(CompareReport, OneJobComparesItsVariants) {
 TEST(CompareReport, SaysWhatCannotBeCompared) {
   const json plain = json::array({row({{"N", 64}}, 100, 1)});
   EXPECT_THROW(series_of({{json{{"id", 3}}, plain}}), std::invalid_argument);
+  // A job named twice would be two columns of one label, compared with itself.
+  try {
+    series_of({{json{{"id", 3}}, plain}, {json{{"id", 4}}, plain}, {json{{"id", 3}}, plain}});
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "ID: job 3 is named twice");
+  }
   const auto series = series_of({{json{{"id", 1}}, json::array({row({{"N", 1}}, 1, 0)})},
                                  {json{{"id", 2}}, json::array({row({{"N", 2}}, 1, 0)})}});
   try {
