@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/json.hpp"
 #include "server/cli_client.hpp"
 #include "server/cli_compare.hpp"
 #include "server/cli_job_table.hpp"
@@ -186,10 +187,12 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
       for (const auto& [flag, given] : shaping) {
         if (given) throw bench_error(flag, "a job file says this itself; edit " + b.file);
       }
-      spec = json::parse(text, nullptr, false);
-      if (spec.is_discarded() || !spec.is_object()) {
-        throw bench_error("FILE", b.file + " is not a JSON object");
+      try {
+        spec = parse_json(text);
+      } catch (const json_syntax_error& e) {
+        throw bench_error("FILE", b.file + ": " + e.what());
       }
+      if (!spec.is_object()) throw bench_error("FILE", b.file + " is not a JSON object");
       const std::string dir = directory_of(b.file);
       spec = resolve_job_file(std::move(spec), [&](const std::string& path) {
         const std::string full = !path.empty() && path[0] == '/' ? path : dir + path;

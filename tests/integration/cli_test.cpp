@@ -548,6 +548,11 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
       {{"bench", daemon.data_dir() + "/none.cl", "k"}, "kernelscan bench: FILE: cannot read"},
       {{"bench", daemon.data_dir(), "k"},
        "kernelscan bench: FILE: cannot read " + daemon.data_dir() + ": Is a directory"},
+      {{"bench", write_file("trailing_comma.json", "{\"kernel\": {\"op\": \"custom\",}}")},
+       "kernelscan bench: FILE: " + daemon.data_dir() +
+           "/trailing_comma.json: malformed JSON: parse error at line 1, column 28"},
+      {{"bench", write_file("list.json", "[]")},
+       "kernelscan bench: FILE: " + daemon.data_dir() + "/list.json is not a JSON object"},
       {matmul_bench_args(file) + std::vector<std::string>{"--size", "D=4"},
        "kernelscan bench: --size: D is not a pointer parameter"},
   };
