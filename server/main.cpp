@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,25 @@ std::vector<std::string> with_config_file(CLI::App& serve, std::vector<std::stri
     }
     args.push_back("--" + key + "=" + value);
   }
+  return args;
+}
+
+// `kernelscan --server URL jobs`: --server and --token belong to each client subcommand; given
+// before its name they are moved behind it, where its parser reads them.
+std::vector<std::string> client_options_behind_command(std::vector<std::string> args,
+                                                       const std::set<std::string>& commands) {
+  std::size_t at = 0;
+  while (at < args.size()) {
+    if (args[at] == "--server" || args[at] == "--token") {
+      at += 2;
+    } else if (args[at].rfind("--server=", 0) == 0 || args[at].rfind("--token=", 0) == 0) {
+      at += 1;
+    } else {
+      break;
+    }
+  }
+  if (at == 0 || at >= args.size() || !commands.count(args[at])) return args;
+  std::rotate(args.begin(), args.begin() + at, args.begin() + at + 1);
   return args;
 }
 
@@ -407,6 +427,12 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "serve") args = with_config_file(*serve, std::move(args));
+  std::set<std::string> client_names;
+  for (const CLI::App* cmd :
+       {client.submit_cmd, client.jobs_cmd, client.results_cmd, client.bench_cmd, client.cancel_cmd,
+        client.devices_cmd, client.compare_cmd})
+    client_names.insert(cmd->get_name());
+  args = client_options_behind_command(std::move(args), client_names);
   std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
   try {
     app.parse(args);

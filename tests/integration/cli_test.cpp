@@ -419,6 +419,20 @@ TEST_F(cli, TheServerOptionWinsOverTheEnvironmentInEverySubcommand) {
       << describe(submit);
 }
 
+// `kernelscan --server URL jobs`, as `git -C DIR log` is written: the client's options before
+// the subcommand's name work as they do after it.
+TEST_F(cli, TheServerAndTokenMayComeBeforeTheSubcommand) {
+  const std::int64_t id = finished_job();
+  const auto jobs = run_cli({"--server", server(), "jobs"});
+  EXPECT_EQ(jobs.exit_code, 0) << describe(jobs);
+  EXPECT_EQ(count_lines_starting(jobs.out, std::to_string(id) + "  succeeded"), 1u)
+      << describe(jobs);
+  const auto results =
+      run_cli({"--token", "t", "--server=" + server(), "results", std::to_string(id)});
+  EXPECT_EQ(results.exit_code, 0) << describe(results);
+  EXPECT_NE(results.out.find("points  5 of 5 measured"), std::string::npos) << describe(results);
+}
+
 // Two matmul kernels in OpenCL C, as a kernel writer keeps them in one file.
 const char* const k_matmul_cl = R"cl(
 // C = A x B, row-major.
