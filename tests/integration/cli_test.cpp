@@ -315,6 +315,21 @@ TEST_F(cli, UsageErrorsExitTwo) {
   }
 }
 
+// A value that is not a number is said to be that, not "out of range".
+TEST_F(cli, ANumberOptionSaysWhyItsValueIsRefused) {
+  const std::string file = write_file("job.json", stream_sweep(1, 0).dump());
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"submit", file, "--wait", "abc"}, "--wait: \"abc\" is not a number"},
+           {{"submit", file, "--wait", "700"}, "--wait: 700 is not from 0.001 to 600"},
+           {{"jobs", "--limit", "2.5"}, "--limit: \"2.5\" is not a whole number"},
+           {{"jobs", "--limit", "0"}, "--limit: 0 is not from 1 to 1000000"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_EQ(r.err.rfind(says, 0), 0u) << describe(r) << "expected: " << says;
+  }
+  EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
+}
+
 TEST(cli_unreachable, AServerThatIsNotThereIsNamedAndExitsOne) {
   const std::string url = "http://127.0.0.1:" + std::to_string(closed_port());
   for (const std::vector<std::string>& args : {std::vector<std::string>{"jobs", "--server", url},
