@@ -535,6 +535,19 @@ TEST(cli_report, VariantsGetATablePerPointSortedByTime) {
       << report;
 }
 
+// A variant whose flags void its score says which, whatever the flag: a wrong answer under
+// timing is as wrong as one in the check before it.
+TEST(cli_report, AVariantWhoseFlagsVoidItsScoreIsMarked) {
+  json rows = json::array({variant_row(0, 64, "naive", 40, 1, "naive", 1, "naive"),
+                           variant_row(0, 64, "tiled", 10, 4, "naive", 4, "naive")});
+  rows[1]["flags"] = {"timed_output_mismatch", "excessive_speedup"};
+  const std::string report = results_report(variants_job(), rows);
+  EXPECT_NE(line_starting(report, "tiled ").find("  void: timed_output_mismatch"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(line_starting(report, "naive ").find("void"), std::string::npos) << report;
+}
+
 TEST(cli_report, VariantsWithoutABaselineCompareWithTheSlowest) {
   json job = variants_job();
   job["spec"].erase("baseline");
