@@ -247,7 +247,9 @@ class spec_builder {
     }
     for (const auto& v : m_opts.values) {
       auto [name, expr] = name_value(v, "--value", "PARAMETER=VALUE");
-      m_values[name] = expr;
+      if (!m_values.emplace(name, expr).second) {
+        throw bench_error("--value", name + " is given twice");
+      }
     }
     m_outputs.insert(m_opts.outputs.begin(), m_opts.outputs.end());
     m_scratch.insert(m_opts.scratch.begin(), m_opts.scratch.end());
@@ -286,6 +288,12 @@ class spec_builder {
                           name + (m_outputs.count(name) ? " is an --output too"
                                                         : " is not a pointer parameter of " +
                                                               comma_joined(m_opts.entries)));
+      }
+    }
+    for (const auto& [name, expr] : m_values) {
+      if (!m_scalars.count(name)) {
+        throw bench_error("--value",
+                          name + " is not a scalar parameter of " + comma_joined(m_opts.entries));
       }
     }
     for (const auto& [name, expr] : m_sizes) {
@@ -489,6 +497,7 @@ class spec_builder {
                        return p.pointer && !p.local;
                      }) == 1;
     for (const auto& p : params) {
+      if (!p.pointer) m_scalars.insert(p.name);
       json a = {{"name", p.name}};
       std::string type;
       if (auto t = dtype_of(p.type)) {
@@ -618,7 +627,7 @@ class spec_builder {
   std::map<std::string, json> m_blocks, m_grids;
   std::map<std::string, std::string> m_sizes, m_values;
   std::string m_default_size;
-  std::set<std::string> m_outputs, m_scratch, m_buffers;
+  std::set<std::string> m_outputs, m_scratch, m_buffers, m_scalars;
 };
 
 }  // namespace

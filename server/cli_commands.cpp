@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/json.hpp"
 #include "server/cli_client.hpp"
 #include "server/cli_compare.hpp"
 #include "server/cli_job_table.hpp"
@@ -85,10 +86,16 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
   return job.value("status", "") == "succeeded" ? k_ok : k_failed;
 }
 
+// False with errno set where `path` cannot be read (a directory opens, but its read throws).
 bool read_text_file(const std::string& path, std::string& text) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return false;
-  text.assign(std::istreambuf_iterator<char>(file), {});
+  try {
+    text.assign(std::istreambuf_iterator<char>(file), {});
+  } catch (const std::ios_base::failure&) {
+    if (errno == 0) errno = EIO;
+    return false;
+  }
   return true;
 }
 
@@ -106,13 +113,9 @@ int run_submit(const client_options& client_opts, const submit_options& opts, st
     std::ostringstream ss;
     ss << in.rdbuf();
     spec = ss.str();
-  } else {
-    std::ifstream file(opts.file, std::ios::binary);
-    if (!file) {
-      err << "kernelscan submit: cannot read " << opts.file << ": " << std::strerror(errno) << "\n";
-      return k_usage;
-    }
-    spec.assign(std::istreambuf_iterator<char>(file), {});
+  } else if (!read_text_file(opts.file, spec)) {
+    err << "kernelscan submit: cannot read " << opts.file << ": " << std::strerror(errno) << "\n";
+    return k_usage;
   }
   return with_client(client_opts, err, [&](api_client& client) {
     return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s, out);
@@ -184,10 +187,12 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
       for (const auto& [flag, given] : shaping) {
         if (given) throw bench_error(flag, "a job file says this itself; edit " + b.file);
       }
-      spec = json::parse(text, nullptr, false);
-      if (spec.is_discarded() || !spec.is_object()) {
-        throw bench_error("FILE", b.file + " is not a JSON object");
+      try {
+        spec = parse_json(text);
+      } catch (const json_syntax_error& e) {
+        throw bench_error("FILE", b.file + ": " + e.what());
       }
+      if (!spec.is_object()) throw bench_error("FILE", b.file + " is not a JSON object");
       const std::string dir = directory_of(b.file);
       spec = resolve_job_file(std::move(spec), [&](const std::string& path) {
         const std::string full = !path.empty() && path[0] == '/' ? path : dir + path;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -242,9 +243,12 @@ std::vector<compare_series> series_of(const std::vector<std::pair<json, json>>& 
     }
     return out;
   }
-  for (const auto& [job, rows] : jobs)
-    out.push_back({"job " + value_text(job.value("id", json())), rows,
-                   job.contains("spec") ? job["spec"] : json()});
+  for (const auto& [job, rows] : jobs) {
+    const std::string label = "job " + value_text(job.value("id", json()));
+    if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.label == label; }))
+      throw std::invalid_argument("ID: " + label + " is named twice");
+    out.push_back({label, rows, job.contains("spec") ? job["spec"] : json()});
+  }
   return out;
 }
 
@@ -283,7 +287,8 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
 
   // Per series: the best ok point at each shared key, the one of the highest throughput (the
   // least time per FLOP, else per byte, else the fastest; a smaller problem is not a better
-  // point); keys in the order they first appear.
+  // point); keys in ascending order of their values (one job's sizes and another's interleave),
+  // else in the order they first appear.
   std::vector<std::string> keys;
   std::map<std::string, std::vector<std::string>> key_values;
   std::vector<std::map<std::string, point>> best(series.size());
@@ -305,6 +310,25 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
         if (!fresh && better(*p, it->second)) it->second = *p;
       }
     }
+  }
+
+  std::map<std::string, std::vector<double>> key_numbers;
+  for (const auto& [key, values] : key_values) {
+    for (const auto& v : values) {
+      double x = 0;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      if (ec != std::errc() || end != v.data() + v.size()) break;
+      key_numbers[key].push_back(x);
+    }
+    if (key_numbers[key].size() != values.size()) {
+      key_numbers.clear();
+      break;
+    }
+  }
+  if (!key_numbers.empty()) {
+    std::stable_sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) {
+      return key_numbers[a] < key_numbers[b];
+    });
   }
 
   // The baseline's column first, then each other series with its speedup over it.

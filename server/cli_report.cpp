@@ -183,6 +183,14 @@ std::string held_out_note(const json& row) {
   return note;
 }
 
+// "void: verification_failed": the flags of a row that void its score, or "" where none does.
+std::string voiding_note(const json& row) {
+  std::string flags;
+  for (const auto& f : flags_of(row))
+    if (voids_score(f)) flags += (flags.empty() ? "" : ", ") + f;
+  return flags.empty() ? "" : "void: " + flags;
+}
+
 std::string ci_text(const json& ci) {
   if (!ci.is_array() || ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number()) return "-";
   return format_significant(ci[0].get<double>(), 3) + ".." +
@@ -274,8 +282,7 @@ std::string variants_report(const json& job, const json& rows,
       }
       const json::json_pointer ci{std::string(compared) + "/ci95"};
       cells.push_back(r.contains(ci) ? ci_text(r[ci]) : "-");
-      table.add_row(std::move(cells),
-                    string_at(r, "/verification/status") == "failed" ? "verification failed" : "");
+      table.add_row(std::move(cells), voiding_note(r));
     }
     // The fastest of the point comes first once sorted.
     const json& best = *group.front();
@@ -475,8 +482,11 @@ std::string results_report(const json& job, const json& rows) {
         const auto x = number_at(r, "/fitness/speedup");
         cells.push_back(x ? speedup(*x) : "-");
       }
-      // An imported kernel's name runs on after the columns: C++ names are long.
-      table.add_row(std::move(cells), kernel_name(r, 200));
+      // An imported kernel's name runs on after the columns: C++ names are long. A point whose
+      // flags void its score (a wrong answer) says so there, as `compare` marks it.
+      std::string note = kernel_name(r, 200);
+      if (const std::string v = voiding_note(r); !v.empty()) note += (note.empty() ? "" : "  ") + v;
+      table.add_row(std::move(cells), note);
     }
   }
   out += table.render();

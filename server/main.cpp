@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,25 @@ std::vector<std::string> with_config_file(CLI::App& serve, std::vector<std::stri
   return args;
 }
 
+// `kernelscan --server URL jobs`: --server and --token belong to each client subcommand; given
+// before its name they are moved behind it, where its parser reads them.
+std::vector<std::string> client_options_behind_command(std::vector<std::string> args,
+                                                       const std::set<std::string>& commands) {
+  std::size_t at = 0;
+  while (at < args.size()) {
+    if (args[at] == "--server" || args[at] == "--token") {
+      at += 2;
+    } else if (args[at].rfind("--server=", 0) == 0 || args[at].rfind("--token=", 0) == 0) {
+      at += 1;
+    } else {
+      break;
+    }
+  }
+  if (at == 0 || at >= args.size() || !commands.count(args[at])) return args;
+  std::rotate(args.begin(), args.begin() + at, args.begin() + at + 1);
+  return args;
+}
+
 // The client subcommands' options; the subcommand that was chosen runs with them. Each
 // subcommand has its own --server and --token: CLI11 fills an option from its environment
 // variable when the option is not on the command line, also for the subcommands that were not
@@ -109,6 +130,28 @@ CLI::Validator job_id_validator() {
       "JOB_ID");
 }
 
+// A number from `low` to `high` (an integer where `integer`); CLI::Range says "not in range"
+// of a value that is not a number at all.
+CLI::Validator number_from(double low, double high, bool integer) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size())
+          return "\"" + text + "\" is not a number";
+        if (integer && v != static_cast<double>(static_cast<std::int64_t>(v)))
+          return "\"" + text + "\" is not a whole number";
+        if (v < low || v > high) {
+          std::ostringstream range;
+          range.precision(12);
+          range << text << " is not from " << low << " to " << high;
+          return range.str();
+        }
+        return "";
+      },
+      integer ? "INT" : "NUMBER");
+}
+
 void add_client_commands(CLI::App& app, client_commands& c) {
   auto common = [](CLI::App* cmd, kernelscan::client_options& client) {
     cmd->add_option("--server", client.server, "URL of the daemon")
@@ -129,7 +172,7 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                    "its results; exit 1 unless it succeeded")
       ->expected(0, 1)
       ->type_name("[SECONDS]")
-      ->check(CLI::Range(0.001, 600.0));
+      ->check(number_from(0.001, 600, false));
   c.submit_cmd->add_option("--idempotency-key", s.idempotency_key,
                            "Sent as Idempotency-Key: a retry with the same key and spec returns "
                            "the job already created");
@@ -146,7 +189,7 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                    "Only jobs with this label, KEY=VALUE; repeat to require several")
       ->allow_extra_args(false);
   c.jobs_cmd->add_option("--limit", j.limit, "Most jobs to list")
-      ->check(CLI::Range(1, 1000000))
+      ->check(number_from(1, 1000000, true))
       ->capture_default_str();
   c.jobs_cmd->add_option("--format", j.format, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
@@ -218,7 +261,7 @@ void add_client_commands(CLI::App& app, client_commands& c) {
   c.bench_cmd->add_flag("--dry-run", b.dry_run, "Print the job spec, send nothing");
   c.bench_cmd->add_flag("--no-wait", b.no_wait, "Submit and return, without the report");
   c.bench_cmd->add_option("--wait", b.wait_s, "Seconds each long poll is held")
-      ->check(CLI::Range(0.001, 600.0))
+      ->check(number_from(0.001, 600, false))
       ->capture_default_str();
 
   c.cancel_cmd = common(app.add_subcommand("cancel", "Cancel jobs"), c.cancel_client);
@@ -407,6 +450,12 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "serve") args = with_config_file(*serve, std::move(args));
+  std::set<std::string> client_names;
+  for (const CLI::App* cmd :
+       {client.submit_cmd, client.jobs_cmd, client.results_cmd, client.bench_cmd, client.cancel_cmd,
+        client.devices_cmd, client.compare_cmd})
+    client_names.insert(cmd->get_name());
+  args = client_options_behind_command(std::move(args), client_names);
   std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
   try {
     app.parse(args);

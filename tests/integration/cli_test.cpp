@@ -305,6 +305,7 @@ TEST_F(cli, UsageErrorsExitTwo) {
         {"results", "abc"},
         {"results", "0"},
         {"submit", "/no/such/file.json"},
+        {"submit", "/"},
         {"submit"},
         {"bogus"}}) {
     const auto r = run(args);
@@ -312,6 +313,21 @@ TEST_F(cli, UsageErrorsExitTwo) {
                               << describe(r);
     EXPECT_FALSE(r.err.empty()) << describe(r);
   }
+}
+
+// A value that is not a number is said to be that, not "out of range".
+TEST_F(cli, ANumberOptionSaysWhyItsValueIsRefused) {
+  const std::string file = write_file("job.json", stream_sweep(1, 0).dump());
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"submit", file, "--wait", "abc"}, "--wait: \"abc\" is not a number"},
+           {{"submit", file, "--wait", "700"}, "--wait: 700 is not from 0.001 to 600"},
+           {{"jobs", "--limit", "2.5"}, "--limit: \"2.5\" is not a whole number"},
+           {{"jobs", "--limit", "0"}, "--limit: 0 is not from 1 to 1000000"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_EQ(r.err.rfind(says, 0), 0u) << describe(r) << "expected: " << says;
+  }
+  EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
 }
 
 TEST(cli_unreachable, AServerThatIsNotThereIsNamedAndExitsOne) {
@@ -416,6 +432,20 @@ TEST_F(cli, TheServerOptionWinsOverTheEnvironmentInEverySubcommand) {
   EXPECT_EQ(submit.exit_code, 0) << describe(submit);
   EXPECT_NE(submit.out.find(", stream, 1 point, device any"), std::string::npos)
       << describe(submit);
+}
+
+// `kernelscan --server URL jobs`, as `git -C DIR log` is written: the client's options before
+// the subcommand's name work as they do after it.
+TEST_F(cli, TheServerAndTokenMayComeBeforeTheSubcommand) {
+  const std::int64_t id = finished_job();
+  const auto jobs = run_cli({"--server", server(), "jobs"});
+  EXPECT_EQ(jobs.exit_code, 0) << describe(jobs);
+  EXPECT_EQ(count_lines_starting(jobs.out, std::to_string(id) + "  succeeded"), 1u)
+      << describe(jobs);
+  const auto results =
+      run_cli({"--token", "t", "--server=" + server(), "results", std::to_string(id)});
+  EXPECT_EQ(results.exit_code, 0) << describe(results);
+  EXPECT_NE(results.out.find("points  5 of 5 measured"), std::string::npos) << describe(results);
 }
 
 // Two matmul kernels in OpenCL C, as a kernel writer keeps them in one file.
@@ -545,6 +575,13 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
       {without("--grid"), "kernelscan bench: --grid: needed for matmul_naive"},
       {{"bench", file, "nope", "--sweep", "N=1"}, "kernelscan bench: KERNEL: nope is not a kernel"},
       {{"bench", daemon.data_dir() + "/none.cl", "k"}, "kernelscan bench: FILE: cannot read"},
+      {{"bench", daemon.data_dir(), "k"},
+       "kernelscan bench: FILE: cannot read " + daemon.data_dir() + ": Is a directory"},
+      {{"bench", write_file("trailing_comma.json", "{\"kernel\": {\"op\": \"custom\",}}")},
+       "kernelscan bench: FILE: " + daemon.data_dir() +
+           "/trailing_comma.json: malformed JSON: parse error at line 1, column 28"},
+      {{"bench", write_file("list.json", "[]")},
+       "kernelscan bench: FILE: " + daemon.data_dir() + "/list.json is not a JSON object"},
       {matmul_bench_args(file) + std::vector<std::string>{"--size", "D=4"},
        "kernelscan bench: --size: D is not a pointer parameter"},
   };

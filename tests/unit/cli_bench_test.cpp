@@ -258,6 +258,13 @@ TEST(BenchSpec, ErrorsNameTheFlag) {
       {[](bench_options& o) { o.device = "gpu-07"; }, "--device", "NODE/INDEX"},
       {[](bench_options& o) { o.labels = {"nolabel"}; }, "--label", "KEY=VALUE"},
       {[](bench_options& o) { o.values = {"=3"}; }, "--value", "PARAMETER=VALUE"},
+      {[](bench_options& o) { o.values = {"alpha=2"}; }, "--value",
+       "alpha is not a scalar parameter of matmul_naive"},
+      {[](bench_options& o) { o.values = {"A=2"}; }, "--value", "A is not a scalar parameter"},
+      {[](bench_options& o) {
+         o.values = {"K=64", "K=128"};
+       },
+       "--value", "K is given twice"},
   };
   for (const auto& c : cases) {
     bench_options o = matmul_options();

@@ -43,6 +43,21 @@ TEST(CompareReport, JobsJoinOnSharedParametersWithVerdicts) {
   EXPECT_THROW(compare_report(series, "job 99"), std::invalid_argument);
 }
 
+// Where the jobs measured different sizes, the rows run in ascending order of the joined
+// parameters, not the first job's sizes followed by the second's.
+TEST(CompareReport, RowsAreInAscendingOrderOfTheJoinedParameters) {
+  const json a = json::array({row({{"N", 1024}}, 10, 0.1), row({{"N", 4096}}, 40, 0.1)});
+  const json b = json::array(
+      {row({{"N", 1024}}, 10, 0.1), row({{"N", 3072}}, 30, 0.1), row({{"N", 16384}}, 160, 0.1)});
+  const std::string report =
+      compare_report(series_of({{json{{"id", 1}}, a}, {json{{"id", 2}}, b}}), "");
+  const auto at = [&](const char* n) { return report.find(std::string("\n") + n + "  "); };
+  ASSERT_NE(at(" 1024"), std::string::npos) << report;
+  EXPECT_LT(at(" 1024"), at(" 3072")) << report;
+  EXPECT_LT(at(" 3072"), at(" 4096")) << report;
+  EXPECT_LT(at(" 4096"), at("16384")) << report;
+}
+
 TEST(CompareReport, OneJobComparesItsVariants) {
   const json rows =
       json::array({row({{"N", 64}}, 100, 1, "naive"), row({{"N", 64}}, 20, 1, "tiled"),
@@ -62,6 +77,13 @@ TEST(CompareReport, OneJobComparesItsVariants) {
 TEST(CompareReport, SaysWhatCannotBeCompared) {
   const json plain = json::array({row({{"N", 64}}, 100, 1)});
   EXPECT_THROW(series_of({{json{{"id", 3}}, plain}}), std::invalid_argument);
+  // A job named twice would be two columns of one label, compared with itself.
+  try {
+    series_of({{json{{"id", 3}}, plain}, {json{{"id", 4}}, plain}, {json{{"id", 3}}, plain}});
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "ID: job 3 is named twice");
+  }
   const auto series = series_of({{json{{"id", 1}}, json::array({row({{"N", 1}}, 1, 0)})},
                                  {json{{"id", 2}}, json::array({row({{"N", 2}}, 1, 0)})}});
   try {

@@ -288,6 +288,12 @@ TEST(cli_report, APointWhoseFlagsVoidItsScoreIsNotTheBest) {
   const json job = job_with({{"N", {1, 2}}}, "succeeded", 2);
   EXPECT_NE(results_report(job, rows).find("best    N=2: 25.00 µs"), std::string::npos)
       << results_report(job, rows);
+  // Its row says why: the table alone must not pass off a wrong answer as a plain "ok".
+  EXPECT_NE(line_starting(results_report(job, rows), "1  ok").find("  void: verification_failed"),
+            std::string::npos)
+      << results_report(job, rows);
+  EXPECT_EQ(line_starting(results_report(job, rows), "2  ok").find("void"), std::string::npos)
+      << results_report(job, rows);
   rows[1]["flags"] = {"timed_output_mismatch"};
   EXPECT_NE(results_report(job, rows).find(
                 "best    none: every measured point has a flag that voids its score\n"),
@@ -527,6 +533,19 @@ TEST(cli_report, VariantsGetATablePerPointSortedByTime) {
                         "of 2 points"),
             std::string::npos)
       << report;
+}
+
+// A variant whose flags void its score says which, whatever the flag: a wrong answer under
+// timing is as wrong as one in the check before it.
+TEST(cli_report, AVariantWhoseFlagsVoidItsScoreIsMarked) {
+  json rows = json::array({variant_row(0, 64, "naive", 40, 1, "naive", 1, "naive"),
+                           variant_row(0, 64, "tiled", 10, 4, "naive", 4, "naive")});
+  rows[1]["flags"] = {"timed_output_mismatch", "excessive_speedup"};
+  const std::string report = results_report(variants_job(), rows);
+  EXPECT_NE(line_starting(report, "tiled ").find("  void: timed_output_mismatch"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(line_starting(report, "naive ").find("void"), std::string::npos) << report;
 }
 
 TEST(cli_report, VariantsWithoutABaselineCompareWithTheSlowest) {
