@@ -191,6 +191,7 @@ json to_json(const point_result& r) {
     j["verification"]["launches"] = v.launches;
     j["verification"]["norm_rel_err"] = v.norm_rel_err;  // infinity is written as null
     j["verification"]["ref_near_zero"] = v.ref_near_zero;
+    j["verification"]["ref_not_finite"] = v.ref_not_finite;
   }
   if (v.timed_failed > 0) j["verification"]["timed_failed"] = v.timed_failed;
   if (!v.written_out_of_bounds.empty())

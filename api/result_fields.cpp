@@ -41,7 +41,7 @@ const std::vector<known_member>& known_members() {
       {"verification",
        {"status", "trials", "max_abs_err", "max_rel_err", "unwritten", "tolerance", "note",
         "launches", "launch_us", "timed_checks", "timed_wrong", "timed_failed", "inputs_written",
-        "norm_rel_err", "ref_near_zero", "written_out_of_bounds"}},
+        "norm_rel_err", "ref_near_zero", "ref_not_finite", "written_out_of_bounds"}},
       {"flags", {}},
       {"advice", {}},
       {"fitness",

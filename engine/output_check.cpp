@@ -20,7 +20,7 @@ void compare_exact(const unsigned char* o, const unsigned char* r, std::int64_t 
                    std::uint64_t offset, double atol, double rtol, double floor, bool floating,
                    Raw unwritten, Decode decode, double& max_abs, double& max_rel,
                    double& sum_sq_diff, double& sum_sq_ref, std::uint64_t& near_zero,
-                   std::uint64_t& unwritten_count, std::uint64_t& wrong,
+                   std::uint64_t& not_finite, std::uint64_t& unwritten_count, std::uint64_t& wrong,
                    std::uint64_t& first_wrong) {
   for (std::int64_t i = 0; i < n; ++i, o += sizeof(Raw), r += sizeof(Raw)) {
     Raw ro, rr;
@@ -28,6 +28,7 @@ void compare_exact(const unsigned char* o, const unsigned char* r, std::int64_t 
     std::memcpy(&rr, r, sizeof rr);
     const double ov = decode(ro), rv = decode(rr);
     if (std::fabs(rv) <= atol) ++near_zero;
+    if (!std::isfinite(rv)) ++not_finite;
     // Any NaN is unwritten for floating types; the pattern's bytes for integers.
     const bool o_unwritten = floating ? std::isnan(ov) : ro == unwritten;
     const bool r_unwritten = floating ? std::isnan(rv) : rr == unwritten;
@@ -153,7 +154,7 @@ void compare_typed(const unsigned char* o, const unsigned char* r, std::int64_t 
                    Raw unwritten, Decode decode, const masked_answer* masked) {
   const double floor = rtol > 0 ? atol / rtol : 0;
   double max_abs = e.max_abs, max_rel = e.max_rel, sum_sq_diff = 0, sum_sq_ref = 0;
-  std::uint64_t near_zero = 0, unwritten_count = 0, wrong = 0;
+  std::uint64_t near_zero = 0, not_finite = 0, unwritten_count = 0, wrong = 0;
   std::uint64_t first_wrong = e.first_wrong;
   alignas(64) unsigned char key[k_block * sizeof(Raw)];
   for (std::int64_t start = 0; start < n; start += k_block) {
@@ -181,12 +182,13 @@ void compare_typed(const unsigned char* o, const unsigned char* r, std::int64_t 
     if (passed) continue;
     compare_exact<Raw>(ob, rb, count, offset + std::uint64_t(start), atol, rtol, floor, floating,
                        unwritten, decode, max_abs, max_rel, sum_sq_diff, sum_sq_ref, near_zero,
-                       unwritten_count, wrong, first_wrong);
+                       not_finite, unwritten_count, wrong, first_wrong);
   }
   // The stream, and a block unmasked in its place, do not outlive the comparison.
   if (masked) explicit_bzero(key, sizeof key);
   e.compared += std::uint64_t(std::max<std::int64_t>(n, 0));
   e.ref_near_zero += near_zero;
+  e.ref_not_finite += not_finite;
   e.unwritten += unwritten_count;
   e.wrong += wrong;
   e.first_wrong = first_wrong;
@@ -262,6 +264,7 @@ void merge_errors(output_errors& e, const output_errors& part) {
   e.sum_sq_diff += part.sum_sq_diff;
   e.sum_sq_ref += part.sum_sq_ref;
   e.ref_near_zero += part.ref_near_zero;
+  e.ref_not_finite += part.ref_not_finite;
 }
 
 double norm_relative_error(const output_errors& e) {
@@ -272,6 +275,10 @@ double norm_relative_error(const output_errors& e) {
 
 double near_zero_share(const output_errors& e) {
   return e.compared ? double(e.ref_near_zero) / double(e.compared) : 0.0;
+}
+
+double not_finite_share(const output_errors& e) {
+  return e.compared ? double(e.ref_not_finite) / double(e.compared) : 0.0;
 }
 
 bool fails_norm_test(const output_errors& e, double rtol) {

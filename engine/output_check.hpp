@@ -31,6 +31,9 @@ struct output_errors {
   double sum_sq_diff = 0, sum_sq_ref = 0;
   // Reference elements within atol of zero: where most are, a constant comes close to passing.
   std::uint64_t ref_near_zero = 0;
+  // Reference elements that are NaN or infinite: where most are (a reference that read an output
+  // before writing it, and found the unwritten NaN), an output of NaN passes.
+  std::uint64_t ref_not_finite = 0;
 };
 
 // Adds to `e` what `part` found: as though `e` had gone on to compare part's elements, but for
@@ -42,6 +45,8 @@ void merge_errors(output_errors& e, const output_errors& part);
 double norm_relative_error(const output_errors& e);
 // The share of compared reference elements within atol of zero (0 when nothing was compared).
 double near_zero_share(const output_errors& e);
+// The share of compared reference elements that are NaN or infinite.
+double not_finite_share(const output_errors& e);
 // True when the outputs fail the norm test: norm_relative_error(e) > rtol.
 bool fails_norm_test(const output_errors& e, double rtol);
 

@@ -48,13 +48,17 @@ struct verification_result {
   // The share of the reference's output elements within atol of zero (the largest over the
   // trials): above k_low_signal_share, a constant output comes close to passing.
   double ref_near_zero = 0;
+  // The share of them that are NaN or infinite (the largest over the trials): a reference that
+  // read an output before writing it, and found the unwritten NaN, answers NaN, which any output
+  // of NaN matches. Counted with ref_near_zero against k_low_signal_share.
+  double ref_not_finite = 0;
   // Buffers before whose start or past whose end the kernel wrote, into the canary regions
   // around each one.
   std::vector<std::string> written_out_of_bounds;
 };
 
-// A reference with more than this share of its outputs within atol of zero says little about a
-// kernel: low_signal_reference.
+// A reference with more than this share of its outputs within atol of zero, or NaN or infinite,
+// says little about a kernel: low_signal_reference.
 inline constexpr double k_low_signal_share = 0.9;
 
 // The score an agent optimises (DESIGN.md §4; the rule is in the README under "Fitness").

@@ -475,6 +475,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     }
     v.norm_rel_err = std::max(v.norm_rel_err, norm_relative_error(t));
     v.ref_near_zero = std::max(v.ref_near_zero, near_zero_share(t));
+    v.ref_not_finite = std::max(v.ref_not_finite, not_finite_share(t));
     norm_failed = norm_failed || (!t.wrong && fails_norm_test(t, rtol));
     e.max_abs = std::max(e.max_abs, t.max_abs);
     e.max_rel = std::max(e.max_rel, t.max_rel);
@@ -522,7 +523,13 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
   }
   v.written_out_of_bounds = outside.buffers;
   if (!outside.empty()) notes.push_back("the kernel wrote " + outside.places());
-  if (v.ref_near_zero > k_low_signal_share) {
+  if (v.ref_not_finite > 0 && v.ref_near_zero + v.ref_not_finite > k_low_signal_share) {
+    notes.push_back(format_tolerance(100 * v.ref_not_finite) +
+                    "% of the reference's output elements are NaN or infinite, which an output "
+                    "of NaN matches: a reference that reads an output before writing it finds "
+                    "the unwritten NaN there; give that buffer an init (\"random\") so that it "
+                    "starts with data");
+  } else if (v.ref_near_zero > k_low_signal_share) {
     notes.push_back(format_tolerance(100 * v.ref_near_zero) +
                     "% of the reference's output elements are within atol " +
                     format_tolerance(atol) +

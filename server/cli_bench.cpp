@@ -253,6 +253,7 @@ class spec_builder {
     }
     m_outputs.insert(m_opts.outputs.begin(), m_opts.outputs.end());
     m_scratch.insert(m_opts.scratch.begin(), m_opts.scratch.end());
+    m_inouts.insert(m_opts.inouts.begin(), m_opts.inouts.end());
 
     json spec = json::object();
     spec["name"] = m_opts.name.empty()
@@ -280,6 +281,14 @@ class spec_builder {
       if (!m_buffers.count(name)) {
         throw bench_error("--output",
                           name + " is not a pointer parameter of " + comma_joined(m_opts.entries));
+      }
+    }
+    for (const auto& name : m_inouts) {
+      if (!m_buffers.count(name) || m_scratch.count(name)) {
+        throw bench_error("--inout",
+                          name + (m_scratch.count(name) ? " is a --scratch too"
+                                                        : " is not a pointer parameter of " +
+                                                              comma_joined(m_opts.entries)));
       }
     }
     for (const auto& name : m_scratch) {
@@ -492,10 +501,12 @@ class spec_builder {
     const bool any_const = std::any_of(params.begin(), params.end(), [](const kernel_param& p) {
       return p.pointer && !p.local && p.is_const;
     });
-    const bool outputs_told =
-        any_const || std::count_if(params.begin(), params.end(), [](const kernel_param& p) {
-                       return p.pointer && !p.local;
-                     }) == 1;
+    const bool one_buffer = std::count_if(params.begin(), params.end(), [](const kernel_param& p) {
+                              return p.pointer && !p.local;
+                            }) == 1;
+    const bool outputs_told = any_const || one_buffer;
+    // --output or --inout name the buffers written; without them, the non-const pointers are.
+    const bool written_told = !m_opts.outputs.empty() || !m_opts.inouts.empty();
     for (const auto& p : params) {
       if (!p.pointer) m_scalars.insert(p.name);
       json a = {{"name", p.name}};
@@ -534,8 +545,11 @@ class spec_builder {
           a["local"] = true;
         } else if (m_scratch.count(p.name)) {
           a["scratch"] = true;
-        } else if (!m_opts.outputs.empty() ? m_outputs.count(p.name) > 0 : !p.is_const) {
-          if (m_opts.outputs.empty() && !outputs_told) {
+        } else if (m_inouts.count(p.name)) {
+          a["output"] = true;
+          a["init"] = "random";
+        } else if (written_told ? m_outputs.count(p.name) > 0 : !p.is_const) {
+          if (!written_told && !outputs_told) {
             throw bench_error("--output",
                               "needed: no pointer of " + entry +
                                   " is const, so which buffers it writes cannot be told; name "
@@ -543,6 +557,10 @@ class spec_builder {
                                   p.name + ")");
           }
           a["output"] = true;
+          // A kernel's only buffer, written, is written in place: it reads what is there. As the
+          // unwritten NaN that an output starts as, the reference would answer NaN too, which any
+          // output of NaN matches; it starts with data instead.
+          if (!written_told && one_buffer) a["init"] = "random";
         }
       } else if (m_values.count(p.name)) {
         a["type"] = type;
@@ -627,7 +645,7 @@ class spec_builder {
   std::map<std::string, json> m_blocks, m_grids;
   std::map<std::string, std::string> m_sizes, m_values;
   std::string m_default_size;
-  std::set<std::string> m_outputs, m_scratch, m_buffers, m_scalars;
+  std::set<std::string> m_outputs, m_scratch, m_inouts, m_buffers, m_scalars;
 };
 
 }  // namespace

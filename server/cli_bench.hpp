@@ -37,6 +37,7 @@ struct bench_options {
   std::vector<std::string> values;   // SCALAR=EXPR for parameters no sweep parameter names
   std::vector<std::string> outputs;  // buffers the kernels write
   std::vector<std::string> scratch;  // workspaces the kernels write, never compared
+  std::vector<std::string> inouts;   // buffers read and written in place: random data in
   std::vector<std::string> blocks;   // [KERNEL=]X[,Y[,Z]]
   std::vector<std::string> grids;    // [KERNEL=]X[,Y[,Z]], in blocks
   std::vector<std::string> compile_options;

@@ -232,6 +232,9 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                           "Buffers the kernels write (default: their non-const pointers)");
   c.bench_cmd->add_option("--scratch", bo.scratch,
                           "Workspaces the kernels write, neither input nor output (not checked)");
+  c.bench_cmd->add_option("--inout", bo.inouts,
+                          "Buffers the kernels read and write in place: they start with random "
+                          "data, and are checked (default: a kernel's only buffer)");
   c.bench_cmd->add_option("--block", bo.blocks,
                           "Threads per block X[,Y[,Z]]; KERNEL=X,Y,Z for one kernel");
   c.bench_cmd->add_option("--grid", bo.grids,

@@ -199,6 +199,42 @@ TEST(BenchSpec, AReferenceKernelOfTheFileAndOutputsByName) {
                   {"grid", json::parse(R"j(["cdiv(n,256)", 1, 1])j")}}));
 }
 
+// A buffer read and written in place starts with random data: as the unwritten NaN an output
+// starts as, the reference would answer NaN, which any output of NaN matches. A kernel's only
+// buffer is one by default; --inout names others.
+TEST(BenchSpec, ABufferWrittenInPlaceStartsWithData) {
+  bench_options o;
+  o.file = "k.cu";
+  o.entries = {"scale"};
+  o.sweeps = {"n=1024"};
+  o.sizes = {"n"};
+  o.values = {"alpha=2"};
+  o.blocks = {"256"};
+  o.grids = {"cdiv(n,256)"};
+  const json only = bench_spec(o, k_cuda);
+  EXPECT_TRUE(only["kernel"]["args"][0]["output"]);
+  EXPECT_EQ(only["kernel"]["args"][0]["init"], "random");
+
+  o.entries = {"no_const"};
+  o.values = {};
+  o.outputs = {"y"};
+  const json out = bench_spec(o, k_cuda);
+  EXPECT_FALSE(out["kernel"]["args"][1].contains("init")) << "a plain output starts unwritten";
+  o.outputs = {};
+  o.inouts = {"y"};
+  const json inout = bench_spec(o, k_cuda);
+  EXPECT_TRUE(inout["kernel"]["args"][1]["output"]);
+  EXPECT_EQ(inout["kernel"]["args"][1]["init"], "random");
+  EXPECT_FALSE(inout["kernel"]["args"][0].contains("output"));
+  o.inouts = {"z"};
+  try {
+    (void)bench_spec(o, k_cuda);
+    ADD_FAILURE() << "an --inout that is no buffer was taken";
+  } catch (const bench_error& e) {
+    EXPECT_EQ(e.flag(), "--inout");
+  }
+}
+
 TEST(BenchSpec, TemplateTypesTakeDtype) {
   bench_options o;
   o.file = "k.hip";

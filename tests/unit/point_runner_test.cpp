@@ -691,6 +691,29 @@ TEST(PointRunner, APlainRunnerReadsTheAnswerUnmasked) {
   EXPECT_TRUE(fake->plain_before_xor.empty());
 }
 
+// An output the kernel reads before writing it (y = a·x + y) that has no init starts as the
+// unwritten NaN: the reference answers NaN there, and a wrong kernel's NaN matches it. Such a
+// reference is reported (low_signal_reference, which zeroes the score, and a note saying what to
+// do); with an init the same wrong kernel fails, and the honest one passes unflagged.
+TEST(PointRunner, AReferenceOfNaNFromAnOutputReadBeforeItIsWrittenIsReported) {
+  auto t = make_runner();
+  json read_first = axpy_job("axpy_wrong");
+  read_first["kernel"]["args"][3].erase("init");
+  const auto r = t.runner.measure(plan_of(read_first), 0, 3);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_GT(r.verification.ref_not_finite, k_low_signal_share);
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "low_signal_reference"), r.flags.end());
+  EXPECT_NE(r.verification.note.find("NaN or infinite"), std::string::npos) << r.verification.note;
+  EXPECT_EQ(r.fitness.combined_score, 0.0);
+
+  const auto wrong = t.runner.measure(plan_of(axpy_job("axpy_wrong")), 0, 3);
+  EXPECT_EQ(wrong.verification.status, "failed");
+  const auto honest = t.runner.measure(plan_of(axpy_job("axpy")), 0, 3);
+  EXPECT_EQ(honest.verification.status, "passed");
+  EXPECT_EQ(honest.verification.ref_not_finite, 0.0);
+  EXPECT_TRUE(honest.flags.empty()) << honest.flags.front();
+}
+
 TEST(PointRunner, TimedLaunchesAlternateTwoBufferSetsWithFreshInputs) {
   auto t = make_runner();
   std::vector<std::pair<void*, float>> seen;  // output address and first input, per launch
