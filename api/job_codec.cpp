@@ -185,6 +185,7 @@ std::string variants_json_text(const variant_summary& s) {
         {{"name", v.name},
          {"ok_points", v.ok_points},
          {"wins", v.wins},
+         {"voided_points", v.voided_points},
          {"geomean_speedup", v.geomean_speedup ? json(*v.geomean_speedup) : json(nullptr)}});
   }
   return json{{"baseline", s.baseline ? json(*s.baseline) : json(nullptr)},

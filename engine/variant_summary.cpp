@@ -25,17 +25,25 @@ variant_summary summarize_variants(std::span<const variant_row> rows,
     if (it == at.end() || !r.ok || !r.median_us) continue;
     auto& v = out.variants[it->second];
     ++v.ok_points;
+    v.voided_points += r.voided ? 1 : 0;
     const auto& s = out.over_baseline ? r.over_baseline : r.over_slowest;
     if (s && *s > 0) {
       log_sum[it->second] += std::log(*s);
       ++log_count[it->second];
     }
+    if (r.voided) continue;  // a wrong answer wins nothing, however fast
     auto f = fastest.find(r.point);
     if (f == fastest.end() || *r.median_us < f->second.first) {
       fastest[r.point] = {*r.median_us, it->second};
     }
   }
-  out.points = fastest.size();
+  out.points = 0;
+  {
+    std::map<std::uint64_t, bool> measured;
+    for (const auto& r : rows)
+      if (at.count(r.variant) && r.ok && r.median_us) measured[r.point] = true;
+    out.points = measured.size();
+  }
   for (const auto& [point, best] : fastest)
     ++out.variants[best.second].wins;
   double best_mean = 0;
@@ -43,6 +51,7 @@ variant_summary summarize_variants(std::span<const variant_row> rows,
     if (log_count[i] == 0) continue;
     const double mean = std::exp(log_sum[i] / double(log_count[i]));
     out.variants[i].geomean_speedup = mean;
+    if (out.variants[i].voided_points) continue;
     if (!out.best || mean > best_mean) {
       out.best = out.variants[i].name;
       best_mean = mean;

@@ -249,6 +249,7 @@ std::string variants_report(const json& job, const json& rows,
       v.median_us = number_at(r, "/time_us/median");
       v.over_baseline = number_at(r, "/comparison/over_baseline/speedup");
       v.over_slowest = number_at(r, "/comparison/over_slowest/speedup");
+      v.voided = any_voids_score(flags_of(r));
       summary_rows.push_back(v);
       if (!is_ok(r)) {
         std::string why = string_at(r, "/error/type", "no timing");
@@ -284,12 +285,17 @@ std::string variants_report(const json& job, const json& rows,
       cells.push_back(r.contains(ci) ? ci_text(r[ci]) : "-");
       table.add_row(std::move(cells), voiding_note(r));
     }
-    // The fastest of the point comes first once sorted.
-    const json& best = *group.front();
+    // The fastest of the point whose flags do not void its score: sorted, the first such one.
+    const auto sound = std::find_if(group.begin(), group.end(), [](const json* r) {
+      return is_ok(*r) && !any_voids_score(flags_of(*r));
+    });
     std::string line = title + ": ";
-    if (!is_ok(best)) {
-      line += "none: every variant failed";
+    if (sound == group.end()) {
+      line += is_ok(*group.front()) ? "none: every variant that measured has a flag that voids "
+                                      "its score"
+                                    : "none: every variant failed";
     } else {
+      const json& best = **sound;
       line += string_at(best, "/variant", "?") + ", " +
               format_significant(*number_at(best, "/time_us/median") * unit.per_us, k_digits) +
               " " + unit.name;
@@ -309,7 +315,10 @@ std::string variants_report(const json& job, const json& rows,
                          baseline.empty() ? std::nullopt : std::optional<std::string>(baseline));
   std::string overall;
   if (!summary.best) {
-    overall = "none: no variant measured";
+    const bool measured = std::any_of(summary.variants.begin(), summary.variants.end(),
+                                      [](const variant_totals& v) { return v.ok_points > 0; });
+    overall = measured ? "none: every variant has a point whose flags void its score"
+                       : "none: no variant measured";
   } else {
     for (const auto& v : summary.variants) {
       if (v.name != *summary.best) continue;

@@ -60,6 +60,7 @@ std::optional<std::string> variants_summary_text(job_store& store, std::int64_t 
     };
     v.over_baseline = speedup("over_baseline");
     v.over_slowest = speedup("over_slowest");
+    v.voided = any_voids_score(flags_of(r));
     rows.push_back(std::move(v));
   }
   return variants_json_text(summarize_variants(rows, names, spec.baseline_variant));

@@ -546,6 +546,18 @@ TEST(cli_report, AVariantWhoseFlagsVoidItsScoreIsMarked) {
             std::string::npos)
       << report;
   EXPECT_EQ(line_starting(report, "naive ").find("void"), std::string::npos) << report;
+  // The fastest variant, wrong, is not the best of its point nor overall; the sound one is.
+  EXPECT_NE(report.find("best    N=64: naive, 40.00 µs"), std::string::npos) << report;
+  EXPECT_NE(report.find("overall naive: "), std::string::npos) << report;
+
+  rows[0]["flags"] = {"verification_failed"};
+  const std::string none = results_report(variants_job(), rows);
+  EXPECT_NE(none.find("best    N=64: none: every variant that measured has a flag that voids"),
+            std::string::npos)
+      << none;
+  EXPECT_NE(none.find("overall none: every variant has a point whose flags void its score"),
+            std::string::npos)
+      << none;
 }
 
 TEST(cli_report, VariantsWithoutABaselineCompareWithTheSlowest) {
