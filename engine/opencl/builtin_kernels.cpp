@@ -95,8 +95,21 @@ __kernel void fill_arange(__global T* p, long n, long span) {
   }
 }
 
-/* copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c. */
-__kernel void stream_op(int variant, long n, ACC s, __global T* a, __global T* b, __global T* c) {
+/* copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c. With span > 0 (a CPU device) each work-item
+   takes a run of span neighbouring elements, one loop per variant the compiler vectorises; a
+   strided loop with the variant chosen per element ran as scalar code there, slower than a
+   plain one-element kernel, and the bandwidth of the measured roofline came from it. */
+__kernel void stream_op(int variant, long n, ACC s, __global T* a, __global T* b, __global T* c,
+                        long span) {
+  if (span > 0) {
+    const long start = get_global_id(0) * span, end = min(n, start + span);
+    switch (variant) {
+      case 0: for (long i = start; i < end; ++i) STORE(c, i, LOAD(a, i)); return;
+      case 1: for (long i = start; i < end; ++i) STORE(b, i, s * LOAD(c, i)); return;
+      case 2: for (long i = start; i < end; ++i) STORE(c, i, LOAD(a, i) + LOAD(b, i)); return;
+      default: for (long i = start; i < end; ++i) STORE(a, i, LOAD(b, i) + s * LOAD(c, i)); return;
+    }
+  }
   for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
     switch (variant) {
       case 0: STORE(c, i, LOAD(a, i)); break;

@@ -749,9 +749,13 @@ void opencl_backend::stream(const stream_call& call) {
   arg(k, 4, mem(call.b), "stream");
   arg(k, 5, mem(call.c), "stream");
   const std::size_t local = k_block;
-  const std::size_t global =
-      call.reference ? round_up(s.n, k_block)
-                     : round_up(std::min<std::int64_t>(s.n, k_max_groups * k_block), k_block);
+  std::size_t global = round_up(s.n, k_block);
+  if (!call.reference) {
+    // On a CPU device a run of neighbouring elements per work-item; on a GPU strided.
+    const auto [threads, span] = spread_over(s.n);
+    global = threads;
+    arg(k, 6, span, "stream");
+  }
   run(k, 1, &global, &local, call.reference ? "stream_reference" : "stream");
 }
 
