@@ -259,8 +259,8 @@ class postgres_job_store::session {
       if (starting) throw node_conflict(msg);
       // Cut off long enough for the server to free the name, this daemon finds another one
       // holding it: as two nodes of one name they would take each other's jobs and overwrite
-      // each other's devices. The owner decides (the daemon stops); the database session is not
-      // back.
+      // each other's devices. The owner decides (the daemon stops); the PostgreSQL connection
+      // is not back.
       deliver({"name_lost", msg});
       throw node_conflict(msg);
     }

@@ -558,8 +558,8 @@ TEST(Fleet, ANodeThatFindsItsNameTakenWhenItReconnectsStops) {
   daemon_process& a = f[0];
   detail::pg_connection db({{"connect_timeout", "10"}, {"dbname", f.database()}});
   const std::int64_t key = postgres_node_lock_key("a");
-  // Its database session, the connection holding the name's lock, ends; the test takes the lock
-  // before the session reconnects (a second later).
+  // Its PostgreSQL connection, the one holding the name's lock, ends; the test takes the lock
+  // before that node reconnects (a second later).
   const auto taken = db.exec(
       "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
       "AND ((classid::bigint << 32) | objid::bigint) = $1",
