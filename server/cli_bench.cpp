@@ -277,28 +277,20 @@ class spec_builder {
     for (const auto& o : m_opts.compile_options)
       kernel["compile_options"].push_back(o);
     if (!m_opts.reference.empty()) kernel["reference"] = reference();
-    for (const auto& name : m_outputs) {
-      if (!m_buffers.count(name)) {
-        throw bench_error("--output",
-                          name + " is not a pointer parameter of " + comma_joined(m_opts.entries));
+    // Each buffer a flag names is not one `clash` names, and is a pointer parameter.
+    const auto check_buffers = [&](const char* flag, const std::set<std::string>& names,
+                                   const std::set<std::string>& clash, const char* clash_text) {
+      for (const auto& name : names) {
+        if (clash.count(name)) throw bench_error(flag, name + clash_text);
+        if (!m_buffers.count(name)) {
+          throw bench_error(
+              flag, name + " is not a pointer parameter of " + comma_joined(m_opts.entries));
+        }
       }
-    }
-    for (const auto& name : m_inouts) {
-      if (!m_buffers.count(name) || m_scratch.count(name)) {
-        throw bench_error("--inout",
-                          name + (m_scratch.count(name) ? " is a --scratch too"
-                                                        : " is not a pointer parameter of " +
-                                                              comma_joined(m_opts.entries)));
-      }
-    }
-    for (const auto& name : m_scratch) {
-      if (!m_buffers.count(name) || m_outputs.count(name)) {
-        throw bench_error("--scratch",
-                          name + (m_outputs.count(name) ? " is an --output too"
-                                                        : " is not a pointer parameter of " +
-                                                              comma_joined(m_opts.entries)));
-      }
-    }
+    };
+    check_buffers("--output", m_outputs, {}, "");
+    check_buffers("--inout", m_inouts, m_scratch, " is a --scratch too");
+    check_buffers("--scratch", m_scratch, m_outputs, " is an --output too");
     for (const auto& [name, expr] : m_values) {
       if (!m_scalars.count(name)) {
         throw bench_error("--value",
