@@ -43,6 +43,11 @@ bool any_voids_score(const std::vector<std::string>& flags) {
                      [](const std::string& f) { return voids_score(f); });
 }
 
+std::vector<std::string> voiding_flags(std::vector<std::string> flags) {
+  std::erase_if(flags, [](const std::string& f) { return !voids_score(f); });
+  return flags;
+}
+
 point_fitness score_point(const point_result& r, const fitness_options& options,
                           const std::optional<speedup_estimate>& speedup) {
   point_fitness f;

@@ -31,6 +31,8 @@ namespace kernelscan {
 bool voids_score(std::string_view flag);
 // Some flag of `flags` voids the score: the point is not correct, and never a job's best.
 bool any_voids_score(const std::vector<std::string>& flags);
+// The flags of `flags` that void the score, in their order.
+std::vector<std::string> voiding_flags(std::vector<std::string> flags);
 
 struct speedup_estimate {
   double speedup = 0;

@@ -61,8 +61,7 @@ std::optional<point> point_of(const json& row) {
     p.flops = positive("flops");
     p.bytes = positive("bytes");
   }
-  for (auto& f : flags_of(row))
-    if (voids_score(f)) p.voiding.push_back(std::move(f));
+  p.voiding = voiding_flags(flags_of(row));
   return p;
 }
 
@@ -130,13 +129,13 @@ std::vector<std::string> uses_of(const json& spec, const std::string& name) {
   return out;
 }
 
-// Why the series may not measure the same problem at a joined point: they run different ops, or
-// a shared parameter sets different fields in them. Empty where they do, or a series has no spec
-// (the variants of one job).
 std::string value_text(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// Why the series may not measure the same problem at a joined point: they run different ops, a
+// field of the problem no sweep parameter sets differs, or a shared parameter sets different
+// fields in them. Empty where they do, or a series has no spec (the variants of one job).
 std::string join_warning(const std::vector<compare_series>& series,
                          const std::vector<std::string>& shared) {
   for (const auto& s : series)

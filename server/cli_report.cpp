@@ -8,6 +8,7 @@
 
 #include "api/result_codec.hpp"
 #include "engine/fitness.hpp"
+#include "engine/text_list.hpp"
 #include "engine/variant_summary.hpp"
 #include "server/detail/text_table.hpp"
 
@@ -185,10 +186,8 @@ std::string held_out_note(const json& row) {
 
 // "void: verification_failed": the flags of a row that void its score, or "" where none does.
 std::string voiding_note(const json& row) {
-  std::string flags;
-  for (const auto& f : flags_of(row))
-    if (voids_score(f)) flags += (flags.empty() ? "" : ", ") + f;
-  return flags.empty() ? "" : "void: " + flags;
+  const auto flags = voiding_flags(flags_of(row));
+  return flags.empty() ? "" : "void: " + comma_joined(flags);
 }
 
 std::string ci_text(const json& ci) {
