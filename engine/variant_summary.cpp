@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace kernelscan {
 
@@ -18,11 +19,13 @@ variant_summary summarize_variants(std::span<const variant_row> rows,
   }
   std::vector<double> log_sum(names.size(), 0);
   std::vector<std::size_t> log_count(names.size(), 0);
-  // The fastest variant of each point.
+  // The points some variant measured, and the fastest sound variant of each.
+  std::set<std::uint64_t> measured;
   std::map<std::uint64_t, std::pair<double, std::size_t>> fastest;
   for (const auto& r : rows) {
     const auto it = at.find(r.variant);
     if (it == at.end() || !r.ok || !r.median_us) continue;
+    measured.insert(r.point);
     auto& v = out.variants[it->second];
     ++v.ok_points;
     v.voided_points += r.voided ? 1 : 0;
@@ -37,13 +40,7 @@ variant_summary summarize_variants(std::span<const variant_row> rows,
       fastest[r.point] = {*r.median_us, it->second};
     }
   }
-  out.points = 0;
-  {
-    std::map<std::uint64_t, bool> measured;
-    for (const auto& r : rows)
-      if (at.count(r.variant) && r.ok && r.median_us) measured[r.point] = true;
-    out.points = measured.size();
-  }
+  out.points = measured.size();
   for (const auto& [point, best] : fastest)
     ++out.variants[best.second].wins;
   double best_mean = 0;
