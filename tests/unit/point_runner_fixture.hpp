@@ -3,6 +3,9 @@
 // test keeps a pointer to, and a job plan from a spec's JSON.
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "api/job_spec_codec.hpp"
 #include "engine/job_plan.hpp"
@@ -21,5 +24,17 @@ struct runner_fixture {
   point_runner runner;
   explicit runner_fixture(std::unique_ptr<fake_backend> f) : fake(f.get()), runner(std::move(f)) {}
 };
+
+// In the fake backend's log: the candidate's timed samples, and how many of them came right
+// after a cache flush.
+inline std::pair<int, int> flushed_samples(const std::vector<std::string>& log) {
+  int samples = 0, flushed = 0;
+  for (std::size_t i = 1; i < log.size(); ++i) {
+    if (log[i] != "sample candidate") continue;
+    ++samples;
+    flushed += log[i - 1] == "flush";
+  }
+  return {samples, flushed};
+}
 
 }  // namespace kernelscan::testing

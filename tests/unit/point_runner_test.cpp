@@ -978,13 +978,7 @@ TEST(PointRunner, AHotSampleWhoseFreshInputsOverflowTheCachesFlushesThem) {
     t.fake->kernel_time_us["axpy"] = 38;
     const auto r = t.runner.measure(plan_of(axpy_job("axpy", n, 0)), 0, 1);
     ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
-    const auto& log = t.fake->log;
-    int samples = 0, flushed = 0;
-    for (std::size_t i = 1; i < log.size(); ++i) {
-      if (log[i] != "sample candidate") continue;
-      ++samples;
-      flushed += log[i - 1] == "flush";
-    }
+    const auto [samples, flushed] = testing::flushed_samples(t.fake->log);
     ASSERT_GT(samples, 3);
     EXPECT_EQ(flushed, n == 1000 ? 0 : samples);
   }

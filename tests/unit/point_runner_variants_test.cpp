@@ -152,13 +152,7 @@ TEST(PointRunnerVariants, AHotSampleWhoseFreshInputsOverflowTheCachesFlushesThem
     ASSERT_EQ(rows.size(), 3u);
     for (const auto& r : rows)
       ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
-    const auto& log = t.fake->log;
-    int samples = 0, flushed = 0;
-    for (std::size_t i = 1; i < log.size(); ++i) {
-      if (log[i] != "sample candidate") continue;
-      ++samples;
-      flushed += log[i - 1] == "flush";
-    }
+    const auto [samples, flushed] = testing::flushed_samples(t.fake->log);
     ASSERT_GT(samples, 9);
     // Verification's timed launches (a trial each) come before any refresh: not flushed.
     EXPECT_EQ(flushed, n == 1000 ? 0 : samples - 3 * 2);
