@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "api/json.hpp"
+#include "engine/device_catalog.hpp"
 #include "server/cli_client.hpp"
 #include "server/cli_compare.hpp"
 #include "server/cli_job_table.hpp"
@@ -29,8 +30,10 @@ bool terminal(const json& job) {
   return s == "succeeded" || s == "failed" || s == "cancelled";
 }
 
-void print_failure(std::ostream& err, const api_failure& e) {
-  err << "kernelscan: " << e.type() << " (HTTP " << e.status() << "): " << e.what() << "\n";
+// `about`, where given, says which of several requests failed ("job 7").
+void print_failure(std::ostream& err, const api_failure& e, const std::string& about = "") {
+  err << "kernelscan: " << (about.empty() ? "" : about + ": ") << e.type() << " (HTTP "
+      << e.status() << "): " << e.what() << "\n";
   for (const auto& d : e.details()) {  // one {field, message} per problem
     err << "  " << (d.field.empty() ? "" : d.field + ": ") << d.message << "\n";
   }
@@ -238,8 +241,7 @@ int run_cancel(const client_options& client_opts, const std::vector<std::int64_t
                                     : status)
             << "\n";
       } catch (const api_failure& e) {
-        err << "job " << id << ": ";
-        print_failure(err, e);
+        print_failure(err, e, "job " + std::to_string(id));
         code = k_failed;
       }
     }
@@ -281,10 +283,13 @@ int run_devices(const client_options& client_opts, const std::string& format, st
       cells.push_back(text(d.value("index", json())));
       cells.push_back(d.value("engine", ""));
       cells.push_back(d.value("type", ""));
-      cells.push_back(d.value("name", "") +
-                      (model.is_string() && model.get<std::string>() != d.value("name", "")
-                           ? " (" + model.get<std::string>() + ")"
-                           : ""));
+      // The catalog model the daemon matched, where the name does not already say it ("AMD
+      // Instinct MI300X (mock)" is an MI300X; a mock imitating another model is not).
+      const std::string name = d.value("name", "");
+      const device_model* named = match_device_model(name);
+      cells.push_back(model.is_string() && !(named && named->key == model.get<std::string>())
+                          ? name + " (" + model.get<std::string>() + ")"
+                          : name);
       cells.push_back(d.value("state", ""));
       const json job = d.value("current_job", json());
       cells.push_back(job.is_null() ? "-" : text(job));

@@ -204,9 +204,11 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                    "table (a report), or csv or json as the API gives them, all rows")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
-  c.results_cmd->add_option("--page-size", r.page_size, "Rows per request")
-      ->check(CLI::Range(1, 1000000))
-      ->group("");  // for tests of paging
+  c.results_cmd
+      ->add_option("--page-size", r.page_size,
+                   "Rows per request: every row is read, in pages of this many")
+      ->check(number_from(1, 1000000, true))
+      ->capture_default_str();
 
   auto& b = c.bench;
   auto& bo = b.bench;
@@ -462,6 +464,11 @@ int main(int argc, char** argv) {
   std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
   try {
     app.parse(args);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 names unexpected arguments last to first; say them in the order they were given.
+    const std::vector<std::string> extra = app.remaining(true);
+    app.exit(CLI::ExtrasError(std::vector<std::string>(extra.rbegin(), extra.rend())));
+    return 2;
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code.
     return app.exit(e) == 0 ? 0 : 2;

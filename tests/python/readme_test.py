@@ -672,7 +672,7 @@ def _cli_json(t: unittest.TestCase, run: Run) -> None:
 def _cli_cancel(t: unittest.TestCase, run: Run) -> None:
     # Job 7 came from the result cache: finished (409), or still queued or running.
     if run.exit_code == 1:
-        t.assertIn("job 7: kernelscan: job_finished (HTTP 409)", run.stderr, run.describe())
+        t.assertIn("kernelscan: job 7: job_finished (HTTP 409)", run.stderr, run.describe())
     else:
         t.assertEqual(run.exit_code, 0, run.describe())
         t.assertRegex(run.stdout, r"^job 7 (cancelled|cancelling: .*)\n$", run.describe())
