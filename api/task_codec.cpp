@@ -56,7 +56,59 @@ std::string language_of(const json& kernel) {
   return it != kernel.end() && it->is_string() ? it->get<std::string>() : std::string("hip");
 }
 
+constexpr std::int64_t k_max_per_agent = 1000000;
+constexpr double k_max_window_hours = 24 * 366;
+
+// A task's "submissions": {"per_agent": N, "window_hours": H}; each problem goes to `error`.
+template <class Error>
+void check_submission_bound(const json& bound, Error& error) {
+  if (!bound.is_object()) {
+    error("submissions",
+          "must be an object such as {\"per_agent\": 20, \"window_hours\": 24}, "
+          "not " +
+              std::string(json_type_name(bound)));
+    return;
+  }
+  for (const auto& [key, value] : bound.items()) {
+    if (key != "per_agent" && key != "window_hours") {
+      error("submissions." + key,
+            "is not a field of submissions (its fields: per_agent, "
+            "window_hours)");
+    }
+  }
+  const auto per_agent = bound.find("per_agent");
+  if (per_agent == bound.end() || per_agent->is_null()) {
+    error("submissions.per_agent", "is required: the most submissions one agent may make");
+  } else if (!per_agent->is_number_integer() || per_agent->get<std::int64_t>() < 1 ||
+             per_agent->get<std::int64_t>() > k_max_per_agent) {
+    error("submissions.per_agent", "must be a whole number from 1 to " +
+                                       std::to_string(k_max_per_agent) + ", not " +
+                                       per_agent->dump());
+  }
+  if (const auto window = bound.find("window_hours"); window != bound.end() && !window->is_null()) {
+    if (!window->is_number() || !(window->get<double>() > 0) ||
+        window->get<double>() > k_max_window_hours) {
+      error("submissions.window_hours", "must be a number of hours above 0 and at most " +
+                                            std::to_string(int(k_max_window_hours)) +
+                                            " (leave it out to bound them over the "
+                                            "task's life), not " +
+                                            window->dump());
+    }
+  }
+}
+
 }  // namespace
+
+std::optional<submission_bound> submission_bound_of(const json& template_json) {
+  const auto it = template_json.find("submissions");
+  if (it == template_json.end() || !it->is_object()) return std::nullopt;
+  submission_bound b;
+  b.per_agent = it->value("per_agent", std::int64_t(0));
+  if (const auto w = it->find("window_hours"); w != it->end() && w->is_number()) {
+    b.window_hours = w->get<double>();
+  }
+  return b;
+}
 
 task_definition parse_task(const json& body, const spec_limits& limits) {
   std::vector<field_error> errors;
@@ -71,13 +123,17 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
   t.template_json = json::object();
   for (const auto& [key, value] : body.items()) {
     if (key == "name" || key == "description" || key == "kernel") continue;
+    if (key == "submissions") {
+      if (!value.is_null()) t.template_json[key] = value;
+      continue;
+    }
     if (std::find_if(k_fixed_parts.begin(), k_fixed_parts.end(),
                      [&name = key](const char* p) { return name == p; }) != k_fixed_parts.end()) {
       if (!value.is_null()) t.template_json[key] = value;
       continue;
     }
     error(key, "is not a field of a task (its fields: name, description, kernel, " +
-                   comma_joined(k_fixed_parts) + ")");
+                   comma_joined(k_fixed_parts) + ", submissions)");
   }
   if (const auto it = body.find("name"); it == body.end() || it->is_null()) {
     error("name", "is required");
@@ -137,9 +193,13 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
             "candidate (a point that is not verified never scores)");
     }
   }
+  if (const auto it = t.template_json.find("submissions"); it != t.template_json.end()) {
+    check_submission_bound(*it, error);
+  }
   // The whole template, checked as the job a submission would make; its errors are said with the
   // task's own, all at once (but for fields already named).
   json sample = t.template_json;
+  sample.erase("submissions");
   sample["name"] = "task " + t.name;
   sample["kernel"] = sample_kernel;
   sample["cache"] = false;
@@ -218,7 +278,7 @@ json task_job_body(const std::string& task_name, const json& template_json,
 
   json job = json::object();
   for (const auto& [key, value] : template_json.items()) {
-    if (key != "kernel") job[key] = value;
+    if (key != "kernel" && key != "submissions") job[key] = value;
   }
   job["kernel"] = kernel;
   for (const char* key : {"source", "entry", "block", "grid", "shared_bytes", "compile_options"}) {
@@ -289,6 +349,7 @@ json task_json(const std::string& name, const std::string& description, const js
        {{"target_us", fitness.value("target_us", json(nullptr))},
         {"correctness_weight", fitness.value("correctness_weight", json(0.5))},
         {"baseline", fitness.value("baseline", json(nullptr))}}},
+      {"submissions", template_json.value("submissions", json(nullptr))},
       {"engine", template_json.value("engine", json("auto"))},
       {"device", template_json.value("device", json("any"))},
       {"links",

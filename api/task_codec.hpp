@@ -19,11 +19,18 @@ inline constexpr const char* k_submission_fields[] = {"source", "entry",        
                                                       "grid",   "shared_bytes", "compile_options",
                                                       "name",   "labels",       "language"};
 
+// How many submissions a task takes from one agent: at most `per_agent` in any `window_hours`
+// (nullopt: over the task's life).
+struct submission_bound {
+  std::int64_t per_agent = 0;
+  std::optional<double> window_hours;
+};
+
 struct task_definition {
   std::string name;  // [A-Za-z0-9_.-]{1,64}
   std::string description;
   // The fixed parts, as given: kernel (without source), sweep, held_out, verify, timing,
-  // fitness, engine, device, mock.
+  // fitness, engine, device, mock; and submissions (the bound on each agent's).
   json template_json;
   // The job a submission would make (with a placeholder kernel body), held-out sizes included:
   // where it can run is checked against the devices when the task is created.
@@ -35,6 +42,9 @@ struct task_definition {
 // Verification must run at least 2 trials; atol and rtol must be within 100 times the default
 // tolerance of the outputs' least precise dtype. Throws validation_error listing every problem.
 task_definition parse_task(const json& body, const spec_limits& limits);
+
+// The bound a task's template sets on each agent's submissions, if any.
+std::optional<submission_bound> submission_bound_of(const json& template_json);
 
 // The job spec body an agent's submission makes: the task's template with the submission's
 // kernel fields laid over its kernel, the submission's name and labels (plus task=<name>), and

@@ -1,5 +1,6 @@
 #include "server/access_control.hpp"
 
+#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -100,6 +101,24 @@ bool access_control::authorized(std::string_view authorization) const {
 bool access_control::is_operator(std::string_view authorization) const {
   if (!operators_configured()) return !tokens_configured() || authorized(authorization);
   return presents(authorization, m_operator_tokens);
+}
+
+std::string access_control::agent_of(std::string_view authorization,
+                                     const std::string& address) const {
+  if (!authorized(authorization)) return "address:" + address;
+  const std::string_view token = authorization.substr(std::string_view("Bearer ").size());
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(token.data(), token.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("SHA-256 failed");
+  }
+  constexpr char k_hex[] = "0123456789abcdef";
+  std::string out = "token:";
+  for (unsigned int i = 0; i < std::min(size, 16u); ++i) {
+    out += k_hex[digest[i] >> 4];
+    out += k_hex[digest[i] & 15];
+  }
+  return out;
 }
 
 std::optional<double> access_control::take_submission(const std::string& client,

@@ -41,6 +41,11 @@ class access_control {
   // configured and it may write (any caller where no tokens are configured at all).
   bool is_operator(std::string_view authorization) const;
 
+  // Who a request comes from, for bounds on each agent's submissions to a task: its bearer
+  // token where it carries a valid one ("token:" and the first 128 bits of the token's SHA-256
+  // in hex: the store never holds a token), else its address ("address:127.0.0.1").
+  std::string agent_of(std::string_view authorization, const std::string& address) const;
+
   // Takes one submission from `client`'s bucket (burst: a tenth of the per-minute rate, at least
   // 1). Returns nullopt if allowed, else the seconds until one is.
   std::optional<double> take_submission(const std::string& client, clock::time_point now);

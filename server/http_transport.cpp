@@ -580,6 +580,9 @@ struct http_transport::impl {
     req.header = [&hreq](const std::string& name) { return hreq.get_header_value(name.c_str()); };
     req.body = hreq.body;
     req.operator_access = operator_access;
+    req.agent = [this, &hreq] {
+      return access.agent_of(hreq.get_header_value("Authorization"), hreq.remote_addr);
+    };
     try {
       send(route.handler(req), res);
       // A body that is already encoded (a precompressed asset): httplib would compress it
@@ -590,6 +593,12 @@ struct http_transport::impl {
       }
     } catch (const api_error& e) {
       res.status = e.status();
+      // An error that says when to come back (`retry_after_s`) says it in the header too.
+      if (const auto after = e.context().find("retry_after_s");
+          after != e.context().end() && after->is_number()) {
+        res.set_header("Retry-After", std::to_string(std::max<std::int64_t>(
+                                          1, std::int64_t(std::ceil(after->get<double>())))));
+      }
       res.set_content(error_text(e.body()), "application/json");
     } catch (const validation_error& e) {
       send_error(422, "invalid_spec", e.what(), res, e.errors());

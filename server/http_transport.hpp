@@ -43,6 +43,8 @@ struct request {
   // The caller is an operator (access_control::is_operator): it may create and retire tasks
   // and see held-out points.
   bool operator_access = false;
+  // Who the caller is, for bounds on each agent's submissions (access_control::agent_of).
+  std::function<std::string()> agent;
 };
 
 struct response {

@@ -1,8 +1,10 @@
 #include "server/submit_pipeline.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "api/api_error.hpp"
 #include "api/device_codec.hpp"
@@ -27,7 +29,57 @@ api_error idempotency_conflict(const std::string& key, std::int64_t id) {
                    {}, json{{"job_id", id}});
 }
 
+constexpr double k_ms_per_hour = 3600e3;
+
+// The start of the window a task's bound counts an agent's submissions in (0: the task's life).
+std::int64_t window_start(const submission_bound& b, std::int64_t now_ms) {
+  return b.window_hours ? now_ms - std::int64_t(*b.window_hours * k_ms_per_hour) : 0;
+}
+
+// An agent as a message names it: "address 10.0.0.7", or "its bearer token".
+std::string agent_text(const std::string& agent) {
+  constexpr std::string_view k_address = "address:";
+  if (agent.rfind(k_address, 0) == 0) return "address " + agent.substr(k_address.size());
+  return "its bearer token";
+}
+
+std::string counted_text(std::int64_t n) {
+  return std::to_string(n) + (n == 1 ? " submission" : " submissions");
+}
+
 }  // namespace
+
+api_error submit_pipeline::submission_limit(const task_origin& origin, const agent_count& counted,
+                                            std::int64_t now_ms) {
+  std::string message = "task \"" + origin.task + "\" takes at most " +
+                        counted_text(origin.bound->limit) + " from each agent";
+  json context{{"task", origin.task}, {"per_agent", origin.bound->limit}};
+  if (origin.window_hours) {
+    // The oldest counted submission leaves the window first.
+    const std::int64_t free_ms =
+        counted.oldest_ms.value_or(now_ms) + std::int64_t(*origin.window_hours * k_ms_per_hour);
+    const double after_s = std::max(1.0, double(free_ms - now_ms) / 1e3);
+    std::ostringstream hours;
+    hours << *origin.window_hours;
+    message += " in " + hours.str() + (*origin.window_hours == 1 ? " hour" : " hours") +
+               ", and this agent (" + agent_text(origin.agent) + ") has made " +
+               std::to_string(counted.jobs) + ": the next is taken from " + format_time_ms(free_ms);
+    context["window_hours"] = *origin.window_hours;
+    context["retry_after_s"] = std::ceil(after_s);
+  } else {
+    message += ", and this agent (" + agent_text(origin.agent) + ") has made " +
+               std::to_string(counted.jobs) + ": it takes no more from it";
+  }
+  return api_error(429, "submission_limit", message, {}, std::move(context));
+}
+
+json submit_pipeline::submissions_left(const task_record& task, const std::string& agent) {
+  const auto bound = submission_bound_of(parse_json(task.template_json));
+  if (!bound) return nullptr;
+  const std::int64_t used =
+      m_store.agent_submissions(task.name, agent, window_start(*bound, unix_time_ms())).jobs;
+  return {{"used", used}, {"remaining", std::max<std::int64_t>(0, bound->per_agent - used)}};
+}
 
 submit_pipeline::submit_pipeline(job_store& store, event_hub& events, const serve_config& config,
                                  hooks h, std::uint64_t seed)
@@ -193,7 +245,8 @@ submit_result submit_pipeline::submit(const std::string& body, const std::string
 }
 
 submit_result submit_pipeline::submit_to_task(const task_record& task, const std::string& body,
-                                              const std::string& key, bool hide_held_out) {
+                                              const std::string& key, const task_caller& caller) {
+  const bool hide_held_out = !caller.is_operator;
   // One key names one request: the same body against another task is another request.
   const std::string hash = request_hash("task " + task.name + "\n" + body);
   if (auto replayed = replay_known_key(key, hash)) return std::move(*replayed);
@@ -203,7 +256,13 @@ submit_result submit_pipeline::submit_to_task(const task_record& task, const std
                         format_time_ms(*task.retired_ms) + ": it takes no new submissions",
                     {}, json{{"task", task.name}});
   }
-  const json job = task_job_body(task.name, parse_json(task.template_json), parse_json(body));
+  const json template_json = parse_json(task.template_json);
+  const json job = task_job_body(task.name, template_json, parse_json(body));
+  task_origin origin{task.name, caller.agent, std::nullopt, std::nullopt};
+  if (const auto bound = submission_bound_of(template_json); bound && !caller.is_operator) {
+    origin.bound = job_submission::bound{bound->per_agent, window_start(*bound, unix_time_ms())};
+    origin.window_hours = bound->window_hours;
+  }
   spec_limits limits = m_config.limits;
   limits.task_job = true;
   const std::optional<std::uint64_t> public_count = public_points(job);
@@ -226,7 +285,7 @@ submit_result submit_pipeline::submit_to_task(const task_record& task, const std
     return validation_error(std::move(errors));
   };
   try {
-    return store_job(parse_job_spec(job, limits), key, hash, task.name);
+    return store_job(parse_job_spec(job, limits), key, hash, &origin);
   } catch (const validation_error& e) {
     throw as_submitted(e);
   }
@@ -241,8 +300,7 @@ void submit_pipeline::check_task(const job_spec& sample) {
 }
 
 submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
-                                         const std::string& hash,
-                                         const std::optional<std::string>& task) {
+                                         const std::string& hash, const task_origin* origin) {
   const placement where = check_placement(spec);
   const std::uint64_t memory = where.max_memory;
   if (!spec.seed) {
@@ -267,16 +325,22 @@ submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
   sub.total_points = plan.size() * plan.kernels_per_point();
   sub.spec_json = to_json(spec).dump();
   sub.request_hash = hash;
-  sub.task = task;
+  if (origin) {
+    sub.task = origin->task;
+    sub.agent = origin->agent;
+    sub.agent_bound = origin->bound;
+  }
   if (!key.empty()) sub.idempotency_key = key;
   // The store checks the key again inside its transaction: two concurrent first tries with
   // one key create one job.
-  const auto outcome = m_store.submit(sub, unix_time_ms());
+  const std::int64_t now_ms = unix_time_ms();
+  const auto outcome = m_store.submit(sub, now_ms);
   if (outcome.task_retired) {
     throw api_error(409, "task_retired",
-                    "task \"" + *task + "\" was retired: it takes no new submissions", {},
-                    json{{"task", *task}});
+                    "task \"" + origin->task + "\" was retired: it takes no new submissions", {},
+                    json{{"task", origin->task}});
   }
+  if (outcome.over_bound) throw submission_limit(*origin, outcome.counted, now_ms);
   if (outcome.conflict) throw idempotency_conflict(key, outcome.id);
   if (!outcome.created) return replay(outcome.id);
   // Read before enqueueing: the answer shows the job as accepted, not half-way through.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "api/api_error.hpp"
 #include "api/json.hpp"
 #include "engine/device_needs.hpp"
 #include "engine/job_spec.hpp"
@@ -31,6 +32,14 @@ struct submit_result {
   std::int64_t id = 0;
   bool created = false;  // false: a retry, answered with the job the key created
   std::string job_text;  // the job as GET /api/v1/jobs/{id} shows it
+};
+
+// Who submits against a task: the agent (access_control::agent_of), and whether it is an
+// operator (it sees held-out points, and the task's bound on each agent's submissions does not
+// hold it).
+struct task_caller {
+  std::string agent;
+  bool is_operator = false;
 };
 
 class submit_pipeline {
@@ -54,10 +63,16 @@ class submit_pipeline {
   // POST /api/v1/tasks/{name}/submissions: `body` holds only the candidate's source and launch
   // settings (task_codec.hpp); the job is the task's template with them laid over its kernel,
   // its public and held-out sizes, the daemon's seed, labelled task=<name>. A retired task
-  // takes none (409); a retry of one it accepted before is still answered. `hide_held_out`:
-  // the caller is no operator, so a field error at a held-out point does not describe it.
+  // takes none (409), nor one from an agent that made as many as the task's `submissions`
+  // bound allows (429 submission_limit, with retry_after_s where the bound has a window); a
+  // retry of one it accepted before is still answered. A caller that is no operator is told
+  // nothing of a held-out point in a field error.
   submit_result submit_to_task(const task_record& task, const std::string& body,
-                               const std::string& idempotency_key, bool hide_held_out);
+                               const std::string& idempotency_key, const task_caller& caller);
+
+  // How many submissions `agent` has left under task `task`'s bound (GET /api/v1/tasks/{name}):
+  // {"used", "remaining"}, or null for a task without one.
+  json submissions_left(const task_record& task, const std::string& agent);
 
   // POST /api/v1/tasks: a task's sample job (task_definition::sample) must be placeable as a
   // submission would be: some live device runs its engine and kernel language, and every point,
@@ -83,8 +98,18 @@ class submit_pipeline {
   };
   placement check_placement(const job_spec& spec);
   submit_result replay(std::int64_t id);
+  // A task's job: the task, who submitted it, and the bound on that agent's submissions.
+  struct task_origin {
+    std::string task;
+    std::string agent;
+    std::optional<job_submission::bound> bound;
+    std::optional<double> window_hours;
+  };
   submit_result store_job(job_spec spec, const std::string& key, const std::string& hash,
-                          const std::optional<std::string>& task = std::nullopt);
+                          const task_origin* origin = nullptr);
+  // The 429 of an agent that made as many submissions as `origin`'s bound allows.
+  static api_error submission_limit(const task_origin& origin, const agent_count& counted,
+                                    std::int64_t now_ms);
 
   job_store& m_store;
   event_hub& m_events;

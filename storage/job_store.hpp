@@ -44,6 +44,22 @@ struct job_submission {
   std::optional<std::string> idempotency_key;
   std::string request_hash;         // of the request body, to tell a retry from a different request
   std::optional<std::string> task;  // the evaluation task it was submitted against
+  // Who submitted it against its task (access_control::agent_of); nullopt for a plain job.
+  std::optional<std::string> agent;
+  // The task's bound on the agent's submissions, checked in the transaction that would store
+  // the job: at most `limit` jobs of this task and agent created at `since_ms` or later
+  // (0: ever). nullopt: none (an operator, or a task without one).
+  struct bound {
+    std::int64_t limit = 0;
+    std::int64_t since_ms = 0;
+  };
+  std::optional<bound> agent_bound;
+};
+
+// The jobs one agent submitted against one task since a time (job_store::agent_submissions).
+struct agent_count {
+  std::int64_t jobs = 0;
+  std::optional<std::int64_t> oldest_ms;  // the creation time of the oldest of them
 };
 
 // An evaluation task (README "Tasks"): what an operator fixes of the jobs agents submit
@@ -65,6 +81,34 @@ struct submit_outcome {
   // The job's task is retired (checked in the transaction that would store it, so a retire
   // that committed first always wins): nothing was stored.
   bool task_retired = false;
+  // The agent had already submitted as many jobs as the task's bound allows (nothing was
+  // stored); `counted` says how many, and since when.
+  bool over_bound = false;
+  agent_count counted;
+
+  static submit_outcome stored(std::int64_t id) { return with(id, true, false); }
+  // The job an idempotency key created before; `conflict`: for a different request.
+  static submit_outcome known(std::int64_t id, bool conflict) { return with(id, false, conflict); }
+  static submit_outcome retired() {
+    submit_outcome o;
+    o.task_retired = true;
+    return o;
+  }
+  static submit_outcome bounded(const agent_count& counted) {
+    submit_outcome o;
+    o.over_bound = true;
+    o.counted = counted;
+    return o;
+  }
+
+ private:
+  static submit_outcome with(std::int64_t id, bool created, bool conflict) {
+    submit_outcome o;
+    o.id = id;
+    o.created = created;
+    o.conflict = conflict;
+    return o;
+  }
 };
 
 struct list_filter {
@@ -216,6 +260,9 @@ class job_store {
   virtual std::optional<task_record> task(const std::string& name) = 0;
   virtual std::vector<task_record> tasks() = 0;
   virtual retire_outcome retire_task(const std::string& name, std::int64_t now_ms) = 0;
+  // The jobs `agent` submitted against `task` created at `since_ms` or later.
+  virtual agent_count agent_submissions(const std::string& task, const std::string& agent,
+                                        std::int64_t since_ms) = 0;
 
   // Dispatch and leases (DESIGN.md §7). A node claims the first queued job, by priority then
   // submission order, that the offered device can run (the job's engine is `auto` or the

@@ -361,8 +361,8 @@ std::optional<submit_outcome> postgres_job_store::insert_job(
   const auto r = c.exec(
       "WITH j AS (INSERT INTO kernelscan.jobs (name, status, priority, engine, requested_device, "
       "op, total_points, created_ms, started_ms, finished_ms, idempotency_key, request_hash, "
-      "labels, place_node, place_model, task, needs) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-      "$10, $11, $12, $13, $17, $18, $19, $20) "
+      "labels, place_node, place_model, task, needs, agent) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+      "$8, $9, $10, $11, $12, $13, $17, $18, $19, $20, $21) "
       "ON CONFLICT (idempotency_key) DO NOTHING RETURNING id), "
       "s AS (INSERT INTO kernelscan.job_specs (job_id, spec) SELECT id, $14 FROM j), "
       "l AS (INSERT INTO kernelscan.job_labels (job_id, key, value) SELECT j.id, t.k, t.v "
@@ -387,14 +387,34 @@ std::optional<submit_outcome> postgres_job_store::insert_job(
        job.requested_node,
        job.requested_model,
        job.task,
-       std::int64_t(job.needs)});
-  if (r.rows() == 1) return submit_outcome{r.int64(0, 0), true, false};
+       std::int64_t(job.needs),
+       job.agent});
+  if (r.rows() == 1) return submit_outcome::stored(r.int64(0, 0));
   // The key is taken (by a retry, or a concurrent first try that committed first).
   const auto known =
       c.exec("SELECT id, request_hash FROM kernelscan.jobs WHERE idempotency_key = $1",
              {job.idempotency_key});
   if (known.rows() != 1) throw storage_error("a job with this idempotency key vanished", true);
-  return submit_outcome{known.int64(0, 0), false, known.text(0, 1) != job.request_hash};
+  return submit_outcome::known(known.int64(0, 0), known.text(0, 1) != job.request_hash);
+}
+
+namespace {
+
+agent_count count_agent(pg_connection& c, const std::string& task, const std::string& agent,
+                        std::int64_t since_ms) {
+  const auto r = c.exec(
+      "SELECT COUNT(*), MIN(created_ms) FROM kernelscan.jobs "
+      "WHERE task = $1 AND agent = $2 AND created_ms >= $3",
+      {task, agent, since_ms});
+  return {r.int64(0, 0), r.opt_int64(0, 1)};
+}
+
+}  // namespace
+
+agent_count postgres_job_store::agent_submissions(const std::string& task, const std::string& agent,
+                                                  std::int64_t since_ms) {
+  auto c = m_pool.acquire();
+  return count_agent(*c, task, agent, since_ms);
 }
 
 submit_outcome postgres_job_store::submit(const job_submission& job, std::int64_t now_ms) {
@@ -404,7 +424,7 @@ submit_outcome postgres_job_store::submit(const job_submission& job, std::int64_
         c->exec("SELECT id, request_hash FROM kernelscan.jobs WHERE idempotency_key = $1",
                 {*job.idempotency_key});
     if (known.rows() == 1) {
-      return {known.int64(0, 0), false, known.text(0, 1) != job.request_hash};
+      return submit_outcome::known(known.int64(0, 0), known.text(0, 1) != job.request_hash);
     }
   }
   if (!job.task) return *insert_job(*c, job, job_status::queued, now_ms, std::nullopt);
@@ -412,7 +432,13 @@ submit_outcome postgres_job_store::submit(const job_submission& job, std::int64_
   pg_transaction tx(*c);
   const auto task = c->exec(
       "SELECT retired_ms IS NOT NULL FROM kernelscan.tasks WHERE name = $1 FOR SHARE", {*job.task});
-  if (task.rows() == 1 && task.boolean(0, 0)) return {0, false, false, true};
+  if (task.rows() == 1 && task.boolean(0, 0)) return submit_outcome::retired();
+  if (job.agent && job.agent_bound) {
+    // One agent's submissions to one task are counted and stored one at a time, on every node.
+    c->exec("SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))", {*job.task, *job.agent});
+    const agent_count counted = count_agent(*c, *job.task, *job.agent, job.agent_bound->since_ms);
+    if (counted.jobs >= job.agent_bound->limit) return submit_outcome::bounded(counted);
+  }
   const auto out = *insert_job(*c, job, job_status::queued, now_ms, std::nullopt);
   tx.commit();
   return out;

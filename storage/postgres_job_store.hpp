@@ -50,6 +50,8 @@ class postgres_job_store final : public job_store {
   std::optional<task_record> task(const std::string& name) override;
   std::vector<task_record> tasks() override;
   retire_outcome retire_task(const std::string& name, std::int64_t now_ms) override;
+  agent_count agent_submissions(const std::string& task, const std::string& agent,
+                                std::int64_t since_ms) override;
   std::optional<claimed_job> claim(const claim_request& request) override;
   lease_renewal renew_leases(const std::string& node, std::span<const job_lease> held,
                              std::int64_t lease_ms, std::int64_t now_ms) override;

@@ -139,7 +139,15 @@ constexpr std::string_view k_v5 = R"sql(
 ALTER TABLE kernelscan.jobs ADD COLUMN best_cost float8;
 )sql";
 
-constexpr std::array<std::string_view, 5> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5};
+// Who submitted a task's job (a hash of its bearer token, or its address), so that a task can
+// bound the submissions of each agent.
+constexpr std::string_view k_v6 = R"sql(
+ALTER TABLE kernelscan.jobs ADD COLUMN agent text;
+CREATE INDEX jobs_task_agent ON kernelscan.jobs (task, agent, created_ms)
+  WHERE agent IS NOT NULL;
+)sql";
+
+constexpr std::array<std::string_view, 6> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6};
 
 }  // namespace
 

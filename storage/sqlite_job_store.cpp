@@ -111,7 +111,7 @@ std::optional<submit_outcome> sqlite_job_store::find_key(const job_submission& j
   auto s = m_db.prepare("SELECT id, request_hash FROM jobs WHERE idempotency_key = ?");
   s->bind(1, *job.idempotency_key);
   if (!s->step()) return std::nullopt;
-  return submit_outcome{s->int64(0), false, s->text(1) != job.request_hash};
+  return submit_outcome::known(s->int64(0), s->text(1) != job.request_hash);
 }
 
 std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status status,
@@ -121,8 +121,8 @@ std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status 
     auto s = m_db.prepare(
         "INSERT INTO jobs (name, status, priority, engine, requested_device, op, total_points, "
         "created_ms, started_ms, finished_ms, idempotency_key, request_hash, labels, "
-        "place_node, place_model, task, needs) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "place_node, place_model, task, needs, agent) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     s->bind(1, job.name)
         .bind(2, to_string(status))
         .bind(3, job.priority)
@@ -139,7 +139,8 @@ std::int64_t sqlite_job_store::insert_job(const job_submission& job, job_status 
         .bind(14, job.requested_node)
         .bind(15, job.requested_model)
         .bind(16, job.task)
-        .bind(17, std::int64_t(job.needs));
+        .bind(17, std::int64_t(job.needs))
+        .bind(18, job.agent);
     s->run();
   }
   const std::int64_t id = m_db.last_insert_rowid();
@@ -164,11 +165,15 @@ submit_outcome sqlite_job_store::submit(const job_submission& job, std::int64_t 
   if (job.task) {
     auto s = m_db.prepare("SELECT retired_ms FROM tasks WHERE name = ?");
     s->bind(1, *job.task);
-    if (s->step() && s->opt_int64(0)) return {0, false, false, true};
+    if (s->step() && s->opt_int64(0)) return submit_outcome::retired();
+  }
+  if (job.task && job.agent && job.agent_bound) {
+    const agent_count counted = count_agent(m_db, *job.task, *job.agent, job.agent_bound->since_ms);
+    if (counted.jobs >= job.agent_bound->limit) return submit_outcome::bounded(counted);
   }
   const std::int64_t id = insert_job(job, job_status::queued, now_ms, std::nullopt);
   tx.commit();
-  return {id, true, false};
+  return submit_outcome::stored(id);
 }
 
 submit_outcome sqlite_job_store::import_job(const job_submission& job,
@@ -181,7 +186,7 @@ submit_outcome sqlite_job_store::import_job(const job_submission& job,
   for (const auto& row : rows)
     store_row(row, id, now_ms);
   tx.commit();
-  return {id, true, false};
+  return submit_outcome::stored(id);
 }
 
 std::optional<job_record> sqlite_job_store::get(std::int64_t id) {
@@ -279,6 +284,26 @@ std::vector<task_record> sqlite_job_store::tasks() {
   while (s->step())
     out.push_back(read_task(*s));
   return out;
+}
+
+agent_count sqlite_job_store::count_agent(database& db, const std::string& task,
+                                          const std::string& agent, std::int64_t since_ms) {
+  auto s = db.prepare(
+      "SELECT COUNT(*), MIN(created_ms) FROM jobs "
+      "WHERE task = ? AND agent = ? AND created_ms >= ?");
+  s->bind(1, task).bind(2, agent).bind(3, since_ms);
+  agent_count out;
+  if (s->step()) {
+    out.jobs = s->int64(0);
+    out.oldest_ms = s->opt_int64(1);
+  }
+  return out;
+}
+
+agent_count sqlite_job_store::agent_submissions(const std::string& task, const std::string& agent,
+                                                std::int64_t since_ms) {
+  reader db(*this);
+  return count_agent(*db, task, agent, since_ms);
 }
 
 retire_outcome sqlite_job_store::retire_task(const std::string& name, std::int64_t now_ms) {

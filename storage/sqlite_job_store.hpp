@@ -35,6 +35,8 @@ class sqlite_job_store : public job_store {
   std::optional<task_record> task(const std::string& name) override;
   std::vector<task_record> tasks() override;
   retire_outcome retire_task(const std::string& name, std::int64_t now_ms) override;
+  agent_count agent_submissions(const std::string& task, const std::string& agent,
+                                std::int64_t since_ms) override;
   std::optional<claimed_job> claim(const claim_request& request) override;
   lease_renewal renew_leases(const std::string& node, std::span<const job_lease> held,
                              std::int64_t lease_ms, std::int64_t now_ms) override;
@@ -84,6 +86,7 @@ class sqlite_job_store : public job_store {
     reader& operator=(const reader&) = delete;
     ~reader();
     database* operator->() const { return m_db; }
+    database& operator*() const { return *m_db; }
 
    private:
     sqlite_job_store& m_store;
@@ -95,6 +98,8 @@ class sqlite_job_store : public job_store {
   class durable_commits;
 
   static job_record read_row(statement& s);
+  static agent_count count_agent(database& db, const std::string& task, const std::string& agent,
+                                 std::int64_t since_ms);
   // With m_mutex held, inside a transaction.
   std::optional<submit_outcome> find_key(const job_submission& job);
   std::int64_t insert_job(const job_submission& job, job_status status, std::int64_t now_ms,

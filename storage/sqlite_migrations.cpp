@@ -166,7 +166,15 @@ constexpr std::string_view k_v8 = R"sql(
 ALTER TABLE jobs ADD COLUMN best_cost REAL;
 )sql";
 
-constexpr std::array<std::string_view, 8> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6, k_v7, k_v8};
+// Who submitted a task's job (a hash of its bearer token, or its address), so that a task can
+// bound the submissions of each agent.
+constexpr std::string_view k_v9 = R"sql(
+ALTER TABLE jobs ADD COLUMN agent TEXT;
+CREATE INDEX jobs_task_agent ON jobs (task, agent, created_ms) WHERE agent IS NOT NULL;
+)sql";
+
+constexpr std::array<std::string_view, 9> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5,
+                                                  k_v6, k_v7, k_v8, k_v9};
 
 }  // namespace
 

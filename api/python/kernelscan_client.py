@@ -631,7 +631,10 @@ class Client:
         block, grid, shared_bytes, compile_options, job_name, labels, as submit_to_task takes
         them). A refusal naming the candidate's fields scores 0.0; one naming anything else
         (an unknown task, a retired one, a field the client sent by mistake) raises
-        EvaluatorError: no candidate is at fault."""
+        EvaluatorError: no candidate is at fault. A task that bounds each agent's submissions
+        (its `submissions`) refuses one past the bound with 429 `submission_limit`, raised as
+        KernelscanError with `retry_after` the seconds until it takes the next (None where
+        the bound is over the task's life)."""
         return self._evaluate(
             lambda: self.submit_to_task(name, source, idempotency_key=idempotency_key, **launch),
             timeout_s, cancel_on_timeout, raise_on_infrastructure_error,

@@ -313,6 +313,52 @@ TEST(TasksApi, AnOperatorDefinesATaskAndAnAgentSubmitsOnlyItsKernel) {
   EXPECT_EQ(send(daemon, "POST", "/api/v1/tasks", body, k_operator).status, 409);
 }
 
+// A task with a bound takes that many submissions from each agent (each bearer token) in its
+// window, says why it refuses the next and when to come back, and tells an agent what it has
+// left; an operator is not held by it.
+TEST(TasksApi, ATaskTakesAtMostItsBoundFromEachAgent) {
+  const std::string second_token = "second-agent-token-for-task-tests";
+  const httplib::Headers second = {{"Authorization", "Bearer " + second_token}};
+  daemon_process probe;
+  std::vector<std::string> args;
+  token_files(probe, args);
+  std::ofstream(probe.data_dir() + "/tokens", std::ios::app) << second_token << "\n";
+  daemon_process daemon({.extra_args = args});
+  daemon.start();
+  json task = axpy_task();
+  task["submissions"] = {{"per_agent", 2}, {"window_hours", 1}};
+  ASSERT_EQ(send(daemon, "POST", "/api/v1/tasks", task.dump(), k_operator).status, 201);
+  const std::string candidate = json{{"source", k_hip_axpy}}.dump();
+  const std::string path = "/api/v1/tasks/axpy/submissions";
+
+  auto left = [&](const httplib::Headers& who) {
+    return send(daemon, "GET", "/api/v1/tasks/axpy", "", who).body["submissions"];
+  };
+  EXPECT_EQ(left(k_agent),
+            (json{{"per_agent", 2}, {"window_hours", 1}, {"used", 0}, {"remaining", 2}}));
+  EXPECT_EQ(send(daemon, "POST", path, candidate, k_agent).status, 201);
+  EXPECT_EQ(send(daemon, "POST", path, candidate, k_agent).status, 201);
+  EXPECT_EQ(left(k_agent)["remaining"], 0);
+  EXPECT_EQ(left(second)["remaining"], 2);
+  const auto refused = send(daemon, "POST", path, candidate, k_agent);
+  EXPECT_EQ(refused.status, 429) << refused.text;
+  EXPECT_EQ(refused.body["error"]["type"], "submission_limit");
+  EXPECT_EQ(refused.body["error"]["per_agent"], 2);
+  const int retry = std::stoi(refused.header("Retry-After"));
+  EXPECT_GT(retry, 3500);
+  EXPECT_LE(retry, 3600);
+  EXPECT_NE(refused.text.find("at most 2 submissions from each agent in 1 hour,"),
+            std::string::npos)
+      << refused.text;
+  // Another agent, and the operator, are not held by what this one made.
+  EXPECT_EQ(send(daemon, "POST", path, candidate, second).status, 201);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(send(daemon, "POST", path, candidate, k_operator).status, 201);
+  EXPECT_EQ(daemon.get("/api/v1/jobs?task=axpy").body["jobs"].size(), 6u);
+  // The task's listing shows the bound to anyone; an operator's view has no counts.
+  EXPECT_EQ(left(k_operator), (json{{"per_agent", 2}, {"window_hours", 1}}));
+}
+
 TEST(TasksApi, BadTaskDefinitionsAreRefusedNamingTheField) {
   daemon_process daemon;
   daemon.start();

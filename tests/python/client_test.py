@@ -790,6 +790,23 @@ class TaskTest(DaemonTestCase):
         with self.assertRaises(ValueError):
             self.agent.task("no such/name")
 
+    def test_a_task_bounds_each_agents_submissions_and_the_evaluator_raises_past_it(self) -> None:
+        bounded = axpy_task("bounded")
+        bounded["submissions"] = {"per_agent": 1, "window_hours": 2}
+        self.operator.create_task(bounded)
+        self.assertEqual(self.agent.task("bounded")["submissions"],
+                         {"per_agent": 1, "window_hours": 2, "used": 0, "remaining": 1})
+        self.agent.submit_to_task("bounded", HIP_AXPY, entry="axpy")
+        self.assertEqual(self.agent.task("bounded")["submissions"]["remaining"], 0)
+        with self.assertRaises(KernelscanError) as caught:
+            self.agent.submit_to_task("bounded", HIP_AXPY, entry="axpy")
+        self.assertEqual((caught.exception.status, caught.exception.type),
+                         (429, "submission_limit"))
+        self.assertGreater(caught.exception.retry_after, 7000)
+        # Past its bound a candidate is not at fault: the evaluator raises, it scores nothing.
+        with self.assertRaises(KernelscanError):
+            self.agent.evaluate_task("bounded", HIP_AXPY, 60, entry="axpy")
+
 
 class KernelOutputTest(DaemonTestCase):
     """What a user kernel prints (device printf) on a real device, PoCL's: it reaches the

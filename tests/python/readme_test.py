@@ -732,6 +732,7 @@ def _task_read(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(task["sweep"], {"N": [1048576, 16777216]})
     t.assertEqual((task["public_points"], task["held_out_points"]), (2, 1))
     t.assertEqual(task["verify"]["atol"], 1e-4, "f32's default tolerance, stated")
+    t.assertEqual(task["submissions"]["per_agent"], 100, "the bound on each agent's submissions")
 
 
 def _task_submitted(t: unittest.TestCase, run: Run) -> None:
@@ -812,7 +813,7 @@ CHECKS = [
     Check(r"^kernelscan jobs --status queued,running --label team=perf --limit 50", _cli_jobs),
     Check(r"^kernelscan results 1\s+#", _cli(0, r"^job \d+ \"f16 gemm\": succeeded\n")),
     Check(r"^kernelscan results 1 --format csv > job1.csv", _cli_csv),
-    Check(r"^kernelscan results 1 --format json$", _cli_json),
+    Check(r"^kernelscan results 1 --format json\s+#", _cli_json),
     Check(r"^kernelscan cancel 7\s+#", _cli_cancel),
     Check(r"^kernelscan devices\s+#", _cli_devices),
     Check(r"^kernelscan compare 1 6 --base 1\s+#", _cli_compare),

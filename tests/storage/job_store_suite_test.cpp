@@ -281,6 +281,41 @@ TEST_P(JobStore, JobsCarryTheirTaskAndAreListedByIt) {
   EXPECT_TRUE(store.list(none).empty());
 }
 
+// A task's bound on an agent's submissions is checked where the job would be stored: jobs of
+// that task and agent created since the window's start are counted, and none is stored past it.
+TEST_P(JobStore, ATasksJobsAreCountedPerAgentAndBounded) {
+  auto from = [](std::string agent, std::optional<job_submission::bound> bound,
+                 std::string task = "axpy") {
+    auto s = submission("candidate");
+    s.task = std::move(task);
+    s.agent = std::move(agent);
+    s.agent_bound = bound;
+    return s;
+  };
+  const job_submission::bound two{2, 150};  // two since t=150
+  EXPECT_TRUE(store.submit(from("token:a", two), 100).created);
+  EXPECT_TRUE(store.submit(from("token:a", two), 200).created);
+  EXPECT_TRUE(store.submit(from("token:a", two), 300).created);  // the first is before 150
+  const auto refused = store.submit(from("token:a", two), 400);
+  EXPECT_TRUE(refused.over_bound);
+  EXPECT_FALSE(refused.created);
+  EXPECT_EQ(refused.counted.jobs, 2);
+  EXPECT_EQ(refused.counted.oldest_ms, 200);
+  // Another agent, another task, and the same agent without a bound (an operator) are not
+  // counted against it.
+  EXPECT_TRUE(store.submit(from("token:b", two), 400).created);
+  EXPECT_TRUE(store.submit(from("token:a", two, "matmul"), 400).created);
+  EXPECT_TRUE(store.submit(from("token:a", std::nullopt), 400).created);
+
+  EXPECT_EQ(store.agent_submissions("axpy", "token:a", 0).jobs, 4);
+  EXPECT_EQ(store.agent_submissions("axpy", "token:a", 150).jobs, 3);
+  EXPECT_EQ(store.agent_submissions("axpy", "token:a", 150).oldest_ms, 200);
+  EXPECT_EQ(store.agent_submissions("axpy", "token:b", 0).jobs, 1);
+  const auto none = store.agent_submissions("axpy", "token:c", 0);
+  EXPECT_EQ(none.jobs, 0);
+  EXPECT_FALSE(none.oldest_ms);
+}
+
 TEST_P(JobStore, AClaimStartsTheJobOnTheNodesDeviceUnderALease) {
   const auto id = store.submit(submission("j"), 100).id;
   auto req = device();

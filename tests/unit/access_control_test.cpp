@@ -36,6 +36,21 @@ TEST_F(TokenFile, TokensAreReadSkippingCommentsAndBlankLines) {
   EXPECT_FALSE(a.reads_need_token());
 }
 
+// An agent is its token where it presents a valid one (hashed: the token itself is never the
+// agent), else its address.
+TEST_F(TokenFile, AnAgentIsItsTokensHashElseItsAddress) {
+  access_control a({write("abcdefghijklmnop\nqrstuvwxyz0123456789\n"), false, 0, "", ""});
+  const std::string one = a.agent_of("Bearer abcdefghijklmnop", "10.0.0.1");
+  // SHA-256("abcdefghijklmnop"), its first 16 bytes.
+  EXPECT_EQ(one, "token:f39dac6cbaba535e2c207cd0cd8f1549");
+  EXPECT_EQ(a.agent_of("bearer abcdefghijklmnop", "10.0.0.2"), one);  // the same, from anywhere
+  EXPECT_NE(a.agent_of("Bearer qrstuvwxyz0123456789", "10.0.0.1"), one);
+  EXPECT_EQ(a.agent_of("Bearer not-a-token-at-all-here", "10.0.0.1"), "address:10.0.0.1");
+  EXPECT_EQ(a.agent_of("", "::1"), "address:::1");
+  access_control open({"", false, 0, "", ""});
+  EXPECT_EQ(open.agent_of("Bearer abcdefghijklmnop", "10.0.0.1"), "address:10.0.0.1");
+}
+
 TEST_F(TokenFile, BadTokenFilesAreErrors) {
   EXPECT_THROW(access_control({write("# nothing\n\n"), false, 0, "", ""}), std::runtime_error);
   EXPECT_THROW(access_control({write("short\n"), false, 0, "", ""}), std::runtime_error);

@@ -216,6 +216,9 @@ task_record copy_task() {
   return t;
 }
 
+const task_caller k_agent{"token:0123456789abcdef", false};
+const task_caller k_operator{"token:fedcba9876543210", true};
+
 constexpr const char* k_copy_source =
     "extern \"C\" __global__ void copy(float* out, const float* in, int n) {\n"
     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -223,7 +226,7 @@ constexpr const char* k_copy_source =
 
 TEST_F(SubmitPipeline, ATaskSubmissionIsTheTemplateWithTheCandidateLaidOver) {
   const submit_result r =
-      pipeline.submit_to_task(copy_task(), json{{"source", k_copy_source}}.dump(), "", true);
+      pipeline.submit_to_task(copy_task(), json{{"source", k_copy_source}}.dump(), "", k_agent);
   ASSERT_TRUE(r.created);
   const auto rec = store.get(r.id);
   ASSERT_TRUE(rec);
@@ -238,14 +241,14 @@ TEST_F(SubmitPipeline, ATaskSubmissionIsTheTemplateWithTheCandidateLaidOver) {
   EXPECT_EQ(spec.at("seed").get<std::uint64_t>(), expected() >> 1);
 
   // What a task fixes cannot be sent; a field error at the held-out size does not describe it.
-  EXPECT_THROW(
-      pipeline.submit_to_task(
-          copy_task(), json{{"source", k_copy_source}, {"sweep", json::object()}}.dump(), "", true),
-      validation_error);
+  EXPECT_THROW(pipeline.submit_to_task(
+                   copy_task(), json{{"source", k_copy_source}, {"sweep", json::object()}}.dump(),
+                   "", k_agent),
+               validation_error);
   const std::string probe =
       json{{"source", k_copy_source}, {"grid", {"N > 100000 ? 0 : ceil(N/256)"}}}.dump();
   try {
-    pipeline.submit_to_task(copy_task(), probe, "", true);
+    pipeline.submit_to_task(copy_task(), probe, "", k_agent);
     FAIL() << "a grid of 0 was accepted";
   } catch (const validation_error& e) {
     ASSERT_EQ(e.errors().size(), 1u);
@@ -254,7 +257,7 @@ TEST_F(SubmitPipeline, ATaskSubmissionIsTheTemplateWithTheCandidateLaidOver) {
     EXPECT_NE(e.errors()[0].message.find("a held-out point"), std::string::npos);
   }
   try {
-    pipeline.submit_to_task(copy_task(), probe, "", false);  // an operator sees the point
+    pipeline.submit_to_task(copy_task(), probe, "", k_operator);  // an operator sees the point
     FAIL() << "a grid of 0 was accepted from an operator";
   } catch (const validation_error& e) {
     EXPECT_NE(e.errors()[0].message.find("N=1000000"), std::string::npos) << e.errors()[0].message;
@@ -264,18 +267,73 @@ TEST_F(SubmitPipeline, ATaskSubmissionIsTheTemplateWithTheCandidateLaidOver) {
   task_record retired = copy_task();
   retired.retired_ms = 1;
   const auto first =
-      pipeline.submit_to_task(copy_task(), json{{"source", k_copy_source}}.dump(), "k", true);
+      pipeline.submit_to_task(copy_task(), json{{"source", k_copy_source}}.dump(), "k", k_agent);
   const auto again =
-      pipeline.submit_to_task(retired, json{{"source", k_copy_source}}.dump(), "k", true);
+      pipeline.submit_to_task(retired, json{{"source", k_copy_source}}.dump(), "k", k_agent);
   EXPECT_EQ(again.id, first.id);
   EXPECT_FALSE(again.created);
   try {
-    pipeline.submit_to_task(retired, json{{"source", k_copy_source}}.dump(), "", true);
+    pipeline.submit_to_task(retired, json{{"source", k_copy_source}}.dump(), "", k_agent);
     FAIL() << "a retired task took a submission";
   } catch (const api_error& e) {
     EXPECT_EQ(e.status(), 409);
     EXPECT_EQ(e.type(), "task_retired");
   }
+}
+
+// A task's bound on each agent's submissions: counted per agent, in its window, in the store's
+// transaction; an operator is not held by it, and a retry of an accepted one is still answered.
+TEST_F(SubmitPipeline, ATaskTakesAtMostItsBoundFromEachAgent) {
+  task_record task = copy_task();
+  json t = json::parse(task.template_json);
+  t["submissions"] = {{"per_agent", 2}, {"window_hours", 24}};
+  task.template_json = t.dump();
+  const std::string body = json{{"source", k_copy_source}}.dump();
+  const task_caller other{"address:10.0.0.7", false};
+
+  EXPECT_EQ(pipeline.submissions_left(task, k_agent.agent), (json{{"used", 0}, {"remaining", 2}}));
+  const auto first = pipeline.submit_to_task(task, body, "first", k_agent);
+  pipeline.submit_to_task(task, body, "", k_agent);
+  EXPECT_EQ(pipeline.submissions_left(task, k_agent.agent), (json{{"used", 2}, {"remaining", 0}}));
+  try {
+    pipeline.submit_to_task(task, body, "", k_agent);
+    FAIL() << "a third submission was taken";
+  } catch (const api_error& e) {
+    EXPECT_EQ(e.status(), 429);
+    EXPECT_EQ(e.type(), "submission_limit");
+    EXPECT_NE(std::string(e.what()).find("at most 2 submissions from each agent in 24 hours"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.context()["per_agent"], 2);
+    // Its first submission leaves the window in about a day.
+    const double after = e.context()["retry_after_s"].get<double>();
+    EXPECT_GT(after, 86000);
+    EXPECT_LE(after, 86400);
+  }
+  EXPECT_EQ(store.list({}).size(), 2u);  // nothing stored
+  // A retry of an accepted one is answered; another agent, and an operator, are not held.
+  const auto again = pipeline.submit_to_task(task, body, "first", k_agent);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_FALSE(again.created);
+  EXPECT_TRUE(pipeline.submit_to_task(task, body, "", other).created);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(pipeline.submit_to_task(task, body, "", k_operator).created);
+
+  // Without a window the bound is over the task's life, and says so.
+  t["submissions"] = {{"per_agent", 1}};
+  task.template_json = t.dump();
+  try {
+    pipeline.submit_to_task(task, body, "", other);
+    FAIL() << "a second submission was taken by a task that takes one";
+  } catch (const api_error& e) {
+    EXPECT_EQ(e.status(), 429);
+    EXPECT_FALSE(e.context().contains("retry_after_s"));
+    EXPECT_NE(std::string(e.what()).find("address 10.0.0.7"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("it takes no more from it"), std::string::npos)
+        << e.what();
+  }
+  // A task without a bound has nothing to tell.
+  EXPECT_TRUE(pipeline.submissions_left(copy_task(), k_agent.agent).is_null());
 }
 
 }  // namespace

@@ -125,6 +125,55 @@ TEST(TaskCodec, BadTemplatesAreRefusedNamingTheirFields) {
   EXPECT_EQ(refused(with([](json& t) { t["name"] = ""; })), v{"name"});
   EXPECT_EQ(refused(with([](json& t) { t["variants"] = json::array(); })), v{"variants"});
   EXPECT_EQ(refused(json::array()), v{""});
+  // The bound on each agent's submissions.
+  EXPECT_EQ(refused(with([](json& t) { t["submissions"] = 5; })), v{"submissions"});
+  EXPECT_EQ(refused(with([](json& t) { t["submissions"] = json::object(); })),
+            v{"submissions.per_agent"});
+  EXPECT_EQ(refused(with([](json& t) {
+              t["submissions"] = {{"per_agent", 0}};
+            })),
+            v{"submissions.per_agent"});
+  EXPECT_EQ(refused(with([](json& t) {
+              t["submissions"] = {{"per_agent", 2.5}};
+            })),
+            v{"submissions.per_agent"});
+  EXPECT_EQ(refused(with([](json& t) {
+              t["submissions"] = {{"per_agent", 5}, {"window_hours", 0}};
+            })),
+            v{"submissions.window_hours"});
+  EXPECT_EQ(refused(with([](json& t) {
+              t["submissions"] = {{"per_agent", 5}, {"per_day", 1}};
+            })),
+            v{"submissions.per_day"});
+  EXPECT_EQ(refused(with([](json& t) {
+              t["submissions"] = {{"per_agent", 5}, {"window_hours", 0.5}};
+            })),
+            v{"(accepted)"});
+}
+
+// A task's bound on each agent's submissions is kept with its template, shown to agents, and
+// not part of the job a submission makes.
+TEST(TaskCodec, TheSubmissionBoundIsTheTasksNotTheJobs) {
+  json body = matmul_task();
+  body["submissions"] = {{"per_agent", 20}, {"window_hours", 24}};
+  const task_definition t = parse_task(body, spec_limits{});
+  const auto bound = submission_bound_of(t.template_json);
+  ASSERT_TRUE(bound);
+  EXPECT_EQ(bound->per_agent, 20);
+  EXPECT_EQ(bound->window_hours, 24.0);
+  const json job =
+      task_job_body(t.name, t.template_json,
+                    {{"source", "__kernel void mm(__global float* c) {}"}, {"entry", "mm"}});
+  EXPECT_FALSE(job.contains("submissions"));
+  spec_limits limits;
+  limits.task_job = true;
+  EXPECT_NO_THROW(parse_job_spec(job, limits));
+  const json view = task_json(t.name, t.description, t.template_json, 1, std::nullopt, false);
+  EXPECT_EQ(view["submissions"], (json{{"per_agent", 20}, {"window_hours", 24}}));
+  EXPECT_FALSE(submission_bound_of(parse_task(matmul_task(), spec_limits{}).template_json));
+  EXPECT_TRUE(task_json(t.name, "", parse_task(matmul_task(), spec_limits{}).template_json, 1,
+                        std::nullopt, false)["submissions"]
+                  .is_null());
 }
 
 TEST(TaskCodec, EveryFailingFieldOfADefinitionIsSaidAtOnce) {
