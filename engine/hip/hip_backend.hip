@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -159,9 +160,20 @@ class hip_backend final : public device_backend {
   // the pool gives back what it keeps when hipMalloc finds no room); the buffer's pointer is the
   // first data byte (4096 past an allocation's 256-byte alignment keeps every alignment a
   // kernel may assume).
+  // Where buffers lie, and whether they are new, can change how fast a kernel reads them: at
+  // debug level each one is logged, to tell such effects from the kernel's own.
+  static void log_buffer(std::uint64_t bytes, std::uintptr_t data, const char* how) {
+    if (!debug_enabled()) return;
+    char line[128];
+    std::snprintf(line, sizeof line, "buffer of %llu bytes at %#llx, %s",
+                  static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(data),
+                  how);
+    log_debug(line);
+  }
   device_buffer allocate_guarded(std::uint64_t bytes, std::uint64_t guard) override {
     if (bytes == 0) return device_buffer(this, 0, 0);
     if (const auto a = m_pool.take(bytes, guard)) {
+      log_buffer(bytes, a->handle, "kept from an earlier point");
       return device_buffer(this, a->handle, a->bytes, a->guard, a->base);
     }
     void* p = nullptr;
@@ -173,6 +185,7 @@ class hip_backend final : public device_backend {
     }
     check(status, "hipMalloc");
     const auto base = reinterpret_cast<std::uintptr_t>(p);
+    log_buffer(bytes, base + guard, "new");
     return device_buffer(this, base + guard, bytes, guard, base);
   }
   void fill(const device_buffer& b, const fill_request& f) override {

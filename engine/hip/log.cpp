@@ -4,6 +4,12 @@
 
 namespace kernelscan::gpu {
 
+bool debug_enabled() {
+  return spdlog::should_log(spdlog::level::debug);
+}
+void log_debug(const std::string& message) {
+  spdlog::debug("{}", message);
+}
 void log_info(const std::string& message) {
   spdlog::info("{}", message);
 }

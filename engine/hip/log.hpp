@@ -7,6 +7,9 @@
 
 namespace kernelscan::gpu {
 
+// Whether debug messages are logged: a file builds one only then.
+bool debug_enabled();
+void log_debug(const std::string& message);
 void log_info(const std::string& message);
 void log_warn(const std::string& message);
 void log_error(const std::string& message);
