@@ -68,8 +68,8 @@ response http_api::impl::list_tasks(const request& req) {
 response http_api::impl::get_task(const request& req) {
   const task_record t = find_task(req.captures.at(0));
   json view = view_of(t, req.operator_access);
-  // What the task's bound leaves the caller (an operator's submissions are not bounded).
-  if (view["submissions"].is_object() && !req.operator_access && req.agent) {
+  // What the task's bound leaves the caller (one with an operator token is not bounded).
+  if (view["submissions"].is_object() && !req.operator_token && req.agent) {
     view["submissions"].update(submissions.submissions_left(t, req.agent()));
   }
   return json_response(200, view);
@@ -92,9 +92,9 @@ response http_api::impl::retire_task(const request& req) {
 
 response http_api::impl::submit_to_task(const request& req) {
   const task_record task = find_task(req.captures.at(0));
-  submit_result s =
-      submissions.submit_to_task(task, req.body, req.header("Idempotency-Key"),
-                                 {req.agent ? req.agent() : std::string(), req.operator_access});
+  submit_result s = submissions.submit_to_task(
+      task, req.body, req.header("Idempotency-Key"),
+      {req.agent ? req.agent() : std::string(), req.operator_access, req.operator_token});
   if (!req.operator_access) s.job_text = redacted_job_event(s.job_text);
   return created(s);
 }

@@ -580,6 +580,7 @@ struct http_transport::impl {
     req.header = [&hreq](const std::string& name) { return hreq.get_header_value(name.c_str()); };
     req.body = hreq.body;
     req.operator_access = operator_access;
+    req.operator_token = operator_access && access.operators_configured();
     req.agent = [this, &hreq] {
       return access.agent_of(hreq.get_header_value("Authorization"), hreq.remote_addr);
     };

@@ -43,6 +43,9 @@ struct request {
   // The caller is an operator (access_control::is_operator): it may create and retire tasks
   // and see held-out points.
   bool operator_access = false;
+  // The caller presented an operator token (operator tokens are configured): what holds every
+  // other caller, a task's bound on each agent's submissions, does not hold it.
+  bool operator_token = false;
   // Who the caller is, for bounds on each agent's submissions (access_control::agent_of).
   std::function<std::string()> agent;
 };

@@ -246,7 +246,7 @@ submit_result submit_pipeline::submit(const std::string& body, const std::string
 
 submit_result submit_pipeline::submit_to_task(const task_record& task, const std::string& body,
                                               const std::string& key, const task_caller& caller) {
-  const bool hide_held_out = !caller.is_operator;
+  const bool hide_held_out = !caller.sees_held_out;
   // One key names one request: the same body against another task is another request.
   const std::string hash = request_hash("task " + task.name + "\n" + body);
   if (auto replayed = replay_known_key(key, hash)) return std::move(*replayed);
@@ -259,7 +259,7 @@ submit_result submit_pipeline::submit_to_task(const task_record& task, const std
   const json template_json = parse_json(task.template_json);
   const json job = task_job_body(task.name, template_json, parse_json(body));
   task_origin origin{task.name, caller.agent, std::nullopt, std::nullopt};
-  if (const auto bound = submission_bound_of(template_json); bound && !caller.is_operator) {
+  if (const auto bound = submission_bound_of(template_json); bound && !caller.unbounded) {
     origin.bound = job_submission::bound{bound->per_agent, window_start(*bound, unix_time_ms())};
     origin.window_hours = bound->window_hours;
   }

@@ -34,12 +34,14 @@ struct submit_result {
   std::string job_text;  // the job as GET /api/v1/jobs/{id} shows it
 };
 
-// Who submits against a task: the agent (access_control::agent_of), and whether it is an
-// operator (it sees held-out points, and the task's bound on each agent's submissions does not
-// hold it).
+// Who submits against a task: the agent (access_control::agent_of); whether it may see
+// held-out points (an operator, which is anyone on a daemon without operator tokens); and
+// whether the task's bound on each agent's submissions spares it (only a caller that presents
+// an operator token: on a daemon without them the bound holds for everyone).
 struct task_caller {
   std::string agent;
-  bool is_operator = false;
+  bool sees_held_out = false;
+  bool unbounded = false;
 };
 
 class submit_pipeline {

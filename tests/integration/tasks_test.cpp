@@ -359,6 +359,26 @@ TEST(TasksApi, ATaskTakesAtMostItsBoundFromEachAgent) {
   EXPECT_EQ(left(k_operator), (json{{"per_agent", 2}, {"window_hours", 1}}));
 }
 
+// On a daemon without tokens everyone may define tasks, and a task's bound holds each client
+// address.
+TEST(TasksApi, WithoutTokensATasksBoundHoldsEachAddress) {
+  daemon_process daemon;
+  daemon.start();
+  json task = axpy_task();
+  task["submissions"] = {{"per_agent", 1}};
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", task).status, 201);
+  const std::string candidate = json{{"source", k_hip_axpy}}.dump();
+  const std::string path = "/api/v1/tasks/axpy/submissions";
+  EXPECT_EQ(send(daemon, "POST", path, candidate).status, 201);
+  const auto refused = send(daemon, "POST", path, candidate);
+  EXPECT_EQ(refused.status, 429) << refused.text;
+  EXPECT_EQ(refused.header("Retry-After"), "");  // a bound over the task's life
+  EXPECT_NE(refused.text.find("this agent (address 127.0.0.1) has made 1"), std::string::npos)
+      << refused.text;
+  EXPECT_EQ(daemon.get("/api/v1/tasks/axpy").body["submissions"],
+            (json{{"per_agent", 1}, {"used", 1}, {"remaining", 0}}));
+}
+
 TEST(TasksApi, BadTaskDefinitionsAreRefusedNamingTheField) {
   daemon_process daemon;
   daemon.start();

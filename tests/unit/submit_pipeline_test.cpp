@@ -216,8 +216,8 @@ task_record copy_task() {
   return t;
 }
 
-const task_caller k_agent{"token:0123456789abcdef", false};
-const task_caller k_operator{"token:fedcba9876543210", true};
+const task_caller k_agent{"token:0123456789abcdef", false, false};
+const task_caller k_operator{"token:fedcba9876543210", true, true};
 
 constexpr const char* k_copy_source =
     "extern \"C\" __global__ void copy(float* out, const float* in, int n) {\n"
@@ -289,7 +289,7 @@ TEST_F(SubmitPipeline, ATaskTakesAtMostItsBoundFromEachAgent) {
   t["submissions"] = {{"per_agent", 2}, {"window_hours", 24}};
   task.template_json = t.dump();
   const std::string body = json{{"source", k_copy_source}}.dump();
-  const task_caller other{"address:10.0.0.7", false};
+  const task_caller other{"address:10.0.0.7", false, false};
 
   EXPECT_EQ(pipeline.submissions_left(task, k_agent.agent), (json{{"used", 0}, {"remaining", 2}}));
   const auto first = pipeline.submit_to_task(task, body, "first", k_agent);
