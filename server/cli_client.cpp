@@ -246,6 +246,7 @@ json api_client::job(std::int64_t id, std::optional<double> wait_s) {
 json api_client::jobs(const job_filter& filter, std::int64_t limit) {
   std::string query;
   if (!filter.status.empty()) query += "&status=" + percent_encode(filter.status);
+  if (!filter.task.empty()) query += "&task=" + percent_encode(filter.task);
   for (const auto& [key, value] : filter.labels)
     query += "&" + percent_encode("label." + key) + "=" + percent_encode(value);
 

@@ -32,6 +32,7 @@ using api_failure = api_error;
 struct job_filter {
   std::string status;                                       // "queued,running"; empty: any
   std::vector<std::pair<std::string, std::string>> labels;  // all must match
+  std::string task;  // only the jobs submitted to this evaluation task; empty: any
 };
 
 class api_client {

@@ -127,7 +127,7 @@ int run_submit(const client_options& client_opts, const submit_options& opts, st
 
 int run_jobs(const client_options& client_opts, const jobs_options& opts, std::ostream& out,
              std::ostream& err) {
-  job_filter filter{opts.status, {}};
+  job_filter filter{opts.status, {}, opts.task};
   for (const auto& l : opts.labels) {
     try {
       filter.labels.push_back(label_pair(l));

@@ -32,6 +32,7 @@ struct submit_options {
 struct jobs_options {
   std::string status;               // comma-separated states; empty: any
   std::vector<std::string> labels;  // KEY=VALUE, all must match
+  std::string task;                 // an evaluation task's name; empty: any
   std::int64_t limit = 20;
   std::string format = "table";  // table, json
 };

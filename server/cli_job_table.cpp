@@ -1,5 +1,6 @@
 #include "server/cli_job_table.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -26,6 +27,19 @@ std::string field(const json& job, const char* ptr) {
   return job.is_object() && job.contains(p) ? text_of(job[p]) : "-";
 }
 
+// A job's score as a task's list shows it: the combined score, "withheld" until an operator
+// confirms it, "-" while the job has none.
+std::string score_of(const json& job) {
+  const json::json_pointer fitness{"/summary/fitness"};
+  if (!job.contains(fitness) || !job[fitness].is_object()) return "-";
+  const json& f = job[fitness];
+  if (f.value("withheld", false)) return "withheld";
+  const auto score = f.find("combined_score");
+  return score != f.end() && score->is_number()
+             ? detail::format_significant(score->get<double>(), 3)
+             : "-";
+}
+
 }  // namespace
 
 std::string format_age(std::int64_t age_ms) {
@@ -45,9 +59,15 @@ std::string job_table(const json& jobs, std::int64_t now_ms) {
   using col = detail::text_table::column;
   constexpr auto right = detail::text_table::align::right;
   constexpr auto left = detail::text_table::align::left;
-  detail::text_table table({col{"id", right}, col{"status", left}, col{"progress", right},
-                            col{"device", right}, col{"name", left}, col{"labels", left},
-                            col{"age", left}});
+  // Jobs submitted to an evaluation task are there for their score.
+  const bool scored = std::any_of(jobs.begin(), jobs.end(), [](const json& j) {
+    return j.is_object() && j.contains("task") && j["task"].is_string();
+  });
+  std::vector<col> columns{col{"id", right},     col{"status", left}, col{"progress", right},
+                           col{"device", right}, col{"name", left},   col{"labels", left},
+                           col{"age", left}};
+  if (scored) columns.insert(columns.begin() + 3, col{"score", right});
+  detail::text_table table(std::move(columns));
   for (const auto& job : jobs) {
     std::string progress = field(job, "/progress/done") + "/" + field(job, "/progress/total");
     std::string labels;
@@ -56,9 +76,15 @@ std::string job_table(const json& jobs, std::int64_t now_ms) {
         labels += (labels.empty() ? "" : ",") + k + "=" + text_of(v);
     }
     const auto created = parse_timestamp_ms(job.value("created_at", ""));
-    table.add_row({field(job, "/id"), field(job, "/status"), progress, field(job, "/device"),
-                   one_line(job.value("name", ""), k_max_name), one_line(labels, k_max_labels),
-                   created ? format_age(now_ms - *created) : "-"});
+    std::vector<std::string> cells{field(job, "/id"),
+                                   field(job, "/status"),
+                                   progress,
+                                   field(job, "/device"),
+                                   one_line(job.value("name", ""), k_max_name),
+                                   one_line(labels, k_max_labels),
+                                   created ? format_age(now_ms - *created) : "-"};
+    if (scored) cells.insert(cells.begin() + 3, score_of(job));
+    table.add_row(std::move(cells));
   }
   return table.render();
 }

@@ -14,7 +14,8 @@
 namespace kernelscan {
 
 // One line per job (newest first, as listed): id, status, progress done/total, device, name,
-// labels, age ("3m ago"). An empty array gives "no jobs\n".
+// labels, age ("3m ago"); where a job was submitted to an evaluation task, a score column after
+// progress (its combined score, "withheld" until confirmed). An empty array gives "no jobs\n".
 std::string job_table(const json& jobs, std::int64_t now_ms);
 
 // "job 17 queued: \"f16 gemm\", gemm, 12 points, device any, priority 0".

@@ -188,6 +188,7 @@ void add_client_commands(CLI::App& app, client_commands& c) {
       ->add_option("--label", j.labels,
                    "Only jobs with this label, KEY=VALUE; repeat to require several")
       ->allow_extra_args(false);
+  c.jobs_cmd->add_option("--task", j.task, "Only the jobs submitted to this evaluation task");
   c.jobs_cmd->add_option("--limit", j.limit, "Most jobs to list")
       ->check(number_from(1, 1000000, true))
       ->capture_default_str();

@@ -225,6 +225,39 @@ TEST_F(cli, JobsListsTheJobAndFilters) {
   EXPECT_EQ(none.out, "no jobs\n");
 }
 
+// `--task` lists a task's jobs, with their scores.
+TEST_F(cli, JobsListsATasksJobsWithTheirScores) {
+  const json task = json::parse(R"js({
+    "name": "axpy", "engine": "mock",
+    "kernel": {"language": "hip", "entry": "axpy", "block": [256, 1, 1],
+      "grid": ["ceil(N/256)", 1, 1],
+      "args": [{"name": "out", "type": "f32*", "count": "N", "output": true},
+               {"name": "a", "type": "f32*", "count": "N"},
+               {"name": "n", "type": "i32", "value": "N"}],
+      "flops": "N", "bytes": "8*N",
+      "reference": {"op": "stream", "variant": "copy", "n": "N", "dtype": "f32",
+                    "a": "a", "c": "out"}},
+    "sweep": {"N": [4096]}, "verify": {"trials": 2}, "mock": {"output": "correct"}})js");
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", task).status, 201);
+  const auto sent = daemon.post_json(
+      "/api/v1/tasks/axpy/submissions",
+      {{"source", "extern \"C\" __global__ void axpy(float* out, const float* a, int n) {}"}});
+  ASSERT_EQ(sent.status, 201) << sent.text;
+  const std::int64_t id = sent.body["id"];
+  daemon.wait_job(id);
+  (void)finished_job();  // a plain job, not listed with the task's
+
+  const auto listed = run({"jobs", "--task", "axpy", "--format", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << describe(listed);
+  const json jobs = json::parse(listed.out)["jobs"];
+  ASSERT_EQ(jobs.size(), 1u) << listed.out;
+  EXPECT_EQ(jobs[0]["id"], id);
+  const auto table = run({"jobs", "--task", "axpy"});
+  ASSERT_EQ(table.exit_code, 0) << describe(table);
+  EXPECT_EQ(table.out.rfind("id  status     progress  score", 0), 0u) << describe(table);
+  EXPECT_EQ(run({"jobs", "--task", "nope"}).out, "no jobs\n");
+}
+
 TEST_F(cli, JobsFollowsCursorsUpToTheLimit) {
   for (int i = 0; i < 3; ++i)
     daemon.submit(stream_sweep(1, 0));

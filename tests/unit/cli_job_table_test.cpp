@@ -40,6 +40,24 @@ TEST(cli_job_table, ListsJobsWithProgressDeviceLabelsAndAge) {
             " 3  running      3/10       1  sweep 3   team=perf,run=a  3m ago\n");
 }
 
+// A task's jobs are listed with their scores: a withheld one says so, a running one has none.
+TEST(cli_job_table, ATasksJobsShowTheirScores) {
+  const std::int64_t now = *parse_timestamp_ms("2025-01-31T12:00:00.000Z");
+  json scored = listed_job(7, "succeeded", "2025-01-31T11:59:00.000Z");
+  scored["task"] = "axpy";
+  scored["summary"]["fitness"] = {{"combined_score", 0.72345}, {"withheld", false}};
+  json withheld = listed_job(6, "succeeded", "2025-01-31T11:58:00.000Z");
+  withheld["task"] = "axpy";
+  withheld["summary"]["fitness"] = {{"combined_score", 0}, {"withheld", true}};
+  json running = listed_job(5, "running", "2025-01-31T11:57:00.000Z");
+  running["task"] = "axpy";
+  EXPECT_EQ(job_table(json::array({scored, withheld, running}), now),
+            "id  status     progress     score  device  name     labels           age\n"
+            " 7  succeeded      3/10     0.723       1  sweep 7  team=perf,run=a  1m ago\n"
+            " 6  succeeded      3/10  withheld       1  sweep 6  team=perf,run=a  2m ago\n"
+            " 5  running        3/10         -       1  sweep 5  team=perf,run=a  3m ago\n");
+}
+
 TEST(cli_job_table, NoJobs) {
   EXPECT_EQ(job_table(json::array(), 0), "no jobs\n");
 }
