@@ -167,7 +167,9 @@ export function mount(root, {name}) {
       jobs = jobs.concat(page.jobs);
       cursor = page.next_cursor;
     } while (cursor && jobs.length < MAX_JOBS);
-    return {jobs, capped: !!cursor};
+    // A full last page comes with a cursor whether or not older jobs remain: ask for one.
+    const capped = !!cursor && (await get(`/api/v1/jobs?${new URLSearchParams({task: name, limit: '1', cursor})}`)).jobs.length > 0;
+    return {jobs, capped};
   }
 
   async function load() {
