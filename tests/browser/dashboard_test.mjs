@@ -1069,6 +1069,15 @@ async function main() {
              rows[1].score === 'withheld', `a withheld score is shown as withheld, below the ranked ones (${JSON.stringify(rows)})`);
       expect(await page.textContent(`#leaderboard tr[data-id="${withheld}"] .flag`) === 'excessive_speedup', 'the leaderboard shows the flags');
       await shot(page, 'task-withheld');
+      // A retired task says so, in the list and on its page.
+      await api(d, 'DELETE', '/api/v1/tasks/axpy-vs-gemm');
+      await page.goto('about:blank');
+      await gotoView(page, d.origin, '#/tasks/axpy-vs-gemm', '#task-retired');
+      expect(await page.locator('.task-head .status-retired').count() === 1 && await page.locator('#leaderboard tbody tr').count() === 2,
+             'a retired task\'s page says so and keeps its leaderboard');
+      await gotoView(page, d.origin, '#/tasks', '#tasks-table tr[data-name="axpy-vs-gemm"] .status-retired');
+      expect(await page.$$eval('#tasks-table tbody tr', (trs) => trs.map((tr) => tr.dataset.name).join(',')) === 'axpy,axpy-vs-gemm',
+             'the tasks list puts active tasks before retired ones');
 
       // The job page links back to its task; an unknown task says so.
       await gotoView(page, d.origin, `#/jobs/${submitted[1]}`, '#job-task');
