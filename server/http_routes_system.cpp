@@ -1,11 +1,32 @@
 #include <fstream>
 #include <iterator>
+#include <string>
 
 #include "server/detail/http_api_impl.hpp"
 #include "server/metrics_text.hpp"
 #include "server/web_assets.hpp"
 
 namespace kernelscan {
+
+namespace {
+
+// The type of a file served from --web-root that the build did not embed (a view added since):
+// by its extension, as cmake/embed_assets.cmake types the embedded ones. A browser runs a module
+// only when it comes as JavaScript.
+std::string content_type_by_extension(const std::string& file) {
+  const auto dot = file.rfind('.');
+  const std::string ext = dot == std::string::npos ? "" : file.substr(dot);
+  if (ext == ".html") return "text/html; charset=utf-8";
+  if (ext == ".js" || ext == ".mjs") return "text/javascript; charset=utf-8";
+  if (ext == ".css") return "text/css; charset=utf-8";
+  if (ext == ".svg") return "image/svg+xml";
+  if (ext == ".yaml" || ext == ".yml") return "application/yaml; charset=utf-8";
+  if (ext == ".json") return "application/json";
+  if (ext == ".png") return "image/png";
+  return "application/octet-stream";
+}
+
+}  // namespace
 
 response http_api::impl::healthz(const request&) {
   return json_response(200, {{"status", "ok"}});
@@ -57,7 +78,8 @@ response http_api::impl::asset(const request& req) {
       response r;
       r.body.assign(std::istreambuf_iterator<char>(in), {});
       const auto* embedded = find_web_asset(path);
-      r.content_type = embedded ? std::string(embedded->content_type) : "application/octet-stream";
+      r.content_type =
+          embedded ? std::string(embedded->content_type) : content_type_by_extension(file);
       r.headers.emplace_back("Cache-Control", "no-store");
       return r;
     }

@@ -1,4 +1,4 @@
-// The dashboard: a hash router over five views (jobs, job, compare, devices, submit), the live
+// The dashboard: a hash router over seven views (jobs, job, tasks, task, compare, devices, submit), the live
 // event stream they share, and the token form. Views are modules exporting
 // mount(root, params) -> {onEvent(event), unmount()}.
 
@@ -8,10 +8,15 @@ import * as devicesView from './view_devices.js';
 import * as jobView from './view_job.js';
 import * as jobsView from './view_jobs.js';
 import * as submitView from './view_submit.js';
+import * as taskView from './view_task.js';
+import * as tasksView from './view_tasks.js';
 import {splitHash} from './dom.js';
 
 const ROUTES = [
   {pattern: /^#\/jobs\/(\d+)$/, view: jobView, nav: 'jobs', args: (m) => ({id: Number(m[1])})},
+  // A task's name is [A-Za-z0-9_.-]{1,64}: nothing in it needs decoding.
+  {pattern: /^#\/tasks\/([A-Za-z0-9_.-]{1,64})$/, view: taskView, nav: 'tasks', args: (m) => ({name: m[1]})},
+  {pattern: /^#\/tasks$/, view: tasksView, nav: 'tasks', args: () => ({})},
   {pattern: /^#\/compare$/, view: compareView, nav: 'compare', args: () => ({})},
   {pattern: /^#\/devices$/, view: devicesView, nav: 'devices', args: () => ({})},
   {pattern: /^#\/submit$/, view: submitView, nav: 'submit', args: () => ({})},

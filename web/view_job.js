@@ -181,6 +181,8 @@ export function mount(root, {id, query}) {
     const simulated = (fitness && fitness.simulated === true) || state.rows.some((r) => r.simulated === true);
     const facts = h('dl', {class: 'facts'},
       h('dt', {}, 'op'), h('dd', {}, j.op),
+      j.task ? [h('dt', {}, 'task'), h('dd', {}, h('a', {id: 'job-task', href: `#/tasks/${encodeURIComponent(j.task)}`}, j.task),
+        h('span', {class: 'muted'}, ' (a submission: see its leaderboard)'))] : '',
       !imported && j.node ? [h('dt', {}, 'node'), h('dd', {id: 'job-node'}, j.node)] : '',
       h('dt', {}, 'device'), h('dd', {id: 'job-device'}, dev),
       h('dt', {}, imported ? 'imported' : 'submitted'), h('dd', {title: j.created_at}, new Date(j.created_at).toLocaleString()),

@@ -1,7 +1,9 @@
 // The dashboard in headless Chromium against a real daemon with mock devices: every view loads
 // with no console error and no request to another origin, charts hold the expected series and
 // points (read from the ECharts instances), jobs appear and finish live, the submit form creates
-// a job, and the page works against a daemon that needs a token. Screenshots go to --artifacts.
+// a job, evaluation tasks are listed and a task's leaderboard ranks its jobs (live), an agent's
+// token sees no held-out size, and the page works against a daemon that needs a token.
+// Screenshots go to --artifacts.
 // Prints the time from navigation to charts rendered for a 10,000-point job. The daemon is node
 // "solo" (--node), which the page names once and nowhere else.
 //
@@ -231,6 +233,25 @@ const gemm = (name, dtype, labels = {}) => ({
 });
 const big = {name: '10k gemm', kernel: {op: 'gemm', m: 'M', n: 'N', k: 2048, dtype: 'bf16'},
              sweep: {M: {from: 64, to: 6400, step: 64}, N: {from: 64, to: 6400, step: 64}}};
+
+// An evaluation task on the mock devices, which simulate a correct output (README "Tasks"), and
+// a candidate for it: a submission gives only its source and launch settings.
+function axpyTask(name, extra = {}) {
+  return {
+    name, description: 'out = a + s*b over N floats, f32', engine: 'mock', mock: {output: 'correct'},
+    kernel: {language: 'hip', entry: 'axpy', block: [256, 1, 1], grid: ['ceil(N/256)', 1, 1],
+      args: [{name: 'out', type: 'f32*', count: 'N', output: true},
+             {name: 'a', type: 'f32*', count: 'N'}, {name: 'b', type: 'f32*', count: 'N'},
+             {name: 's', type: 'f32', value: 3}, {name: 'n', type: 'i32', value: 'N'}],
+      flops: '2*N', bytes: '12*N',
+      reference: {op: 'stream', variant: 'triad', n: 'N', dtype: 'f32', a: 'out', b: 'a', c: 'b', scalar: 3}},
+    sweep: {N: [4096, 8192]}, held_out: {N: [28672]}, verify: {trials: 2},
+    timing: {max_time_ms: 30}, fitness: {target_us: 5}, ...extra};
+}
+const axpySource = 'extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) ' +
+                   '{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a[i] + s * b[i]; }';
+// 28672 is the held-out size of axpyTask: an agent must not see it anywhere.
+const showsNoHeldOut = (text) => !/28672|28,672|28\.7k|28\.67/.test(text);
 
 // Navigation to charts drawn for the 10,000-point job, in ms (the page's own mark).
 async function renderTime(browser, d, id) {
@@ -971,6 +992,103 @@ async function main() {
              `the running job's x axis is M, as once it ended (running: ${wasRunning}, ${JSON.stringify(live)}; ended: ${JSON.stringify(ended)})`);
     });
 
+    await step('tasks: the list, a task\'s page and its leaderboard, live', async () => {
+      await gotoView(page, d.origin, '#/tasks', '.empty');
+      expect((await page.textContent('.empty')).includes('No tasks yet'), 'an empty tasks list says so');
+      // A daemon without tokens: everyone is an operator, and sees the held-out sizes.
+      await api(d, 'POST', '/api/v1/tasks', axpyTask('axpy', {submissions: {per_agent: 20, window_hours: 24}}));
+      const candidates = [{name: 'block 64', block: [64, 1, 1], grid: ['ceil(N/64)', 1, 1], labels: {agent: 'alpha'}},
+                          {name: 'block 128', block: [128, 1, 1], grid: ['ceil(N/128)', 1, 1], labels: {agent: 'beta', try: '2'}},
+                          {name: 'the default launch', labels: {agent: 'gamma'}}];
+      const submitted = [];
+      for (const c of candidates) {
+        submitted.push((await api(d, 'POST', '/api/v1/tasks/axpy/submissions', {source: axpySource, entry: 'axpy', ...c})).id);
+      }
+      for (const id of submitted) await waitJob(d, id);
+      // A task whose baseline is far slower than any candidate: each candidate's speedup is
+      // excessive, so its score is withheld until an operator confirms it.
+      await api(d, 'POST', '/api/v1/tasks', axpyTask('axpy-vs-gemm', {held_out: undefined, sweep: {N: [4096]},
+        fitness: {baseline: {op: 'gemm', m: 4096, n: 4096, k: 4096, impl: 'builtin'}}}));
+      const withheld = (await api(d, 'POST', '/api/v1/tasks/axpy-vs-gemm/submissions', {source: axpySource, name: 'too fast'})).id;
+      const confirmed = (await api(d, 'POST', '/api/v1/tasks/axpy-vs-gemm/submissions', {source: axpySource, name: 'confirmed'})).id;
+      for (const id of [withheld, confirmed]) await waitJob(d, id);
+      await api(d, 'POST', `/api/v1/jobs/${confirmed}/confirm`);
+
+      await page.goto('about:blank');  // the same URL again would not load the view anew
+      await gotoView(page, d.origin, '#/tasks', '#tasks-table tr[data-name="axpy"]');
+      const cells = await page.$$eval('#tasks-table tr[data-name="axpy"] td', (tds) => tds.map((td) => td.textContent));
+      expect(cells[0] === 'axpy' && cells[1] === 'active' && cells[3] === 'f32, i32' && cells[4] === '2' && cells[5] === '1' &&
+             cells[6] === '20 per agent per 24 h', `the tasks list shows the task, its counts and bound (${JSON.stringify(cells)})`);
+      expect(await page.textContent('#tasks-table tr[data-name="axpy-vs-gemm"] td.bound') === 'none', 'a task without a bound says none');
+      expect(await page.locator('header nav a.active').textContent() === 'Tasks', 'the nav marks Tasks');
+      await shot(page, 'tasks');
+
+      await page.click('#tasks-table tr[data-name="axpy"] a');
+      await page.waitForSelector('#leaderboard tbody tr');
+      const args = await page.$$eval('#task-args tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+      expect(JSON.stringify(args) === JSON.stringify([['out', 'f32*', 'N', 'output'], ['a', 'f32*', 'N', ''], ['b', 'f32*', 'N', ''],
+                                                      ['s', 'f32', '3', ''], ['n', 'i32', 'N', '']]),
+             `the task page lists the kernel's arguments (${JSON.stringify(args)})`);
+      expect((await page.textContent('#task-sweep')).startsWith('N: 4096, 8192'), 'the task page shows the public sweep');
+      expect(await page.textContent('#task-held-out-sizes') === 'N: 28672', 'an operator sees the held-out sizes');
+      expect((await page.textContent('#task-bound')).startsWith('20 per agent per 24 h'), 'the task page shows the bound');
+      // Ranked by combined score, highest first, ties by the earlier submission, as the API scores them.
+      const ranked = async () => page.$$eval('#leaderboard tbody tr', (trs) => trs.map((tr) => ({
+        id: Number(tr.dataset.id), rank: tr.querySelector('td.rank').textContent,
+        href: tr.querySelector('a').getAttribute('href'), score: tr.querySelector('td.score').textContent})));
+      const expected = async () => (await api(d, 'GET', '/api/v1/jobs?task=axpy&limit=100')).jobs
+        .map((j) => ({id: j.id, score: j.summary.fitness.combined_score}))
+        .sort((a, b) => b.score - a.score || a.id - b.id);
+      let rows = await ranked();
+      let want = await expected();
+      expect(JSON.stringify(rows.map((r) => r.id)) === JSON.stringify(want.map((j) => j.id)) && want.every((j) => j.score > 0),
+             `the leaderboard ranks the jobs by combined score (${JSON.stringify(rows)}; API: ${JSON.stringify(want)})`);
+      expect(rows.map((r) => r.rank).join(',') === '1,2,3' && rows.every((r) => r.href === `#/jobs/${r.id}`),
+             `ranks 1 to 3, each row linking to its job (${JSON.stringify(rows)})`);
+      expect(await page.textContent(`#leaderboard tr[data-id="${submitted[0]}"] td:nth-child(7)`) === '3 of 3',
+             'the leaderboard counts correct points of all points');
+      await shot(page, 'task');
+
+      // A submission made elsewhere comes in, and is ranked once it ends, without a reload.
+      let loads = 0;
+      page.on('load', () => ++loads);
+      await page.waitForSelector('#live.live');
+      const live = (await api(d, 'POST', '/api/v1/tasks/axpy/submissions', {source: axpySource, name: 'live candidate', labels: {agent: 'delta'}})).id;
+      await page.waitForSelector(`#leaderboard tr[data-id="${live}"] .status-succeeded`, {timeout: 15000});
+      await waitJob(d, live);
+      rows = await ranked();
+      want = await expected();
+      expect(loads === 0 && JSON.stringify(rows.map((r) => r.id)) === JSON.stringify(want.map((j) => j.id)) &&
+             rows.map((r) => r.rank).join(',') === '1,2,3,4',
+             `a live submission is ranked in its place without a reload (${JSON.stringify(rows)}; API: ${JSON.stringify(want)}; loads ${loads})`);
+
+      // A withheld score is not ranked as a 0; a confirmed one is.
+      await gotoView(page, d.origin, '#/tasks/axpy-vs-gemm', '#leaderboard tbody tr');
+      rows = await ranked();
+      expect(rows.length === 2 && rows[0].id === confirmed && rows[0].rank === '1' && rows[1].id === withheld && rows[1].rank === '' &&
+             rows[1].score === 'withheld', `a withheld score is shown as withheld, below the ranked ones (${JSON.stringify(rows)})`);
+      expect(await page.textContent(`#leaderboard tr[data-id="${withheld}"] .flag`) === 'excessive_speedup', 'the leaderboard shows the flags');
+      await shot(page, 'task-withheld');
+      // A retired task says so, in the list and on its page.
+      await api(d, 'DELETE', '/api/v1/tasks/axpy-vs-gemm');
+      await page.goto('about:blank');
+      await gotoView(page, d.origin, '#/tasks/axpy-vs-gemm', '#task-retired');
+      expect(await page.locator('.task-head .status-retired').count() === 1 && await page.locator('#leaderboard tbody tr').count() === 2,
+             'a retired task\'s page says so and keeps its leaderboard');
+      await gotoView(page, d.origin, '#/tasks', '#tasks-table tr[data-name="axpy-vs-gemm"] .status-retired');
+      expect(await page.$$eval('#tasks-table tbody tr', (trs) => trs.map((tr) => tr.dataset.name).join(',')) === 'axpy,axpy-vs-gemm',
+             'the tasks list puts active tasks before retired ones');
+
+      // The job page links back to its task; an unknown task says so.
+      await gotoView(page, d.origin, `#/jobs/${submitted[1]}`, '#job-task');
+      expect(await page.getAttribute('#job-task', 'href') === '#/tasks/axpy', 'a task\'s job links to its task');
+      await page.click('#job-task');
+      await page.waitForSelector('#leaderboard tbody tr');
+      expect(await page.locator('#view .error-box').count() === 0, 'the link opens the task page');
+      await gotoView(page, d.origin, '#/tasks/no-such-task', '.error-box');
+      expect((await page.textContent('.error-box')).includes('There is no task no-such-task'), 'an unknown task says so');
+    });
+
     await step('10,000-point job: render time and responsiveness', async () => {
       const {mark, watch: w} = await renderTime(browser, d, ids.big);
       watch.errors.push(...w.errors);
@@ -994,7 +1112,7 @@ async function main() {
 
     expect(watch.errors.length === 0, `no console errors (${JSON.stringify(watch.errors)})`);
     // The only failed requests are the ones the steps provoked: an unknown job, a bad spec.
-    const expected = (e) => (e.startsWith('404 ') && e.includes('/api/v1/jobs/999999')) ||
+    const expected = (e) => (e.startsWith('404 ') && (e.includes('/api/v1/jobs/999999') || e.endsWith('/api/v1/tasks/no-such-task'))) ||
                             (e.startsWith('422 ') && e.endsWith('/api/v1/jobs'));
     expect((watch.http || []).every(expected), `no unexpected HTTP errors (${JSON.stringify(watch.http)})`);
     expect(watch.foreign.length === 0, `no requests to other origins (${JSON.stringify(watch.foreign)})`);
@@ -1038,25 +1156,13 @@ async function main() {
     const b = await launch();
     try {
       const op = {Authorization: 'Bearer operator-token-for-the-page'};
-      // 28672 is the held-out size: it must not show anywhere an agent looks.
-      await api(t, 'POST', '/api/v1/tasks', {
-        name: 'axpy', description: 'out = a + s*b', engine: 'mock', mock: {output: 'correct'},
-        kernel: {language: 'hip', entry: 'axpy', block: [256, 1, 1], grid: ['ceil(N/256)', 1, 1],
-          args: [{name: 'out', type: 'f32*', count: 'N', output: true},
-                 {name: 'a', type: 'f32*', count: 'N'}, {name: 'b', type: 'f32*', count: 'N'},
-                 {name: 's', type: 'f32', value: 3}, {name: 'n', type: 'i32', value: 'N'}],
-          flops: '2*N', bytes: '12*N',
-          reference: {op: 'stream', variant: 'triad', n: 'N', dtype: 'f32', a: 'out', b: 'a', c: 'b', scalar: 3}},
-        sweep: {N: [4096, 8192]}, held_out: {N: [28672]}, verify: {trials: 2},
-        timing: {max_time_ms: 30}, fitness: {target_us: 5}}, op);
-      const source = 'extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) ' +
-                     '{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a[i] + s * b[i]; }';
-      const job = await api(t, 'POST', '/api/v1/tasks/axpy/submissions', {source, entry: 'axpy'},
-                            {Authorization: 'Bearer agent-token-for-the-page'});
+      await api(t, 'POST', '/api/v1/tasks', axpyTask('axpy', {submissions: {per_agent: 5}}), op);
+      const agent = {Authorization: 'Bearer agent-token-for-the-page'};
+      const job = await api(t, 'POST', '/api/v1/tasks/axpy/submissions', {source: axpySource, entry: 'axpy'}, agent);
       await waitJob(t, job.id);
       const w = {errors: [], foreign: []};
       const p = await openPage(b, t.origin, w);
-      const hidden = (text) => !/28672|28,672|28\.7k|28\.67/.test(text);
+      const hidden = showsNoHeldOut;
       await gotoView(p, t.origin, '#/jobs', `#jobs-table tr[data-id="${job.id}"]`);
       expect(hidden(await p.evaluate(() => document.body.innerText)), 'the job list shows no held-out size');
       await gotoView(p, t.origin, `#/jobs/${job.id}`, '#results-table tbody tr');
@@ -1073,8 +1179,23 @@ async function main() {
         const texts = (await chartTexts(p, id)).map((x) => x.text).join(' ');
         expect(hidden(texts), `${id} draws no held-out size`);
       }
-      expect(w.errors.length === 0, `no console errors on the task job (${JSON.stringify(w.errors)})`);
       await shot(p, 'held-out');
+      // The task's page, for the agent (its token in the page): the held-out count, not the
+      // sizes, and what is left of its bound.
+      await p.click('#token-button');
+      await p.fill('#token-input', 'agent-token-for-the-page');
+      await Promise.all([p.waitForEvent('load'), p.click('#token-form button[type=submit]')]);
+      await gotoView(p, t.origin, '#/tasks', '#tasks-table tr[data-name="axpy"]');
+      expect(hidden(await p.evaluate(() => document.body.innerText)), 'the tasks list shows no held-out size');
+      await gotoView(p, t.origin, '#/tasks/axpy', `#leaderboard tr[data-id="${job.id}"]`);
+      const taskText = await p.evaluate(() => document.body.innerText);
+      expect(hidden(taskText), 'the task page shows no held-out size to an agent');
+      expect(await p.locator('#task-held-out-sizes').count() === 0 &&
+             /^1 point\b/.test(await p.textContent('#task-held-out')), `the task page gives an agent the held-out count (${await p.textContent('#task-held-out')})`);
+      expect(/^5 per agent: you used 1, 4 remaining$/.test(await p.textContent('#task-bound')),
+             `the task page tells the agent what is left of its bound (${await p.textContent('#task-bound')})`);
+      await shot(p, 'task-agent');
+      expect(w.errors.length === 0, `no console errors on the task job (${JSON.stringify(w.errors)})`);
     } finally {
       await b.close();
       await t.stop();
