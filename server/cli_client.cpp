@@ -212,11 +212,12 @@ api_client::submitted api_client::submit(const std::string& spec_text,
   return {json::parse(res->body), res->get_header_value("Idempotent-Replayed") == "true"};
 }
 
-json api_client::cancel(std::int64_t id) {
+json api_client::job_action(std::int64_t id, const char* action) {
   auto& http = m_impl->http;
   http.set_read_timeout(std::chrono::seconds(std::int64_t(k_read_timeout_s)));
-  const auto res = http.Post((m_prefix + "/api/v1/jobs/" + std::to_string(id) + "/cancel").c_str(),
-                             "", "application/json");
+  const auto res =
+      http.Post((m_prefix + "/api/v1/jobs/" + std::to_string(id) + "/" + action).c_str(), "",
+                "application/json");
   if (!res) {
     throw unreachable(m_server, res.error());
   }

@@ -71,12 +71,16 @@ class api_client {
   std::string results_csv(std::int64_t id, std::int64_t page_size);
 
   // POST /api/v1/jobs/{id}/cancel: the job as it is after the cancel.
-  json cancel(std::int64_t id);
+  json cancel(std::int64_t id) { return job_action(id, "cancel"); }
+  // POST /api/v1/jobs/{id}/confirm: the job with its withheld score confirmed (an operator's).
+  json confirm(std::int64_t id) { return job_action(id, "confirm"); }
 
   // GET /api/v1/devices: {"devices": [...]}.
   json devices();
 
  private:
+  // POST /api/v1/jobs/{id}/{action}, without a body: the job as the answer gives it.
+  json job_action(std::int64_t id, const char* action);
   // The body of a 2xx answer; throws connection_error or api_failure otherwise.
   std::string get(const std::string& path_and_query, double read_timeout_s);
 

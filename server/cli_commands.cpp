@@ -228,18 +228,17 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
   });
 }
 
-int run_cancel(const client_options& client_opts, const std::vector<std::int64_t>& ids,
-               std::ostream& out, std::ostream& err) {
+// `act` on each job, printing what `said` makes of the job it returns; exit 1 when any was
+// refused.
+int for_each_job(const client_options& client_opts, const std::vector<std::int64_t>& ids,
+                 std::ostream& out, std::ostream& err,
+                 const std::function<json(api_client&, std::int64_t)>& act,
+                 const std::function<std::string(const json&)>& said) {
   return with_client(client_opts, err, [&](api_client& client) {
     int code = k_ok;
     for (const std::int64_t id : ids) {
       try {
-        const json job = client.cancel(id);
-        const std::string status = job.value("status", "?");
-        out << "job " << id << " "
-            << (status == "running" ? "cancelling: it stops after the point being measured"
-                                    : status)
-            << "\n";
+        out << "job " << id << " " << said(act(client, id)) << "\n";
       } catch (const api_failure& e) {
         print_failure(err, e, "job " + std::to_string(id));
         code = k_failed;
@@ -247,6 +246,29 @@ int run_cancel(const client_options& client_opts, const std::vector<std::int64_t
     }
     return code;
   });
+}
+
+int run_cancel(const client_options& client_opts, const std::vector<std::int64_t>& ids,
+               std::ostream& out, std::ostream& err) {
+  return for_each_job(
+      client_opts, ids, out, err, [](api_client& c, std::int64_t id) { return c.cancel(id); },
+      [](const json& job) {
+        const std::string status = job.value("status", "?");
+        return status == "running" ? "cancelling: it stops after the point being measured" : status;
+      });
+}
+
+int run_confirm(const client_options& client_opts, const std::vector<std::int64_t>& ids,
+                std::ostream& out, std::ostream& err) {
+  return for_each_job(
+      client_opts, ids, out, err, [](api_client& c, std::int64_t id) { return c.confirm(id); },
+      [](const json& job) {
+        const json::json_pointer score{"/summary/fitness/combined_score"};
+        return "confirmed: combined score " +
+               (job.contains(score) && job[score].is_number()
+                    ? detail::format_significant(job[score].get<double>(), 4)
+                    : std::string("-"));
+      });
 }
 
 int run_devices(const client_options& client_opts, const std::string& format, std::ostream& out,

@@ -1,5 +1,5 @@
 #pragma once
-// The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, devices,
+// The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, confirm, devices,
 // compare. main.cpp parses the command
 // line into these option structs; each run_* talks to the daemon named by client_options and
 // returns the process exit code: 0 done (for submit --wait: the job succeeded), 1 the job
@@ -69,6 +69,10 @@ int run_bench(const client_options& client, const bench_command_options& opts, s
 // Cancels each job; exit 1 when any cancel was refused (a finished job, an unknown id).
 int run_cancel(const client_options& client, const std::vector<std::int64_t>& ids,
                std::ostream& out, std::ostream& err);
+// Confirms each job's withheld score (an operator's call); exit 1 when any was refused (no
+// operator token, a score that is not withheld, an unknown id).
+int run_confirm(const client_options& client, const std::vector<std::int64_t>& ids,
+                std::ostream& out, std::ostream& err);
 // The devices of the daemon (of the fleet), as a table or JSON.
 int run_devices(const client_options& client, const std::string& format, std::ostream& out,
                 std::ostream& err);

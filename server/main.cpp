@@ -1,6 +1,6 @@
 // kernelscan: `serve` runs the daemon; `worker` is started by it, one per device; `submit`,
-// `bench`, `jobs`, `results`, `cancel`, `devices` and `compare` are the command-line client of a
-// running daemon.
+// `bench`, `jobs`, `results`, `cancel`, `confirm`, `devices` and `compare` are the command-line
+// client of a running daemon.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -100,12 +100,13 @@ std::vector<std::string> client_options_behind_command(std::vector<std::string> 
 // whenever the chosen one's option was given.
 struct client_commands {
   kernelscan::client_options submit_client, jobs_client, results_client, bench_client,
-      cancel_client, devices_client, compare_client;
+      cancel_client, confirm_client, devices_client, compare_client;
   kernelscan::submit_options submit;
   kernelscan::jobs_options jobs;
   kernelscan::results_options results;
   kernelscan::bench_command_options bench;
   std::vector<std::int64_t> cancel_ids;
+  std::vector<std::int64_t> confirm_ids;
   std::string devices_format = "table";
   kernelscan::compare_options compare;
   CLI::App* submit_cmd = nullptr;
@@ -113,6 +114,7 @@ struct client_commands {
   CLI::App* results_cmd = nullptr;
   CLI::App* bench_cmd = nullptr;
   CLI::App* cancel_cmd = nullptr;
+  CLI::App* confirm_cmd = nullptr;
   CLI::App* devices_cmd = nullptr;
   CLI::App* compare_cmd = nullptr;
 };
@@ -273,6 +275,12 @@ void add_client_commands(CLI::App& app, client_commands& c) {
   c.cancel_cmd = common(app.add_subcommand("cancel", "Cancel jobs"), c.cancel_client);
   c.cancel_cmd->add_option("ID", c.cancel_ids, "Job ids")->required()->check(job_id_validator());
 
+  c.confirm_cmd = common(app.add_subcommand("confirm",
+                                            "Confirm jobs' withheld scores (an excessive "
+                                            "speedup an operator has looked at)"),
+                         c.confirm_client);
+  c.confirm_cmd->add_option("ID", c.confirm_ids, "Job ids")->required()->check(job_id_validator());
+
   c.devices_cmd = common(app.add_subcommand("devices", "List the devices (of the whole fleet)"),
                          c.devices_client);
   c.devices_cmd->add_option("--format", c.devices_format, "table or json")
@@ -301,6 +309,7 @@ int run_client_command(client_commands& c) {
   if (*c.results_cmd) return run_results(c.results_client, c.results, std::cout, std::cerr);
   if (*c.bench_cmd) return run_bench(c.bench_client, c.bench, std::cout, std::cerr);
   if (*c.cancel_cmd) return run_cancel(c.cancel_client, c.cancel_ids, std::cout, std::cerr);
+  if (*c.confirm_cmd) return run_confirm(c.confirm_client, c.confirm_ids, std::cout, std::cerr);
   if (*c.devices_cmd) return run_devices(c.devices_client, c.devices_format, std::cout, std::cerr);
   if (*c.compare_cmd) return run_compare(c.compare_client, c.compare, std::cout, std::cerr);
   return -1;
@@ -459,7 +468,7 @@ int main(int argc, char** argv) {
   std::set<std::string> client_names;
   for (const CLI::App* cmd :
        {client.submit_cmd, client.jobs_cmd, client.results_cmd, client.bench_cmd, client.cancel_cmd,
-        client.devices_cmd, client.compare_cmd})
+        client.confirm_cmd, client.devices_cmd, client.compare_cmd})
     client_names.insert(cmd->get_name());
   args = client_options_behind_command(std::move(args), client_names);
   std::reverse(args.begin(), args.end());  // CLI11 takes them last to first

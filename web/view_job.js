@@ -30,7 +30,11 @@ function hasFitness(spec) {
 
 // The job's fitness in words: the score, whether every point was correct, and why not.
 function fitnessText(f, simulated) {
-  const parts = [`combined ${sig(f.combined_score, 3)}`];
+  if (f.withheld) {
+    return 'withheld: a point is faster than is plausible (excessive_speedup), so the score reads 0 ' +
+           'until an operator confirms it';
+  }
+  const parts = [`combined ${sig(f.combined_score, 3)}${f.confirmed ? ' (confirmed by an operator)' : ''}`];
   if (Number.isFinite(f.speedup)) parts.push(`speedup ${sig(f.speedup, 3)}×`);
   if (Number.isFinite(f.latency_score)) parts.push(`latency score ${sig(f.latency_score, 3)}`);
   parts.push(f.correct ? 'every point correct'
@@ -158,6 +162,9 @@ export function mount(root, {id, query}) {
     const active = !TERMINAL.has(j.status);
     const buttons = h('div', {class: 'actions'},
       active && !j.cancel_requested ? h('button', {type: 'button', class: 'danger', id: 'cancel-job', onclick: cancel}, 'Cancel') : '',
+      j.summary && j.summary.fitness && j.summary.fitness.withheld
+        ? h('button', {type: 'button', id: 'confirm-score', title: 'an operator\'s call: score the job as measured (POST /api/v1/jobs/{id}/confirm)',
+                       onclick: confirmScore}, 'Confirm score') : '',
       h('button', {type: 'button', class: 'ghost', id: 'export-csv',
                    onclick: () => download(`/api/v1/jobs/${id}/results?format=csv`, `kernelscan-job-${id}.csv`).catch(showError)}, 'Export CSV'),
       h('button', {type: 'button', class: 'ghost', id: 'export-json',
@@ -217,6 +224,18 @@ export function mount(root, {id, query}) {
   async function cancel() {
     try {
       state.job = await post(`/api/v1/jobs/${id}/cancel`);
+      renderHead();
+    } catch (e) {
+      showError(e);
+    }
+  }
+
+  // A withheld score scored as measured: an operator's call (403 for anyone else, said as the
+  // daemon says it).
+  async function confirmScore() {
+    try {
+      state.job = await post(`/api/v1/jobs/${id}/confirm`);
+      message.replaceChildren();
       renderHead();
     } catch (e) {
       showError(e);

@@ -1069,6 +1069,17 @@ async function main() {
              rows[1].score === 'withheld', `a withheld score is shown as withheld, below the ranked ones (${JSON.stringify(rows)})`);
       expect(await page.textContent(`#leaderboard tr[data-id="${withheld}"] .flag`) === 'excessive_speedup', 'the leaderboard shows the flags');
       await shot(page, 'task-withheld');
+      // The withheld job's page says why and offers the operator's confirmation.
+      await gotoView(page, d.origin, `#/jobs/${withheld}`, '#confirm-score');
+      expect((await page.textContent('#job-fitness')).startsWith('withheld: '), 'a withheld score says it is withheld, not 0');
+      await page.click('#confirm-score');
+      await page.waitForFunction(() => !document.querySelector('#confirm-score'));
+      const confirmedText = await page.textContent('#job-fitness');
+      expect(confirmedText.includes('(confirmed by an operator)') && !confirmedText.startsWith('withheld'),
+             `confirming scores the job as measured (${confirmedText})`);
+      const after = await api(d, 'GET', `/api/v1/jobs/${withheld}`);
+      expect(after.summary.fitness.confirmed === true && after.summary.fitness.withheld === false,
+             'the confirmation reached the daemon');
       // A retired task says so, in the list and on its page.
       await api(d, 'DELETE', '/api/v1/tasks/axpy-vs-gemm');
       await page.goto('about:blank');

@@ -225,9 +225,9 @@ TEST_F(cli, JobsListsTheJobAndFilters) {
   EXPECT_EQ(none.out, "no jobs\n");
 }
 
-// `--task` lists a task's jobs, with their scores.
-TEST_F(cli, JobsListsATasksJobsWithTheirScores) {
-  const json task = json::parse(R"js({
+// A copy task for the mock engine, whose candidates are verified as correct.
+json copy_task() {
+  return json::parse(R"js({
     "name": "axpy", "engine": "mock",
     "kernel": {"language": "hip", "entry": "axpy", "block": [256, 1, 1],
       "grid": ["ceil(N/256)", 1, 1],
@@ -238,13 +238,23 @@ TEST_F(cli, JobsListsATasksJobsWithTheirScores) {
       "reference": {"op": "stream", "variant": "copy", "n": "N", "dtype": "f32",
                     "a": "a", "c": "out"}},
     "sweep": {"N": [4096]}, "verify": {"trials": 2}, "mock": {"output": "correct"}})js");
-  ASSERT_EQ(daemon.post_json("/api/v1/tasks", task).status, 201);
+}
+
+// A candidate submitted to task `name`, ended.
+std::int64_t submitted_candidate(const daemon_process& daemon, const std::string& name) {
   const auto sent = daemon.post_json(
-      "/api/v1/tasks/axpy/submissions",
+      "/api/v1/tasks/" + name + "/submissions",
       {{"source", "extern \"C\" __global__ void axpy(float* out, const float* a, int n) {}"}});
-  ASSERT_EQ(sent.status, 201) << sent.text;
+  EXPECT_EQ(sent.status, 201) << sent.text;
   const std::int64_t id = sent.body["id"];
   daemon.wait_job(id);
+  return id;
+}
+
+// `--task` lists a task's jobs, with their scores.
+TEST_F(cli, JobsListsATasksJobsWithTheirScores) {
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", copy_task()).status, 201);
+  const std::int64_t id = submitted_candidate(daemon, "axpy");
   (void)finished_job();  // a plain job, not listed with the task's
 
   const auto listed = run({"jobs", "--task", "axpy", "--format", "json"});
@@ -256,6 +266,33 @@ TEST_F(cli, JobsListsATasksJobsWithTheirScores) {
   ASSERT_EQ(table.exit_code, 0) << describe(table);
   EXPECT_EQ(table.out.rfind("id  status     progress  score", 0), 0u) << describe(table);
   EXPECT_EQ(run({"jobs", "--task", "nope"}).out, "no jobs\n");
+}
+
+// `confirm` scores a withheld job as measured; a job with nothing withheld is refused.
+TEST_F(cli, ConfirmScoresAWithheldJob) {
+  json task = copy_task();
+  task["name"] = "copy-vs-gemm";  // a baseline so slow that every speedup is excessive
+  task["fitness"] = {{"baseline", {{"op", "gemm"}, {"m", 4096}, {"n", 4096}, {"k", 4096}}}};
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", task).status, 201);
+  const std::int64_t id = submitted_candidate(daemon, "copy-vs-gemm");
+  ASSERT_EQ(daemon.get("/api/v1/jobs/" + std::to_string(id)).body["summary"]["fitness"]["withheld"],
+            true);
+  const auto table = run({"jobs", "--task", "copy-vs-gemm"});
+  EXPECT_NE(table.out.find("withheld"), std::string::npos) << describe(table);
+
+  const auto confirmed = run({"confirm", std::to_string(id)});
+  ASSERT_EQ(confirmed.exit_code, 0) << describe(confirmed);
+  EXPECT_EQ(confirmed.out.rfind("job " + std::to_string(id) + " confirmed: combined score ", 0), 0u)
+      << describe(confirmed);
+  EXPECT_EQ(
+      daemon.get("/api/v1/jobs/" + std::to_string(id)).body["summary"]["fitness"]["confirmed"],
+      true);
+  const std::int64_t plain = finished_job();
+  const auto refused = run({"confirm", std::to_string(plain)});
+  EXPECT_EQ(refused.exit_code, 1) << describe(refused);
+  EXPECT_NE(refused.err.find("kernelscan: job " + std::to_string(plain) + ": nothing_to_confirm"),
+            std::string::npos)
+      << describe(refused);
 }
 
 TEST_F(cli, JobsFollowsCursorsUpToTheLimit) {
