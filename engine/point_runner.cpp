@@ -44,6 +44,7 @@ constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_extra_launches_salt = 0xe7a1;
 constexpr std::uint64_t k_canary_salt = 0xca7a;
 constexpr std::uint64_t k_batch_set_salt = 0xba7c;
+constexpr std::uint64_t k_batch_check_salt = 0xba7cc;
 // The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
 // sets filled first are still there when the batch reads them, beside whatever else the caches
 // hold); where a device does not tell its cache sizes, half of this many bytes.
@@ -56,8 +57,8 @@ constexpr int k_max_extra_launches = 2;
 // point; one more sample after the last timed one is always checked.
 constexpr std::uint64_t k_check_one_in = 8;
 constexpr int k_max_drawn_checks = 2;
-// Verification keeps the reference's answers of its last trials (as many as checked timed
-// samples may need, within this many bytes of host memory, at least one) for those samples.
+// Verification keeps the reference's answers of its last trials (one for each drawn check, within
+// this many bytes of host memory, at least one) for those samples.
 constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
 
 // One cap on the batch of every kernel a point samples side by side: the fewest launches any of
@@ -407,8 +408,8 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     std::uint64_t output_bytes = 1;
     for (const auto& b : k.buffers())
       output_bytes += b.output ? b.bytes() : 0;
-    keep = int(
-        std::clamp<std::uint64_t>(k_kept_answer_bytes / output_bytes, 1, k_max_drawn_checks + 1));
+    keep =
+        int(std::clamp<std::uint64_t>(k_kept_answer_bytes / output_bytes, 1, k_max_drawn_checks));
     kept->clear();
   }
   const std::string reference_key = shared ? k.reference_key() : std::string();
@@ -609,33 +610,38 @@ class point_runner::timed_checks {
     return *m_batch[std::size_t(m_launch++) % m_batch.size()];
   }
 
-  // A checked sample gets the inputs of a verification trial, whose answer is kept: no reference
+  // A drawn sample gets the inputs of a verification trial, whose answer is kept: no reference
   // runs while the kernel is timed. The kernel cannot know them for what they are: it runs from
-  // a module loaded after verification, and its unchecked samples get inputs no launch saw.
+  // a module loaded after verification, its unchecked samples get inputs no launch saw, and each
+  // kept answer checks one sample at most (inputs it met in an earlier timed sample would tell
+  // it a check). A drawn batch is checked on the set of one of its launches, drawn as well. The
+  // last check, after timing, is prepared as any sample is, with fresh inputs, and every launch
+  // of its batch is checked (after()): it needs no kept answer, and nothing before it tells it.
   void before(std::int64_t launches, bool timed) {
     ++m_samples;
     m_current = int(m_samples % 2);  // both sets are the kernel's own where it does not rotate
     m_launch = 0;
     m_batch.clear();
+    m_pending.clear();
     if (timed && launches > 1 && launches <= m_max_batch) batch_sets(launches);
     const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
-    const bool drawn =
-        m_last || (m_drawn < k_max_drawn_checks && mix64(s ^ k_check_salt) % k_check_one_in == 0);
-    m_expected = nullptr;
-    // A checked batch is checked on its first launch's set.
-    if (timed && drawn && checkable(launches)) {
-      const kept_answer& a = m_kept[std::size_t(m_checks) % m_kept.size()];
-      m_runner.init_inputs(m_k, checked(), a.seed, a.pattern);
-      m_pattern = a.pattern;
-      m_expected = &a;
-      m_drawn += m_last ? 0 : 1;
-    } else {
-      m_pattern = int(s & 1);
-      m_runner.init_inputs(m_k, checked(), s, m_pattern);
-    }
-    for (std::size_t j = 1; j < m_batch.size(); ++j) {
-      const std::uint64_t seed = mix64(s ^ mix64(k_batch_set_salt + j));
-      m_runner.init_inputs(m_k, *m_batch[j], seed, int(seed & 1));
+    const std::size_t sets = std::max<std::size_t>(1, m_batch.size());
+    const std::size_t drawable = std::min<std::size_t>(k_max_drawn_checks, m_kept.size());
+    const bool checked = timed && checkable(launches);
+    const bool drawn = checked && !m_last && std::size_t(m_drawn) < drawable &&
+                       mix64(s ^ k_check_salt) % k_check_one_in == 0;
+    const std::size_t at = std::size_t(mix64(s ^ k_batch_check_salt) % sets);
+    for (std::size_t j = 0; j < sets; ++j) {
+      const buffer_set& set = m_batch.empty() ? current() : *m_batch[j];
+      if (drawn && j == at) {
+        const kept_answer& a = m_kept[std::size_t(m_drawn++)];
+        m_runner.init_inputs(m_k, set, a.seed, a.pattern);
+        m_pending.push_back({&set, &a, a.seed, a.pattern});
+        continue;
+      }
+      const std::uint64_t seed = j == 0 ? s : mix64(s ^ mix64(k_batch_set_salt + j));
+      m_runner.init_inputs(m_k, set, seed, int(seed & 1));
+      if (checked && m_last) m_pending.push_back({&set, nullptr, seed, int(seed & 1)});
     }
     // Local memory is scrubbed before the kernel's first timed launch (after verification's,
     // which may have kept something there across the fresh module) and after another variant's
@@ -648,30 +654,45 @@ class point_runner::timed_checks {
     }
   }
 
-  // A checked sample whose outputs hash as the verified launch's on the same inputs left them
+  // A checked set whose outputs hash as the verified launch's on the same inputs left them
   // holds the same bits, which passed the same comparison: only one that differs (a kernel
   // whose bits vary from launch to launch, atomics for one, or a wrong one) is read back and
-  // compared, element by element.
+  // compared, element by element. The last check's sets have no kept answer: each one's outputs
+  // are set aside, its inputs made again from their seed (as they were before the kernel, which
+  // may have written them, ran) and the reference answers them, now that the kernel's launches
+  // in this module are over. A sample with any set that fails is a failed check.
   void after() {
-    if (!m_expected) return;
+    if (m_pending.empty()) return;
     m_runner.m_backend->synchronize();
-    if (m_runner.buffer_hashes(m_k, checked(), hashed_buffers::outputs) == m_expected->verified) {
-      m_expected = nullptr;
-      ++m_checks;
-      return;
-    }
-    output_errors e;
-    m_runner.compare(m_k, checked(), m_expected->expected, m_tolerances.atol, m_tolerances.rtol,
-                     m_pattern, e);
-    m_expected = nullptr;
     ++m_checks;
+    output_errors e;
+    bool failed = false;
+    for (const auto& c : m_pending) {
+      const bool kept = c.answer != nullptr;
+      if (kept &&
+          m_runner.buffer_hashes(m_k, *c.set, hashed_buffers::outputs) == c.answer->verified) {
+        continue;
+      }
+      output_errors one;
+      if (kept) {
+        m_runner.compare(m_k, *c.set, c.answer->expected, m_tolerances.atol, m_tolerances.rtol,
+                         c.pattern, one);
+      } else {
+        compare_afresh(*c.set, c.seed, c.pattern, one);
+      }
+      const bool norm_failed = !one.wrong && fails_norm_test(one, m_tolerances.rtol);
+      if (norm_failed) m_norm_rel_err = std::max(m_norm_rel_err, norm_relative_error(one));
+      failed = failed || one.wrong || norm_failed;
+      e.wrong += one.wrong;
+      e.unwritten += one.unwritten;
+      e.first_wrong = std::min(e.first_wrong, one.first_wrong);
+    }
+    m_pending.clear();
     if (e.wrong && !m_wrong) {
       m_first_wrong = e.first_wrong;
       m_unwritten = e.unwritten;
     }
-    const bool norm_failed = !e.wrong && fails_norm_test(e, m_tolerances.rtol);
-    if (e.wrong || norm_failed) ++m_failed_checks;
-    if (norm_failed) m_norm_rel_err = std::max(m_norm_rel_err, norm_relative_error(e));
+    if (failed) ++m_failed_checks;
     m_wrong += e.wrong;
   }
 
@@ -728,7 +749,26 @@ class point_runner::timed_checks {
   }
 
   const buffer_set& current() const { return m_sets[m_current]; }
-  const buffer_set& checked() const { return m_batch.empty() ? current() : *m_batch[0]; }
+
+  // The outputs the kernel left in `set` compared with the reference's answer for the inputs
+  // `seed` and `pattern` make: the outputs are read aside, the set made again for the reference,
+  // as in verification, and the outputs written back to be compared.
+  void compare_afresh(const buffer_set& set, std::uint64_t seed, int pattern, output_errors& e) {
+    auto& backend = *m_runner.m_backend;
+    std::vector<std::vector<unsigned char>> left(m_k.buffers().size());
+    for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
+      const auto& b = m_k.buffers()[i];
+      if (!b.output) continue;
+      left[i].resize(b.bytes());
+      backend.read(*set[i], 0, left[i].data(), b.bytes());
+    }
+    m_runner.init_inputs(m_k, set, seed, pattern);
+    const answers expected = m_runner.reference_answers(m_k, set);
+    for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
+      if (m_k.buffers()[i].output) backend.write(*set[i], 0, left[i].data(), left[i].size());
+    }
+    m_runner.compare(m_k, set, expected, m_tolerances.atol, m_tolerances.rtol, pattern, e);
+  }
 
   // m_batch: `launches` sets, the sample's own first, allocating (and arming the canaries of)
   // the ones beyond the two the kernel alternates.
@@ -764,10 +804,17 @@ class point_runner::timed_checks {
   std::vector<const buffer_set*> m_batch;  // the sets of this sample's launches, when batched
   std::int64_t m_launch = 0;
   std::uint64_t m_samples = 0;
-  int m_pattern = 0;
   bool m_last = false;
   int m_drawn = 0;
-  const kept_answer* m_expected = nullptr;
+  // The sets the running sample is checked on: with a kept answer (drawn checks), or with the
+  // seed and pattern of the fresh inputs the reference answers after the sample (the last).
+  struct pending_check {
+    const buffer_set* set;
+    const kept_answer* answer;
+    std::uint64_t seed;
+    int pattern;
+  };
+  std::vector<pending_check> m_pending;
   int m_checks = 0, m_failed_checks = 0;
   double m_norm_rel_err = 0;
   std::uint64_t m_wrong = 0, m_unwritten = 0, m_first_wrong = 0;

@@ -24,13 +24,17 @@
 // before every sample, untimed, the set's inputs get fresh seeded values and its outputs an
 // unwritten pattern, so that no launch can reuse an earlier answer or tell a timed launch from
 // a verified one. Randomly drawn timed samples (up to two) and one more after the last timed sample
-// are checked: such a sample gets the inputs of one of the last verification trials, whose
-// reference answer verification kept, and its outputs are compared with that answer after it ran
-// (where they hash as the verified launch on those inputs left them, they are the bits that passed,
-// and are not read back); a mismatch is `timed_output_mismatch`. So no reference runs while the
-// kernel is timed, and the kernel cannot tell a checked sample: its module was loaded after
-// verification, so it has seen none of those inputs. A timed median far below the kernel's
-// verification launches is `faster_than_verification`.
+// are checked. A drawn sample gets the inputs of one of the last verification trials, a different
+// one each time, whose reference answer verification kept (in a batch, one launch of it, drawn
+// too), and its outputs are compared with that answer after it ran (where they hash as the
+// verified launch on those inputs left them, they are the bits that passed, and are not read
+// back). The last check gets fresh inputs on every launch's set, as an unchecked sample does,
+// and the reference answers them after the kernel's last launch (the inputs made again from their
+// seeds). A mismatch is `timed_output_mismatch`. So no reference runs while the kernel is timed,
+// and the kernel cannot tell a checked sample: its module was loaded after verification, so it
+// has seen none of a drawn check's inputs before, not even in an earlier timed sample, and
+// nothing runs before the last check that does not run before every sample.
+// A timed median far below the kernel's verification launches is `faster_than_verification`.
 //
 // Variants (a job with job_spec::variants): measure_all() measures every variant of the point
 // on this device, interleaved sample by sample (A/B/C/A/B/C...) so that drift affects them

@@ -207,9 +207,9 @@ std::size_t count_from(const std::vector<std::string>& log, std::size_t from,
                                    [&](const std::string& e) { return e.starts_with(prefix); }));
 }
 
-// A checked timed sample of a kernel whose bits are the same every launch hashes as its verified
+// A drawn timed sample of a kernel whose bits are the same every launch hashes as its verified
 // launch on the same inputs did: nothing is read back after verification (whose end the fresh
-// module marks), and it passes.
+// module marks) until the last check, whose inputs and answer are new, and it passes.
 TEST(PointRunner, ACheckedSampleWithTheVerifiedBitsIsNotReadBack) {
   auto t = make_runner();
   const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 5);
@@ -220,8 +220,11 @@ TEST(PointRunner, ACheckedSampleWithTheVerifiedBitsIsNotReadBack) {
   const auto& log = t.fake->log;
   const std::size_t sampling = position(log, "compile_fresh scale");
   ASSERT_LT(sampling, log.size());
-  EXPECT_GE(count_from(log, sampling, "hash "), std::size_t(r.verification.timed_checks));
-  EXPECT_EQ(count_from(log, sampling, "read "), 0u);
+  EXPECT_GE(count_from(log, sampling, "hash "), std::size_t(r.verification.timed_checks - 1));
+  const auto last_check = std::find(log.rbegin(), log.rend(), "sample candidate");
+  ASSERT_NE(last_check, log.rend());
+  const std::size_t last = log.size() - std::size_t(last_check - log.rbegin()) - 1;
+  EXPECT_EQ(count_from(log, sampling, "read ") - count_from(log, last, "read "), 0u);
   EXPECT_TRUE(r.fitness.correct);
 }
 
@@ -376,8 +379,10 @@ TEST(PointRunner, AKernelThatStopsWorkingAfterItsFirstTimedLaunchesIsCaught) {
   }
 }
 
-// Checked timed samples are compared with answers verification kept: the reference does not run
-// once timing has begun, and each checked sample gets the inputs of a verification trial.
+// Drawn timed samples are compared with answers verification kept, each answer at most once (a
+// kernel that met a check's inputs in an earlier sample would know the next for a check): the
+// reference does not run while the kernel is timed. The last check, after timing, gets inputs
+// of its own, which the reference answers after the kernel's last launch.
 TEST(PointRunner, CheckedTimedSamplesUseTheAnswersVerificationKept) {
   auto t = make_runner();
   std::vector<float> firsts;  // the first input of each launch of the kernel
@@ -401,13 +406,20 @@ TEST(PointRunner, CheckedTimedSamplesUseTheAnswersVerificationKept) {
     const auto& log = t.fake->log;
     const auto fresh = std::find(log.begin(), log.end(), "compile_fresh scale_seen");
     ASSERT_NE(fresh, log.end());
-    EXPECT_EQ(std::count(fresh, log.end(), "launch scale"), 0) << "the reference ran in timing";
-    // The verification trials' inputs come back in timing once per checked sample, at most.
+    const auto reference = std::find(fresh, log.end(), "launch scale");
+    ASSERT_NE(reference, log.end());
+    EXPECT_EQ(std::count(reference + 1, log.end(), "launch scale"), 0) << "seed " << seed;
+    EXPECT_EQ(std::count(reference, log.end(), "sample candidate"), 0)
+        << "the reference ran in timing, seed " << seed;
+    // The verification trials' inputs come back in timing once per drawn check, each once.
     const std::set<float> trial_inputs(firsts.begin(), firsts.begin() + r.verification.launches);
-    int again = 0;
-    for (std::size_t i = std::size_t(r.verification.launches); i < firsts.size(); ++i)
-      again += trial_inputs.count(firsts[i]) ? 1 : 0;
-    EXPECT_EQ(again, r.verification.timed_checks) << "seed " << seed;
+    std::set<float> again;
+    for (std::size_t i = std::size_t(r.verification.launches); i < firsts.size(); ++i) {
+      if (trial_inputs.count(firsts[i])) {
+        EXPECT_TRUE(again.insert(firsts[i]).second) << "a trial's inputs twice, seed " << seed;
+      }
+    }
+    EXPECT_EQ(again.size(), std::size_t(r.verification.timed_checks - 1)) << "seed " << seed;
   }
 }
 
@@ -622,7 +634,8 @@ TEST(PointRunner, TheReferencesAnswerIsPoisonedAndTimingUsesAFreshModule) {
   ASSERT_LT(fresh, log.size());
   // Local memory is scrubbed after the reference runs, before every verification launch, and
   // once more before the first launch from the fresh module; between the kernel's own timed
-  // samples, which nothing else runs beside, it is not.
+  // samples, which nothing else runs beside, it is not (nor before the last check, which a scrub
+  // would tell apart).
   std::size_t scrubs_in_timing = 0;
   for (std::size_t i = 0; i < log.size(); ++i) {
     if (log[i] == "scrub" && i > fresh) ++scrubs_in_timing;
