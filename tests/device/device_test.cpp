@@ -758,6 +758,68 @@ TEST_P(DeviceTest, AKernelWorkingOnlyOnTheFirstSetsOfABatchIsCaught) {
   EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
 }
 
+// Made for a run of exactly 100 samples (hot, not batched): launches 0-2 are the warm-up, 3-5
+// the single samples, 6-105 the samples, 106 the last check. Honest until launch 46 (the checks
+// on kept answers all but surely come before), a fifth of the work in the next 55 samples (more
+// than half: the median is theirs), honest again from launch 101 on, for the last check.
+constexpr const char* k_opencl_middle_cheat = R"(global uint calls = 0;
+global uint done = 0;
+__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
+                   float s, int n) {
+  long i = get_global_id(0) * 16;
+  uint c = calls;
+  bool honest = c < 46u || c >= 101u;
+  if (honest || i < n / 5)
+    for (long k = i; k < min(i + 16, (long)n); ++k) out[k] = a[k] + s * b[k];
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
+    calls++;
+    done = 0;
+  }
+})";
+constexpr const char* k_hip_middle_cheat = R"(#include <hip/hip_runtime.h>
+__device__ unsigned int calls;
+__device__ unsigned int done;
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  long i = (blockIdx.x * (long)blockDim.x + threadIdx.x) * 16;
+  unsigned int c = calls;
+  bool honest = c < 46u || c >= 101u;
+  if (honest || i < n / 5)
+    for (long k = i; k < i + 16 && k < n; ++k) out[k] = a[k] + s * b[k];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&done, 1u) == gridDim.x - 1) {
+      calls++;
+      done = 0;
+      __threadfence();
+    }
+  }
+})";
+
+// Drawn checks go on through the whole run, past the answers verification kept (those checked
+// afresh): a kernel that counts on a fixed number of samples cannot skip work in the middle.
+TEST_P(DeviceTest, AKernelSkippingWorkInTheMiddleOfAFixedRunIsCaught) {
+  json spec = axpy_job("");
+  spec["kernel"]["source"] = engine() == "hip" ? k_hip_middle_cheat : k_opencl_middle_cheat;
+  spec["kernel"]["grid"] = {"ceil(N/4096)", 1, 1};
+  spec["kernel"]["compile_options"] = {fresh_program_option()};
+  if (engine() == "opencl") spec["kernel"]["compile_options"].push_back("-cl-std=CL2.0");
+  // Launches long enough not to be batched.
+  spec["sweep"] = {{"N", {engine() == "hip" ? 1 << 25 : 1 << 20}}};
+  spec["seed"] = 7;
+  spec["timing"] = {
+      {"l2", "hot"}, {"min_samples", 100}, {"max_samples", 100}, {"max_time_ms", 60000}};
+  spec["fitness"] = {{"target_us", 1}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  ASSERT_EQ(row["batch"], 1) << row.dump();
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
 std::string engine_name(const ::testing::TestParamInfo<std::string>& info) {
   return info.param;
 }
