@@ -637,6 +637,13 @@ import_request parse_import(const json& body, const import_limits& limits) {
   if (const json* labels = r.get("labels")) {
     req.labels = detail::read_labels(*labels, "labels", limits.max_labels, errors);
   }
+  // As for a job: the label that lists a task's jobs is the daemon's, so that no import of
+  // times measured elsewhere passes for a task's measured submission.
+  if (req.labels.count("task")) {
+    r.error("labels.task",
+            "is the daemon's: it labels the jobs of an evaluation task's submissions "
+            "(POST /api/v1/tasks/{name}/submissions)");
+  }
   const auto device = r.string("device", 200);
   if (device) {
     req.target.model = catalog_model(*device);

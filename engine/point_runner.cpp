@@ -44,6 +44,7 @@ constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_extra_launches_salt = 0xe7a1;
 constexpr std::uint64_t k_canary_salt = 0xca7a;
 constexpr std::uint64_t k_batch_set_salt = 0xba7c;
+constexpr std::uint64_t k_batch_check_salt = 0xba7cc;
 // The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
 // sets filled first are still there when the batch reads them, beside whatever else the caches
 // hold); where a device does not tell its cache sizes, half of this many bytes.
@@ -52,12 +53,15 @@ constexpr std::uint64_t k_batch_sets_default_bytes = std::uint64_t(32) << 20;
 // a trial's inputs after its outputs were compared, as the point's seed picks: a kernel cannot
 // count launches to learn when verification ends.
 constexpr int k_max_extra_launches = 2;
-// A timed sample is checked with probability 1/k_check_one_in, at most k_max_drawn_checks per
-// point; one more sample after the last timed one is always checked.
+// A timed sample is drawn for a check with probability 1/k_check_one_in; the first
+// k_max_drawn_checks drawn are checked on kept answers, the later ones afresh (the reference run
+// after the sample) where that costs at most k_afresh_share of the sampled launches' time, and
+// fewer of them where it costs more. One more sample after the last timed one is always checked.
 constexpr std::uint64_t k_check_one_in = 8;
 constexpr int k_max_drawn_checks = 2;
-// Verification keeps the reference's answers of its last trials (as many as checked timed
-// samples may need, within this many bytes of host memory, at least one) for those samples.
+constexpr double k_afresh_share = 0.25;
+// Verification keeps the reference's answers of its last trials (one for each drawn check, within
+// this many bytes of host memory, at least one) for those samples.
 constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
 
 // One cap on the batch of every kernel a point samples side by side: the fewest launches any of
@@ -374,7 +378,8 @@ std::vector<std::uint64_t> point_runner::buffer_hashes(point_kernel& k, const bu
 }
 
 verification_result point_runner::verify(point_kernel& k, const job_spec& spec, std::uint64_t seed,
-                                         std::vector<kept_answer>* kept, shared_answers* shared) {
+                                         std::vector<kept_answer>* kept, shared_answers* shared,
+                                         check_costs* costs) {
   verification_result v;
   if (spec.verify.trials == 0) {
     v.note = "verify.trials is 0";
@@ -407,8 +412,8 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     std::uint64_t output_bytes = 1;
     for (const auto& b : k.buffers())
       output_bytes += b.output ? b.bytes() : 0;
-    keep = int(
-        std::clamp<std::uint64_t>(k_kept_answer_bytes / output_bytes, 1, k_max_drawn_checks + 1));
+    keep =
+        int(std::clamp<std::uint64_t>(k_kept_answer_bytes / output_bytes, 1, k_max_drawn_checks));
     kept->clear();
   }
   const std::string reference_key = shared ? k.reference_key() : std::string();
@@ -423,11 +428,14 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
             : reference_key + "trial " + std::to_string(trial_seed) + ' ' + std::to_string(pattern);
     const auto known = key.empty() ? nullptr : &shared->by_key;
     answers expected;
+    double check_ms = shared ? shared->reference_ms : 0;  // this trial's reference and compare
     const auto cached = known ? known->find(key) : std::map<std::string, answers>::iterator();
     if (known && cached != known->end()) {
       expected = cached->second;
     } else {
+      check_ms = 0;
       const phase_timer timer(m_phases.reference);
+      const phase_timer cost(check_ms);
       expected = reference_answers(k, own);
       std::uint64_t bytes = 0;
       for (const auto& a : expected)
@@ -468,11 +476,14 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
       }
     }
     if (m_defences) check_canaries(k, own, outside);
+    if (shared) shared->reference_ms = std::max(shared->reference_ms, check_ms);
     output_errors t;
     {
       const phase_timer timer(m_phases.compare);
+      const phase_timer cost(check_ms);
       compare(k, own, expected, atol, rtol, pattern, t);
     }
+    if (costs) costs->check_ms = std::max(costs->check_ms, check_ms);
     v.norm_rel_err = std::max(v.norm_rel_err, norm_relative_error(t));
     v.ref_near_zero = std::max(v.ref_near_zero, near_zero_share(t));
     v.ref_not_finite = std::max(v.ref_not_finite, not_finite_share(t));
@@ -497,6 +508,7 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
       ++v.launches;
     }
   }
+  if (costs) costs->launch_ms = v.launch_us.value_or(0) / 1000;
   v.max_abs_err = e.max_abs;
   v.max_rel_err = e.max_rel;
   v.unwritten = e.unwritten;
@@ -555,14 +567,16 @@ class point_runner::timed_checks {
   // the candidate is). `scrubs`: whether the local memory is scrubbed before this kernel's
   // launches when another kernel's ran last (a candidate's, not the operator's baseline, which
   // gets inputs of its own and has nothing to find there).
+  // `costs`: what verification found a check afresh to cost, which bounds how often one is drawn.
   timed_checks(point_runner& runner, point_kernel& k, const job_spec& spec, std::uint64_t seed,
-               std::vector<kept_answer> kept, bool scrubs = true)
+               std::vector<kept_answer> kept, bool scrubs = true, check_costs costs = {})
       : m_runner(runner),
         m_k(k),
         m_seed(seed),
         m_kept(std::move(kept)),
         m_tolerances(tolerances_of(spec, k)),
-        m_scrubs(scrubs) {
+        m_scrubs(scrubs),
+        m_costs(costs) {
     m_sets[0] = m_sets[1] = k.own_buffers();
     // Outputs that start as the unwritten pattern hold one answer however often the kernel runs;
     // an output it accumulates into (one with an init) is checkable after a single launch only.
@@ -609,33 +623,43 @@ class point_runner::timed_checks {
     return *m_batch[std::size_t(m_launch++) % m_batch.size()];
   }
 
-  // A checked sample gets the inputs of a verification trial, whose answer is kept: no reference
+  // A drawn sample gets the inputs of a verification trial, whose answer is kept: no reference
   // runs while the kernel is timed. The kernel cannot know them for what they are: it runs from
-  // a module loaded after verification, and its unchecked samples get inputs no launch saw.
+  // a module loaded after verification, its unchecked samples get inputs no launch saw, and each
+  // kept answer checks one sample at most (inputs it met in an earlier timed sample would tell
+  // it a check). A drawn batch is checked on the set of one of its launches, drawn as well. The
+  // last check, after timing, is prepared as any sample is, with fresh inputs, and every launch
+  // of its batch is checked (after()): it needs no kept answer, and nothing before it tells it.
   void before(std::int64_t launches, bool timed) {
     ++m_samples;
     m_current = int(m_samples % 2);  // both sets are the kernel's own where it does not rotate
     m_launch = 0;
     m_batch.clear();
+    m_pending.clear();
     if (timed && launches > 1 && launches <= m_max_batch) batch_sets(launches);
+    if (timed && m_timed++ == 0) m_first_timed = std::chrono::steady_clock::now();
     const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
-    const bool drawn =
-        m_last || (m_drawn < k_max_drawn_checks && mix64(s ^ k_check_salt) % k_check_one_in == 0);
-    m_expected = nullptr;
-    // A checked batch is checked on its first launch's set.
-    if (timed && drawn && checkable(launches)) {
-      const kept_answer& a = m_kept[std::size_t(m_checks) % m_kept.size()];
-      m_runner.init_inputs(m_k, checked(), a.seed, a.pattern);
-      m_pattern = a.pattern;
-      m_expected = &a;
-      m_drawn += m_last ? 0 : 1;
-    } else {
-      m_pattern = int(s & 1);
-      m_runner.init_inputs(m_k, checked(), s, m_pattern);
-    }
-    for (std::size_t j = 1; j < m_batch.size(); ++j) {
-      const std::uint64_t seed = mix64(s ^ mix64(k_batch_set_salt + j));
-      m_runner.init_inputs(m_k, *m_batch[j], seed, int(seed & 1));
+    const std::size_t sets = std::max<std::size_t>(1, m_batch.size());
+    const std::size_t drawable = std::min<std::size_t>(k_max_drawn_checks, m_kept.size());
+    const bool checked = timed && checkable(launches);
+    const std::uint64_t draw = mix64(s ^ k_check_salt);
+    const bool drawn = checked && !m_last && draw % k_check_one_in == 0;
+    const bool from_kept = drawn && std::size_t(m_drawn) < drawable;
+    const bool afresh =
+        drawn && !from_kept && double(mix64(draw) >> 11) * 0x1p-53 < afresh_share(launches);
+    const std::size_t at = std::size_t(mix64(s ^ k_batch_check_salt) % sets);
+    for (std::size_t j = 0; j < sets; ++j) {
+      const buffer_set& set = m_batch.empty() ? current() : *m_batch[j];
+      if (from_kept && j == at) {
+        const kept_answer& a = m_kept[std::size_t(m_drawn++)];
+        m_runner.init_inputs(m_k, set, a.seed, a.pattern);
+        m_pending.push_back({&set, &a, a.seed, a.pattern});
+        continue;
+      }
+      const std::uint64_t seed = j == 0 ? s : mix64(s ^ mix64(k_batch_set_salt + j));
+      m_runner.init_inputs(m_k, set, seed, int(seed & 1));
+      if ((afresh && j == at) || (checked && m_last))
+        m_pending.push_back({&set, nullptr, seed, int(seed & 1)});
     }
     // Local memory is scrubbed before the kernel's first timed launch (after verification's,
     // which may have kept something there across the fresh module) and after another variant's
@@ -648,30 +672,45 @@ class point_runner::timed_checks {
     }
   }
 
-  // A checked sample whose outputs hash as the verified launch's on the same inputs left them
+  // A checked set whose outputs hash as the verified launch's on the same inputs left them
   // holds the same bits, which passed the same comparison: only one that differs (a kernel
   // whose bits vary from launch to launch, atomics for one, or a wrong one) is read back and
-  // compared, element by element.
+  // compared, element by element. The last check's sets have no kept answer: each one's outputs
+  // are set aside, its inputs made again from their seed (as they were before the kernel, which
+  // may have written them, ran) and the reference answers them, now that the kernel's launches
+  // in this module are over. A sample with any set that fails is a failed check.
   void after() {
-    if (!m_expected) return;
+    if (m_pending.empty()) return;
     m_runner.m_backend->synchronize();
-    if (m_runner.buffer_hashes(m_k, checked(), hashed_buffers::outputs) == m_expected->verified) {
-      m_expected = nullptr;
-      ++m_checks;
-      return;
-    }
-    output_errors e;
-    m_runner.compare(m_k, checked(), m_expected->expected, m_tolerances.atol, m_tolerances.rtol,
-                     m_pattern, e);
-    m_expected = nullptr;
     ++m_checks;
+    output_errors e;
+    bool failed = false;
+    for (const auto& c : m_pending) {
+      const bool kept = c.answer != nullptr;
+      if (kept &&
+          m_runner.buffer_hashes(m_k, *c.set, hashed_buffers::outputs) == c.answer->verified) {
+        continue;
+      }
+      output_errors one;
+      if (kept) {
+        m_runner.compare(m_k, *c.set, c.answer->expected, m_tolerances.atol, m_tolerances.rtol,
+                         c.pattern, one);
+      } else {
+        compare_afresh(*c.set, c.seed, c.pattern, one);
+      }
+      const bool norm_failed = !one.wrong && fails_norm_test(one, m_tolerances.rtol);
+      if (norm_failed) m_norm_rel_err = std::max(m_norm_rel_err, norm_relative_error(one));
+      failed = failed || one.wrong || norm_failed;
+      e.wrong += one.wrong;
+      e.unwritten += one.unwritten;
+      e.first_wrong = std::min(e.first_wrong, one.first_wrong);
+    }
+    m_pending.clear();
     if (e.wrong && !m_wrong) {
       m_first_wrong = e.first_wrong;
       m_unwritten = e.unwritten;
     }
-    const bool norm_failed = !e.wrong && fails_norm_test(e, m_tolerances.rtol);
-    if (e.wrong || norm_failed) ++m_failed_checks;
-    if (norm_failed) m_norm_rel_err = std::max(m_norm_rel_err, norm_relative_error(e));
+    if (failed) ++m_failed_checks;
     m_wrong += e.wrong;
   }
 
@@ -728,7 +767,44 @@ class point_runner::timed_checks {
   }
 
   const buffer_set& current() const { return m_sets[m_current]; }
-  const buffer_set& checked() const { return m_batch.empty() ? current() : *m_batch[0]; }
+
+  // The share of drawn samples checked afresh once the kept answers are spent: all of them where
+  // a check costs at most k_afresh_share of a sample's time (its wall time so far, or the time
+  // of its launches in verification, whichever is longer), fewer where it costs more (a slow
+  // reference), so that checks go on through the whole of a run at a rate with no pattern the
+  // kernel could learn.
+  double afresh_share(std::int64_t launches) const {
+    if (!(m_costs.check_ms > 0)) return 1;
+    double sample_ms = double(launches) * m_costs.launch_ms;
+    if (m_timed > 1) {
+      const double so_far = std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - m_first_timed)
+                                .count();
+      sample_ms = std::max(sample_ms, so_far / double(m_timed - 1));
+    }
+    if (!(sample_ms > 0)) return 1;
+    return std::min(1.0, k_afresh_share * double(k_check_one_in) * sample_ms / m_costs.check_ms);
+  }
+
+  // The outputs the kernel left in `set` compared with the reference's answer for the inputs
+  // `seed` and `pattern` make: the outputs are read aside, the set made again for the reference,
+  // as in verification, and the outputs written back to be compared.
+  void compare_afresh(const buffer_set& set, std::uint64_t seed, int pattern, output_errors& e) {
+    auto& backend = *m_runner.m_backend;
+    std::vector<std::vector<unsigned char>> left(m_k.buffers().size());
+    for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
+      const auto& b = m_k.buffers()[i];
+      if (!b.output) continue;
+      left[i].resize(b.bytes());
+      backend.read(*set[i], 0, left[i].data(), b.bytes());
+    }
+    m_runner.init_inputs(m_k, set, seed, pattern);
+    const answers expected = m_runner.reference_answers(m_k, set);
+    for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
+      if (m_k.buffers()[i].output) backend.write(*set[i], 0, left[i].data(), left[i].size());
+    }
+    m_runner.compare(m_k, set, expected, m_tolerances.atol, m_tolerances.rtol, pattern, e);
+  }
 
   // m_batch: `launches` sets, the sample's own first, allocating (and arming the canaries of)
   // the ones beyond the two the kernel alternates.
@@ -754,6 +830,9 @@ class point_runner::timed_checks {
   std::vector<kept_answer> m_kept;
   tolerances m_tolerances;
   bool m_scrubs = true;
+  check_costs m_costs;
+  std::uint64_t m_timed = 0;  // timed samples begun, and when the first began
+  std::chrono::steady_clock::time_point m_first_timed;
   bool m_pure = true;
   std::vector<device_buffer> m_second;
   buffer_set m_sets[2];
@@ -764,10 +843,17 @@ class point_runner::timed_checks {
   std::vector<const buffer_set*> m_batch;  // the sets of this sample's launches, when batched
   std::int64_t m_launch = 0;
   std::uint64_t m_samples = 0;
-  int m_pattern = 0;
   bool m_last = false;
   int m_drawn = 0;
-  const kept_answer* m_expected = nullptr;
+  // The sets the running sample is checked on: with a kept answer (drawn checks), or with the
+  // seed and pattern of the fresh inputs the reference answers after the sample (the last).
+  struct pending_check {
+    const buffer_set* set;
+    const kept_answer* answer;
+    std::uint64_t seed;
+    int pattern;
+  };
+  std::vector<pending_check> m_pending;
   int m_checks = 0, m_failed_checks = 0;
   double m_norm_rel_err = 0;
   std::uint64_t m_wrong = 0, m_unwritten = 0, m_first_wrong = 0;
@@ -837,9 +923,11 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     r.l2 = spec.timing.l2;
     r.simulated = simulated;
     std::vector<kept_answer> kept;
-    r.verification = m_backend->runs_device_code()
-                         ? verify(candidate, spec, point_seed, defended ? &kept : nullptr)
-                         : m_backend->simulate_verification(spec, instance);
+    check_costs costs;
+    r.verification =
+        m_backend->runs_device_code()
+            ? verify(candidate, spec, point_seed, defended ? &kept : nullptr, nullptr, &costs)
+            : m_backend->simulate_verification(spec, instance);
     lap(m_phases.verification);
     // Timed launches start from a module no verification launch touched.
     if (defended) candidate.load_fresh();
@@ -849,7 +937,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     std::optional<timed_checks> checks;
     std::vector<timed_kernel> kernels;
     if (defended) {
-      checks.emplace(*this, candidate, spec, point_seed, std::move(kept));
+      checks.emplace(*this, candidate, spec, point_seed, std::move(kept), true, costs);
       kernels.push_back({[&] { candidate.launch(checks->next()); }, kernel_role::candidate});
       kernels.back().max_batch = checks->max_batch();
       kernels.back().before = [&](std::int64_t n, bool timed) {
@@ -999,6 +1087,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     std::optional<point_kernel> kernel;
     verification_result verification;
     std::vector<kept_answer> kept;
+    check_costs costs;
     std::optional<timed_checks> checks;
     buffer_set own;
     std::uint64_t refreshes = 0;
@@ -1058,10 +1147,10 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     attempt(*s, [&] {
       s->kernel.emplace(*m_backend, s->instance);
       if (defended) arm_canaries(*s->kernel, s->kernel->own_buffers());
-      s->verification =
-          m_backend->runs_device_code()
-              ? verify(*s->kernel, spec, point_seed, defended ? &s->kept : nullptr, &shared)
-              : m_backend->simulate_verification(spec, s->instance);
+      s->verification = m_backend->runs_device_code()
+                            ? verify(*s->kernel, spec, point_seed, defended ? &s->kept : nullptr,
+                                     &shared, &s->costs)
+                            : m_backend->simulate_verification(spec, s->instance);
       if (defended) s->kernel->load_fresh();
       init_inputs(*s->kernel, point_seed);
       s->own = s->kernel->own_buffers();
@@ -1076,8 +1165,9 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
           {[&k = *s->kernel, &own = s->own] { k.launch(own); }, kernel_role::candidate});
       continue;
     }
-    const bool ok = attempt(
-        *s, [&] { s->checks.emplace(*this, *s->kernel, spec, point_seed, std::move(s->kept)); });
+    const bool ok = attempt(*s, [&] {
+      s->checks.emplace(*this, *s->kernel, spec, point_seed, std::move(s->kept), true, s->costs);
+    });
     if (!ok) continue;
     auto& checks = *s->checks;
     kernels.push_back(

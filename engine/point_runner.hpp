@@ -23,14 +23,20 @@
 // buffer sets at different addresses (one set where the device has no room for a second), and
 // before every sample, untimed, the set's inputs get fresh seeded values and its outputs an
 // unwritten pattern, so that no launch can reuse an earlier answer or tell a timed launch from
-// a verified one. Randomly drawn timed samples (up to two) and one more after the last timed sample
-// are checked: such a sample gets the inputs of one of the last verification trials, whose
-// reference answer verification kept, and its outputs are compared with that answer after it ran
-// (where they hash as the verified launch on those inputs left them, they are the bits that passed,
-// and are not read back); a mismatch is `timed_output_mismatch`. So no reference runs while the
-// kernel is timed, and the kernel cannot tell a checked sample: its module was loaded after
-// verification, so it has seen none of those inputs. A timed median far below the kernel's
-// verification launches is `faster_than_verification`.
+// a verified one. Randomly drawn timed samples, all through the run, and one more after the last
+// timed sample are checked. The first two drawn get the inputs of one of the last verification
+// trials each, a different one each time, whose reference answer verification kept (in a batch,
+// one launch of it, drawn too), and their outputs are compared with that answer after they ran
+// (where they hash as the verified launch on those inputs left them, they are the bits that
+// passed, and are not read back). Later drawn samples (as often as a quarter of the sampling's
+// time allows) and the last check get fresh inputs, as an unchecked sample does, and the
+// reference answers them after the sample (the inputs made again from their seeds); the last
+// check covers every launch of its batch. A mismatch is `timed_output_mismatch`. So no reference
+// runs between a sample's inputs and its launches, and the kernel cannot tell a checked sample:
+// its module was loaded after verification, so it has seen none of a kept check's inputs before,
+// not even in an earlier timed sample, and nothing runs before a checked sample that does not
+// run before every sample.
+// A timed median far below the kernel's verification launches is `faster_than_verification`.
 //
 // Variants (a job with job_spec::variants): measure_all() measures every variant of the point
 // on this device, interleaved sample by sample (A/B/C/A/B/C...) so that drift affects them
@@ -118,6 +124,7 @@ class point_runner : public engine {
   struct shared_answers {
     std::map<std::string, answers> by_key;
     std::uint64_t bytes = 0;
+    double reference_ms = 0;  // the longest of the reference's runs
   };
 
   void check_memory(double need, const std::string& what);
@@ -155,11 +162,18 @@ class point_runner : public engine {
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);
+  // What checking a sample against the reference run afresh costs beside the kernel's launch, as
+  // verification found them (milliseconds): the reference and the comparison of a trial.
+  struct check_costs {
+    double launch_ms = 0;
+    double check_ms = 0;
+  };
   // Verifies `k` for the trials `spec` asks; the answers of its last trials go to `kept` (the
-  // checked timed samples' inputs and answers), where given, and only when it passed.
+  // checked timed samples' inputs and answers), where given, and only when it passed; what a
+  // check costs to `costs`, where given.
   verification_result verify(point_kernel& k, const job_spec& spec, std::uint64_t seed,
                              std::vector<kept_answer>* kept = nullptr,
-                             shared_answers* shared = nullptr);
+                             shared_answers* shared = nullptr, check_costs* costs = nullptr);
   // The variants of a job measured side by side (DESIGN.md §4, README "Variants"): each is
   // resolved, compiled and verified on its own, so one that fails fails its row only; every
   // variant's inputs come from the same seeds, so each is checked against the reference's

@@ -624,6 +624,183 @@ TEST_P(DeviceTest, TimedSamplesOfAnHonestKernelAreCheckedAndPass) {
   EXPECT_TRUE(row["flags"].empty()) << row.dump();
 }
 
+// A program of its own for each job of a test: the engine keeps a program it compiled for the
+// verification of later jobs, global variables and all, and the cheats below count launches in
+// theirs.
+std::string fresh_program_option() {
+  static int jobs = 0;
+  return "-DKS_TEST_JOB=" + std::to_string(++jobs);
+}
+
+// Honest for its first 80 launches of a module (where the drawn checks mostly fall), then does a
+// fifth of the work, except for inputs it met in those launches: where a checked sample took the
+// inputs of one an earlier check had used, it recognised the check and passed it. The work-group
+// (block) that finishes last records a launch's inputs, after every work-item has decided.
+constexpr const char* k_opencl_repeat_cheat = R"(global uint calls = 0;
+global uint done = 0;
+global uint seen[4096];
+__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
+                   float s, int n) {
+  long i = get_global_id(0) * 16;
+  uint fp = as_uint(a[0]) ^ (as_uint(b[1]) * 2654435761u) ^ as_uint(a[n - 1]);
+  bool honest = calls < 80u || seen[fp & 4095u] == fp;
+  if (honest || i < n / 5)
+    for (long k = i; k < min(i + 16, (long)n); ++k) out[k] = a[k] + s * b[k];
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
+    if (calls < 80u) seen[fp & 4095u] = fp;
+    calls++;
+    done = 0;
+  }
+})";
+constexpr const char* k_hip_repeat_cheat = R"(#include <hip/hip_runtime.h>
+__device__ unsigned int calls;
+__device__ unsigned int done;
+__device__ unsigned int seen[4096];
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  long i = (blockIdx.x * (long)blockDim.x + threadIdx.x) * 16;
+  unsigned int fp = __float_as_uint(a[0]) ^ (__float_as_uint(b[1]) * 2654435761u) ^
+                    __float_as_uint(a[n - 1]);
+  bool honest = calls < 80u || seen[fp & 4095u] == fp;
+  if (honest || i < n / 5)
+    for (long k = i; k < i + 16 && k < n; ++k) out[k] = a[k] + s * b[k];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&done, 1u) == gridDim.x - 1) {
+      if (calls < 80u) seen[fp & 4095u] = fp;
+      calls++;
+      done = 0;
+      __threadfence();
+    }
+  }
+})";
+
+// Each kept answer checks one timed sample at most, and the last check gets inputs of its own:
+// a kernel that does its work only for inputs it met before in its timed launches (a check that
+// reused a kept answer) meets none when checked after its first launches.
+TEST_P(DeviceTest, AKernelRecognisingRepeatedInputsFailsTheLastCheck) {
+  json spec = axpy_job("");
+  spec["kernel"]["source"] = engine() == "hip" ? k_hip_repeat_cheat : k_opencl_repeat_cheat;
+  spec["kernel"]["grid"] = {"ceil(N/4096)", 1, 1};
+  spec["kernel"]["compile_options"] = {fresh_program_option()};
+  if (engine() == "opencl") spec["kernel"]["compile_options"].push_back("-cl-std=CL2.0");
+  spec["sweep"] = {{"N", {1 << 18}}};
+  // Two trials, so two kept answers for the two drawn checks, which once took the last check's
+  // inputs as well; this seed draws both within the kernel's honest launches.
+  spec["verify"] = {{"trials", 2}};
+  spec["seed"] = 7;
+  spec["timing"] = {{"l2", "hot"}, {"min_samples", 200}, {"max_time_ms", 2000}};
+  spec["fitness"] = {{"target_us", 1}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
+// Learns the addresses of the sets its first launches get (the warm-up's and the single samples'
+// that decide the batch: the two sets timed launches alternate), then works on those alone. A
+// batched sample gives each launch a set of its own; a check of one of them is drawn among all.
+constexpr const char* k_opencl_first_sets_only = R"(global ulong known[8];
+global uint nknown = 0;
+global uint calls = 0;
+__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
+                   float s, int n) {
+  long i = get_global_id(0);
+  ulong me = (ulong)out;
+  bool seen = false;
+  for (uint j = 0; j < min(nknown, 8u); ++j) seen = seen || known[j] == me;
+  bool learning = calls < 6u;
+  if ((learning || seen) && i < n) out[i] = a[i] + s * b[i];
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (i == 0) {
+    if (learning && !seen && nknown < 8u) known[nknown++] = me;
+    calls++;
+  }
+})";
+constexpr const char* k_hip_first_sets_only = R"(#include <hip/hip_runtime.h>
+__device__ unsigned long long known[8];
+__device__ unsigned int nknown;
+__device__ unsigned int calls;
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  unsigned long long me = (unsigned long long)out;
+  bool seen = false;
+  for (unsigned int j = 0; j < nknown && j < 8u; ++j) seen = seen || known[j] == me;
+  bool learning = calls < 6u;
+  if ((learning || seen) && i < n) out[i] = a[i] + s * b[i];
+  __syncthreads();
+  if (i == 0) {
+    if (learning && !seen && nknown < 8u) known[nknown++] = me;
+    calls++;
+    __threadfence();
+  }
+})";
+
+TEST_P(DeviceTest, AKernelWorkingOnlyOnTheFirstSetsOfABatchIsCaught) {
+  json spec = axpy_job("");
+  spec["kernel"]["source"] = engine() == "hip" ? k_hip_first_sets_only : k_opencl_first_sets_only;
+  spec["kernel"]["block"] = {1024, 1, 1};
+  spec["kernel"]["grid"] = {"ceil(N/1024)", 1, 1};
+  spec["kernel"]["compile_options"] = {fresh_program_option()};
+  if (engine() == "opencl") spec["kernel"]["compile_options"].push_back("-cl-std=CL2.0");
+  spec["sweep"] = {{"N", {1024}}};  // one block, and launches short enough to be batched
+  spec["timing"] = {{"l2", "hot"}, {"max_time_ms", 300}};
+  spec["fitness"] = {{"target_us", 1}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  ASSERT_GT(row["batch"].get<int>(), 1) << "not batched, so never cheating: " << row.dump();
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
+// Made for a run of exactly 100 samples (hot, not batched): launches 0-2 are the warm-up, 3-5
+// the single samples, 6-105 the samples, 106 the last check. Honest until launch 46 (the checks
+// on kept answers all but surely come before), a fifth of the work in the next 55 samples (more
+// than half: the median is theirs), honest again from launch 101 on, for the last check.
+constexpr const char* k_opencl_middle_cheat = R"(global uint calls = 0;
+global uint done = 0;
+__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
+                   float s, int n) {
+  long i = get_global_id(0) * 16;
+  uint c = calls;
+  bool honest = c < 46u || c >= 101u;
+  if (honest || i < n / 5)
+    for (long k = i; k < min(i + 16, (long)n); ++k) out[k] = a[k] + s * b[k];
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
+    calls++;
+    done = 0;
+  }
+})";
+// Drawn checks go on through the whole run, past the answers verification kept (those checked
+// afresh): a kernel that counts on a fixed number of samples cannot skip work in the middle.
+TEST_P(DeviceTest, AKernelSkippingWorkInTheMiddleOfAFixedRunIsCaught) {
+  // On a GPU, reading back and comparing a kernel's outputs on the host costs many of its
+  // samples, so checks afresh come too seldom to catch 55 samples reliably (README).
+  if (m_device["type"] != "cpu") GTEST_SKIP() << "checks afresh are rarer on a GPU";
+  json spec = axpy_job("");
+  spec["kernel"]["source"] = k_opencl_middle_cheat;
+  spec["kernel"]["grid"] = {"ceil(N/4096)", 1, 1};
+  spec["kernel"]["compile_options"] = {fresh_program_option(), "-cl-std=CL2.0"};
+  spec["sweep"] = {{"N", {1 << 20}}};  // launches long enough not to be batched
+  spec["seed"] = 7;
+  spec["timing"] = {
+      {"l2", "hot"}, {"min_samples", 100}, {"max_samples", 100}, {"max_time_ms", 60000}};
+  spec["fitness"] = {{"target_us", 1}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  ASSERT_EQ(row["batch"], 1) << row.dump();
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
 std::string engine_name(const ::testing::TestParamInfo<std::string>& info) {
   return info.param;
 }

@@ -195,6 +195,10 @@ TEST_F(Imports, BadInputGetsAClearErrorAndStoresNothing) {
                "data.components.hip_topk.p50_us", "must be a number");
   expect_error(post({{"format", "rocm_profiler"}, {"device", "Z80"}, {"data", seed_results()}}),
                422, "invalid_import", "device", "is not a device model");
+  // Times measured elsewhere do not pass for a task's submission in ?label.task= filters.
+  expect_error(
+      post({{"format", "rocm_profiler"}, {"labels", {{"task", "axpy"}}}, {"data", seed_results()}}),
+      422, "invalid_import", "labels.task", "is the daemon's");
   const auto not_json = daemon.post("/api/v1/imports", "{\"format\": ");
   expect_error(not_json, 400, "invalid_json", "", "");
   const auto wrong_method = daemon.get("/api/v1/imports");
