@@ -825,6 +825,40 @@ TEST(PointRunner, EachLaunchOfABatchHasBuffersOfItsOwn) {
   EXPECT_EQ(fake->live_buffers(), 0u);
 }
 
+// A kernel that learns the two sets its first timed launches use (the warm-up's and the single
+// samples') and works only on them would skip the other launches of every batch: a drawn batch
+// is checked on a launch drawn among its own, and the last check looks at every launch.
+TEST(PointRunner, AKernelWorkingOnlyOnTheSetsItLearnedFirstIsCaughtInItsBatches) {
+  auto t = make_runner();
+  fake_backend* fake = t.fake;
+  std::set<void*> learned;  // the outputs it works on, since the fresh module
+  bool timing = false;
+  fake->on_fresh_module = [&] {
+    learned.clear();
+    timing = true;
+  };
+  fake->kernels["scale_learned"] =
+      [&, fake, scale = fake->kernels["scale"]](const fake_backend::host_args& a) {
+        if (timing && learned.size() < 2) learned.insert(a.buffers[1]);
+        if (timing && !learned.count(a.buffers[1])) {
+          fake->launch_skipped = true;
+          return;
+        }
+        scale(a);
+      };
+  fake->kernel_time_us["scale_learned"] = 6;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    timing = false;
+    const auto r = t.runner.measure(plan_of(scale_job("scale_learned")), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_GT(r.batch, 2) << "seed " << seed;
+    EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end())
+        << "seed " << seed << ": " << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
+  }
+}
+
 // The sets of a batch fit in the device's caches, so that a hot batch stays hot.
 TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitHalfTheCaches) {
   auto t = make_runner();
