@@ -60,8 +60,9 @@ constexpr int k_max_extra_launches = 2;
 constexpr std::uint64_t k_check_one_in = 8;
 constexpr int k_max_drawn_checks = 2;
 constexpr double k_afresh_share = 0.25;
-// Verification keeps the reference's answers of its last trials (one for each drawn check, within
-// this many bytes of host memory, at least one) for those samples.
+// Verification keeps the reference's answers of its last trials (one for each drawn check and
+// one for the last check, within this many bytes of host memory, at least one) for those
+// samples; the last check takes the last of them.
 constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
 
 // One cap on the batch of every kernel a point samples side by side: the fewest launches any of
@@ -412,8 +413,8 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     std::uint64_t output_bytes = 1;
     for (const auto& b : k.buffers())
       output_bytes += b.output ? b.bytes() : 0;
-    keep =
-        int(std::clamp<std::uint64_t>(k_kept_answer_bytes / output_bytes, 1, k_max_drawn_checks));
+    keep = int(
+        std::clamp<std::uint64_t>(k_kept_answer_bytes / output_bytes, 1, k_max_drawn_checks + 1));
     kept->clear();
   }
   const std::string reference_key = shared ? k.reference_key() : std::string();
@@ -628,8 +629,10 @@ class point_runner::timed_checks {
   // a module loaded after verification, its unchecked samples get inputs no launch saw, and each
   // kept answer checks one sample at most (inputs it met in an earlier timed sample would tell
   // it a check). A drawn batch is checked on the set of one of its launches, drawn as well. The
-  // last check, after timing, is prepared as any sample is, with fresh inputs, and every launch
-  // of its batch is checked (after()): it needs no kept answer, and nothing before it tells it.
+  // last check, after timing, is prepared as any sample is and every launch of its batch is
+  // checked (after()): one drawn set on the last kept answer, which no drawn check takes (so
+  // that where the kernel's outputs hash as verified, nothing is read back), the others on
+  // fresh inputs; nothing before it tells it.
   void before(std::int64_t launches, bool timed) {
     ++m_samples;
     m_current = int(m_samples % 2);  // both sets are the kernel's own where it does not rotate
@@ -640,18 +643,21 @@ class point_runner::timed_checks {
     if (timed && m_timed++ == 0) m_first_timed = std::chrono::steady_clock::now();
     const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
     const std::size_t sets = std::max<std::size_t>(1, m_batch.size());
-    const std::size_t drawable = std::min<std::size_t>(k_max_drawn_checks, m_kept.size());
+    // The last kept answer is the last check's.
+    const std::size_t drawable =
+        std::min<std::size_t>(k_max_drawn_checks, m_kept.empty() ? 0 : m_kept.size() - 1);
     const bool checked = timed && checkable(launches);
     const std::uint64_t draw = mix64(s ^ k_check_salt);
     const bool drawn = checked && !m_last && draw % k_check_one_in == 0;
     const bool from_kept = drawn && std::size_t(m_drawn) < drawable;
+    const bool last_kept = checked && m_last && !m_kept.empty();
     const bool afresh =
         drawn && !from_kept && double(mix64(draw) >> 11) * 0x1p-53 < afresh_share(launches);
     const std::size_t at = std::size_t(mix64(s ^ k_batch_check_salt) % sets);
     for (std::size_t j = 0; j < sets; ++j) {
       const buffer_set& set = m_batch.empty() ? current() : *m_batch[j];
-      if (from_kept && j == at) {
-        const kept_answer& a = m_kept[std::size_t(m_drawn++)];
+      if ((from_kept || last_kept) && j == at) {
+        const kept_answer& a = from_kept ? m_kept[std::size_t(m_drawn++)] : m_kept.back();
         m_runner.init_inputs(m_k, set, a.seed, a.pattern);
         m_pending.push_back({&set, &a, a.seed, a.pattern});
         continue;
@@ -675,10 +681,10 @@ class point_runner::timed_checks {
   // A checked set whose outputs hash as the verified launch's on the same inputs left them
   // holds the same bits, which passed the same comparison: only one that differs (a kernel
   // whose bits vary from launch to launch, atomics for one, or a wrong one) is read back and
-  // compared, element by element. The last check's sets have no kept answer: each one's outputs
-  // are set aside, its inputs made again from their seed (as they were before the kernel, which
-  // may have written them, ran) and the reference answers them, now that the kernel's launches
-  // in this module are over. A sample with any set that fails is a failed check.
+  // compared, element by element. A set checked without a kept answer (the last check's other
+  // launches, a drawn check once the kept answers are spent) has its outputs set aside, its
+  // inputs made again from their seed (as they were before the kernel, which may have written
+  // them, ran) and the reference answer them. A sample with any set that fails is a failed check.
   void after() {
     if (m_pending.empty()) return;
     m_runner.m_backend->synchronize();

@@ -24,14 +24,15 @@
 // before every sample, untimed, the set's inputs get fresh seeded values and its outputs an
 // unwritten pattern, so that no launch can reuse an earlier answer or tell a timed launch from
 // a verified one. Randomly drawn timed samples, all through the run, and one more after the last
-// timed sample are checked. The first two drawn get the inputs of one of the last verification
-// trials each, a different one each time, whose reference answer verification kept (in a batch,
-// one launch of it, drawn too), and their outputs are compared with that answer after they ran
-// (where they hash as the verified launch on those inputs left them, they are the bits that
-// passed, and are not read back). Later drawn samples (as often as a quarter of the sampling's
-// time allows) and the last check get fresh inputs, as an unchecked sample does, and the
-// reference answers them after the sample (the inputs made again from their seeds); the last
-// check covers every launch of its batch. A mismatch is `timed_output_mismatch`. So no reference
+// timed sample are checked. The first two drawn and the last check get the inputs of one of the
+// last verification trials each, a different one each time (the last check's is its own),
+// whose reference answer verification kept (in a batch, one launch of it, drawn too), and their
+// outputs are compared with that answer after they ran (where they hash as the verified launch
+// on those inputs left them, they are the bits that passed, and are not read back). Later drawn
+// samples (as often as a quarter of the sampling's time allows) and the last check's other
+// launches get fresh inputs, as an unchecked sample does, and the reference answers them after
+// the sample (the inputs made again from their seeds): the last check covers every launch of
+// its batch. A mismatch is `timed_output_mismatch`. So no reference
 // runs between a sample's inputs and its launches, and the kernel cannot tell a checked sample:
 // its module was loaded after verification, so it has seen none of a kept check's inputs before,
 // not even in an earlier timed sample, and nothing runs before a checked sample that does not
