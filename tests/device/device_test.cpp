@@ -676,8 +676,8 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
   }
 })";
 
-// Each kept answer checks one timed sample at most, and the last check gets inputs of its own:
-// a kernel that does its work only for inputs it met before in its timed launches (a check that
+// Each kept answer checks one timed sample at most, and the last check has one of its own: a
+// kernel that does its work only for inputs it met before in its timed launches (a check that
 // reused a kept answer) meets none when checked after its first launches.
 TEST_P(DeviceTest, AKernelRecognisingRepeatedInputsFailsTheLastCheck) {
   json spec = axpy_job("");
@@ -686,8 +686,8 @@ TEST_P(DeviceTest, AKernelRecognisingRepeatedInputsFailsTheLastCheck) {
   spec["kernel"]["compile_options"] = {fresh_program_option()};
   if (engine() == "opencl") spec["kernel"]["compile_options"].push_back("-cl-std=CL2.0");
   spec["sweep"] = {{"N", {1 << 18}}};
-  // Two trials, so two kept answers for the two drawn checks, which once took the last check's
-  // inputs as well; this seed draws both within the kernel's honest launches.
+  // Two trials, so two kept answers, which the two drawn checks once took and the last check
+  // then took again; this seed draws both within the kernel's honest launches.
   spec["verify"] = {{"trials", 2}};
   spec["seed"] = 7;
   spec["timing"] = {{"l2", "hot"}, {"min_samples", 200}, {"max_time_ms", 2000}};
