@@ -374,6 +374,7 @@ class spec_parser {
   // The sweep, with the held-out points of an evaluation task's job when `held_out` is given:
   // the same parameters, other values.
   kernelscan::sweep parse_sweep(const json* v, const json* held_out) {
+    if (held_out && held_out->is_object() && held_out->empty()) held_out = nullptr;  // none
     bool ok = true;
     std::vector<sweep_parameter> params;
     if (v) params = parse_parameters(*v, "sweep", ok);

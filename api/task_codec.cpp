@@ -129,7 +129,9 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
     }
     if (std::find_if(k_fixed_parts.begin(), k_fixed_parts.end(),
                      [&name = key](const char* p) { return name == p; }) != k_fixed_parts.end()) {
-      if (!value.is_null()) t.template_json[key] = value;
+      // No held-out points may be said as an empty object too.
+      const bool none = key == "held_out" && value.is_object() && value.empty();
+      if (!value.is_null() && !none) t.template_json[key] = value;
       continue;
     }
     error(key, "is not a field of a task (its fields: name, description, kernel, " +

@@ -122,6 +122,7 @@ TEST(TaskCodec, BadTemplatesAreRefusedNamingTheirFields) {
             })),
             v{"held_out.K"});
   EXPECT_EQ(refused(with([](json& t) { t["held_out"] = json::array(); })), v{"held_out"});
+  EXPECT_EQ(refused(with([](json& t) { t["held_out"] = json::object(); })), v{"(accepted)"});
   EXPECT_EQ(refused(with([](json& t) { t["name"] = ""; })), v{"name"});
   EXPECT_EQ(refused(with([](json& t) { t["variants"] = json::array(); })), v{"variants"});
   EXPECT_EQ(refused(json::array()), v{""});
@@ -174,6 +175,22 @@ TEST(TaskCodec, TheSubmissionBoundIsTheTasksNotTheJobs) {
   EXPECT_TRUE(task_json(t.name, "", parse_task(matmul_task(), spec_limits{}).template_json, 1,
                         std::nullopt, false)["submissions"]
                   .is_null());
+}
+
+// An empty held_out is none: no held-out point is counted or measured.
+TEST(TaskCodec, AnEmptyHeldOutIsNone) {
+  json none = matmul_task();
+  none["held_out"] = json::object();
+  const task_definition t = parse_task(none, spec_limits{});
+  EXPECT_FALSE(t.template_json.contains("held_out"));
+  EXPECT_EQ(task_json(t.name, "", t.template_json, 1, std::nullopt, true)["held_out_points"], 0);
+  EXPECT_EQ(t.sample.sweep.size(), 2u);
+  json job = task_job_body(t.name, t.template_json,
+                           {{"source", "__kernel void mm() {}"}, {"entry", "mm"}});
+  job["held_out"] = json::object();
+  spec_limits limits;
+  limits.task_job = true;
+  EXPECT_EQ(parse_job_spec(job, limits).sweep.size(), 2u);
 }
 
 TEST(TaskCodec, EveryFailingFieldOfADefinitionIsSaidAtOnce) {
