@@ -11,6 +11,12 @@
 namespace kernelscan {
 namespace {
 
+// A "task" event: which task was defined or retired, as small as a fleet's notifications need
+// and without its held-out sizes; a client reads the task again for the rest.
+std::string task_event(const task_record& t) {
+  return json{{"name", t.name}, {"status", t.retired_ms ? "retired" : "active"}}.dump();
+}
+
 json view_of(const task_record& t, bool with_held_out) {
   return task_json(t.name, t.description, parse_json(t.template_json), t.created_ms, t.retired_ms,
                    with_held_out);
@@ -50,6 +56,7 @@ response http_api::impl::create_task(const request& req) {
                         (taken && taken->retired_ms ? " (retired; names are not reused)" : ""),
                     {{"name", "is taken"}}, json{{"task", def.name}});
   }
+  events.publish("task", task_event(t));
   response r = json_response(201, view_of(t, true));
   r.headers.emplace_back("Location", "/api/v1/tasks/" + t.name);
   return r;
@@ -87,7 +94,9 @@ response http_api::impl::retire_task(const request& req) {
     case retire_outcome::retired:
       break;
   }
-  return json_response(200, view_of(find_task(name), true));
+  const task_record t = find_task(name);
+  events.publish("task", task_event(t));
+  return json_response(200, view_of(t, true));
 }
 
 response http_api::impl::submit_to_task(const request& req) {

@@ -208,7 +208,8 @@ export function mount(root, {name}) {
   load();
   return {
     onEvent(e) {
-      if (e.type === 'reset') { load(); return; }
+      // Events missed, or this task retired (on any node): read it again.
+      if (e.type === 'reset' || (e.type === 'task' && e.data.name === name)) { load(); return; }
       if (e.type !== 'job' || e.data.task !== name) return;
       const i = state.jobs.findIndex((j) => j.id === e.data.id);
       if (i >= 0) state.jobs[i] = e.data; else state.jobs.push(e.data);

@@ -70,8 +70,8 @@ export function mount(root) {
 
   load();
   return {
-    // Tasks have no events of their own; a reset (events missed) reads the list again.
-    onEvent(e) { if (e.type === 'reset') load(); },
+    // A task defined or retired (on any node), or events missed: the list is read again.
+    onEvent(e) { if (e.type === 'task' || e.type === 'reset') load(); },
     unmount() { live = false; },
   };
 }

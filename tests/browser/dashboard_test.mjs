@@ -997,6 +997,9 @@ async function main() {
       expect((await page.textContent('.empty')).includes('No tasks yet'), 'an empty tasks list says so');
       // A daemon without tokens: everyone is an operator, and sees the held-out sizes.
       await api(d, 'POST', '/api/v1/tasks', axpyTask('axpy', {submissions: {per_agent: 20, window_hours: 24}}));
+      // The list shows a task defined while it is open, without a reload.
+      const appeared = await page.waitForSelector('#tasks-table tr[data-name="axpy"]', {timeout: 5000}).then(() => true, () => false);
+      expect(appeared, 'a task defined while the list is open appears in it (a task event)');
       const candidates = [{name: 'block 64', block: [64, 1, 1], grid: ['ceil(N/64)', 1, 1], labels: {agent: 'alpha'}},
                           {name: 'block 128', block: [128, 1, 1], grid: ['ceil(N/128)', 1, 1], labels: {agent: 'beta', try: '2'}},
                           {name: 'the default launch', labels: {agent: 'gamma'}}];
@@ -1080,10 +1083,11 @@ async function main() {
       const after = await api(d, 'GET', `/api/v1/jobs/${withheld}`);
       expect(after.summary.fitness.confirmed === true && after.summary.fitness.withheld === false,
              'the confirmation reached the daemon');
-      // A retired task says so, in the list and on its page.
+      // A retired task says so, in the list and on its page: an open page learns it at once.
+      await gotoView(page, d.origin, '#/tasks/axpy-vs-gemm', '#leaderboard tbody tr');
       await api(d, 'DELETE', '/api/v1/tasks/axpy-vs-gemm');
-      await page.goto('about:blank');
-      await gotoView(page, d.origin, '#/tasks/axpy-vs-gemm', '#task-retired');
+      const retiredLive = await page.waitForSelector('#task-retired', {timeout: 5000}).then(() => true, () => false);
+      expect(retiredLive, 'an open task page shows its retirement without a reload (a task event)');
       expect(await page.locator('.task-head .status-retired').count() === 1 && await page.locator('#leaderboard tbody tr').count() === 2,
              'a retired task\'s page says so and keeps its leaderboard');
       await gotoView(page, d.origin, '#/tasks', '#tasks-table tr[data-name="axpy-vs-gemm"] .status-retired');

@@ -364,6 +364,7 @@ TEST(TasksApi, ATaskTakesAtMostItsBoundFromEachAgent) {
 TEST(TasksApi, WithoutTokensATasksBoundHoldsEachAddress) {
   daemon_process daemon;
   daemon.start();
+  sse_reader events(daemon.port());
   json task = axpy_task();
   task["submissions"] = {{"per_agent", 1}};
   ASSERT_EQ(daemon.post_json("/api/v1/tasks", task).status, 201);
@@ -377,6 +378,19 @@ TEST(TasksApi, WithoutTokensATasksBoundHoldsEachAddress) {
       << refused.text;
   EXPECT_EQ(daemon.get("/api/v1/tasks/axpy").body["submissions"],
             (json{{"per_agent", 1}, {"used", 1}, {"remaining", 0}}));
+
+  // Defining and retiring a task are events, which name it and its state.
+  EXPECT_EQ(send(daemon, "DELETE", "/api/v1/tasks/axpy").status, 200);
+  for (const char* status : {"active", "retired"}) {
+    EXPECT_TRUE(eventually(
+        [&] {
+          return events.has([&](const sse_event& e) {
+            return e.type == "task" && e.data == json{{"name", "axpy"}, {"status", status}};
+          });
+        },
+        10s))
+        << status;
+  }
 }
 
 TEST(TasksApi, BadTaskDefinitionsAreRefusedNamingTheField) {
