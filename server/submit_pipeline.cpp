@@ -51,25 +51,24 @@ std::string counted_text(std::int64_t n) {
 
 api_error submit_pipeline::submission_limit(const task_origin& origin, const agent_count& counted,
                                             std::int64_t now_ms) {
+  const submission_bound& bound = *origin.bound;
   std::string message = "task \"" + origin.task + "\" takes at most " +
-                        counted_text(origin.bound->limit) + " from each agent";
-  json context{{"task", origin.task}, {"per_agent", origin.bound->limit}};
-  if (origin.window_hours) {
+                        counted_text(bound.per_agent) + " from each agent";
+  json context{{"task", origin.task}, {"per_agent", bound.per_agent}};
+  std::string next = ": it takes no more from it";
+  if (bound.window_hours) {
     // The oldest counted submission leaves the window first.
     const std::int64_t free_ms =
-        counted.oldest_ms.value_or(now_ms) + std::int64_t(*origin.window_hours * k_ms_per_hour);
-    const double after_s = std::max(1.0, double(free_ms - now_ms) / 1e3);
+        counted.oldest_ms.value_or(now_ms) + std::int64_t(*bound.window_hours * k_ms_per_hour);
     std::ostringstream hours;
-    hours << *origin.window_hours;
-    message += " in " + hours.str() + (*origin.window_hours == 1 ? " hour" : " hours") +
-               ", and this agent (" + agent_text(origin.agent) + ") has made " +
-               std::to_string(counted.jobs) + ": the next is taken from " + format_time_ms(free_ms);
-    context["window_hours"] = *origin.window_hours;
-    context["retry_after_s"] = std::ceil(after_s);
-  } else {
-    message += ", and this agent (" + agent_text(origin.agent) + ") has made " +
-               std::to_string(counted.jobs) + ": it takes no more from it";
+    hours << *bound.window_hours;
+    message += " in " + hours.str() + (*bound.window_hours == 1 ? " hour" : " hours");
+    next = ": the next is taken from " + format_time_ms(free_ms);
+    context["window_hours"] = *bound.window_hours;
+    context["retry_after_s"] = std::ceil(std::max(1.0, double(free_ms - now_ms) / 1e3));
   }
+  message += ", and this agent (" + agent_text(origin.agent) + ") has made " +
+             std::to_string(counted.jobs) + next;
   return api_error(429, "submission_limit", message, {}, std::move(context));
 }
 
@@ -258,11 +257,8 @@ submit_result submit_pipeline::submit_to_task(const task_record& task, const std
   }
   const json template_json = parse_json(task.template_json);
   const json job = task_job_body(task.name, template_json, parse_json(body));
-  task_origin origin{task.name, caller.agent, std::nullopt, std::nullopt};
-  if (const auto bound = submission_bound_of(template_json); bound && !caller.unbounded) {
-    origin.bound = job_submission::bound{bound->per_agent, window_start(*bound, unix_time_ms())};
-    origin.window_hours = bound->window_hours;
-  }
+  const task_origin origin{task.name, caller.agent,
+                           caller.unbounded ? std::nullopt : submission_bound_of(template_json)};
   spec_limits limits = m_config.limits;
   limits.task_job = true;
   const std::optional<std::uint64_t> public_count = public_points(job);
@@ -325,15 +321,18 @@ submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
   sub.total_points = plan.size() * plan.kernels_per_point();
   sub.spec_json = to_json(spec).dump();
   sub.request_hash = hash;
+  const std::int64_t now_ms = unix_time_ms();
   if (origin) {
     sub.task = origin->task;
     sub.agent = origin->agent;
-    sub.agent_bound = origin->bound;
+    if (origin->bound) {
+      sub.agent_bound =
+          job_submission::bound{origin->bound->per_agent, window_start(*origin->bound, now_ms)};
+    }
   }
   if (!key.empty()) sub.idempotency_key = key;
   // The store checks the key again inside its transaction: two concurrent first tries with
   // one key create one job.
-  const std::int64_t now_ms = unix_time_ms();
   const auto outcome = m_store.submit(sub, now_ms);
   if (outcome.task_retired) {
     throw api_error(409, "task_retired",

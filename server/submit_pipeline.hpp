@@ -19,6 +19,7 @@
 
 #include "api/api_error.hpp"
 #include "api/json.hpp"
+#include "api/task_codec.hpp"
 #include "engine/device_needs.hpp"
 #include "engine/job_spec.hpp"
 #include "server/config.hpp"
@@ -100,12 +101,12 @@ class submit_pipeline {
   };
   placement check_placement(const job_spec& spec);
   submit_result replay(std::int64_t id);
-  // A task's job: the task, who submitted it, and the bound on that agent's submissions.
+  // A task's job: the task, who submitted it, and the task's bound on that agent's submissions
+  // (nullopt: none, or a caller it does not hold).
   struct task_origin {
     std::string task;
     std::string agent;
-    std::optional<job_submission::bound> bound;
-    std::optional<double> window_hours;
+    std::optional<submission_bound> bound;
   };
   submit_result store_job(job_spec spec, const std::string& key, const std::string& hash,
                           const task_origin* origin = nullptr);
