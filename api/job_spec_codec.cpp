@@ -851,7 +851,10 @@ class spec_parser {
            });
   }
 
-  std::optional<custom_kernel> parse_launch(object_reader& r) {
+  // `default_language`: the language when the object names none (a custom reference takes its
+  // kernel's).
+  std::optional<custom_kernel> parse_launch(
+      object_reader& r, kernel_language default_language = kernel_language::hip) {
     custom_kernel k;
     // hip runs on AMD and NVIDIA GPUs, cuda on NVIDIA GPUs only, opencl on OpenCL devices; the
     // device that measures a point decides (language_support.hpp). The source is checked against
@@ -861,7 +864,7 @@ class spec_parser {
                                                {"cuda", kernel_language::cuda},
                                                {"opencl", kernel_language::opencl}});
     const bool language_ok = language || !r.get("language");
-    k.language = language.value_or(kernel_language::hip);
+    k.language = language.value_or(default_language);
     auto source = r.string("source", m_limits.max_source_bytes, true);
     if (source) {
       const std::string& text = *source;
@@ -1019,6 +1022,17 @@ class spec_parser {
     error(field, "no argument is named \"" + name + "\"");
   }
 
+  // The language `r` names where it names one of them, else hip (what parse_launch reads, without
+  // its errors).
+  static kernel_language language_named(object_reader& r) {
+    const json* v = r.get("language");
+    if (v && v->is_string()) {
+      if (*v == "cuda") return kernel_language::cuda;
+      if (*v == "opencl") return kernel_language::opencl;
+    }
+    return kernel_language::hip;
+  }
+
   std::optional<custom_spec> parse_custom(object_reader& r) {
     custom_spec c;
     auto launch = parse_launch(r);
@@ -1057,7 +1071,9 @@ class spec_parser {
         } else if (op && *op == "stream") {
           if (auto s = parse_stream(rr, true)) c.reference = std::move(*s);
         } else if (op && *op == "custom") {
-          if (auto k = parse_launch(rr)) c.reference = std::move(*k);
+          if (auto k = parse_launch(rr, launch ? launch->language : language_named(r))) {
+            c.reference = std::move(*k);
+          }
         } else if (op) {
           rr.error("op", "\"" + *op + "\" is not one of gemm, stream, custom");
         }

@@ -244,6 +244,37 @@ TEST(JobSpecCodec, ParsesCustom) {
   EXPECT_EQ(g.bind_c, "C");
 }
 
+// A custom reference without a language is in its kernel's: an OpenCL kernel's reference is
+// OpenCL C, checked as such, and says so in its canonical form.
+TEST(JobSpecCodec, ACustomReferenceTakesItsKernelsLanguage) {
+  json body = custom_body();
+  body["kernel"]["language"] = "opencl";
+  body["kernel"]["source"] =
+      "__kernel void saxpy(int n, float a, __global const float* x, "
+      "__global float* y) {}";
+  body["kernel"]["compile_options"] = json::array();
+  body["kernel"].erase("shared_bytes");
+  body["sweep"].erase("B");
+  body["kernel"]["reference"] = {{"op", "custom"},
+                                 {"source",
+                                  "__kernel void ref(int n, float a, __global const "
+                                  "float* x, __global float* y) {}"},
+                                 {"entry", "ref"},
+                                 {"block", {64}},
+                                 {"grid", {"ceil(N/64)"}}};
+  const auto spec = parse_job_spec(body, {});
+  const auto& ref = std::get<custom_kernel>(*std::get<custom_spec>(spec.kernel).reference);
+  EXPECT_EQ(ref.language, kernel_language::opencl);
+  EXPECT_EQ(to_json(spec)["kernel"]["reference"]["language"], "opencl");
+  // One that names its language keeps it, and is checked as that language.
+  body["kernel"]["reference"]["language"] = "hip";
+  body["kernel"]["reference"]["source"] = "#include <cuda_runtime.h>\n__global__ void ref() {}";
+  EXPECT_TRUE(rejects(body, "kernel.reference.source", "cuda_runtime.h"));
+  // Without a language of its own, a HIP kernel's reference is HIP, as before.
+  const auto hip = parse_job_spec(custom_body(), {});
+  EXPECT_EQ(std::get<custom_spec>(hip.kernel).kernel.language, kernel_language::hip);
+}
+
 TEST(JobSpecCodec, CanonicalJsonRoundTrips) {
   for (const json& body : {gemm_body(), stream_body(), custom_body(), custom_gemm_body()}) {
     const auto spec = parse_job_spec(body, {});
