@@ -7,8 +7,12 @@ namespace kernelscan {
 double random_element(dtype t, std::uint64_t seed, std::int64_t i) {
   const std::uint64_t r = mix64(seed ^ mix64(std::uint64_t(i)));
   if (is_floating(t)) {
+    const std::uint64_t f = mix64(seed ^ k_fill_segment_salt);
+    const std::uint64_t g = mix64(f ^ (std::uint64_t(i) >> (6 + f % 7)));
+    const float h = float(g % 3) * 0.5f;
+    const float s = (g >> 8) & 1 ? 0.5f : 1.0f;
     const float u = float(r >> 40) * (1.0f / 16777216.0f);
-    return 2.0f * u - 1.0f;
+    return s * (u - h);
   }
   if (t == dtype::u32 || t == dtype::u8) return double(r >> 60);
   return double(std::int64_t(r >> 60) - 8);

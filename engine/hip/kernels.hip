@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "engine/element.hpp"
+#include "engine/fill_pattern.hpp"
 #include "engine/gemm_layout.hpp"
 #include "engine/hip/kernels.hpp"
 #include "engine/output_check.hpp"
@@ -55,12 +56,17 @@ __host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
 
 template <typename T>
 __global__ void fill_random_kernel(T* p, std::int64_t n, std::uint64_t seed) {
+  const std::uint64_t f = mix64(seed ^ k_fill_segment_salt);
+  const unsigned segment_bits = unsigned(6 + f % 7);
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const std::uint64_t r = mix64(seed ^ mix64(std::uint64_t(i)));
     if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      const std::uint64_t g = mix64(f ^ (std::uint64_t(i) >> segment_bits));
+      const float h = float(unsigned(g % 3)) * 0.5f;
+      const float s = (g >> 8) & 1 ? 0.5f : 1.0f;
       const float u = float(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-      p[i] = from_acc<T>(2.0f * u - 1.0f);
+      p[i] = from_acc<T>(s * (u - h));
     } else if constexpr (std::is_signed_v<T>) {
       p[i] = T(std::int64_t(r >> 60) - 8);
     } else {

@@ -12,8 +12,8 @@
 
 namespace kernelscan::gpu {
 
-// Seeded uniform values: [-1, 1) for floating types, [-8, 8) for signed and [0, 16) for
-// unsigned integers, so that sums stay exact or well-conditioned.
+// Seeded values, fill_pattern.hpp's `random`: for floating types, in segments of their own
+// scale and shift within [-1, 1); [-8, 8) for signed and [0, 16) for unsigned integers.
 void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipStream_t s);
 void fill_value(void* p, dtype t, std::int64_t count, double value, hipStream_t s);
 void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s);

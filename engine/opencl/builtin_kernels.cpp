@@ -1,5 +1,7 @@
 #include "engine/opencl/builtin_kernels.hpp"
 
+#include "engine/fill_pattern.hpp"
+
 namespace kernelscan::opencl {
 
 // The OpenCL backend's own kernels, in OpenCL C 1.2, built once per element type with the macros
@@ -30,11 +32,14 @@ inline float ks_from_bf16(ushort v) { return as_float(((uint)v) << 16); }
 
 /* Element i of a random fill (fill_pattern.hpp). (r >> 40 has 24 bits: through uint, a CPU
    device converts it to float in SIMD registers.) */
-inline void ks_fill_random_at(__global T* p, long i, ulong seed) {
+inline void ks_fill_random_at(__global T* p, long i, ulong seed, ulong f) {
   ulong r = ks_mix64(seed ^ ks_mix64((ulong)i));
 #if KS_FLOATING
+  ulong g = ks_mix64(f ^ ((ulong)i >> (6 + f % 7)));
+  float h = (float)(uint)(g % 3) * 0.5f;
+  float s = ((g >> 8) & 1) ? 0.5f : 1.0f;
   float u = (float)(uint)(r >> 40) * (1.0f / 16777216.0f);
-  STORE(p, i, 2.0f * u - 1.0f);
+  STORE(p, i, s * (u - h));
 #elif KS_SIGNED
   STORE(p, i, (ACC)((long)(r >> 60) - 8));
 #else
@@ -46,11 +51,13 @@ inline void ks_fill_random_at(__global T* p, long i, ulong seed) {
    counted loop over its own run is one the compiler vectorises, and each cache line is written
    whole by one work-item). */
 __kernel void fill_random(__global T* p, long n, ulong seed, long span) {
+  const ulong f = ks_mix64(seed ^ KS_FILL_SEGMENT_SALT);
   if (span > 0) {
     const long start = get_global_id(0) * span, end = min(n, start + span);
-    for (long i = start; i < end; ++i) ks_fill_random_at(p, i, seed);
+    for (long i = start; i < end; ++i) ks_fill_random_at(p, i, seed, f);
   } else {
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) ks_fill_random_at(p, i, seed);
+    for (long i = get_global_id(0); i < n; i += get_global_size(0))
+      ks_fill_random_at(p, i, seed, f);
   }
 }
 
@@ -235,7 +242,9 @@ __kernel void fma_peak(__global float* out, int iterations) {
 std::string element_prelude(dtype t, bool fp64) {
   // T: how the type is stored; ACC: what kernels compute in (f64 for 32- and 64-bit types other
   // than f32 where the device has it, f32 otherwise, as on HIP); LOAD and STORE convert.
-  std::string d = fp64 ? "#define KS_FP64 1\n" : "";
+  std::string d = (fp64 ? "#define KS_FP64 1\n" : "") +
+                  std::string("#define KS_FILL_SEGMENT_SALT ") +
+                  std::to_string(k_fill_segment_salt) + "UL\n";
   const std::string wide = fp64 ? "double" : "float";
   auto floating = [&](const std::string& type, const std::string& acc, const std::string& load,
                       const std::string& store) {

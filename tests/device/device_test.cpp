@@ -13,6 +13,9 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/required_device.hpp"
@@ -809,6 +812,78 @@ TEST_P(DeviceTest, AKernelSkippingWorkInTheMiddleOfAFixedRunIsCaught) {
   EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
   EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
   EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
+// RMS normalisation of rows, in each engine's language: out = x / sqrt(mean(x²) + 1e-6) per row
+// of `cols` elements, one work-item a row. ROW_SCALE is how the row's factor is found: honestly
+// (STATEMENT reduces the row) or taken for a constant.
+constexpr const char* k_hip_rms_template = R"(#include <hip/hip_runtime.h>
+extern "C" __global__ void ENTRY(float* out, const float* x, int rows, int cols) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float* in = x + (long)r * cols;
+  float k = 0.0f;
+  ROW_SCALE
+  for (int c = 0; c < cols; ++c) out[(long)r * cols + c] = in[c] * k;
+})";
+constexpr const char* k_opencl_rms_template = R"(
+__kernel void ENTRY(__global float* out, __global const float* x, int rows, int cols) {
+  const int r = get_global_id(0);
+  if (r >= rows) return;
+  __global const float* in = x + (long)r * cols;
+  float k = 0.0f;
+  ROW_SCALE
+  for (int c = 0; c < cols; ++c) out[(long)r * cols + c] = in[c] * k;
+})";
+constexpr const char* k_rms_reduce =
+    "float s = 0.0f; for (int c = 0; c < cols; ++c) s += in[c] * in[c]; "
+    "k = 1.0f / sqrt(s / cols + 1e-6f);";
+
+// Random inputs come in segments of their own scale and shift (fill_pattern.hpp), so a statistic
+// of a row is no constant: an RMS normalisation that multiplies by a constant instead of reducing
+// each row fails, under a tolerance as loose as 1e-2, whichever constant it takes (√3, the one
+// inputs uniform on [-1, 1) gave every long row, or the one these fills give on average); the
+// one that reduces passes.
+TEST_P(DeviceTest, ANormalisationAssumingItsInputsStatisticsFailsVerification) {
+  auto rms_job = [&](const std::string& row_scale) {
+    const std::string tmpl = engine() == "hip" ? k_hip_rms_template : k_opencl_rms_template;
+    json spec = parse_json(R"js({
+      "kernel": {"op": "custom", "entry": "rms", "block": [64, 1, 1], "grid": ["ceil(R/64)", 1, 1],
+        "args": [{"name": "out", "type": "f32*", "count": "R*C", "output": true},
+                 {"name": "x", "type": "f32*", "count": "R*C"},
+                 {"name": "rows", "type": "i32", "value": "R"},
+                 {"name": "cols", "type": "i32", "value": "C"}],
+        "flops": "3*R*C", "bytes": "8*R*C",
+        "reference": {"op": "custom", "entry": "rms_reference", "block": [64, 1, 1],
+                      "grid": ["ceil(R/64)", 1, 1]}},
+      "sweep": {"R": [64], "C": [16384]},
+      "verify": {"atol": 1e-2, "rtol": 1e-2},
+      "timing": {"l2": "cold", "max_time_ms": 200}
+    })js");
+    spec["kernel"]["language"] = language();
+    spec["kernel"]["source"] = replace(replace(tmpl, "ENTRY", "rms"), "ROW_SCALE", row_scale);
+    spec["kernel"]["reference"]["source"] =
+        replace(replace(tmpl, "ENTRY", "rms_reference"), "ROW_SCALE", k_rms_reduce);
+    return spec;
+  };
+  for (const auto& [name, row_scale, passes] :
+       std::vector<std::tuple<std::string, std::string, bool>>{
+           {"reduces each row", k_rms_reduce, true},
+           {"takes sqrt(3)", "k = 1.7320508f;", false},
+           {"takes the fills' average", "k = 2.5298221f;", false}}) {
+    SCOPED_TRACE(name);
+    const json job = run(rms_job(row_scale));
+    ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+    const json& row = job["rows"][0];
+    if (passes) {
+      EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+      EXPECT_GT(row["fitness"]["combined_score"].get<double>(), 0) << row.dump();
+    } else {
+      EXPECT_EQ(row["verification"]["status"], "failed") << row.dump();
+      EXPECT_TRUE(has_flag(row, "verification_failed")) << row.dump();
+      EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+    }
+  }
 }
 
 std::string engine_name(const ::testing::TestParamInfo<std::string>& info) {

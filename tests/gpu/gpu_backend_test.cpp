@@ -2,7 +2,8 @@
 // daemon. Its local memory scrub leaves nothing of one launch's shared memory to the next, in
 // all of it: a kernel taking as much dynamic shared memory as a block may have (on an H100 or
 // H200, 227 KiB of an SM's 228) finds no word of the mark the launch before left anywhere in it.
-// Its keystream kernel masks the reference's answer exactly as the host unmasks it.
+// Its keystream kernel masks the reference's answer exactly as the host unmasks it, and its fills
+// are the values the host defines.
 //
 // Label `device_gpu`: on a machine without a GPU it skips, unless KERNELSCAN_REQUIRE_GPU=1 says it
 // must run. Whether there is one is asked in a child process (a HIP runtime may abort the
@@ -19,6 +20,7 @@
 #include "engine/hip/hip_engine.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/point_runner.hpp"
+#include "tests/support/fill_check.hpp"
 #include "tests/support/guard_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
@@ -133,6 +135,11 @@ TEST_F(GpuBackend, TheSharedMemoryScrubLeavesNoMarkAnywhereInAUnitsSharedMemory)
 }
 
 // The runner's canaries are written into and read from every guard of a point in one batch.
+// The device's fills are the values fill_pattern.hpp defines, as the host and the mock make them.
+TEST_F(GpuBackend, DeviceFillsMatchTheHostDefinitionBitForBit) {
+  testing::expect_device_fills_match_the_host(backend());
+}
+
 TEST_F(GpuBackend, CanaryBatchesWriteEveryGuardAndFindTheOnesChanged) {
   testing::expect_guard_batches_work(backend());
 }

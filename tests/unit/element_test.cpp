@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "engine/fill_pattern.hpp"
@@ -103,9 +106,16 @@ TEST(FillPattern, RandomValuesAreSeededSmallAndTypedAsDefined) {
     EXPECT_GE(v, -1.0f);
     EXPECT_LT(v, 1.0f);
   }
-  // Element 0 as the formula gives it: u = (r >> 40)·2^-24, v = 2u - 1.
-  const std::uint64_t r = mix64(42 ^ mix64(0));
-  EXPECT_EQ(a[0], 2.0f * (float(r >> 40) / 16777216.0f) - 1.0f);
+  // Elements as the formula gives them: u = (r >> 40)·2^-24, v = s·(u − h), with the scale s
+  // and shift h of the element's segment.
+  const std::uint64_t f = mix64(42 ^ k_fill_segment_salt);
+  const int segment_bits = int(6 + f % 7);
+  for (std::int64_t i : {0, 1, 63, 64, 500, 999}) {
+    const std::uint64_t r = mix64(42 ^ mix64(std::uint64_t(i)));
+    const std::uint64_t g = mix64(f ^ (std::uint64_t(i) >> segment_bits));
+    const float s = (g >> 8) % 2 ? 0.5f : 1.0f, h = float(g % 3) / 2;
+    EXPECT_EQ(a[std::size_t(i)], s * (float(r >> 40) / 16777216.0f - h)) << i;
+  }
   std::vector<std::int32_t> ints(1000);
   fill_host({fill_kind::random, dtype::i32, 1000, 42, 0}, ints.data());
   for (auto v : ints) {
@@ -117,6 +127,61 @@ TEST(FillPattern, RandomValuesAreSeededSmallAndTypedAsDefined) {
   EXPECT_EQ(decode_f16(halves[3]), 3.0);
   fill_host({fill_kind::value, dtype::f16, 4, 0, 0.5}, halves.data());
   EXPECT_EQ(decode_f16(halves[1]), 0.5);
+}
+
+// The statistics of random inputs vary, from row to row and from fill to fill, by far more than
+// any tolerance: a kernel that takes the mean or the mean square of its rows for a constant
+// fails. Of one distribution (uniform on [-1, 1), as fills once were) the mean square of a row
+// of 16384 is 1/3 within about 0.7% (one standard deviation), and a kernel normalising by √3
+// passed a tolerance of 1e-2.
+TEST(FillPattern, RowStatisticsOfRandomInputsAreNoConstant) {
+  constexpr std::int64_t row = 16384, rows = 64;
+  std::vector<float> v(std::size_t(row * rows));
+  std::vector<double> mean_squares, means;
+  std::set<int> segment_bits;
+  std::set<std::pair<float, float>> kinds;  // (lowest, highest) of each segment seen
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    fill_host({fill_kind::random, dtype::f32, row * rows, seed, 0}, v.data());
+    segment_bits.insert(int(6 + mix64(seed ^ k_fill_segment_salt) % 7));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double sum = 0, squares = 0;
+      for (std::int64_t i = r * row; i < (r + 1) * row; ++i) {
+        ASSERT_GE(v[std::size_t(i)], -1.0f);
+        ASSERT_LT(v[std::size_t(i)], 1.0f);
+        sum += v[std::size_t(i)];
+        squares += double(v[std::size_t(i)]) * v[std::size_t(i)];
+      }
+      means.push_back(sum / row);
+      mean_squares.push_back(squares / row);
+    }
+    for (std::int64_t s = 0; s < 64; ++s) {
+      const auto first = v.begin() + s * 64, last = first + 64;  // within one segment
+      kinds.insert({std::floor(*std::min_element(first, last) * 4) / 4,
+                    std::ceil(*std::max_element(first, last) * 4) / 4});
+    }
+  }
+  auto spread = [](const std::vector<double>& x) {
+    double m = 0, sq = 0;
+    for (double e : x)
+      m += e;
+    m /= double(x.size());
+    for (double e : x)
+      sq += (e - m) * (e - m);
+    return std::pair{m, std::sqrt(sq / double(x.size()))};
+  };
+  const auto [ms, ms_sd] = spread(mean_squares);
+  EXPECT_GT(ms_sd / ms, 0.1) << "mean square " << ms << " ± " << ms_sd;
+  // The best constant for the mean square is still wrong by more than 2% for most rows.
+  const auto near = std::count_if(mean_squares.begin(), mean_squares.end(),
+                                  [&](double x) { return std::abs(x / ms - 1) < 0.02; });
+  EXPECT_LT(double(near), 0.25 * double(mean_squares.size()));
+  const auto [mean, mean_sd] = spread(means);
+  EXPECT_GT(mean_sd, 0.05) << "mean " << mean << " ± " << mean_sd;
+  // Segments of several lengths and of all six kinds: [0, 1), [-1/2, 1/2), [-1, 0) and halves.
+  EXPECT_GE(segment_bits.size(), 3u);
+  for (const auto& k : std::vector<std::pair<float, float>>{
+           {0, 1}, {-0.5f, 0.5f}, {-1, 0}, {0, 0.5f}, {-0.25f, 0.25f}, {-0.5f, 0}})
+    EXPECT_EQ(kinds.count(k), 1u) << k.first << ", " << k.second;
 }
 
 }  // namespace

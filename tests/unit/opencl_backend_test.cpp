@@ -18,6 +18,7 @@
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
 #include "tests/support/axpy_spec.hpp"
+#include "tests/support/fill_check.hpp"
 #include "tests/support/guard_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
@@ -40,24 +41,7 @@ class OpenClBackend : public ::testing::Test {
 };
 
 TEST_F(OpenClBackend, DeviceFillsMatchTheHostDefinitionBitForBit) {
-  constexpr std::int64_t n = 100003;  // not a multiple of any work-group size
-  for (dtype t : {dtype::f32, dtype::f64, dtype::f16, dtype::bf16, dtype::i64, dtype::i32,
-                  dtype::u32, dtype::i8, dtype::u8}) {
-    for (fill_kind kind :
-         {fill_kind::random, fill_kind::arange, fill_kind::value, fill_kind::unwritten}) {
-      SCOPED_TRACE(std::string(to_string(t)) + " fill " + std::to_string(int(kind)));
-      for (int pattern : {0, 1}) {
-        const fill_request f{kind, t, n, 0x5eedull, 0.75, pattern};
-        const std::uint64_t bytes = std::uint64_t(n) * size_of(t);
-        device_buffer b = backend().allocate(bytes);
-        backend().fill(b, f);
-        std::vector<unsigned char> device(bytes), host(bytes);
-        backend().read(b, 0, device.data(), bytes);
-        fill_host(f, host.data());
-        ASSERT_EQ(std::memcmp(device.data(), host.data(), bytes), 0) << "pattern " << pattern;
-      }
-    }
-  }
+  testing::expect_device_fills_match_the_host(backend());
 }
 
 TEST_F(OpenClBackend, TimesTheLaunchesOfASample) {
