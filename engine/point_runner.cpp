@@ -327,6 +327,30 @@ void point_runner::begin_canaries(std::uint64_t point_seed) {
 // there are.
 void point_runner::compare(point_kernel& k, const buffer_set& set, const answers& expected,
                            double atol, double rtol, int pattern, output_errors& e) {
+  compare_chunks(
+      k,
+      [&](std::size_t i, std::uint64_t offset, std::size_t bytes, int slot) {
+        auto& out = m_chunk_read[slot];
+        if (out.size() < bytes) out.resize(bytes);
+        m_backend->read(*set[i], offset, out.data(), bytes);
+        return static_cast<const unsigned char*>(out.data());
+      },
+      expected, atol, rtol, pattern, e);
+}
+
+void point_runner::compare(point_kernel& k, const answers& outputs, const answers& expected,
+                           double atol, double rtol, int pattern, output_errors& e) {
+  compare_chunks(
+      k,
+      [&](std::size_t i, std::uint64_t offset, std::size_t, int) {
+        return static_cast<const unsigned char*>(outputs[i].data()) + offset;
+      },
+      expected, atol, rtol, pattern, e);
+}
+
+void point_runner::compare_chunks(point_kernel& k, const output_chunks& outputs,
+                                  const answers& expected, double atol, double rtol, int pattern,
+                                  output_errors& e) {
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
@@ -334,6 +358,7 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
     std::vector<output_errors> parts[2];
     std::function<void(std::size_t)> tasks[2];
     std::optional<task_group> comparing[2];
+    const unsigned char* chunk[2] = {nullptr, nullptr};
     auto merge = [&](int slot) {
       if (!comparing[slot]) return;
       comparing[slot]->wait();
@@ -344,9 +369,7 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
     int slot = 0;
     for (std::int64_t off = 0; off < b.count; off += k_compare_chunk, slot ^= 1) {
       const std::int64_t n = std::min(k_compare_chunk, b.count - off);
-      auto& out = m_chunk_read[slot];
-      if (out.size() < std::size_t(n) * w) out.resize(std::size_t(n) * w);
-      m_backend->read(*set[i], std::uint64_t(off) * w, out.data(), std::size_t(n) * w);
+      chunk[slot] = outputs(i, std::uint64_t(off) * w, std::size_t(n) * w, slot);
       merge(slot ^ 1);  // the window before, compared while this one was read
       const std::size_t pieces = std::size_t((n + k_compare_piece - 1) / k_compare_piece);
       parts[slot].assign(pieces, output_errors{});
@@ -356,9 +379,8 @@ void point_runner::compare(point_kernel& k, const buffer_set& set, const answers
         const std::uint64_t at = std::uint64_t(off + first);
         // A kept answer is masked; it is unmasked element by element as it is compared.
         const masked_answer masked{m_mask ? &*m_mask : nullptr, i, at * w};
-        compare_outputs(b.type, m_chunk_read[slot].data() + std::size_t(first) * w,
-                        expected[i].data() + at * w, count, at, atol, rtol, parts[slot][p], pattern,
-                        m_mask ? &masked : nullptr);
+        compare_outputs(b.type, chunk[slot] + std::size_t(first) * w, expected[i].data() + at * w,
+                        count, at, atol, rtol, parts[slot][p], pattern, m_mask ? &masked : nullptr);
       };
       comparing[slot].emplace(pieces, tasks[slot]);
     }
@@ -793,23 +815,19 @@ class point_runner::timed_checks {
   }
 
   // The outputs the kernel left in `set` compared with the reference's answer for the inputs
-  // `seed` and `pattern` make: the outputs are read aside, the set made again for the reference,
-  // as in verification, and the outputs written back to be compared.
+  // `seed` and `pattern` make: the outputs are read to the host (once: they are compared there),
+  // and the set made again for the reference, as in verification.
   void compare_afresh(const buffer_set& set, std::uint64_t seed, int pattern, output_errors& e) {
-    auto& backend = *m_runner.m_backend;
-    std::vector<std::vector<unsigned char>> left(m_k.buffers().size());
+    answers left(m_k.buffers().size());
     for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
       const auto& b = m_k.buffers()[i];
       if (!b.output) continue;
       left[i].resize(b.bytes());
-      backend.read(*set[i], 0, left[i].data(), b.bytes());
+      m_runner.m_backend->read(*set[i], 0, left[i].data(), b.bytes());
     }
     m_runner.init_inputs(m_k, set, seed, pattern);
     const answers expected = m_runner.reference_answers(m_k, set);
-    for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
-      if (m_k.buffers()[i].output) backend.write(*set[i], 0, left[i].data(), left[i].size());
-    }
-    m_runner.compare(m_k, set, expected, m_tolerances.atol, m_tolerances.rtol, pattern, e);
+    m_runner.compare(m_k, left, expected, m_tolerances.atol, m_tolerances.rtol, pattern, e);
   }
 
   // m_batch: `launches` sets, the sample's own first, allocating (and arming the canaries of)

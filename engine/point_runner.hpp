@@ -163,6 +163,15 @@ class point_runner : public engine {
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);
+  // The same for outputs already on the host (`outputs`, per buffer; empty for non-outputs).
+  void compare(point_kernel& k, const answers& outputs, const answers& expected, double atol,
+               double rtol, int pattern, output_errors& e);
+  // Where a comparison finds `bytes` of output buffer `buffer` from byte `offset` on: read into
+  // the chunk buffer `slot` (of two, one read while the other is compared), or where they lie.
+  using output_chunks = std::function<const unsigned char*(std::size_t buffer, std::uint64_t offset,
+                                                           std::size_t bytes, int slot)>;
+  void compare_chunks(point_kernel& k, const output_chunks& outputs, const answers& expected,
+                      double atol, double rtol, int pattern, output_errors& e);
   // What checking a sample against the reference run afresh costs beside the kernel's launch, as
   // verification found them (milliseconds): the reference and the comparison of a trial.
   struct check_costs {

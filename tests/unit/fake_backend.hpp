@@ -106,6 +106,7 @@ class fake_backend final : public device_backend {
   void write(const device_buffer& b, std::uint64_t offset, const void* src,
              std::uint64_t bytes) override {
     std::memcpy(data(b) + offset, src, bytes);
+    log.push_back("write " + std::to_string(b.handle()));
   }
   void read(const device_buffer& b, std::uint64_t offset, void* dst, std::uint64_t bytes) override {
     maybe_fail("read");

@@ -207,6 +207,54 @@ std::size_t count_from(const std::vector<std::string>& log, std::size_t from,
                                    [&](const std::string& e) { return e.starts_with(prefix); }));
 }
 
+// A sample checked afresh (the kept answers spent, the reference run after it) moves the kernel's
+// outputs once: they are read to the host before its set is made again for the reference, and
+// compared there, not written back and read once more.
+TEST(PointRunner, ASampleCheckedAfreshReadsItsOutputsOnce) {
+  auto t = make_runner();
+  t.fake->kernels["scale_same"] = t.fake->kernels["scale"];
+  // A millisecond launch: a check afresh (microseconds of host work here) costs far less than a
+  // quarter of the sampling's time, so every drawn sample past the kept answers gets one.
+  t.fake->kernel_time_us["scale_same"] = 1000;
+  json job = scale_job("scale_same");
+  job["timing"] = {
+      {"l2", "hot"}, {"min_samples", 200}, {"max_samples", 200}, {"max_time_ms", 5000}};
+  const auto r = t.runner.measure(plan_of(job), 0, 5);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_EQ(r.verification.timed_failed, 0);
+  const auto& log = t.fake->log;
+  const std::size_t sampling = position(log, "compile_fresh scale_same");
+  ASSERT_LT(sampling, log.size());
+  // In each stretch between two samples where the reference ran: the kernel's outputs, read
+  // before it ran, are neither written back nor read again.
+  int afresh = 0;
+  std::set<std::string> outputs;
+  bool reference = false;
+  for (std::size_t i = sampling; i <= log.size(); ++i) {
+    if (i == log.size() || log[i] == "sample candidate") {
+      if (reference) ++afresh;
+      outputs.clear();
+      reference = false;
+      continue;
+    }
+    const std::string& e = log[i];
+    if (e == "launch scale") reference = true;
+    for (const std::string op : {"read ", "write "}) {
+      if (!e.starts_with(op)) continue;
+      const std::string buffer = e.substr(op.size());
+      if (!reference && op == "read ") {
+        outputs.insert(buffer);
+      } else {
+        EXPECT_EQ(outputs.count(buffer), 0u) << e << " again, entry " << i;
+      }
+    }
+  }
+  EXPECT_GE(afresh, 10) << r.verification.timed_checks << " timed checks";
+  EXPECT_GE(r.verification.timed_checks, afresh);
+  EXPECT_TRUE(r.fitness.correct);
+}
+
 // A timed sample checked on a kept answer, of a kernel whose bits are the same every launch,
 // hashes as its verified launch on the same inputs did: nothing is read back after verification
 // (whose end the fresh module marks) but for the checks whose inputs are new, where the
