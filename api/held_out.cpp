@@ -54,8 +54,41 @@ std::string scrubbed_field_message(const std::string& message, std::uint64_t pub
   return std::string("is not valid at ") + k_not_shown;
 }
 
-std::string redacted_row(const std::string& result_json) {
+bool private_held_out_scores(const json& spec) {
+  if (!spec.is_object()) return false;
+  const auto it = spec.find("held_out_scores");
+  return it != spec.end() && it->is_string() && *it == "private";
+}
+
+bool private_held_out_scores(const std::string& spec_json) {
+  if (spec_json.find("\"held_out_scores\"") == std::string::npos) return false;
+  return private_held_out_scores(json::parse(spec_json));
+}
+
+namespace {
+
+// A job's stored fitness summary as a candidate of a task with private held-out scores sees it:
+// its "public" part, marked as such (empty while the job runs).
+json public_fitness(const json& fitness) {
+  if (!fitness.is_object()) return fitness;
+  const auto it = fitness.find("public");
+  json shown = it != fitness.end() && it->is_object()
+                   ? *it
+                   : json{{"correct", false}, {"combined_score", 0.0}};
+  shown["held_out"] = "private";
+  return shown;
+}
+
+}  // namespace
+
+std::string redacted_row(const std::string& result_json, bool private_scores) {
   const json row = json::parse(result_json);
+  if (private_scores) {
+    return json{{"index", row.value("index", json(nullptr))},
+                {"held_out", true},
+                {"status", row.value("status", json(nullptr))}}
+        .dump();
+  }
   json fitness = {{"correct", false}, {"combined_score", 0.0}};
   if (const auto f = row.find("fitness"); f != row.end() && f->is_object()) {
     fitness["correct"] = f->value("correct", false);
@@ -81,6 +114,9 @@ void redact_job(job_record& job, const std::string& spec_json) {
     job.best->params_json.clear();
     job.best->median_us = 0;
   }
+  if (private_held_out_scores(spec) && !job.fitness_json.empty()) {
+    job.fitness_json = public_fitness(json::parse(job.fitness_json)).dump();
+  }
   if (!job.spec_json.empty()) {
     spec.erase("held_out");
     job.spec_json = spec.dump();
@@ -94,7 +130,6 @@ std::string redacted_job_event(const std::string& job_text) {
   if (spec == job.end()) return job_text;
   const auto n = public_points(*spec);
   if (!n) return job_text;
-  spec->erase("held_out");
   if (auto& error = job["error"]; error.is_object() && error["message"].is_string()) {
     error["message"] = scrubbed_message(error["message"].get<std::string>(), *n);
   }
@@ -102,6 +137,12 @@ std::string redacted_job_event(const std::string& job_text) {
   if (best.is_object() && best.value("index", std::uint64_t(0)) >= *n) {
     best = {{"index", best["index"]}, {"held_out", true}};
   }
+  if (private_held_out_scores(*spec)) {
+    if (auto& fitness = job["summary"]["fitness"]; fitness.is_object()) {
+      fitness = public_fitness(fitness);
+    }
+  }
+  spec->erase("held_out");
   return job.dump();
 }
 

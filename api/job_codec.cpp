@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "api/detail/json_writer.hpp"
 
@@ -196,7 +197,9 @@ std::string variants_json_text(const variant_summary& s) {
       .dump();
 }
 
-std::string fitness_json_text(const job_fitness& f) {
+namespace {
+
+json fitness_json(const job_fitness& f) {
   auto or_null = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
   return json{{"correct", f.correct},
               {"points", f.points},
@@ -208,8 +211,32 @@ std::string fitness_json_text(const job_fitness& f) {
               {"withheld", f.withheld},
               {"confirmed", f.confirmed},
               {"flags", f.flags},
-              {"simulated", f.simulated}}
-      .dump();
+              {"simulated", f.simulated}};
+}
+
+}  // namespace
+
+std::string fitness_json_text(const job_fitness& f) {
+  return fitness_json(f).dump();
+}
+
+std::string job_fitness_text(std::span<const scored_point> points, std::uint64_t total_points,
+                             bool succeeded, std::vector<std::string> flags,
+                             const score_rules& rules, std::optional<std::uint64_t> public_points) {
+  json j =
+      fitness_json(summarize_fitness(points, total_points, succeeded, std::move(flags), rules));
+  if (public_points) {
+    std::vector<scored_point> shown;
+    std::set<std::string> shown_flags;
+    for (const auto& p : points) {
+      if (p.index >= *public_points) continue;
+      shown.push_back(p);
+      shown_flags.insert(p.flags.begin(), p.flags.end());
+    }
+    j["public"] = fitness_json(summarize_fitness(shown, *public_points, succeeded,
+                                                 {shown_flags.begin(), shown_flags.end()}, rules));
+  }
+  return j.dump();
 }
 
 }  // namespace kernelscan

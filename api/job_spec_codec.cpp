@@ -161,6 +161,20 @@ class spec_parser {
       const json* sweep = r.get("sweep");
       const json* held_out = r.get("held_out");
       if (sweep || held_out) spec.sweep = parse_sweep(sweep, held_out);
+      if (r.get("held_out_scores")) {
+        const auto hidden =
+            r.choice<bool>("held_out_scores", {{"shown", false}, {"private", true}});
+        if (hidden && *hidden && !m_limits.task_job) {
+          error("held_out_scores",
+                "only an evaluation task's jobs have held-out points: an operator defines them "
+                "with POST /api/v1/tasks");
+        } else if (hidden && *hidden && m_errors.empty() && spec.sweep.held_out().empty()) {
+          error("held_out_scores",
+                "is \"private\" without held-out points: give \"held_out\" the sizes whose "
+                "scores only an operator sees");
+        }
+        spec.private_held_out_scores = hidden.value_or(false);
+      }
     }
     if (const json* timing = r.get("timing")) spec.timing = parse_timing(*timing);
     if (const json* verify = r.get("verify")) spec.verify = parse_verify(*verify);
@@ -1298,6 +1312,7 @@ json to_json(const job_spec& spec) {
   j["sweep"] = json::object();
   for (const auto& p : spec.sweep.parameters())
     j["sweep"][p.name] = p.values;
+  if (spec.private_held_out_scores) j["held_out_scores"] = "private";
   if (!spec.sweep.held_out().empty()) {
     j["held_out"] = json::object();
     for (const auto& p : spec.sweep.held_out())

@@ -18,8 +18,9 @@ namespace {
 using detail::json_type_name;
 
 // The parts of a job spec a task fixes, besides its kernel.
-constexpr std::array<const char*, 8> k_fixed_parts{"sweep",   "held_out", "verify", "timing",
-                                                   "fitness", "engine",   "device", "mock"};
+constexpr std::array<const char*, 9> k_fixed_parts{"sweep",  "held_out", "held_out_scores",
+                                                   "verify", "timing",   "fitness",
+                                                   "engine", "device",   "mock"};
 // The fields of a task's kernel; "source" is each submission's.
 constexpr std::array<const char*, 11> k_kernel_fields{
     "op",    "language", "args",         "flops",           "bytes", "reference",
@@ -344,6 +345,7 @@ json task_json(const std::string& name, const std::string& description, const js
       {"sweep", sweep},
       {"public_points", public_points},
       {"held_out_points", held_points},
+      {"held_out_scores", template_json.value("held_out_scores", json("shown"))},
       {"verify",
        {{"trials", verify.value("trials", json(3))}, {"atol", tol("atol")}, {"rtol", tol("rtol")}}},
       {"timing", template_json.value("timing", json::object())},

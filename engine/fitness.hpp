@@ -57,7 +57,9 @@ struct scored_point {
   double combined_score = 0;
   std::optional<double> speedup;
   std::optional<double> latency_score;
-  bool simulated = false;  // measured by the mock engine
+  bool simulated = false;   // measured by the mock engine
+  std::uint64_t index = 0;  // the point's index in the sweep
+  std::vector<std::string> flags{};
 };
 
 struct job_fitness {

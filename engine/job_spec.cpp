@@ -60,7 +60,8 @@ bool job_spec::operator==(const job_spec& o) const {
          device_node == o.device_node && device_model == o.device_model && priority == o.priority &&
          kernel == o.kernel && variants == o.variants && baseline_variant == o.baseline_variant &&
          same_sweep(sweep, o.sweep) && timing == o.timing && verify == o.verify &&
-         fitness == o.fitness && cache == o.cache && mock == o.mock && seed == o.seed;
+         fitness == o.fitness && cache == o.cache &&
+         private_held_out_scores == o.private_held_out_scores && mock == o.mock && seed == o.seed;
 }
 
 }  // namespace kernelscan

@@ -108,6 +108,9 @@ struct job_spec {
   verify_options verify;
   fitness_options fitness;
   bool cache = true;  // a stored identical measurement may answer this job (result cache)
+  // An evaluation task's job whose held-out points' scores only an operator sees: a candidate
+  // sees the job's fitness over its public points alone (README "Tasks").
+  bool private_held_out_scores = false;
   mock_options mock;
   std::optional<std::uint64_t> seed;  // the daemon fills it in when absent
   bool operator==(const job_spec&) const;

@@ -98,9 +98,9 @@ response http_api::impl::list_jobs(const request& req) {
   }
   json out = json::array();
   for (auto& j : jobs) {
-    // A best point or the error may be about a held-out point: the spec tells (list views
-    // carry none).
-    if (j.task && (j.best || j.error) && !req.operator_access) {
+    // A best point or the error may be about a held-out point, and the fitness count held-out
+    // scores a candidate may not see: the spec tells (list views carry none).
+    if (j.task && (j.best || j.error || !j.fitness_json.empty()) && !req.operator_access) {
       redact_job(j, store.spec_json(j.id).value_or(""));
     }
     out.push_back(to_json(j));
@@ -199,10 +199,10 @@ response http_api::impl::confirm_job(const request& req) {
         {}, json{{"job_id", id}});
   }
   if (withheld) {
-    const job_fitness f = summarize_fitness(store.scored_points(id), rec.progress.total,
-                                            rec.status == job_status::succeeded,
-                                            store.result_flags(id), score_rules{true, true});
-    if (!store.set_fitness(id, fitness_json_text(f))) {
+    const std::string f = job_fitness_text(
+        store.scored_points(id), rec.progress.total, rec.status == job_status::succeeded,
+        store.result_flags(id), score_rules{true, true}, public_points(rec.spec_json));
+    if (!store.set_fitness(id, f)) {
       throw api_error(409, "job_not_finished", "job " + std::to_string(id) + " has not ended");
     }
     rec = find_job(id);
@@ -263,7 +263,11 @@ response http_api::impl::results(const request& req) {
       cursor_state{limit, store.results(id, offset, std::min(limit, k_results_page))});
   // Rows from this index on are a task's held-out points, which a candidate sees redacted.
   std::optional<std::uint64_t> held_from;
-  if (rec.task && !req.operator_access) held_from = public_points(rec.spec_json);
+  bool private_scores = false;  // and without their scores
+  if (rec.task && !req.operator_access) {
+    held_from = public_points(rec.spec_json);
+    private_scores = held_from && private_held_out_scores(rec.spec_json);
+  }
   response r;
   r.content_type = format == "csv"     ? "text/csv; charset=utf-8"
                    : format == "jsonl" ? "application/x-ndjson"
@@ -276,7 +280,8 @@ response http_api::impl::results(const request& req) {
                  {"progress", {{"done", rec.progress.done}, {"total", rec.progress.total}}}}
                 .dump()
           : "";
-  r.stream = [s, id, st, format, names, head, fields, variants, held_from](std::string& chunk) {
+  r.stream = [s, id, st, format, names, head, fields, variants, held_from,
+              private_scores](std::string& chunk) {
     if (st->finished) return false;
     if (!st->started) {
       st->started = true;
@@ -297,7 +302,7 @@ response http_api::impl::results(const request& req) {
     if (!rows.empty()) st->last_index = rows.back().index;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (held_from && rows[i].index >= *held_from) {
-        rows[i].result_json = redacted_row(rows[i].result_json);
+        rows[i].result_json = redacted_row(rows[i].result_json, private_scores);
       }
       if (format == "json" && st->emitted++ > 0) chunk += ",";
       if (format != "csv") {

@@ -759,11 +759,14 @@ void scheduler::try_finish(device_slot& slot) {
   const auto& [status, error] = *job.ending;
   bool ended = false;
   try {
-    const auto fitness =
-        summarize_fitness(m_store.scored_points(id), job.total, status == job_status::succeeded,
-                          m_store.result_flags(id), {!m_config.score_excessive_speedups, false});
-    ended = m_store.finish(m_config.node, job.lease, status, error, m_clock.unix_ms(),
-                           fitness_json_text(fitness),
+    std::optional<std::uint64_t> public_points;
+    if (job.plan && !job.plan->spec().sweep.held_out().empty()) {
+      public_points = job.plan->spec().sweep.public_size();
+    }
+    const std::string fitness = job_fitness_text(
+        m_store.scored_points(id), job.total, status == job_status::succeeded,
+        m_store.result_flags(id), {!m_config.score_excessive_speedups, false}, public_points);
+    ended = m_store.finish(m_config.node, job.lease, status, error, m_clock.unix_ms(), fitness,
                            variants_summary_text(m_store, id, job.plan.get()));
   } catch (const storage_error& e) {
     spdlog::error("job {}: cannot store its end ({}): {}; retrying every second", id,

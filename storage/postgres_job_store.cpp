@@ -687,14 +687,15 @@ std::vector<scored_point> postgres_job_store::scored_points(std::int64_t job_id)
   auto c = m_pool.acquire();
   const auto r = c->exec(
       "SELECT status = 'ok', correct, combined_score, speedup, latency_score, "
-      "coalesce((result::jsonb ->> 'simulated')::boolean, false) "
+      "coalesce((result::jsonb ->> 'simulated')::boolean, false), idx, flags "
       "FROM kernelscan.results WHERE job_id = $1 ORDER BY idx",
       {job_id});
   std::vector<scored_point> out;
   out.reserve(std::size_t(r.rows()));
   for (int i = 0; i < r.rows(); ++i) {
     out.push_back({r.boolean(i, 0), r.boolean(i, 1), r.real(i, 2), r.opt_real(i, 3),
-                   r.opt_real(i, 4), r.boolean(i, 5)});
+                   r.opt_real(i, 4), r.boolean(i, 5), std::uint64_t(r.int64(i, 6)),
+                   detail::split_flags(r.text(i, 7))});
   }
   return out;
 }

@@ -467,7 +467,7 @@ std::vector<scored_point> sqlite_job_store::scored_points(std::int64_t job_id) {
   reader db(*this);
   auto q = db->prepare(
       "SELECT status = 'ok', correct, combined_score, speedup, latency_score, "
-      "json_extract(result, '$.simulated') FROM results WHERE job_id = ? ORDER BY idx");
+      "json_extract(result, '$.simulated'), idx, flags FROM results WHERE job_id = ? ORDER BY idx");
   q->bind(1, job_id);
   std::vector<scored_point> out;
   while (q->step()) {
@@ -478,6 +478,8 @@ std::vector<scored_point> sqlite_job_store::scored_points(std::int64_t job_id) {
     p.speedup = q->opt_real(3);
     p.latency_score = q->opt_real(4);
     p.simulated = !q->is_null(5) && q->int64(5) != 0;
+    p.index = std::uint64_t(q->int64(6));
+    p.flags = detail::split_flags(q->text(7));
     out.push_back(p);
   }
   return out;

@@ -40,6 +40,12 @@ function fitnessText(f, simulated) {
   parts.push(f.correct ? 'every point correct'
              : simulated ? 'not correct: the mock engine verifies nothing unless mock.output says what to simulate'
              : 'not every point verified correct');
+  // A task whose held-out scores are private: an agent reads the public points' score, an
+  // operator the whole one with the public part beside it.
+  if (f.held_out === 'private') parts.push('over the public points (the held-out scores are private)');
+  if (f.public && Number.isFinite(f.public.combined_score)) {
+    parts.push(`public points alone ${sig(f.public.combined_score, 3)}`);
+  }
   return parts.join(', ');
 }
 

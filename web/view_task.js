@@ -71,6 +71,12 @@ export function mount(root, {name}) {
       ? [plural(t.held_out_points, 'point'), ': ', h('span', {id: 'task-held-out-sizes'}, sizesText(t.held_out)),
          h('span', {class: 'muted'}, ' (shown to operators only)')]
       : [plural(t.held_out_points, 'point'), h('span', {class: 'muted'}, t.held_out_points ? ', its sizes not shown' : '')];
+    // Private held-out scores: an agent's scores, and this leaderboard as it reads it, count the
+    // public points alone.
+    if (t.held_out_scores === 'private') {
+      heldOut.push(h('span', {id: 'task-held-out-scores'},
+        '; their scores are private: an agent sees its score over the public points alone'));
+    }
     const args = h('table', {class: 'data narrow', id: 'task-args'},
       h('thead', {}, h('tr', {}, h('th', {}, 'argument'), h('th', {}, 'type'), h('th', {}, 'count / value'), h('th', {}, 'output'))),
       h('tbody', {}, (k.args || []).map((a) => h('tr', {},

@@ -1012,6 +1012,9 @@ def _point_line(row: dict, said: dict[tuple[Any, Any], Any] | None = None) -> st
         median = _number((row.get("time_us") or {}).get("median"))
         text = head + "ok" + (f", median {median:.4g} us" if median is not None else "")
         fitness = row.get("fitness") if isinstance(row.get("fitness"), dict) else None
+        if fitness is None and row.get("held_out") is True:
+            # A task whose held-out scores are private shows an agent none of them.
+            text += " (its score is not shown)"
         if fitness is not None:
             speedup = _number(fitness.get("speedup"))
             ci = fitness.get("speedup_ci95")

@@ -1171,7 +1171,7 @@ async function main() {
     const b = await launch();
     try {
       const op = {Authorization: 'Bearer operator-token-for-the-page'};
-      await api(t, 'POST', '/api/v1/tasks', axpyTask('axpy', {submissions: {per_agent: 5}}), op);
+      await api(t, 'POST', '/api/v1/tasks', axpyTask('axpy', {submissions: {per_agent: 5}, held_out_scores: 'private'}), op);
       const agent = {Authorization: 'Bearer agent-token-for-the-page'};
       const job = await api(t, 'POST', '/api/v1/tasks/axpy/submissions', {source: axpySource, entry: 'axpy'}, agent);
       await waitJob(t, job.id);
@@ -1190,6 +1190,9 @@ async function main() {
       expect(/"sweep"/.test(text), 'the job page shows the spec');
       expect(hidden(text), 'the job page shows no held-out size');
       expect(/held out/.test(text), 'the job page says a point was held out');
+      // The task keeps held-out scores private: the agent's score is the public points'.
+      expect(/held-out scores are private/.test(await p.textContent('#job-fitness')),
+             `the job's fitness says it is over the public points (${await p.textContent('#job-fitness')})`);
       for (const id of ['chart-sweep', 'chart-roofline']) {
         const texts = (await chartTexts(p, id)).map((x) => x.text).join(' ');
         expect(hidden(texts), `${id} draws no held-out size`);
@@ -1207,6 +1210,8 @@ async function main() {
       expect(hidden(taskText), 'the task page shows no held-out size to an agent');
       expect(await p.locator('#task-held-out-sizes').count() === 0 &&
              /^1 point\b/.test(await p.textContent('#task-held-out')), `the task page gives an agent the held-out count (${await p.textContent('#task-held-out')})`);
+      expect(/scores are private/.test(await p.textContent('#task-held-out')),
+             `the task page says its held-out scores are private (${await p.textContent('#task-held-out')})`);
       expect(/^5 per agent: you used 1, 4 remaining$/.test(await p.textContent('#task-bound')),
              `the task page tells the agent what is left of its bound (${await p.textContent('#task-bound')})`);
       await shot(p, 'task-agent');

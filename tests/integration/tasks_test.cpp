@@ -3,6 +3,7 @@
 // nothing new, and operator tokens guard what is the operator's.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 
@@ -311,6 +312,90 @@ TEST(TasksApi, AnOperatorDefinesATaskAndAnAgentSubmitsOnlyItsKernel) {
   EXPECT_EQ(daemon.get("/api/v1/tasks/axpy").body["status"], "retired");
   EXPECT_EQ(send(daemon, "DELETE", "/api/v1/tasks/nope", "", k_operator).status, 404);
   EXPECT_EQ(send(daemon, "POST", "/api/v1/tasks", body, k_operator).status, 409);
+}
+
+// A task whose held-out scores are private: an agent sees its job's fitness over the public
+// points alone and held-out rows without a score or flags, so no held-out time can be read back;
+// the operator sees the whole score and the public part beside it.
+TEST(TasksApi, PrivateHeldOutScoresAreTheOperatorsAlone) {
+  daemon_process probe;
+  std::vector<std::string> args;
+  token_files(probe, args);
+  daemon_process daemon({.extra_args = args});
+  daemon.start();
+  json task = axpy_task();
+  task["held_out_scores"] = "private";
+  // A target between the sizes' times: the points score apart.
+  task["fitness"] = {{"target_us", 3}};
+  ASSERT_EQ(send(daemon, "POST", "/api/v1/tasks", task.dump(), k_operator).status, 201);
+  EXPECT_EQ(daemon.get("/api/v1/tasks/axpy").body["held_out_scores"], "private");
+  json without = axpy_task("no_held_out");
+  without.erase("held_out");
+  without["held_out_scores"] = "private";
+  const auto refused = send(daemon, "POST", "/api/v1/tasks", without.dump(), k_operator);
+  EXPECT_EQ(refused.status, 422) << refused.text;
+  EXPECT_EQ(refused.body["error"]["details"][0]["field"], "held_out_scores") << refused.text;
+
+  sse_reader agent_events(daemon.port());
+  const json honest = {{"source", k_hip_axpy}, {"entry", "axpy"}};
+  const auto submitted =
+      send(daemon, "POST", "/api/v1/tasks/axpy/submissions", honest.dump(), k_agent);
+  ASSERT_EQ(submitted.status, 201) << submitted.text;
+  EXPECT_EQ(submitted.body["spec"]["held_out_scores"], "private");
+  const std::int64_t id = submitted.body["id"];
+  const json job = daemon.wait_job(id);
+  ASSERT_EQ(job["status"], "succeeded") << job.dump();
+  expect_no_held_out_size(job.dump(), "GET job");
+
+  // What the agent sees: the public points' score, and held-out rows with a status only.
+  const std::string results = "/api/v1/jobs/" + std::to_string(id) + "/results";
+  const auto rows = daemon.get(results);
+  ASSERT_EQ(rows.body["results"].size(), 3u) << rows.text;
+  EXPECT_EQ(rows.body["results"][2], (json{{"index", 2}, {"held_out", true}, {"status", "ok"}}));
+  const double a = rows.body["results"][0]["fitness"]["combined_score"];
+  const double b = rows.body["results"][1]["fitness"]["combined_score"];
+  const json& seen = job["summary"]["fitness"];
+  EXPECT_EQ(seen["held_out"], "private") << seen.dump();
+  EXPECT_EQ(seen["points"], 2) << seen.dump();
+  EXPECT_FALSE(seen.contains("public")) << seen.dump();
+  EXPECT_NEAR(seen["combined_score"].get<double>(), std::sqrt(a * b), 1e-9) << seen.dump();
+  const auto jsonl = lines_of(daemon.get(results + "?format=jsonl").text);
+  ASSERT_EQ(jsonl.size(), 3u);
+  EXPECT_EQ(json::parse(jsonl[2]), rows.body["results"][2]) << jsonl[2];
+  const auto csv = lines_of(daemon.get(results + "?format=csv").text);
+  ASSERT_EQ(csv.size(), 4u);  // the header and three rows: the held-out one its index and status
+  std::string held_cells = csv[3];
+  std::erase(held_cells, ',');
+  std::erase(held_cells, '\r');  // CSV lines end in CRLF
+  EXPECT_EQ(held_cells, "2ok") << csv[3];
+  const auto projected = daemon.get(results + "?fields=fitness,flags");
+  EXPECT_EQ(projected.body["results"][2], json::object()) << projected.text;
+  const auto listed = daemon.get("/api/v1/jobs?task=axpy");
+  ASSERT_EQ(listed.body["jobs"].size(), 1u) << listed.text;
+  EXPECT_EQ(listed.body["jobs"][0]["summary"]["fitness"], seen) << listed.text;
+  ASSERT_TRUE(eventually(
+      [&] {
+        return agent_events.has([](const sse_event& e) {
+          return e.type == "job" && e.data.value("status", "") == "succeeded";
+        });
+      },
+      10s));
+  for (const auto& e : agent_events.events()) {
+    if (e.type != "job" || e.data.value("status", "") != "succeeded") continue;
+    EXPECT_EQ(e.data["summary"]["fitness"]["held_out"], "private") << e.data.dump();
+    EXPECT_EQ(e.data["summary"]["fitness"]["points"], 2) << e.data.dump();
+  }
+
+  // What the operator sees: the held-out point's score counted, and the agent's part beside it.
+  const auto full = send(daemon, "GET", "/api/v1/jobs/" + std::to_string(id), "", k_operator);
+  const json& whole = full.body["summary"]["fitness"];
+  EXPECT_EQ(whole["points"], 3) << whole.dump();
+  EXPECT_EQ(whole["public"]["points"], 2) << whole.dump();
+  EXPECT_EQ(whole["public"]["combined_score"], seen["combined_score"]) << whole.dump();
+  const auto full_rows = send(daemon, "GET", results, "", k_operator);
+  const double c = full_rows.body["results"][2]["fitness"]["combined_score"];
+  EXPECT_NEAR(whole["combined_score"].get<double>(), std::cbrt(a * b * c), 1e-9) << whole.dump();
+  EXPECT_NE(whole["combined_score"], seen["combined_score"]) << whole.dump();
 }
 
 // A task with a bound takes that many submissions from each agent (each bearer token) in its

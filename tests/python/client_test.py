@@ -490,6 +490,12 @@ class PointsSummaryTest(unittest.TestCase):
                          "point 2 (held out: its sizes are not shown): failed (the error at a "
                          "held-out point is not shown), flags: timeout")
 
+    def test_a_private_held_out_point_says_its_score_is_not_shown(self) -> None:
+        rows = [{"index": 2, "held_out": True, "status": "ok"}]
+        self.assertEqual(kernelscan_client._points_summary(rows),
+                         "point 2 (held out: its sizes are not shown): ok (its score is not "
+                         "shown)")
+
     def test_the_verification_note_says_what_the_errors_do_not(self) -> None:
         unwritten = {"index": 0, "params": {"N": 64}, "status": "ok", "time_us": {"median": 4.5},
                      "fitness": {"correct": False, "combined_score": 0},

@@ -279,5 +279,118 @@ TEST(HeldOut, ACandidateSeesAHeldOutRowWithoutSizesOrTimes) {
   EXPECT_EQ(redacted_job_event(job_json_text(full)).find("96"), std::string::npos);
 }
 
+// A task may keep its held-out points' scores private: it needs held-out points, only a task's
+// job carries it, and it is one of "shown" and "private".
+TEST(TaskCodec, PrivateHeldOutScoresNeedHeldOutPoints) {
+  json task = matmul_task();
+  task["held_out_scores"] = "private";
+  const task_definition t = parse_task(task, spec_limits{});
+  EXPECT_TRUE(t.sample.private_held_out_scores);
+  EXPECT_EQ(task_json(t.name, "", t.template_json, 1, std::nullopt, false)["held_out_scores"],
+            "private");
+  const json job = task_job_body(t.name, t.template_json,
+                                 {{"source", "__kernel void mm() {}"}, {"entry", "mm"}});
+  spec_limits as_task;
+  as_task.task_job = true;
+  const job_spec spec = parse_job_spec(job, as_task);
+  EXPECT_TRUE(spec.private_held_out_scores);
+  EXPECT_EQ(to_json(spec)["held_out_scores"], "private");
+  EXPECT_EQ(parse_job_spec(to_json(spec), as_task), spec);
+  // Shown by default, and said so.
+  const task_definition shown = parse_task(matmul_task(), spec_limits{});
+  EXPECT_FALSE(shown.sample.private_held_out_scores);
+  EXPECT_FALSE(to_json(shown.sample).contains("held_out_scores"));
+  EXPECT_EQ(
+      task_json(shown.name, "", shown.template_json, 1, std::nullopt, false)["held_out_scores"],
+      "shown");
+  auto refusal = [](const json& definition) {
+    try {
+      (void)parse_task(definition, spec_limits{});
+    } catch (const validation_error& e) {
+      return e.errors().at(0).field + ": " + e.errors().at(0).message;
+    }
+    return std::string("(accepted)");
+  };
+  json none = task;
+  none.erase("held_out");
+  EXPECT_EQ(refusal(none),
+            "held_out_scores: is \"private\" without held-out points: give \"held_out\" the "
+            "sizes whose scores only an operator sees");
+  json other = task;
+  other["held_out_scores"] = "secret";
+  EXPECT_EQ(refusal(other).rfind("held_out_scores: ", 0), 0u) << refusal(other);
+  // A plain job has no held-out points to keep private.
+  json plain = job;
+  plain.erase("held_out");
+  plain["labels"].erase("task");
+  try {
+    (void)parse_job_spec(plain, spec_limits{});
+    ADD_FAILURE() << "accepted";
+  } catch (const validation_error& e) {
+    EXPECT_EQ(fields_of(e), std::vector<std::string>{"held_out_scores"});
+  }
+}
+
+// The fitness a job stores when it has held-out points carries its public part: the same summary
+// over the public points alone, with their flags only.
+TEST(HeldOut, AJobsFitnessCarriesItsPublicPart) {
+  std::vector<scored_point> points{{true, true, 2.0, 2.0, std::nullopt, false, 0, {}},
+                                   {true, true, 8.0, 8.0, std::nullopt, false, 1, {"slow"}},
+                                   {true, true, 0.5, 0.5, std::nullopt, false, 2, {"odd"}}};
+  const json f = json::parse(job_fitness_text(points, 3, true, {"odd", "slow"}, {}, 2));
+  EXPECT_DOUBLE_EQ(f["combined_score"].get<double>(), 2.0);  // cbrt(2 · 8 · 0.5)
+  EXPECT_EQ(f["points"], 3);
+  EXPECT_EQ(f["flags"], json::array({"odd", "slow"}));
+  EXPECT_DOUBLE_EQ(f["public"]["combined_score"].get<double>(), 4.0);  // sqrt(2 · 8)
+  EXPECT_EQ(f["public"]["points"], 2);
+  EXPECT_EQ(f["public"]["flags"], json::array({"slow"}));
+  EXPECT_FALSE(f["public"].contains("public"));
+  // Without held-out points there is no public part; a public point never measured counts 0.
+  EXPECT_FALSE(
+      json::parse(job_fitness_text(points, 3, true, {}, {}, std::nullopt)).contains("public"));
+  points.erase(points.begin());
+  EXPECT_EQ(json::parse(job_fitness_text(points, 3, true, {}, {}, 2))["public"]["combined_score"],
+            0.0);
+}
+
+// With private held-out scores, a candidate sees a held-out row with its status only and the
+// job's fitness over the public points, marked so; the operator's view is unchanged.
+TEST(HeldOut, ACandidateSeesNoPrivateHeldOutScore) {
+  const std::string row = R"({"index":2,"params":{"N":96},"status":"ok","time_us":{"median":3},
+    "flags":["x"],"fitness":{"correct":true,"speedup":2,"combined_score":0.75}})";
+  EXPECT_EQ(json::parse(redacted_row(row, true)),
+            json::parse(R"({"index":2,"held_out":true,"status":"ok"})"));
+  const std::string spec =
+      R"({"sweep":{"N":[64,128]},"held_out":{"N":[96]},"held_out_scores":"private"})";
+  EXPECT_TRUE(private_held_out_scores(spec));
+  EXPECT_FALSE(
+      private_held_out_scores(std::string(R"({"sweep":{"N":[64,128]},"held_out":{"N":[96]}})")));
+
+  job_record job;
+  job.id = 1;
+  job.task = "matmul";
+  job.spec_json = spec;
+  job.fitness_json =
+      R"({"correct":true,"points":3,"combined_score":2.0,"public":{"correct":true,"points":2,)"
+      R"("combined_score":4.0}})";
+  const std::string full_text = job_json_text(job);
+  redact_job(job, "");
+  const json j = json::parse(job_json_text(job));
+  EXPECT_EQ(
+      j["summary"]["fitness"],
+      json::parse(R"({"correct":true,"points":2,"combined_score":4.0,"held_out":"private"})"));
+  EXPECT_EQ(j["spec"]["held_out_scores"], "private");
+  const json event = json::parse(redacted_job_event(full_text));
+  EXPECT_EQ(event["summary"]["fitness"], j["summary"]["fitness"]);
+  // A list view (no spec in the record) is redacted from the spec given.
+  job_record listed;
+  listed.id = 1;
+  listed.task = "matmul";
+  listed.fitness_json =
+      R"({"points":3,"combined_score":2.0,"public":{"points":2,"combined_score":4.0}})";
+  redact_job(listed, spec);
+  EXPECT_EQ(json::parse(listed.fitness_json)["combined_score"], 4.0);
+}
+
 }  // namespace
 }  // namespace kernelscan
