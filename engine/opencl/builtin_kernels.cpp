@@ -30,16 +30,20 @@ inline ushort ks_to_bf16(float v) {
 
 inline float ks_from_bf16(ushort v) { return as_float(((uint)v) << 16); }
 
-/* Element i of a random fill (fill_pattern.hpp). (r >> 40 has 24 bits: through uint, a CPU
-   device converts it to float in SIMD registers.) */
-inline void ks_fill_random_at(__global T* p, long i, ulong seed, ulong f) {
+/* The scale and shift (x, y) of the segment of a random fill that element i is in
+   (fill_pattern.hpp); `f` is the fill's draw. */
+inline float2 ks_fill_segment(ulong f, long i) {
+  const ulong g = ks_mix64(f ^ ((ulong)i >> (6 + f % 7)));
+  return (float2)(((g >> 8) & 1) ? 0.5f : 1.0f, (float)(uint)(g % 3) * 0.5f);
+}
+
+/* Element i of a random fill, in a segment of scale and shift `sh` (floating types only).
+   (r >> 40 has 24 bits: through uint, a CPU device converts it to float in SIMD registers.) */
+inline void ks_fill_random_at(__global T* p, long i, ulong seed, float2 sh) {
   ulong r = ks_mix64(seed ^ ks_mix64((ulong)i));
 #if KS_FLOATING
-  ulong g = ks_mix64(f ^ ((ulong)i >> (6 + f % 7)));
-  float h = (float)(uint)(g % 3) * 0.5f;
-  float s = ((g >> 8) & 1) ? 0.5f : 1.0f;
   float u = (float)(uint)(r >> 40) * (1.0f / 16777216.0f);
-  STORE(p, i, s * (u - h));
+  STORE(p, i, sh.x * (u - sh.y));
 #elif KS_SIGNED
   STORE(p, i, (ACC)((long)(r >> 60) - 8));
 #else
@@ -49,15 +53,21 @@ inline void ks_fill_random_at(__global T* p, long i, ulong seed, ulong f) {
 
 /* Elements strided (span 0) or work-item i's run [i * span, (i + 1) * span) (a CPU device: a
    counted loop over its own run is one the compiler vectorises, and each cache line is written
-   whole by one work-item). */
+   whole by one work-item), a segment at a time: its draw once, not per element. */
 __kernel void fill_random(__global T* p, long n, ulong seed, long span) {
   const ulong f = ks_mix64(seed ^ KS_FILL_SEGMENT_SALT);
   if (span > 0) {
     const long start = get_global_id(0) * span, end = min(n, start + span);
-    for (long i = start; i < end; ++i) ks_fill_random_at(p, i, seed, f);
+    const int bits = (int)(6 + f % 7);
+    for (long first = start; first < end;) {
+      const long last = min(end, ((first >> bits) + 1) << bits);
+      const float2 sh = ks_fill_segment(f, first);
+      for (long i = first; i < last; ++i) ks_fill_random_at(p, i, seed, sh);
+      first = last;
+    }
   } else {
     for (long i = get_global_id(0); i < n; i += get_global_size(0))
-      ks_fill_random_at(p, i, seed, f);
+      ks_fill_random_at(p, i, seed, ks_fill_segment(f, i));
   }
 }
 
