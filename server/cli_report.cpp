@@ -166,9 +166,12 @@ bool is_hidden_held_out(const json& row) {
   return row.value("held_out", false) == true && !row.contains("params");
 }
 
-// What a held-out point shows: whether it was correct, its score and flags.
+// What a held-out point shows: whether it was correct, its score and flags (none of them where
+// the task keeps its held-out scores private).
 std::string held_out_note(const json& row) {
   std::string note = "sizes and times not shown";
+  if (!row.contains("fitness"))
+    return note + ", nor its score (the task's held-out scores are private)";
   const json::json_pointer correct{"/fitness/correct"};
   if (row.value("status", "") == "ok") {
     note += row.contains(correct) && row[correct] == true ? "; correct" : "; incorrect";

@@ -270,6 +270,20 @@ TEST(cli_report, HeldOutPointsCountAsTheirStatusSaysAndShowOnlyTheirScore) {
             "held out  failed  sizes and times not shown, score 0; flags: timeout");
 }
 
+// Where the task keeps held-out scores private, a held-out row is its index and status alone:
+// it is not called incorrect for want of a score.
+TEST(cli_report, APrivateHeldOutPointSaysItsScoreIsNotShown) {
+  const json job = job_with({{"N", {1, 2}}}, "succeeded", 3);
+  const json rows =
+      json::array({ok_row(0, {{"N", 1}}, 10, 10, 10), ok_row(1, {{"N", 2}}, 25, 25, 25),
+                   json{{"index", 2}, {"held_out", true}, {"status", "ok"}}});
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("3 ok, 0 failed, 1 held out (not shown)"), std::string::npos) << report;
+  EXPECT_EQ(line_starting(report, "held out"),
+            "held out  ok      sizes and times not shown, nor its score (the task's held-out "
+            "scores are private)");
+}
+
 TEST(cli_report, HeldOutPointsOfATwoParameterSweepHaveASectionOfTheirOwn) {
   const json job = job_with({{"M", {1024}}, {"N", {256, 512}}}, "succeeded", 3);
   const json rows = json::array({ok_row(0, {{"M", 1024}, {"N", 256}}, 10, 10, 10),
