@@ -140,8 +140,14 @@ export function mount(root, {name}) {
   }
 
   function renderBoard() {
+    // Where the held-out scores are private, a reader without an operator token (who is not
+    // given the held-out sizes either) ranks by the public points' score.
+    const t = state.task || {};
+    const publicOnly = t.held_out_scores === 'private' && !t.held_out;
     const heading = h('h3', {}, 'Leaderboard ',
-      h('span', {class: 'muted'}, 'ranked by combined score (the geometric mean over every point, held-out ones included)'));
+      h('span', {class: 'muted', id: 'leaderboard-basis'}, publicOnly
+        ? 'ranked by combined score over the public points (the held-out scores are private: an operator\'s board counts them too)'
+        : 'ranked by combined score (the geometric mean over every point, held-out ones included)'));
     if (!state.jobs.length) {
       board.replaceChildren(heading, emptyState('No submissions yet.',
         h('p', {}, 'An agent submits a candidate with ', h('code', {}, `POST /api/v1/tasks/${name}/submissions`), ':'),

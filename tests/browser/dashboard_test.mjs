@@ -1210,6 +1210,8 @@ async function main() {
       expect(hidden(taskText), 'the task page shows no held-out size to an agent');
       expect(await p.locator('#task-held-out-sizes').count() === 0 &&
              /^1 point\b/.test(await p.textContent('#task-held-out')), `the task page gives an agent the held-out count (${await p.textContent('#task-held-out')})`);
+      expect(/over the public points/.test(await p.textContent('#leaderboard-basis')),
+             `the agent's leaderboard says it ranks by the public points (${await p.textContent('#leaderboard-basis')})`);
       expect(/scores are private/.test(await p.textContent('#task-held-out')),
              `the task page says its held-out scores are private (${await p.textContent('#task-held-out')})`);
       expect(/^5 per agent: you used 1, 4 remaining$/.test(await p.textContent('#task-bound')),
