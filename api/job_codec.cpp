@@ -220,21 +220,29 @@ std::string fitness_json_text(const job_fitness& f) {
   return fitness_json(f).dump();
 }
 
+namespace {
+
+// summarize_fitness over `points`, with every flag they raised (sorted, once each).
+json summary_of(std::span<const scored_point> points, std::uint64_t total_points, bool succeeded,
+                const score_rules& rules) {
+  std::set<std::string> flags;
+  for (const auto& p : points)
+    flags.insert(p.flags.begin(), p.flags.end());
+  return fitness_json(
+      summarize_fitness(points, total_points, succeeded, {flags.begin(), flags.end()}, rules));
+}
+
+}  // namespace
+
 std::string job_fitness_text(std::span<const scored_point> points, std::uint64_t total_points,
-                             bool succeeded, std::vector<std::string> flags,
-                             const score_rules& rules, std::optional<std::uint64_t> public_points) {
-  json j =
-      fitness_json(summarize_fitness(points, total_points, succeeded, std::move(flags), rules));
+                             bool succeeded, const score_rules& rules,
+                             std::optional<std::uint64_t> public_points) {
+  json j = summary_of(points, total_points, succeeded, rules);
   if (public_points) {
     std::vector<scored_point> shown;
-    std::set<std::string> shown_flags;
-    for (const auto& p : points) {
-      if (p.index >= *public_points) continue;
-      shown.push_back(p);
-      shown_flags.insert(p.flags.begin(), p.flags.end());
-    }
-    j["public"] = fitness_json(summarize_fitness(shown, *public_points, succeeded,
-                                                 {shown_flags.begin(), shown_flags.end()}, rules));
+    std::copy_if(points.begin(), points.end(), std::back_inserter(shown),
+                 [&](const scored_point& p) { return p.index < *public_points; });
+    j["public"] = summary_of(shown, *public_points, succeeded, rules);
   }
   return j.dump();
 }

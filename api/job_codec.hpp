@@ -28,13 +28,13 @@ std::string job_json_text(const job_record& job);
 
 // A job's fitness summary (api/openapi.yaml `JobFitness`).
 std::string fitness_json_text(const job_fitness& f);
-// The fitness summary a job stores when it ends (summarize_fitness over its scored points,
-// `flags` those of all its points), and for a job with held-out points (`public_points`: how
-// many are public) its "public" part: the same over the public points alone, their flags only,
-// which is what a candidate sees of a task whose held-out scores are private.
+// The fitness summary a job stores when it ends (summarize_fitness over its scored points, with
+// every flag they raised), and for a job with held-out points (`public_points`: how many are
+// public) its "public" part: the same over the public points alone, their flags only, which is
+// what a candidate sees of a task whose held-out scores are private.
 std::string job_fitness_text(std::span<const scored_point> points, std::uint64_t total_points,
-                             bool succeeded, std::vector<std::string> flags,
-                             const score_rules& rules, std::optional<std::uint64_t> public_points);
+                             bool succeeded, const score_rules& rules,
+                             std::optional<std::uint64_t> public_points);
 // The summary of a job's variants (api/openapi.yaml `VariantsSummary`).
 std::string variants_json_text(const variant_summary& s);
 

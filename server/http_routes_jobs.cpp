@@ -199,9 +199,9 @@ response http_api::impl::confirm_job(const request& req) {
         {}, json{{"job_id", id}});
   }
   if (withheld) {
-    const std::string f = job_fitness_text(
-        store.scored_points(id), rec.progress.total, rec.status == job_status::succeeded,
-        store.result_flags(id), score_rules{true, true}, public_points(rec.spec_json));
+    const std::string f = job_fitness_text(store.scored_points(id), rec.progress.total,
+                                           rec.status == job_status::succeeded,
+                                           score_rules{true, true}, public_points(rec.spec_json));
     if (!store.set_fitness(id, f)) {
       throw api_error(409, "job_not_finished", "job " + std::to_string(id) + " has not ended");
     }
@@ -264,9 +264,10 @@ response http_api::impl::results(const request& req) {
   // Rows from this index on are a task's held-out points, which a candidate sees redacted.
   std::optional<std::uint64_t> held_from;
   bool private_scores = false;  // and without their scores
-  if (rec.task && !req.operator_access) {
-    held_from = public_points(rec.spec_json);
-    private_scores = held_from && private_held_out_scores(rec.spec_json);
+  if (rec.task && !req.operator_access && rec.spec_json.find("\"held_out\"") != std::string::npos) {
+    const json spec = parse_json(rec.spec_json);
+    held_from = public_points(spec);
+    private_scores = held_from && private_held_out_scores(spec);
   }
   response r;
   r.content_type = format == "csv"     ? "text/csv; charset=utf-8"

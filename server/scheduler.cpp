@@ -763,9 +763,9 @@ void scheduler::try_finish(device_slot& slot) {
     if (job.plan && !job.plan->spec().sweep.held_out().empty()) {
       public_points = job.plan->spec().sweep.public_size();
     }
-    const std::string fitness = job_fitness_text(
-        m_store.scored_points(id), job.total, status == job_status::succeeded,
-        m_store.result_flags(id), {!m_config.score_excessive_speedups, false}, public_points);
+    const std::string fitness =
+        job_fitness_text(m_store.scored_points(id), job.total, status == job_status::succeeded,
+                         {!m_config.score_excessive_speedups, false}, public_points);
     ended = m_store.finish(m_config.node, job.lease, status, error, m_clock.unix_ms(), fitness,
                            variants_summary_text(m_store, id, job.plan.get()));
   } catch (const storage_error& e) {

@@ -296,10 +296,8 @@ class job_store {
   // false, and nothing changed, if there is no such job or it has not ended.
   virtual bool set_fitness(std::int64_t job_id, const std::string& fitness_json) = 0;
 
-  // Each stored point's fitness, in index order, and every flag any point raised (sorted, once
-  // each).
+  // Each stored point's fitness and flags, in index order.
   virtual std::vector<scored_point> scored_points(std::int64_t job_id) = 0;
-  virtual std::vector<std::string> result_flags(std::int64_t job_id) = 0;
 
   // The result cache (DESIGN.md §4): a job records what it measures where; a later job with the
   // same key is answered from the newest complete, succeeded one.

@@ -700,18 +700,6 @@ std::vector<scored_point> postgres_job_store::scored_points(std::int64_t job_id)
   return out;
 }
 
-std::vector<std::string> postgres_job_store::result_flags(std::int64_t job_id) {
-  auto c = m_pool.acquire();
-  const auto r = c->exec(
-      "SELECT DISTINCT flags FROM kernelscan.results WHERE job_id = $1 AND flags <> ''", {job_id});
-  std::set<std::string> flags;
-  for (int i = 0; i < r.rows(); ++i) {
-    for (auto& f : detail::split_flags(r.text(i, 0)))
-      flags.insert(std::move(f));
-  }
-  return {flags.begin(), flags.end()};
-}
-
 void postgres_job_store::set_cache_key(std::int64_t id, const std::string& key) {
   auto c = m_pool.acquire();
   c->exec("UPDATE kernelscan.jobs SET cache_key = $1 WHERE id = $2", {key, id});

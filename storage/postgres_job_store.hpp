@@ -64,7 +64,6 @@ class postgres_job_store final : public job_store {
               const std::optional<std::string>& variants_json = std::nullopt) override;
   bool set_fitness(std::int64_t job_id, const std::string& fitness_json) override;
   std::vector<scored_point> scored_points(std::int64_t job_id) override;
-  std::vector<std::string> result_flags(std::int64_t job_id) override;
   void set_cache_key(std::int64_t id, const std::string& key) override;
   std::optional<std::int64_t> find_cached(const std::string& key, std::int64_t except_id) override;
   std::int64_t copy_cached_results(std::int64_t from, std::int64_t to,

@@ -485,18 +485,6 @@ std::vector<scored_point> sqlite_job_store::scored_points(std::int64_t job_id) {
   return out;
 }
 
-std::vector<std::string> sqlite_job_store::result_flags(std::int64_t job_id) {
-  reader db(*this);
-  auto q = db->prepare("SELECT DISTINCT flags FROM results WHERE job_id = ? AND flags <> ''");
-  q->bind(1, job_id);
-  std::set<std::string> flags;
-  while (q->step()) {
-    for (auto& f : detail::split_flags(q->text(0)))
-      flags.insert(std::move(f));
-  }
-  return {flags.begin(), flags.end()};
-}
-
 void sqlite_job_store::set_cache_key(std::int64_t id, const std::string& key) {
   std::lock_guard lock(m_mutex);
   auto s = m_db.prepare("UPDATE jobs SET cache_key = ? WHERE id = ?");

@@ -765,10 +765,14 @@ TEST_P(JobStore, ScoresAndFlagsOfEveryPointInIndexOrder) {
   EXPECT_TRUE(points[2].correct);
   EXPECT_DOUBLE_EQ(points[2].combined_score, 0.5);
   EXPECT_EQ(points[2].speedup, 1.5);
-  EXPECT_EQ(store.result_flags(id),
-            (std::vector<std::string>{"excessive_speedup", "faster_than_roofline"}));
+  // Each point's flags, and the point's index.
+  EXPECT_EQ(points[0].flags,
+            (std::vector<std::string>{"faster_than_roofline", "excessive_speedup"}));
+  EXPECT_TRUE(points[1].flags.empty());
+  EXPECT_EQ(points[2].flags, std::vector<std::string>{"excessive_speedup"});
+  for (std::uint64_t i = 0; i < 3; ++i)
+    EXPECT_EQ(points[i].index, i);
   EXPECT_TRUE(store.scored_points(id + 1).empty());
-  EXPECT_TRUE(store.result_flags(id + 1).empty());
 }
 
 TEST_P(JobStore, TheResultCacheCopiesACompleteJobsRowsMarkedWithTheJobThatMeasuredThem) {
@@ -806,7 +810,8 @@ TEST_P(JobStore, TheResultCacheCopiesACompleteJobsRowsMarkedWithTheJobThatMeasur
   EXPECT_EQ(store.results_after(second, 0, 10).at(0).result_json, rows[1].result_json);
   // The copies keep their scores and flags.
   EXPECT_EQ(store.scored_points(second).at(0).speedup, 3.0);
-  EXPECT_EQ(store.result_flags(second), (std::vector<std::string>{"excessive_speedup"}));
+  EXPECT_EQ(store.scored_points(second).at(0).flags,
+            (std::vector<std::string>{"excessive_speedup"}));
   // The measured rows are untouched.
   EXPECT_EQ(store.results(first, 0, 1).at(0).result_json, r0.result_json);
 

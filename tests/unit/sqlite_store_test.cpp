@@ -251,12 +251,13 @@ TEST(SqliteStore, MigrationFillsScoresFlagsAndCacheOriginFromOldRows) {
   EXPECT_FALSE(points[1].ok);
   EXPECT_FALSE(points[1].correct);
   EXPECT_EQ(points[1].combined_score, 0.0);
-  EXPECT_EQ(store.result_flags(1),
+  EXPECT_EQ(points[0].flags,
             (std::vector<std::string>{"excessive_speedup", "faster_than_roofline"}));
+  EXPECT_TRUE(points[1].flags.empty());
   const auto copied = store.scored_points(2);
   ASSERT_EQ(copied.size(), 1u);
   EXPECT_EQ(copied[0].latency_score, 0.5);
-  EXPECT_TRUE(store.result_flags(2).empty());
+  EXPECT_TRUE(copied[0].flags.empty());
   EXPECT_EQ(store.results(1, 0, 1).at(0).result_json, scored);
   // A row copied from the cache reads back with its "cache" member, last, as before.
   EXPECT_EQ(store.results(2, 0, 1).at(0).result_json, cached);

@@ -331,13 +331,13 @@ TEST(TaskCodec, PrivateHeldOutScoresNeedHeldOutPoints) {
   }
 }
 
-// The fitness a job stores when it has held-out points carries its public part: the same summary
-// over the public points alone, with their flags only.
+// The fitness a job stores carries every flag its points raised, and when it has held-out points
+// its public part: the same summary over the public points alone, with their flags only.
 TEST(HeldOut, AJobsFitnessCarriesItsPublicPart) {
   std::vector<scored_point> points{{true, true, 2.0, 2.0, std::nullopt, false, 0, {}},
                                    {true, true, 8.0, 8.0, std::nullopt, false, 1, {"slow"}},
                                    {true, true, 0.5, 0.5, std::nullopt, false, 2, {"odd"}}};
-  const json f = json::parse(job_fitness_text(points, 3, true, {"odd", "slow"}, {}, 2));
+  const json f = json::parse(job_fitness_text(points, 3, true, {}, 2));
   EXPECT_DOUBLE_EQ(f["combined_score"].get<double>(), 2.0);  // cbrt(2 · 8 · 0.5)
   EXPECT_EQ(f["points"], 3);
   EXPECT_EQ(f["flags"], json::array({"odd", "slow"}));
@@ -346,11 +346,9 @@ TEST(HeldOut, AJobsFitnessCarriesItsPublicPart) {
   EXPECT_EQ(f["public"]["flags"], json::array({"slow"}));
   EXPECT_FALSE(f["public"].contains("public"));
   // Without held-out points there is no public part; a public point never measured counts 0.
-  EXPECT_FALSE(
-      json::parse(job_fitness_text(points, 3, true, {}, {}, std::nullopt)).contains("public"));
+  EXPECT_FALSE(json::parse(job_fitness_text(points, 3, true, {}, std::nullopt)).contains("public"));
   points.erase(points.begin());
-  EXPECT_EQ(json::parse(job_fitness_text(points, 3, true, {}, {}, 2))["public"]["combined_score"],
-            0.0);
+  EXPECT_EQ(json::parse(job_fitness_text(points, 3, true, {}, 2))["public"]["combined_score"], 0.0);
 }
 
 // With private held-out scores, a candidate sees a held-out row with its status only and the
