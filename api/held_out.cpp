@@ -60,11 +60,6 @@ bool private_held_out_scores(const json& spec) {
   return it != spec.end() && it->is_string() && *it == "private";
 }
 
-bool private_held_out_scores(const std::string& spec_json) {
-  if (spec_json.find("\"held_out_scores\"") == std::string::npos) return false;
-  return private_held_out_scores(json::parse(spec_json));
-}
-
 namespace {
 
 // A job's stored fitness summary as a candidate of a task with private held-out scores sees it:

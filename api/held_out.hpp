@@ -28,7 +28,6 @@ std::optional<std::uint64_t> public_points(const std::string& spec_json);
 // "private"`): a candidate then sees neither their fitness nor their flags, and the job's
 // fitness over its public points alone.
 bool private_held_out_scores(const json& spec);
-bool private_held_out_scores(const std::string& spec_json);
 
 // A held-out row (a result's JSON text) as a candidate sees it: without its fitness and flags
 // where `private_scores`.

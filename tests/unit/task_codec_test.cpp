@@ -360,9 +360,9 @@ TEST(HeldOut, ACandidateSeesNoPrivateHeldOutScore) {
             json::parse(R"({"index":2,"held_out":true,"status":"ok"})"));
   const std::string spec =
       R"({"sweep":{"N":[64,128]},"held_out":{"N":[96]},"held_out_scores":"private"})";
-  EXPECT_TRUE(private_held_out_scores(spec));
+  EXPECT_TRUE(private_held_out_scores(json::parse(spec)));
   EXPECT_FALSE(
-      private_held_out_scores(std::string(R"({"sweep":{"N":[64,128]},"held_out":{"N":[96]}})")));
+      private_held_out_scores(json::parse(R"({"sweep":{"N":[64,128]},"held_out":{"N":[96]}})")));
 
   job_record job;
   job.id = 1;
