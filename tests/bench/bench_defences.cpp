@@ -11,9 +11,14 @@
 // shows how far two identical runners read apart in the same run. A hot batch of the defended
 // runner holds no more launches than it has buffer sets in half the caches, where the plain
 // runner's launches share one set: a fourth runner, plain and held to the defended runner's batch
-// of the same round, gives the median the defences' own work accounts for ("at its batch"). Then,
-// per kernel, where the defended and the first plain runner's wall time went (point_phases,
-// median over rounds), how many samples each took and the batches.
+// of the same round, gives the median the defences' own work accounts for ("at its batch"). A
+// batched sample's per-launch time carries the sample's own fixed cost (the events around the
+// launches, the first launch's ramp, the last one's drain) divided by the batch, so a batch held
+// to two reads that cost more than one of nine: for each hot case two more runners, a defended
+// and a plain one held to one launch a sample, give each runner's time per launch without it, the
+// slope (b * median at batch b - median at batch 1) / (b - 1), their ratio, and the fixed cost
+// per sample each implies. Then, per kernel, where the defended and the first plain runner's
+// wall time went (point_phases, median over rounds), how many samples each took and the batches.
 //
 //   build/tests/bench/bench_defences [rounds] [opencl|hip]
 #include <algorithm>
@@ -121,11 +126,12 @@ int main(int argc, char** argv) {
   // The runners: [0] with the defences, [1] without, and [2] another without, the control: how
   // far two runners that do exactly the same read apart in this run (where their buffers landed,
   // drift) is the noise against which the defended runner's ratio is read; [3] without, its
-  // batches held to [0]'s.
-  std::unique_ptr<kernelscan::engine> runners[4];
+  // batches held to [0]'s; [4] with and [5] without, one launch a sample (hot cases only).
+  constexpr int k_runners = 6;
+  std::unique_ptr<kernelscan::engine> runners[k_runners];
   try {
-    for (int i = 0; i < 4; ++i)
-      runners[i] = make_engine(engine, i == 0);
+    for (int i = 0; i < k_runners; ++i)
+      runners[i] = make_engine(engine, i == 0 || i == 4);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_defences: no %s device: %s\n", engine.c_str(), e.what());
     return 1;
@@ -137,6 +143,14 @@ int main(int argc, char** argv) {
               "off, on's batch", "ratio");
   const std::vector<bench_case> all = cases(engine == "hip");
   std::vector<std::pair<const char*, phase_rounds[2]>> where(all.size());
+  for (const int i : {4, 5})
+    dynamic_cast<kernelscan::point_runner&>(*runners[i]).limit_batch(1);
+  // Per hot case: the slope of each runner in each round, and the fixed cost per sample.
+  struct slope_rounds {
+    const char* name;
+    std::vector<double> slope[2], fixed[2], single[2];
+  };
+  std::vector<slope_rounds> slopes;
   std::size_t case_index = 0;
   for (const auto& c : all) {
     auto& [where_name, phases] = where[case_index++];
@@ -144,11 +158,13 @@ int main(int argc, char** argv) {
     const auto limits = kernelscan::spec_limits::stored();
     const auto plan =
         kernelscan::compile_plan(kernelscan::parse_job_spec(c.spec, limits), limits.plan);
-    std::vector<double> medians[4], walls[4], batches[2];
+    const bool hot = c.spec["timing"].value("l2", "") == "hot";
+    std::vector<double> medians[k_runners], walls[k_runners], batches[2];
+    if (hot) slopes.push_back({c.name, {}, {}, {}});
     for (int round = 0; round < rounds; ++round) {
-      for (int turn = 0; turn < 4; ++turn) {
+      for (int turn = 0; turn < (hot ? 6 : 4); ++turn) {
         // The three rotate; the fourth follows, held to the batch the defended one just took.
-        const int i = turn < 3 ? (round + turn) % 3 : 3;
+        const int i = turn < 3 ? (round + turn) % 3 : turn;
         if (i == 3) {
           dynamic_cast<kernelscan::point_runner&>(*runners[3])
               .limit_batch(std::int64_t(batches[0].back()));
@@ -163,7 +179,7 @@ int main(int argc, char** argv) {
                        r.error ? r.error->message.c_str() : "no time");
           return 1;
         }
-        if (i == 0 && !r.flags.empty()) {
+        if ((i == 0 || i == 4) && !r.flags.empty()) {
           std::fprintf(stderr, "bench_defences: the honest %s was flagged %s\n", c.name,
                        r.flags.front().c_str());
           return 1;
@@ -178,6 +194,16 @@ int main(int argc, char** argv) {
           batches[i].push_back(double(r.batch));
         }
       }
+      if (!hot) continue;
+      // This round's slope of the defended [0] against [4] and of the plain [1] against [5].
+      for (int j = 0; j < 2; ++j) {
+        const double b = batches[j].back(), at_b = medians[j].back();
+        const double single = medians[j == 0 ? 4 : 5].back();
+        const double slope = b > 1 ? (b * at_b - single) / (b - 1) : at_b;
+        slopes.back().slope[j].push_back(slope);
+        slopes.back().fixed[j].push_back(single - slope);
+        slopes.back().single[j].push_back(single);
+      }
     }
     double m[4], w[4];
     for (int i = 0; i < 4; ++i) {
@@ -188,6 +214,20 @@ int main(int argc, char** argv) {
         "%-28s %9.1f us %9.1f us %7.3f %7.3f %9.1f ms %9.1f ms %7.3f %7.3f %11.1f us %7.3f\n",
         c.name, m[0], m[1], m[0] / m[1], m[2] / m[1], w[0], w[1], w[0] / w[1], w[2] / w[1], m[3],
         m[0] / m[3]);
+  }
+  if (!slopes.empty()) {
+    std::printf(
+        "\nhot cases: time per launch without the fixed cost of a sample, the slope between batch "
+        "1 "
+        "and the runner's batch (medians over rounds)\n%-28s %12s %12s %12s %12s %7s %10s %10s\n",
+        "kernel", "batch 1 on", "batch 1 off", "slope on", "slope off", "ratio", "fixed on",
+        "fixed off");
+    for (const auto& s : slopes) {
+      const double on = median(s.slope[0]), off = median(s.slope[1]);
+      std::printf("%-28s %9.2f us %9.2f us %9.2f us %9.2f us %7.3f %7.2f us %7.2f us\n", s.name,
+                  median(s.single[0]), median(s.single[1]), on, off, on / off, median(s.fixed[0]),
+                  median(s.fixed[1]));
+    }
   }
   std::printf("\nwhere the wall time per point went, defended (on) and plain (off), medians\n");
   for (const auto& [name, phases] : where) {
