@@ -119,6 +119,40 @@ std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k
   return out;
 }
 
+namespace {
+
+// Whether the point's median is more than the allowance below its physical floor: by the
+// ceilings `roof`, and where those are measured and only bandwidth puts the floor that high, by
+// the bandwidth measured again over the point's own working set too (analysis_context::
+// bandwidth_at), which `note` then reports.
+bool beats_roofline(const point_result& r, const kernel_instance& k, const device_peaks& roof,
+                    bool from_dram, const analysis_context& ctx, std::string& note) {
+  const double median = r.time_us->median;
+  const double flops = r.metrics->flops, bytes = r.metrics->bytes;
+  const double under = 1 - ctx.roofline_allowance;
+  const double floor_us = physical_floor_us(flops, bytes, roof_dtype(k), roof, from_dram);
+  if (!(floor_us > 0) || median >= floor_us * under) return false;
+  // Compute alone puts the floor above the median: no bandwidth would clear it.
+  if (!ctx.measured || !ctx.bandwidth_at || !from_dram || !(bytes > 0) ||
+      median < physical_floor_us(flops, bytes, roof_dtype(k), roof, false) * under) {
+    return true;
+  }
+  const double again = ctx.bandwidth_at(bytes);
+  if (!(again > roof.bandwidth_gbps)) return true;
+  device_peaks raised = roof;
+  raised.bandwidth_gbps = again;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "faster than the measured bandwidth ceiling (%.1f GB/s): a cold STREAM triad "
+                "over this working set, measured again, reached %.1f GB/s, the ceiling this "
+                "point is judged by",
+                roof.bandwidth_gbps, again);
+  note = line;
+  return median < physical_floor_us(flops, bytes, roof_dtype(k), raised, true) * under;
+}
+
+}  // namespace
+
 void analyse_point(point_result& r, const kernel_instance& k, const job_spec& spec,
                    const analysis_context& ctx, const std::optional<speedup_estimate>& speedup) {
   if (r.status == point_status::ok && r.time_us) {
@@ -132,9 +166,8 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
     // Bytes bound the time only when they must come from DRAM: cold caches, or a working set
     // larger than the caches.
     const bool from_dram = r.l2 == l2_mode::cold || r.metrics->bytes > double(ctx.cache_bytes);
-    const double floor_us =
-        physical_floor_us(r.metrics->flops, r.metrics->bytes, roof_dtype(k), roof, from_dram);
-    if (floor_us > 0 && median < floor_us * (1 - ctx.roofline_allowance)) {
+    std::string ceiling_note;
+    if (beats_roofline(r, k, roof, from_dram, ctx, ceiling_note)) {
       add_flag(r.flags, "faster_than_roofline");
     }
     if (speedup && speedup->speedup > k_excessive_speedup) add_flag(r.flags, "excessive_speedup");
@@ -148,6 +181,7 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
       }
     }
     r.advice = advise(*r.metrics, k, r.l2);
+    if (!ceiling_note.empty()) r.advice.push_back(std::move(ceiling_note));
   }
   r.fitness = score_point(r, spec.fitness, speedup);
 }

@@ -2,9 +2,10 @@
 // What kernelscan concludes from a measured point (DESIGN.md §4 and §5): its roofline metrics,
 // the anti-cheat flags, prioritised advice, and its fitness. Every engine finishes a point with
 // analyse_point(), so the mock and the GPU engines judge alike.
-// Pure functions; thread-safe.
+// Pure functions, but for what analysis_context::bandwidth_at measures; thread-safe where it is.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,14 @@ struct analysis_context {
   double launch_latency_us = 0;          // below this ideal time a kernel is latency-bound
   std::uint64_t cache_bytes = 0;         // L2 plus any last-level cache
   double roofline_allowance = 0.10;      // see k_roofline_allowance
+  // Where set, measures the device's cold bandwidth (GB/s) again over about `bytes` of working
+  // set; 0 where it could not. A point that beats a measured bandwidth ceiling is judged by the
+  // higher of the two before it is flagged faster_than_roofline: a ceiling measured once, while
+  // other work shared the machine, or over a working set larger than the point's (a cold set
+  // that part of a large last-level cache still holds streams faster), would void an honest
+  // kernel's score. The re-measurement is the device's own STREAM kernel, which nothing the
+  // candidate does can speed up.
+  std::function<double(double bytes)> bandwidth_at;
   const device_peaks& ceilings() const { return measured ? *measured : datasheet; }
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "engine/answer_mask.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/fill_pattern.hpp"
@@ -163,6 +165,16 @@ point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defence
   m_analysis.launch_latency_us = m_backend->launch_latency_us();
   m_analysis.cache_bytes = m_info.l2_bytes + m_info.llc_bytes;
   if (m_info.type == "cpu") m_analysis.roofline_allowance = k_cpu_roofline_allowance;
+  if (m_backend->runs_device_code()) {
+    m_analysis.bandwidth_at = [this](double bytes) {
+      try {
+        return stream_bandwidth_gbps(*m_backend, bytes);
+      } catch (const backend_error& e) {
+        spdlog::warn("the bandwidth ceiling could not be measured again: {}", e.what());
+        return 0.0;
+      }
+    };
+  }
 }
 
 point_runner::~point_runner() = default;

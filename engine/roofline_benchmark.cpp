@@ -16,6 +16,7 @@ namespace {
 
 constexpr std::int64_t k_max_triad = std::int64_t(1) << 28;
 constexpr std::int64_t k_probe_triad = std::int64_t(1) << 22;
+constexpr std::int64_t k_min_stream = std::int64_t(1) << 16;
 constexpr std::int64_t k_max_gemm = 8192;
 constexpr std::int64_t k_probe_gemm = 256;
 constexpr int k_probe_iterations = 256;
@@ -76,14 +77,19 @@ class benchmark {
   explicit benchmark(device_backend& backend)
       : m_backend(backend), m_budget(double(backend.free_memory()) * k_memory_share) {}
 
+  // The largest f32 triad (elements) this device's memory takes: a power of two.
+  std::int64_t triad_cap() const {
+    const double limit = std::min(m_budget / 3, double(m_backend.max_allocation())) / 4;
+    return std::int64_t(1) << std::int64_t(
+               std::floor(std::log2(std::min(double(k_max_triad), std::max(limit, 1.0)))));
+  }
+
   // Bandwidth in GB/s of a cold f32 triad; `n` is set to its (larger) size.
   double triad(std::int64_t& n) {
     stream_instance s;
     s.variant = stream_variant::triad;
     s.type = dtype::f32;
-    const double limit = std::min(m_budget / 3, double(m_backend.max_allocation())) / 4;
-    const std::int64_t cap = std::int64_t(1) << std::int64_t(std::floor(
-                                 std::log2(std::min(double(k_max_triad), std::max(limit, 1.0)))));
+    const std::int64_t cap = triad_cap();
     s.n = std::min(k_probe_triad, cap);
     s.n = grow(
         s.n, cap, 1,
@@ -103,16 +109,21 @@ class benchmark {
     for (const auto& [variant, size] :
          {std::pair{stream_variant::triad, s.n}, std::pair{stream_variant::triad, s.n / 4},
           std::pair{stream_variant::copy, s.n}}) {
-      if (size < (1 << 16) || (size != s.n && size < k_probe_triad / 4)) continue;
-      stream_instance sized = s;
-      sized.variant = variant;
-      sized.n = size;
-      const kernel_instance instance = sized;
-      point_kernel k(m_backend, instance);
-      best =
-          std::max(best, workload_bytes(instance) / (best_us(m_backend, k, l2_mode::cold) * 1e3));
+      if (size < k_min_stream || (size != s.n && size < k_probe_triad / 4)) continue;
+      best = std::max(best, stream(variant, size));
     }
     return best;
+  }
+
+  // Bandwidth in GB/s of a cold f32 STREAM kernel over `n` elements, its best sample.
+  double stream(stream_variant variant, std::int64_t n) {
+    stream_instance s;
+    s.variant = variant;
+    s.type = dtype::f32;
+    s.n = n;
+    const kernel_instance instance = s;
+    point_kernel k(m_backend, instance);
+    return workload_bytes(instance) / (best_us(m_backend, k, l2_mode::cold) * 1e3);
   }
 
   // TFLOP/s of a GEMM of `t` (hot: it is compute-bound, and a cold flush per sample would cost
@@ -242,6 +253,14 @@ measured_roofline run_roofline_benchmark(device_backend& backend) {
              (library.empty() ? "" : " (library: " + library + ")") + "; fma" +
              (scaled ? "; i8 scaled from the f16 share of the datasheet" : "; no i8 ceiling");
   return r;
+}
+
+double stream_bandwidth_gbps(device_backend& backend, double bytes) {
+  benchmark bench(backend);
+  const double elements = bytes / (3 * sizeof(float));
+  const std::int64_t n =
+      std::max(k_min_stream, std::min(std::int64_t(elements), bench.triad_cap()));
+  return bench.stream(stream_variant::triad, n);
 }
 
 }  // namespace kernelscan

@@ -24,4 +24,10 @@ inline constexpr double k_roofline_target_ms = 10;
 // Measures the device's ceilings; throws backend_error when a benchmark cannot run at all.
 measured_roofline run_roofline_benchmark(device_backend& backend);
 
+// The bandwidth (GB/s) of a cold f32 STREAM triad over about `bytes` (at most the largest triad
+// the roofline would run on this device, at least 2^16 elements), its best sample: a point's
+// own working set measured again, where a kernel beat the device's measured bandwidth ceiling
+// (analysis_context::bandwidth_at). Throws backend_error where it cannot run.
+double stream_bandwidth_gbps(device_backend& backend, double bytes);
+
 }  // namespace kernelscan

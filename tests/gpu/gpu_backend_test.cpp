@@ -20,6 +20,8 @@
 #include "engine/hip/hip_engine.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/point_runner.hpp"
+#include "tests/support/axpy_spec.hpp"
+#include "tests/support/ceiling_check.hpp"
 #include "tests/support/fill_check.hpp"
 #include "tests/support/guard_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
@@ -142,6 +144,11 @@ TEST_F(GpuBackend, DeviceFillsMatchTheHostDefinitionBitForBit) {
 
 TEST_F(GpuBackend, CanaryBatchesWriteEveryGuardAndFindTheOnesChanged) {
   testing::expect_guard_batches_work(backend());
+}
+
+// A measured bandwidth ceiling an honest point beats is measured again over its working set.
+TEST_F(GpuBackend, ABeatenMeasuredBandwidthCeilingIsMeasuredAgainOverThePointsWorkingSet) {
+  testing::expect_a_beaten_bandwidth_ceiling_measured_again(*m_engine, testing::hip_axpy_kernel());
 }
 
 // The answer mask's keystream applied by the device kernel is the one the host applies.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "engine/metrics.hpp"
 
@@ -137,6 +138,69 @@ TEST(Analysis, MeasuredCeilingsJudgeOnceKnown) {
   analyse_point(r, k, {}, ctx, std::nullopt);
   EXPECT_EQ(r.metrics->roof_source, "measured");
   EXPECT_TRUE(has(r.flags, "faster_than_roofline"));
+}
+
+// A point that beats a measured bandwidth ceiling is judged by the bandwidth measured again over
+// its own working set where that is higher: flagged only if it beats that too.
+TEST(Analysis, ABeatenMeasuredBandwidthCeilingIsMeasuredAgainBeforeAPointIsFlagged) {
+  auto ctx = mi300x();
+  device_peaks measured = ctx.datasheet;
+  measured.bandwidth_gbps = 2000;  // measured low, while other work shared the machine
+  ctx.measured = measured;
+  std::vector<double> asked;
+  double again = 0;
+  ctx.bandwidth_at = [&](double bytes) {
+    asked.push_back(bytes);
+    return again;
+  };
+  const kernel_instance k = triad(1 << 26);
+  const double at_3000 = workload_bytes(k) / 3000e3;  // 50% above the measured ceiling
+
+  again = 3200;  // the device streams this working set at 3200 GB/s now: an honest point
+  auto honest = at(at_3000);
+  analyse_point(honest, k, {}, ctx, std::nullopt);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_DOUBLE_EQ(asked[0], workload_bytes(k));
+  EXPECT_FALSE(has(honest.flags, "faster_than_roofline"));
+  EXPECT_TRUE(honest.fitness.correct);
+  EXPECT_TRUE(mentions(honest.advice, "measured again, reached 3200.0 GB/s"))
+      << honest.advice.back();
+  EXPECT_TRUE(mentions(honest.advice, "(2000.0 GB/s)"));
+
+  // Measured again no faster, slower, or not at all: the flag stands.
+  for (const double a : {2100.0, 1500.0, 0.0}) {
+    again = a;
+    auto r = at(at_3000);
+    analyse_point(r, k, {}, ctx, std::nullopt);
+    EXPECT_TRUE(has(r.flags, "faster_than_roofline")) << a;
+    EXPECT_EQ(r.fitness.combined_score, 0) << a;
+  }
+
+  // Within the allowance of the ceiling, or hot over a working set the caches hold: nothing
+  // to measure again.
+  asked.clear();
+  auto close = at(workload_bytes(k) / 2100e3);
+  analyse_point(close, k, {}, ctx, std::nullopt);
+  EXPECT_FALSE(has(close.flags, "faster_than_roofline"));
+  const kernel_instance small = triad(1 << 20);
+  auto hot = at(workload_bytes(small) / 4000e3, l2_mode::hot);
+  analyse_point(hot, small, {}, ctx, std::nullopt);
+  EXPECT_TRUE(asked.empty());
+
+  // A point beyond the compute ceiling is flagged whatever the bandwidth: not measured again.
+  const kernel_instance g = gemm_f16(8192);
+  auto gemm = at(workload_flops(g) / (1.5 * 1307.4e6));
+  analyse_point(gemm, g, {}, ctx, std::nullopt);
+  EXPECT_TRUE(has(gemm.flags, "faster_than_roofline"));
+  EXPECT_TRUE(asked.empty());
+
+  // Judged by the datasheet (no measured ceiling): the datasheet stands.
+  auto by_datasheet = mi300x();
+  by_datasheet.bandwidth_at = ctx.bandwidth_at;
+  auto beyond = at(workload_bytes(k) / (1.5 * 5300e3));
+  analyse_point(beyond, k, {}, by_datasheet, std::nullopt);
+  EXPECT_TRUE(has(beyond.flags, "faster_than_roofline"));
+  EXPECT_TRUE(asked.empty());
 }
 
 TEST(Analysis, HotCachesMayBeatDramBandwidthButColdOnesMayNot) {

@@ -18,6 +18,7 @@
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
 #include "tests/support/axpy_spec.hpp"
+#include "tests/support/ceiling_check.hpp"
 #include "tests/support/fill_check.hpp"
 #include "tests/support/guard_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
@@ -71,6 +72,12 @@ TEST_F(OpenClBackend, TimesTheLaunchesOfASample) {
   // Four launches take clearly longer than one: the sample spans the first to the last (one
   // timed alone would make them equal). Not 4×: another test on the CPU device slows either.
   EXPECT_GT(four.time_us, 1.5 * one.time_us);
+}
+
+// A measured bandwidth ceiling an honest point beats is measured again over its working set.
+TEST_F(OpenClBackend, ABeatenMeasuredBandwidthCeilingIsMeasuredAgainOverThePointsWorkingSet) {
+  testing::expect_a_beaten_bandwidth_ceiling_measured_again(*m_engine,
+                                                            testing::opencl_axpy_kernel());
 }
 
 // A kernel that reads what its work-group's local memory holds when it starts, then leaves a
