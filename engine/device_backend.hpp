@@ -186,6 +186,14 @@ struct point_context {
   const mock_options* mock = nullptr;
 };
 
+// What screening a kernel's outputs against the reference's on the device found
+// (device_backend::screen_outputs).
+struct output_screen {
+  std::uint64_t irregular = 0;  // elements that do not pass as a block of compare_outputs judges
+  double sum_sq_diff = 0;       // Σ(out − ref)² and Σref², for the norm test
+  double sum_sq_ref = 0;
+};
+
 class device_backend {
  public:
   virtual ~device_backend() = default;
@@ -254,6 +262,22 @@ class device_backend {
   // host and writes them (a backend that runs no device code of its own).
   virtual void xor_keystream(const device_buffer& b, std::uint64_t words, const device_buffer& pad,
                              std::uint64_t pad_words, const device_buffer& periods);
+
+  // The first `n` elements of type `t` of `out` against those of `ref` (both as the device
+  // stores them), compared on the device as compare_outputs compares a block in its vectorised
+  // pass (output_check.hpp): the elements that do not pass there (a value not finite on either
+  // side, NaN included, or a difference beyond atol + rtol·|ref|), and the sums of the norm test,
+  // over the elements that do pass; only these few numbers come back. Where none is irregular and
+  // the norm test passes, comparing on the host would pass as well; anything else the host
+  // decides, with the outputs read back. nullopt where the backend cannot (not a floating type,
+  // no f64 arithmetic on the device, or no device code of its own, the default): the caller
+  // compares on the host.
+  virtual std::optional<output_screen> screen_outputs(const device_buffer& out,
+                                                      const device_buffer& ref, dtype t,
+                                                      std::int64_t n, double atol, double rtol) {
+    (void)out, (void)ref, (void)t, (void)n, (void)atol, (void)rtol;
+    return std::nullopt;
+  }
 
   // --- kernels (enqueued; errors of the launch itself are thrown, errors of the kernel's run
   // surface at the next wait)

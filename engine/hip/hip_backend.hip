@@ -228,6 +228,35 @@ class hip_backend final : public device_backend {
       return partial;
     });
   }
+  // On the device: a block's partial results come back, not the outputs.
+  std::optional<output_screen> screen_outputs(const device_buffer& out, const device_buffer& ref,
+                                              dtype t, std::int64_t n, double atol,
+                                              double rtol) override {
+    if (!is_floating(t)) return std::nullopt;
+    output_screen found;
+    if (n <= 0) return found;
+    const auto blocks = unsigned(std::clamp<std::int64_t>((n + 255) / 256, 1, k_screen_blocks));
+    if (!m_screen_partials.get()) {
+      m_screen_partials = buffer(std::size_t(k_screen_blocks) * 3 * sizeof(double));
+    }
+    auto* irregular = static_cast<std::uint64_t*>(m_screen_partials.get());
+    auto* sums = reinterpret_cast<double*>(irregular + k_screen_blocks);
+    gpu::screen_outputs(ptr(&out), ptr(&ref), t, n, atol, rtol, irregular, sums, blocks, s());
+    std::vector<std::uint64_t> bad(blocks);
+    std::vector<double> parts(std::size_t(blocks) * 2);
+    synchronize();
+    check(
+        hipMemcpy(bad.data(), irregular, bad.size() * sizeof(std::uint64_t), hipMemcpyDeviceToHost),
+        "reading the screen of the outputs");
+    check(hipMemcpy(parts.data(), sums, parts.size() * sizeof(double), hipMemcpyDeviceToHost),
+          "reading the screen of the outputs");
+    for (unsigned b = 0; b < blocks; ++b) {
+      found.irregular += bad[b];
+      found.sum_sq_diff += parts[2 * b];
+      found.sum_sq_ref += parts[2 * b + 1];
+    }
+    return found;
+  }
   void xor_keystream(const device_buffer& b, std::uint64_t words, const device_buffer& pad,
                      std::uint64_t pad_words, const device_buffer& periods) override {
     gpu::xor_keystream(ptr(&b), std::int64_t(words), ptr(&pad), std::int64_t(pad_words),
@@ -383,6 +412,7 @@ class hip_backend final : public device_backend {
   // Released buffers kept for reuse, a quarter of the device's memory at most.
   buffer_pool m_pool{m_info.memory_bytes / 4, free_allocation};
   gpu::pinned m_guard_staging;  // the guards' copies (write_guards, guards_hold)
+  buffer m_screen_partials;     // a screen's partial results, allocated at the first screen
   buffer m_hash_partials;       // one u64 per thread of a hash, allocated at the first
 };
 

@@ -400,6 +400,44 @@ __global__ void xor_keystream_kernel(std::uint64_t* p, std::int64_t n, const std
     p[w] ^= pad[w & pad_mask] ^ periods[w >> pad_bits];
 }
 
+template <typename T>
+__global__ void screen_outputs_kernel(const T* out, const T* ref, std::int64_t n, double atol,
+                                      double rtol, std::uint64_t* irregular, double* sums) {
+  __shared__ std::uint64_t bad_s[k_block];
+  __shared__ double diff_s[k_block], sq_s[k_block];
+  std::uint64_t bad = 0;
+  double diff = 0, sq = 0;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const double o = to_acc<double>(out[i]), r = to_acc<double>(ref[i]);
+    const double d = fabs(o - r), m = fabs(r);
+    if (isfinite(o) && isfinite(r) && d <= atol + rtol * m) {
+      diff += d * d;
+      sq += r * r;
+    } else {
+      ++bad;
+    }
+  }
+  const unsigned l = threadIdx.x;
+  bad_s[l] = bad;
+  diff_s[l] = diff;
+  sq_s[l] = sq;
+  __syncthreads();
+  for (unsigned apart = k_block / 2; apart > 0; apart /= 2) {
+    if (l < apart) {
+      bad_s[l] += bad_s[l + apart];
+      diff_s[l] += diff_s[l + apart];
+      sq_s[l] += sq_s[l + apart];
+    }
+    __syncthreads();
+  }
+  if (l == 0) {
+    irregular[blockIdx.x] = bad_s[0];
+    sums[2 * blockIdx.x] = diff_s[0];
+    sums[2 * blockIdx.x + 1] = sq_s[0];
+  }
+}
+
 // Partials j, j + k_hash_partials, ... of `n` mixed into partial[j], in place: thread j alone
 // reads and writes the partials of its residue.
 __global__ void fold_partials_kernel(std::uint64_t* partial, std::int64_t n) {
@@ -443,6 +481,18 @@ void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::
   fold_partials_kernel<<<unsigned((k_hash_partials + k_block - 1) / k_block), k_block, 0, s>>>(
       partial, threads);
   launched("hash_words (folding)");
+}
+
+void screen_outputs(const void* out, const void* ref, dtype t, std::int64_t n, double atol,
+                    double rtol, std::uint64_t* irregular, double* sums, unsigned blocks,
+                    hipStream_t s) {
+  clear_last_error();
+  with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    screen_outputs_kernel<T><<<blocks, k_block, 0, s>>>(
+        static_cast<const T*>(out), static_cast<const T*>(ref), n, atol, rtol, irregular, sums);
+  });
+  launched("screen_outputs");
 }
 
 void xor_keystream(void* p, std::int64_t words, const void* pad, std::int64_t pad_words,

@@ -30,6 +30,16 @@ inline constexpr std::int64_t k_hash_partials = 256;
 void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::int64_t threads,
                 hipStream_t s);
 
+// The first `n` elements of type `t` (floating) at `out` screened against those at `ref`
+// (device_backend::screen_outputs): block b of `blocks` (at most k_screen_blocks, of 256
+// threads) writes how many of its elements do not pass (either value not finite, or
+// |out - ref| > atol + rtol * |ref|, in double) to irregular[b], and the sums of (out - ref)^2
+// and ref^2 over those that do to sums[2b] and sums[2b + 1].
+inline constexpr std::int64_t k_screen_blocks = 256;
+void screen_outputs(const void* out, const void* ref, dtype t, std::int64_t n, double atol,
+                    double rtol, std::uint64_t* irregular, double* sums, unsigned blocks,
+                    hipStream_t s);
+
 // Word j of the `words` 64-bit words at `p` (8-byte aligned) XORed with
 // pad[j % pad_words] ^ periods[j / pad_words] (device_backend::xor_keystream); `pad_words` is a
 // power of two.

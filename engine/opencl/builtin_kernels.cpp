@@ -88,6 +88,63 @@ __kernel void hash_words(__global const ulong* p, long n, __global ulong* partia
   partial[id] = h;
 }
 
+#if KS_FLOATING && defined(KS_FP64)
+#define KS_SCREEN_BLOCK 256
+/* n elements of `out` screened against `ref` on the device (device_backend::screen_outputs):
+   an element passes where both values are finite and |out - ref| <= atol + rtol * |ref|, as a
+   block of output_check.cpp's vectorised pass judges it, in double. Work-group g writes how many
+   of its elements do not pass to irregular[g], and the sums of (out - ref)^2 and ref^2 over
+   those that do to sums[2g] and sums[2g + 1]. The elements strided or in runs of `span` as
+   hash_words reads its words; KS_SCREEN_BLOCK work-items a group. */
+inline void ks_screen_one(__global const T* out, __global const T* ref, long i, double atol,
+                          double rtol, ulong* bad, double* diff, double* sq) {
+  const double o = (double)LOAD(out, i), r = (double)LOAD(ref, i);
+  const double d = fabs(o - r), m = fabs(r);
+  if (isfinite(o) && isfinite(r) && d <= atol + rtol * m) {
+    *diff += d * d;
+    *sq += r * r;
+  } else {
+    *bad += 1;
+  }
+}
+
+__kernel void screen_outputs(__global const T* out, __global const T* ref, long n, double atol,
+                             double rtol, long span, __global ulong* irregular,
+                             __global double* sums) {
+  __local ulong bad_l[KS_SCREEN_BLOCK];
+  __local double diff_l[KS_SCREEN_BLOCK], sq_l[KS_SCREEN_BLOCK];
+  const long id = get_global_id(0);
+  ulong bad = 0;
+  double diff = 0, sq = 0;
+  if (span > 0) {
+    const long end = min(n, (id + 1) * span);
+    for (long i = id * span; i < end; ++i) ks_screen_one(out, ref, i, atol, rtol, &bad, &diff, &sq);
+  } else {
+    for (long i = id; i < n; i += get_global_size(0))
+      ks_screen_one(out, ref, i, atol, rtol, &bad, &diff, &sq);
+  }
+  const int l = get_local_id(0);
+  bad_l[l] = bad;
+  diff_l[l] = diff;
+  sq_l[l] = sq;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int apart = KS_SCREEN_BLOCK / 2; apart > 0; apart /= 2) {
+    if (l < apart) {
+      bad_l[l] += bad_l[l + apart];
+      diff_l[l] += diff_l[l + apart];
+      sq_l[l] += sq_l[l + apart];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0) {
+    const long g = get_group_id(0);
+    irregular[g] = bad_l[0];
+    sums[2 * g] = diff_l[0];
+    sums[2 * g + 1] = sq_l[0];
+  }
+}
+#endif
+
 /* Word w of n 64-bit words XORed with pad[w & (2^pad_bits - 1)] ^ periods[w >> pad_bits] (the
    answer mask's keystream); the words strided or in runs of `span` as hash_words reads them. */
 __kernel void xor_keystream(__global ulong* p, long n, __global const ulong* pad, int pad_bits,

@@ -303,6 +303,9 @@ class opencl_backend final : public device_backend {
           "copying on the device", cl_phase::enqueue);
   }
   std::uint64_t hash(const device_buffer& b, std::uint64_t bytes) override;
+  std::optional<output_screen> screen_outputs(const device_buffer& out, const device_buffer& ref,
+                                              dtype t, std::int64_t n, double atol,
+                                              double rtol) override;
   void xor_keystream(const device_buffer& b, std::uint64_t words, const device_buffer& pad,
                      std::uint64_t pad_words, const device_buffer& periods) override;
   // Through the parent buffer, whose bytes around the sub-buffer are the guards.
@@ -711,6 +714,41 @@ std::uint64_t opencl_backend::hash(const device_buffer& b, std::uint64_t bytes) 
           "reading the hash", cl_phase::wait);
     return partial;
   });
+}
+
+// On the device, its work-items as the hash's: a partial result a work-group comes back.
+std::optional<output_screen> opencl_backend::screen_outputs(const device_buffer& out,
+                                                            const device_buffer& ref, dtype t,
+                                                            std::int64_t n, double atol,
+                                                            double rtol) {
+  if (!is_floating(t) || !m_fp64) return std::nullopt;
+  output_screen found;
+  if (n <= 0) return found;
+  cl_kernel k = builtin(t, "screen_outputs");
+  const std::size_t threads = round_up(std::min<std::int64_t>(n, k_word_hash_threads), k_block);
+  const std::size_t groups = threads / k_block;
+  const device_buffer irregular = allocate(groups * sizeof(cl_ulong));
+  const device_buffer sums = allocate(groups * 2 * sizeof(cl_double));
+  arg(k, 0, mem(&out), "screening outputs");
+  arg(k, 1, mem(&ref), "screening outputs");
+  arg(k, 2, cl_long(n), "screening outputs");
+  arg(k, 3, cl_double(atol), "screening outputs");
+  arg(k, 4, cl_double(rtol), "screening outputs");
+  arg(k, 5, span_of(n, threads), "screening outputs");
+  arg(k, 6, mem(&irregular), "screening outputs");
+  arg(k, 7, mem(&sums), "screening outputs");
+  const std::size_t local = k_block;
+  run(k, 1, &threads, &local, "screen_outputs");
+  std::vector<cl_ulong> bad(groups);
+  std::vector<cl_double> parts(groups * 2);
+  read(irregular, 0, bad.data(), groups * sizeof(cl_ulong));
+  read(sums, 0, parts.data(), groups * 2 * sizeof(cl_double));
+  for (std::size_t g = 0; g < groups; ++g) {
+    found.irregular += bad[g];
+    found.sum_sq_diff += parts[2 * g];
+    found.sum_sq_ref += parts[2 * g + 1];
+  }
+  return found;
 }
 
 // On the device, in runs on a CPU device as the hash reads words.

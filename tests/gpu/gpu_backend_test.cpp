@@ -27,6 +27,7 @@
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
+#include "tests/support/screen_check.hpp"
 
 namespace kernelscan {
 namespace {
@@ -140,6 +141,11 @@ TEST_F(GpuBackend, TheSharedMemoryScrubLeavesNoMarkAnywhereInAUnitsSharedMemory)
 // The device's fills are the values fill_pattern.hpp defines, as the host and the mock make them.
 TEST_F(GpuBackend, DeviceFillsMatchTheHostDefinitionBitForBit) {
   testing::expect_device_fills_match_the_host(backend());
+}
+
+// Outputs screened on the device pass and fail as the host's comparison has them.
+TEST_F(GpuBackend, ScreensOutputsOnTheDeviceAsTheHostComparesThem) {
+  testing::expect_device_screens_as_the_host_compares(backend());
 }
 
 TEST_F(GpuBackend, CanaryBatchesWriteEveryGuardAndFindTheOnesChanged) {

@@ -24,6 +24,7 @@
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
+#include "tests/support/screen_check.hpp"
 
 namespace kernelscan {
 namespace {
@@ -40,6 +41,11 @@ class OpenClBackend : public ::testing::Test {
   device_backend& backend() { return static_cast<point_runner&>(*m_engine).backend(); }
   std::unique_ptr<engine> m_engine;
 };
+
+// Outputs screened on the device pass and fail as the host's comparison has them.
+TEST_F(OpenClBackend, ScreensOutputsOnTheDeviceAsTheHostComparesThem) {
+  testing::expect_device_screens_as_the_host_compares(backend());
+}
 
 TEST_F(OpenClBackend, DeviceFillsMatchTheHostDefinitionBitForBit) {
   testing::expect_device_fills_match_the_host(backend());

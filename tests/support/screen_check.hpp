@@ -1,0 +1,87 @@
+#pragma once
+// Checks a backend's screen of outputs on the device (device_backend::screen_outputs) against
+// compare_outputs on the host, for every floating type: outputs within tolerance pass with the
+// host's sums; a wrong element, an unwritten (NaN) one, an infinity and an element past the
+// tolerance are each irregular; integer types are left to the host. Header-only; for the
+// backends' device tests.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/device_backend.hpp"
+#include "engine/element.hpp"
+#include "engine/fill_pattern.hpp"
+#include "engine/output_check.hpp"
+
+namespace kernelscan::testing {
+
+inline void expect_device_screens_as_the_host_compares(device_backend& backend) {
+  constexpr std::int64_t n = 100003;  // a multiple of no work-group size
+  for (dtype t : {dtype::f32, dtype::f64, dtype::f16, dtype::bf16}) {
+    SCOPED_TRACE(to_string(t));
+    const std::size_t w = size_of(t);
+    const double rtol = t == dtype::f64 ? 1e-8 : t == dtype::f32 ? 1e-4 : 1e-2, atol = rtol;
+    // The reference: values in [-1, 1) of the type; the output: each off by a fifth of its
+    // tolerance (where the type can hold so small a step; else equal).
+    std::vector<unsigned char> ref(std::size_t(n) * w), out(ref.size());
+    const fill_request f{fill_kind::random, t, n, 0x5c4ee7, 0, 0};
+    fill_host(f, ref.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double r = load_element(t, ref.data() + i * w);
+      store_element(t, r + (i % 2 ? 0.2 : -0.2) * (atol + rtol * std::fabs(r)), out.data() + i * w);
+    }
+    device_buffer o = backend.allocate(ref.size()), r = backend.allocate(ref.size());
+    backend.write(r, 0, ref.data(), ref.size());
+    auto screen = [&](const std::vector<unsigned char>& values) {
+      backend.write(o, 0, values.data(), values.size());
+      return backend.screen_outputs(o, r, t, n, atol, rtol);
+    };
+    const auto passing = screen(out);
+    if (!passing) {
+      ADD_FAILURE() << "no screen on the device";
+      continue;
+    }
+    output_errors host;
+    compare_outputs(t, out.data(), ref.data(), n, 0, atol, rtol, host);
+    ASSERT_EQ(host.wrong, 0u);
+    EXPECT_EQ(passing->irregular, 0u);
+    EXPECT_NEAR(passing->sum_sq_ref, host.sum_sq_ref, 1e-9 * host.sum_sq_ref);
+    EXPECT_NEAR(passing->sum_sq_diff, host.sum_sq_diff, 1e-9 * host.sum_sq_diff + 1e-300);
+    EXPECT_GT(passing->sum_sq_ref, 0);
+
+    // One element at a time made irregular, near the start, in the middle and at the end.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    for (const std::int64_t at : {std::int64_t(0), n / 2 + 7, n - 1}) {
+      for (const double bad : {0.5, nan, inf, -inf}) {
+        SCOPED_TRACE("element " + std::to_string(at) + " = " + std::to_string(bad));
+        std::vector<unsigned char> wrong = out;
+        const double r_at = load_element(t, ref.data() + at * w);
+        store_element(t, std::isfinite(bad) ? r_at + bad : bad, wrong.data() + at * w);
+        const auto s = screen(wrong);
+        ASSERT_TRUE(s);
+        EXPECT_EQ(s->irregular, 1u);
+        output_errors h;
+        compare_outputs(t, wrong.data(), ref.data(), n, 0, atol, rtol, h);
+        EXPECT_EQ(h.wrong, 1u);
+      }
+    }
+    // The unwritten pattern (a NaN) where nothing was written.
+    std::vector<unsigned char> unwritten = out;
+    for (std::int64_t i = 0; i < n; i += 1000)
+      store_unwritten(t, unwritten.data() + i * w, 1);
+    const auto s = screen(unwritten);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->irregular, std::uint64_t((n + 999) / 1000));
+  }
+  // Integers are compared exactly on the host.
+  device_buffer a = backend.allocate(64), b = backend.allocate(64);
+  EXPECT_FALSE(backend.screen_outputs(a, b, dtype::i32, 16, 0, 0));
+}
+
+}  // namespace kernelscan::testing
