@@ -225,24 +225,26 @@ void point_runner::init_inputs(point_kernel& k, const buffer_set& set, std::uint
   }
 }
 
-point_runner::answers point_runner::reference_answers(point_kernel& k, const buffer_set& set) {
-  answers out(k.buffers().size());
-  std::vector<device_buffer> copies;
-  copies.reserve(k.buffers().size());
-  buffer_set ref = set;
+point_runner::reference_run point_runner::run_reference(point_kernel& k, const buffer_set& set) {
+  reference_run run;
+  run.outputs = set;
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     if (!b.output) continue;
-    copies.push_back(m_backend->allocate(b.bytes()));
-    m_backend->copy(copies.back(), *set[i], b.bytes());
-    ref[i] = &copies.back();
+    run.copies.push_back(m_backend->allocate(b.bytes()));
+    m_backend->copy(run.copies.back(), *set[i], b.bytes());
+    run.outputs[i] = &run.copies.back();  // a deque: stable as it grows
   }
-  // `copies` does not reallocate past this point: the pointers in `ref` stay valid.
   try {
-    k.launch_reference(ref);
+    k.launch_reference(run.outputs);
   } catch (...) {
     rethrow_for("kernel.reference");
   }
+  return run;
+}
+
+point_runner::answers point_runner::read_answers(point_kernel& k, reference_run& run) {
+  answers out(k.buffers().size());
   // The keystream's pad on the device while the answers are masked there, poisoned after.
   std::optional<device_buffer> pad;
   if (m_mask) {
@@ -261,25 +263,40 @@ point_runner::answers point_runner::reference_answers(point_kernel& k, const buf
       const auto periods = m_mask->periods(words, i);
       const device_buffer tweaks = m_backend->allocate(periods.size() * 8);
       m_backend->write(tweaks, 0, periods.data(), periods.size() * 8);
-      m_backend->xor_keystream(*ref[i], words, *pad, m_mask->pad().size(), tweaks);
+      m_backend->xor_keystream(*run.outputs[i], words, *pad, m_mask->pad().size(), tweaks);
       poison.type = dtype::i64;
       poison.count = std::int64_t(periods.size());
       m_backend->fill(tweaks, poison);
     }
-    m_backend->read(*ref[i], 0, out[i].data(), b.bytes());
+    m_backend->read(*run.outputs[i], 0, out[i].data(), b.bytes());
     if (m_mask) m_mask->apply(out[i].data() + words * 8, b.bytes() - words * 8, words * 8, i);
-    if (!m_defences) continue;
-    // The answer does not stay in device memory a later allocation may get.
-    poison.type = b.type;
-    poison.count = b.count;
-    m_backend->fill(*ref[i], poison);
   }
   if (pad) {
     poison.type = dtype::i64;
     poison.count = std::int64_t(m_mask->pad().size());
     m_backend->fill(*pad, poison);
   }
+  poison_answers(k, run);
   return out;
+}
+
+void point_runner::poison_answers(point_kernel& k, reference_run& run) {
+  // The answer does not stay in device memory a later allocation may get.
+  if (!m_defences) return;
+  fill_request poison;
+  poison.kind = fill_kind::unwritten;
+  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+    const auto& b = k.buffers()[i];
+    if (!b.output) continue;
+    poison.type = b.type;
+    poison.count = b.count;
+    m_backend->fill(*run.outputs[i], poison);
+  }
+}
+
+point_runner::answers point_runner::reference_answers(point_kernel& k, const buffer_set& set) {
+  reference_run run = run_reference(k, set);
+  return read_answers(k, run);
 }
 
 std::string point_runner::canary_hits::places() const {
@@ -809,7 +826,8 @@ class point_runner::timed_checks {
   const buffer_set& current() const { return m_sets[m_current]; }
 
   // The share of drawn samples checked afresh once the kept answers are spent: all of them where
-  // a check costs at most k_afresh_share of a sample's time (its wall time so far, or the time
+  // a check (as verification's trial cost, then as the last check afresh took) costs at most
+  // k_afresh_share of a sample's time (its wall time so far, or the time
   // of its launches in verification, whichever is longer), fewer where it costs more (a slow
   // reference), so that checks go on through the whole of a run at a rate with no pattern the
   // kernel could learn.
@@ -827,19 +845,94 @@ class point_runner::timed_checks {
   }
 
   // The outputs the kernel left in `set` compared with the reference's answer for the inputs
-  // `seed` and `pattern` make: the outputs are read to the host (once: they are compared there),
-  // and the set made again for the reference, as in verification.
+  // `seed` and `pattern` make, the set made again for the reference as in verification. Where
+  // the backend screens outputs on the device (device_backend::screen_outputs), the outputs are
+  // set aside there and screened against the reference's answer where it lies: a few numbers
+  // come back where a GPU would read both over the bus and the host compare them, so that a
+  // check afresh costs about a reference run and checks come as often as they are drawn. What
+  // the screen does not pass (an irregular element, the norm test), and every output where the
+  // device cannot screen or set the outputs aside, is read back and compared on the host, which
+  // decides: a screen passes nothing the host would fail, and fails nothing by itself.
   void compare_afresh(const buffer_set& set, std::uint64_t seed, int pattern, output_errors& e) {
-    answers left(m_k.buffers().size());
+    device_backend& backend = *m_runner.m_backend;
+    const auto& buffers = m_k.buffers();
+    const auto started = std::chrono::steady_clock::now();
+    std::deque<device_buffer> aside;
+    buffer_set kept(buffers.size(), nullptr);  // the kernel's outputs, set aside on the device
+    if (screens(set)) {
+      try {
+        for (std::size_t i = 0; i < buffers.size(); ++i) {
+          if (!buffers[i].output) continue;
+          aside.push_back(backend.allocate(buffers[i].bytes()));
+          backend.copy(aside.back(), *set[i], buffers[i].bytes());
+          kept[i] = &aside.back();
+        }
+      } catch (const backend_error& ex) {
+        if (ex.kind() != fault_kind::out_of_memory) throw;
+        aside.clear();  // no room for a copy: compared on the host
+      }
+    }
+    answers left(buffers.size());
+    auto read_left = [&](const buffer_set& from) {
+      for (std::size_t i = 0; i < buffers.size(); ++i) {
+        if (!buffers[i].output) continue;
+        left[i].resize(buffers[i].bytes());
+        backend.read(*from[i], 0, left[i].data(), buffers[i].bytes());
+      }
+    };
+    if (aside.empty()) read_left(set);
+    m_runner.init_inputs(m_k, set, seed, pattern);
+    reference_run run = m_runner.run_reference(m_k, set);
+    // What a check afresh costs from now on (afresh_share): what this one took.
+    auto cost = [&] {
+      m_costs.check_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count();
+    };
+    if (!aside.empty()) {
+      if (screened(kept, run.outputs, e)) {
+        m_runner.poison_answers(m_k, run);
+        cost();
+        return;
+      }
+      read_left(kept);
+    }
+    const answers expected = m_runner.read_answers(m_k, run);
+    m_runner.compare(m_k, left, expected, m_tolerances.atol, m_tolerances.rtol, pattern, e);
+    cost();
+  }
+
+  // Whether the backend screens every output of the kernel on the device.
+  bool screens(const buffer_set& set) const {
+    if (m_screens) return *m_screens;
+    bool all = true;
+    for (std::size_t i = 0; i < m_k.buffers().size() && all; ++i) {
+      const auto& b = m_k.buffers()[i];
+      all = !b.output || m_runner.m_backend->screen_outputs(*set[i], *set[i], b.type, 0, 0, 0);
+    }
+    m_screens = all;
+    return all;
+  }
+
+  // True where every output of `outputs` passes the screen against `answers` and together
+  // they pass the norm test; their sums then go to `e`, as the host's comparison would add them.
+  bool screened(const buffer_set& outputs, const buffer_set& answers, output_errors& e) const {
+    output_errors sums;
     for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
       const auto& b = m_k.buffers()[i];
       if (!b.output) continue;
-      left[i].resize(b.bytes());
-      m_runner.m_backend->read(*set[i], 0, left[i].data(), b.bytes());
+      const auto s = m_runner.m_backend->screen_outputs(*outputs[i], *answers[i], b.type, b.count,
+                                                        m_tolerances.atol, m_tolerances.rtol);
+      if (!s || s->irregular) return false;
+      sums.compared += std::uint64_t(b.count);
+      sums.sum_sq_diff += s->sum_sq_diff;
+      sums.sum_sq_ref += s->sum_sq_ref;
     }
-    m_runner.init_inputs(m_k, set, seed, pattern);
-    const answers expected = m_runner.reference_answers(m_k, set);
-    m_runner.compare(m_k, left, expected, m_tolerances.atol, m_tolerances.rtol, pattern, e);
+    if (fails_norm_test(sums, m_tolerances.rtol)) return false;
+    e.compared += sums.compared;
+    e.sum_sq_diff += sums.sum_sq_diff;
+    e.sum_sq_ref += sums.sum_sq_ref;
+    return true;
   }
 
   // m_batch: `launches` sets, the sample's own first, allocating (and arming the canaries of)
@@ -870,6 +963,7 @@ class point_runner::timed_checks {
   std::uint64_t m_timed = 0;  // timed samples begun, and when the first began
   std::chrono::steady_clock::time_point m_first_timed;
   bool m_pure = true;
+  mutable std::optional<bool> m_screens;  // whether the backend screens this kernel's outputs
   std::vector<device_buffer> m_second;
   buffer_set m_sets[2];
   int m_current = 0;

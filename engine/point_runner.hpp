@@ -48,6 +48,7 @@
 //
 // Threading: one thread (the worker's). Owns its backend.
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -133,8 +134,21 @@ class point_runner : public engine {
   // hold unwritten pattern `pattern` (element.hpp).
   void init_inputs(point_kernel& k, std::uint64_t seed, int pattern = 0);
   void init_inputs(point_kernel& k, const buffer_set& set, std::uint64_t seed, int pattern);
-  // The reference's answer for the inputs now in `set`, on the host (empty for non-outputs): it
-  // runs on its own copies of the outputs, in their state now, which are freed before returning.
+  // The reference run on the inputs now in `set`, on its own copies of the outputs in their state
+  // now: its answer is in the clear in `outputs` (set's buffers, the copies for its outputs)
+  // until read_answers() or poison_answers().
+  struct reference_run {
+    std::deque<device_buffer> copies;
+    buffer_set outputs;
+  };
+  reference_run run_reference(point_kernel& k, const buffer_set& set);
+  // The run's answer, masked on the device and read to the host (empty for non-outputs); the
+  // copies are poisoned after (with the defences).
+  answers read_answers(point_kernel& k, reference_run& run);
+  // The run's answer poisoned where it lies (with the defences), unread.
+  void poison_answers(point_kernel& k, reference_run& run);
+  // run_reference() and read_answers(): the reference's answer for the inputs now in `set`, on
+  // the host. The copies are freed before returning.
   answers reference_answers(point_kernel& k, const buffer_set& set);
   // Buffers whose canaries changed: all of them once each, in the order found (what
   // verification.written_out_of_bounds lists), and those written before their start and past

@@ -4,9 +4,11 @@
 // clock whose launches take the time a test gives them, and a log of every call so that tests
 // can check the order of what the runner did. Faults are injected by name of the call.
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,9 @@ class fake_backend final : public device_backend {
   std::uint64_t free_bytes = 1ull << 30;
   // False: buffers have no storage and ops only take their time (the roofline's big problems).
   bool backing = true;
+  // True: outputs are screened "on the device" (screen_outputs, here on the host, logged as
+  // "screen OUT REF"); false: the runner compares them on the host, as with a backend without it.
+  bool screens = false;
   // Called when a module is loaded afresh: a kernel's state kept here stands for its module's
   // globals, which a fresh module starts without.
   std::function<void()> on_fresh_module;
@@ -129,6 +134,27 @@ class fake_backend final : public device_backend {
     plain_before_xor[b.handle()].assign(data(b), data(b) + words * 8);
     const unlogged_reads quiet(m_unlogged);
     device_backend::xor_keystream(b, words, pad, pad_words, periods);
+  }
+  std::optional<output_screen> screen_outputs(const device_buffer& out, const device_buffer& ref,
+                                              dtype t, std::int64_t n, double atol,
+                                              double rtol) override {
+    if (!screens || !is_floating(t)) return std::nullopt;
+    output_screen found;
+    if (n <= 0) return found;
+    log.push_back("screen " + std::to_string(out.handle()) + " " + std::to_string(ref.handle()));
+    const std::size_t w = size_of(t);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double o = load_element(t, data(out) + std::size_t(i) * w);
+      const double r = load_element(t, data(ref) + std::size_t(i) * w);
+      const double d = std::fabs(o - r);
+      if (std::isfinite(o) && std::isfinite(r) && d <= atol + rtol * std::fabs(r)) {
+        found.sum_sq_diff += d * d;
+        found.sum_sq_ref += r * r;
+      } else {
+        ++found.irregular;
+      }
+    }
+    return found;
   }
   void copy(const device_buffer& dst, const device_buffer& src, std::uint64_t bytes) override {
     std::memcpy(data(dst), data(src), bytes);

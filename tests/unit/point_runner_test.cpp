@@ -255,6 +255,80 @@ TEST(PointRunner, ASampleCheckedAfreshReadsItsOutputsOnce) {
   EXPECT_TRUE(r.fitness.correct);
 }
 
+// On a device that screens outputs, a sample checked afresh is screened where the outputs and
+// the reference's answer lie: a passing one reads nothing back, neither the kernel's outputs nor
+// the reference's answer.
+TEST(PointRunner, ASampleCheckedAfreshOnADeviceThatScreensReadsNothingBack) {
+  auto t = make_runner();
+  t.fake->screens = true;
+  t.fake->kernels["scale_same"] = t.fake->kernels["scale"];
+  t.fake->kernel_time_us["scale_same"] = 1000;
+  json job = scale_job("scale_same");
+  job["timing"] = {
+      {"l2", "hot"}, {"min_samples", 200}, {"max_samples", 200}, {"max_time_ms", 5000}};
+  const auto r = t.runner.measure(plan_of(job), 0, 5);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.timed_failed, 0);
+  const auto& log = t.fake->log;
+  const std::size_t sampling = position(log, "compile_fresh scale_same");
+  ASSERT_LT(sampling, log.size());
+  // Each stretch between two samples where the reference ran was screened and read nothing.
+  int afresh = 0, screened = 0;
+  bool reference = false, screen = false;
+  std::vector<std::string> reads;
+  for (std::size_t i = sampling; i <= log.size(); ++i) {
+    if (i == log.size() || log[i] == "sample candidate") {
+      if (reference) {
+        ++afresh;
+        screened += screen ? 1 : 0;
+        for (const auto& e : reads)
+          ADD_FAILURE() << e << " in a check afresh, before entry " << i;
+      }
+      reference = screen = false;
+      reads.clear();
+      continue;
+    }
+    if (log[i] == "launch scale") reference = true;
+    if (log[i].starts_with("screen ")) screen = true;
+    if (reference && log[i].starts_with("read ")) reads.push_back(log[i]);
+  }
+  EXPECT_GE(afresh, 10) << r.verification.timed_checks << " timed checks";
+  EXPECT_EQ(screened, afresh);
+  EXPECT_GE(r.verification.timed_checks, afresh);
+  EXPECT_TRUE(r.fitness.correct);
+}
+
+// A screen on the device fails nothing by itself: a kernel that stops working in its timed
+// samples fails its screens, and the host, reading the outputs back, counts what is wrong.
+TEST(PointRunner, AScreenThatDoesNotPassIsDecidedOnTheHost) {
+  auto t = make_runner();
+  t.fake->screens = true;
+  int launches = 0;  // since the fresh module, -1 before it
+  t.fake->on_fresh_module = [&launches] { launches = 0; };
+  t.fake->kernels["scale_tiring"] = [&launches](const fake_backend::host_args& a) {
+    if (launches >= 0 && ++launches > 20) return;
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+  };
+  t.fake->kernel_time_us["scale_tiring"] = 1000;
+  json job = scale_job("scale_tiring");
+  job["timing"] = {
+      {"l2", "hot"}, {"min_samples", 200}, {"max_samples", 200}, {"max_time_ms", 5000}};
+  launches = -1;
+  const auto r = t.runner.measure(plan_of(job), 0, 5);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  EXPECT_EQ(r.verification.status, "passed");
+  EXPECT_GE(r.verification.timed_failed, 10);
+  // Every element of every failed check, as the host counts them: 1000 a sample.
+  EXPECT_EQ(r.verification.timed_wrong, 1000u * std::uint64_t(r.verification.timed_failed));
+  EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end());
+  EXPECT_EQ(r.fitness.combined_score, 0.0);
+  EXPECT_GE(count_from(t.fake->log, 0, "screen "), 10u);
+}
+
 // A timed sample checked on a kept answer, of a kernel whose bits are the same every launch,
 // hashes as its verified launch on the same inputs did: nothing is read back after verification
 // (whose end the fresh module marks) but for the checks whose inputs are new, where the
