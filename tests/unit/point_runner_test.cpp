@@ -207,19 +207,38 @@ std::size_t count_from(const std::vector<std::string>& log, std::size_t from,
                                    [&](const std::string& e) { return e.starts_with(prefix); }));
 }
 
+// Registers "scale_tiring": the scale kernel for its first `honest` launches from a fresh module
+// (counted in `launches`, which the test sets to -1 until then), then writing nothing.
+void add_tiring_scale(fake_backend& fake, int& launches, int honest) {
+  fake.on_fresh_module = [&launches] { launches = 0; };
+  fake.kernels["scale_tiring"] = [&launches, honest](const fake_backend::host_args& a) {
+    if (launches >= 0 && ++launches > honest) return;
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+  };
+}
+
+// A job of the fake's scale kernel `kernel`, timed at a millisecond a launch and sampled 200
+// times: a check afresh (microseconds of host work here) costs far less than a quarter of the
+// sampling's time, so every drawn sample past the kept answers gets one.
+json afresh_job(fake_backend& fake, const std::string& kernel) {
+  fake.kernel_time_us[kernel] = 1000;
+  json job = scale_job(kernel);
+  job["timing"] = {
+      {"l2", "hot"}, {"min_samples", 200}, {"max_samples", 200}, {"max_time_ms", 5000}};
+  return job;
+}
+
 // A sample checked afresh (the kept answers spent, the reference run after it) moves the kernel's
 // outputs once: they are read to the host before its set is made again for the reference, and
 // compared there, not written back and read once more.
 TEST(PointRunner, ASampleCheckedAfreshReadsItsOutputsOnce) {
   auto t = make_runner();
   t.fake->kernels["scale_same"] = t.fake->kernels["scale"];
-  // A millisecond launch: a check afresh (microseconds of host work here) costs far less than a
-  // quarter of the sampling's time, so every drawn sample past the kept answers gets one.
-  t.fake->kernel_time_us["scale_same"] = 1000;
-  json job = scale_job("scale_same");
-  job["timing"] = {
-      {"l2", "hot"}, {"min_samples", 200}, {"max_samples", 200}, {"max_time_ms", 5000}};
-  const auto r = t.runner.measure(plan_of(job), 0, 5);
+  const auto r = t.runner.measure(plan_of(afresh_job(*t.fake, "scale_same")), 0, 5);
   ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
   EXPECT_EQ(r.verification.status, "passed");
   EXPECT_EQ(r.verification.timed_failed, 0);
@@ -262,11 +281,7 @@ TEST(PointRunner, ASampleCheckedAfreshOnADeviceThatScreensReadsNothingBack) {
   auto t = make_runner();
   t.fake->screens = true;
   t.fake->kernels["scale_same"] = t.fake->kernels["scale"];
-  t.fake->kernel_time_us["scale_same"] = 1000;
-  json job = scale_job("scale_same");
-  job["timing"] = {
-      {"l2", "hot"}, {"min_samples", 200}, {"max_samples", 200}, {"max_time_ms", 5000}};
-  const auto r = t.runner.measure(plan_of(job), 0, 5);
+  const auto r = t.runner.measure(plan_of(afresh_job(*t.fake, "scale_same")), 0, 5);
   ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
   EXPECT_EQ(r.verification.timed_failed, 0);
   const auto& log = t.fake->log;
@@ -304,19 +319,8 @@ TEST(PointRunner, AScreenThatDoesNotPassIsDecidedOnTheHost) {
   auto t = make_runner();
   t.fake->screens = true;
   int launches = 0;  // since the fresh module, -1 before it
-  t.fake->on_fresh_module = [&launches] { launches = 0; };
-  t.fake->kernels["scale_tiring"] = [&launches](const fake_backend::host_args& a) {
-    if (launches >= 0 && ++launches > 20) return;
-    const int n = int(a.scalars[0]);
-    auto* x = static_cast<float*>(a.buffers[0]);
-    auto* y = static_cast<float*>(a.buffers[1]);
-    for (int i = 0; i < n; ++i)
-      y[i] = float(a.scalars[1] * x[i]);
-  };
-  t.fake->kernel_time_us["scale_tiring"] = 1000;
-  json job = scale_job("scale_tiring");
-  job["timing"] = {
-      {"l2", "hot"}, {"min_samples", 200}, {"max_samples", 200}, {"max_time_ms", 5000}};
+  add_tiring_scale(*t.fake, launches, 20);
+  const json job = afresh_job(*t.fake, "scale_tiring");
   launches = -1;
   const auto r = t.runner.measure(plan_of(job), 0, 5);
   ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
@@ -489,15 +493,7 @@ TEST(PointRunner, AKernelReplayingAnEarlierAnswerIsCaughtInItsTimedSamples) {
 TEST(PointRunner, AKernelThatStopsWorkingAfterItsFirstTimedLaunchesIsCaught) {
   auto t = make_runner();
   int launches = 0;  // since the fresh module, -1 before it
-  t.fake->on_fresh_module = [&launches] { launches = 0; };
-  t.fake->kernels["scale_tiring"] = [&launches](const fake_backend::host_args& a) {
-    if (launches >= 0 && ++launches > 80) return;
-    const int n = int(a.scalars[0]);
-    auto* x = static_cast<float*>(a.buffers[0]);
-    auto* y = static_cast<float*>(a.buffers[1]);
-    for (int i = 0; i < n; ++i)
-      y[i] = float(a.scalars[1] * x[i]);
-  };
+  add_tiring_scale(*t.fake, launches, 80);
   t.fake->kernel_time_us["scale_tiring"] = 40;  // one launch per sample
   // 100 samples: the drawn checks all but surely come in its first 80.
   auto j = scale_job("scale_tiring");
