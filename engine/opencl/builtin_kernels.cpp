@@ -93,9 +93,10 @@ __kernel void hash_words(__global const ulong* p, long n, __global ulong* partia
 /* n elements of `out` screened against `ref` on the device (device_backend::screen_outputs):
    an element passes where both values are finite and |out - ref| <= atol + rtol * |ref|, as a
    block of output_check.cpp's vectorised pass judges it, in double. Work-group g writes how many
-   of its elements do not pass to irregular[g], and the sums of (out - ref)^2 and ref^2 over
-   those that do to sums[2g] and sums[2g + 1]. The elements strided or in runs of `span` as
-   hash_words reads its words; KS_SCREEN_BLOCK work-items a group. */
+   of its elements do not pass to parts[g], and the sums of (out - ref)^2 and ref^2 over
+   those that do to parts[G + 2g] and parts[G + 2g + 1] (their bits), for G groups. The
+   elements strided or in runs of `span` as hash_words reads its words; KS_SCREEN_BLOCK
+   work-items a group. */
 inline void ks_screen_one(__global const T* out, __global const T* ref, long i, double atol,
                           double rtol, ulong* bad, double* diff, double* sq) {
   const double o = (double)LOAD(out, i), r = (double)LOAD(ref, i);
@@ -109,8 +110,7 @@ inline void ks_screen_one(__global const T* out, __global const T* ref, long i, 
 }
 
 __kernel void screen_outputs(__global const T* out, __global const T* ref, long n, double atol,
-                             double rtol, long span, __global ulong* irregular,
-                             __global double* sums) {
+                             double rtol, long span, __global ulong* parts) {
   __local ulong bad_l[KS_SCREEN_BLOCK];
   __local double diff_l[KS_SCREEN_BLOCK], sq_l[KS_SCREEN_BLOCK];
   const long id = get_global_id(0);
@@ -137,10 +137,10 @@ __kernel void screen_outputs(__global const T* out, __global const T* ref, long 
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (l == 0) {
-    const long g = get_group_id(0);
-    irregular[g] = bad_l[0];
-    sums[2 * g] = diff_l[0];
-    sums[2 * g + 1] = sq_l[0];
+    const long g = get_group_id(0), groups = get_num_groups(0);
+    parts[g] = bad_l[0];
+    parts[groups + 2 * g] = as_ulong(diff_l[0]);
+    parts[groups + 2 * g + 1] = as_ulong(sq_l[0]);
   }
 }
 #endif

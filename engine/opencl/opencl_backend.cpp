@@ -727,26 +727,23 @@ std::optional<output_screen> opencl_backend::screen_outputs(const device_buffer&
   cl_kernel k = builtin(t, "screen_outputs");
   const std::size_t threads = round_up(std::min<std::int64_t>(n, k_word_hash_threads), k_block);
   const std::size_t groups = threads / k_block;
-  const device_buffer irregular = allocate(groups * sizeof(cl_ulong));
-  const device_buffer sums = allocate(groups * 2 * sizeof(cl_double));
+  // The counts, then the sums' bits, in one buffer read back at once.
+  const device_buffer parts = allocate(groups * 3 * sizeof(cl_ulong));
   arg(k, 0, mem(&out), "screening outputs");
   arg(k, 1, mem(&ref), "screening outputs");
   arg(k, 2, cl_long(n), "screening outputs");
   arg(k, 3, cl_double(atol), "screening outputs");
   arg(k, 4, cl_double(rtol), "screening outputs");
   arg(k, 5, span_of(n, threads), "screening outputs");
-  arg(k, 6, mem(&irregular), "screening outputs");
-  arg(k, 7, mem(&sums), "screening outputs");
+  arg(k, 6, mem(&parts), "screening outputs");
   const std::size_t local = k_block;
   run(k, 1, &threads, &local, "screen_outputs");
-  std::vector<cl_ulong> bad(groups);
-  std::vector<cl_double> parts(groups * 2);
-  read(irregular, 0, bad.data(), groups * sizeof(cl_ulong));
-  read(sums, 0, parts.data(), groups * 2 * sizeof(cl_double));
+  std::vector<cl_ulong> read_back(groups * 3);
+  read(parts, 0, read_back.data(), read_back.size() * sizeof(cl_ulong));
   for (std::size_t g = 0; g < groups; ++g) {
-    found.irregular += bad[g];
-    found.sum_sq_diff += parts[2 * g];
-    found.sum_sq_ref += parts[2 * g + 1];
+    found.irregular += read_back[g];
+    found.sum_sq_diff += std::bit_cast<double>(read_back[groups + 2 * g]);
+    found.sum_sq_ref += std::bit_cast<double>(read_back[groups + 2 * g + 1]);
   }
   return found;
 }
