@@ -55,8 +55,9 @@ struct bench_case {
 
 // An honest custom kernel checked against a STREAM triad, cold and, at a size whose launches
 // take microseconds, hot (batched launches, where the defences' work between samples weighs
-// most); and the builtin tiled GEMM. On a GPU, sizes a GPU takes as long over, and the GEMM
-// library's f16 GEMM beside the builtin one.
+// most); and the builtin tiled GEMM. On a GPU, sizes a GPU takes as long over (hot, one whose
+// buffer sets cap its batch and one whose sets do not), and the GEMM library's f16 GEMM beside
+// the builtin one.
 std::vector<bench_case> cases(bool gpu) {
   const json cold = {{"l2", "cold"}, {"max_time_ms", 400}};
   const json hot = {{"l2", "hot"}, {"max_time_ms", 400}};
@@ -70,6 +71,8 @@ std::vector<bench_case> cases(bool gpu) {
         {"axpy (custom, N=2^24)",
          {{"kernel", axpy}, {"sweep", {{"N", {16777216}}}}, {"timing", cold}}},
         {"axpy hot (N=2^20)", {{"kernel", axpy}, {"sweep", {{"N", {1048576}}}}, {"timing", hot}}},
+        // Sets of 0.75 MiB: as many fit half an L2 of 50 MiB as the batch takes.
+        {"axpy hot (N=2^16)", {{"kernel", axpy}, {"sweep", {{"N", {65536}}}}, {"timing", hot}}},
         {"gemm (builtin, 2048^3)", {{"kernel", gemm(2048, "f32", "builtin")}, {"timing", cold}}},
         {"gemm (library f16, 4096^3)",
          {{"kernel", gemm(4096, "f16", "library")}, {"timing", cold}}}};
