@@ -213,6 +213,8 @@ TEST(TasksApi, AnOperatorDefinesATaskAndAnAgentSubmitsOnlyItsKernel) {
   // An honest candidate; its event stream seen by an agent and by the operator.
   sse_reader agent_events(daemon.port());
   sse_reader operator_events(daemon.port(), k_operator);
+  ASSERT_TRUE(agent_events.wait_ready());
+  ASSERT_TRUE(operator_events.wait_ready());
   const auto submitted =
       send(daemon, "POST", "/api/v1/tasks/axpy/submissions", honest.dump(), k_agent);
   ASSERT_EQ(submitted.status, 201) << submitted.text;
@@ -337,6 +339,7 @@ TEST(TasksApi, PrivateHeldOutScoresAreTheOperatorsAlone) {
   EXPECT_EQ(refused.body["error"]["details"][0]["field"], "held_out_scores") << refused.text;
 
   sse_reader agent_events(daemon.port());
+  ASSERT_TRUE(agent_events.wait_ready());
   const json honest = {{"source", k_hip_axpy}, {"entry", "axpy"}};
   const auto submitted =
       send(daemon, "POST", "/api/v1/tasks/axpy/submissions", honest.dump(), k_agent);
@@ -450,6 +453,7 @@ TEST(TasksApi, WithoutTokensATasksBoundHoldsEachAddress) {
   daemon_process daemon;
   daemon.start();
   sse_reader events(daemon.port());
+  ASSERT_TRUE(events.wait_ready());
   json task = axpy_task();
   task["submissions"] = {{"per_agent", 1}};
   ASSERT_EQ(daemon.post_json("/api/v1/tasks", task).status, 201);

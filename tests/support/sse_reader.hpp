@@ -60,6 +60,16 @@ class sse_reader {
     std::lock_guard lock(m_mutex);
     return m_ended;
   }
+  // Waits up to `timeout` for the stream's `ready` event, which the daemon sends once the stream
+  // is subscribed: events before it are not this stream's to see. True once it came.
+  bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (has([](const sse_event& e) { return e.type == "ready"; })) return true;
+      if (ended() || std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
 
  private:
   void parse() {
