@@ -22,6 +22,12 @@ using detail::overloaded;
 
 constexpr std::int64_t k_max_literal = 9007199254740992;  // 2^53: exact in a double
 
+// A custom kernel's `language`, by name.
+constexpr std::pair<std::string_view, kernel_language> k_languages[] = {
+    {"hip", kernel_language::hip},
+    {"cuda", kernel_language::cuda},
+    {"opencl", kernel_language::opencl}};
+
 // A spec's placement as written back: "any", a bare index, or the object.
 json placement_json(const job_spec& spec) {
   if (!spec.device_node && !spec.device_model) {
@@ -873,10 +879,7 @@ class spec_parser {
     // hip runs on AMD and NVIDIA GPUs, cuda on NVIDIA GPUs only, opencl on OpenCL devices; the
     // device that measures a point decides (language_support.hpp). The source is checked against
     // its language's headers; with no valid language there is nothing to check it against.
-    const auto language =
-        r.choice<kernel_language>("language", {{"hip", kernel_language::hip},
-                                               {"cuda", kernel_language::cuda},
-                                               {"opencl", kernel_language::opencl}});
+    const auto language = r.choice<kernel_language>("language", k_languages);
     const bool language_ok = language || !r.get("language");
     k.language = language.value_or(default_language);
     auto source = r.string("source", m_limits.max_source_bytes, true);
@@ -1041,8 +1044,9 @@ class spec_parser {
   static kernel_language language_named(object_reader& r) {
     const json* v = r.get("language");
     if (v && v->is_string()) {
-      if (*v == "cuda") return kernel_language::cuda;
-      if (*v == "opencl") return kernel_language::opencl;
+      for (const auto& [name, language] : k_languages) {
+        if (*v == name) return language;
+      }
     }
     return kernel_language::hip;
   }

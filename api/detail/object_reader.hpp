@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,8 +49,14 @@ class object_reader {
   std::optional<bool> boolean(std::string_view key);
   template <class E>
   std::optional<E> choice(std::string_view key,
-                          std::initializer_list<std::pair<std::string_view, E>> options,
+                          std::span<const std::pair<std::string_view, E>> options,
                           bool required = false);
+  template <class E>
+  std::optional<E> choice(std::string_view key,
+                          std::initializer_list<std::pair<std::string_view, E>> options,
+                          bool required = false) {
+    return choice(key, std::span(options.begin(), options.size()), required);
+  }
 
   // Reports keys that no getter read. Call once, after reading every field.
   void finish();
@@ -62,9 +69,9 @@ class object_reader {
 };
 
 template <class E>
-std::optional<E> object_reader::choice(
-    std::string_view key, std::initializer_list<std::pair<std::string_view, E>> options,
-    bool required) {
+std::optional<E> object_reader::choice(std::string_view key,
+                                       std::span<const std::pair<std::string_view, E>> options,
+                                       bool required) {
   auto s = string(key, 64, required);
   if (!s) return std::nullopt;
   for (const auto& [name, value] : options) {
