@@ -15,15 +15,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool is_ready(const sse_event& e) {
-  return e.type == "ready";
-}
-
 TEST(Events, JobStateChangesAndPointsArriveLive) {
   daemon_process daemon;
   daemon.start();
   sse_reader reader(daemon.port());
-  ASSERT_TRUE(eventually([&] { return reader.has(is_ready); }, 10s));
+  ASSERT_TRUE(reader.wait_ready());
 
   const auto id = daemon.submit(stream_sweep(40, 5));
   ASSERT_TRUE(eventually(
@@ -65,7 +61,7 @@ TEST(Events, CancelIsAnnounced) {
   daemon.start();
   const auto blocker = daemon.submit(stream_sweep(1, 2000));
   sse_reader reader(daemon.port());
-  ASSERT_TRUE(eventually([&] { return reader.has(is_ready); }, 10s));
+  ASSERT_TRUE(reader.wait_ready());
   const auto queued = daemon.submit(stream_sweep(3, 1));
   ASSERT_EQ(daemon.post("/api/v1/jobs/" + std::to_string(queued) + "/cancel", "").status, 200);
   EXPECT_TRUE(eventually(
@@ -116,7 +112,7 @@ TEST(Events, ReconnectingWithLastEventIdResumesAndAStaleIdResets) {
 
   // An id this daemon never issued (from before a restart): reset, then live events.
   sse_reader stale(daemon.port(), {{"Last-Event-ID", "999999"}});
-  ASSERT_TRUE(eventually([&] { return stale.has(is_ready); }, 10s));
+  ASSERT_TRUE(stale.wait_ready());
   const auto evs = stale.events();
   ASSERT_GE(evs.size(), 2u);
   EXPECT_EQ(evs[0].type, "reset");
@@ -152,7 +148,7 @@ TEST(Events, AnIdFromAnotherDaemonResets) {
   ASSERT_FALSE(last.empty());
 
   sse_reader on_b(b.port(), {{"Last-Event-ID", last}});
-  ASSERT_TRUE(eventually([&] { return on_b.has(is_ready); }, 10s));
+  ASSERT_TRUE(on_b.wait_ready());
   const auto evs = on_b.events();
   ASSERT_GE(evs.size(), 2u);
   EXPECT_EQ(evs[0].type, "reset") << "an id of daemon a, resumed on daemon b";
@@ -162,7 +158,8 @@ TEST(Events, StreamsBeyondTheLimitGet429AndShutdownEndsThem) {
   daemon_process daemon({.extra_args = {"--max-event-streams", "2"}});
   daemon.start();
   sse_reader a(daemon.port()), b(daemon.port());
-  ASSERT_TRUE(eventually([&] { return a.has(is_ready) && b.has(is_ready); }, 10s));
+  ASSERT_TRUE(a.wait_ready());
+  ASSERT_TRUE(b.wait_ready());
   const auto third = daemon.get("/api/v1/events");
   EXPECT_EQ(third.status, 429);
   EXPECT_EQ(third.body["error"]["type"], "too_many_streams");

@@ -248,8 +248,7 @@ TEST(SlowClients, LongPollAndEventStreamLimitsStillAnswer429WhileSlowHeadsAreOpe
   waiter.join();
 
   sse_reader stream(daemon.port());
-  EXPECT_TRUE(eventually(
-      [&] { return stream.has([](const sse_event& e) { return e.type == "ready"; }); }, 10s));
+  EXPECT_TRUE(stream.wait_ready());
   const auto another = daemon.get("/api/v1/events");
   EXPECT_EQ(another.status, 429) << another.text;
   EXPECT_EQ(another.body["error"]["type"], "too_many_streams");
