@@ -16,9 +16,11 @@
 // launches, the first launch's ramp, the last one's drain) divided by the batch, so a batch held
 // to two reads that cost more than one of nine: for each hot case two more runners, a defended
 // and a plain one held to one launch a sample, give each runner's time per launch without it, the
-// slope (b * median at batch b - median at batch 1) / (b - 1), their ratio, and the fixed cost
-// per sample each implies. Then, per kernel, where the defended and the first plain runner's
-// wall time went (point_phases, median over rounds), how many samples each took and the batches.
+// slope (b * median at batch b - median at batch 1) / (b - 1), their ratio, the fixed cost
+// per sample each implies, and the defended runner's figure had its fixed cost been shared by
+// the plain runner's batch, over the plain runner's median. Then, per kernel, where the defended
+// and the first plain runner's wall time went (point_phases, median over rounds), how many samples
+// each took and the batches.
 //
 //   build/tests/bench/bench_defences [rounds] [opencl|hip]
 #include <algorithm>
@@ -154,6 +156,9 @@ int main(int argc, char** argv) {
   struct slope_rounds {
     const char* name;
     std::vector<double> slope[2], fixed[2], single[2];
+    // The defended runner's time per launch as at the plain runner's batch (its slope plus its
+    // fixed cost divided by that batch), over the plain runner's median.
+    std::vector<double> normalised;
   };
   std::vector<slope_rounds> slopes;
   std::size_t case_index = 0;
@@ -165,7 +170,7 @@ int main(int argc, char** argv) {
         kernelscan::compile_plan(kernelscan::parse_job_spec(c.spec, limits), limits.plan);
     const bool hot = c.spec["timing"].value("l2", "") == "hot";
     std::vector<double> medians[k_runners], walls[k_runners], batches[2];
-    if (hot) slopes.push_back({c.name, {}, {}, {}});
+    if (hot) slopes.push_back({c.name, {}, {}, {}, {}});
     for (int round = 0; round < rounds; ++round) {
       for (int turn = 0; turn < (hot ? 6 : 4); ++turn) {
         // The three rotate; the fourth follows, held to the batch the defended one just took.
@@ -210,6 +215,10 @@ int main(int argc, char** argv) {
         slopes.back().fixed[j].push_back(single - slope);
         slopes.back().single[j].push_back(single);
       }
+      const double on_slope = slopes.back().slope[0].back();
+      const double on_fixed = slopes.back().fixed[0].back();
+      slopes.back().normalised.push_back((on_slope + on_fixed / batches[1].back()) /
+                                         medians[1].back());
     }
     double m[4], w[4];
     for (int i = 0; i < 4; ++i) {
@@ -224,15 +233,16 @@ int main(int argc, char** argv) {
   if (!slopes.empty()) {
     std::printf(
         "\nhot cases: time per launch without the fixed cost of a sample, the slope between batch "
-        "1 "
-        "and the runner's batch (medians over rounds)\n%-28s %12s %12s %12s %12s %7s %10s %10s\n",
+        "1 and the runner's batch, and the defended runner's figure as at the plain runner's "
+        "batch over the plain median (medians over rounds)\n"
+        "%-28s %12s %12s %12s %12s %7s %10s %10s %12s\n",
         "kernel", "batch 1 on", "batch 1 off", "slope on", "slope off", "ratio", "fixed on",
-        "fixed off");
+        "fixed off", "as at off's");
     for (const auto& s : slopes) {
       const double on = median(s.slope[0]), off = median(s.slope[1]);
-      std::printf("%-28s %9.2f us %9.2f us %9.2f us %9.2f us %7.3f %7.2f us %7.2f us\n", s.name,
-                  median(s.single[0]), median(s.single[1]), on, off, on / off, median(s.fixed[0]),
-                  median(s.fixed[1]));
+      std::printf("%-28s %9.2f us %9.2f us %9.2f us %9.2f us %7.3f %7.2f us %7.2f us %12.3f\n",
+                  s.name, median(s.single[0]), median(s.single[1]), on, off, on / off,
+                  median(s.fixed[0]), median(s.fixed[1]), median(s.normalised));
     }
   }
   std::printf("\nwhere the wall time per point went, defended (on) and plain (off), medians\n");
