@@ -271,7 +271,7 @@ class device_backend {
   // the norm test passes, comparing on the host would pass as well; anything else the host
   // decides, with the outputs read back. nullopt where the backend cannot (not a floating type,
   // no f64 arithmetic on the device, or no device code of its own, the default): the caller
-  // compares on the host.
+  // compares on the host. With `n` 0 it only answers whether it can.
   virtual std::optional<output_screen> screen_outputs(const device_buffer& out,
                                                       const device_buffer& ref, dtype t,
                                                       std::int64_t n, double atol, double rtol) {

@@ -635,6 +635,13 @@ class point_runner::timed_checks {
     m_pure = std::all_of(k.buffers().begin(), k.buffers().end(), [](const point_buffer& b) {
       return !b.output || b.init == arg_init::none;
     });
+    // Whether the backend screens every output on the device (asked of no elements).
+    m_screens = true;
+    for (std::size_t i = 0; i < k.buffers().size() && m_screens; ++i) {
+      const auto& b = k.buffers()[i];
+      m_screens = !b.output ||
+                  runner.m_backend->screen_outputs(*m_sets[0][i], *m_sets[0][i], b.type, 0, 0, 0);
+    }
     // The second set, where the device has room for it.
     try {
       runner.check_memory(double(buffer_bytes(k)), "a second set of buffers");
@@ -859,7 +866,7 @@ class point_runner::timed_checks {
     const auto started = std::chrono::steady_clock::now();
     std::deque<device_buffer> aside;
     buffer_set kept(buffers.size(), nullptr);  // the kernel's outputs, set aside on the device
-    if (screens(set)) {
+    if (m_screens) {
       try {
         for (std::size_t i = 0; i < buffers.size(); ++i) {
           if (!buffers[i].output) continue;
@@ -900,18 +907,6 @@ class point_runner::timed_checks {
     const answers expected = m_runner.read_answers(m_k, run);
     m_runner.compare(m_k, left, expected, m_tolerances.atol, m_tolerances.rtol, pattern, e);
     cost();
-  }
-
-  // Whether the backend screens every output of the kernel on the device.
-  bool screens(const buffer_set& set) const {
-    if (m_screens) return *m_screens;
-    bool all = true;
-    for (std::size_t i = 0; i < m_k.buffers().size() && all; ++i) {
-      const auto& b = m_k.buffers()[i];
-      all = !b.output || m_runner.m_backend->screen_outputs(*set[i], *set[i], b.type, 0, 0, 0);
-    }
-    m_screens = all;
-    return all;
   }
 
   // True where every output of `outputs` passes the screen against `answers` and together
@@ -963,7 +958,7 @@ class point_runner::timed_checks {
   std::uint64_t m_timed = 0;  // timed samples begun, and when the first began
   std::chrono::steady_clock::time_point m_first_timed;
   bool m_pure = true;
-  mutable std::optional<bool> m_screens;  // whether the backend screens this kernel's outputs
+  bool m_screens = false;  // the backend screens every output on the device (compare_afresh)
   std::vector<device_buffer> m_second;
   buffer_set m_sets[2];
   int m_current = 0;
