@@ -73,12 +73,14 @@ http_reply send(const daemon_process& d, const std::string& method, const std::s
   return out;
 }
 
-void token_files(const daemon_process& probe, std::vector<std::string>& args) {
+// The agent's and the operator's token files, written into `probe`'s data directory, and the
+// daemon arguments that name them.
+std::vector<std::string> token_files(const daemon_process& probe) {
   const std::string writers = probe.data_dir() + "/tokens";
   const std::string operators = probe.data_dir() + "/operator-tokens";
   std::ofstream(writers) << k_agent_token << "\n";
   std::ofstream(operators) << k_operator_token << "\n";
-  args = {"--token-file", writers, "--operator-token-file", operators};
+  return {"--token-file", writers, "--operator-token-file", operators};
 }
 
 // Every number anywhere in `j` that equals `value`, as paths.
@@ -120,9 +122,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 TEST(TasksApi, AnOperatorDefinesATaskAndAnAgentSubmitsOnlyItsKernel) {
   daemon_process probe;
-  std::vector<std::string> args;
-  token_files(probe, args);
-  daemon_process daemon({.extra_args = args});
+  daemon_process daemon({.extra_args = token_files(probe)});
   daemon.start();
   const std::string body = axpy_task().dump();
 
@@ -321,9 +321,7 @@ TEST(TasksApi, AnOperatorDefinesATaskAndAnAgentSubmitsOnlyItsKernel) {
 // the operator sees the whole score and the public part beside it.
 TEST(TasksApi, PrivateHeldOutScoresAreTheOperatorsAlone) {
   daemon_process probe;
-  std::vector<std::string> args;
-  token_files(probe, args);
-  daemon_process daemon({.extra_args = args});
+  daemon_process daemon({.extra_args = token_files(probe)});
   daemon.start();
   json task = axpy_task();
   task["held_out_scores"] = "private";
@@ -408,8 +406,7 @@ TEST(TasksApi, ATaskTakesAtMostItsBoundFromEachAgent) {
   const std::string second_token = "second-agent-token-for-task-tests";
   const httplib::Headers second = {{"Authorization", "Bearer " + second_token}};
   daemon_process probe;
-  std::vector<std::string> args;
-  token_files(probe, args);
+  const std::vector<std::string> args = token_files(probe);
   std::ofstream(probe.data_dir() + "/tokens", std::ios::app) << second_token << "\n";
   daemon_process daemon({.extra_args = args});
   daemon.start();
