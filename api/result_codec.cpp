@@ -158,6 +158,11 @@ json to_json(const point_result& r) {
     j["stop_reason"] = r.stop_reason.empty() ? json(nullptr) : json(r.stop_reason);
     j["sampling_ms"] = r.sampling_ms;
     j["batch"] = r.batch;
+    j["batch_correction"] = nullptr;
+    if (const auto& c = r.batch_corrected) {
+      j["batch_correction"] = {
+          {"free_batch", c->free_batch}, {"fixed_cost_us", c->fixed_cost_us}, {"us", c->us}};
+    }
     j["l2"] = to_string(r.l2);
   }
   if (r.metrics) {

@@ -34,6 +34,7 @@ const std::vector<known_member>& known_members() {
       {"stop_reason", {}},
       {"sampling_ms", {}},
       {"batch", {}},
+      {"batch_correction", {"free_batch", "fixed_cost_us", "us"}},
       {"l2", {}},
       {"metrics",
        {"flops", "bytes", "tflops", "gbps", "arithmetic_intensity", "roof_tflops", "roof_pct",

@@ -10,6 +10,7 @@
 // Not thread-safe; one per measurement.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ struct sampling_result {
   double elapsed_ms = 0;
   std::string stop_reason;  // "noise_target", "max_time", "max_samples"
   time_summary summary;     // of samples_us; count 0 when every sample was discarded
+  // A hot batch held below the launches its kernel would take (sample_interleaved): the fixed
+  // cost of a sample measured on the device (µs), the batch the kernel would take, and what was
+  // taken off each sample's time per launch for it. All 0 where nothing was corrected.
+  double fixed_cost_us = 0;
+  std::int64_t free_batch = 0;
+  double batch_correction_us = 0;
 };
 
 class adaptive_sampler {

@@ -128,6 +128,16 @@ struct variant_comparison {
   std::optional<variant_speedup> over_baseline;
 };
 
+// A hot batch held below the launches its kernel would take (its buffer sets fit only so many in
+// the caches), read as the free batch would read it (sample_loop.hpp): the batch it would take,
+// the fixed cost of a sample measured on the device (µs), and what was taken off the time per
+// launch of every sample (µs).
+struct batch_correction {
+  std::int64_t free_batch = 0;
+  double fixed_cost_us = 0;
+  double us = 0;
+};
+
 struct point_result {
   std::uint64_t index = 0;
   // The variant measured (job_spec::variants); nullopt for a job without variants.
@@ -147,6 +157,7 @@ struct point_result {
   std::string stop_reason;
   double sampling_ms = 0;  // GPU time spent sampling (simulated on the mock)
   std::int64_t batch = 1;  // launches per timed sample
+  std::optional<batch_correction> batch_corrected;
   l2_mode l2 = l2_mode::cold;
   std::optional<point_metrics> metrics;
   verification_result verification;

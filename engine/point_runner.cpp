@@ -69,15 +69,19 @@ constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
 
 // One cap on the batch of every kernel a point samples side by side: the fewest launches any of
 // them has buffer sets for, and at most `limit` (0: none). A sample's per-launch time carries the
-// timing's own cost (the event pair, the wait for the first launch) divided by its batch, so
-// kernels batched alike compare alike: a candidate held to two launches by its sets against a
-// baseline of nine on one set read 13% slower (an axpy of 2^20 elements, hot, on an H100).
+// timing's own cost (the event pair, the wait for the first launch) divided by its batch; the
+// sampling corrects a held batch for it (sample_loop.hpp), and kernels batched alike compare
+// alike besides: a candidate held to two launches by its sets against a baseline of nine on one
+// set read 13% slower, uncorrected (an axpy of 2^20 elements, hot, on an H100). A batch held by
+// `limit` is timed as it is.
 void share_batch_cap(std::span<timed_kernel> kernels, std::int64_t limit) {
   std::int64_t cap = limit > 0 ? limit : k_max_batch;
   for (const auto& k : kernels)
     cap = std::min(cap, k.max_batch);
-  for (auto& k : kernels)
+  for (auto& k : kernels) {
     k.max_batch = std::max<std::int64_t>(1, cap);
+    if (limit > 0) k.corrects_held_batch = false;
+  }
 }
 
 // Adds the wall time from its construction to its destruction to `into` (milliseconds).
@@ -109,6 +113,12 @@ tolerances tolerances_of(const job_spec& spec, const point_kernel& k) {
 std::string format_tolerance(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+std::string format_us(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", v);
   return text;
 }
 
@@ -663,8 +673,8 @@ class point_runner::timed_checks {
       const std::uint64_t set_bytes = std::max<std::uint64_t>(buffer_bytes(k), 1);
       const auto& info = runner.m_backend->device();
       const std::uint64_t caches = info.l2_bytes + info.llc_bytes;
-      const std::uint64_t in_caches =
-          (caches ? caches : k_batch_sets_default_bytes) / 2 / set_bytes;
+      const auto in_caches = std::uint64_t(double(caches ? caches : k_batch_sets_default_bytes) *
+                                           runner.m_sets_cache_share / double(set_bytes));
       const double guarded = double(set_bytes) + 2.0 * double(k_canary_bytes * k.buffers().size());
       const double in_memory =
           double(runner.m_backend->free_memory()) * k_memory_headroom / guarded + 2;
@@ -1105,7 +1115,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     std::vector<sampling_result> sampled;
     lap(m_phases.preparation);
     try {
-      sampled = sample_interleaved(*m_backend, kernels, spec.timing);
+      sampled = sample_interleaved(*m_backend, kernels, spec.timing, &m_fixed_cost);
     } catch (...) {
       if (baseline && kernels[1].threw) rethrow_for("fitness.baseline");
       throw;
@@ -1152,6 +1162,9 @@ void point_runner::fill_sampled(point_result& r, const sampling_result& s, const
   r.stop_reason = s.stop_reason;
   r.sampling_ms = s.elapsed_ms;
   r.batch = k.batch;
+  if (s.batch_correction_us > 0) {
+    r.batch_corrected = batch_correction{s.free_batch, s.fixed_cost_us, s.batch_correction_us};
+  }
   r.environment.device = m_info.name;
   r.environment.driver = m_info.driver;
   r.environment.clock_mhz = m_info.clock_mhz;
@@ -1312,7 +1325,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   std::vector<sampling_result> sampled;
   while (!live.empty()) {
     try {
-      sampled = sample_interleaved(*m_backend, kernels, spec.timing);
+      sampled = sample_interleaved(*m_backend, kernels, spec.timing, &m_fixed_cost);
       break;
     } catch (...) {
       const auto f = current_point_failure();
@@ -1401,6 +1414,16 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
 }
 
 void point_runner::add_sampling_advice(point_result& r, const sampling_result& s, bool rotated) {
+  if (s.batch_correction_us > 0) {
+    r.advice.push_back(
+        "each sample held " + std::to_string(r.batch) + (r.batch == 1 ? " launch" : " launches") +
+        ", as many as the point's buffer sets allow (one a launch, within half the device's "
+        "caches), where it would take " +
+        std::to_string(s.free_batch) + ": its time per launch is read as at " +
+        std::to_string(s.free_batch) + ", the sample's fixed cost (" + format_us(s.fixed_cost_us) +
+        " us, measured on the device) shared by that many (" + format_us(s.batch_correction_us) +
+        " us a launch taken off)");
+  }
   if (!rotated) {
     r.advice.push_back(
         "the device had no room for a second set of buffers, so timed launches did not "

@@ -107,6 +107,9 @@ class point_runner : public engine {
   // and the buffer sets allow). Only the benchmark of what the defences cost uses it, to time a
   // runner without them at the batch the defended runner could take (bench_defences).
   void limit_batch(std::int64_t launches) { m_batch_limit = launches; }
+  // The share of the device's caches a batch's buffer sets may take (by default half). Only
+  // bench_defences changes it, to measure what the sets' footprint costs a hot launch.
+  void share_caches_with_sets(double share) { m_sets_cache_share = share; }
 
  private:
   class timed_checks;
@@ -216,6 +219,8 @@ class point_runner : public engine {
   std::vector<unsigned char> m_canary;  // this point's canary pattern
   bool m_defences = true;
   std::int64_t m_batch_limit = 0;
+  double m_sets_cache_share = 0.5;
+  fixed_cost_memo m_fixed_cost;  // the device's, kept between points
   // With the defences, the reference's answers are kept on the host XORed with the stream of a
   // key drawn at random when the runner starts: a kernel that shares the worker's address space
   // (a CPU device) finds no plaintext answer to copy, and one it overwrote unmasks as noise.

@@ -3,29 +3,34 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 namespace kernelscan {
 
-timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold) {
-  if (k.before) k.before(k.batch, true);
-  const std::uint64_t caches = backend.device().l2_bytes + backend.device().llc_bytes;
-  if (cold || (caches > 0 && k.before_bytes > caches)) backend.flush_caches();
-  const timed_sample s = backend.time_launches(k.role, [&k] {
-    for (std::int64_t i = 0; i < k.batch; ++i)
-      k.launch();
-  });
-  if (k.after) k.after();
-  return s;
-}
-
-std::int64_t batch_for(double median_us, l2_mode l2) {
-  if (l2 == l2_mode::cold) return 1;
-  if (!(median_us > 0) || median_us >= k_batch_below_us) return 1;
-  return std::clamp<std::int64_t>(std::int64_t(std::ceil(k_batch_sample_us / median_us)), 1,
-                                  k_max_batch);
-}
-
 namespace {
+
+// The fixed-cost probe: launches of its longer samples, rounds, and the share of each end its
+// trimmed means drop. CUDA's events resolve about half a microsecond, so a median of lone
+// launches of a few microseconds is quantised; a trimmed mean of many is not.
+constexpr int k_fixed_cost_launches = 16;
+constexpr int k_fixed_cost_rounds = 31;
+constexpr double k_fixed_cost_trim = 0.2;
+
+double trimmed_mean(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto drop = std::size_t(double(v.size()) * k_fixed_cost_trim);
+  double sum = 0;
+  for (std::size_t i = drop; i < v.size() - drop; ++i)
+    sum += v[i];
+  return sum / double(v.size() - 2 * drop);
+}
+
+// Shifts every sample of `r` down by `by` and summarises them again.
+void shift_samples(sampling_result& r, double by) {
+  for (double& x : r.samples_us)
+    x -= by;
+  r.summary = summarize(r.samples_us);
+}
 
 // `step` of kernel `k`, which takes the blame for what it throws.
 template <class Step>
@@ -40,9 +45,58 @@ auto as_kernel(timed_kernel& k, Step&& step) {
 
 }  // namespace
 
+timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold) {
+  if (k.before) k.before(k.batch, true);
+  const std::uint64_t caches = backend.device().l2_bytes + backend.device().llc_bytes;
+  if (cold || (caches > 0 && k.before_bytes > caches)) backend.flush_caches();
+  const timed_sample s = backend.time_launches(k.role, [&k] {
+    for (std::int64_t i = 0; i < k.batch; ++i)
+      k.launch();
+  });
+  if (k.after) k.after();
+  return s;
+}
+
+double sample_fixed_cost_us(device_backend& backend) {
+  try {
+    // One block of 256 work-items a compute unit, a few steps each: a short kernel that reaches
+    // every unit, as the kernels whose batches are held do.
+    const std::int64_t threads = std::max<std::int64_t>(1, backend.device().compute_units) * 256;
+    const device_buffer out = backend.allocate(std::uint64_t(threads) * sizeof(float));
+    auto sample = [&](int launches) {
+      return backend.time_launches(kernel_role::baseline, [&] {
+        for (int i = 0; i < launches; ++i)
+          backend.fma(out, threads, 4);
+      });
+    };
+    backend.fma(out, threads, 4);
+    backend.synchronize();
+    std::vector<double> one, many;
+    for (int r = 0; r < k_fixed_cost_rounds; ++r) {
+      const timed_sample a = sample(1), b = sample(k_fixed_cost_launches);
+      if (!a.valid || !b.valid) continue;
+      one.push_back(a.time_us);
+      many.push_back(b.time_us);
+    }
+    if (one.size() * 2 < std::size_t(k_fixed_cost_rounds)) return 0;
+    const double b = k_fixed_cost_launches;
+    return std::max(0.0, (b * trimmed_mean(one) - trimmed_mean(many)) / (b - 1));
+  } catch (const backend_error&) {
+    return 0;
+  }
+}
+
+std::int64_t batch_for(double median_us, l2_mode l2) {
+  if (l2 == l2_mode::cold) return 1;
+  if (!(median_us > 0) || median_us >= k_batch_below_us) return 1;
+  return std::clamp<std::int64_t>(std::int64_t(std::ceil(k_batch_sample_us / median_us)), 1,
+                                  k_max_batch);
+}
+
 std::vector<sampling_result> sample_interleaved(device_backend& backend,
                                                 std::span<timed_kernel> kernels,
-                                                const timing_options& timing) {
+                                                const timing_options& timing,
+                                                fixed_cost_memo* memo) {
   const bool cold = timing.l2 == l2_mode::cold;
   for (auto& k : kernels) {
     as_kernel(k, [&] {
@@ -91,6 +145,38 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
   out.reserve(samplers.size());
   for (auto& s : samplers)
     out.push_back(s.finish());
+
+  // Batches held below the free one, corrected to it (the header). The free batch is the least
+  // of what the probes and the samples ask for, so that a kernel slow only when probed alone
+  // cannot raise it.
+  fixed_cost_memo local;
+  fixed_cost_memo& fixed_cost = memo ? *memo : local;
+  auto fixed = [&] {
+    const double now = backend.clock_ms();
+    if (!fixed_cost.us || now - fixed_cost.measured_ms > fixed_cost_memo::k_fresh_ms) {
+      fixed_cost.us = sample_fixed_cost_us(backend);
+      fixed_cost.measured_ms = now;
+    }
+    return *fixed_cost.us;
+  };
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const timed_kernel& k = kernels[i];
+    sampling_result& r = out[i];
+    if (cold || !k.corrects_held_batch || r.samples_us.empty()) continue;
+    const std::int64_t free =
+        std::min(batch_for(k.single_us, timing.l2), batch_for(r.summary.median, timing.l2));
+    if (k.batch >= free) continue;
+    const double cost = fixed();
+    // Never more than half the fastest sample's time per launch, of which the fixed cost's share
+    // is a part.
+    const double by =
+        std::min(cost * (1.0 / double(k.batch) - 1.0 / double(free)), r.summary.min / 2);
+    if (!(by > 0)) continue;
+    r.fixed_cost_us = cost;
+    r.free_batch = free;
+    r.batch_correction_us = by;
+    shift_samples(r, by);
+  }
   return out;
 }
 

@@ -13,10 +13,23 @@
 // sample and the time divided. Samples taken while telemetry says the device throttled, or whose
 // hold gave up, are discarded.
 //
+// A sample's time carries a fixed cost besides its launches: the events around them, the first
+// launch's start once the hold releases the queue. A batch shares it among its launches, so a
+// kernel whose batch is held below what it would take (its buffer sets fit only so many in the
+// caches) reads slower per launch than the same kernel batched freely: on an H100 an axpy of 2^20
+// elements read 13-16% slower at 2 launches a sample than at 9. Such a kernel's samples are
+// corrected to what the free batch reads: the time per launch, less the share of the fixed cost
+// (measured on the device with a built-in kernel, sample_fixed_cost_us()) in the held batch,
+// plus its share in the free one. Nothing a kernel does moves the fixed cost, and the free batch
+// is the least of what its probes and its samples ask for, so the correction cannot be gamed.
+// Cold kernels, free batches and devices whose fixed cost reads 0 (PoCL's profiling times a lone
+// command from its own start) are not corrected.
+//
 // Threading: the worker's thread, like the backend it drives.
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -50,6 +63,9 @@ struct timed_kernel {
   std::uint64_t before_bytes = 0;
   // Untimed, after each group of launches that `before` announced. May be empty.
   std::function<void()> after = nullptr;
+  // False: a batch held below the free one by max_batch is timed as it is, uncorrected (a runner
+  // held to a batch on purpose, to measure what the batch does).
+  bool corrects_held_batch = true;
   // Set by sample_interleaved() where its launches or hooks threw what it lets out: whose
   // failure it was, so that a point measuring several kernels fails that one's row only.
   bool threw = false;
@@ -60,6 +76,20 @@ struct timed_kernel {
 // about k_batch_sample_us, at most k_max_batch.
 std::int64_t batch_for(double median_us, l2_mode l2);
 
+// The fixed cost of one timed sample on `backend` (µs, at least 0): from samples of one and of
+// several launches of a short built-in kernel, (b * t(1) - t(b)) / (b - 1) with trimmed means of
+// each. 0 where the device cannot run it or too many of its samples were invalid.
+double sample_fixed_cost_us(device_backend& backend);
+
+// The fixed cost of a sample as last measured, for the next sampling on the same backend to
+// reuse while it is fresh: measuring it takes dozens of samples (a few milliseconds on a GPU, tens
+// on PoCL), as much as a short hot point's sampling.
+struct fixed_cost_memo {
+  static constexpr double k_fresh_ms = 60'000;
+  std::optional<double> us;
+  double measured_ms = 0;  // backend.clock_ms() when it was measured
+};
+
 // One sample of `k`: its before hook, the flush in cold mode (or after a hook that wrote more
 // than the caches hold), `k.batch` launches timed, its after hook.
 timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold);
@@ -67,11 +97,14 @@ timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold);
 // Warms each kernel up (timing.warmup launches, at least one, so that lazy loading and
 // first-launch compilation never happen inside a timed sample), decides its batch, then samples
 // them in turn until every sampler's rule stops in the same round. One result per kernel, in
-// order; kernels[i].batch is set. What a kernel's launches or hooks throw (the device
-// synchronised after each one's warm-up, so that an asynchronous launch error shows there too)
-// leaves with that kernel's `threw` set.
+// order; kernels[i].batch is set, and a hot kernel whose batch its max_batch held below the free
+// one has its samples corrected as the header says. What a kernel's launches or hooks throw (the
+// device synchronised after each one's warm-up, so that an asynchronous launch error shows there
+// too) leaves with that kernel's `threw` set.
+// `memo`, where given, keeps the fixed cost between calls.
 std::vector<sampling_result> sample_interleaved(device_backend& backend,
                                                 std::span<timed_kernel> kernels,
-                                                const timing_options& timing);
+                                                const timing_options& timing,
+                                                fixed_cost_memo* memo = nullptr);
 
 }  // namespace kernelscan

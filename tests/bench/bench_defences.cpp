@@ -14,13 +14,19 @@
 // of the same round, gives the median the defences' own work accounts for ("at its batch"). A
 // batched sample's per-launch time carries the sample's own fixed cost (the events around the
 // launches, the first launch's ramp, the last one's drain) divided by the batch, so a batch held
-// to two reads that cost more than one of nine: for each hot case two more runners, a defended
-// and a plain one held to one launch a sample, give each runner's time per launch without it, the
-// slope (b * median at batch b - median at batch 1) / (b - 1), their ratio, the fixed cost
-// per sample each implies, and the defended runner's figure had its fixed cost been shared by
-// the plain runner's batch, over the plain runner's median. Then, per kernel, where the defended
-// and the first plain runner's wall time went (point_phases, median over rounds), how many samples
-// each took and the batches.
+// to two reads that cost more than one of nine. The runner reads such a held batch as the free
+// batch would read it, with the fixed cost it measures on the device with a built-in kernel
+// (sample_loop.hpp; the defended median above is that corrected figure). For each hot case two
+// more runners, a defended and a plain one held to one launch a sample (uncorrected, as a batch
+// held by the runner's limit is), give each runner's time per launch without it, the slope
+// (b * median at batch b - median at batch 1) / (b - 1) from the defended runner's uncorrected
+// median, their ratio, the fixed cost per sample each implies beside the one the device's
+// built-in kernel showed, and the defended runner's figure had its own fixed cost been shared by
+// the plain runner's batch, over the plain runner's median; and a last runner, defended with its
+// buffer sets in a quarter of the caches rather than half, over the plain median, with its
+// batch: what the sets' footprint in the caches costs a launch. Then, per kernel, where the
+// defended and the first plain runner's wall time went (point_phases, median over rounds), how
+// many samples each took and the batches.
 //
 //   build/tests/bench/bench_defences [rounds] [opencl|hip]
 #include <algorithm>
@@ -133,12 +139,13 @@ int main(int argc, char** argv) {
   // The runners: [0] with the defences, [1] without, and [2] another without, the control: how
   // far two runners that do exactly the same read apart in this run (where their buffers landed,
   // drift) is the noise against which the defended runner's ratio is read; [3] without, its
-  // batches held to [0]'s; [4] with and [5] without, one launch a sample (hot cases only).
-  constexpr int k_runners = 6;
+  // batches held to [0]'s; [4] with and [5] without, one launch a sample, and [6] with, its sets
+  // in a quarter of the caches (hot cases only).
+  constexpr int k_runners = 7;
   std::unique_ptr<kernelscan::engine> runners[k_runners];
   try {
     for (int i = 0; i < k_runners; ++i)
-      runners[i] = make_engine(engine, i == 0 || i == 4);
+      runners[i] = make_engine(engine, i == 0 || i == 4 || i == 6);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_defences: no %s device: %s\n", engine.c_str(), e.what());
     return 1;
@@ -152,13 +159,20 @@ int main(int argc, char** argv) {
   std::vector<std::pair<const char*, phase_rounds[2]>> where(all.size());
   for (const int i : {4, 5})
     dynamic_cast<kernelscan::point_runner&>(*runners[i]).limit_batch(1);
+  dynamic_cast<kernelscan::point_runner&>(*runners[6]).share_caches_with_sets(0.25);
   // Per hot case: the slope of each runner in each round, and the fixed cost per sample.
   struct slope_rounds {
     const char* name;
     std::vector<double> slope[2], fixed[2], single[2];
+    // The fixed cost the defended runner measured with the device's built-in kernel (0 where it
+    // corrected nothing).
+    std::vector<double> device_fixed;
     // The defended runner's time per launch as at the plain runner's batch (its slope plus its
     // fixed cost divided by that batch), over the plain runner's median.
     std::vector<double> normalised;
+    // The runner with its sets in a quarter of the caches: its median over the plain one's, and
+    // its batch.
+    std::vector<double> quarter, quarter_batch;
   };
   std::vector<slope_rounds> slopes;
   std::size_t case_index = 0;
@@ -170,9 +184,11 @@ int main(int argc, char** argv) {
         kernelscan::compile_plan(kernelscan::parse_job_spec(c.spec, limits), limits.plan);
     const bool hot = c.spec["timing"].value("l2", "") == "hot";
     std::vector<double> medians[k_runners], walls[k_runners], batches[2];
-    if (hot) slopes.push_back({c.name, {}, {}, {}, {}});
+    // The defended runner's median before the correction of its held batch.
+    std::vector<double> raw_on;
+    if (hot) slopes.push_back({c.name, {}, {}, {}, {}, {}, {}, {}});
     for (int round = 0; round < rounds; ++round) {
-      for (int turn = 0; turn < (hot ? 6 : 4); ++turn) {
+      for (int turn = 0; turn < (hot ? 7 : 4); ++turn) {
         // The three rotate; the fourth follows, held to the batch the defended one just took.
         const int i = turn < 3 ? (round + turn) % 3 : turn;
         if (i == 3) {
@@ -189,13 +205,21 @@ int main(int argc, char** argv) {
                        r.error ? r.error->message.c_str() : "no time");
           return 1;
         }
-        if ((i == 0 || i == 4) && !r.flags.empty()) {
+        if ((i == 0 || i == 4 || i == 6) && !r.flags.empty()) {
           std::fprintf(stderr, "bench_defences: the honest %s was flagged %s\n", c.name,
                        r.flags.front().c_str());
           return 1;
         }
         medians[i].push_back(r.time_us->median);
         walls[i].push_back(ms);
+        const double correction = r.batch_corrected ? r.batch_corrected->us : 0;
+        if (i == 0) {
+          raw_on.push_back(r.time_us->median + correction);
+          if (hot)
+            slopes.back().device_fixed.push_back(
+                r.batch_corrected ? r.batch_corrected->fixed_cost_us : 0);
+        }
+        if (i == 6) slopes.back().quarter_batch.push_back(double(r.batch));
         if (i < 2) {
           phases[i].phases.push_back(
               dynamic_cast<const kernelscan::point_runner&>(*runners[i]).last_phases());
@@ -208,7 +232,7 @@ int main(int argc, char** argv) {
       if (!hot) continue;
       // This round's slope of the defended [0] against [4] and of the plain [1] against [5].
       for (int j = 0; j < 2; ++j) {
-        const double b = batches[j].back(), at_b = medians[j].back();
+        const double b = batches[j].back(), at_b = j == 0 ? raw_on.back() : medians[j].back();
         const double single = medians[j == 0 ? 4 : 5].back();
         const double slope = b > 1 ? (b * at_b - single) / (b - 1) : at_b;
         slopes.back().slope[j].push_back(slope);
@@ -219,6 +243,7 @@ int main(int argc, char** argv) {
       const double on_fixed = slopes.back().fixed[0].back();
       slopes.back().normalised.push_back((on_slope + on_fixed / batches[1].back()) /
                                          medians[1].back());
+      slopes.back().quarter.push_back(medians[6].back() / medians[1].back());
     }
     double m[4], w[4];
     for (int i = 0; i < 4; ++i) {
@@ -233,16 +258,22 @@ int main(int argc, char** argv) {
   if (!slopes.empty()) {
     std::printf(
         "\nhot cases: time per launch without the fixed cost of a sample, the slope between batch "
-        "1 and the runner's batch, and the defended runner's figure as at the plain runner's "
-        "batch over the plain median (medians over rounds)\n"
-        "%-28s %12s %12s %12s %12s %7s %10s %10s %12s\n",
+        "1 and the runner's batch (the defended one uncorrected), the fixed cost each implies "
+        "and the one the device's built-in kernel showed, the defended runner's figure as at "
+        "the plain runner's batch with its own fixed cost over the plain median, and the "
+        "defended runner with its sets in a quarter of the caches over the plain median "
+        "(medians over rounds)\n"
+        "%-28s %12s %12s %12s %12s %7s %10s %10s %10s %12s %12s\n",
         "kernel", "batch 1 on", "batch 1 off", "slope on", "slope off", "ratio", "fixed on",
-        "fixed off", "as at off's");
+        "fixed off", "device", "as at off's", "on, 1/4 L2");
     for (const auto& s : slopes) {
       const double on = median(s.slope[0]), off = median(s.slope[1]);
-      std::printf("%-28s %9.2f us %9.2f us %9.2f us %9.2f us %7.3f %7.2f us %7.2f us %12.3f\n",
-                  s.name, median(s.single[0]), median(s.single[1]), on, off, on / off,
-                  median(s.fixed[0]), median(s.fixed[1]), median(s.normalised));
+      std::printf(
+          "%-28s %9.2f us %9.2f us %9.2f us %9.2f us %7.3f %7.2f us %7.2f us %7.2f us %12.3f "
+          "%6.3f (b%3.0f)\n",
+          s.name, median(s.single[0]), median(s.single[1]), on, off, on / off, median(s.fixed[0]),
+          median(s.fixed[1]), median(s.device_fixed), median(s.normalised), median(s.quarter),
+          median(s.quarter_batch));
     }
   }
   std::printf("\nwhere the wall time per point went, defended (on) and plain (off), medians\n");

@@ -23,6 +23,7 @@
 #include "tests/support/axpy_spec.hpp"
 #include "tests/support/ceiling_check.hpp"
 #include "tests/support/fill_check.hpp"
+#include "tests/support/fixed_cost_check.hpp"
 #include "tests/support/guard_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
@@ -150,6 +151,12 @@ TEST_F(GpuBackend, ScreensOutputsOnTheDeviceAsTheHostComparesThem) {
 
 TEST_F(GpuBackend, CanaryBatchesWriteEveryGuardAndFindTheOnesChanged) {
   testing::expect_guard_batches_work(backend());
+}
+
+// The fixed cost of a sample the sampling corrects a held batch by: the events around the
+// launches and the first one's start cost a GPU something, and less than a launch with them.
+TEST_F(GpuBackend, TheFixedCostOfASampleIsMoreThanNothingAndLessThanALoneLaunch) {
+  testing::expect_a_sample_fixed_cost_below_a_lone_launch(backend(), true);
 }
 
 // A measured bandwidth ceiling an honest point beats is measured again over its working set.

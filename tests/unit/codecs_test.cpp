@@ -113,10 +113,11 @@ TEST(ResultCodec, PointResultHasTheDocumentedKeys) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items())
     keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "index", "params", "status", "simulated", "time_us", "samples",
-                      "discarded_samples", "converged", "stop_reason", "sampling_ms", "batch", "l2",
-                      "metrics", "verification", "flags", "advice", "fitness", "environment"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{
+                "index", "params", "status", "simulated", "time_us", "samples", "discarded_samples",
+                "converged", "stop_reason", "sampling_ms", "batch", "batch_correction", "l2",
+                "metrics", "verification", "flags", "advice", "fitness", "environment"}));
   EXPECT_EQ(j["index"], 3);
   EXPECT_EQ(j["params"], json::parse(R"({"M":128,"N":64})"));
   EXPECT_EQ(j["status"], "ok");

@@ -273,8 +273,8 @@ class fake_backend final : public device_backend {
     m_timing = true;
     enqueue();
     m_timing = false;
-    m_clock_us += m_pending + 5;
-    return {m_pending, true};
+    m_clock_us += m_pending + sample_fixed_us + 5;
+    return {m_pending + sample_fixed_us, true};
   }
   double clock_ms() override { return m_clock_us / 1e3; }
   std::optional<telemetry_reading> read_telemetry() override {
@@ -285,6 +285,8 @@ class fake_backend final : public device_backend {
   }
 
   bool skip_builtin_gemm = false;  // the builtin GEMM writes nothing (a wrong kernel)
+  // The fixed cost of a timed sample (µs): what the events around its launches take.
+  double sample_fixed_us = 0;
 
  private:
   static std::string kind_name(fill_kind k) {

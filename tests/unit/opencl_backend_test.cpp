@@ -20,6 +20,7 @@
 #include "tests/support/axpy_spec.hpp"
 #include "tests/support/ceiling_check.hpp"
 #include "tests/support/fill_check.hpp"
+#include "tests/support/fixed_cost_check.hpp"
 #include "tests/support/guard_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
@@ -78,6 +79,12 @@ TEST_F(OpenClBackend, TimesTheLaunchesOfASample) {
   // Four launches take clearly longer than one: the sample spans the first to the last (one
   // timed alone would make them equal). Not 4×: another test on the CPU device slows either.
   EXPECT_GT(four.time_us, 1.5 * one.time_us);
+}
+
+// The fixed cost of a sample the sampling corrects a held batch by: PoCL's profiling times a lone
+// command from its own start, so it may well be 0 here.
+TEST_F(OpenClBackend, TheFixedCostOfASampleIsLessThanALoneLaunch) {
+  testing::expect_a_sample_fixed_cost_below_a_lone_launch(backend(), false);
 }
 
 // A measured bandwidth ceiling an honest point beats is measured again over its working set.

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "api/job_spec_codec.hpp"
+#include "api/result_codec.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/sample_loop.hpp"
 #include "point_runner_fixture.hpp"
@@ -990,6 +991,73 @@ TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitHalfTheCaches) {
   EXPECT_TRUE(r.flags.empty());
 }
 
+// A sample's fixed cost (the events around its launches) is shared by its batch. A kernel held to
+// fewer launches by its sets is read as the batch it would take reads it, with the fixed cost the
+// device shows a built-in kernel, which nothing the candidate does moves.
+TEST(PointRunner, AHeldBatchIsReadAsTheFreeBatchWouldReadIt) {
+  auto measure = [](std::uint64_t l2_bytes, std::int64_t limit, double fixed_us) {
+    auto t = make_runner();
+    t.fake->kernel_time_us["scale"] = 1;  // 3 µs a launch with the launch overhead
+    t.fake->sample_fixed_us = fixed_us;
+    t.fake->info().l2_bytes = l2_bytes;
+    t.runner.limit_batch(limit);
+    auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 2);
+    EXPECT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_TRUE(r.flags.empty());
+    return r;
+  };
+  auto corrected = [](const point_result& r) {
+    return std::any_of(r.advice.begin(), r.advice.end(), [](const std::string& a) {
+      return a.find("time per launch is read as at") != std::string::npos;
+    });
+  };
+  // Free: the probes read 3 + 6 µs, so a batch of 6, which reads 3 + 6/6 µs a launch.
+  const auto free = measure(1 << 20, 0, 6);
+  ASSERT_EQ(free.batch, 6);
+  EXPECT_NEAR(free.time_us->median, 4, 1e-9);
+  EXPECT_FALSE(corrected(free));
+  EXPECT_FALSE(free.batch_corrected.has_value());
+  EXPECT_TRUE(to_json(free)["batch_correction"].is_null());
+  // Held to 2 by its sets (half the caches hold two of 8000 bytes): 3 + 6/2 µs a launch as
+  // sampled, read as the batch of 6 would read it.
+  const auto held = measure(2 * 2 * 8000, 0, 6);
+  ASSERT_EQ(held.batch, 2);
+  EXPECT_NEAR(held.time_us->median, 4, 1e-9);
+  EXPECT_NEAR(held.time_us->min, 4, 1e-9);
+  EXPECT_TRUE(corrected(held));
+  ASSERT_TRUE(held.batch_corrected.has_value());
+  EXPECT_EQ(held.batch_corrected->free_batch, 6);
+  EXPECT_NEAR(held.batch_corrected->fixed_cost_us, 6, 1e-9);
+  EXPECT_NEAR(held.batch_corrected->us, 2, 1e-9);
+  EXPECT_EQ(to_json(held)["batch_correction"]["free_batch"], 6);
+  // Held on purpose by the runner's limit: timed as it is.
+  const auto limited = measure(1 << 20, 2, 6);
+  ASSERT_EQ(limited.batch, 2);
+  EXPECT_NEAR(limited.time_us->median, 6, 1e-9);
+  EXPECT_FALSE(corrected(limited));
+  // The fixed cost is measured once for the points that follow on the device.
+  {
+    auto t = make_runner();
+    t.fake->kernel_time_us["scale"] = 1;
+    t.fake->sample_fixed_us = 6;
+    t.fake->info().l2_bytes = 2 * 2 * 8000;
+    auto fma_launches = [&] { return std::count(t.fake->log.begin(), t.fake->log.end(), "fma"); };
+    const auto first = t.runner.measure(plan_of(scale_job("scale")), 0, 2);
+    const auto measured = fma_launches();
+    EXPECT_TRUE(first.batch_corrected.has_value());
+    EXPECT_GT(measured, 0);
+    const auto second = t.runner.measure(plan_of(scale_job("scale")), 0, 3);
+    EXPECT_EQ(fma_launches(), measured);
+    ASSERT_TRUE(second.batch_corrected.has_value());
+    EXPECT_NEAR(second.time_us->median, 4, 1e-9);
+  }
+  // A device whose samples cost nothing besides their launches: nothing to correct.
+  const auto costless = measure(2 * 2 * 8000, 0, 0);
+  ASSERT_EQ(costless.batch, 2);
+  EXPECT_NEAR(costless.time_us->median, 3, 1e-9);
+  EXPECT_FALSE(corrected(costless));
+}
+
 // The baseline is timed as the candidate is: a batch of as many launches, each on buffers of its
 // own with fresh inputs. On one set and batched further, it would carry less of the timing's own
 // cost per launch than the candidate, and the candidate's speedup would read low.
@@ -1015,12 +1083,13 @@ TEST(PointRunner, ABaselineIsBatchedAsTheCandidateIsOnBuffersOfItsOwn) {
   ASSERT_EQ(r.batch, 5);
   ASSERT_TRUE(r.fitness.speedup.has_value());
   EXPECT_NEAR(*r.fitness.speedup, 1.0, 1e-9);
-  // The baseline's timed samples after the three batch probes: five launches each, on five sets.
+  // The baseline's timed samples after the three batch probes: five launches each, on five sets
+  // (the samples of the built-in kernel that measures a sample's fixed cost are not its).
   std::vector<std::set<void*>> samples;
   std::vector<int> launches;
   const auto& log = fake->log;
   for (std::size_t i = 0; i < log.size(); ++i) {
-    if (log[i] != "sample baseline") continue;
+    if (log[i] != "sample baseline" || (i + 1 < log.size() && log[i + 1] == "fma")) continue;
     samples.emplace_back();
     launches.push_back(0);
     for (std::size_t k = i + 1; k < log.size() && log[k] == "launch scale_base"; ++k) {
