@@ -127,7 +127,7 @@ step() {
   if [ -n "${OUT:-}" ]; then
     timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
     rc=$?
-    grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|^bench|^device:' "$OUT/$name.log" |
+    grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|^bench|^device:|fixed cost:|scrub:' "$OUT/$name.log" |
       cut -c1-300 | tail -30
     case "$name" in bench*) tail -n 30 "$OUT/$name.log" | cut -c1-300 ;; esac
   else
