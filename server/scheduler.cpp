@@ -306,6 +306,10 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
   }
   std::vector<result_row> rows;
   rows.reserve(count);
+  // A held-out point whose score is private is never the job's best (result_row::rankable).
+  const job_spec* spec = slot.job->plan ? &slot.job->plan->spec() : nullptr;
+  const bool rankable = !spec || !spec->private_held_out_scores || spec->sweep.held_out().empty() ||
+                        index < spec->sweep.public_size();
   for (std::size_t v = 0; v < count; ++v) {
     const json& r = many ? msg.result[v] : msg.result;
     const bool ok = r.value("status", "") == "ok";
@@ -332,6 +336,7 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     row.result_json = many ? r.dump() : std::move(msg.result_text);
     row.score = score_of(r);
     row.flags = flags_of(r);
+    row.rankable = rankable;
     rows.push_back(std::move(row));
   }
   slot.window.answered(msg.wall_ms);

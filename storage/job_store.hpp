@@ -169,13 +169,18 @@ struct result_row {
   std::string result_json;
   scored_point score;              // score.ok is `ok`
   std::vector<std::string> flags;  // the row's "flags"
+  // False: never the job's best point. A held-out point of a task whose held-out scores are
+  // private: a best point named held out would tell a candidate how it did there.
+  bool rankable = true;
 };
 
 // What ranks a row for its job's best point: its cost, or without one its median; nullopt for a
-// row that is never the best: not ok, without a median, or with a flag that voids its score (a
-// wrong answer, however fast, is no kernel's best point).
+// row that is never the best: not ok, without a median, with a flag that voids its score (a
+// wrong answer, however fast, is no kernel's best point), or not rankable.
 inline std::optional<double> best_cost(const result_row& row) {
-  if (!row.ok || !row.median_us || any_voids_score(row.flags)) return std::nullopt;
+  if (!row.ok || !row.median_us || any_voids_score(row.flags) || !row.rankable) {
+    return std::nullopt;
+  }
   return row.cost ? row.cost : row.median_us;
 }
 
