@@ -66,6 +66,10 @@ constexpr double k_afresh_share = 0.25;
 // one for the last check, within this many bytes of host memory, at least one) for those
 // samples; the last check takes the last of them.
 constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
+// A bandwidth measured again over a point's working set (analysis_context::bandwidth_at) is
+// kept this long for later points of the same bytes, for at most this many working sets.
+constexpr double k_bandwidth_again_fresh_ms = 60'000;
+constexpr std::size_t k_bandwidth_again_kept = 64;
 
 // One cap on the batch of every kernel a point samples side by side: the fewest launches any of
 // them has buffer sets for, and at most `limit` (0: none). A sample's per-launch time carries the
@@ -177,12 +181,24 @@ point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defence
   if (m_info.type == "cpu") m_analysis.roofline_allowance = k_cpu_roofline_allowance;
   if (m_backend->runs_device_code()) {
     m_analysis.bandwidth_at = [this](double bytes) {
+      // Kept a while per working set: a sweep's or a task's submissions' points of one size
+      // would each pay the triad again otherwise.
+      const double now = m_backend->clock_ms();
+      const auto key = std::uint64_t(bytes);
+      if (auto it = m_bandwidth_again.find(key);
+          it != m_bandwidth_again.end() && now - it->second.second <= k_bandwidth_again_fresh_ms) {
+        return it->second.first;
+      }
+      double gbps = 0;
       try {
-        return stream_bandwidth_gbps(*m_backend, bytes);
+        gbps = stream_bandwidth_gbps(*m_backend, bytes);
       } catch (const backend_error& e) {
         spdlog::warn("the bandwidth ceiling could not be measured again: {}", e.what());
         return 0.0;
       }
+      if (m_bandwidth_again.size() >= k_bandwidth_again_kept) m_bandwidth_again.clear();
+      m_bandwidth_again[key] = {gbps, now};
+      return gbps;
     };
   }
 }

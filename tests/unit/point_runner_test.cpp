@@ -991,6 +991,37 @@ TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitHalfTheCaches) {
   EXPECT_TRUE(r.flags.empty());
 }
 
+// A bandwidth ceiling measured low is measured again over a point's working set before the point
+// is flagged, and what that found is kept for the next points of the same bytes: a sweep's or a
+// task's submissions' points of one size pay the triad once.
+TEST(PointRunner, ABandwidthMeasuredAgainIsKeptForThePointsOfTheSameWorkingSet) {
+  auto t = make_runner();
+  measured_roofline low;
+  low.peaks.bandwidth_gbps = 0.01;  // 12,000 bytes in 42 µs beat it a hundredfold
+  low.method = "set low by the test";
+  t.runner.set_roofline(low);
+  json j = axpy_job("axpy");
+  j["timing"]["l2"] = "cold";
+  auto triads = [&] { return std::count(t.fake->log.begin(), t.fake->log.end(), "stream"); };
+  const auto first = t.runner.measure(plan_of(j), 0, 1);
+  ASSERT_EQ(first.status, point_status::ok) << (first.error ? first.error->message : "");
+  EXPECT_TRUE(first.flags.empty());
+  const auto measured = triads();
+  EXPECT_GT(measured, 0);
+  const auto second = t.runner.measure(plan_of(j), 0, 2);
+  ASSERT_EQ(second.status, point_status::ok);
+  EXPECT_TRUE(second.flags.empty());
+  EXPECT_EQ(triads(), measured);
+  EXPECT_EQ(second.advice.back(), first.advice.back());
+  // Another working set is measured for itself.
+  json larger = axpy_job("axpy", 2000);
+  larger["timing"]["l2"] = "cold";
+  const auto other = t.runner.measure(plan_of(larger), 0, 3);
+  ASSERT_EQ(other.status, point_status::ok);
+  EXPECT_TRUE(other.flags.empty());
+  EXPECT_GT(triads(), measured);
+}
+
 // A sample's fixed cost (the events around its launches) is shared by its batch. A kernel held to
 // fewer launches by its sets is read as the batch it would take reads it, with the fixed cost the
 // device shows a built-in kernel, which nothing the candidate does moves.
