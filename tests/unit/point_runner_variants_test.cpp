@@ -301,6 +301,45 @@ TEST(PointRunnerVariants, WithoutABaselineOnlyTheSlowestIsCompared) {
   }
 }
 
+// The slowest variant, which the others are compared with, is the slowest by the paired ratios
+// the comparison reports, not by the medians alone: where they disagree, a variant would read
+// slower than "the slowest" (a speedup over it under 1).
+TEST(PointRunnerVariants, NoVariantReadsSlowerThanTheSlowest) {
+  auto t = make_runner();
+  fake_backend* fake = t.fake;
+  // Per round of samples (both variants timed once), the device time of each: "a" is slower in
+  // three rounds of five by 4%, "b" far slower in the other two. By medians "a" is the slower
+  // (14 µs against 12.5, with the launch overhead); pair by pair "b" is.
+  const double a_us[] = {10, 11, 12, 13, 14}, b_us[] = {10.5, 11.5, 12.5, 1, 1};
+  auto round = [fake] {
+    const auto n = std::count(fake->log.begin(), fake->log.end(), "sample candidate");
+    return std::size_t(std::max<std::ptrdiff_t>(0, n - 1) / 2) % 5;
+  };
+  for (const auto& [entry, times] : {std::pair{"a", a_us}, std::pair{"b", b_us}}) {
+    fake->kernels[entry] = [fake, entry = std::string(entry), times, round,
+                            scale = fake->kernels["scale"]](const fake_backend::host_args& a) {
+      scale(a);
+      fake->kernel_time_us[entry] = times[round()];
+    };
+  }
+  json j =
+      variants_job(json::array({{{"name", "a"}, {"entry", "a"}}, {{"name", "b"}, {"entry", "b"}}}));
+  j["timing"] = {{"l2", "cold"}, {"min_samples", 25}, {"max_samples", 25}};
+  const auto rows = t.runner.measure_all(plan_of(j), 0, 7);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_EQ(r.samples, 25u);
+  }
+  ASSERT_GT(row_of(rows, "a").time_us->median, row_of(rows, "b").time_us->median);
+  for (const auto& r : rows) {
+    ASSERT_TRUE(r.comparison && r.comparison->over_slowest);
+    EXPECT_EQ(r.comparison->over_slowest->over, "b") << *r.variant;
+    EXPECT_GE(r.comparison->over_slowest->speedup, 1.0) << *r.variant;
+  }
+  EXPECT_NEAR(row_of(rows, "a").comparison->over_slowest->speedup, 14.5 / 14, 1e-9);
+}
+
 TEST(PointRunnerVariants, AVariantThatDoesNotCompileFailsAloneAndTheOthersAreMeasured) {
   auto t = make_runner();
   json variants = three_variants();
