@@ -11,7 +11,8 @@
 // shows how far two identical runners read apart in the same run. A hot batch of the defended
 // runner holds no more launches than it has buffer sets in half the caches, where the plain
 // runner's launches share one set: a fourth runner, plain and held to the defended runner's batch
-// of the same round, gives the median the defences' own work accounts for ("at its batch"). A
+// of the same round, gives the median the defences' own work accounts for ("at its batch", over
+// the defended runner's median before the correction below). A
 // batched sample's per-launch time carries the sample's own fixed cost (the events around the
 // launches, the first launch's ramp, the last one's drain) divided by the batch, so a batch held
 // to two reads that cost more than one of nine. The runner reads such a held batch as the free
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
     std::printf(
         "%-28s %9.1f us %9.1f us %7.3f %7.3f %9.1f ms %9.1f ms %7.3f %7.3f %11.1f us %7.3f\n",
         c.name, m[0], m[1], m[0] / m[1], m[2] / m[1], w[0], w[1], w[0] / w[1], w[2] / w[1], m[3],
-        m[0] / m[3]);
+        median(raw_on) / m[3]);
   }
   if (!slopes.empty()) {
     std::printf(
