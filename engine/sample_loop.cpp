@@ -146,9 +146,10 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
   for (auto& s : samplers)
     out.push_back(s.finish());
 
-  // Batches held below the free one, corrected to it (the header). The free batch is the least
-  // of what the probes and the samples ask for, so that a kernel slow only when probed alone
-  // cannot raise it.
+  // Batches held below the free one, corrected to it (the header). The free batch is the one a
+  // lone launch of the kernel asks for, as its samples put it (their time per launch less the
+  // fixed cost's share, plus the whole fixed cost), not as its probes read: a kernel fast only
+  // while probed alone cannot raise it.
   fixed_cost_memo local;
   fixed_cost_memo& fixed_cost = memo ? *memo : local;
   auto fixed = [&] {
@@ -163,14 +164,15 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
     const timed_kernel& k = kernels[i];
     sampling_result& r = out[i];
     if (cold || !k.corrects_held_batch || r.samples_us.empty()) continue;
-    const std::int64_t free =
-        std::min(batch_for(k.single_us, timing.l2), batch_for(r.summary.median, timing.l2));
-    if (k.batch >= free) continue;
+    // Not held when the batch was decided: nothing to correct (and nothing to measure).
+    if (k.batch >= batch_for(k.single_us, timing.l2)) continue;
     const double cost = fixed();
+    const double b = double(k.batch);
+    const std::int64_t free = batch_for(r.summary.median - cost / b + cost, timing.l2);
+    if (k.batch >= free) continue;
     // Never more than half the fastest sample's time per launch, of which the fixed cost's share
     // is a part.
-    const double by =
-        std::min(cost * (1.0 / double(k.batch) - 1.0 / double(free)), r.summary.min / 2);
+    const double by = std::min(cost * (1.0 / b - 1.0 / double(free)), r.summary.min / 2);
     if (!(by > 0)) continue;
     r.fixed_cost_us = cost;
     r.free_batch = free;

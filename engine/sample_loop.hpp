@@ -21,7 +21,8 @@
 // corrected to what the free batch reads: the time per launch, less the share of the fixed cost
 // (measured on the device with a built-in kernel, sample_fixed_cost_us()) in the held batch,
 // plus its share in the free one. Nothing a kernel does moves the fixed cost, and the free batch
-// is the least of what its probes and its samples ask for, so the correction cannot be gamed.
+// is the one a lone launch asks for as the kernel's samples (not its probes) put it, so the
+// correction cannot be gamed.
 // Cold kernels, free batches and devices whose fixed cost reads 0 (PoCL's profiling times a lone
 // command from its own start) are not corrected.
 //

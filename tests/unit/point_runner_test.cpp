@@ -1082,6 +1082,28 @@ TEST(PointRunner, AHeldBatchIsReadAsTheFreeBatchWouldReadIt) {
     ASSERT_TRUE(second.batch_corrected.has_value());
     EXPECT_NEAR(second.time_us->median, 4, 1e-9);
   }
+  // A kernel fast only in its lone probe launches (the first timed samples after its warm-up),
+  // which would ask for a longer batch, is read as the honest one: the free batch comes from its
+  // samples.
+  {
+    auto t = make_runner();
+    fake_backend* fake = t.fake;
+    fake->kernel_time_us["scale_fast_when_probed"] = 1;
+    fake->sample_fixed_us = 6;
+    fake->info().l2_bytes = 2 * 2 * 8000;
+    fake->kernels["scale_fast_when_probed"] =
+        [fake, scale = fake->kernels["scale"]](const fake_backend::host_args& a) {
+          scale(a);
+          const auto samples = std::count(fake->log.begin(), fake->log.end(), "sample candidate");
+          fake->kernel_time_us["scale_fast_when_probed"] = samples >= 1 && samples <= 3 ? 0 : 1;
+        };
+    const auto r = t.runner.measure(plan_of(scale_job("scale_fast_when_probed")), 0, 2);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_EQ(r.batch, 2);
+    ASSERT_TRUE(r.batch_corrected.has_value());
+    EXPECT_EQ(r.batch_corrected->free_batch, held.batch_corrected->free_batch);
+    EXPECT_NEAR(r.time_us->median, held.time_us->median, 1e-9);
+  }
   // A device whose samples cost nothing besides their launches: nothing to correct.
   const auto costless = measure(2 * 2 * 8000, 0, 0);
   ASSERT_EQ(costless.batch, 2);
