@@ -21,6 +21,57 @@ const ROW_FIELDS = ['index', 'held_out', 'params', 'variant', 'comparison', 'nam
   ...['median', 'ci95_low', 'ci95_high', 'p5', 'p95'].map((f) => `time_us.${f}`),
   ...['flops', 'bytes', 'tflops', 'gbps', 'arithmetic_intensity', 'roof_pct', 'bound'].map((f) => `metrics.${f}`)].join(',');
 
+// The parts of a whole result row a reader of one point wants, as headed boxes: its time and how
+// it was sampled (a held batch and its correction included), its verification, its flags and
+// advice, where it ran.
+function pointDetail(row, close) {
+  const facts = (pairs) => h('dl', {class: 'facts'}, ...pairs
+    .filter(([, v]) => v !== undefined && v !== null && v !== '')
+    .flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))]));
+  const t = row.time_us || {};
+  const c = row.batch_correction;
+  const v = row.verification || {};
+  const env = row.environment || {};
+  const params = Object.entries(row.params || {}).map(([k, x]) => `${k}=${x}`).join(', ');
+  const list = (items, empty) => (items && items.length
+    ? h('ul', {}, ...items.map((x) => h('li', {}, x))) : h('p', {class: 'muted'}, empty));
+  return [
+    h('div', {class: 'title-row'},
+      h('h3', {}, `Point ${row.index}`, row.variant !== undefined ? ` · ${row.variant}` : '', params ? ` (${params})` : ''),
+      h('button', {type: 'button', class: 'ghost small', id: 'point-detail-close', onclick: close}, 'Close')),
+    h('div', {class: 'detail-grid'},
+      h('div', {}, h('h4', {}, 'Timing'), facts([
+        ['median', t.median !== undefined ? fmtTime(t.median) : undefined],
+        ['95% CI', Number.isFinite(t.ci95_low) ? `${fmtTime(t.ci95_low)} – ${fmtTime(t.ci95_high)}` : undefined],
+        ['p5 – p95', Number.isFinite(t.p5) ? `${fmtTime(t.p5)} – ${fmtTime(t.p95)}` : undefined],
+        ['samples', row.samples !== undefined && row.samples !== null ? `${row.samples} kept, ${row.discarded_samples || 0} discarded` : undefined],
+        ['stopped', row.stop_reason ? `${row.stop_reason}${row.converged ? ' (converged)' : ''}` : undefined],
+        ['caches', row.l2],
+        ['launches a sample', row.batch],
+        ['held batch', c ? `read as a batch of ${c.free_batch}: ${sig(c.us, 3)} µs a launch taken off (the sample's fixed cost, ${sig(c.fixed_cost_us, 3)} µs, shared by ${c.free_batch} rather than ${row.batch})` : undefined],
+      ])),
+      h('div', {}, h('h4', {}, 'Verification'), facts([
+        ['status', v.status],
+        ['trials', v.trials],
+        ['max abs error', v.max_abs_err !== undefined ? sig(v.max_abs_err, 3) : undefined],
+        ['max rel error', v.max_rel_err !== undefined ? sig(v.max_rel_err, 3) : undefined],
+        ['norm rel error', v.norm_rel_err !== undefined ? sig(v.norm_rel_err, 3) : undefined],
+        ['timed samples checked', v.timed_checks],
+        ['note', v.note],
+      ])),
+      h('div', {}, h('h4', {}, 'Ran on'), facts([
+        ['device', env.device],
+        ['driver', env.driver],
+        ['clock', env.clock_mhz ? `${env.clock_mhz} MHz` : undefined],
+        ['temperature', env.temperature_c ? `${env.temperature_c} °C` : undefined],
+        ['power', env.power_w ? `${env.power_w} W` : undefined],
+      ]))),
+    row.error ? errorBox(row.error) : '',
+    h('h4', {}, 'Flags'), list(row.flags, 'none'),
+    h('h4', {}, 'Advice'), h('div', {id: 'point-advice'}, list(row.advice, 'none')),
+  ];
+}
+
 // Whether the job asked to be scored (fitness.baseline or fitness.target_us): only then is its
 // fitness summary worth showing (without, every correct point scores 1 by definition).
 function hasFitness(spec) {
@@ -140,7 +191,8 @@ export function mount(root, {id, query}) {
   const grid = h('div', {class: 'chart-grid'});
   const tableWrap = h('section', {class: 'results'});
   const specBox = h('details', {class: 'spec'});
-  root.append(head, message, controls, grid, tableWrap, specBox);
+  const detailBox = h('section', {class: 'point-detail', id: 'point-detail', hidden: true});
+  root.append(head, message, controls, grid, tableWrap, detailBox, specBox);
 
   // The boxes go in first, then the charts: ECharts sizes a chart when it is made, and the
   // grid's columns settle once every box is in (made alone, the first chart took the whole row's
@@ -614,7 +666,8 @@ export function mount(root, {id, query}) {
       const title = r.error ? `${r.error.type}: ${r.error.message}`
         : r.held_out ? 'held out by its task: its sizes and times are not shown' : undefined;
       out.push(h('tr', {class: cls.filter(Boolean).join(' '), title,
-                        dataset: r.variant === undefined ? {} : {variant: r.variant}},
+                        dataset: r.variant === undefined ? {} : {variant: r.variant},
+                        onclick: r.held_out ? undefined : () => showDetail(r).catch(showError)},
                  columns.map((c) => {
                    const v = c.text ? c.text(r) : c.get(r);
                    if (c.key === 'status') return h('td', {}, statusBadge(v, r.error ? r.error.message : undefined));
@@ -627,6 +680,22 @@ export function mount(root, {id, query}) {
     }
     if (last < rows.length) out.push(spacer(rows.length - last));
     tableBody.replaceChildren(...out);
+  }
+
+  // ---- one row whole (a click on it in the table): how it was timed and verified, its flags
+  // and advice, where it ran ----
+  async function showDetail(r) {
+    // Rows are kept in the order stored, so a row's place is its offset in the results.
+    const offset = state.rows.indexOf(r);
+    detailBox.hidden = false;
+    detailBox.replaceChildren(h('p', {class: 'muted'}, 'Loading the point…'));
+    const [row] = await getRows(`/api/v1/jobs/${id}/results?format=jsonl&offset=${offset}&limit=1`);
+    if (!row || row.index !== r.index || row.variant !== r.variant) {
+      detailBox.replaceChildren(h('p', {class: 'muted'}, 'This point is no longer where the table had it: reload the page.'));
+      return;
+    }
+    detailBox.replaceChildren(...pointDetail(row, () => { detailBox.hidden = true; }));
+    detailBox.scrollIntoView({block: 'nearest'});
   }
 
   // ---- data ----

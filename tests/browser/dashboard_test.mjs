@@ -399,6 +399,19 @@ async function main() {
       const us = medians.map((t) => parseFloat(t) * (t.includes('ms') ? 1000 : 1));
       expect(us.every((v, i) => i === 0 || us[i - 1] <= v), `sorted by median ascending (${medians})`);
       await shot(page, 'job');
+      // A row clicked shows that point whole: its timing, verification, flags, advice and device.
+      const firstRow = page.locator('#results-table tbody tr:not(.spacer)').first();
+      const firstMedian = await firstRow.locator('td').nth(5).textContent();
+      await firstRow.click();
+      await page.waitForSelector('#point-detail:not([hidden]) #point-advice');
+      const detail = await page.textContent('#point-detail');
+      for (const part of ['Timing', 'Verification', 'Ran on', 'Flags', 'Advice', 'launches a sample', firstMedian]) {
+        expect(detail.includes(part), `the point's details show "${part}" (${detail.slice(0, 300)})`);
+      }
+      expect(await page.locator('#point-advice li').count() > 0, 'the point\'s advice is listed');
+      await shot(page, 'point-detail');
+      await page.click('#point-detail-close');
+      expect(await page.locator('#point-detail').isHidden(), 'the details close');
       const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
       const csv = fs.readFileSync(await download.path(), 'utf8').trim().split('\n');
       expect(csv.length === 51 && csv[0].includes('median_us'), `CSV export: header and 50 rows (got ${csv.length} lines)`);
