@@ -403,6 +403,15 @@ std::string results_report(const json& job, const json& rows) {
            "simulated: the mock engine's times come from a model of the device; the "
            "kernel was not compiled, run or verified");
   }
+  const std::size_t held =
+      static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const json& r) {
+        return r.is_object() && r.contains("batch_correction") && r["batch_correction"].is_object();
+      }));
+  if (held > 0) {
+    header("note", std::to_string(held) + (held == 1 ? " row" : " rows") +
+                       " timed in hot batches held short by their buffer sets, read as the free "
+                       "batch would read them (batch_correction)");
+  }
   if (job.contains("labels") && job["labels"].is_object() && !job["labels"].empty()) {
     std::string labels;
     for (const auto& [k, v] : job["labels"].items())

@@ -164,6 +164,18 @@ TEST(cli_report, SimulatedRowsAreSaidToBeSo) {
             "kernel was not compiled, run or verified");
 }
 
+TEST(cli_report, RowsReadAsTheirFreeBatchAreSaidToBeSo) {
+  const json job = job_with({{"N", {1024, 2048}}}, "succeeded", 2);
+  json rows = json::array(
+      {ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01), ok_row(1, {{"N", 2048}}, 20, 19.9, 20.1)});
+  rows[0]["batch_correction"] = nullptr;
+  EXPECT_EQ(line_starting(results_report(job, rows), "note"), "");
+  rows[1]["batch_correction"] = {{"free_batch", 9}, {"fixed_cost_us", 1.3}, {"us", 0.5}};
+  EXPECT_EQ(line_starting(results_report(job, rows), "note"),
+            "note    1 row timed in hot batches held short by their buffer sets, read as the free "
+            "batch would read them (batch_correction)");
+}
+
 TEST(cli_report, TwoParametersGiveOneSectionPerValueOfTheFirst) {
   const json job = job_with({{"M", {1024, 2048}}, {"N", {256, 512, 1024}}}, "succeeded", 6);
   json rows = json::array();
