@@ -178,6 +178,23 @@ TEST(PointRunnerVariants, VariantsAreBatchedAlike) {
     ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
     EXPECT_EQ(r.batch, 2) << r.variant.value_or("");
   }
+  // On a device with a fixed cost to each sample, each held variant is read as its own free
+  // batch would read it, alike: 3 µs a launch and 6 µs a sample, batches of 6 (the probes read
+  // 9 µs).
+  auto costly = make_runner();
+  for (const char* name : {"slow", "mid", "fast"})
+    costly.fake->kernel_time_us[name] = 1;
+  costly.fake->info().l2_bytes = t.fake->info().l2_bytes;
+  costly.fake->sample_fixed_us = 6;
+  for (const auto& r : costly.runner.measure_all(plan_of(j), 0, 8)) {
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_EQ(r.batch, 2) << r.variant.value_or("");
+    ASSERT_TRUE(r.batch_corrected) << r.variant.value_or("");
+    EXPECT_EQ(r.batch_corrected->free_batch, 6) << r.variant.value_or("");
+    EXPECT_NEAR(r.time_us->median, 4, 1e-9) << r.variant.value_or("");
+    ASSERT_TRUE(r.comparison && r.comparison->over_slowest);
+    EXPECT_NEAR(r.comparison->over_slowest->speedup, 1, 1e-9) << r.variant.value_or("");
+  }
 }
 
 // The variants get the same inputs sample by sample, so local memory is scrubbed between one
