@@ -22,9 +22,9 @@ const ROW_FIELDS = ['index', 'held_out', 'params', 'variant', 'comparison', 'nam
   ...['flops', 'bytes', 'tflops', 'gbps', 'arithmetic_intensity', 'roof_pct', 'bound'].map((f) => `metrics.${f}`)].join(',');
 
 // The parts of a whole result row a reader of one point wants, as headed boxes: its time and how
-// it was sampled (a held batch and its correction included), its verification, its flags and
-// advice, where it ran.
-function pointDetail(row, close) {
+// it was sampled (a held batch and its correction included), its verification, its score (and a
+// variant's speedups), its flags and advice, where it ran.
+function pointDetail(row, close, scored) {
   const facts = (pairs) => h('dl', {class: 'facts'}, ...pairs
     .filter(([, v]) => v !== undefined && v !== null && v !== '')
     .flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))]));
@@ -32,6 +32,11 @@ function pointDetail(row, close) {
   const c = row.batch_correction;
   const v = row.verification || {};
   const env = row.environment || {};
+  // A job that asked for no score scores every correct point 1: nothing to show but speedups.
+  const f = scored ? row.fitness : (row.comparison ? {} : null);
+  const cmp = row.comparison || {};
+  const speedupText = (x, ci) => (Number.isFinite(x) ? `${sig(x, 3)}×` + (Array.isArray(ci) ? ` (95% CI ${sig(ci[0], 3)}–${sig(ci[1], 3)}×)` : '') : undefined);
+  const overVariant = (e) => (e ? `${speedupText(e.speedup, e.ci95)} over ${e.variant}` : undefined);
   const params = Object.entries(row.params || {}).map(([k, x]) => `${k}=${x}`).join(', ');
   const list = (items, empty) => (items && items.length
     ? h('ul', {}, ...items.map((x) => h('li', {}, x))) : h('p', {class: 'muted'}, empty));
@@ -59,6 +64,15 @@ function pointDetail(row, close) {
         ['timed samples checked', v.timed_checks],
         ['note', v.note],
       ])),
+      f ? h('div', {}, h('h4', {}, scored ? 'Score' : 'Speedups'), facts([
+        ['correct', scored ? (f.correct ? 'yes' : 'no') : undefined],
+        ['speedup', speedupText(f.speedup, f.speedup_ci95)],
+        ['baseline', Number.isFinite(f.baseline_us) ? fmtTime(f.baseline_us) : undefined],
+        ['latency score', Number.isFinite(f.latency_score) ? sig(f.latency_score, 3) : undefined],
+        ['score', Number.isFinite(f.combined_score) ? sig(f.combined_score, 3) : undefined],
+        ['vs the slowest', overVariant(cmp.over_slowest)],
+        ['vs the baseline', overVariant(cmp.over_baseline)],
+      ])) : '',
       h('div', {}, h('h4', {}, 'Ran on'), facts([
         ['device', env.device],
         ['driver', env.driver],
@@ -71,6 +85,10 @@ function pointDetail(row, close) {
     h('h4', {}, 'Advice'), h('div', {id: 'point-advice'}, list(row.advice, 'none')),
   ];
 }
+
+// Whether a job's rows carry a score worth reading: it asked for one, or its variants are scored
+// over a baseline variant.
+function scoredRows(spec) { return hasFitness(spec) || Boolean(spec && spec.baseline); }
 
 // Whether the job asked to be scored (fitness.baseline or fitness.target_us): only then is its
 // fitness summary worth showing (without, every correct point scores 1 by definition).
@@ -694,7 +712,7 @@ export function mount(root, {id, query}) {
       detailBox.replaceChildren(h('p', {class: 'muted'}, 'This point is no longer where the table had it: reload the page.'));
       return;
     }
-    detailBox.replaceChildren(...pointDetail(row, () => { detailBox.hidden = true; }));
+    detailBox.replaceChildren(...pointDetail(row, () => { detailBox.hidden = true; }, scoredRows(state.job && state.job.spec)));
     detailBox.scrollIntoView({block: 'nearest'});
   }
 

@@ -749,6 +749,14 @@ async function main() {
         expect(o.length === 0, `variants ${chart}: no text drawn over another (${o.join('; ')})`);
       }
       await shot(page, 'job-variants');
+      // A variant's row clicked shows its score and its speedups over the slowest and the baseline.
+      await page.locator('#results-table tbody tr[data-variant="tiled"]').first().click();
+      await page.waitForSelector('#point-detail:not([hidden]) #point-advice');
+      const tiledDetail = await page.textContent('#point-detail');
+      expect(['· tiled', 'Score', 'vs the slowest', 'over naive', 'vs the baseline'].every((t) => tiledDetail.includes(t)),
+             `a variant's details show its score and speedups (${tiledDetail.slice(0, 400)})`);
+      await shot(page, 'point-detail-variant');
+      await page.click('#point-detail-close');
       await page.click('#results-table th[data-key="variant"]');
       const sorted = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.slice(0, 13).map((tr) => tr.dataset.variant));
       expect(sorted.slice(0, 12).every((v) => v === 'naive') && sorted[12] === 'tiled', `sortable by variant (${sorted})`);
