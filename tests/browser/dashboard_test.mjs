@@ -1219,6 +1219,12 @@ async function main() {
         expect(hidden(texts), `${id} draws no held-out size`);
       }
       await shot(p, 'held-out');
+      // A held-out row opens no details; a public one's show no held-out size either.
+      await p.locator('#results-table tbody tr[title^="held out"]').first().click();
+      expect(await p.locator('#point-detail').isHidden(), 'a held-out row opens no details');
+      await p.locator('#results-table tbody tr:not(.spacer):not([title^="held out"])').first().click();
+      await p.waitForSelector('#point-detail:not([hidden]) #point-advice');
+      expect(hidden(await p.textContent('#point-detail')), 'a public point\'s details show no held-out size');
       // The task's page, for the agent (its token in the page): the held-out count, not the
       // sizes, and what is left of its bound.
       await p.click('#token-button');
