@@ -67,8 +67,7 @@ constexpr double k_afresh_share = 0.25;
 // samples; the last check takes the last of them.
 constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
 // A bandwidth measured again over a point's working set (analysis_context::bandwidth_at) is
-// kept this long for later points of the same bytes, for at most this many working sets.
-constexpr double k_bandwidth_again_fresh_ms = 60'000;
+// kept for later points of the same bytes (kept_measurement), for at most this many working sets.
 constexpr std::size_t k_bandwidth_again_kept = 64;
 
 // One cap on the batch of every kernel a point samples side by side: the fewest launches any of
@@ -186,8 +185,8 @@ point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defence
       const double now = m_backend->clock_ms();
       const auto key = std::uint64_t(bytes);
       if (auto it = m_bandwidth_again.find(key);
-          it != m_bandwidth_again.end() && now - it->second.second <= k_bandwidth_again_fresh_ms) {
-        return it->second.first;
+          it != m_bandwidth_again.end() && it->second.fresh(now)) {
+        return it->second.value;
       }
       double gbps = 0;
       try {
@@ -197,7 +196,7 @@ point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defence
         return 0.0;
       }
       if (m_bandwidth_again.size() >= k_bandwidth_again_kept) m_bandwidth_again.clear();
-      m_bandwidth_again[key] = {gbps, now};
+      m_bandwidth_again[key] = kept_measurement{gbps, now};
       return gbps;
     };
   }
@@ -1407,11 +1406,12 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   // the slowest (where the pairs rank the variants in a circle, as many steps as variants).
   for (std::size_t step = 0; slowest && step < measured.size(); ++step) {
     std::optional<std::size_t> slower;
+    double least = 1;  // the speedup over the slowest of the slower one
     for (const std::size_t i : measured) {
       const auto e = i == *slowest ? std::nullopt : speedup_over(i, slowest);
-      if (e && e->speedup < 1 &&
-          (!slower || e->speedup < speedup_over(*slower, slowest)->speedup)) {
+      if (e && e->speedup < least) {
         slower = i;
+        least = e->speedup;
       }
     }
     if (!slower) break;

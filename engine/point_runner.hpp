@@ -221,8 +221,8 @@ class point_runner : public engine {
   std::int64_t m_batch_limit = 0;
   double m_sets_cache_share = 0.5;
   fixed_cost_memo m_fixed_cost;  // the device's, kept between points
-  // Bandwidths measured again (GB/s) by working-set bytes, with when (backend clock, ms).
-  std::map<std::uint64_t, std::pair<double, double>> m_bandwidth_again;
+  // Bandwidths measured again (GB/s) by working-set bytes.
+  std::map<std::uint64_t, kept_measurement> m_bandwidth_again;
   // With the defences, the reference's answers are kept on the host XORed with the stream of a
   // key drawn at random when the runner starts: a kernel that shares the worker's address space
   // (a CPU device) finds no plaintext answer to copy, and one it overwrote unmasks as noise.

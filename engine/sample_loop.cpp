@@ -154,11 +154,10 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
   fixed_cost_memo& fixed_cost = memo ? *memo : local;
   auto fixed = [&] {
     const double now = backend.clock_ms();
-    if (!fixed_cost.us || now - fixed_cost.measured_ms > fixed_cost_memo::k_fresh_ms) {
-      fixed_cost.us = sample_fixed_cost_us(backend);
-      fixed_cost.measured_ms = now;
+    if (!fixed_cost || !fixed_cost->fresh(now)) {
+      fixed_cost = kept_measurement{sample_fixed_cost_us(backend), now};
     }
-    return *fixed_cost.us;
+    return fixed_cost->value;
   };
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const timed_kernel& k = kernels[i];

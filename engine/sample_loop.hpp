@@ -82,14 +82,18 @@ std::int64_t batch_for(double median_us, l2_mode l2);
 // each. 0 where the device cannot run it or too many of its samples were invalid.
 double sample_fixed_cost_us(device_backend& backend);
 
-// The fixed cost of a sample as last measured, for the next sampling on the same backend to
-// reuse while it is fresh: measuring it takes dozens of samples (a few milliseconds on a GPU, tens
-// on PoCL), as much as a short hot point's sampling.
-struct fixed_cost_memo {
+// A measurement of the device a runner keeps for its later points while it is fresh (a minute of
+// the backend's clock), where measuring again would cost about as much as a short point.
+struct kept_measurement {
   static constexpr double k_fresh_ms = 60'000;
-  std::optional<double> us;
+  double value = 0;
   double measured_ms = 0;  // backend.clock_ms() when it was measured
+  bool fresh(double now_ms) const { return now_ms - measured_ms <= k_fresh_ms; }
 };
+
+// The fixed cost of a sample as last measured (µs), for the next sampling on the same backend:
+// measuring it takes dozens of samples (a few milliseconds on a GPU, tens on PoCL).
+using fixed_cost_memo = std::optional<kept_measurement>;
 
 // One sample of `k`: its before hook, the flush in cold mode (or after a hook that wrote more
 // than the caches hold), `k.batch` launches timed, its after hook.
