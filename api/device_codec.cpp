@@ -17,6 +17,7 @@ json to_json(const device_info& d) {
             {"memory_bytes", d.memory_bytes},
             {"l2_bytes", d.l2_bytes},
             {"llc_bytes", d.llc_bytes},
+            {"core_caches_bytes", d.core_caches_bytes},
             {"driver", d.driver},
             {"pci_bus_id", d.pci_bus_id.empty() ? json(nullptr) : json(d.pci_bus_id)}};
   j["capabilities"] = to_json(d.capabilities);
@@ -114,6 +115,7 @@ device_info device_info_from_json(const json& j) {
     d.memory_bytes = j.at("memory_bytes").get<std::uint64_t>();
     d.l2_bytes = j.at("l2_bytes").get<std::uint64_t>();
     d.llc_bytes = j.at("llc_bytes").get<std::uint64_t>();
+    d.core_caches_bytes = j.value("core_caches_bytes", std::uint64_t(0));
     d.driver = j.at("driver").get<std::string>();
     if (j.contains("pci_bus_id") && j["pci_bus_id"].is_string()) {
       d.pci_bus_id = j["pci_bus_id"].get<std::string>();

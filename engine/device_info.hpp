@@ -43,6 +43,9 @@ struct device_info {
   std::uint64_t memory_bytes = 0;
   std::uint64_t l2_bytes = 0;
   std::uint64_t llc_bytes = 0;
+  // The caches of the device's cores together, where they are nearer than L2 and the last-level
+  // cache and hold less: a CPU device's per-core L2s (l2_bytes is its shared L3). 0 on a GPU.
+  std::uint64_t core_caches_bytes = 0;
   std::string driver;
   std::string pci_bus_id;  // "0000:41:00.0" where the platform tells; a GPU is served once by it
   device_capabilities capabilities;

@@ -684,12 +684,20 @@ class point_runner::timed_checks {
     }
     // As many sets as a batch may use: within the device's caches and its free memory (the two
     // sets above are two of them). Without room for a second set, launches are not batched.
+    // The caches are the ones a lone set stays in between back-to-back launches: a CPU device's
+    // cores' L2s where the set fits in them (it would not stay in the shared L3 the driver
+    // reports, which sets batched in a share of it would run from), else L2 and beyond.
     if (rotates()) {
       const std::uint64_t set_bytes = std::max<std::uint64_t>(buffer_bytes(k), 1);
       const auto& info = runner.m_backend->device();
+      const auto in_share = [&](std::uint64_t caches) {
+        return std::uint64_t(double(caches) * runner.m_sets_cache_share / double(set_bytes));
+      };
       const std::uint64_t caches = info.l2_bytes + info.llc_bytes;
-      const auto in_caches = std::uint64_t(double(caches ? caches : k_batch_sets_default_bytes) *
-                                           runner.m_sets_cache_share / double(set_bytes));
+      std::uint64_t in_caches = in_share(caches ? caches : k_batch_sets_default_bytes);
+      if (info.core_caches_bytes >= set_bytes) {
+        in_caches = std::min(in_caches, in_share(info.core_caches_bytes));
+      }
       const double guarded = double(set_bytes) + 2.0 * double(k_canary_bytes * k.buffers().size());
       const double in_memory =
           double(runner.m_backend->free_memory()) * k_memory_headroom / guarded + 2;

@@ -42,6 +42,7 @@ export function mount(root) {
         h('dt', {}, 'clock'), h('dd', {}, d.clock_mhz ? `${d.clock_mhz} MHz` : '—'),
         h('dt', {}, 'memory'), h('dd', {}, d.memory_bytes ? fmtBytes(d.memory_bytes) : '—'),
         h('dt', {}, 'L2 / last-level cache'), h('dd', {}, `${fmtBytes(d.l2_bytes)} / ${d.llc_bytes ? fmtBytes(d.llc_bytes) : 'none'}`),
+        d.core_caches_bytes ? [h('dt', {}, "cores' caches"), h('dd', {class: 'core-caches'}, `${fmtBytes(d.core_caches_bytes)} (their L2s)`)] : '',
         h('dt', {}, 'driver'), h('dd', {}, d.driver || '—'),
         d.capabilities ? [
           h('dt', {}, 'arithmetic'), h('dd', {class: 'capabilities-arithmetic'},

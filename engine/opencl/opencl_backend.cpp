@@ -12,7 +12,6 @@
 #include <CL/cl.h>
 #include <clblast_c.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -28,6 +27,7 @@
 #include "engine/element.hpp"
 #include "engine/gemm_layout.hpp"
 #include "engine/hip/telemetry.hpp"
+#include "engine/host_caches.hpp"
 #include "engine/language_support.hpp"
 #include "engine/opencl/builtin_kernels.hpp"
 #include "engine/opencl/opencl_errors.hpp"
@@ -179,15 +179,6 @@ std::string pci_address(cl_device_id d) {
   return "";
 }
 
-// The last-level cache of this host's CPU, for a CPU device whose driver reports no cache.
-std::uint64_t host_last_level_cache() {
-  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
-    const long v = sysconf(name);
-    if (v > 0) return std::uint64_t(v);
-  }
-  return 0;
-}
-
 device_info describe(const cl_device_ref& ref, int index) {
   const cl_device_id d = ref.device;
   device_info info;
@@ -215,7 +206,13 @@ device_info describe(const cl_device_ref& ref, int index) {
   info.clock_mhz = double(device_value<cl_uint>(d, CL_DEVICE_MAX_CLOCK_FREQUENCY));
   info.memory_bytes = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
   info.l2_bytes = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
-  if (info.type == "cpu" && info.l2_bytes == 0) info.l2_bytes = host_last_level_cache();
+  if (info.type == "cpu") {
+    // A CPU device runs on this host: its work-items' data stays in its cores' L2s, nearer than
+    // the shared cache the driver reports (and that sysconf tells where it reports none).
+    if (info.l2_bytes == 0) info.l2_bytes = host_last_level_cache_bytes();
+    const std::uint64_t cores = host_core_caches_bytes(info.compute_units);
+    if (cores < info.l2_bytes) info.core_caches_bytes = cores;
+  }
   info.pci_bus_id = pci_address(d);
   info.driver = "OpenCL " + platform_string(ref.platform, CL_PLATFORM_NAME) + " (" +
                 platform_string(ref.platform, CL_PLATFORM_VERSION) + "), driver " +

@@ -805,6 +805,7 @@ async function main() {
       const heads = await page.$$eval('.device-card table.peaks th', (ths) => ths.map((th) => th.textContent));
       expect(heads.includes('simulated') && !heads.includes('measured'), `a mock device's peaks are called simulated (${heads})`);
       const library = await page.textContent('.device-card .capabilities-library');
+      expect(await page.locator('.device-card .core-caches').count() === 0, "a GPU shows no cores' caches");
       expect(library === 'simulated: f64, f32, f16, bf16', `a device says what its GEMM library computes (${library})`);
       await shot(page, 'devices');
     });
@@ -873,7 +874,7 @@ async function main() {
         const response = await route.fetch();
         const body = await response.json();
         for (const dev of body.devices) {
-          Object.assign(dev, {engine: 'opencl', type: 'cpu'});
+          Object.assign(dev, {engine: 'opencl', type: 'cpu', l2_bytes: 32 << 20, llc_bytes: 0, core_caches_bytes: 2 << 20});
           Object.assign(dev.capabilities, {fp16: false, gemm_library: 'CLBlast', gemm_library_dtypes: ['f64', 'f32']});
         }
         await route.fulfill({response, json: body});
@@ -884,6 +885,8 @@ async function main() {
                        await page.textContent('.device-card .capabilities-library')];
         expect(facts[0] === 'f64 yes, half no' && facts[1] === 'CLBlast: f64, f32',
                `a PoCL device says it has no half arithmetic and what CLBlast computes (${facts})`);
+        const cores = await page.textContent('.device-card .core-caches');
+        expect(cores === '2.00 MiB (their L2s)', `a CPU device shows its cores' caches (${cores})`);
         await gotoView(page, d.origin, '#/submit', '#submit-form[data-devices-ready]');
         const form = async () => ({name: await page.inputValue('#submit-name'), spec: JSON.parse(await page.inputValue('#submit-spec'))});
         const gemm = await form();

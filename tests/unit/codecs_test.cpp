@@ -92,6 +92,7 @@ void expect_same_device(const device_info& a, const device_info& b) {
   EXPECT_EQ(a.memory_bytes, b.memory_bytes);
   EXPECT_EQ(a.l2_bytes, b.l2_bytes);
   EXPECT_EQ(a.llc_bytes, b.llc_bytes);
+  EXPECT_EQ(a.core_caches_bytes, b.core_caches_bytes);
   EXPECT_EQ(a.driver, b.driver);
   EXPECT_EQ(a.capabilities, b.capabilities);
   ASSERT_EQ(a.datasheet.has_value(), b.datasheet.has_value());
@@ -344,6 +345,22 @@ TEST(DeviceCodec, CapabilitiesRoundTripAndADescriptionWithoutThemIsAGpus) {
     EXPECT_NE(std::string(e.what()).find("bad device description"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("f128"), std::string::npos);
   }
+}
+
+// A CPU device's cores' caches travel with it; a node of a version before them reports none.
+TEST(DeviceCodec, ACpuDevicesCoreCachesRoundTrip) {
+  device_info d = sample_device(false);
+  d.engine = engine_kind::opencl;
+  d.type = "cpu";
+  d.l2_bytes = 32ull << 20;
+  d.llc_bytes = 0;
+  d.core_caches_bytes = 16ull << 20;
+  const json j = to_json(d);
+  EXPECT_EQ(j["core_caches_bytes"], 16ull << 20);
+  expect_same_device(device_info_from_json(json::parse(j.dump())), d);
+  json old = j;
+  old.erase("core_caches_bytes");
+  EXPECT_EQ(device_info_from_json(old).core_caches_bytes, 0u);
 }
 
 TEST(DeviceCodec, AMeasuredRooflineSaysWhenAndRoundTrips) {

@@ -991,6 +991,26 @@ TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitHalfTheCaches) {
   EXPECT_TRUE(r.flags.empty());
 }
 
+// A CPU device's driver reports its shared L3 as its cache, but a lone set launched back to back
+// stays in the L2s of its cores: a batch's sets fit half of those where one set fits in them, and
+// half of L3 where it does not.
+TEST(PointRunner, ACpuDevicesBatchHasItsSetsInHalfItsCoresCaches) {
+  auto batch_of = [](std::uint64_t core_caches) {
+    auto t = make_runner();
+    t.fake->kernel_time_us["scale"] = 1;  // a batch of 17 where nothing holds it
+    t.fake->info().type = "cpu";
+    t.fake->info().l2_bytes = 2 * 16 * 8000;  // half of it: sixteen sets of x and y
+    t.fake->info().core_caches_bytes = core_caches;
+    const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 2);
+    EXPECT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    return r.batch;
+  };
+  EXPECT_EQ(batch_of(2 * 3 * 8000), 3);
+  EXPECT_EQ(batch_of(0), 16);     // a GPU's
+  EXPECT_EQ(batch_of(6000), 16);  // smaller than a set
+  EXPECT_EQ(batch_of(8000), 1);   // one set, not two halves
+}
+
 // A bandwidth ceiling measured low is measured again over a point's working set before the point
 // is flagged, and what that found is kept for the next points of the same bytes: a sweep's or a
 // task's submissions' points of one size pay the triad once.
