@@ -731,6 +731,7 @@ class point_runner::timed_checks {
     m_batch.clear();
     m_pending.clear();
     if (timed && launches > 1 && launches <= m_max_batch) batch_sets(launches);
+    if (timed && m_runner.m_prime_samples && rotates()) m_k.launch(m_sets[1 - m_current]);
     if (timed && m_timed++ == 0) m_first_timed = std::chrono::steady_clock::now();
     const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
     const std::size_t sets = std::max<std::size_t>(1, m_batch.size());

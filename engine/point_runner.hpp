@@ -110,6 +110,12 @@ class point_runner : public engine {
   // The share of the device's caches a batch's buffer sets may take (by default half). Only
   // bench_defences changes it, to measure what the sets' footprint costs a hot launch.
   void share_caches_with_sets(double share) { m_sets_cache_share = share; }
+  // Each timed sample of a kernel that rotates its buffer sets begins with an untimed launch of it
+  // on the set the last sample timed, before the fresh inputs are written: whether a sample's
+  // first launch pays for following other kernels (the fills) rather than its own launches. Only
+  // bench_defences uses it. The runner does not: a kernel could do in such launches the part of
+  // its work that does not depend on its inputs (zeroing its own scratch, say).
+  void prime_each_sample(bool prime) { m_prime_samples = prime; }
 
  private:
   class timed_checks;
@@ -220,6 +226,7 @@ class point_runner : public engine {
   bool m_defences = true;
   std::int64_t m_batch_limit = 0;
   double m_sets_cache_share = 0.5;
+  bool m_prime_samples = false;
   fixed_cost_memo m_fixed_cost;  // the device's, kept between points
   // Bandwidths measured again (GB/s) by working-set bytes.
   std::map<std::uint64_t, kept_measurement> m_bandwidth_again;

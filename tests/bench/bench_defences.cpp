@@ -140,13 +140,15 @@ int main(int argc, char** argv) {
   // The runners: [0] with the defences, [1] without, and [2] another without, the control: how
   // far two runners that do exactly the same read apart in this run (where their buffers landed,
   // drift) is the noise against which the defended runner's ratio is read; [3] without, its
-  // batches held to [0]'s; [4] with and [5] without, one launch a sample, and [6] with, its sets
-  // in a quarter of the caches (hot cases only).
-  constexpr int k_runners = 7;
+  // batches held to [0]'s; [4] with and [5] without, one launch a sample, [6] with, its sets in a
+  // quarter of the caches, and [7] with, each sample begun by an untimed launch of the kernel
+  // (hot cases only).
+  constexpr int k_runners = 8;
+  const auto defended = [](int i) { return i == 0 || i == 4 || i == 6 || i == 7; };
   std::unique_ptr<kernelscan::engine> runners[k_runners];
   try {
     for (int i = 0; i < k_runners; ++i)
-      runners[i] = make_engine(engine, i == 0 || i == 4 || i == 6);
+      runners[i] = make_engine(engine, defended(i));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_defences: no %s device: %s\n", engine.c_str(), e.what());
     return 1;
@@ -161,6 +163,7 @@ int main(int argc, char** argv) {
   for (const int i : {4, 5})
     dynamic_cast<kernelscan::point_runner&>(*runners[i]).limit_batch(1);
   dynamic_cast<kernelscan::point_runner&>(*runners[6]).share_caches_with_sets(0.25);
+  dynamic_cast<kernelscan::point_runner&>(*runners[7]).prime_each_sample(true);
   // Per hot case: the slope of each runner in each round, and the fixed cost per sample.
   struct slope_rounds {
     const char* name;
@@ -174,6 +177,8 @@ int main(int argc, char** argv) {
     // The runner with its sets in a quarter of the caches: its median over the plain one's, and
     // its batch.
     std::vector<double> quarter, quarter_batch;
+    // The runner whose samples begin with a launch of the kernel: its median over the plain one's.
+    std::vector<double> primed;
   };
   std::vector<slope_rounds> slopes;
   std::size_t case_index = 0;
@@ -187,9 +192,9 @@ int main(int argc, char** argv) {
     std::vector<double> medians[k_runners], walls[k_runners], batches[2];
     // The defended runner's median before the correction of its held batch.
     std::vector<double> raw_on;
-    if (hot) slopes.push_back({c.name, {}, {}, {}, {}, {}, {}, {}});
+    if (hot) slopes.push_back({c.name, {}, {}, {}, {}, {}, {}, {}, {}});
     for (int round = 0; round < rounds; ++round) {
-      for (int turn = 0; turn < (hot ? 7 : 4); ++turn) {
+      for (int turn = 0; turn < (hot ? k_runners : 4); ++turn) {
         // The three rotate; the fourth follows, held to the batch the defended one just took.
         const int i = turn < 3 ? (round + turn) % 3 : turn;
         if (i == 3) {
@@ -206,7 +211,7 @@ int main(int argc, char** argv) {
                        r.error ? r.error->message.c_str() : "no time");
           return 1;
         }
-        if ((i == 0 || i == 4 || i == 6) && !r.flags.empty()) {
+        if (defended(i) && !r.flags.empty()) {
           std::fprintf(stderr, "bench_defences: the honest %s was flagged %s\n", c.name,
                        r.flags.front().c_str());
           return 1;
@@ -245,6 +250,7 @@ int main(int argc, char** argv) {
       slopes.back().normalised.push_back((on_slope + on_fixed / batches[1].back()) /
                                          medians[1].back());
       slopes.back().quarter.push_back(medians[6].back() / medians[1].back());
+      slopes.back().primed.push_back(medians[7].back() / medians[1].back());
     }
     double m[4], w[4];
     for (int i = 0; i < 4; ++i) {
@@ -262,19 +268,20 @@ int main(int argc, char** argv) {
         "1 and the runner's batch (the defended one uncorrected), the fixed cost each implies "
         "and the one the device's built-in kernel showed, the defended runner's figure as at "
         "the plain runner's batch with its own fixed cost over the plain median, and the "
-        "defended runner with its sets in a quarter of the caches over the plain median "
+        "defended runner with its sets in a quarter of the caches, and the one whose samples "
+        "begin with an untimed launch of the kernel (before their fills), over the plain median "
         "(medians over rounds)\n"
-        "%-28s %12s %12s %12s %12s %7s %10s %10s %10s %12s %12s\n",
+        "%-28s %12s %12s %12s %12s %7s %10s %10s %10s %12s %12s %11s\n",
         "kernel", "batch 1 on", "batch 1 off", "slope on", "slope off", "ratio", "fixed on",
-        "fixed off", "device", "as at off's", "on, 1/4 L2");
+        "fixed off", "device", "as at off's", "on, 1/4 L2", "on, primed");
     for (const auto& s : slopes) {
       const double on = median(s.slope[0]), off = median(s.slope[1]);
       std::printf(
           "%-28s %9.2f us %9.2f us %9.2f us %9.2f us %7.3f %7.2f us %7.2f us %7.2f us %12.3f "
-          "%6.3f (b%3.0f)\n",
+          "%6.3f (b%3.0f) %11.3f\n",
           s.name, median(s.single[0]), median(s.single[1]), on, off, on / off, median(s.fixed[0]),
           median(s.fixed[1]), median(s.device_fixed), median(s.normalised), median(s.quarter),
-          median(s.quarter_batch));
+          median(s.quarter_batch), median(s.primed));
     }
   }
   std::printf("\nwhere the wall time per point went, defended (on) and plain (off), medians\n");

@@ -1011,6 +1011,46 @@ TEST(PointRunner, ACpuDevicesBatchHasItsSetsInHalfItsCoresCaches) {
   EXPECT_EQ(batch_of(8000), 1);   // one set, not two halves
 }
 
+// The benchmark's primed runner begins each timed sample with a launch of the kernel on the set
+// the last sample timed, before the sample's fresh inputs are written (and before a cold flush),
+// so that it sees none of them; the runner does no such launch by default.
+TEST(PointRunner, APrimedSampleBeginsWithALaunchBeforeItsFreshInputs) {
+  for (const bool primed : {false, true}) {
+    auto t = make_runner();
+    t.runner.prime_each_sample(primed);
+    json j = axpy_job("axpy");
+    j["timing"]["l2"] = "cold";  // one launch a sample
+    const auto r = t.runner.measure(plan_of(j), 0, 1);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_TRUE(r.flags.empty()) << primed;
+    const auto& log = t.fake->log;
+    // The timed samples: those of the module loaded afresh after verification.
+    const auto fresh = std::find(log.begin(), log.end(), "compile_fresh axpy");
+    ASSERT_NE(fresh, log.end());
+    std::vector<std::size_t> samples;
+    for (auto i = std::size_t(fresh - log.begin()); i < log.size(); ++i)
+      if (log[i] == "sample candidate") samples.push_back(i);
+    ASSERT_GT(samples.size(), 10u);
+    // Before each sample, its fills (and the flush), and before those (primed) a launch; where
+    // the sample before was not checked, that launch follows the sample's own.
+    std::size_t after_launch = 0, after_two = 0;
+    for (std::size_t s = 1; s < samples.size(); ++s) {
+      std::size_t i = samples[s] - 1;
+      while (log[i] == "flush" || log[i].rfind("fill ", 0) == 0)
+        --i;
+      ASSERT_LT(i, samples[s] - 1) << "sample " << s << " has no fills";
+      after_launch += log[i] == "launch axpy";
+      after_two += log[i] == "launch axpy" && log[i - 1] == "launch axpy";
+    }
+    if (primed) {
+      EXPECT_EQ(after_launch, samples.size() - 1);
+      EXPECT_GT(after_two, samples.size() / 2);
+    } else {
+      EXPECT_EQ(after_two, 0u);
+    }
+  }
+}
+
 // A bandwidth ceiling measured low is measured again over a point's working set before the point
 // is flagged, and what that found is kept for the next points of the same bytes: a sweep's or a
 // task's submissions' points of one size pay the triad once.
