@@ -13,6 +13,8 @@ import {deviceLabel, nodesOf, placementText} from './fleet.js';
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const ROW_HEIGHT = 26;
 const TABLE_ROWS = 16;  // visible rows; the rest scroll (only visible ones are in the DOM)
+// A speedup's 95% interval, as the table and a point's details write it.
+const speedupRange = (ci) => `${sig(ci[0], 3)}–${sig(ci[1], 3)}×`;
 // The members of a result row this view reads (charts.js and the table below): under half of
 // each row's bytes, so a 10,000-point job loads 4.9 MB instead of 10. Exports fetch whole rows.
 // (`variant` and `comparison` are only in the rows of a job with variants.)
@@ -35,7 +37,7 @@ function pointDetail(row, close, scored) {
   // A job that asked for no score scores every correct point 1: nothing to show but speedups.
   const f = scored ? row.fitness : (row.comparison ? {} : null);
   const cmp = row.comparison || {};
-  const speedupText = (x, ci) => (Number.isFinite(x) ? `${sig(x, 3)}×` + (Array.isArray(ci) ? ` (95% CI ${sig(ci[0], 3)}–${sig(ci[1], 3)}×)` : '') : undefined);
+  const speedupText = (x, ci) => (Number.isFinite(x) ? `${sig(x, 3)}×` + (Array.isArray(ci) ? ` (95% CI ${speedupRange(ci)})` : '') : undefined);
   const overVariant = (e) => (e ? `${speedupText(e.speedup, e.ci95)} over ${e.variant}` : undefined);
   const params = Object.entries(row.params || {}).map(([k, x]) => `${k}=${x}`).join(', ');
   const list = (items, empty) => (items && items.length
@@ -611,7 +613,7 @@ export function mount(root, {id, query}) {
      get: (r) => { const sp = variantSpeedup(r, basis); return sp ? sp.v : undefined; }},
     {key: 'speedup_ci', label: 'speedup 95% CI', num: true,
      get: (r) => { const sp = variantSpeedup(r, basis); return sp && sp.ci ? sp.ci[0] : undefined; },
-     text: (r) => { const sp = variantSpeedup(r, basis); return sp && sp.ci ? `${sig(sp.ci[0], 3)}–${sig(sp.ci[1], 3)}×` : undefined; }},
+     text: (r) => { const sp = variantSpeedup(r, basis); return sp && sp.ci ? speedupRange(sp.ci) : undefined; }},
   ];
 
   let tableBody, tableScroll, tableHead, columns;
