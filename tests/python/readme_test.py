@@ -365,11 +365,42 @@ class ReadmeExamplesTest(unittest.TestCase):
 
     def test_0_the_contract_is_valid_yaml(self) -> None:
         """api/openapi.yaml, which the README points to, parses (a ': ' in a plain scalar does
-        not)."""
+        not), names no key twice in one mapping (YAML keeps the last silently: a property whose
+        name line was lost takes its neighbour's type), and every object schema's required
+        members are among its properties."""
         import yaml  # python3-yaml (deploy/common.sh)
 
-        contract = yaml.safe_load((ROOT / "api" / "openapi.yaml").read_text())
+        class StrictLoader(yaml.SafeLoader):
+            pass
+
+        def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False):
+            keys = [loader.construct_object(k, deep=deep) for k, _ in node.value]
+            twice = sorted({str(k) for k in keys if keys.count(k) > 1})
+            if twice:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"keys {twice} twice in one mapping", node.start_mark)
+            return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+        StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+        contract = yaml.load((ROOT / "api" / "openapi.yaml").read_text(), Loader=StrictLoader)
         self.assertIn("/api/v1/jobs", contract["paths"])
+
+        missing: list[str] = []
+
+        def walk(node: object, where: str) -> None:
+            if isinstance(node, dict):
+                required, properties = node.get("required"), node.get("properties")
+                if isinstance(required, list) and isinstance(properties, dict):
+                    missing.extend(f"{where}: {name}" for name in required
+                                   if name not in properties)
+                for key, value in node.items():
+                    walk(value, f"{where}/{key}")
+            elif isinstance(node, list):
+                for i, value in enumerate(node):
+                    walk(value, f"{where}[{i}]")
+
+        walk(contract, "")
+        self.assertEqual(missing, [], "required members that are not properties")
 
     def test_0_the_daemons_run_on_the_store_this_run_asked_for(self) -> None:
         for daemon in (self.daemon, self.token_daemon, self.opencl_daemon):
