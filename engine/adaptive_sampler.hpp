@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,16 @@
 #include "engine/statistics.hpp"
 
 namespace kernelscan {
+
+// A hot batch held below the launches its kernel would take (its buffer sets fit only so many in
+// the caches), read as the free batch would read it (sample_loop.hpp): the batch it would take,
+// the fixed cost of a sample measured on the device (µs), and what was taken off the time per
+// launch of every sample (µs).
+struct batch_correction {
+  std::int64_t free_batch = 0;
+  double fixed_cost_us = 0;
+  double us = 0;
+};
 
 struct sampling_result {
   std::vector<double> samples_us;  // kept samples, in the order taken
@@ -27,12 +38,8 @@ struct sampling_result {
   double elapsed_ms = 0;
   std::string stop_reason;  // "noise_target", "max_time", "max_samples"
   time_summary summary;     // of samples_us; count 0 when every sample was discarded
-  // A hot batch held below the launches its kernel would take (sample_interleaved): the fixed
-  // cost of a sample measured on the device (µs), the batch the kernel would take, and what was
-  // taken off each sample's time per launch for it. All 0 where nothing was corrected.
-  double fixed_cost_us = 0;
-  std::int64_t free_batch = 0;
-  double batch_correction_us = 0;
+  // Set by sample_interleaved() where it corrected a held batch; nullopt where it did not.
+  std::optional<batch_correction> batch_corrected;
 };
 
 class adaptive_sampler {

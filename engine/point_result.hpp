@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/adaptive_sampler.hpp"  // batch_correction
 #include "engine/job_spec.hpp"
 #include "engine/statistics.hpp"
 
@@ -126,16 +127,6 @@ struct variant_speedup {
 struct variant_comparison {
   std::optional<variant_speedup> over_slowest;
   std::optional<variant_speedup> over_baseline;
-};
-
-// A hot batch held below the launches its kernel would take (its buffer sets fit only so many in
-// the caches), read as the free batch would read it (sample_loop.hpp): the batch it would take,
-// the fixed cost of a sample measured on the device (µs), and what was taken off the time per
-// launch of every sample (µs).
-struct batch_correction {
-  std::int64_t free_batch = 0;
-  double fixed_cost_us = 0;
-  double us = 0;
 };
 
 struct point_result {

@@ -1186,9 +1186,7 @@ void point_runner::fill_sampled(point_result& r, const sampling_result& s, const
   r.stop_reason = s.stop_reason;
   r.sampling_ms = s.elapsed_ms;
   r.batch = k.batch;
-  if (s.batch_correction_us > 0) {
-    r.batch_corrected = batch_correction{s.free_batch, s.fixed_cost_us, s.batch_correction_us};
-  }
+  r.batch_corrected = s.batch_corrected;
   r.environment.device = m_info.name;
   r.environment.driver = m_info.driver;
   r.environment.clock_mhz = m_info.clock_mhz;
@@ -1454,15 +1452,15 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
 }
 
 void point_runner::add_sampling_advice(point_result& r, const sampling_result& s, bool rotated) {
-  if (s.batch_correction_us > 0) {
+  if (const auto& c = s.batch_corrected) {
     r.advice.push_back(
         "each sample held " + std::to_string(r.batch) + (r.batch == 1 ? " launch" : " launches") +
         ", as many as the point's buffer sets allow (one a launch, within half the device's "
         "caches), where it would take " +
-        std::to_string(s.free_batch) + ": its time per launch is read as at " +
-        std::to_string(s.free_batch) + ", the sample's fixed cost (" + format_us(s.fixed_cost_us) +
-        " us, measured on the device) shared by that many (" + format_us(s.batch_correction_us) +
-        " us a launch taken off)");
+        std::to_string(c->free_batch) + ": its time per launch is read as at " +
+        std::to_string(c->free_batch) + ", the sample's fixed cost (" +
+        format_us(c->fixed_cost_us) + " us, measured on the device) shared by that many (" +
+        format_us(c->us) + " us a launch taken off)");
   }
   if (!rotated) {
     r.advice.push_back(

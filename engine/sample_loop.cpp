@@ -173,9 +173,7 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
     // is a part.
     const double by = std::min(cost * (1.0 / b - 1.0 / double(free)), r.summary.min / 2);
     if (!(by > 0)) continue;
-    r.fixed_cost_us = cost;
-    r.free_batch = free;
-    r.batch_correction_us = by;
+    r.batch_corrected = batch_correction{free, cost, by};
     shift_samples(r, by);
   }
   return out;
