@@ -347,9 +347,9 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
   slot.worker_ready = false;
   slot.job_loaded = false;  // the next worker is told the job again
   if (slot.roofline_running) {
-    // Not tried again by itself: a measurement that kills its worker would loop.
+    // Not tried again by itself (a measurement that kills its worker would loop), only when
+    // asked again while it ran.
     slot.roofline_running = false;
-    slot.roofline_wanted = false;
     slot.worker->set_last_error("the worker " + how + " while measuring the roofline");
     spdlog::error("device {}: {}", slot.index, slot.worker->last_error());
   }
@@ -479,7 +479,9 @@ void scheduler::dispatch() {
   for (auto& slot : m_slots) {
     if (slot->job || !slot->worker_ready || slot->roofline_running) continue;
     if (slot->roofline_wanted) {
-      // Between jobs, so that no measurement shares the device with it.
+      // Between jobs, so that no measurement shares the device with it. A request that comes
+      // while it runs wants another, since this one may have begun before what it asks about.
+      slot->roofline_wanted = false;
       slot->roofline_running = true;
       slot->state = device_state::measuring;
       spdlog::info("device {}: measuring its roofline", slot->index);
@@ -893,16 +895,20 @@ void scheduler::load_roofline(device_slot& slot) {
 void scheduler::roofline_measured(device_slot& slot, const worker_protocol::worker_message& msg) {
   if (!slot.roofline_running) return;  // not asked for: ignore
   slot.roofline_running = false;
-  slot.roofline_wanted = false;
   slot.state = device_state::idle;
   if (!msg.error_message.empty()) {
     slot.worker->set_last_error("roofline measurement failed: " + msg.error_message);
     spdlog::error("device {}: {}", slot.index, slot.worker->last_error());
   } else {
+    // Each measurement of a device has a time of its own, so that a client waiting for a new
+    // one can tell it by its time: one that ends in the millisecond of the last (a mock
+    // device's take well under one) reads a millisecond later.
+    const std::int64_t last = slot.info.measured ? slot.info.measured->measured_ms : 0;
     slot.info.measured = msg.roofline;
+    slot.info.measured->measured_ms = std::max(msg.roofline.measured_ms, last + 1);
     spdlog::info("device {}: roofline measured: {:.0f} GB/s, {:.1f} TFLOP/s f16", slot.index,
                  msg.roofline.peaks.bandwidth_gbps, msg.roofline.peaks.f16_tflops);
-    m_rooflines.save(slot.info, msg.roofline);
+    m_rooflines.save(slot.info, *slot.info.measured);
   }
   publish();
   dispatch();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "tests/support/daemon_process.hpp"
 
@@ -257,6 +258,30 @@ TEST(AnalysisApi, RooflinesAreMeasuredStoredReusedAndRemeasuredOnRequest) {
   EXPECT_EQ(daemon.post("/api/v1/devices/x/roofline", std::string("{}")).status, 404);
   // Jobs still run afterwards.
   EXPECT_EQ(daemon.wait_job(daemon.submit(stream_sweep(2, 0)))["status"], "succeeded");
+}
+
+// A client waits for a new roofline by its time: every measurement has one of its own, even
+// when (as a mock device's do) two end within a millisecond, so no request's wait misses it.
+TEST(AnalysisApi, EveryRooflineMeasurementHasATimeOfItsOwn) {
+  daemon_process daemon({.mock_devices = 1, .extra_args = {}});
+  daemon.start();
+  json seen;
+  ASSERT_TRUE(eventually([&] {
+    seen = daemon.get("/api/v1/devices/0").body["measured"];
+    return seen.is_object();
+  }));
+  std::set<std::string> times{seen["measured_at"].get<std::string>()};
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(daemon.post("/api/v1/devices/0/roofline", std::string("{}")).status, 202);
+    ASSERT_TRUE(eventually([&] {
+      const json device = daemon.get("/api/v1/devices/0").body;
+      if (device["state"] == "measuring" || device["measured"] == seen) return false;
+      seen = device["measured"];
+      return true;
+    })) << "request "
+        << i << " was not measured: " << seen.dump();
+    EXPECT_TRUE(times.insert(seen["measured_at"].get<std::string>()).second) << seen.dump();
+  }
 }
 
 // Device routes take ?node=NAME: this node's name means its own devices (as no node does); a
