@@ -284,6 +284,46 @@ TEST(AnalysisApi, EveryRooflineMeasurementHasATimeOfItsOwn) {
   }
 }
 
+// A request that comes while a measurement runs is measured after it: the one running may
+// have begun before what the request asks about (a driver changed, a clock set). A PoCL
+// device takes seconds to measure, long enough to ask during it.
+TEST(AnalysisApi, ARooflineAskedForWhileOneIsMeasuredIsMeasuredAfterIt) {
+  daemon_process daemon({.mock_devices = 1, .engine = "opencl", .extra_args = {}});
+  daemon.start();
+  constexpr std::chrono::seconds k_wait{60};
+  json device;
+  ASSERT_TRUE(eventually(
+      [&] {
+        device = daemon.get("/api/v1/devices/0").body;
+        return device["measured"].is_object() && device["state"] == "idle";
+      },
+      k_wait))
+      << device.dump();
+  const json first = device["measured"]["measured_at"];
+  ASSERT_EQ(daemon.post("/api/v1/devices/0/roofline", std::string("{}")).status, 202);
+  ASSERT_TRUE(eventually([&] {
+    device = daemon.get("/api/v1/devices/0").body;
+    return device["state"] == "measuring";
+  })) << device.dump();
+  ASSERT_EQ(daemon.post("/api/v1/devices/0/roofline", std::string("{}")).status, 202);
+  // The running measurement ends, then the one asked for during it.
+  json second;
+  ASSERT_TRUE(eventually(
+      [&] {
+        second = daemon.get("/api/v1/devices/0").body["measured"]["measured_at"];
+        return second != first;
+      },
+      k_wait));
+  ASSERT_TRUE(eventually(
+      [&] {
+        device = daemon.get("/api/v1/devices/0").body;
+        return device["measured"]["measured_at"] != second && device["state"] == "idle";
+      },
+      k_wait))
+      << "the request made during a measurement was lost: " << device.dump();
+  EXPECT_TRUE(device["last_error"].is_null()) << device.dump();
+}
+
 // Device routes take ?node=NAME: this node's name means its own devices (as no node does); a
 // daemon alone on its store knows no other node, and says so.
 TEST(AnalysisApi, DeviceRoutesAddressANodeByName) {
