@@ -383,7 +383,8 @@ int main(int argc, char** argv) {
   env(serve->add_option("--port-file", sc.port_file, "Write the bound port to this file"),
       "KERNELSCAN_PORT_FILE");
   env(serve->add_flag("--allow-fault-injection", sc.allow_fault_injection,
-                      "Accept mock.fault in jobs (tests only)"),
+                      "Accept mock.fault in jobs, and KERNELSCAN_MOCK_ROOFLINE_FAULT=crash on mock "
+                      "devices (tests only)"),
       "KERNELSCAN_ALLOW_FAULT_INJECTION");
   env(serve->add_flag("--score-excessive-speedups", sc.score_excessive_speedups,
                       "Score jobs with an excessive_speedup point at once, without waiting for "

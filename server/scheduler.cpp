@@ -117,6 +117,9 @@ struct scheduler::device_slot {
   std::uint64_t points = 0;
   bool roofline_wanted = false;   // measure the roofline before the next job
   bool roofline_running = false;  // the worker is measuring it
+  // The last measurement failed or took its worker down: not measured again until asked, so
+  // that a device whose measurement faults it still runs jobs (without measured ceilings).
+  bool roofline_failed = false;
 };
 
 const clock& scheduler::default_clock() {
@@ -346,10 +349,11 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
 void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
   slot.worker_ready = false;
   slot.job_loaded = false;  // the next worker is told the job again
-  if (slot.roofline_running) {
+  const bool measuring = std::exchange(slot.roofline_running, false);
+  if (measuring) {
     // Not tried again by itself (a measurement that kills its worker would loop), only when
     // asked again while it ran.
-    slot.roofline_running = false;
+    slot.roofline_failed = true;
     slot.worker->set_last_error("the worker " + how + " while measuring the roofline");
     spdlog::error("device {}: {}", slot.index, slot.worker->last_error());
   }
@@ -401,7 +405,7 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
     }
     // Requests the worker never answered go out again to its successor.
     if (slot.job) slot.job->next -= death.unsent;
-  } else if (!m_draining) {
+  } else if (!m_draining && !measuring) {
     slot.worker->set_last_error("worker " + how);
     spdlog::warn("device {}: worker {}", slot.index, how);
   }
@@ -889,14 +893,15 @@ void scheduler::load_roofline(device_slot& slot) {
     slot.worker->send(worker_protocol::set_roofline_line(*slot.info.measured));
     return;
   }
-  slot.roofline_wanted = true;
+  if (!slot.roofline_failed) slot.roofline_wanted = true;
 }
 
 void scheduler::roofline_measured(device_slot& slot, const worker_protocol::worker_message& msg) {
   if (!slot.roofline_running) return;  // not asked for: ignore
   slot.roofline_running = false;
   slot.state = device_state::idle;
-  if (!msg.error_message.empty()) {
+  slot.roofline_failed = !msg.error_message.empty();
+  if (slot.roofline_failed) {
     slot.worker->set_last_error("roofline measurement failed: " + msg.error_message);
     spdlog::error("device {}: {}", slot.index, slot.worker->last_error());
   } else {

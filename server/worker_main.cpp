@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -214,6 +215,14 @@ std::unique_ptr<engine> make_engine(const worker_config& config) {
   return std::make_unique<mock_engine>(*model, config.device);
 }
 
+// Tests only (with --allow-fault-injection, on a mock device): KERNELSCAN_MOCK_ROOFLINE_FAULT=crash
+// crashes the worker in every roofline measurement, as a device that faults there would.
+bool roofline_crashes(const worker_config& config) {
+  const char* fault = std::getenv("KERNELSCAN_MOCK_ROOFLINE_FAULT");
+  return config.allow_fault_injection && config.engine == "mock" && fault &&
+         std::string_view(fault) == "crash";
+}
+
 }  // namespace
 
 int run_worker(const worker_config& config) {
@@ -306,6 +315,7 @@ int run_worker(const worker_config& config) {
         eng->set_roofline(*msg.set_roofline);
         continue;
       }
+      if (roofline_crashes(config)) std::raise(SIGSEGV);
       try {
         hold(worker_protocol::roofline_line(eng->measure_roofline()));
       } catch (const std::exception& e) {

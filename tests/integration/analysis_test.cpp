@@ -324,6 +324,37 @@ TEST(AnalysisApi, ARooflineAskedForWhileOneIsMeasuredIsMeasuredAfterIt) {
   EXPECT_TRUE(device["last_error"].is_null()) << device.dump();
 }
 
+// A device whose roofline measurement takes its worker down is not measured again by itself
+// (every restart would measure and fall again, and no job would run); it runs jobs against
+// its datasheet, says why, and measures again when asked.
+TEST(AnalysisApi, ARooflineThatCrashesItsWorkerIsNotMeasuredAgainUntilAsked) {
+  daemon_process daemon({.mock_devices = 1, .allow_fault_injection = true, .extra_args = {}});
+  ::setenv("KERNELSCAN_MOCK_ROOFLINE_FAULT", "crash", 1);
+  daemon.start();
+  ::unsetenv("KERNELSCAN_MOCK_ROOFLINE_FAULT");
+  json device;
+  ASSERT_TRUE(eventually([&] {
+    device = daemon.get("/api/v1/devices/0").body;
+    return device["worker_restarts"] == 1 && device["state"] == "idle";
+  })) << device.dump();
+  EXPECT_TRUE(device["measured"].is_null()) << device.dump();
+  EXPECT_NE(device["last_error"].get<std::string>().find("while measuring the roofline"),
+            std::string::npos)
+      << device.dump();
+  const json job = daemon.wait_job(daemon.submit(stream_sweep(2, 0)));
+  EXPECT_EQ(job["status"], "succeeded") << job.dump();
+  device = daemon.get("/api/v1/devices/0").body;
+  EXPECT_EQ(device["worker_restarts"], 1) << device.dump();
+  // Asked, it measures (and here falls) again.
+  ASSERT_EQ(daemon.post("/api/v1/devices/0/roofline", std::string("{}")).status, 202);
+  ASSERT_TRUE(eventually([&] {
+    device = daemon.get("/api/v1/devices/0").body;
+    return device["worker_restarts"] == 2 && device["state"] == "idle";
+  })) << device.dump();
+  EXPECT_EQ(daemon.wait_job(daemon.submit(stream_sweep(2, 0)))["status"], "succeeded");
+  EXPECT_EQ(daemon.get("/api/v1/devices/0").body["worker_restarts"], 2);
+}
+
 // Device routes take ?node=NAME: this node's name means its own devices (as no node does); a
 // daemon alone on its store knows no other node, and says so.
 TEST(AnalysisApi, DeviceRoutesAddressANodeByName) {
