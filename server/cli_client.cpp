@@ -213,11 +213,13 @@ api_client::submitted api_client::submit(const std::string& spec_text,
 }
 
 json api_client::job_action(std::int64_t id, const char* action) {
+  return post("/api/v1/jobs/" + std::to_string(id) + "/" + action, "");
+}
+
+json api_client::post(const std::string& path_and_query, const std::string& body) {
   auto& http = m_impl->http;
   http.set_read_timeout(std::chrono::seconds(std::int64_t(k_read_timeout_s)));
-  const auto res =
-      http.Post((m_prefix + "/api/v1/jobs/" + std::to_string(id) + "/" + action).c_str(), "",
-                "application/json");
+  const auto res = http.Post((m_prefix + path_and_query).c_str(), body, "application/json");
   if (!res) {
     throw unreachable(m_server, res.error());
   }
@@ -227,6 +229,21 @@ json api_client::job_action(std::int64_t id, const char* action) {
 
 json api_client::devices() {
   return json::parse(get("/api/v1/devices", k_read_timeout_s));
+}
+
+namespace {
+std::string device_path(std::int64_t index, const std::string& node, const char* tail) {
+  return "/api/v1/devices/" + std::to_string(index) + tail +
+         (node.empty() ? std::string() : "?node=" + percent_encode(node));
+}
+}  // namespace
+
+json api_client::device(std::int64_t index, const std::string& node) {
+  return json::parse(get(device_path(index, node, ""), k_read_timeout_s));
+}
+
+json api_client::measure_roofline(std::int64_t index, const std::string& node) {
+  return post(device_path(index, node, "/roofline"), "{}");
 }
 
 json api_client::job(std::int64_t id, std::optional<double> wait_s) {

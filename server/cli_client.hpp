@@ -77,10 +77,16 @@ class api_client {
 
   // GET /api/v1/devices: {"devices": [...]}.
   json devices();
+  // GET /api/v1/devices/{index}, of `node` (empty: the answering daemon's).
+  json device(std::int64_t index, const std::string& node);
+  // POST /api/v1/devices/{index}/roofline: the device as the answer gives it (202).
+  json measure_roofline(std::int64_t index, const std::string& node);
 
  private:
   // POST /api/v1/jobs/{id}/{action}, without a body: the job as the answer gives it.
   json job_action(std::int64_t id, const char* action);
+  // POST of `body` (JSON) to `path_and_query`: the answer's JSON.
+  json post(const std::string& path_and_query, const std::string& body);
   // The body of a 2xx answer; throws connection_error or api_failure otherwise.
   std::string get(const std::string& path_and_query, double read_timeout_s);
 

@@ -9,6 +9,8 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <tuple>
 
 #include "api/json.hpp"
 #include "engine/device_catalog.hpp"
@@ -325,6 +327,82 @@ int run_devices(const client_options& client_opts, const std::string& format, st
     }
     out << table.render();
     return k_ok;
+  });
+}
+
+namespace {
+
+// "device 0 (node gpu-07)", as a device answer names itself.
+std::string device_name(const json& d) {
+  std::string name = "device " + d.at("index").dump();
+  if (d.contains("node") && d["node"].is_string())
+    name += " (node " + d["node"].get<std::string>() + ")";
+  return name;
+}
+
+std::string measured_at(const json& d) {
+  const json::json_pointer at{"/measured/measured_at"};
+  return d.contains(at) && d[at].is_string() ? d[at].get<std::string>() : std::string();
+}
+
+void print_ceilings(std::ostream& out, const json& d) {
+  const json& m = d.at("measured");
+  out << device_name(d) << ": roofline measured at " << measured_at(d) << "\n";
+  detail::text_table table({{"ceiling", detail::text_table::align::left},
+                            {"value", detail::text_table::align::right},
+                            {"unit", detail::text_table::align::left}});
+  for (const auto& [key, label, unit] : {std::tuple{"bandwidth_gbps", "bandwidth", "GB/s"},
+                                         {"f64_tflops", "f64", "TFLOP/s"},
+                                         {"f32_tflops", "f32", "TFLOP/s"},
+                                         {"f16_tflops", "f16", "TFLOP/s"},
+                                         {"bf16_tflops", "bf16", "TFLOP/s"},
+                                         {"vector_f32_tflops", "vector f32", "TFLOP/s"},
+                                         {"i8_tops", "i8", "TOP/s"}}) {
+    const double v = m.value(key, 0.0);
+    // No ceiling of that kind measured (a device without i8 matrix units): a dash, not 0.
+    table.add_row({label, v > 0 ? detail::format_significant(v, 4) : "-", unit});
+  }
+  out << table.render() << "method: " << m.value("method", "") << "\n";
+}
+
+}  // namespace
+
+int run_roofline(const client_options& client_opts, const roofline_options& opts, std::ostream& out,
+                 std::ostream& err) {
+  return with_client(client_opts, err, [&](api_client& client) {
+    const json before = opts.wait ? client.device(opts.index, opts.node) : json();
+    const json asked = client.measure_roofline(opts.index, opts.node);
+    if (!opts.wait) {
+      out << device_name(asked) << ": measures its roofline again between its jobs (now "
+          << asked.value("state", "?") << ")\n";
+      return k_ok;
+    }
+    const std::string old_error = before.value("last_error", json()).is_string()
+                                      ? before["last_error"].get<std::string>()
+                                      : std::string();
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.timeout_s);
+    for (;;) {
+      const json now = client.device(opts.index, opts.node);
+      if (measured_at(now) != measured_at(before) && now.value("state", "") != "measuring") {
+        print_ceilings(out, now);
+        return k_ok;
+      }
+      const json error = now.value("last_error", json());
+      if (error.is_string() && error.get<std::string>() != old_error &&
+          error.get<std::string>().find("roofline") != std::string::npos) {
+        err << "kernelscan roofline: " << device_name(now) << ": " << error.get<std::string>()
+            << "\n";
+        return k_failed;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        err << "kernelscan roofline: " << device_name(now) << " did not measure its roofline "
+            << "within " << detail::format_significant(opts.timeout_s, 6) << " s (it is "
+            << now.value("state", "?") << ")\n";
+        return k_failed;
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(opts.poll_s));
+    }
   });
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, confirm, devices,
-// compare. main.cpp parses the command
+// roofline, compare. main.cpp parses the command
 // line into these option structs; each run_* talks to the daemon named by client_options and
 // returns the process exit code: 0 done (for submit --wait: the job succeeded), 1 the job
 // failed or was cancelled, the daemon answered an error or could not be reached, 2 a usage
@@ -50,6 +50,14 @@ struct bench_command_options {
   double wait_s = 60;
 };
 
+struct roofline_options {
+  std::int64_t index = 0;  // the device's index on its node
+  std::string node;        // empty: the answering daemon's own
+  bool wait = false;       // until its new ceilings are in, then print them
+  double timeout_s = 600;  // of the wait
+  double poll_s = 0.2;     // how often the wait looks at the device
+};
+
 struct compare_options {
   std::vector<std::int64_t> ids;  // two or more jobs, or one job with variants
   std::string base;               // a job id or a variant's name; empty: the first
@@ -76,6 +84,11 @@ int run_confirm(const client_options& client, const std::vector<std::int64_t>& i
 // The devices of the daemon (of the fleet), as a table or JSON.
 int run_devices(const client_options& client, const std::string& format, std::ostream& out,
                 std::ostream& err);
+// Asks a device to measure its roofline again (between its jobs); with `wait`, prints its new
+// ceilings. Exit 1 when the daemon refuses (an unknown device, a node that is offline), the
+// measurement fails, or the wait runs out.
+int run_roofline(const client_options& client, const roofline_options& opts, std::ostream& out,
+                 std::ostream& err);
 int run_compare(const client_options& client, const compare_options& opts, std::ostream& out,
                 std::ostream& err);
 

@@ -1,6 +1,6 @@
 // kernelscan: `serve` runs the daemon; `worker` is started by it, one per device; `submit`,
-// `bench`, `jobs`, `results`, `cancel`, `confirm`, `devices` and `compare` are the command-line
-// client of a running daemon.
+// `bench`, `jobs`, `results`, `cancel`, `confirm`, `devices`, `roofline` and `compare` are the
+// command-line client of a running daemon.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -100,7 +100,7 @@ std::vector<std::string> client_options_behind_command(std::vector<std::string> 
 // whenever the chosen one's option was given.
 struct client_commands {
   kernelscan::client_options submit_client, jobs_client, results_client, bench_client,
-      cancel_client, confirm_client, devices_client, compare_client;
+      cancel_client, confirm_client, devices_client, roofline_client, compare_client;
   kernelscan::submit_options submit;
   kernelscan::jobs_options jobs;
   kernelscan::results_options results;
@@ -108,6 +108,7 @@ struct client_commands {
   std::vector<std::int64_t> cancel_ids;
   std::vector<std::int64_t> confirm_ids;
   std::string devices_format = "table";
+  kernelscan::roofline_options roofline;
   kernelscan::compare_options compare;
   CLI::App* submit_cmd = nullptr;
   CLI::App* jobs_cmd = nullptr;
@@ -116,6 +117,7 @@ struct client_commands {
   CLI::App* cancel_cmd = nullptr;
   CLI::App* confirm_cmd = nullptr;
   CLI::App* devices_cmd = nullptr;
+  CLI::App* roofline_cmd = nullptr;
   CLI::App* compare_cmd = nullptr;
 };
 
@@ -287,6 +289,20 @@ void add_client_commands(CLI::App& app, client_commands& c) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
 
+  c.roofline_cmd = common(app.add_subcommand("roofline",
+                                             "Measure a device's roofline again, between its "
+                                             "jobs; with --wait, print its new ceilings"),
+                          c.roofline_client);
+  c.roofline_cmd->add_option("INDEX", c.roofline.index, "The device's index on its node")
+      ->required()
+      ->check(number_from(0, 1000000, true));
+  c.roofline_cmd->add_option("--node", c.roofline.node,
+                             "The device's node in a fleet (default: the daemon's own)");
+  c.roofline_cmd->add_flag("--wait", c.roofline.wait, "Wait for the new ceilings and print them");
+  c.roofline_cmd->add_option("--timeout", c.roofline.timeout_s, "Seconds the wait may take")
+      ->check(number_from(0, 86400, false))
+      ->capture_default_str();
+
   c.compare_cmd = common(app.add_subcommand("compare",
                                             "Compare jobs on the sweep parameters they share, "
                                             "or the variants of one job"),
@@ -311,6 +327,7 @@ int run_client_command(client_commands& c) {
   if (*c.cancel_cmd) return run_cancel(c.cancel_client, c.cancel_ids, std::cout, std::cerr);
   if (*c.confirm_cmd) return run_confirm(c.confirm_client, c.confirm_ids, std::cout, std::cerr);
   if (*c.devices_cmd) return run_devices(c.devices_client, c.devices_format, std::cout, std::cerr);
+  if (*c.roofline_cmd) return run_roofline(c.roofline_client, c.roofline, std::cout, std::cerr);
   if (*c.compare_cmd) return run_compare(c.compare_client, c.compare, std::cout, std::cerr);
   return -1;
 }
@@ -469,7 +486,7 @@ int main(int argc, char** argv) {
   std::set<std::string> client_names;
   for (const CLI::App* cmd :
        {client.submit_cmd, client.jobs_cmd, client.results_cmd, client.bench_cmd, client.cancel_cmd,
-        client.confirm_cmd, client.devices_cmd, client.compare_cmd})
+        client.confirm_cmd, client.devices_cmd, client.roofline_cmd, client.compare_cmd})
     client_names.insert(cmd->get_name());
   args = client_options_behind_command(std::move(args), client_names);
   std::reverse(args.begin(), args.end());  // CLI11 takes them last to first

@@ -516,6 +516,8 @@ TEST_F(cli, TheServerOptionWinsOverTheEnvironmentInEverySubcommand) {
   EXPECT_EQ(submit.exit_code, 0) << describe(submit);
   EXPECT_NE(submit.out.find(", stream, 1 point, device any"), std::string::npos)
       << describe(submit);
+  const auto roofline = run_cli({"roofline", "0", "--server", server()}, "", elsewhere);
+  EXPECT_EQ(roofline.exit_code, 0) << describe(roofline);
 }
 
 // `kernelscan --server URL jobs`, as `git -C DIR log` is written: the client's options before
@@ -718,7 +720,7 @@ TEST_F(cli, BenchWithTwoKernelsIsOneJobOfVariants) {
       << describe(compare);
 }
 
-TEST_F(cli, CancelDevicesAndCompare) {
+TEST_F(cli, CancelDevicesRooflineAndCompare) {
   // A slow job cancelled in the middle, then again (already finished).
   const std::int64_t slow = daemon.submit(stream_sweep(50, 200));
   const auto cancel = run({"cancel", std::to_string(slow)});
@@ -748,6 +750,31 @@ TEST_F(cli, CancelDevicesAndCompare) {
   const json listed = json::parse(devices_json.out);
   ASSERT_EQ(listed["devices"].size(), 1u) << devices_json.out;
   EXPECT_EQ(listed["devices"][0]["name"], "AMD Instinct MI300X (mock)");
+
+  // A roofline measured again: asked for, then waited for with its new ceilings printed.
+  const json before = daemon.get("/api/v1/devices/0").body["measured"];
+  const auto asked = run({"roofline", "0"});
+  ASSERT_EQ(asked.exit_code, 0) << describe(asked);
+  EXPECT_EQ(asked.out.rfind("device 0 (node ", 0), 0u) << describe(asked);
+  EXPECT_NE(asked.out.find("measures its roofline again between its jobs"), std::string::npos)
+      << describe(asked);
+  const auto measured = run({"roofline", "0", "--wait", "--timeout", "60"});
+  ASSERT_EQ(measured.exit_code, 0) << describe(measured);
+  const json after = daemon.get("/api/v1/devices/0").body["measured"];
+  EXPECT_NE(after["measured_at"], before["measured_at"]);
+  EXPECT_NE(measured.out.find("roofline measured at " + after["measured_at"].get<std::string>()),
+            std::string::npos)
+      << describe(measured);
+  EXPECT_NE(measured.out.find("bandwidth    4700  GB/s"), std::string::npos) << describe(measured);
+  EXPECT_NE(measured.out.find("method: simulated (mock engine)"), std::string::npos)
+      << describe(measured);
+  const auto missing = run({"roofline", "7"});
+  EXPECT_EQ(missing.exit_code, 1) << describe(missing);
+  EXPECT_NE(missing.err.find("no device 7 on node"), std::string::npos) << describe(missing);
+  const auto elsewhere = run({"roofline", "0", "--node", "gpu-07"});
+  EXPECT_EQ(elsewhere.exit_code, 1) << describe(elsewhere);
+  EXPECT_NE(elsewhere.err.find("no node \"gpu-07\""), std::string::npos) << describe(elsewhere);
+  EXPECT_EQ(run({"roofline", "-1"}).exit_code, 2);
 
   // Two jobs over the same sizes: the second twice as fast (the mock's speedup).
   json spec = stream_sweep(3, 0);

@@ -719,6 +719,17 @@ def _cli_devices(t: unittest.TestCase, run: Run) -> None:
         t.assertIn("AMD Instinct MI300X (mock)", line, run.describe())
 
 
+def _cli_roofline(t: unittest.TestCase, run: Run) -> None:
+    t.assertEqual(run.exit_code, 0, run.describe())
+    lines = run.stdout.splitlines()
+    t.assertRegex(lines[0], r"^device 0 \(node [^)]+\): roofline measured at \d{4}-\d\d-\d\dT",
+                  run.describe())
+    t.assertEqual(lines[1].split(), ["ceiling", "value", "unit"], run.describe())
+    t.assertEqual([line.split()[0] for line in lines[2:9]],
+                  ["bandwidth", "f64", "f32", "f16", "bf16", "vector", "i8"], run.describe())
+    t.assertTrue(lines[9].startswith("method: simulated (mock engine)"), run.describe())
+
+
 def _cli_compare(t: unittest.TestCase, run: Run) -> None:
     # Job 6 was answered from job 1's results: the same medians at every point.
     t.assertEqual(run.exit_code, 0, run.describe())
@@ -847,6 +858,7 @@ CHECKS = [
     Check(r"^kernelscan results 1 --format json\s+#", _cli_json),
     Check(r"^kernelscan cancel 7\s+#", _cli_cancel),
     Check(r"^kernelscan devices\s+#", _cli_devices),
+    Check(r"^kernelscan roofline 0 --wait\s+#", _cli_roofline),
     Check(r"^kernelscan compare 1 6 --base 1\s+#", _cli_compare),
     Check(r"^kernelscan bench matmul.cl matmul_naive matmul_tiled", _cli_bench),
     Check(r"^python3 api/python/examples/openevolve_evaluator.py", _evaluator),
