@@ -3,7 +3,7 @@
 // In a fleet the devices are grouped by node, each group headed by its node's name and heartbeat
 // (offline once the node stopped or went quiet); a daemon alone names its node once.
 
-import {get} from './api.js';
+import {get, post} from './api.js';
 import {deviceRooflineOption, hasPeaks, measuredWord} from './charts.js';
 import {age, emptyState, errorBox, fmtBytes, h, sig, throttle, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf} from './fleet.js';
@@ -18,7 +18,42 @@ export function mount(root) {
   let disposed = false;
   const body = h('div', {class: 'devices-body'});
   const where = h('span', {class: 'muted', id: 'devices-node'});
-  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Devices ', where)), body);
+  const message = h('div', {id: 'devices-message'});
+  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Devices ', where)), message, body);
+  // Devices asked to measure their roofline again, by node/index: the measured_at they had.
+  // The view looks again every second until each has a new one (or its measurement failed).
+  const asked = new Map();
+  let polling = null;
+  const keyOf = (d) => `${d.node}/${d.index}`;
+  const measuredAt = (d) => (d.measured && d.measured.measured_at) || null;
+
+  async function measureAgain(d) {
+    try {
+      asked.set(keyOf(d), {at: measuredAt(d), error: d.last_error, since: Date.now()});
+      await post(`/api/v1/devices/${d.index}/roofline?node=${encodeURIComponent(d.node)}`, {});
+      message.replaceChildren();
+      if (!polling) polling = setInterval(load, 1000);
+      await load();
+    } catch (e) {
+      asked.delete(keyOf(d));
+      message.replaceChildren(errorBox(e));
+    }
+  }
+
+  // Settles what was asked: a new time, a new error naming the roofline, or ten minutes.
+  function settle(devices) {
+    for (const d of devices) {
+      const a = asked.get(keyOf(d));
+      if (!a) continue;
+      const fresh = measuredAt(d) !== a.at && d.state !== 'measuring';
+      const failed = d.last_error && d.last_error !== a.error && d.last_error.includes('roofline');
+      if (fresh || failed || Date.now() - a.since > 600000) asked.delete(keyOf(d));
+    }
+    if (!asked.size && polling) {
+      clearInterval(polling);
+      polling = null;
+    }
+  }
 
   function card(d, fleet) {
     const busy = d.state === 'busy' && d.current_job !== null;
@@ -34,7 +69,12 @@ export function mount(root) {
     const el = h('section', {class: 'device-card', dataset: {node: d.node, index: d.index}},
       h('div', {class: 'title-row'}, h('h3', {}, `${deviceLabel(d.node, d.index, fleet)}: ${d.name}`),
         h('span', {class: `badge state-${d.state}`}, d.state),
-        busy ? h('a', {href: `#/jobs/${d.current_job}`}, `running job #${d.current_job}`) : ''),
+        busy ? h('a', {href: `#/jobs/${d.current_job}`}, `running job #${d.current_job}`) : '',
+        d.state === 'offline' ? '' : h('button', {type: 'button', class: 'measure-again',
+          disabled: asked.has(keyOf(d)) || d.state === 'measuring',
+          title: 'measure its roofline again, between its jobs (POST /api/v1/devices/{index}/roofline)',
+          onclick: () => measureAgain(d)},
+        asked.has(keyOf(d)) || d.state === 'measuring' ? 'Measuring…' : 'Measure again')),
       h('dl', {class: 'facts'},
         h('dt', {}, 'engine'), h('dd', {}, d.engine), h('dt', {}, 'vendor'), h('dd', {}, d.vendor),
         h('dt', {}, 'arch'), h('dd', {}, d.arch || '—'), h('dt', {}, 'catalog model'), h('dd', {}, d.model || 'not in the catalog'),
@@ -44,6 +84,8 @@ export function mount(root) {
         h('dt', {}, 'L2 / last-level cache'), h('dd', {}, `${fmtBytes(d.l2_bytes)} / ${d.llc_bytes ? fmtBytes(d.llc_bytes) : 'none'}`),
         d.core_caches_bytes ? [h('dt', {}, "cores' caches"), h('dd', {class: 'core-caches'}, `${fmtBytes(d.core_caches_bytes)} (their L2s)`)] : '',
         h('dt', {}, 'driver'), h('dd', {}, d.driver || '—'),
+        h('dt', {}, 'roofline measured'), h('dd', {class: 'measured-at', title: measuredAt(d) || ''},
+          measuredAt(d) ? age(measuredAt(d)) : 'not yet'),
         d.capabilities ? [
           h('dt', {}, 'arithmetic'), h('dd', {class: 'capabilities-arithmetic'},
             `f64 ${d.capabilities.fp64 ? 'yes' : 'no'}, half ${d.capabilities.fp16 ? 'yes' : 'no'}`),
@@ -66,6 +108,7 @@ export function mount(root) {
       const {devices} = await get('/api/v1/devices');
       await whenECharts();
       if (disposed) return;
+      settle(devices);
       charts.splice(0).forEach((c) => c.dispose());
       if (!devices.length) {
         body.replaceChildren(emptyState('This daemon has no devices.'));
@@ -112,6 +155,11 @@ export function mount(root) {
   window.addEventListener('resize', onResize);
   return {
     onEvent(e) { if (e.type === 'job' || e.type === 'reset') reload(); },
-    unmount() { disposed = true; window.removeEventListener('resize', onResize); charts.forEach((c) => c.dispose()); },
+    unmount() {
+      disposed = true;
+      if (polling) clearInterval(polling);
+      window.removeEventListener('resize', onResize);
+      charts.forEach((c) => c.dispose());
+    },
   };
 }

@@ -807,6 +807,22 @@ async function main() {
       const library = await page.textContent('.device-card .capabilities-library');
       expect(await page.locator('.device-card .core-caches').count() === 0, "a GPU shows no cores' caches");
       expect(library === 'simulated: f64, f32, f16, bf16', `a device says what its GEMM library computes (${library})`);
+      // Measure again: the card's time of its roofline moves on once the device has measured.
+      const at = '.device-card[data-index="1"] .measured-at';
+      const before = await page.getAttribute(at, 'title');
+      expect(/^\d{4}-\d\d-\d\dT/.test(before || ''), `a card says when its roofline was measured (${before})`);
+      await page.click('.device-card[data-index="1"] button.measure-again');
+      const moved = await page.waitForFunction(([sel, was]) => {
+        const el = document.querySelector(sel);
+        return el && el.title && el.title !== was;
+      }, [at, before], {timeout: 15000}).then(() => true, () => false);
+      expect(moved, 'Measure again: the device measures, and its card shows the new time');
+      await page.waitForFunction(() => [...document.querySelectorAll('button.measure-again')]
+        .every((b) => !b.disabled && b.textContent === 'Measure again'), null, {timeout: 15000}).catch(() => {});
+      const buttons = await page.$$eval('button.measure-again', (bs) => bs.map((b) => `${b.disabled}:${b.textContent}`));
+      expect(buttons.length === 2 && buttons.every((b) => b === 'false:Measure again'),
+             `each device has its button, ready again once measured (${buttons})`);
+      expect((await page.textContent('#devices-message')) === '', 'no error after measuring again');
       await shot(page, 'devices');
     });
 
