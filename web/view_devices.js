@@ -57,6 +57,7 @@ export function mount(root) {
 
   function card(d, fleet) {
     const busy = d.state === 'busy' && d.current_job !== null;
+    const measuring = asked.has(keyOf(d)) || d.state === 'measuring';
     // A mock device's "measured" roofline is its model's: call it what it is.
     const word = measuredWord(d.measured);
     const peaks = h('table', {class: 'data narrow peaks'},
@@ -71,10 +72,10 @@ export function mount(root) {
         h('span', {class: `badge state-${d.state}`}, d.state),
         busy ? h('a', {href: `#/jobs/${d.current_job}`}, `running job #${d.current_job}`) : '',
         d.state === 'offline' ? '' : h('button', {type: 'button', class: 'measure-again',
-          disabled: asked.has(keyOf(d)) || d.state === 'measuring',
+          disabled: measuring,
           title: 'measure its roofline again, between its jobs (POST /api/v1/devices/{index}/roofline)',
           onclick: () => measureAgain(d)},
-        asked.has(keyOf(d)) || d.state === 'measuring' ? 'Measuring…' : 'Measure again')),
+        measuring ? 'Measuring…' : 'Measure again')),
       h('dl', {class: 'facts'},
         h('dt', {}, 'engine'), h('dd', {}, d.engine), h('dt', {}, 'vendor'), h('dd', {}, d.vendor),
         h('dt', {}, 'arch'), h('dd', {}, d.arch || '—'), h('dt', {}, 'catalog model'), h('dd', {}, d.model || 'not in the catalog'),
