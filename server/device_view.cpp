@@ -1,6 +1,8 @@
 #include "server/device_view.hpp"
 
+#include "api/detail/utf8.hpp"
 #include "api/device_codec.hpp"
+#include "api/job_codec.hpp"
 
 namespace kernelscan {
 
@@ -34,6 +36,22 @@ json to_json(const device_view& v) {
   j["points_measured"] = v.points_measured;
   j["last_error"] = v.last_error.empty() ? json(nullptr) : json(v.last_error);
   return j;
+}
+
+json device_event(const device_view& v) {
+  json error = nullptr;
+  if (!v.last_error.empty()) {
+    error = detail::utf8_prefix(v.last_error, k_device_event_error_bytes);
+  }
+  return {{"node", v.node},
+          {"index", v.info.index},
+          {"state", to_string(v.state)},
+          {"current_job", v.current_job ? json(*v.current_job) : json(nullptr)},
+          {"worker_pid", v.worker_pid ? json(v.worker_pid) : json(nullptr)},
+          {"worker_restarts", v.worker_restarts},
+          {"last_error", std::move(error)},
+          {"measured_at",
+           v.info.measured ? json(format_time_ms(v.info.measured->measured_ms)) : json(nullptr)}};
 }
 
 }  // namespace kernelscan

@@ -32,4 +32,13 @@ struct device_view {
 // api/openapi.yaml `Device`, without last_heartbeat_at (the caller adds it).
 json to_json(const device_view& v);
 
+// The most of a device's last error a "device" event carries (the device itself has it whole).
+inline constexpr std::size_t k_device_event_error_bytes = 1024;
+
+// A "device" event of GET /api/v1/events: what of a device changes as it works (its state, its
+// job, its worker, its last error, when its roofline was measured), small enough for a fleet's
+// notifications. A device's event differs from its last one exactly when one of those changed:
+// not for a point measured (each job's "points" events say that).
+json device_event(const device_view& v);
+
 }  // namespace kernelscan

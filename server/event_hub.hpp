@@ -1,7 +1,8 @@
 #pragma once
-// The daemon's change feed for GET /api/v1/events (Server-Sent Events): job state changes and
-// stored points, each with a sequence id, kept in a bounded ring so that a client reconnecting
-// with Last-Event-ID gets what it missed (or a `reset` when it missed too much).
+// The daemon's change feed for GET /api/v1/events (Server-Sent Events): job state changes,
+// stored points, tasks and devices, each with a sequence id, kept in a bounded ring so that a
+// client reconnecting with Last-Event-ID gets what it missed (or a `reset` when it missed too
+// much).
 //
 // In a fleet the hub's own events are relayed to the other nodes, and theirs are published
 // here, so that an events stream of any node carries every node's jobs and points.
@@ -22,7 +23,7 @@ namespace kernelscan {
 
 struct hub_event {
   std::uint64_t id = 0;  // increasing by 1 from the hub's first_id() + 1
-  std::string type;      // "job" or "points"
+  std::string type;      // "job", "points", "task", "device" or "reset"
   std::string data;      // one JSON object on one line (it becomes one SSE data: line)
 };
 

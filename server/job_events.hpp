@@ -1,8 +1,8 @@
 #pragma once
 // What the scheduler announces on the events stream (GET /api/v1/events): a job's state after
 // each change ("job": the job as GET /api/v1/jobs/{id} shows it) and points once stored
-// ("points": per job, the index range stored, the counts, and the job's progress). The hub
-// relays them to the other nodes of a fleet.
+// ("points": per job, the index range stored, the counts, and the job's progress), and a
+// device's as it changes ("device"). The hub relays them to the other nodes of a fleet.
 //
 // Threading: not thread-safe; the scheduler uses it on its io thread.
 
@@ -11,6 +11,7 @@
 #include <span>
 #include <utility>
 
+#include "api/json.hpp"
 #include "server/event_hub.hpp"
 #include "storage/job_store.hpp"
 
@@ -27,6 +28,8 @@ class job_events {
   void job_changed(std::int64_t id);
   // One "points" event per job among `rows` (just stored).
   void points_stored(std::span<const result_row> rows, const progress_fn& progress);
+  // A "device" event (device_event()): a device's state, job, worker, error or roofline changed.
+  void device_changed(const json& event) { m_hub.publish("device", event.dump()); }
 
  private:
   job_store& m_store;

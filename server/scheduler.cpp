@@ -25,6 +25,14 @@ using namespace std::chrono_literals;
 // How long a cancelled job's running point may take to end before its worker is killed.
 constexpr auto k_cancel_grace = 3s;
 
+std::vector<json> device_events(const std::vector<device_view>& view) {
+  std::vector<json> events;
+  events.reserve(view.size());
+  for (const auto& v : view)
+    events.push_back(device_event(v));
+  return events;
+}
+
 asio::steady_timer::duration seconds(double s) {
   return std::chrono::duration_cast<asio::steady_timer::duration>(std::chrono::duration<double>(s));
 }
@@ -852,9 +860,7 @@ void scheduler::beat() {
   const auto started = m_clock.now();
   const auto out = m_heartbeat.beat(device_records(view), held);
   if (!out.stored) return;
-  m_shared.clear();
-  for (const auto& v : view)
-    m_shared.emplace_back(v.state, v.current_job);
+  m_shared = device_events(view);
   const bool was_fresh = leases_fresh();
   m_renewed_at = started;
   for (const auto id : out.renewal.lost) {
@@ -1028,19 +1034,29 @@ void scheduler::publish() {
   }
   m_worker_restarts = restarts;
   share_devices(view);
-  std::lock_guard lock(m_view_mutex);
-  m_view = std::move(view);
+  {
+    std::lock_guard lock(m_view_mutex);
+    m_view = view;
+  }
+  announce_devices(view);
+}
+
+void scheduler::announce_devices(const std::vector<device_view>& view) {
+  m_announced.resize(view.size());
+  for (std::size_t i = 0; i < view.size(); ++i) {
+    json event = device_event(view[i]);
+    if (event == m_announced[i]) continue;
+    m_events.device_changed(event);
+    m_announced[i] = std::move(event);
+  }
 }
 
 void scheduler::share_devices(const std::vector<device_view>& view) {
   // A daemon alone has no one to tell. While the store is away the heartbeat, tried every
   // second, writes them when it gets through; once stopping, the node has left the fleet.
   if (m_config.database.empty() || m_draining || m_heartbeat.failing()) return;
-  bool changed = view.size() != m_shared.size();
-  for (std::size_t i = 0; !changed && i < view.size(); ++i) {
-    changed = m_shared[i] != std::pair{view[i].state, view[i].current_job};
-  }
-  if (!changed) return;
+  std::vector<json> events = device_events(view);
+  if (events == m_shared) return;
   try {
     m_store.heartbeat(m_config.node, device_records(view), m_clock.unix_ms());
   } catch (const storage_error& e) {
@@ -1048,9 +1064,7 @@ void scheduler::share_devices(const std::vector<device_view>& view) {
                   e.what());
     return;
   }
-  m_shared.clear();
-  for (const auto& v : view)
-    m_shared.emplace_back(v.state, v.current_job);
+  m_shared = std::move(events);
 }
 
 std::vector<device_view> scheduler::devices() const {

@@ -116,11 +116,13 @@ class scheduler {
   void abandon_job(device_slot& slot);
   void stop_job(device_slot& slot);
   void publish();
-  // In a fleet, writes this node's devices to the store when a device's state or job changed
-  // since the store last had them (claim, end, fault), so that other nodes list them as they
-  // are, not as the last heartbeat found them. Before the change's job event goes out, so that
-  // whoever reads the devices on that event sees the change.
+  // In a fleet, writes this node's devices to the store when what a device's event says
+  // changed since the store last had them (a claim, a job's end, a fault, a roofline), so that
+  // other nodes list them as they are, not as the last heartbeat found them. Before the
+  // change's events go out, so that whoever reads the devices on one sees the change.
   void share_devices(const std::vector<device_view>& view);
+  // A "device" event for each device whose event differs from the last one it announced.
+  void announce_devices(const std::vector<device_view>& view);
   std::vector<device_record> device_records(const std::vector<device_view>& view) const;
   void check_drained();
   void beat();
@@ -156,8 +158,10 @@ class scheduler {
   std::function<void()> m_on_drained;
   std::unique_ptr<asio::steady_timer> m_drain_timer;
 
-  // Each device's state and job as the store last got them (share_devices).
-  std::vector<std::pair<device_state, std::optional<std::int64_t>>> m_shared;
+  // Each device's event as the store last got the device (share_devices), and as the event
+  // stream last did (announce_devices).
+  std::vector<json> m_shared;
+  std::vector<json> m_announced;
 
   mutable std::mutex m_view_mutex;
   std::vector<device_view> m_view;

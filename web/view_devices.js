@@ -21,9 +21,9 @@ export function mount(root) {
   const message = h('div', {id: 'devices-message'});
   root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Devices ', where)), message, body);
   // Devices asked to measure their roofline again, by node/index: the measured_at they had.
-  // The view looks again every second until each has a new one (or its measurement failed).
+  // Each shows as measuring until the device has a new one (or its measurement failed): the
+  // device's events (GET /api/v1/events) bring the view up to date as it measures.
   const asked = new Map();
-  let polling = null;
   const keyOf = (d) => `${d.node}/${d.index}`;
   const measuredAt = (d) => (d.measured && d.measured.measured_at) || null;
 
@@ -32,7 +32,6 @@ export function mount(root) {
       asked.set(keyOf(d), {at: measuredAt(d), error: d.last_error, since: Date.now()});
       await post(`/api/v1/devices/${d.index}/roofline?node=${encodeURIComponent(d.node)}`, {});
       message.replaceChildren();
-      if (!polling) polling = setInterval(load, 1000);
       await load();
     } catch (e) {
       asked.delete(keyOf(d));
@@ -48,10 +47,6 @@ export function mount(root) {
       const fresh = measuredAt(d) !== a.at && d.state !== 'measuring';
       const failed = d.last_error && d.last_error !== a.error && d.last_error.includes('roofline');
       if (fresh || failed || Date.now() - a.since > 600000) asked.delete(keyOf(d));
-    }
-    if (!asked.size && polling) {
-      clearInterval(polling);
-      polling = null;
     }
   }
 
@@ -155,10 +150,11 @@ export function mount(root) {
   const onResize = () => charts.forEach((c) => c.resize());
   window.addEventListener('resize', onResize);
   return {
-    onEvent(e) { if (e.type === 'job' || e.type === 'reset') reload(); },
+    // A device's state, job, worker, error or roofline changed (on any node of a fleet), or a
+    // job's did (the devices that run it).
+    onEvent(e) { if (e.type === 'device' || e.type === 'job' || e.type === 'reset') reload(); },
     unmount() {
       disposed = true;
-      if (polling) clearInterval(polling);
       window.removeEventListener('resize', onResize);
       charts.forEach((c) => c.dispose());
     },

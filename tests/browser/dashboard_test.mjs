@@ -823,6 +823,25 @@ async function main() {
       expect(buttons.length === 2 && buttons.every((b) => b === 'false:Measure again'),
              `each device has its button, ready again once measured (${buttons})`);
       expect((await page.textContent('#devices-message')) === '', 'no error after measuring again');
+      // Asked for elsewhere (the API, as curl or another dashboard would): the card follows the
+      // device's events, measuring and then measured, without a click or a reload.
+      // No job queued or running first, and the view's last reload for a job's event (at most
+      // one a second) done: no job event could bring the view up to date instead.
+      for (const deadline = Date.now() + 60000; Date.now() < deadline; await sleep(200)) {
+        const {jobs} = await api(d, 'GET', '/api/v1/jobs?status=queued,running');
+        if (!jobs.length) break;
+      }
+      await sleep(1500);
+      const other = '.device-card[data-index="0"]';
+      const was = await page.getAttribute(`${other} .measured-at`, 'title');
+      const asked = await api(d, 'POST', '/api/v1/devices/0/roofline', {});
+      expect(asked.roofline_requested === true, `a roofline asked for through the API (${JSON.stringify(asked)})`);
+      const followed = await page.waitForFunction(([sel, w]) => {
+        const el = document.querySelector(`${sel} .measured-at`);
+        const b = document.querySelector(`${sel} button.measure-again`);
+        return el && el.title && el.title !== w && b && !b.disabled;
+      }, [other, was], {timeout: 15000}).then(() => true, () => false);
+      expect(followed, 'a measurement asked for elsewhere shows on the card as it happens');
       await shot(page, 'devices');
     });
 

@@ -480,6 +480,8 @@ TEST(Fleet, DeviceRoutesServeAndMeasureAnotherNodesDevice) {
         return before["state"] == "idle" && before["measured"].is_object();
       },
       20s));
+  sse_reader events(f[0].port());
+  ASSERT_TRUE(events.wait_ready());
   const auto asked = f[0].post("/api/v1/devices/0/roofline?node=b", "{}");
   ASSERT_EQ(asked.status, 202) << asked.text;
   EXPECT_EQ(asked.body["node"], "b");
@@ -493,6 +495,27 @@ TEST(Fleet, DeviceRoutesServeAndMeasureAnotherNodesDevice) {
       << f[1].log();
   EXPECT_NE(f[1].log().find("device 0: its roofline will be measured again, as another node asked"),
             std::string::npos);
+  // a's event stream says so, and a reads the device as b's event has it: b stores its
+  // devices before the event goes out.
+  json event;
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& e : events.events()) {
+          if (e.type == "device" && e.data["node"] == "b" && e.data["index"] == 0 &&
+              e.data["state"] == "idle" &&
+              e.data["measured_at"] != before["measured"]["measured_at"]) {
+            event = e.data;
+            return true;
+          }
+        }
+        return false;
+      },
+      10s));
+  EXPECT_TRUE(events.has([](const sse_event& e) {
+    return e.type == "device" && e.data["node"] == "b" && e.data["state"] == "measuring";
+  }));
+  EXPECT_EQ(f[0].get("/api/v1/devices/0?node=b").body["measured"]["measured_at"],
+            event["measured_at"]);
   // b's device 1 and a's own were not measured again.
   EXPECT_EQ(f[1].log().find("device 1: its roofline will be measured again"), std::string::npos);
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/sse_reader.hpp"
 
 namespace kernelscan::testing {
 namespace {
@@ -353,6 +354,16 @@ TEST(AnalysisApi, ARooflineThatCrashesItsWorkerIsNotMeasuredAgainUntilAsked) {
   })) << device.dump();
   EXPECT_EQ(daemon.wait_job(daemon.submit(stream_sweep(2, 0)))["status"], "succeeded");
   EXPECT_EQ(daemon.get("/api/v1/devices/0").body["worker_restarts"], 2);
+  // The event stream said so as it happened: every event the daemon holds.
+  sse_reader events(daemon.port(), {{"Last-Event-ID", "0"}});
+  EXPECT_TRUE(eventually([&] {
+    return events.has([](const sse_event& e) {
+      return e.type == "device" && e.data["worker_restarts"] == 2 &&
+             e.data["last_error"].is_string() &&
+             e.data["last_error"].get<std::string>().find("while measuring the roofline") !=
+                 std::string::npos;
+    });
+  }));
 }
 
 // Device routes take ?node=NAME: this node's name means its own devices (as no node does); a

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -72,6 +73,90 @@ TEST(Events, CancelIsAnnounced) {
       },
       10s));
   daemon.post("/api/v1/jobs/" + std::to_string(blocker) + "/cancel", "");
+}
+
+// A device's state, job, worker, error and roofline arrive as "device" events as they change,
+// each before the job event it goes with (whoever sees a job start or end and reads the devices
+// sees the device busy or free), and not once per point measured.
+TEST(Events, ADevicesChangesArriveAsTheyHappen) {
+  daemon_process daemon({.mock_devices = 1, .allow_fault_injection = true, .extra_args = {}});
+  daemon.start();
+  sse_reader reader(daemon.port());
+  ASSERT_TRUE(reader.wait_ready());
+  auto index_of = [&](const std::function<bool(const sse_event&)>& pred) {
+    const auto events = reader.events();
+    const auto it = std::find_if(events.begin(), events.end(), pred);
+    return it == events.end() ? -1 : int(it - events.begin());
+  };
+  auto device = [](const sse_event& e, const char* state) {
+    return e.type == "device" && e.data["index"] == 0 && e.data["state"] == state;
+  };
+
+  const auto id = daemon.submit(stream_sweep(40, 5));
+  ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  const auto job = [&](const char* status) {
+    return index_of([&](const sse_event& e) {
+      return e.type == "job" && e.data["id"] == id && e.data["status"] == status;
+    });
+  };
+  ASSERT_TRUE(eventually([&] { return job("succeeded") >= 0; }, 10s));
+  const int busy = index_of(
+      [&](const sse_event& e) { return device(e, "busy") && e.data["current_job"] == id; });
+  const int idle = index_of([&](const sse_event& e) {
+    return device(e, "idle") && e.data["current_job"].is_null() &&
+           std::stoll(e.id) > std::stoll(reader.events()[std::size_t(std::max(busy, 0))].id);
+  });
+  ASSERT_GE(busy, 0) << "the device busy with the job";
+  ASSERT_GE(idle, 0) << "the device free again";
+  EXPECT_LT(busy, job("running"));
+  EXPECT_LT(idle, job("succeeded"));
+  const auto events = reader.events();
+  const auto device_events = std::count_if(events.begin(), events.end(),
+                                           [](const sse_event& e) { return e.type == "device"; });
+  EXPECT_LE(device_events, 4) << "40 points, and no device event for each";
+  for (const auto& e : events) {
+    if (e.type != "device") continue;
+    for (const char* key : {"node", "index", "state", "current_job", "worker_pid",
+                            "worker_restarts", "last_error", "measured_at"}) {
+      EXPECT_TRUE(e.data.contains(key)) << key << " in " << e.data.dump();
+    }
+    EXPECT_FALSE(e.data.contains("points_measured")) << e.data.dump();
+  }
+
+  // Measured again: measuring, then idle with a new time, as GET /api/v1/devices/0 then has it.
+  const json before = daemon.get("/api/v1/devices/0").body["measured"]["measured_at"];
+  ASSERT_EQ(daemon.post("/api/v1/devices/0/roofline", "{}").status, 202);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return reader.has([&](const sse_event& e) {
+          return device(e, "idle") && e.data["measured_at"].is_string() &&
+                 e.data["measured_at"] != before;
+        });
+      },
+      10s));
+  EXPECT_TRUE(reader.has([&](const sse_event& e) { return device(e, "measuring"); }));
+  const auto measured = daemon.get("/api/v1/devices/0").body["measured"]["measured_at"];
+  EXPECT_TRUE(reader.has([&](const sse_event& e) {
+    return device(e, "idle") && e.data["measured_at"] == measured;
+  })) << "the event's time is the device's";
+
+  // A worker that crashes in a job: its restart (the point's error is the point's, not the
+  // device's last error).
+  json crash = stream_sweep(1, 1);
+  crash["mock"] = {{"fault", "crash"}};
+  const auto crashed = daemon.submit(crash);
+  ASSERT_EQ(daemon.wait_job(crashed)["status"], "failed");
+  ASSERT_TRUE(eventually(
+      [&] {
+        return reader.has([&](const sse_event& e) {
+          return device(e, "idle") && e.data["worker_restarts"].get<int>() >= 1 &&
+                 e.data["worker_pid"].is_number();
+        });
+      },
+      10s));
+  EXPECT_TRUE(reader.has([&](const sse_event& e) {
+    return device(e, "restarting") && e.data["current_job"] == crashed;
+  }));
 }
 
 TEST(Events, ReconnectingWithLastEventIdResumesAndAStaleIdResets) {

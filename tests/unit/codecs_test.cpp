@@ -8,6 +8,7 @@
 #include "api/json.hpp"
 #include "api/result_codec.hpp"
 #include "api/worker_protocol.hpp"
+#include "server/device_view.hpp"
 
 namespace kernelscan {
 namespace {
@@ -410,6 +411,43 @@ std::string without_newline(std::string line) {
   line.pop_back();
   EXPECT_EQ(line.find('\n'), std::string::npos);
   return line;
+}
+
+// A "device" event: what changes as a device works, its last error cut short and made valid
+// UTF-8 (a worker's text), its roofline's time as the device shows it; not its description.
+TEST(DeviceEvent, SaysWhatChangesAndNoMore) {
+  device_view v;
+  v.node = "gpu-07";
+  v.info.index = 2;
+  v.info.name = "some GPU";
+  v.state = device_state::busy;
+  v.current_job = 41;
+  v.worker_pid = 1234;
+  v.worker_restarts = 3;
+  v.points_measured = 99;
+  json e = device_event(v);
+  EXPECT_EQ(e, (json{{"node", "gpu-07"},
+                     {"index", 2},
+                     {"state", "busy"},
+                     {"current_job", 41},
+                     {"worker_pid", 1234},
+                     {"worker_restarts", 3},
+                     {"last_error", nullptr},
+                     {"measured_at", nullptr}}))
+      << e.dump();
+  v.points_measured = 100;
+  EXPECT_EQ(device_event(v), e) << "a point measured is no change";
+
+  v.info.measured = measured_roofline{};
+  v.info.measured->measured_ms = 1'700'000'000'123;
+  v.last_error = std::string(3000, 'x') + "\xff";
+  e = device_event(v);
+  EXPECT_EQ(e["measured_at"], "2023-11-14T22:13:20.123Z");
+  ASSERT_TRUE(e["last_error"].is_string());
+  EXPECT_EQ(e["last_error"].get<std::string>(), std::string(k_device_event_error_bytes, 'x'));
+  v.last_error = "bad \xff byte";
+  EXPECT_EQ(device_event(v)["last_error"], "bad ? byte");
+  EXPECT_NO_THROW((void)device_event(v).dump());
 }
 
 TEST(WorkerProtocol, ResultLineRoundTrips) {
