@@ -1,11 +1,12 @@
 #pragma once
 // Every device of the fleet as GET /api/v1/devices lists them (DESIGN.md §7): this node's from
 // the scheduler (live), the other nodes' as they last wrote them to the store (when a device's
-// state or job changes, and with every heartbeat: points measured, last error), shown
-// `offline` when their node stopped or has not been heard from within its lease. Each carries
-// its `node` and `last_heartbeat_at`. In a fleet, a store that cannot be reached throws its
-// storage_error (the API answers 503): this node's devices alone would read as a fleet whose
-// other nodes are gone, and a device of another node as one that does not exist.
+// state, job, worker, last error or roofline changes, and with every heartbeat: points
+// measured), shown `offline` when their node stopped or has not been heard from within its
+// lease. Each carries its `node` and `last_heartbeat_at`. In a fleet, a store that cannot be
+// reached throws its storage_error (the API answers 503): this node's devices alone would read
+// as a fleet whose other nodes are gone, and a device of another node as one that does not
+// exist.
 //
 // Threading: thread-safe (HTTP handlers).
 
