@@ -38,6 +38,29 @@ json to_json(const device_view& v) {
   return j;
 }
 
+json device_event(const json& device) {
+  auto field = [&](const char* key) {
+    const auto it = device.find(key);
+    return it == device.end() ? json(nullptr) : *it;
+  };
+  json error = field("last_error");
+  if (error.is_string()) {
+    error = detail::utf8_prefix(error.get<std::string>(), k_device_event_error_bytes);
+  }
+  json measured_at = nullptr;
+  if (const auto m = device.find("measured"); m != device.end() && m->is_object()) {
+    measured_at = m->value("measured_at", json(nullptr));
+  }
+  return {{"node", field("node")},
+          {"index", field("index")},
+          {"state", field("state")},
+          {"current_job", field("current_job")},
+          {"worker_pid", field("worker_pid")},
+          {"worker_restarts", field("worker_restarts")},
+          {"last_error", std::move(error)},
+          {"measured_at", std::move(measured_at)}};
+}
+
 json device_event(const device_view& v) {
   json error = nullptr;
   if (!v.last_error.empty()) {

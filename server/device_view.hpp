@@ -40,5 +40,7 @@ inline constexpr std::size_t k_device_event_error_bytes = 1024;
 // notifications. A device's event differs from its last one exactly when one of those changed:
 // not for a point measured (each job's "points" events say that).
 json device_event(const device_view& v);
+// The same of a device as the API shows it (to_json(), or another node's as read from the store).
+json device_event(const json& device);
 
 }  // namespace kernelscan

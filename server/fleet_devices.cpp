@@ -1,6 +1,7 @@
 #include "server/fleet_devices.hpp"
 
 #include "api/job_codec.hpp"
+#include "server/fleet_offline.hpp"
 
 namespace kernelscan {
 
@@ -15,15 +16,7 @@ std::vector<json> fleet_devices(job_store& store, const scheduler& sched, double
   }
   if (!shared) return out;
   for (const auto& d : store.devices(now)) {
-    if (d.node == sched.node()) continue;
-    json j = parse_json(d.info_json);
-    if (d.node_stopped || double(d.heartbeat_age_ms) > lease_timeout_s * 1000) {
-      j["state"] = to_string(device_state::offline);
-      j["current_job"] = nullptr;
-      j["worker_pid"] = nullptr;
-    }
-    j["last_heartbeat_at"] = format_time_ms(now - d.heartbeat_age_ms);
-    out.push_back(std::move(j));
+    if (d.node != sched.node()) out.push_back(other_node_device(d, now, lease_timeout_s));
   }
   return out;
 }

@@ -30,6 +30,8 @@ class job_events {
   void points_stored(std::span<const result_row> rows, const progress_fn& progress);
   // A "device" event (device_event()): a device's state, job, worker, error or roofline changed.
   void device_changed(const json& event) { m_hub.publish("device", event.dump()); }
+  // Another node's device seen offline here (each node sees that for itself: not relayed).
+  void device_offline_elsewhere(const json& event) { m_hub.publish_local("device", event.dump()); }
 
  private:
   job_store& m_store;

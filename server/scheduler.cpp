@@ -882,8 +882,22 @@ void scheduler::beat() {
       if (slot->job && slot->window.empty()) advance(*slot);
     }
   }
+  watch_other_nodes();
   // Jobs other nodes queued without this node hearing of it, and expired ones: claim them.
   dispatch();
+}
+
+void scheduler::watch_other_nodes() {
+  if (m_config.database.empty()) return;
+  try {
+    const std::int64_t now = m_clock.unix_ms();
+    for (const auto& event :
+         m_offline_watch.look(m_store.devices(now), m_config.node, now, m_config.lease_timeout_s)) {
+      m_events.device_offline_elsewhere(event);
+    }
+  } catch (const storage_error& e) {
+    spdlog::debug("devices: the other nodes' are not read ({}); at the next heartbeat", e.what());
+  }
 }
 
 bool scheduler::leases_fresh() const {

@@ -33,6 +33,7 @@
 #include "server/device_view.hpp"
 #include "server/dispatcher.hpp"
 #include "server/event_hub.hpp"
+#include "server/fleet_offline.hpp"
 #include "server/group_commit.hpp"
 #include "server/job_events.hpp"
 #include "server/job_waiters.hpp"
@@ -123,6 +124,9 @@ class scheduler {
   void share_devices(const std::vector<device_view>& view);
   // A "device" event for each device whose event differs from the last one it announced.
   void announce_devices(const std::vector<device_view>& view);
+  // In a fleet, at each heartbeat: a "device" event on this node's streams for each other
+  // node's device gone offline since the last.
+  void watch_other_nodes();
   std::vector<device_record> device_records(const std::vector<device_view>& view) const;
   void check_drained();
   void beat();
@@ -147,6 +151,7 @@ class scheduler {
   result_cache m_cache;
   rooflines m_rooflines;
   node_heartbeat m_heartbeat;
+  offline_watch m_offline_watch;  // the other nodes' devices, for their going offline
 
   std::vector<std::unique_ptr<device_slot>> m_slots;
   std::uint64_t m_next_seq = 1;

@@ -1385,14 +1385,18 @@ async function fleetMain() {
       expect(named, `its page names beta / 0 (${await page.textContent('#job-device')})`);
     });
 
-    await step('fleet: a node that stopped shows offline', async () => {
+    await step('fleet: a node that stopped shows offline, as it happens', async () => {
+      // The devices view open before: alpha's event stream brings beta's going offline (seen
+      // at alpha's next heartbeat, every 5 s here) without a reload.
+      await gotoView(page, a.origin, '#/devices', '#view[data-charts-ready]');
+      expect(await page.textContent('.node-group[data-node="beta"] .node-state') === 'online', 'beta online before');
       await nodes.beta.stop();
       delete nodes.beta;
-      await gotoView(page, a.origin, '#/devices', '#view[data-charts-ready]');
-      await page.waitForFunction(() => {
+      const shown = await page.waitForFunction(() => {
         const b = document.querySelector('.node-group[data-node="beta"] .node-state');
         return b && b.textContent === 'offline';
-      }, null, {timeout: 10000});
+      }, null, {timeout: 15000}).then(() => true, () => false);
+      expect(shown, 'beta shows offline on the open devices view');
       expect(await page.locator('.node-group[data-node="alpha"] .node-state.state-idle').count() === 1, 'alpha stays online');
       await shot(page, 'fleet-devices-offline');
     });

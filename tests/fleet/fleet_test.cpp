@@ -3,8 +3,10 @@
 // process starts); the test that stops PostgreSQL starts a server of its own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <set>
@@ -525,6 +527,45 @@ TEST(Fleet, DeviceRoutesServeAndMeasureAnotherNodesDevice) {
   EXPECT_EQ(r.status, 409) << r.text;
   EXPECT_EQ(r.body["error"]["type"], "node_offline") << r.text;
   EXPECT_NE(r.text.find(R"(node \"b\" is offline)"), std::string::npos) << r.text;
+  EXPECT_EQ(f[0].get("/api/v1/devices/0?node=b").body["state"], "offline");
+  // a's event stream says so: b's two devices offline, once each.
+  auto offline = [&](int index) {
+    const auto all = events.events();
+    return std::count_if(all.begin(), all.end(), [&](const sse_event& e) {
+      return e.type == "device" && e.data["node"] == "b" && e.data["index"] == index &&
+             e.data["state"] == "offline";
+    });
+  };
+  EXPECT_TRUE(eventually([&] { return offline(0) >= 1 && offline(1) >= 1; }, 10s));
+  std::this_thread::sleep_for(2s);  // a few more of a's heartbeats
+  EXPECT_EQ(offline(0), 1);
+  EXPECT_EQ(offline(1), 1);
+}
+
+// A node that dies says nothing: every other node sees its lease run out at its own heartbeat
+// and tells its own event streams that the node's devices are offline.
+TEST(Fleet, ANodeThatDiesShowsOfflineOnTheOtherNodesEventStreams) {
+  fleet f(3, 1);
+  sse_reader on_a(f[0].port()), on_c(f[2].port());
+  ASSERT_TRUE(on_a.wait_ready());
+  ASSERT_TRUE(on_c.wait_ready());
+  // b's device as the others know it before: not offline.
+  ASSERT_TRUE(
+      eventually([&] { return f[0].get("/api/v1/devices/0?node=b").body["state"] == "idle"; }));
+  const auto died = std::chrono::steady_clock::now();
+  f[1].kill9();
+  auto offline = [](const sse_reader& r) {
+    const auto all = r.events();
+    return std::count_if(all.begin(), all.end(), [](const sse_event& e) {
+      return e.type == "device" && e.data["node"] == "b" && e.data["state"] == "offline";
+    });
+  };
+  ASSERT_TRUE(eventually([&] { return offline(on_a) == 1 && offline(on_c) == 1; }, 15s));
+  const double after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - died).count();
+  EXPECT_GE(after, 2.5) << "not before its lease (3 s) ran out";
+  std::cout << "b's device read offline on a and c's streams " << after
+            << " s after it was killed (lease 3 s)\n";
   EXPECT_EQ(f[0].get("/api/v1/devices/0?node=b").body["state"], "offline");
 }
 
