@@ -1047,29 +1047,29 @@ void scheduler::publish() {
     view.push_back(std::move(v));
   }
   m_worker_restarts = restarts;
-  share_devices(view);
+  const std::vector<json> events = device_events(view);
+  share_devices(view, events);
   {
     std::lock_guard lock(m_view_mutex);
-    m_view = view;
+    m_view = std::move(view);
   }
-  announce_devices(view);
+  announce_devices(events);
 }
 
-void scheduler::announce_devices(const std::vector<device_view>& view) {
-  m_announced.resize(view.size());
-  for (std::size_t i = 0; i < view.size(); ++i) {
-    json event = device_event(view[i]);
-    if (event == m_announced[i]) continue;
-    m_events.device_changed(event);
-    m_announced[i] = std::move(event);
+void scheduler::announce_devices(const std::vector<json>& events) {
+  m_announced.resize(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i] == m_announced[i]) continue;
+    m_events.device_changed(events[i]);
+    m_announced[i] = events[i];
   }
 }
 
-void scheduler::share_devices(const std::vector<device_view>& view) {
+void scheduler::share_devices(const std::vector<device_view>& view,
+                              const std::vector<json>& events) {
   // A daemon alone has no one to tell. While the store is away the heartbeat, tried every
   // second, writes them when it gets through; once stopping, the node has left the fleet.
   if (m_config.database.empty() || m_draining || m_heartbeat.failing()) return;
-  std::vector<json> events = device_events(view);
   if (events == m_shared) return;
   try {
     m_store.heartbeat(m_config.node, device_records(view), m_clock.unix_ms());
@@ -1078,7 +1078,7 @@ void scheduler::share_devices(const std::vector<device_view>& view) {
                   e.what());
     return;
   }
-  m_shared = std::move(events);
+  m_shared = events;
 }
 
 std::vector<device_view> scheduler::devices() const {

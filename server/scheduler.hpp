@@ -121,9 +121,10 @@ class scheduler {
   // changed since the store last had them (a claim, a job's end, a fault, a roofline), so that
   // other nodes list them as they are, not as the last heartbeat found them. Before the
   // change's events go out, so that whoever reads the devices on one sees the change.
-  void share_devices(const std::vector<device_view>& view);
+  // `events`: the devices' device_event()s.
+  void share_devices(const std::vector<device_view>& view, const std::vector<json>& events);
   // A "device" event for each device whose event differs from the last one it announced.
-  void announce_devices(const std::vector<device_view>& view);
+  void announce_devices(const std::vector<json>& events);
   // In a fleet, at each heartbeat: a "device" event on this node's streams for each other
   // node's device gone offline since the last.
   void watch_other_nodes();
