@@ -625,10 +625,12 @@ TEST(Fleet, ANodeThatFindsItsNameTakenWhenItReconnectsStops) {
   detail::pg_connection db({{"connect_timeout", "10"}, {"dbname", f.database()}});
   const std::int64_t key = postgres_node_lock_key("a");
   // Its PostgreSQL connection, the one holding the name's lock, ends; the test takes the lock
-  // before that node reconnects (a second later).
+  // before that node reconnects (a second later). pg_locks lists every database's locks: the
+  // node "a" of a fleet test running beside this one (a database of its own) holds its own.
   const auto taken = db.exec(
       "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-      "AND ((classid::bigint << 32) | objid::bigint) = $1",
+      "AND ((classid::bigint << 32) | objid::bigint) = $1 AND database = "
+      "(SELECT oid FROM pg_database WHERE datname = current_database())",
       {key});
   ASSERT_EQ(taken.rows(), 1);
   ASSERT_TRUE(eventually(
