@@ -41,6 +41,9 @@ inline constexpr std::size_t k_device_event_error_bytes = 1024;
 // not for a point measured (each job's "points" events say that).
 json device_event(const device_view& v);
 // The same of a device as the API shows it (to_json(), or another node's as read from the store).
+// Two forms, kept equal by a test: the scheduler makes its devices' events at every point, from
+// the view (0.8 µs a device, against 6.2 through to_json() on the development VM); another
+// node's device is only JSON.
 json device_event(const json& device);
 
 }  // namespace kernelscan
