@@ -1,10 +1,15 @@
 #include "engine/device_backend.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
+
+#include "engine/element.hpp"
 
 namespace kernelscan {
 
@@ -69,6 +74,61 @@ std::uint64_t device_backend::hash(const device_buffer& b, std::uint64_t bytes) 
       lanes[0] = (lanes[0] ^ chunk[c]) * prime;
   }
   return mix64(lanes[0] ^ mix64(lanes[1] ^ mix64(lanes[2] ^ mix64(lanes[3]))));
+}
+
+grouped_fills group_fills(std::span<const fill_target> fills, std::size_t most) {
+  using key = std::tuple<bool, dtype, std::int64_t, std::uint64_t>;  // as fill_group's
+  std::map<key, std::vector<const fill_target*>> by_key;
+  grouped_fills out;
+  for (const auto& t : fills) {
+    const fill_request& f = t.request;
+    if (f.count <= 0) continue;
+    if (f.kind == fill_kind::random) {
+      by_key[{true, f.type, f.count, 0}].push_back(&t);
+      continue;
+    }
+    const std::uint64_t bytes = std::uint64_t(f.count) * size_of(f.type);
+    if (f.kind == fill_kind::arange || bytes % 8 != 0) {
+      out.single.push_back(&t);
+      continue;
+    }
+    unsigned char element[8];
+    if (f.kind == fill_kind::value) {
+      store_element(f.type, f.value, element);
+    } else {
+      store_unwritten(f.type, element, f.pattern);
+    }
+    unsigned char word[8];
+    for (std::size_t i = 0; i < 8; ++i)
+      word[i] = element[i % size_of(f.type)];
+    by_key[{false, dtype::u8, std::int64_t(bytes / 8), std::bit_cast<std::uint64_t>(word)}]
+        .push_back(&t);
+  }
+  for (auto& [k, members] : by_key) {
+    if (members.size() == 1) {
+      out.single.push_back(members.front());
+      continue;
+    }
+    for (std::size_t at = 0; at < members.size(); at += most) {
+      const auto end = members.begin() + std::ptrdiff_t(std::min(members.size(), at + most));
+      fill_group g{std::get<0>(k),
+                   std::get<1>(k),
+                   std::get<2>(k),
+                   std::get<3>(k),
+                   {members.begin() + std::ptrdiff_t(at), end}};
+      if (g.members.size() == 1) {
+        out.single.push_back(g.members.front());
+      } else {
+        out.groups.push_back(std::move(g));
+      }
+    }
+  }
+  return out;
+}
+
+void device_backend::fill_all(std::span<const fill_target> fills) {
+  for (const auto& f : fills)
+    fill(*f.buffer, f.request);
 }
 
 void device_backend::write_guards(std::span<const guard_ref> guards, const void* canary) {

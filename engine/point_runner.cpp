@@ -219,6 +219,13 @@ void point_runner::init_inputs(point_kernel& k, std::uint64_t seed, int pattern)
 
 void point_runner::init_inputs(point_kernel& k, const buffer_set& set, std::uint64_t seed,
                                int pattern) {
+  std::vector<fill_target> fills;
+  input_fills(k, set, seed, pattern, fills);
+  m_backend->fill_all(fills);
+}
+
+void point_runner::input_fills(point_kernel& k, const buffer_set& set, std::uint64_t seed,
+                               int pattern, std::vector<fill_target>& into) {
   auto& buffers = k.buffers();
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     auto& b = buffers[i];
@@ -246,7 +253,7 @@ void point_runner::init_inputs(point_kernel& k, const buffer_set& set, std::uint
         f.kind = fill_kind::arange;
         break;
     }
-    m_backend->fill(*set[i], f);
+    into.push_back({set[i], f});
   }
 }
 
@@ -746,19 +753,21 @@ class point_runner::timed_checks {
     const bool afresh =
         drawn && !from_kept && double(mix64(draw) >> 11) * 0x1p-53 < afresh_share(launches);
     const std::size_t at = std::size_t(mix64(s ^ k_batch_check_salt) % sets);
+    m_fills.clear();
     for (std::size_t j = 0; j < sets; ++j) {
       const buffer_set& set = m_batch.empty() ? current() : *m_batch[j];
       if ((from_kept || last_kept) && j == at) {
         const kept_answer& a = from_kept ? m_kept[std::size_t(m_drawn++)] : m_kept.back();
-        m_runner.init_inputs(m_k, set, a.seed, a.pattern);
+        m_runner.input_fills(m_k, set, a.seed, a.pattern, m_fills);
         m_pending.push_back({&set, &a, a.seed, a.pattern});
         continue;
       }
       const std::uint64_t seed = j == 0 ? s : mix64(s ^ mix64(k_batch_set_salt + j));
-      m_runner.init_inputs(m_k, set, seed, int(seed & 1));
+      m_runner.input_fills(m_k, set, seed, int(seed & 1), m_fills);
       if ((afresh && j == at) || (checked && m_last))
         m_pending.push_back({&set, nullptr, seed, int(seed & 1)});
     }
+    m_runner.m_backend->fill_all(m_fills);
     // Local memory is scrubbed before the kernel's first timed launch (after verification's,
     // which may have kept something there across the fresh module) and after another variant's
     // launches (which got the same inputs). Between its own samples the kernel could only find
@@ -999,6 +1008,7 @@ class point_runner::timed_checks {
   std::int64_t m_max_batch = 1;
   std::deque<device_buffer> m_extra;  // the buffers of the sets beyond two (a deque: stable)
   std::vector<buffer_set> m_extra_sets;
+  std::vector<fill_target> m_fills;        // a sample's fills, all its sets' in one fill_all()
   std::vector<const buffer_set*> m_batch;  // the sets of this sample's launches, when batched
   std::int64_t m_launch = 0;
   std::uint64_t m_samples = 0;

@@ -143,6 +143,9 @@ class point_runner : public engine {
   // hold unwritten pattern `pattern` (element.hpp).
   void init_inputs(point_kernel& k, std::uint64_t seed, int pattern = 0);
   void init_inputs(point_kernel& k, const buffer_set& set, std::uint64_t seed, int pattern);
+  // The fills init_inputs() enqueues, added to `into` (a batched sample's sets are filled at once).
+  void input_fills(point_kernel& k, const buffer_set& set, std::uint64_t seed, int pattern,
+                   std::vector<fill_target>& into);
   // The reference run on the inputs now in `set`, on its own copies of the outputs in their state
   // now: its answer is in the clear in `outputs` (set's buffers, the copies for its outputs)
   // until read_answers() or poison_answers().

@@ -202,6 +202,27 @@ class hip_backend final : public device_backend {
         return fill_unwritten(p, f.type, f.count, f.pattern, s());
     }
   }
+  // Fills of one kind, type and length (group_fills) k_fill_sets to a launch: a batched hot
+  // sample refreshes a set of buffers per launch of its batch, each buffer a launch of its own
+  // otherwise (microseconds each, more than a kilobyte buffer takes to fill).
+  void fill_all(std::span<const fill_target> fills) override {
+    const grouped_fills grouped = group_fills(fills, k_fill_sets);
+    for (const fill_target* t : grouped.single)
+      fill(*t->buffer, t->request);
+    for (const fill_group& g : grouped.groups) {
+      fill_sets sets{};
+      for (std::size_t j = 0; j < g.members.size(); ++j) {
+        sets.p[j] = ptr(g.members[j]->buffer);
+        sets.seed[j] = g.members[j]->request.seed;
+      }
+      const int n = int(g.members.size());
+      if (g.random) {
+        fill_random_sets(sets, n, g.type, g.count, s());
+      } else {
+        fill_words_sets(sets, n, g.count, g.word, s());
+      }
+    }
+  }
   void write(const device_buffer& b, std::uint64_t offset, const void* src,
              std::uint64_t bytes) override {
     synchronize();

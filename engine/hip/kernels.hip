@@ -55,7 +55,7 @@ __host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
 }
 
 template <typename T>
-__global__ void fill_random_kernel(T* p, std::int64_t n, std::uint64_t seed) {
+__device__ inline void fill_random_run(T* p, std::int64_t n, std::uint64_t seed) {
   const std::uint64_t f = mix64(seed ^ k_fill_segment_salt);
   const unsigned segment_bits = unsigned(6 + f % 7);
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -72,6 +72,25 @@ __global__ void fill_random_kernel(T* p, std::int64_t n, std::uint64_t seed) {
     } else {
       p[i] = T(r >> 60);
     }
+  }
+}
+
+template <typename T>
+__global__ void fill_random_kernel(T* p, std::int64_t n, std::uint64_t seed) {
+  fill_random_run(p, n, seed);
+}
+
+// Buffer blockIdx.y of the sets.
+template <typename T>
+__global__ void fill_random_sets_kernel(fill_sets sets, std::int64_t n) {
+  fill_random_run(static_cast<T*>(sets.p[blockIdx.y]), n, sets.seed[blockIdx.y]);
+}
+
+__global__ void fill_words_sets_kernel(fill_sets sets, std::int64_t n, std::uint64_t word) {
+  auto* p = static_cast<std::uint64_t*>(sets.p[blockIdx.y]);
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    p[i] = word;
   }
 }
 
@@ -512,6 +531,27 @@ void fill_random(void* p, dtype t, std::int64_t count, std::uint64_t seed, hipSt
     fill_random_kernel<T><<<grid_for(count), k_block, 0, s>>>(static_cast<T*>(p), count, seed);
   });
   launched("fill_random");
+}
+
+void fill_random_sets(const fill_sets& sets, int buffers, dtype t, std::int64_t count,
+                      hipStream_t s) {
+  if (buffers <= 0 || count <= 0) return;
+  clear_last_error();
+  const dim3 grid(grid_for(count), unsigned(buffers));
+  with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    fill_random_sets_kernel<T><<<grid, k_block, 0, s>>>(sets, count);
+  });
+  launched("fill_random_sets");
+}
+
+void fill_words_sets(const fill_sets& sets, int buffers, std::int64_t words, std::uint64_t word,
+                     hipStream_t s) {
+  if (buffers <= 0 || words <= 0) return;
+  clear_last_error();
+  const dim3 grid(grid_for(words), unsigned(buffers));
+  fill_words_sets_kernel<<<grid, k_block, 0, s>>>(sets, words, word);
+  launched("fill_words_sets");
 }
 
 void fill_value(void* p, dtype t, std::int64_t count, double value, hipStream_t s) {

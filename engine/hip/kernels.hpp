@@ -21,6 +21,19 @@ void fill_arange(void* p, dtype t, std::int64_t count, hipStream_t s);
 // k_unwritten_byte repeated for integers (output_check.hpp).
 void fill_unwritten(void* p, dtype t, std::int64_t count, int pattern, hipStream_t s);
 
+// Up to k_fill_sets buffers in one launch (device_backend::fill_all, group_fills): each of
+// `count` elements of `t` filled as fill_random fills it from its own seed, or each of `words`
+// 64-bit words set to `word` (a constant or unwritten fill whose bytes are whole words).
+inline constexpr int k_fill_sets = 16;
+struct fill_sets {
+  void* p[k_fill_sets];
+  std::uint64_t seed[k_fill_sets];
+};
+void fill_random_sets(const fill_sets& sets, int buffers, dtype t, std::int64_t count,
+                      hipStream_t s);
+void fill_words_sets(const fill_sets& sets, int buffers, std::int64_t words, std::uint64_t word,
+                     hipStream_t s);
+
 // A hash of `words` 64-bit words at `p` (8-byte aligned): thread i of `threads` (a multiple of
 // 256) folds words i, i + threads, ... with one FNV-style step each and writes partial[i]; then
 // thread j of k_hash_partials mixes partials j, j + k_hash_partials, ... into partial[j], so that

@@ -54,7 +54,7 @@ inline void ks_fill_random_at(__global T* p, long i, ulong seed, float2 sh) {
 /* Elements strided (span 0) or work-item i's run [i * span, (i + 1) * span) (a CPU device: a
    counted loop over its own run is one the compiler vectorises, and each cache line is written
    whole by one work-item), a segment at a time: its draw once, not per element. */
-__kernel void fill_random(__global T* p, long n, ulong seed, long span) {
+inline void ks_fill_random_run(__global T* p, long n, ulong seed, long span) {
   const ulong f = ks_mix64(seed ^ KS_FILL_SEGMENT_SALT);
   if (span > 0) {
     const long start = get_global_id(0) * span, end = min(n, start + span);
@@ -68,6 +68,56 @@ __kernel void fill_random(__global T* p, long n, ulong seed, long span) {
   } else {
     for (long i = get_global_id(0); i < n; i += get_global_size(0))
       ks_fill_random_at(p, i, seed, ks_fill_segment(f, i));
+  }
+}
+
+__kernel void fill_random(__global T* p, long n, ulong seed, long span) {
+  ks_fill_random_run(p, n, seed, span);
+}
+
+/* Up to 8 buffers of n elements filled as fill_random fills each, buffer j (get_global_id(1))
+   from seed sj, in one command: a batched sample's sets are refreshed in a few commands rather
+   than one per buffer. The arguments past the range's buffers are not read. */
+__kernel void fill_random_sets(long n, long span, __global T* p0, ulong s0, __global T* p1,
+                               ulong s1, __global T* p2, ulong s2, __global T* p3, ulong s3,
+                               __global T* p4, ulong s4, __global T* p5, ulong s5,
+                               __global T* p6, ulong s6, __global T* p7, ulong s7) {
+  switch (get_global_id(1)) {
+    case 0: ks_fill_random_run(p0, n, s0, span); return;
+    case 1: ks_fill_random_run(p1, n, s1, span); return;
+    case 2: ks_fill_random_run(p2, n, s2, span); return;
+    case 3: ks_fill_random_run(p3, n, s3, span); return;
+    case 4: ks_fill_random_run(p4, n, s4, span); return;
+    case 5: ks_fill_random_run(p5, n, s5, span); return;
+    case 6: ks_fill_random_run(p6, n, s6, span); return;
+    default: ks_fill_random_run(p7, n, s7, span); return;
+  }
+}
+
+/* n 64-bit words of each of up to 8 buffers (get_global_id(1)) set to w, strided (span 0) or
+   in runs of span words: a constant or unwritten fill of buffers whose size is whole words, in
+   one command. */
+inline void ks_fill_words_run(__global ulong* p, long n, ulong w, long span) {
+  if (span > 0) {
+    const long start = get_global_id(0) * span, end = min(n, start + span);
+    for (long i = start; i < end; ++i) p[i] = w;
+  } else {
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) p[i] = w;
+  }
+}
+
+__kernel void fill_words_sets(long n, long span, ulong w, __global ulong* p0, __global ulong* p1,
+                              __global ulong* p2, __global ulong* p3, __global ulong* p4,
+                              __global ulong* p5, __global ulong* p6, __global ulong* p7) {
+  switch (get_global_id(1)) {
+    case 0: ks_fill_words_run(p0, n, w, span); return;
+    case 1: ks_fill_words_run(p1, n, w, span); return;
+    case 2: ks_fill_words_run(p2, n, w, span); return;
+    case 3: ks_fill_words_run(p3, n, w, span); return;
+    case 4: ks_fill_words_run(p4, n, w, span); return;
+    case 5: ks_fill_words_run(p5, n, w, span); return;
+    case 6: ks_fill_words_run(p6, n, w, span); return;
+    default: ks_fill_words_run(p7, n, w, span); return;
   }
 }
 

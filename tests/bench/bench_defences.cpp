@@ -90,6 +90,8 @@ std::vector<bench_case> cases(bool gpu) {
   return {{"axpy (custom, N=2^22)",
            {{"kernel", axpy}, {"sweep", {{"N", {4194304}}}}, {"timing", cold}}},
           {"axpy hot (N=2^14)", {{"kernel", axpy}, {"sweep", {{"N", {16384}}}}, {"timing", hot}}},
+          // Sets of 12 KiB: a batch of dozens of them, each refreshed before every sample.
+          {"axpy hot (N=2^10)", {{"kernel", axpy}, {"sweep", {{"N", {1024}}}}, {"timing", hot}}},
           {"gemm (builtin, 256^3)", {{"kernel", gemm(256, "f32", "builtin")}, {"timing", cold}}}};
 }
 

@@ -144,6 +144,10 @@ TEST_F(GpuBackend, DeviceFillsMatchTheHostDefinitionBitForBit) {
   testing::expect_device_fills_match_the_host(backend());
 }
 
+TEST_F(GpuBackend, FillsOfManyBuffersAtOnceMatchTheHostDefinition) {
+  testing::expect_batched_fills_match_the_host(backend());
+}
+
 // Outputs screened on the device pass and fail as the host's comparison has them.
 TEST_F(GpuBackend, ScreensOutputsOnTheDeviceAsTheHostComparesThem) {
   testing::expect_device_screens_as_the_host_compares(backend());

@@ -52,6 +52,10 @@ TEST_F(OpenClBackend, DeviceFillsMatchTheHostDefinitionBitForBit) {
   testing::expect_device_fills_match_the_host(backend());
 }
 
+TEST_F(OpenClBackend, FillsOfManyBuffersAtOnceMatchTheHostDefinition) {
+  testing::expect_batched_fills_match_the_host(backend());
+}
+
 TEST_F(OpenClBackend, TimesTheLaunchesOfASample) {
   stream_instance s;
   s.n = 1 << 20;
