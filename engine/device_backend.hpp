@@ -295,12 +295,13 @@ class device_backend {
   // The first `n` elements of type `t` of `out` against those of `ref` (both as the device
   // stores them), compared on the device as compare_outputs compares a block in its vectorised
   // pass (output_check.hpp): the elements that do not pass there (a value not finite on either
-  // side, NaN included, or a difference beyond atol + rtol·|ref|), and the sums of the norm test,
-  // over the elements that do pass; only these few numbers come back. Where none is irregular and
-  // the norm test passes, comparing on the host would pass as well; anything else the host
-  // decides, with the outputs read back. nullopt where the backend cannot (not a floating type,
-  // no f64 arithmetic on the device, or no device code of its own, the default): the caller
-  // compares on the host. With `n` 0 it only answers whether it can.
+  // side, NaN included, an integer holding either unwritten pattern on either side, or a
+  // difference beyond atol + rtol·|ref|), and the sums of the norm test, over the elements that
+  // do pass; only these few numbers come back. Where none is irregular and the norm test passes,
+  // comparing on the host would pass as well; anything else the host decides, with the outputs
+  // read back. nullopt where the backend cannot (no f64 arithmetic on the device, or no device
+  // code of its own, the default): the caller compares on the host. With `n` 0 it only answers
+  // whether it can.
   virtual std::optional<output_screen> screen_outputs(const device_buffer& out,
                                                       const device_buffer& ref, dtype t,
                                                       std::int64_t n, double atol, double rtol) {

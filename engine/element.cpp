@@ -98,6 +98,23 @@ double load_element(dtype t, const void* src) {
   return 0;
 }
 
+std::int64_t load_integer(dtype t, const void* src) {
+  switch (t) {
+    case dtype::i64:
+      return load<std::int64_t>(src);
+    case dtype::i32:
+      return load<std::int32_t>(src);
+    case dtype::u32:
+      return load<std::uint32_t>(src);
+    case dtype::i8:
+      return load<std::int8_t>(src);
+    case dtype::u8:
+      return load<std::uint8_t>(src);
+    default:
+      return 0;
+  }
+}
+
 void store_element(dtype t, double v, void* dst) {
   switch (t) {
     case dtype::f64:

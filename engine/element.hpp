@@ -38,6 +38,8 @@ std::uint16_t encode_bf16(float v);
 
 // size_of(t) bytes at `src` as a double.
 double load_element(dtype t, const void* src);
+// size_of(t) bytes at `src` as the integer they hold (exactly, an i64 too); 0 for a floating type.
+std::int64_t load_integer(dtype t, const void* src);
 // `v` in the device representation of `t`, size_of(t) bytes at `dst`.
 void store_element(dtype t, double v, void* dst);
 // Unwritten pattern `pattern` (0 or 1) of `t`, size_of(t) bytes at `dst`.

@@ -254,7 +254,6 @@ class hip_backend final : public device_backend {
   std::optional<output_screen> screen_outputs(const device_buffer& out, const device_buffer& ref,
                                               dtype t, std::int64_t n, double atol,
                                               double rtol) override {
-    if (!is_floating(t)) return std::nullopt;
     output_screen found;
     if (n <= 0) return found;
     const auto blocks = unsigned(std::clamp<std::int64_t>((n + 255) / 256, 1, k_screen_blocks));

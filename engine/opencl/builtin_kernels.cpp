@@ -138,17 +138,25 @@ __kernel void hash_words(__global const ulong* p, long n, __global ulong* partia
   partial[id] = h;
 }
 
-#if KS_FLOATING && defined(KS_FP64)
+#if defined(KS_FP64)
 #define KS_SCREEN_BLOCK 256
 /* n elements of `out` screened against `ref` on the device (device_backend::screen_outputs):
    an element passes where both values are finite and |out - ref| <= atol + rtol * |ref|, as a
-   block of output_check.cpp's vectorised pass judges it, in double. Work-group g writes how many
-   of its elements do not pass to parts[g], and the sums of (out - ref)^2 and ref^2 over
-   those that do to parts[G + 2g] and parts[G + 2g + 1] (their bits), for G groups. The
-   elements strided or in runs of `span` as hash_words reads its words; KS_SCREEN_BLOCK
+   block of output_check.cpp's vectorised pass judges it, in double; an integer one, where
+   neither value is one of the unwritten patterns u0 and u1 (as long) either. Work-group g
+   writes how many of its elements do not pass to parts[g], and the sums of (out - ref)^2 and
+   ref^2 over those that do to parts[G + 2g] and parts[G + 2g + 1] (their bits), for G groups.
+   The elements strided or in runs of `span` as hash_words reads its words; KS_SCREEN_BLOCK
    work-items a group. */
 inline void ks_screen_one(__global const T* out, __global const T* ref, long i, double atol,
-                          double rtol, ulong* bad, double* diff, double* sq) {
+                          double rtol, long u0, long u1, ulong* bad, double* diff, double* sq) {
+#if !KS_FLOATING
+  const long ob = (long)out[i], rb = (long)ref[i];
+  if (ob == u0 || ob == u1 || rb == u0 || rb == u1) {
+    *bad += 1;
+    return;
+  }
+#endif
   const double o = (double)LOAD(out, i), r = (double)LOAD(ref, i);
   const double d = fabs(o - r), m = fabs(r);
   if (isfinite(o) && isfinite(r) && d <= atol + rtol * m) {
@@ -160,7 +168,7 @@ inline void ks_screen_one(__global const T* out, __global const T* ref, long i, 
 }
 
 __kernel void screen_outputs(__global const T* out, __global const T* ref, long n, double atol,
-                             double rtol, long span, __global ulong* parts) {
+                             double rtol, long u0, long u1, long span, __global ulong* parts) {
   __local ulong bad_l[KS_SCREEN_BLOCK];
   __local double diff_l[KS_SCREEN_BLOCK], sq_l[KS_SCREEN_BLOCK];
   const long id = get_global_id(0);
@@ -168,10 +176,11 @@ __kernel void screen_outputs(__global const T* out, __global const T* ref, long 
   double diff = 0, sq = 0;
   if (span > 0) {
     const long end = min(n, (id + 1) * span);
-    for (long i = id * span; i < end; ++i) ks_screen_one(out, ref, i, atol, rtol, &bad, &diff, &sq);
+    for (long i = id * span; i < end; ++i)
+      ks_screen_one(out, ref, i, atol, rtol, u0, u1, &bad, &diff, &sq);
   } else {
     for (long i = id; i < n; i += get_global_size(0))
-      ks_screen_one(out, ref, i, atol, rtol, &bad, &diff, &sq);
+      ks_screen_one(out, ref, i, atol, rtol, u0, u1, &bad, &diff, &sq);
   }
   const int l = get_local_id(0);
   bad_l[l] = bad;

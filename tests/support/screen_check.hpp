@@ -1,9 +1,9 @@
 #pragma once
 // Checks a backend's screen of outputs on the device (device_backend::screen_outputs) against
-// compare_outputs on the host, for every floating type: outputs within tolerance pass with the
-// host's sums; a wrong element, an unwritten (NaN) one, an infinity and an element past the
-// tolerance are each irregular; integer types are left to the host. Header-only; for the
-// backends' device tests.
+// compare_outputs on the host, for every type: outputs within tolerance pass with the host's
+// sums; a wrong element, an unwritten one (a NaN, or an integer's pattern of either kind), an
+// infinity and an element past the tolerance are each irregular. Header-only; for the backends'
+// device tests.
 
 #include <gtest/gtest.h>
 
@@ -79,9 +79,64 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
     ASSERT_TRUE(s);
     EXPECT_EQ(s->irregular, std::uint64_t((n + 999) / 1000));
   }
-  // Integers are compared exactly on the host.
-  device_buffer a = backend.allocate(64), b = backend.allocate(64);
-  EXPECT_FALSE(backend.screen_outputs(a, b, dtype::i32, 16, 0, 0));
+  for (dtype t : {dtype::i64, dtype::i32, dtype::u32, dtype::i8, dtype::u8}) {
+    SCOPED_TRACE(to_string(t));
+    const std::size_t w = size_of(t);
+    const double atol = 1, rtol = 0;
+    // The reference: random integers; the output: every third element off by one (within atol).
+    std::vector<unsigned char> ref(std::size_t(n) * w), out(ref.size());
+    fill_host(fill_request{fill_kind::random, t, n, 0x1e7, 0, 0}, ref.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double r = load_element(t, ref.data() + i * w);
+      store_element(t, i % 3 == 0 ? (r > 0 ? r - 1 : r + 1) : r, out.data() + i * w);
+    }
+    device_buffer o = backend.allocate(ref.size()), r = backend.allocate(ref.size());
+    backend.write(r, 0, ref.data(), ref.size());
+    auto screen = [&](const std::vector<unsigned char>& values) {
+      backend.write(o, 0, values.data(), values.size());
+      return backend.screen_outputs(o, r, t, n, atol, rtol);
+    };
+    const auto passing = screen(out);
+    if (!passing) {
+      ADD_FAILURE() << "no screen on the device";
+      continue;
+    }
+    output_errors host;
+    compare_outputs(t, out.data(), ref.data(), n, 0, atol, rtol, host);
+    ASSERT_EQ(host.wrong, 0u);
+    EXPECT_EQ(passing->irregular, 0u);
+    EXPECT_EQ(passing->sum_sq_ref, host.sum_sq_ref) << "sums of integers, exact";
+    EXPECT_EQ(passing->sum_sq_diff, host.sum_sq_diff);
+    EXPECT_GT(passing->sum_sq_diff, 0);
+    for (const std::int64_t at : {std::int64_t(0), n / 2 + 7, n - 1}) {
+      // Past the tolerance, and either unwritten pattern where nothing was written.
+      for (int bad = 0; bad < 3; ++bad) {
+        SCOPED_TRACE("element " + std::to_string(at) + " case " + std::to_string(bad));
+        std::vector<unsigned char> wrong = out;
+        if (bad == 0) {
+          const double r_at = load_element(t, ref.data() + at * w);
+          store_element(t, r_at >= 4 ? r_at - 3 : r_at + 3, wrong.data() + at * w);
+        } else {
+          store_unwritten(t, wrong.data() + at * w, bad - 1);
+        }
+        const auto s = screen(wrong);
+        ASSERT_TRUE(s);
+        EXPECT_EQ(s->irregular, 1u);
+        output_errors h;
+        compare_outputs(t, wrong.data(), ref.data(), n, 0, atol, rtol, h, bad == 2 ? 1 : 0);
+        EXPECT_EQ(h.wrong, 1u);
+        if (bad == 0) continue;
+        // Unwritten however wide the tolerance, as the host has it.
+        backend.write(o, 0, wrong.data(), wrong.size());
+        const auto wide = backend.screen_outputs(o, r, t, n, 1e30, rtol);
+        ASSERT_TRUE(wide);
+        EXPECT_EQ(wide->irregular, 1u);
+        output_errors hw;
+        compare_outputs(t, wrong.data(), ref.data(), n, 0, 1e30, rtol, hw, bad == 2 ? 1 : 0);
+        EXPECT_EQ(hw.unwritten, 1u);
+      }
+    }
+  }
 }
 
 }  // namespace kernelscan::testing
