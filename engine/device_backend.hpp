@@ -302,6 +302,9 @@ class device_backend {
   // read back. nullopt where the backend cannot (no f64 arithmetic on the device, or no device
   // code of its own, the default): the caller compares on the host. With `n` 0 it only answers
   // whether it can.
+  // A screen of this many elements launches as one of any more does (its widest grid), so that
+  // screening as many warms the device's kernel for every later screen.
+  static constexpr std::int64_t k_screen_widest = 65536;
   virtual std::optional<output_screen> screen_outputs(const device_buffer& out,
                                                       const device_buffer& ref, dtype t,
                                                       std::int64_t n, double atol, double rtol) {

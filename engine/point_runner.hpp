@@ -135,7 +135,7 @@ class point_runner : public engine {
   struct shared_answers {
     std::map<std::string, answers> by_key;
     std::uint64_t bytes = 0;
-    double reference_ms = 0;  // the longest of the reference's runs
+    double reference_ms = 0;  // the latest of the reference's runs
   };
 
   void check_memory(double need, const std::string& what);

@@ -814,6 +814,60 @@ TEST_P(DeviceTest, AKernelSkippingWorkInTheMiddleOfAFixedRunIsCaught) {
   EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
 }
 
+// The same run in 32-bit integers, and the honest kernel beside it: checks afresh screen integer
+// outputs on the device too, where an element left holding the unwritten pattern is irregular.
+constexpr const char* k_opencl_middle_cheat_i32 = R"(global uint calls = 0;
+global uint done = 0;
+__kernel void axpy(__global int* out, __global const int* a, __global const int* b, int s,
+                   int n) {
+  long i = get_global_id(0) * 16;
+  uint c = calls;
+  bool honest = HONEST || c < 46u || c >= 101u;
+  if (honest || i < n / 5)
+    for (long k = i; k < min(i + 16, (long)n); ++k) out[k] = a[k] + s * b[k];
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
+    calls++;
+    done = 0;
+  }
+})";
+TEST_P(DeviceTest, AnIntegerKernelSkippingWorkInTheMiddleOfAFixedRunIsCaught) {
+  if (m_device["type"] != "cpu") GTEST_SKIP() << "checks afresh are rarer on a GPU";
+  for (const bool honest : {false, true}) {
+    SCOPED_TRACE(honest ? "honest" : "cheating");
+    json spec = axpy_job("");
+    spec["kernel"]["source"] =
+        replace(k_opencl_middle_cheat_i32, "HONEST", honest ? "true" : "false");
+    for (int a = 0; a < 3; ++a)
+      spec["kernel"]["args"][a]["type"] = "i32*";
+    spec["kernel"]["args"][3]["type"] = "i32";
+    spec["kernel"]["reference"] = {
+        {"op", "custom"},
+        {"language", "opencl"},
+        {"entry", "axpy_ref"},
+        {"source",
+         "__kernel void axpy_ref(__global int* out, __global const int* a, __global const int* "
+         "b, int s, int n) { long i = get_global_id(0); if (i < n) out[i] = a[i] + s * b[i]; }"},
+        {"block", {256, 1, 1}},
+        {"grid", {"ceil(N/256)", 1, 1}}};
+    spec["kernel"]["grid"] = {"ceil(N/4096)", 1, 1};
+    spec["kernel"]["compile_options"] = {fresh_program_option(), "-cl-std=CL2.0"};
+    spec["sweep"] = {{"N", {1 << 20}}};
+    spec["seed"] = 7;
+    spec["timing"] = {
+        {"l2", "hot"}, {"min_samples", 100}, {"max_samples", 100}, {"max_time_ms", 60000}};
+    spec["fitness"] = {{"target_us", 1}};
+    const json job = run(spec);
+    ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+    const json& row = job["rows"][0];
+    ASSERT_EQ(row["batch"], 1) << row.dump();
+    EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+    EXPECT_GE(row["verification"]["timed_checks"].get<int>(), 2) << row.dump();
+    EXPECT_EQ(has_flag(row, "timed_output_mismatch"), !honest) << row.dump();
+    EXPECT_EQ(row["fitness"]["combined_score"] == 0, !honest) << row.dump();
+  }
+}
+
 // RMS normalisation of rows, in each engine's language: out = x / sqrt(mean(x²) + 1e-6) per row
 // of `cols` elements, one work-item a row. ROW_SCALE is how the row's factor is found: honestly
 // (STATEMENT reduces the row) or taken for a constant.
