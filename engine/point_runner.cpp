@@ -833,11 +833,12 @@ class point_runner::timed_checks {
 
   // One more sample of `k` (whose hooks are this object's) after the last timed one, checked: a
   // kernel that stops working after some number of timed launches fails it, whichever samples
-  // were drawn. Its time is not kept, so it is taken hot: no cold flush before it.
-  void check_last(timed_kernel& k) {
+  // were drawn. The sample loop takes it as soon as the samples stop (timed_kernel::last), as it
+  // takes a sample (`cold`: flushed first), though its time is not kept.
+  void check_last(timed_kernel& k, bool cold) {
     if (m_kept.empty() || !checkable(k.batch)) return;
     m_last = true;
-    (void)take_sample(*m_runner.m_backend, k, false);
+    (void)take_sample(*m_runner.m_backend, k, cold);
     m_last = false;
   }
 
@@ -1115,6 +1116,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
 
     std::optional<timed_checks> checks;
     std::vector<timed_kernel> kernels;
+    double last_check_ms = 0;  // in the sampling's wall time, but a check's
     if (defended) {
       checks.emplace(*this, candidate, spec, point_seed, std::move(kept), true, costs);
       kernels.push_back({[&] { candidate.launch(checks->next()); }, kernel_role::candidate});
@@ -1127,6 +1129,10 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       kernels.back().after = [&] {
         const phase_timer timer(m_phases.hooks);
         checks->after();
+      };
+      kernels.back().last = [&](timed_kernel& k, bool cold) {
+        const phase_timer timer(last_check_ms);
+        checks->check_last(k, cold);
       };
     } else {
       kernels.push_back(
@@ -1165,8 +1171,9 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       throw;
     }
     lap(m_phases.sampling);
+    m_phases.sampling -= last_check_ms;
+    m_phases.checks += last_check_ms;
     if (checks) {
-      checks->check_last(kernels[0]);
       checks->report(r.verification);
       // A batch's time per launch is compared with its single launches too: far faster is
       // what a kernel that worked once per batch would show (faster_than_verification).
@@ -1356,6 +1363,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     kernels.back().before = [&checks](std::int64_t n, bool timed) { checks.before(n, timed); };
     kernels.back().before_bytes = buffer_bytes(*s->kernel);
     kernels.back().after = [&checks] { checks.after(); };
+    kernels.back().last = [&checks](timed_kernel& k, bool cold) { checks.check_last(k, cold); };
   }
   prune();
   if (live.empty()) return finish();
@@ -1391,7 +1399,6 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     for (std::size_t i = 0; i < live.size(); ++i) {
       auto& s = *live[i];
       if (!s.checks) continue;
-      s.checks->check_last(kernels[i]);
       s.checks->report(s.verification);
       if (kernels[i].batch > 1 && kernels[i].single_us > 0) {
         auto& fastest = s.verification.launch_us;

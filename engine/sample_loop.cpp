@@ -139,7 +139,11 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
     bool done = true;
     for (auto& s : samplers)
       done = s.should_stop(elapsed) && done;
-    if (done) break;
+    if (!done) continue;
+    for (auto& k : kernels) {
+      if (k.last) as_kernel(k, [&] { k.last(k, cold); });
+    }
+    break;
   }
   std::vector<sampling_result> out;
   out.reserve(samplers.size());

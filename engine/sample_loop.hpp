@@ -64,6 +64,12 @@ struct timed_kernel {
   std::uint64_t before_bytes = 0;
   // Untimed, after each group of launches that `before` announced. May be empty.
   std::function<void()> after = nullptr;
+  // Untimed, once, as soon as the samples stop and before anything else runs (the samples'
+  // statistics, a held batch's fixed cost measured on the device): the runner's last check,
+  // which then follows the last sample as one sample follows another (`cold`: flushed before
+  // as they were), so that a kernel reading a clock between its launches, or timing its first
+  // loads, cannot tell it coming. May be empty.
+  std::function<void(timed_kernel&, bool cold)> last = nullptr;
   // False: a batch held below the free one by max_batch is timed as it is, uncorrected (a runner
   // held to a batch on purpose, to measure what the batch does).
   bool corrects_held_batch = true;

@@ -1082,6 +1082,44 @@ TEST(PointRunner, ABandwidthMeasuredAgainIsKeptForThePointsOfTheSameWorkingSet) 
   EXPECT_GT(triads(), measured);
 }
 
+// The last check is the sample loop's next sample once the samples stop, taken as they were:
+// before the held batch's fixed cost is measured on the device (launches of another kernel,
+// which a kernel reading a clock between its own would see as a gap), and, cold, flushed first.
+TEST(PointRunner, TheLastCheckFollowsTheLastSampleAsOneSampleFollowsAnother) {
+  auto last_sample = [](const std::vector<std::string>& log) {
+    return std::size_t(std::find(log.rbegin(), log.rend(), "sample candidate").base() -
+                       log.begin()) -
+           1;
+  };
+  {
+    auto t = make_runner();
+    t.fake->kernel_time_us["scale"] = 1;
+    t.fake->sample_fixed_us = 6;
+    t.fake->info().l2_bytes = 2 * 2 * 8000;  // held to a batch of 2, corrected
+    const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 2);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_TRUE(r.batch_corrected.has_value());
+    EXPECT_GE(r.verification.timed_checks, 1);
+    const auto& log = t.fake->log;
+    const auto fma = std::size_t(std::find(log.begin(), log.end(), "fma") - log.begin());
+    ASSERT_LT(fma, log.size());
+    EXPECT_LT(last_sample(log), fma) << "the last check before the fixed cost's launches";
+  }
+  {
+    auto t = make_runner();
+    t.fake->kernel_time_us["scale"] = 38;
+    auto cold = scale_job("scale");
+    cold["timing"]["l2"] = "cold";
+    const auto r = t.runner.measure(plan_of(cold), 0, 1);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_GE(r.verification.timed_checks, 1);
+    const auto& log = t.fake->log;
+    const std::size_t at = last_sample(log);
+    ASSERT_GT(at, 0u);
+    EXPECT_EQ(log[at - 1], "flush") << "the last check, cold as the samples were";
+  }
+}
+
 // A sample's fixed cost (the events around its launches) is shared by its batch. A kernel held to
 // fewer launches by its sets is read as the batch it would take reads it, with the fixed cost the
 // device shows a built-in kernel, which nothing the candidate does moves.
