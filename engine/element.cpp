@@ -74,30 +74,6 @@ std::uint16_t encode_bf16(float v) {
   return std::uint16_t(rounded >> 16);
 }
 
-double load_element(dtype t, const void* src) {
-  switch (t) {
-    case dtype::f64:
-      return load<double>(src);
-    case dtype::f32:
-      return load<float>(src);
-    case dtype::f16:
-      return decode_f16(load<std::uint16_t>(src));
-    case dtype::bf16:
-      return decode_bf16(load<std::uint16_t>(src));
-    case dtype::i64:
-      return double(load<std::int64_t>(src));
-    case dtype::i32:
-      return load<std::int32_t>(src);
-    case dtype::u32:
-      return load<std::uint32_t>(src);
-    case dtype::i8:
-      return load<std::int8_t>(src);
-    case dtype::u8:
-      return load<std::uint8_t>(src);
-  }
-  return 0;
-}
-
 std::int64_t load_integer(dtype t, const void* src) {
   switch (t) {
     case dtype::i64:
@@ -112,6 +88,21 @@ std::int64_t load_integer(dtype t, const void* src) {
       return load<std::uint8_t>(src);
     default:
       return 0;
+  }
+}
+
+double load_element(dtype t, const void* src) {
+  switch (t) {
+    case dtype::f64:
+      return load<double>(src);
+    case dtype::f32:
+      return load<float>(src);
+    case dtype::f16:
+      return decode_f16(load<std::uint16_t>(src));
+    case dtype::bf16:
+      return decode_bf16(load<std::uint16_t>(src));
+    default:
+      return double(load_integer(t, src));
   }
 }
 

@@ -57,6 +57,12 @@ std::string replace(std::string text, const std::string& what, const std::string
   return text;
 }
 
+std::string replace_all(std::string text, const std::string& what, const std::string& with) {
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size()))
+    text.replace(at, what.size(), with);
+  return text;
+}
+
 class DeviceTest : public ::testing::TestWithParam<std::string> {
  protected:
   const std::string& engine() const { return GetParam(); }
@@ -774,51 +780,11 @@ TEST_P(DeviceTest, AKernelWorkingOnlyOnTheFirstSetsOfABatchIsCaught) {
 // Made for a run of exactly 100 samples (hot, not batched): launches 0-2 are the warm-up, 3-5
 // the single samples, 6-105 the samples, 106 the last check. Honest until launch 46 (the checks
 // on kept answers all but surely come before), a fifth of the work in the next 55 samples (more
-// than half: the median is theirs), honest again from launch 101 on, for the last check.
+// than half: the median is theirs), honest again from launch 101 on, for the last check; or,
+// with HONEST true, honest throughout. ELEM is its element type.
 constexpr const char* k_opencl_middle_cheat = R"(global uint calls = 0;
 global uint done = 0;
-__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
-                   float s, int n) {
-  long i = get_global_id(0) * 16;
-  uint c = calls;
-  bool honest = c < 46u || c >= 101u;
-  if (honest || i < n / 5)
-    for (long k = i; k < min(i + 16, (long)n); ++k) out[k] = a[k] + s * b[k];
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
-    calls++;
-    done = 0;
-  }
-})";
-// Drawn checks go on through the whole run, past the answers verification kept (those checked
-// afresh): a kernel that counts on a fixed number of samples cannot skip work in the middle.
-TEST_P(DeviceTest, AKernelSkippingWorkInTheMiddleOfAFixedRunIsCaught) {
-  // On a GPU, reading back and comparing a kernel's outputs on the host costs many of its
-  // samples, so checks afresh come too seldom to catch 55 samples reliably (README).
-  if (m_device["type"] != "cpu") GTEST_SKIP() << "checks afresh are rarer on a GPU";
-  json spec = axpy_job("");
-  spec["kernel"]["source"] = k_opencl_middle_cheat;
-  spec["kernel"]["grid"] = {"ceil(N/4096)", 1, 1};
-  spec["kernel"]["compile_options"] = {fresh_program_option(), "-cl-std=CL2.0"};
-  spec["sweep"] = {{"N", {1 << 20}}};  // launches long enough not to be batched
-  spec["seed"] = 7;
-  spec["timing"] = {
-      {"l2", "hot"}, {"min_samples", 100}, {"max_samples", 100}, {"max_time_ms", 60000}};
-  spec["fitness"] = {{"target_us", 1}};
-  const json job = run(spec);
-  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
-  const json& row = job["rows"][0];
-  ASSERT_EQ(row["batch"], 1) << row.dump();
-  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
-  EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
-  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
-}
-
-// The same run in 32-bit integers, and the honest kernel beside it: checks afresh screen integer
-// outputs on the device too, where an element left holding the unwritten pattern is irregular.
-constexpr const char* k_opencl_middle_cheat_i32 = R"(global uint calls = 0;
-global uint done = 0;
-__kernel void axpy(__global int* out, __global const int* a, __global const int* b, int s,
+__kernel void axpy(__global ELEM* out, __global const ELEM* a, __global const ELEM* b, ELEM s,
                    int n) {
   long i = get_global_id(0) * 16;
   uint c = calls;
@@ -831,35 +797,58 @@ __kernel void axpy(__global int* out, __global const int* a, __global const int*
     done = 0;
   }
 })";
+
+// `spec` (an axpy job) made the run of exactly 100 samples the kernel above counts on, with its
+// source of elements `type` (OpenCL C), honest or not; the row it measured.
+json middle_run(json spec, const std::string& type, bool honest,
+                const std::function<json(const json&)>& run) {
+  spec["kernel"]["source"] = replace_all(
+      replace(k_opencl_middle_cheat, "HONEST", honest ? "true" : "false"), "ELEM", type);
+  spec["kernel"]["grid"] = {"ceil(N/4096)", 1, 1};
+  spec["kernel"]["compile_options"] = {fresh_program_option(), "-cl-std=CL2.0"};
+  spec["sweep"] = {{"N", {1 << 20}}};  // launches long enough not to be batched
+  spec["seed"] = 7;
+  spec["timing"] = {
+      {"l2", "hot"}, {"min_samples", 100}, {"max_samples", 100}, {"max_time_ms", 60000}};
+  spec["fitness"] = {{"target_us", 1}};
+  const json job = run(spec);
+  EXPECT_EQ(job["rows"].size(), 1u) << job.dump();
+  return job["rows"].empty() ? json::object() : job["rows"][0];
+}
+
+// Drawn checks go on through the whole run, past the answers verification kept (those checked
+// afresh): a kernel that counts on a fixed number of samples cannot skip work in the middle.
+TEST_P(DeviceTest, AKernelSkippingWorkInTheMiddleOfAFixedRunIsCaught) {
+  // On a GPU, reading back and comparing a kernel's outputs on the host costs many of its
+  // samples, so checks afresh come too seldom to catch 55 samples reliably (README).
+  if (m_device["type"] != "cpu") GTEST_SKIP() << "checks afresh are rarer on a GPU";
+  const json row = middle_run(axpy_job(""), "float", false, [&](const json& j) { return run(j); });
+  ASSERT_EQ(row["batch"], 1) << row.dump();
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
+// The same run in 32-bit integers, and the honest kernel beside it: checks afresh screen integer
+// outputs on the device too, where an element left holding the unwritten pattern is irregular.
 TEST_P(DeviceTest, AnIntegerKernelSkippingWorkInTheMiddleOfAFixedRunIsCaught) {
   if (m_device["type"] != "cpu") GTEST_SKIP() << "checks afresh are rarer on a GPU";
+  json spec = axpy_job("");
+  for (int a = 0; a < 3; ++a)
+    spec["kernel"]["args"][a]["type"] = "i32*";
+  spec["kernel"]["args"][3]["type"] = "i32";
+  spec["kernel"]["reference"] = {
+      {"op", "custom"},
+      {"language", "opencl"},
+      {"entry", "axpy_ref"},
+      {"source",
+       "__kernel void axpy_ref(__global int* out, __global const int* a, __global const int* "
+       "b, int s, int n) { long i = get_global_id(0); if (i < n) out[i] = a[i] + s * b[i]; }"},
+      {"block", {256, 1, 1}},
+      {"grid", {"ceil(N/256)", 1, 1}}};
   for (const bool honest : {false, true}) {
     SCOPED_TRACE(honest ? "honest" : "cheating");
-    json spec = axpy_job("");
-    spec["kernel"]["source"] =
-        replace(k_opencl_middle_cheat_i32, "HONEST", honest ? "true" : "false");
-    for (int a = 0; a < 3; ++a)
-      spec["kernel"]["args"][a]["type"] = "i32*";
-    spec["kernel"]["args"][3]["type"] = "i32";
-    spec["kernel"]["reference"] = {
-        {"op", "custom"},
-        {"language", "opencl"},
-        {"entry", "axpy_ref"},
-        {"source",
-         "__kernel void axpy_ref(__global int* out, __global const int* a, __global const int* "
-         "b, int s, int n) { long i = get_global_id(0); if (i < n) out[i] = a[i] + s * b[i]; }"},
-        {"block", {256, 1, 1}},
-        {"grid", {"ceil(N/256)", 1, 1}}};
-    spec["kernel"]["grid"] = {"ceil(N/4096)", 1, 1};
-    spec["kernel"]["compile_options"] = {fresh_program_option(), "-cl-std=CL2.0"};
-    spec["sweep"] = {{"N", {1 << 20}}};
-    spec["seed"] = 7;
-    spec["timing"] = {
-        {"l2", "hot"}, {"min_samples", 100}, {"max_samples", 100}, {"max_time_ms", 60000}};
-    spec["fitness"] = {{"target_us", 1}};
-    const json job = run(spec);
-    ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
-    const json& row = job["rows"][0];
+    const json row = middle_run(spec, "int", honest, [&](const json& j) { return run(j); });
     ASSERT_EQ(row["batch"], 1) << row.dump();
     EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
     EXPECT_GE(row["verification"]["timed_checks"].get<int>(), 2) << row.dump();
