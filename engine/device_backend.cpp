@@ -105,10 +105,6 @@ grouped_fills group_fills(std::span<const fill_target> fills, std::size_t most) 
         .push_back(&t);
   }
   for (auto& [k, members] : by_key) {
-    if (members.size() == 1) {
-      out.single.push_back(members.front());
-      continue;
-    }
     for (std::size_t at = 0; at < members.size(); at += most) {
       const auto end = members.begin() + std::ptrdiff_t(std::min(members.size(), at + most));
       fill_group g{std::get<0>(k),

@@ -145,6 +145,12 @@ void store_unwritten(dtype t, void* dst, int pattern) {
   }
 }
 
+std::int64_t unwritten_integer(dtype t, int pattern) {
+  unsigned char bytes[8] = {};
+  store_unwritten(t, bytes, pattern);
+  return load_integer(t, bytes);
+}
+
 bool holds_unwritten(dtype t, const void* src, int pattern) {
   if (is_floating(t)) return std::isnan(load_element(t, src));
   const unsigned char byte = pattern != 0 ? k_unwritten_byte_alt : k_unwritten_byte;

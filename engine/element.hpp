@@ -44,6 +44,9 @@ std::int64_t load_integer(dtype t, const void* src);
 void store_element(dtype t, double v, void* dst);
 // Unwritten pattern `pattern` (0 or 1) of `t`, size_of(t) bytes at `dst`.
 void store_unwritten(dtype t, void* dst, int pattern = 0);
+// Unwritten pattern `pattern` of an integer type as the integer it is (load_integer()); 0 for a
+// floating type. The device screens compare integer elements with it.
+std::int64_t unwritten_integer(dtype t, int pattern);
 // Whether `src` holds unwritten pattern `pattern` (any NaN, for floating types).
 bool holds_unwritten(dtype t, const void* src, int pattern = 0);
 

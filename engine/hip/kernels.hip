@@ -421,8 +421,8 @@ __global__ void xor_keystream_kernel(std::uint64_t* p, std::int64_t n, const std
 
 template <typename T>
 __global__ void screen_outputs_kernel(const T* out, const T* ref, std::int64_t n, double atol,
-                                      double rtol, T u0, T u1, std::uint64_t* irregular,
-                                      double* sums) {
+                                      double rtol, std::int64_t u0, std::int64_t u1,
+                                      std::uint64_t* irregular, double* sums) {
   __shared__ std::uint64_t bad_s[k_block];
   __shared__ double diff_s[k_block], sq_s[k_block];
   std::uint64_t bad = 0;
@@ -430,7 +430,8 @@ __global__ void screen_outputs_kernel(const T* out, const T* ref, std::int64_t n
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n; i += stride) {
     if constexpr (std::is_integral_v<T>) {
-      if (out[i] == u0 || out[i] == u1 || ref[i] == u0 || ref[i] == u1) {
+      const auto o = std::int64_t(out[i]), r = std::int64_t(ref[i]);
+      if (o == u0 || o == u1 || r == u0 || r == u1) {
         ++bad;
         continue;
       }
@@ -514,14 +515,9 @@ void screen_outputs(const void* out, const void* ref, dtype t, std::int64_t n, d
                     hipStream_t s) {
   clear_last_error();
   // An integer element holding either unwritten pattern is irregular (the host tells which).
-  unsigned char unwritten[2][8] = {};
-  store_unwritten(t, unwritten[0], 0);
-  store_unwritten(t, unwritten[1], 1);
+  const std::int64_t u0 = unwritten_integer(t, 0), u1 = unwritten_integer(t, 1);
   with_type(t, [&](auto tag) {
     using T = decltype(tag);
-    T u0, u1;
-    memcpy(&u0, unwritten[0], sizeof u0);
-    memcpy(&u1, unwritten[1], sizeof u1);
     screen_outputs_kernel<T><<<blocks, k_block, 0, s>>>(static_cast<const T*>(out),
                                                         static_cast<const T*>(ref), n, atol, rtol,
                                                         u0, u1, irregular, sums);

@@ -47,8 +47,8 @@ void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::
 // (device_backend::screen_outputs): block b of `blocks` (at most k_screen_blocks, of 256
 // threads) writes how many of its elements do not pass (either value not finite, an integer
 // one holding either unwritten pattern, or |out - ref| > atol + rtol * |ref|, in double) to
-// irregular[b], and the sums of (out - ref)^2
-// and ref^2 over those that do to sums[2b] and sums[2b + 1].
+// irregular[b], and the sums of (out - ref)^2 and ref^2 over those that do to sums[2b] and
+// sums[2b + 1].
 inline constexpr std::int64_t k_screen_blocks = 256;
 void screen_outputs(const void* out, const void* ref, dtype t, std::int64_t n, double atol,
                     double rtol, std::uint64_t* irregular, double* sums, unsigned blocks,

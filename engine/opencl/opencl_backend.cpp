@@ -763,10 +763,6 @@ std::optional<output_screen> opencl_backend::screen_outputs(const device_buffer&
   output_screen found;
   if (n <= 0) return found;
   cl_kernel k = builtin(t, "screen_outputs");
-  // An integer element holding either unwritten pattern is irregular (the host tells which).
-  unsigned char unwritten[2][8];
-  store_unwritten(t, unwritten[0], 0);
-  store_unwritten(t, unwritten[1], 1);
   const std::size_t threads = round_up(std::min<std::int64_t>(n, k_word_hash_threads), k_block);
   const std::size_t groups = threads / k_block;
   // The counts, then the sums' bits, in one buffer read back at once.
@@ -776,8 +772,9 @@ std::optional<output_screen> opencl_backend::screen_outputs(const device_buffer&
   arg(k, 2, cl_long(n), "screening outputs");
   arg(k, 3, cl_double(atol), "screening outputs");
   arg(k, 4, cl_double(rtol), "screening outputs");
-  arg(k, 5, cl_long(load_integer(t, unwritten[0])), "screening outputs");
-  arg(k, 6, cl_long(load_integer(t, unwritten[1])), "screening outputs");
+  // An integer element holding either unwritten pattern is irregular (the host tells which).
+  arg(k, 5, cl_long(unwritten_integer(t, 0)), "screening outputs");
+  arg(k, 6, cl_long(unwritten_integer(t, 1)), "screening outputs");
   arg(k, 7, span_of(n, threads), "screening outputs");
   arg(k, 8, mem(&parts), "screening outputs");
   const std::size_t local = k_block;
