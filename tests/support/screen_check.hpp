@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,30 @@
 #include "engine/output_check.hpp"
 
 namespace kernelscan::testing {
+
+// A reference of `n` elements of `t` on the device and an output buffer beside it: screen(values,
+// atol, rtol) writes `values` to the output and screens it against the reference.
+struct screen_pair {
+  screen_pair(device_backend& on, dtype type, std::int64_t count,
+              const std::vector<unsigned char>& reference)
+      : backend(on),
+        t(type),
+        n(count),
+        out(on.allocate(reference.size())),
+        ref(on.allocate(reference.size())) {
+    on.write(ref, 0, reference.data(), reference.size());
+  }
+  std::optional<output_screen> screen(const std::vector<unsigned char>& values, double atol,
+                                      double rtol) {
+    backend.write(out, 0, values.data(), values.size());
+    return backend.screen_outputs(out, ref, t, n, atol, rtol);
+  }
+
+  device_backend& backend;
+  dtype t;
+  std::int64_t n;
+  device_buffer out, ref;
+};
 
 inline void expect_device_screens_as_the_host_compares(device_backend& backend) {
   constexpr std::int64_t n = 100003;  // a multiple of no work-group size
@@ -35,11 +60,9 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
       const double r = load_element(t, ref.data() + i * w);
       store_element(t, r + (i % 2 ? 0.2 : -0.2) * (atol + rtol * std::fabs(r)), out.data() + i * w);
     }
-    device_buffer o = backend.allocate(ref.size()), r = backend.allocate(ref.size());
-    backend.write(r, 0, ref.data(), ref.size());
+    screen_pair device(backend, t, n, ref);
     auto screen = [&](const std::vector<unsigned char>& values) {
-      backend.write(o, 0, values.data(), values.size());
-      return backend.screen_outputs(o, r, t, n, atol, rtol);
+      return device.screen(values, atol, rtol);
     };
     const auto passing = screen(out);
     if (!passing) {
@@ -90,11 +113,9 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
       const double r = load_element(t, ref.data() + i * w);
       store_element(t, i % 3 == 0 ? (r > 0 ? r - 1 : r + 1) : r, out.data() + i * w);
     }
-    device_buffer o = backend.allocate(ref.size()), r = backend.allocate(ref.size());
-    backend.write(r, 0, ref.data(), ref.size());
+    screen_pair device(backend, t, n, ref);
     auto screen = [&](const std::vector<unsigned char>& values) {
-      backend.write(o, 0, values.data(), values.size());
-      return backend.screen_outputs(o, r, t, n, atol, rtol);
+      return device.screen(values, atol, rtol);
     };
     const auto passing = screen(out);
     if (!passing) {
@@ -127,8 +148,7 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
         EXPECT_EQ(h.wrong, 1u);
         if (bad == 0) continue;
         // Unwritten however wide the tolerance, as the host has it.
-        backend.write(o, 0, wrong.data(), wrong.size());
-        const auto wide = backend.screen_outputs(o, r, t, n, 1e30, rtol);
+        const auto wide = device.screen(wrong, 1e30, rtol);
         ASSERT_TRUE(wide);
         EXPECT_EQ(wide->irregular, 1u);
         output_errors hw;
