@@ -22,46 +22,30 @@
 #include "engine/roofline_benchmark.hpp"
 #include "engine/sample_loop.hpp"
 #include "engine/text_list.hpp"
+#include "engine/timed_checks.hpp"
 
 namespace kernelscan {
-namespace {
 
-// Bytes of all of k's buffers: what init_inputs() writes.
-std::uint64_t buffer_bytes(const point_kernel& k) {
-  std::uint64_t bytes = 0;
-  for (const auto& b : k.buffers())
-    bytes += b.bytes();
-  return bytes;
-}
+using point_runner_parts::buffer_bytes;
+using point_runner_parts::format_tolerance;
+using point_runner_parts::k_max_drawn_checks;
+using point_runner_parts::k_memory_headroom;
+using point_runner_parts::tolerances_of;
+
+namespace {
 
 constexpr std::int64_t k_compare_chunk = std::int64_t(1) << 20;  // elements per read
 // Elements per piece of a window compared on one thread: large enough that a task costs little
 // more than the comparison, small enough that a window spreads over the helpers.
 constexpr std::int64_t k_compare_piece = std::int64_t(1) << 16;
-constexpr double k_memory_headroom = 0.95;  // share of free memory a point may take
 constexpr std::uint64_t k_trial_salt = 0x7e57;
 constexpr std::uint64_t k_baseline_salt = 0xba5e;
-constexpr std::uint64_t k_sample_salt = 0x5a3b1e;
-constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_extra_launches_salt = 0xe7a1;
 constexpr std::uint64_t k_canary_salt = 0xca7a;
-constexpr std::uint64_t k_batch_set_salt = 0xba7c;
-constexpr std::uint64_t k_batch_check_salt = 0xba7cc;
-// The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
-// sets filled first are still there when the batch reads them, beside whatever else the caches
-// hold); where a device does not tell its cache sizes, half of this many bytes.
-constexpr std::uint64_t k_batch_sets_default_bytes = std::uint64_t(32) << 20;
 // Verification launches the kernel up to k_max_extra_launches more times than it has trials, on
 // a trial's inputs after its outputs were compared, as the point's seed picks: a kernel cannot
 // count launches to learn when verification ends.
 constexpr int k_max_extra_launches = 2;
-// A timed sample is drawn for a check with probability 1/k_check_one_in; the first
-// k_max_drawn_checks drawn are checked on kept answers, the later ones afresh (the reference run
-// after the sample) where that costs at most k_afresh_share of the sampled launches' time, and
-// fewer of them where it costs more. One more sample after the last timed one is always checked.
-constexpr std::uint64_t k_check_one_in = 8;
-constexpr int k_max_drawn_checks = 2;
-constexpr double k_afresh_share = 0.25;
 // Verification keeps the reference's answers of its last trials (one for each drawn check and
 // one for the last check, within this many bytes of host memory, at least one) for those
 // samples; the last check takes the last of them.
@@ -103,22 +87,6 @@ class phase_timer {
   std::chrono::steady_clock::time_point m_start;
 };
 
-struct tolerances {
-  double atol, rtol;
-};
-
-// The spec's tolerances, or the default of the type outputs are compared in.
-tolerances tolerances_of(const job_spec& spec, const point_kernel& k) {
-  const double tol = default_tolerance(k.out_type());
-  return {spec.verify.atol.value_or(tol), spec.verify.rtol.value_or(tol)};
-}
-
-std::string format_tolerance(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  return text;
-}
-
 std::string format_us(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", v);
@@ -154,6 +122,28 @@ point_failure current_point_failure() {
 }
 
 }  // namespace
+
+namespace point_runner_parts {
+
+std::uint64_t buffer_bytes(const point_kernel& k) {
+  std::uint64_t bytes = 0;
+  for (const auto& b : k.buffers())
+    bytes += b.bytes();
+  return bytes;
+}
+
+tolerances tolerances_of(const job_spec& spec, const point_kernel& k) {
+  const double tol = default_tolerance(k.out_type());
+  return {spec.verify.atol.value_or(tol), spec.verify.rtol.value_or(tol)};
+}
+
+std::string format_tolerance(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+}  // namespace point_runner_parts
 
 std::string point_error_type(fault_kind kind) {
   switch (kind) {
@@ -639,405 +629,6 @@ verification_result point_runner::verify(point_kernel& k, const job_spec& spec, 
     v.note += (v.note.empty() ? "" : "; ") + n;
   return v;
 }
-
-// The candidate's timed samples, made safe to trust (point_runner.hpp): two buffer sets used in
-// turn, fresh inputs and poisoned outputs before every sample, randomly drawn samples and one
-// after the last checked against the reference's answer for their inputs. A batched sample
-// gives each of its launches a set of its own, with inputs of its own and poisoned outputs: on
-// one set, every launch after the first would find the answer already written for the same
-// inputs, and a kernel that returns early then (or replays what its globals kept) would time
-// as fast per launch as the batch is long while its outputs stay right. Its before()/after()
-// are the sample loop's hooks; next() is the set the next launch uses.
-class point_runner::timed_checks {
- public:
-  // `kept`: the answers verification kept (none where it did not pass: the point scores nothing
-  // anyway, and there is nothing to check against; none for a baseline, which is only timed as
-  // the candidate is). `scrubs`: whether the local memory is scrubbed before this kernel's
-  // launches when another kernel's ran last (a candidate's, not the operator's baseline, which
-  // gets inputs of its own and has nothing to find there).
-  // `costs`: what verification found a check afresh to cost, which bounds how often one is drawn.
-  timed_checks(point_runner& runner, point_kernel& k, const job_spec& spec, std::uint64_t seed,
-               std::vector<kept_answer> kept, bool scrubs = true, check_costs costs = {})
-      : m_runner(runner),
-        m_k(k),
-        m_seed(seed),
-        m_kept(std::move(kept)),
-        m_tolerances(tolerances_of(spec, k)),
-        m_scrubs(scrubs),
-        m_costs(costs) {
-    m_sets[0] = m_sets[1] = k.own_buffers();
-    // Outputs that start as the unwritten pattern hold one answer however often the kernel runs;
-    // an output it accumulates into (one with an init) is checkable after a single launch only.
-    m_pure = std::all_of(k.buffers().begin(), k.buffers().end(), [](const point_buffer& b) {
-      return !b.output || b.init == arg_init::none;
-    });
-    // Whether the backend screens every output on the device: asked of as many elements as the
-    // screen's widest launch takes where the samples will be checked, so that its first launch
-    // (a kernel PoCL compiles for that grid, or a GPU loads) is not part of what the first check
-    // afresh costs, which prices the next (afresh_share): on PoCL with its kernel cache empty
-    // that check took about 90 ms where later ones took 2 to 8.
-    m_screens = true;
-    for (std::size_t i = 0; i < k.buffers().size() && m_screens; ++i) {
-      const auto& b = k.buffers()[i];
-      const std::int64_t probe =
-          m_kept.empty() ? 0 : std::min(b.count, device_backend::k_screen_widest);
-      m_screens = !b.output || runner.m_backend->screen_outputs(*m_sets[0][i], *m_sets[0][i],
-                                                                b.type, probe, 0, 0);
-    }
-    // The second set, where the device has room for it.
-    try {
-      runner.check_memory(double(buffer_bytes(k)), "a second set of buffers");
-      m_second.reserve(k.buffers().size());
-      for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-        m_second.push_back(
-            runner.m_backend->allocate_guarded(k.buffers()[i].bytes(), k_canary_bytes));
-        m_sets[1][i] = &m_second.back();
-      }
-      runner.arm_canaries(k, m_sets[1]);
-    } catch (const backend_error& e) {
-      if (e.kind() != fault_kind::out_of_memory) throw;
-      m_second.clear();
-      m_sets[1] = m_sets[0];
-    }
-    // As many sets as a batch may use: within the device's caches and its free memory (the two
-    // sets above are two of them). Without room for a second set, launches are not batched.
-    // The caches are the ones a lone set stays in between back-to-back launches: a CPU device's
-    // cores' L2s where the set fits in them (it would not stay in the shared L3 the driver
-    // reports, which sets batched in a share of it would run from), else L2 and beyond.
-    if (rotates()) {
-      const std::uint64_t set_bytes = std::max<std::uint64_t>(buffer_bytes(k), 1);
-      const auto& info = runner.m_backend->device();
-      const auto in_share = [&](std::uint64_t caches) {
-        return std::uint64_t(double(caches) * runner.m_sets_cache_share / double(set_bytes));
-      };
-      const std::uint64_t caches = info.l2_bytes + info.llc_bytes;
-      std::uint64_t in_caches = in_share(caches ? caches : k_batch_sets_default_bytes);
-      if (info.core_caches_bytes >= set_bytes) {
-        in_caches = std::min(in_caches, in_share(info.core_caches_bytes));
-      }
-      const double guarded = double(set_bytes) + 2.0 * double(k_canary_bytes * k.buffers().size());
-      const double in_memory =
-          double(runner.m_backend->free_memory()) * k_memory_headroom / guarded + 2;
-      m_max_batch = std::clamp<std::int64_t>(std::int64_t(std::min(double(in_caches), in_memory)),
-                                             1, k_max_batch);
-    }
-  }
-
-  bool rotates() const { return !m_second.empty(); }
-  // The most launches a sample may hold: one set of buffers each.
-  std::int64_t max_batch() const { return m_max_batch; }
-  // The set the next launch uses: the sample's one, or in a batch the launch's own.
-  const buffer_set& next() {
-    if (m_batch.empty()) return current();
-    return *m_batch[std::size_t(m_launch++) % m_batch.size()];
-  }
-
-  // A drawn sample gets the inputs of a verification trial, whose answer is kept: no reference
-  // runs while the kernel is timed. The kernel cannot know them for what they are: it runs from
-  // a module loaded after verification, its unchecked samples get inputs no launch saw, and each
-  // kept answer checks one sample at most (inputs it met in an earlier timed sample would tell
-  // it a check). A drawn batch is checked on the set of one of its launches, drawn as well. The
-  // last check, after timing, is prepared as any sample is and every launch of its batch is
-  // checked (after()): one drawn set on the last kept answer, which no drawn check takes (so
-  // that where the kernel's outputs hash as verified, nothing is read back), the others on
-  // fresh inputs; nothing before it tells it.
-  void before(std::int64_t launches, bool timed) {
-    ++m_samples;
-    m_current = int(m_samples % 2);  // both sets are the kernel's own where it does not rotate
-    m_launch = 0;
-    m_batch.clear();
-    m_pending.clear();
-    if (timed && launches > 1 && launches <= m_max_batch) batch_sets(launches);
-    if (timed && m_runner.m_prime_samples && rotates()) m_k.launch(m_sets[1 - m_current]);
-    if (timed && m_timed++ == 0) m_first_timed = std::chrono::steady_clock::now();
-    const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
-    const std::size_t sets = std::max<std::size_t>(1, m_batch.size());
-    // The last kept answer is the last check's.
-    const std::size_t drawable =
-        std::min<std::size_t>(k_max_drawn_checks, m_kept.empty() ? 0 : m_kept.size() - 1);
-    const bool checked = timed && checkable(launches);
-    const std::uint64_t draw = mix64(s ^ k_check_salt);
-    const bool drawn = checked && !m_last && draw % k_check_one_in == 0;
-    const bool from_kept = drawn && std::size_t(m_drawn) < drawable;
-    const bool last_kept = checked && m_last && !m_kept.empty();
-    const bool afresh =
-        drawn && !from_kept && double(mix64(draw) >> 11) * 0x1p-53 < afresh_share(launches);
-    const std::size_t at = std::size_t(mix64(s ^ k_batch_check_salt) % sets);
-    m_fills.clear();
-    for (std::size_t j = 0; j < sets; ++j) {
-      const buffer_set& set = m_batch.empty() ? current() : *m_batch[j];
-      if ((from_kept || last_kept) && j == at) {
-        const kept_answer& a = from_kept ? m_kept[std::size_t(m_drawn++)] : m_kept.back();
-        m_runner.input_fills(m_k, set, a.seed, a.pattern, m_fills);
-        m_pending.push_back({&set, &a, a.seed, a.pattern});
-        continue;
-      }
-      const std::uint64_t seed = j == 0 ? s : mix64(s ^ mix64(k_batch_set_salt + j));
-      m_runner.input_fills(m_k, set, seed, int(seed & 1), m_fills);
-      if ((afresh && j == at) || (checked && m_last))
-        m_pending.push_back({&set, nullptr, seed, int(seed & 1)});
-    }
-    m_runner.m_backend->fill_all(m_fills);
-    // Local memory is scrubbed before the kernel's first timed launch (after verification's,
-    // which may have kept something there across the fresh module) and after another variant's
-    // launches (which got the same inputs). Between its own samples the kernel could only find
-    // what it left itself, as it can in its global variables: each scrub cost more than a
-    // microsecond kernel on a CPU device (512 KiB per thread on PoCL), and took the caches with it.
-    if (m_scrubs && m_runner.m_local_owner != this) {
-      m_runner.m_backend->scrub_local_memory();
-      m_runner.m_local_owner = this;
-    }
-  }
-
-  // A checked set whose outputs hash as the verified launch's on the same inputs left them
-  // holds the same bits, which passed the same comparison: only one that differs (a kernel
-  // whose bits vary from launch to launch, atomics for one, or a wrong one) is read back and
-  // compared, element by element. A set checked without a kept answer (the last check's other
-  // launches, a drawn check once the kept answers are spent) has its outputs set aside, its
-  // inputs made again from their seed (as they were before the kernel, which may have written
-  // them, ran) and the reference answer them. A sample with any set that fails is a failed check.
-  void after() {
-    if (m_pending.empty()) return;
-    m_runner.m_backend->synchronize();
-    ++m_checks;
-    output_errors e;
-    bool failed = false;
-    for (const auto& c : m_pending) {
-      const bool kept = c.answer != nullptr;
-      if (kept &&
-          m_runner.buffer_hashes(m_k, *c.set, hashed_buffers::outputs) == c.answer->verified) {
-        continue;
-      }
-      output_errors one;
-      if (kept) {
-        m_runner.compare(m_k, *c.set, c.answer->expected, m_tolerances.atol, m_tolerances.rtol,
-                         c.pattern, one);
-      } else {
-        compare_afresh(*c.set, c.seed, c.pattern, one);
-      }
-      const bool norm_failed = !one.wrong && fails_norm_test(one, m_tolerances.rtol);
-      if (norm_failed) m_norm_rel_err = std::max(m_norm_rel_err, norm_relative_error(one));
-      failed = failed || one.wrong || norm_failed;
-      e.wrong += one.wrong;
-      e.unwritten += one.unwritten;
-      e.first_wrong = std::min(e.first_wrong, one.first_wrong);
-    }
-    m_pending.clear();
-    if (e.wrong && !m_wrong) {
-      m_first_wrong = e.first_wrong;
-      m_unwritten = e.unwritten;
-    }
-    if (failed) ++m_failed_checks;
-    m_wrong += e.wrong;
-  }
-
-  // One more sample of `k` (whose hooks are this object's) after the last timed one, checked: a
-  // kernel that stops working after some number of timed launches fails it, whichever samples
-  // were drawn. The sample loop takes it as soon as the samples stop (timed_kernel::last), as it
-  // takes a sample (`cold`: flushed first), though its time is not kept.
-  void check_last(timed_kernel& k, bool cold) {
-    if (m_kept.empty() || !checkable(k.batch)) return;
-    m_last = true;
-    (void)take_sample(*m_runner.m_backend, k, cold);
-    m_last = false;
-  }
-
-  // What the checks found, and the canaries after every timed launch of either set.
-  void report(verification_result& v) {
-    canary_hits outside;
-    m_runner.check_canaries(m_k, m_sets[0], outside);
-    if (rotates()) m_runner.check_canaries(m_k, m_sets[1], outside);
-    for (const auto& set : m_extra_sets)
-      m_runner.check_canaries(m_k, set, outside);
-    // The canaries verification found changed stay so: what is new is the timed launches'.
-    const auto& found = v.written_out_of_bounds;
-    for (auto* list : {&outside.buffers, &outside.before, &outside.after}) {
-      std::erase_if(*list, [&](const std::string& name) {
-        return std::find(found.begin(), found.end(), name) != found.end();
-      });
-    }
-    if (!outside.empty()) {
-      v.written_out_of_bounds.insert(v.written_out_of_bounds.end(), outside.buffers.begin(),
-                                     outside.buffers.end());
-      v.note +=
-          std::string(v.note.empty() ? "" : "; ") + "timed launches wrote " + outside.places();
-    }
-    v.timed_checks = m_checks;
-    v.timed_wrong = m_wrong;
-    v.timed_failed = m_failed_checks;
-    if (!m_failed_checks) return;
-    if (!v.note.empty()) v.note += "; ";
-    v.note += "correct when verified, but " + std::to_string(m_failed_checks) + " of the " +
-              std::to_string(m_checks) + " timed samples checked differ from the reference";
-    if (m_wrong) {
-      v.note += " in " + std::to_string(m_wrong) + " output elements (" +
-                std::to_string(m_unwritten) + " never written; first at element " +
-                std::to_string(m_first_wrong) + ")";
-    } else {
-      v.note += " in the norm-relative error (" + format_tolerance(m_norm_rel_err) + ")";
-    }
-  }
-
- private:
-  // A batch whose launches each have a set of their own is checked as a single launch is.
-  bool checkable(std::int64_t launches) const {
-    return !m_kept.empty() && (launches == 1 || m_pure || !m_batch.empty());
-  }
-
-  const buffer_set& current() const { return m_sets[m_current]; }
-
-  // The share of drawn samples checked afresh once the kept answers are spent: all of them where
-  // a check (as verification's trial cost, then as the last check afresh took) costs at most
-  // k_afresh_share of a sample's time (its wall time so far, or the time
-  // of its launches in verification, whichever is longer), fewer where it costs more (a slow
-  // reference), so that checks go on through the whole of a run at a rate with no pattern the
-  // kernel could learn.
-  double afresh_share(std::int64_t launches) const {
-    if (!(m_costs.check_ms > 0)) return 1;
-    double sample_ms = double(launches) * m_costs.launch_ms;
-    if (m_timed > 1) {
-      const double so_far = std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - m_first_timed)
-                                .count();
-      sample_ms = std::max(sample_ms, so_far / double(m_timed - 1));
-    }
-    if (!(sample_ms > 0)) return 1;
-    return std::min(1.0, k_afresh_share * double(k_check_one_in) * sample_ms / m_costs.check_ms);
-  }
-
-  // The outputs the kernel left in `set` compared with the reference's answer for the inputs
-  // `seed` and `pattern` make, the set made again for the reference as in verification. Where
-  // the backend screens outputs on the device (device_backend::screen_outputs), the outputs are
-  // set aside there and screened against the reference's answer where it lies: a few numbers
-  // come back where a GPU would read both over the bus and the host compare them, so that a
-  // check afresh costs about a reference run and checks come as often as they are drawn. What
-  // the screen does not pass (an irregular element, the norm test), and every output where the
-  // device cannot screen or set the outputs aside, is read back and compared on the host, which
-  // decides: a screen passes nothing the host would fail, and fails nothing by itself.
-  void compare_afresh(const buffer_set& set, std::uint64_t seed, int pattern, output_errors& e) {
-    device_backend& backend = *m_runner.m_backend;
-    const auto& buffers = m_k.buffers();
-    const auto started = std::chrono::steady_clock::now();
-    std::deque<device_buffer> aside;
-    buffer_set kept(buffers.size(), nullptr);  // the kernel's outputs, set aside on the device
-    if (m_screens) {
-      try {
-        for (std::size_t i = 0; i < buffers.size(); ++i) {
-          if (!buffers[i].output) continue;
-          aside.push_back(backend.allocate(buffers[i].bytes()));
-          backend.copy(aside.back(), *set[i], buffers[i].bytes());
-          kept[i] = &aside.back();
-        }
-      } catch (const backend_error& ex) {
-        if (ex.kind() != fault_kind::out_of_memory) throw;
-        aside.clear();  // no room for a copy: compared on the host
-      }
-    }
-    answers left(buffers.size());
-    auto read_left = [&](const buffer_set& from) {
-      for (std::size_t i = 0; i < buffers.size(); ++i) {
-        if (!buffers[i].output) continue;
-        left[i].resize(buffers[i].bytes());
-        backend.read(*from[i], 0, left[i].data(), buffers[i].bytes());
-      }
-    };
-    if (aside.empty()) read_left(set);
-    m_runner.init_inputs(m_k, set, seed, pattern);
-    reference_run run = m_runner.run_reference(m_k, set);
-    // What a check afresh costs from now on (afresh_share): what this one took.
-    auto cost = [&] {
-      m_costs.check_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-              .count();
-    };
-    if (!aside.empty()) {
-      if (screened(kept, run.outputs, e)) {
-        m_runner.poison_answers(m_k, run);
-        cost();
-        return;
-      }
-      read_left(kept);
-    }
-    const answers expected = m_runner.read_answers(m_k, run);
-    m_runner.compare(m_k, left, expected, m_tolerances.atol, m_tolerances.rtol, pattern, e);
-    cost();
-  }
-
-  // True where every output of `outputs` passes the screen against `answers` and together
-  // they pass the norm test; their sums then go to `e`, as the host's comparison would add them.
-  bool screened(const buffer_set& outputs, const buffer_set& answers, output_errors& e) const {
-    output_errors sums;
-    for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
-      const auto& b = m_k.buffers()[i];
-      if (!b.output) continue;
-      const auto s = m_runner.m_backend->screen_outputs(*outputs[i], *answers[i], b.type, b.count,
-                                                        m_tolerances.atol, m_tolerances.rtol);
-      if (!s || s->irregular) return false;
-      sums.compared += std::uint64_t(b.count);
-      sums.sum_sq_diff += s->sum_sq_diff;
-      sums.sum_sq_ref += s->sum_sq_ref;
-    }
-    if (fails_norm_test(sums, m_tolerances.rtol)) return false;
-    e.compared += sums.compared;
-    e.sum_sq_diff += sums.sum_sq_diff;
-    e.sum_sq_ref += sums.sum_sq_ref;
-    return true;
-  }
-
-  // m_batch: `launches` sets, the sample's own first, allocating (and arming the canaries of)
-  // the ones beyond the two the kernel alternates.
-  void batch_sets(std::int64_t launches) {
-    while (2 + m_extra_sets.size() < std::size_t(launches)) {
-      buffer_set set(m_k.buffers().size());
-      for (std::size_t i = 0; i < m_k.buffers().size(); ++i) {
-        m_extra.push_back(
-            m_runner.m_backend->allocate_guarded(m_k.buffers()[i].bytes(), k_canary_bytes));
-        set[i] = &m_extra.back();
-      }
-      m_runner.arm_canaries(m_k, set);
-      m_extra_sets.push_back(std::move(set));
-    }
-    m_batch = {&m_sets[m_current], &m_sets[1 - m_current]};
-    for (std::size_t j = 0; m_batch.size() < std::size_t(launches); ++j)
-      m_batch.push_back(&m_extra_sets[j]);
-  }
-
-  point_runner& m_runner;
-  point_kernel& m_k;
-  std::uint64_t m_seed;
-  std::vector<kept_answer> m_kept;
-  tolerances m_tolerances;
-  bool m_scrubs = true;
-  check_costs m_costs;
-  std::uint64_t m_timed = 0;  // timed samples begun, and when the first began
-  std::chrono::steady_clock::time_point m_first_timed;
-  bool m_pure = true;
-  bool m_screens = false;  // the backend screens every output on the device (compare_afresh)
-  std::vector<device_buffer> m_second;
-  buffer_set m_sets[2];
-  int m_current = 0;
-  std::int64_t m_max_batch = 1;
-  std::deque<device_buffer> m_extra;  // the buffers of the sets beyond two (a deque: stable)
-  std::vector<buffer_set> m_extra_sets;
-  std::vector<fill_target> m_fills;        // a sample's fills, all its sets' in one fill_all()
-  std::vector<const buffer_set*> m_batch;  // the sets of this sample's launches, when batched
-  std::int64_t m_launch = 0;
-  std::uint64_t m_samples = 0;
-  bool m_last = false;
-  int m_drawn = 0;
-  // The sets the running sample is checked on: with a kept answer (drawn checks), or with the
-  // seed and pattern of the fresh inputs the reference answers after the sample (the last).
-  struct pending_check {
-    const buffer_set* set;
-    const kept_answer* answer;
-    std::uint64_t seed;
-    int pattern;
-  };
-  std::vector<pending_check> m_pending;
-  int m_checks = 0, m_failed_checks = 0;
-  double m_norm_rel_err = 0;
-  std::uint64_t m_wrong = 0, m_unwritten = 0, m_first_wrong = 0;
-};
 
 point_result point_runner::measure(const job_plan& plan, std::uint64_t index, std::uint64_t seed) {
   m_phases = {};

@@ -118,7 +118,7 @@ class point_runner : public engine {
   void prime_each_sample(bool prime) { m_prime_samples = prime; }
 
  private:
-  class timed_checks;
+  class timed_checks;                       // engine/timed_checks.hpp
   using answers = std::vector<host_bytes>;  // per buffer; empty for non-outputs
   // The reference's answer for a verification trial's inputs, which init_inputs(seed, pattern)
   // makes again.
