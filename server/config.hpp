@@ -55,6 +55,7 @@ struct worker_config {
   bool allow_fault_injection = false;
   std::string log_level = "info";
   std::string log_format = "text";
+  double point_timeout_s = 30;  // the daemon's --point-timeout: the points' watchdog budget
 };
 
 // Whether the daemon serves mock devices, given how many real devices it serves (--engine: mock

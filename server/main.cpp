@@ -477,6 +477,7 @@ int main(int argc, char** argv) {
   worker->add_option("--log-level", wc.log_level);
   worker->add_option("--log-format", wc.log_format);
   worker->add_flag("--allow-fault-injection", wc.allow_fault_injection);
+  worker->add_option("--point-timeout", wc.point_timeout_s);
 
   client_commands client;
   add_client_commands(app, client);

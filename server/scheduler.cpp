@@ -14,6 +14,7 @@
 #include "engine/device_catalog.hpp"
 #include "engine/fitness.hpp"
 #include "engine/job_plan.hpp"
+#include "server/point_budget.hpp"
 #include "server/point_window.hpp"
 #include "server/worker_supervisor.hpp"
 
@@ -236,7 +237,9 @@ std::vector<std::string> scheduler::worker_argv(const device_slot& slot) const {
                                 "--log-level",
                                 m_config.log_level,
                                 "--log-format",
-                                m_config.log_format};
+                                m_config.log_format,
+                                "--point-timeout",
+                                std::to_string(m_config.point_timeout_s)};
   if (m_config.allow_fault_injection) argv.push_back("--allow-fault-injection");
   return argv;
 }
@@ -657,8 +660,7 @@ void scheduler::advance(device_slot& slot) {
 
 void scheduler::arm_watchdog(device_slot& slot) {
   const auto& spec = slot.job->plan->spec();
-  const double budget_s =
-      m_config.point_timeout_s + 2.0 * (spec.timing.max_time_ms + spec.mock.delay_ms) / 1000.0;
+  const double budget_s = point_budget_s(spec, m_config.point_timeout_s);
   slot.watchdog.expires_after(slot.window.deadline(budget_s) - m_clock.now());
   slot.watchdog.async_wait([this, &slot](const asio::error_code& ec) {
     if (ec || slot.window.empty() || !slot.worker->running()) return;

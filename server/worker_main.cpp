@@ -28,6 +28,7 @@
 #include "engine/hip/hip_engine.hpp"
 #endif
 #include "server/logging.hpp"
+#include "server/point_budget.hpp"
 
 namespace kernelscan {
 namespace {
@@ -40,6 +41,9 @@ namespace {
 constexpr std::size_t k_output_line_bytes = 512;
 constexpr std::size_t k_output_window_bytes = 16 * 1024;
 constexpr auto k_output_window = std::chrono::minutes(1);
+// How long past its watchdog's deadline a held-out point held for it sleeps (point_budget.hpp):
+// the watchdog ends the process long before.
+constexpr double k_past_watchdog_ms = 60000;
 
 std::string escaped_output(std::string_view line) {
   std::string out;
@@ -356,9 +360,23 @@ int run_worker(const worker_config& config) {
         reply = worker_protocol::failure_line(msg.seq, "internal", "point index out of range");
       } else {
         const auto result = eng->measure_all(*plan, msg.index, plan->spec().seed.value_or(0));
-        const double wall_ms =
+        double wall_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                 .count();
+        // A held-out point whose time is a secret is answered on its ladder's rung
+        // (point_budget.hpp); the replies held before it go first.
+        const point_hold wait =
+            held_out_hold(plan->spec(), msg.index, wall_ms,
+                          1000.0 * point_budget_s(plan->spec(), config.point_timeout_s));
+        if (wait.what != point_hold::kind::none) {
+          if (held && !flush()) return 1;
+          // Past the watchdog's deadline, which ends this process there.
+          const double until = wait.what == point_hold::kind::watchdog
+                                   ? wait.wall_ms + k_past_watchdog_ms
+                                   : wait.wall_ms;
+          std::this_thread::sleep_until(started + std::chrono::duration<double, std::milli>(until));
+          wall_ms = until;
+        }
         reply = worker_protocol::result_line(msg.seq, wall_ms, result);
       }
     } catch (const std::exception& e) {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <optional>
+#include <thread>
 
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/required_device.hpp"
@@ -405,6 +407,50 @@ TEST(TasksApi, PrivateHeldOutScoresAreTheOperatorsAlone) {
   const double c = full_rows.body["results"][2]["fitness"]["combined_score"];
   EXPECT_NEAR(whole["combined_score"].get<double>(), std::cbrt(a * b * c), 1e-9) << whole.dump();
   EXPECT_NE(whole["combined_score"], seen["combined_score"]) << whole.dump();
+}
+
+// Where held-out scores are private, a held-out point is answered on the first rung of its
+// ladder (point_budget.hpp: a second and twice max_time, 1.1 s here) however soon it was
+// measured, so that when the job ends says nothing of the time the point took: a kernel whose
+// time grew with its size would otherwise have the size read back from the job's end. With
+// shown scores (whose held-out times the score says anyway) it is answered at once.
+TEST(TasksApi, APrivateHeldOutPointIsAnsweredOnItsRung) {
+  daemon_process probe;
+  daemon_process daemon({.extra_args = token_files(probe)});
+  daemon.start();
+  for (const std::string scores : {"private", "shown"}) {
+    SCOPED_TRACE(scores);
+    json task = axpy_task("axpy_" + scores);
+    task["held_out_scores"] = scores;
+    ASSERT_EQ(send(daemon, "POST", "/api/v1/tasks", task.dump(), k_operator).status, 201);
+    const json honest = {{"source", k_hip_axpy}, {"entry", "axpy"}};
+    const auto submitted = send(daemon, "POST", "/api/v1/tasks/axpy_" + scores + "/submissions",
+                                honest.dump(), k_agent);
+    ASSERT_EQ(submitted.status, 201) << submitted.text;
+    const std::string job_path = "/api/v1/jobs/" + std::to_string(submitted.body["id"].get<int>());
+    // As the agent sees it: when the public points are done, and when the job ends.
+    std::optional<std::chrono::steady_clock::time_point> publics_done;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    json job;
+    for (;;) {
+      job = daemon.get(job_path).body;
+      const auto now = std::chrono::steady_clock::now();
+      if (!publics_done && job["progress"]["done"].get<int>() >= 2) publics_done = now;
+      if (job["finished_at"].is_string()) break;
+      ASSERT_LT(now, deadline) << job.dump();
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_EQ(job["status"], "succeeded") << job.dump();
+    ASSERT_TRUE(publics_done);
+    const double held_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *publics_done).count();
+    if (scores == "private") {
+      EXPECT_GE(held_s, 1.0);
+      EXPECT_LT(held_s, 2.2);  // the first rung, not the next
+    } else {
+      EXPECT_LT(held_s, 0.9);
+    }
+  }
 }
 
 // A task with a bound takes that many submissions from each agent (each bearer token) in its
