@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/fill_pattern.hpp"
+#include "engine/text_list.hpp"
 
 namespace kernelscan {
 
@@ -24,6 +25,9 @@ constexpr std::uint64_t k_sample_salt = 0x5a3b1e;
 constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_batch_set_salt = 0xba7c;
 constexpr std::uint64_t k_batch_check_salt = 0xba7cc;
+constexpr std::uint64_t k_probe_salt = 0x9b0be;
+// The other sets whose outputs the probe after the last check watches (probe_other_sets).
+constexpr std::size_t k_probe_sets = 4;
 // The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
 // sets filled first are still there when the batch reads them, beside whatever else the caches
 // hold); where a device does not tell its cache sizes, half of this many bytes.
@@ -192,6 +196,48 @@ void point_runner::timed_checks::check_last(timed_kernel& k, bool cold) {
   m_last = true;
   (void)take_sample(*m_runner.m_backend, k, cold);
   m_last = false;
+  if (k.batch > 1) probe_other_sets(k.batch);
+}
+
+void point_runner::timed_checks::probe_other_sets(std::int64_t launches) {
+  batch_sets(launches);
+  const std::uint64_t s = mix64(m_seed ^ k_probe_salt);
+  m_fills.clear();
+  for (std::size_t j = 0; j < m_batch.size(); ++j) {
+    const std::uint64_t seed = mix64(s ^ mix64(k_batch_set_salt + j));
+    m_runner.input_fills(m_k, *m_batch[j], seed, int(seed & 1), m_fills);
+  }
+  m_runner.m_backend->fill_all(m_fills);
+  // The sets watched: up to k_probe_sets of the others, drawn.
+  std::vector<std::size_t> watched(m_batch.size() - 1);
+  for (std::size_t j = 0; j < watched.size(); ++j)
+    watched[j] = j + 1;
+  for (std::size_t j = 0; j + 1 < watched.size(); ++j) {
+    const std::size_t pick = j + std::size_t(mix64(s + j) % (watched.size() - j));
+    std::swap(watched[j], watched[pick]);
+  }
+  watched.resize(std::min(watched.size(), k_probe_sets));
+  std::vector<std::vector<std::uint64_t>> filled;
+  for (const std::size_t j : watched)
+    filled.push_back(m_runner.buffer_hashes(m_k, *m_batch[j], hashed_buffers::outputs));
+  if (m_scrubs && m_runner.m_local_owner != this) {
+    m_runner.m_backend->scrub_local_memory();
+    m_runner.m_local_owner = this;
+  }
+  m_k.launch(*m_batch[0]);
+  m_runner.m_backend->synchronize();
+  for (std::size_t w = 0; w < watched.size(); ++w) {
+    const auto now = m_runner.buffer_hashes(m_k, *m_batch[watched[w]], hashed_buffers::outputs);
+    for (std::size_t i = 0; i < now.size(); ++i) {
+      if (now[i] == filled[w][i]) continue;
+      const std::string& name = m_k.buffers()[i].name;
+      if (std::find(m_other_sets_written.begin(), m_other_sets_written.end(), name) ==
+          m_other_sets_written.end()) {
+        m_other_sets_written.push_back(name);
+      }
+    }
+  }
+  m_batch.clear();
 }
 
 void point_runner::timed_checks::report(verification_result& v) {
@@ -211,6 +257,18 @@ void point_runner::timed_checks::report(verification_result& v) {
     v.written_out_of_bounds.insert(v.written_out_of_bounds.end(), outside.buffers.begin(),
                                    outside.buffers.end());
     v.note += std::string(v.note.empty() ? "" : "; ") + "timed launches wrote " + outside.places();
+  }
+  if (!m_other_sets_written.empty()) {
+    for (const auto& name : m_other_sets_written) {
+      if (std::find(found.begin(), found.end(), name) == found.end()) {
+        v.written_out_of_bounds.push_back(name);
+      }
+    }
+    v.note += std::string(v.note.empty() ? "" : "; ") +
+              "a launch wrote the outputs of other launches' buffers (" +
+              comma_joined(m_other_sets_written) +
+              "): one launch doing the work of the batch's others would time each faster than "
+              "it is";
   }
   v.timed_checks = m_checks;
   v.timed_wrong = m_wrong;

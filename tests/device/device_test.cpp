@@ -63,6 +63,14 @@ std::string replace_all(std::string text, const std::string& what, const std::st
   return text;
 }
 
+// A program of its own for each job of a test: the engine keeps a program it compiled for the
+// verification of later jobs, global variables and all, and the cheats below count launches in
+// theirs.
+std::string fresh_program_option() {
+  static int jobs = 0;
+  return "-DKS_TEST_JOB=" + std::to_string(++jobs);
+}
+
 class DeviceTest : public ::testing::TestWithParam<std::string> {
  protected:
   const std::string& engine() const { return GetParam(); }
@@ -123,6 +131,32 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
   // 2^20 on a CPU device, 2^24 on a GPU (60 µs on an H100).
   std::int64_t middle_elements() const {
     return m_device["type"] == "cpu" ? std::int64_t(1) << 20 : std::int64_t(1) << 24;
+  }
+
+  // The row of the axpy job with `hip_source` or `opencl_source` as its kernel (entry axpy, a
+  // block of 1024), hot at 1024 elements, whose launches are short enough to be batched.
+  // Launches are batched where they take under 10 µs, which a CPU device's take only when it is
+  // not busy: a few tries; the caller skips where none was batched (the point runner's unit
+  // tests show the same on batches they are sure of).
+  json batched_run(const char* hip_source, const char* opencl_source) {
+    json spec = axpy_job("");
+    spec["kernel"]["source"] = engine() == "hip" ? hip_source : opencl_source;
+    spec["kernel"]["block"] = {1024, 1, 1};
+    spec["kernel"]["grid"] = {"ceil(N/1024)", 1, 1};
+    spec["kernel"]["compile_options"] = {""};
+    if (engine() == "opencl") spec["kernel"]["compile_options"].push_back("-cl-std=CL2.0");
+    spec["sweep"] = {{"N", {1024}}};
+    spec["timing"] = {{"l2", "hot"}, {"max_time_ms", 300}};
+    spec["fitness"] = {{"target_us", 1}};
+    json row;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      spec["kernel"]["compile_options"][0] = fresh_program_option();
+      const json job = run(spec);
+      EXPECT_EQ(job["rows"].size(), 1u) << job.dump();
+      row = job["rows"].empty() ? json{{"batch", 1}, {"time_us", nullptr}} : job["rows"][0];
+      if (row["batch"].get<int>() > 1) break;
+    }
+    return row;
   }
 
   // A custom kernel writing out[i] = body (or running `statement`), checked against a STREAM
@@ -639,14 +673,6 @@ TEST_P(DeviceTest, TimedSamplesOfAnHonestKernelAreCheckedAndPass) {
   EXPECT_TRUE(row["flags"].empty()) << row.dump();
 }
 
-// A program of its own for each job of a test: the engine keeps a program it compiled for the
-// verification of later jobs, global variables and all, and the cheats below count launches in
-// theirs.
-std::string fresh_program_option() {
-  static int jobs = 0;
-  return "-DKS_TEST_JOB=" + std::to_string(++jobs);
-}
-
 // Honest for its first 80 launches of a module (where the drawn checks mostly fall), then does a
 // fifth of the work, except for inputs it met in those launches: where a checked sample took the
 // inputs of one an earlier check had used, it recognised the check and passed it. The work-group
@@ -755,31 +781,117 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
 })";
 
 TEST_P(DeviceTest, AKernelWorkingOnlyOnTheFirstSetsOfABatchIsCaught) {
-  json spec = axpy_job("");
-  spec["kernel"]["source"] = engine() == "hip" ? k_hip_first_sets_only : k_opencl_first_sets_only;
-  spec["kernel"]["block"] = {1024, 1, 1};
-  spec["kernel"]["grid"] = {"ceil(N/1024)", 1, 1};
-  spec["kernel"]["compile_options"] = {fresh_program_option()};
-  if (engine() == "opencl") spec["kernel"]["compile_options"].push_back("-cl-std=CL2.0");
-  spec["sweep"] = {{"N", {1024}}};  // one block, and launches short enough to be batched
-  spec["timing"] = {{"l2", "hot"}, {"max_time_ms", 300}};
-  spec["fitness"] = {{"target_us", 1}};
-  // Launches are batched where they take under 10 µs, which a CPU device's take only when it
-  // is not busy: a few tries, else nothing to show here (the point runner's unit tests show
-  // the same on batches they are sure of).
-  json job;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    spec["kernel"]["compile_options"][0] = fresh_program_option();
-    job = run(spec);
-    ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
-    if (job["rows"][0]["batch"].get<int>() > 1) break;
-  }
-  const json& row = job["rows"][0];
+  const json row = batched_run(k_hip_first_sets_only, k_opencl_first_sets_only);
   if (row["batch"].get<int>() == 1) {
     GTEST_SKIP() << "launches of " << row["time_us"]["median"] << " µs were not batched";
   }
   EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
   EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
+// Learns the sets of a batch (their addresses, up to 64) and does the work of every set whose
+// inputs are fresh at the first launch that finds them so, one large launch for the batch; the
+// launches after it find their own set done and return. Every output right, every check passed.
+// The work-group (block) that finishes last records what the launch did, after every work-item
+// has decided.
+constexpr const char* k_opencl_fused_batch = R"(global ulong outs[64];
+global ulong ins_a[64];
+global ulong ins_b[64];
+global float seen[64];
+global uint nknown = 0;
+global uint done = 0;
+__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
+                   float s, int n) {
+  long i = get_global_id(0);
+  uint known = min(nknown, 64u), me = 64u;
+  for (uint j = 0; j < known; ++j)
+    if (outs[j] == (ulong)out) me = j;
+  bool mine_done = me < 64u && ins_a[me] == (ulong)a && seen[me] == a[0];
+  if (!mine_done && i < n) {
+    out[i] = a[i] + s * b[i];
+    for (uint j = 0; j < known; ++j) {
+      __global const float* aj = (__global const float*)ins_a[j];
+      __global const float* bj = (__global const float*)ins_b[j];
+      if (j != me && seen[j] != aj[0]) ((__global float*)outs[j])[i] = aj[i] + s * bj[i];
+    }
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
+    if (!mine_done) {
+      for (uint j = 0; j < known; ++j) seen[j] = ((__global const float*)ins_a[j])[0];
+      if (me == 64u && nknown < 64u) {
+        outs[nknown] = (ulong)out;
+        ins_a[nknown] = (ulong)a;
+        ins_b[nknown] = (ulong)b;
+        seen[nknown] = a[0];
+        nknown++;
+      } else if (me < 64u) {
+        ins_a[me] = (ulong)a;
+        ins_b[me] = (ulong)b;
+        seen[me] = a[0];
+      }
+    }
+    done = 0;
+  }
+})";
+constexpr const char* k_hip_fused_batch = R"(#include <hip/hip_runtime.h>
+__device__ unsigned long long outs[64];
+__device__ unsigned long long ins_a[64];
+__device__ unsigned long long ins_b[64];
+__device__ float seen[64];
+__device__ unsigned int nknown;
+__device__ unsigned int done;
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  unsigned int known = nknown < 64u ? nknown : 64u, me = 64u;
+  for (unsigned int j = 0; j < known; ++j)
+    if (outs[j] == (unsigned long long)out) me = j;
+  bool mine_done = me < 64u && ins_a[me] == (unsigned long long)a && seen[me] == a[0];
+  if (!mine_done && i < n) {
+    out[i] = a[i] + s * b[i];
+    for (unsigned int j = 0; j < known; ++j) {
+      const float* aj = (const float*)ins_a[j];
+      const float* bj = (const float*)ins_b[j];
+      if (j != me && seen[j] != aj[0]) ((float*)outs[j])[i] = aj[i] + s * bj[i];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&done, 1u) == gridDim.x - 1) {
+      if (!mine_done) {
+        for (unsigned int j = 0; j < known; ++j) seen[j] = ((const float*)ins_a[j])[0];
+        if (me == 64u && nknown < 64u) {
+          outs[nknown] = (unsigned long long)out;
+          ins_a[nknown] = (unsigned long long)a;
+          ins_b[nknown] = (unsigned long long)b;
+          seen[nknown] = a[0];
+          nknown++;
+        } else if (me < 64u) {
+          ins_a[me] = (unsigned long long)a;
+          ins_b[me] = (unsigned long long)b;
+          seen[me] = a[0];
+        }
+      }
+      done = 0;
+      __threadfence();
+    }
+  }
+})";
+
+// The probe after the last check launches a batch's first launch alone: the outputs of the
+// batch's other sets, which that launch wrote, are writes outside its own buffers.
+TEST_P(DeviceTest, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
+  const json row = batched_run(k_hip_fused_batch, k_opencl_fused_batch);
+  if (row["batch"].get<int>() == 1) {
+    GTEST_SKIP() << "launches of " << row["time_us"]["median"] << " µs were not batched";
+  }
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_TRUE(has_flag(row, "out_of_bounds_write")) << row.dump();
+  EXPECT_NE(row["verification"].value("note", "").find("other launches' buffers"),
+            std::string::npos)
+      << row.dump();
   EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
 }
 

@@ -980,6 +980,71 @@ TEST(PointRunner, AKernelWorkingOnlyOnTheSetsItLearnedFirstIsCaughtInItsBatches)
   }
 }
 
+// A kernel that learns where the sets of a batch lie and does the whole batch's work at the
+// first launch that finds fresh inputs, the others finding their outputs written (one large
+// launch for many small ones): every answer right, every check passed, and a time per launch it
+// did not earn. The probe after the last check launches it alone on a batch's first set and
+// finds the outputs of others written. The honest kernel is not flagged.
+TEST(PointRunner, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
+  auto t = make_runner();
+  fake_backend* fake = t.fake;
+  struct known_set {
+    float* x;
+    float* y;
+    float seen;  // x[0] when it last computed y
+  };
+  std::map<float*, known_set> known;  // by output, since the fresh module
+  bool timing = false;
+  fake->on_fresh_module = [&] {
+    known.clear();
+    timing = true;
+  };
+  fake->kernels["scale_fused"] = [&, fake](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    auto compute = [&](known_set& k) {
+      for (int i = 0; i < n; ++i)
+        k.y[i] = float(a.scalars[1] * k.x[i]);
+      k.seen = k.x[0];
+    };
+    if (!timing) {
+      known_set own{x, y, 0};
+      compute(own);
+      return;
+    }
+    const auto it = known.find(y);
+    if (it != known.end() && it->second.x == x && it->second.seen == x[0]) {
+      fake->launch_skipped = true;  // an earlier launch of this sample did its work
+      return;
+    }
+    known[y] = {x, y, 0};
+    for (auto& [out, k] : known) {
+      if (k.seen != k.x[0]) compute(k);
+    }
+  };
+  fake->kernel_time_us["scale"] = 6;
+  fake->kernel_time_us["scale_fused"] = 6;
+  const auto honest = t.runner.measure(plan_of(scale_job("scale")), 0, 3);
+  ASSERT_EQ(honest.status, point_status::ok) << (honest.error ? honest.error->message : "");
+  ASSERT_GT(honest.batch, 2);
+  EXPECT_TRUE(honest.flags.empty()) << honest.verification.note;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    timing = false;
+    const auto r = t.runner.measure(plan_of(scale_job("scale_fused")), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_GT(r.batch, 2) << "seed " << seed;
+    EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
+    EXPECT_EQ(r.verification.timed_failed, 0) << "seed " << seed << ": " << r.verification.note;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "out_of_bounds_write"), r.flags.end())
+        << "seed " << seed << ": " << r.verification.note;
+    EXPECT_EQ(r.verification.written_out_of_bounds, std::vector<std::string>{"y"});
+    EXPECT_NE(r.verification.note.find("other launches' buffers (y)"), std::string::npos)
+        << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
+  }
+}
+
 // The sets of a batch fit in the device's caches, so that a hot batch stays hot.
 TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitHalfTheCaches) {
   auto t = make_runner();
