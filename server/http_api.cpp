@@ -1,6 +1,5 @@
 #include "server/http_api.hpp"
 
-#include <random>
 
 #include "server/detail/http_api_impl.hpp"
 #include "server/fleet_devices.hpp"
@@ -21,7 +20,7 @@ http_api::impl::impl(job_store& s, scheduler& sc, job_waiters& w, event_hub& e,
                                           !config.database.empty());
                    },
                    [this](std::int64_t id) { sched.enqueue(id); }},
-                  std::random_device{}()) {
+                  unpredictable_seed) {
   transport.emplace(table(this), access, requests, config);
 }
 

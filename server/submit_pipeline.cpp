@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -81,8 +82,12 @@ json submit_pipeline::submissions_left(const task_record& task, const std::strin
 }
 
 submit_pipeline::submit_pipeline(job_store& store, event_hub& events, const serve_config& config,
-                                 hooks h, std::uint64_t seed)
-    : m_store(store), m_events(events), m_config(config), m_hooks(std::move(h)), m_seeds(seed) {}
+                                 hooks h, seed_source seeds)
+    : m_store(store),
+      m_events(events),
+      m_config(config),
+      m_hooks(std::move(h)),
+      m_seeds(std::move(seeds)) {}
 
 std::string submit_pipeline::request_hash(std::string_view data) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a: tells a retry from a different body
@@ -301,7 +306,7 @@ submit_result submit_pipeline::store_job(job_spec spec, const std::string& key,
   const std::uint64_t memory = where.max_memory;
   if (!spec.seed) {
     std::lock_guard lock(m_seeds_mutex);
-    spec.seed = m_seeds() >> 1;  // kept within int64 for SQLite and JSON readers
+    spec.seed = m_seeds();
   }
   plan_limits limits = m_config.limits.plan;
   if (memory > 0) limits.max_point_bytes = std::min(limits.max_point_bytes, memory);
@@ -398,6 +403,12 @@ submit_result submit_pipeline::import_results(const std::string& body_text,
   const std::string text = job_json_text(*m_store.get(outcome.id));
   m_events.publish("job", text);
   return {outcome.id, true, text};
+}
+
+std::uint64_t unpredictable_seed() {
+  std::random_device os;
+  const std::uint64_t high = os(), low = os();
+  return ((high << 32) | low) >> 1;  // kept within int64 for SQLite and JSON readers
 }
 
 }  // namespace kernelscan

@@ -13,7 +13,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -54,10 +53,11 @@ class submit_pipeline {
     std::function<void(std::int64_t)> enqueue;
   };
 
-  // `seed` starts the generator of the seeds jobs get when they name none. `store` and
-  // `events` must outlive the pipeline.
+  // Draws the seed a job gets when it names none (within int64; called under a lock): the
+  // daemon's is unpredictable_seed(). `store` and `events` must outlive the pipeline.
+  using seed_source = std::function<std::uint64_t()>;
   submit_pipeline(job_store& store, event_hub& events, const serve_config& config, hooks h,
-                  std::uint64_t seed);
+                  seed_source seeds);
 
   // POST /api/v1/jobs: `body` is the request's JSON text, `idempotency_key` its header ("" for
   // none).
@@ -119,7 +119,16 @@ class submit_pipeline {
   serve_config m_config;
   hooks m_hooks;
   std::mutex m_seeds_mutex;
-  std::mt19937_64 m_seeds;
+  seed_source m_seeds;
 };
+
+// A job seed drawn from the operating system's random source (std::random_device), 63 bits: no
+// one can tell it from the seeds jobs got before. A job's inputs, verification trials and timed
+// checks all follow from its seed (README "Analysis and fitness"), and the code that derives
+// them is public, so a kernel built for a seed it could foresee would know which samples are
+// checked and what their inputs are; each job's seed is shown in its spec, and the seeds of a
+// generator with 32 bits of state (std::mt19937_64 seeded once from random_device) could be
+// searched out from one of them.
+std::uint64_t unpredictable_seed();
 
 }  // namespace kernelscan

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
+#include <set>
 
 #include "api/api_error.hpp"
 #include "api/device_codec.hpp"
@@ -43,7 +45,7 @@ struct SubmitPipeline : ::testing::Test {
       events,
       config,
       {[this] { return devices; }, [this](std::int64_t id) { enqueued.push_back(id); }},
-      k_seed};
+      [seeds = std::mt19937_64(k_seed)]() mutable { return seeds() >> 1; }};
 };
 
 TEST_F(SubmitPipeline, StoresAValidSpecWithTheDaemonsSeed) {
@@ -334,6 +336,18 @@ TEST_F(SubmitPipeline, ATaskTakesAtMostItsBoundFromEachAgent) {
   }
   // A task without a bound has nothing to tell.
   EXPECT_TRUE(pipeline.submissions_left(copy_task(), k_agent.agent).is_null());
+}
+
+// The daemon's job seeds come from the operating system's random source, not a generator whose
+// state one seed gives away: within int64, and no two of many alike.
+TEST(UnpredictableSeed, IsWithinInt64AndNeverRepeatsInAThousandDraws) {
+  std::set<std::uint64_t> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::uint64_t s = unpredictable_seed();
+    EXPECT_LE(s, std::uint64_t(std::numeric_limits<std::int64_t>::max()));
+    seen.insert(s);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
 }
 
 }  // namespace
