@@ -1,6 +1,5 @@
 #include "server/http_api.hpp"
 
-
 #include "server/detail/http_api_impl.hpp"
 #include "server/fleet_devices.hpp"
 
