@@ -88,7 +88,7 @@ class point_runner::timed_checks {
   // takes a sample (`cold`: flushed first), though its time is not kept.
   void check_last(timed_kernel& k, bool cold);
 
-  // What the checks found, the canaries after every timed launch of either set, and the outputs
+  // What the checks found, the canaries after every timed launch of either set, and the buffers
   // of other sets one launch wrote (probe_other_sets).
   void report(verification_result& v);
 
@@ -122,12 +122,14 @@ class point_runner::timed_checks {
   bool screened(const buffer_set& outputs, const buffer_set& answers, output_errors& e) const;
 
   // One launch of a batch of `launches`, alone, on the first of its sets, each filled as before
-  // a sample: the outputs of a few of the others, drawn, must hold what their fills left. A
+  // a sample: the inputs and outputs of a few of the others, drawn, must hold what their fills
+  // left. A
   // kernel that learned where a batch's sets lie (its globals keep addresses from launch to
   // launch) could do the whole batch's work in its first launch, one large launch for many
   // small ones, and let the others find their outputs written: right answers everywhere, and a
-  // faster time per launch than it earned. At its first launch it cannot tell this probe from a
-  // sample's first launch. The outputs it wrote are what report() says.
+  // faster time per launch than it earned (or make the others' work trivial by writing their
+  // inputs). At its first launch it cannot tell this probe from a sample's first launch. The
+  // buffers it wrote are what report() says.
   void probe_other_sets(std::int64_t launches);
 
   // m_batch: `launches` sets, the sample's own first, allocating (and arming the canaries of)
@@ -166,7 +168,7 @@ class point_runner::timed_checks {
     int pattern;
   };
   std::vector<pending_check> m_pending;
-  std::vector<std::string> m_other_sets_written;  // outputs of other sets a launch wrote
+  std::vector<std::string> m_other_sets_written;  // buffers of other sets a launch wrote
   int m_checks = 0, m_failed_checks = 0;
   double m_norm_rel_err = 0;
   std::uint64_t m_wrong = 0, m_unwritten = 0, m_first_wrong = 0;
