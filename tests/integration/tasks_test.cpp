@@ -453,6 +453,36 @@ TEST(TasksApi, APrivateHeldOutPointIsAnsweredOnItsRung) {
   }
 }
 
+// With a watchdog budget too short for any rung (--point-timeout 0.1: 0.2 s a point, less its
+// quarter-second margin), a private held-out point is held until its watchdog ends it: a
+// `timeout`, whatever it took, and the worker replaced; the public points and the next job run.
+TEST(TasksApi, APrivateHeldOutPointPastItsLastRungIsEndedByItsWatchdog) {
+  daemon_process probe;
+  std::vector<std::string> args = token_files(probe);
+  args.insert(args.end(), {"--point-timeout", "0.1"});
+  daemon_process daemon({.extra_args = args});
+  daemon.start();
+  json task = axpy_task();
+  task["held_out_scores"] = "private";
+  ASSERT_EQ(send(daemon, "POST", "/api/v1/tasks", task.dump(), k_operator).status, 201);
+  const json honest = {{"source", k_hip_axpy}, {"entry", "axpy"}};
+  for (int submission = 0; submission < 2; ++submission) {
+    SCOPED_TRACE(submission);
+    const auto submitted =
+        send(daemon, "POST", "/api/v1/tasks/axpy/submissions", honest.dump(), k_agent);
+    ASSERT_EQ(submitted.status, 201) << submitted.text;
+    const std::int64_t id = submitted.body["id"];
+    const json job = daemon.wait_job(id, 30s);
+    ASSERT_TRUE(job["finished_at"].is_string()) << job.dump();
+    const auto rows =
+        send(daemon, "GET", "/api/v1/jobs/" + std::to_string(id) + "/results", "", k_operator);
+    ASSERT_EQ(rows.body["results"].size(), 3u) << rows.text;
+    EXPECT_EQ(rows.body["results"][0]["status"], "ok") << rows.text;
+    EXPECT_EQ(rows.body["results"][1]["status"], "ok") << rows.text;
+    EXPECT_EQ(rows.body["results"][2]["error"]["type"], "timeout") << rows.text;
+  }
+}
+
 // A task with a bound takes that many submissions from each agent (each bearer token) in its
 // window, says why it refuses the next and when to come back, and tells an agent what it has
 // left; an operator is not held by it.
