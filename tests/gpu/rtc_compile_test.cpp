@@ -8,10 +8,12 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/hip/rtc_compile.hpp"
 #include "engine/source_policy.hpp"
+#include "tests/device/device_kernels.hpp"
 
 namespace kernelscan::gpu {
 namespace {
@@ -106,6 +108,27 @@ TEST(RtcCompile, ACompileErrorCarriesTheLog) {
   } catch (const compile_error& e) {
     EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
   }
+}
+
+// The device suite's HIP kernels, filled in as the suite fills them: each compiles for every
+// architecture of the build, so that a GPU run (rare) does not find one that does not.
+TEST(RtcCompile, TheDeviceSuitesHipKernelsCompile) {
+  using testing::replace_all;
+  const std::string axpy =
+      replace_all(testing::k_hip_template, "STATEMENT", "if (i < n) out[i] = h(a[i]) + s * b[i];");
+  const std::string middle = replace_all(testing::k_hip_middle_cheat, "HONEST", "false");
+  const std::string rms = replace_all(testing::k_hip_rms_template, "ENTRY", "rms");
+  const std::pair<std::string, std::string> kernels[] = {
+      {axpy, "axpy"},
+      {testing::k_hip_repeat_cheat, "axpy"},
+      {testing::k_hip_first_sets_only, "axpy"},
+      {testing::k_hip_fused_batch, "axpy"},
+      {replace_all(middle, "ELEM", "float"), "axpy"},
+      {replace_all(middle, "ELEM", "int"), "axpy"},
+      {replace_all(rms, "ROW_SCALE", testing::k_rms_reduce), "rms"},
+  };
+  for (const auto& [source, entry] : kernels)
+    expect_compiles(kernel(kernel_language::hip, source, entry));
 }
 
 TEST(RtcCompile, TheMachinesHeadersWereFound) {
