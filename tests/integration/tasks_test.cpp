@@ -410,7 +410,7 @@ TEST(TasksApi, PrivateHeldOutScoresAreTheOperatorsAlone) {
 }
 
 // Where held-out scores are private, a held-out point is answered on the first rung of its
-// ladder (point_budget.hpp: a second and twice max_time, 1.1 s here) however soon it was
+// ladder (point_budget.hpp: a second and twice max_time, 1.4 s here) however soon it was
 // measured, so that when the job ends says nothing of the time the point took: a kernel whose
 // time grew with its size would otherwise have the size read back from the job's end. With
 // shown scores (whose held-out times the score says anyway) it is answered at once.
@@ -422,6 +422,7 @@ TEST(TasksApi, APrivateHeldOutPointIsAnsweredOnItsRung) {
     SCOPED_TRACE(scores);
     json task = axpy_task("axpy_" + scores);
     task["held_out_scores"] = scores;
+    task["timing"]["max_time_ms"] = 200;  // a mock point takes none of it
     ASSERT_EQ(send(daemon, "POST", "/api/v1/tasks", task.dump(), k_operator).status, 201);
     const json honest = {{"source", k_hip_axpy}, {"entry", "axpy"}};
     const auto submitted = send(daemon, "POST", "/api/v1/tasks/axpy_" + scores + "/submissions",
@@ -445,8 +446,9 @@ TEST(TasksApi, APrivateHeldOutPointIsAnsweredOnItsRung) {
     const double held_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - *publics_done).count();
     if (scores == "private") {
+      // From when the agent saw the public points done, a little after the point began.
       EXPECT_GE(held_s, 1.0);
-      EXPECT_LT(held_s, 2.2);  // the first rung, not the next
+      EXPECT_LT(held_s, 2.5);  // the first rung, not the next (2.8 s)
     } else {
       EXPECT_LT(held_s, 0.9);
     }
