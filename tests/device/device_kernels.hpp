@@ -124,9 +124,9 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
 
 // Learns the sets of a batch (their addresses, up to 256: more than a batch holds) and does the
 // work of every set whose inputs are fresh at the first launch that finds them so, one large
-// launch for the batch; the launches after it find their own set done and return. Every output right, every check passed.
-// The work-group (block) that finishes last records what the launch did, after every work-item
-// has decided.
+// launch for the batch; the launches after it find their own set done and return. Every output
+// right, every check passed. The work-group (block) that finishes last records what the launch did,
+// after every work-item has decided.
 constexpr const char* k_opencl_fused_batch = R"(global ulong outs[256];
 global ulong ins_a[256];
 global ulong ins_b[256];
