@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,12 @@ void require_canary_guards(const device_buffer& b, const std::string& name, std:
   if (b.bytes() == 0 || b.guard() == canary) return;
   throw std::logic_error("buffer \"" + name + "\" has guards of " + std::to_string(b.guard()) +
                          " bytes where its canaries need " + std::to_string(canary));
+}
+
+// A key from the system's entropy (std::random_device).
+std::uint64_t entropy_key() {
+  std::random_device entropy;
+  return std::uint64_t(entropy()) << 32 | entropy();
 }
 
 struct point_failure {
@@ -666,6 +673,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
   }
 
   const std::uint64_t point_seed = mix64(seed ^ mix64(index + 1));
+  m_draw_key = entropy_key();
   try {
     m_backend->begin_point({index, point_seed, &spec.mock});
     m_host_blocks.begin_point();
@@ -904,6 +912,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   };
 
   const std::uint64_t point_seed = mix64(seed ^ mix64(index + 1));
+  m_draw_key = entropy_key();
   const bool defended = m_defences && m_backend->runs_device_code();
   try {
     m_backend->begin_point({index, point_seed, &spec.mock});

@@ -231,6 +231,13 @@ class point_runner : public engine {
   double m_sets_cache_share = 0.5;
   bool m_prime_samples = false;
   fixed_cost_memo m_fixed_cost;  // the device's, kept between points
+  // The point's draw key, from the system's entropy for each point: which timed samples are
+  // checked (and which launch of a batch, and which sets the probe after the last watches) come
+  // from it, not from the point's seed, and every variant of the point draws alike. A job's seed
+  // is its own to choose, and a framework that fixes it so that its inputs repeat would
+  // otherwise fix the checked samples too: a schedule that a kernel evolved against it could
+  // learn to work around.
+  std::uint64_t m_draw_key = 0;
   // Bandwidths measured again (GB/s) by working-set bytes.
   std::map<std::uint64_t, kept_measurement> m_bandwidth_again;
   // With the defences, the reference's answers are kept on the host XORed with the stream of a

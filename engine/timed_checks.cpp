@@ -45,7 +45,8 @@ point_runner::timed_checks::timed_checks(point_runner& runner, point_kernel& k,
       m_kept(std::move(kept)),
       m_tolerances(tolerances_of(spec, k)),
       m_scrubs(scrubs),
-      m_costs(costs) {
+      m_costs(costs),
+      m_draw_key(runner.m_draw_key) {
   m_sets[0] = m_sets[1] = k.own_buffers();
   // Outputs that start as the unwritten pattern hold one answer however often the kernel runs;
   // an output it accumulates into (one with an init) is checkable after a single launch only.
@@ -123,13 +124,14 @@ void point_runner::timed_checks::before(std::int64_t launches, bool timed) {
   const std::size_t drawable =
       std::min<std::size_t>(k_max_drawn_checks, m_kept.empty() ? 0 : m_kept.size() - 1);
   const bool checked = timed && checkable(launches);
-  const std::uint64_t draw = mix64(s ^ k_check_salt);
+  const std::uint64_t pick = mix64(s ^ m_draw_key);
+  const std::uint64_t draw = mix64(pick ^ k_check_salt);
   const bool drawn = checked && !m_last && draw % k_check_one_in == 0;
   const bool from_kept = drawn && std::size_t(m_drawn) < drawable;
   const bool last_kept = checked && m_last && !m_kept.empty();
   const bool afresh =
       drawn && !from_kept && double(mix64(draw) >> 11) * 0x1p-53 < afresh_share(launches);
-  const std::size_t at = std::size_t(mix64(s ^ k_batch_check_salt) % sets);
+  const std::size_t at = std::size_t(mix64(pick ^ k_batch_check_salt) % sets);
   m_fills.clear();
   for (std::size_t j = 0; j < sets; ++j) {
     const buffer_set& set = m_batch.empty() ? current() : *m_batch[j];
@@ -213,8 +215,8 @@ void point_runner::timed_checks::probe_other_sets(std::int64_t launches) {
   for (std::size_t j = 0; j < watched.size(); ++j)
     watched[j] = j + 1;
   for (std::size_t j = 0; j + 1 < watched.size(); ++j) {
-    const std::size_t pick = j + std::size_t(mix64(s + j) % (watched.size() - j));
-    std::swap(watched[j], watched[pick]);
+    const std::size_t other = j + std::size_t(mix64((s ^ m_draw_key) + j) % (watched.size() - j));
+    std::swap(watched[j], watched[other]);
   }
   watched.resize(std::min(watched.size(), k_probe_sets));
   // Each buffer's hash: an input's or an output's (scratch buffers are the kernel's to write).

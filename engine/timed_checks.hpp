@@ -143,6 +143,9 @@ class point_runner::timed_checks {
   point_runner_parts::tolerances m_tolerances;
   bool m_scrubs = true;
   check_costs m_costs;
+  // Which samples are drawn for a check, which launch of a drawn batch is checked, and which sets
+  // the probe watches: from the point's draw key (point_runner.hpp), not its seed.
+  std::uint64_t m_draw_key;
   std::uint64_t m_timed = 0;  // timed samples begun, and when the first began
   std::chrono::steady_clock::time_point m_first_timed;
   bool m_pure = true;

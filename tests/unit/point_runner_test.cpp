@@ -1045,6 +1045,44 @@ TEST(PointRunner, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
   }
 }
 
+// Which timed samples are checked comes from a key drawn for each point, not from the seed: the
+// same job with the same seed (which a framework may fix, so that its inputs repeat) checks other
+// samples each time it runs, and no schedule of checks holds from run to run.
+TEST(PointRunner, TheSamplesCheckedDifferFromRunToRunWithTheSameSeed) {
+  auto t = make_runner();
+  // For each timed sample of the candidate, whether anything was hashed, read, copied or
+  // screened before the next: whether it was checked.
+  auto checked = [](const std::vector<std::string>& log) {
+    std::vector<bool> out;
+    for (const auto& line : log) {
+      if (line == "sample candidate") {
+        out.push_back(false);
+      } else if (!out.empty() && (line.rfind("hash ", 0) == 0 || line.rfind("read ", 0) == 0 ||
+                                  line.rfind("copy ", 0) == 0 || line.rfind("screen ", 0) == 0)) {
+        out.back() = true;
+      }
+    }
+    return out;
+  };
+  std::vector<std::vector<bool>> runs;
+  std::size_t samples = SIZE_MAX;
+  for (int run = 0; run < 4; ++run) {
+    t.fake->log.clear();
+    const auto r = t.runner.measure(plan_of(axpy_job("axpy")), 0, 7);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    EXPECT_TRUE(r.flags.empty()) << r.verification.note;
+    runs.push_back(checked(t.fake->log));
+    samples = std::min(samples, runs.back().size());
+  }
+  ASSERT_GE(samples, 20u);
+  std::set<std::vector<bool>> schedules;
+  for (auto& run : runs) {
+    run.resize(samples);
+    schedules.insert(run);
+  }
+  EXPECT_GT(schedules.size(), 1u);
+}
+
 // The sets of a batch fit in the device's caches, so that a hot batch stays hot.
 TEST(PointRunner, ABatchHasNoMoreLaunchesThanItsSetsFitHalfTheCaches) {
   auto t = make_runner();
