@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <random>
 
+#include "engine/entropy.hpp"
 #include "engine/fill_pattern.hpp"
 
 // Where clang cannot vectorise the stream's loop (a sanitizer's checks in it), it runs it all
@@ -27,8 +27,7 @@ std::uint64_t little_endian(std::uint64_t word) {
 }  // namespace
 
 std::uint64_t random_answer_key() {
-  std::random_device entropy;
-  return (std::uint64_t(entropy()) << 32 | entropy()) | 1;
+  return entropy64() | 1;
 }
 
 answer_mask::answer_mask(std::uint64_t key) : m_key(key), m_pad(k_pad_words) {

@@ -5,7 +5,6 @@
 #include <deque>
 #include <functional>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 
 #include "engine/answer_mask.hpp"
 #include "engine/device_catalog.hpp"
+#include "engine/entropy.hpp"
 #include "engine/fill_pattern.hpp"
 #include "engine/fitness.hpp"
 #include "engine/host_tasks.hpp"
@@ -100,12 +100,6 @@ void require_canary_guards(const device_buffer& b, const std::string& name, std:
   if (b.bytes() == 0 || b.guard() == canary) return;
   throw std::logic_error("buffer \"" + name + "\" has guards of " + std::to_string(b.guard()) +
                          " bytes where its canaries need " + std::to_string(canary));
-}
-
-// A key from the system's entropy (std::random_device).
-std::uint64_t entropy_key() {
-  std::random_device entropy;
-  return std::uint64_t(entropy()) << 32 | entropy();
 }
 
 struct point_failure {
@@ -673,7 +667,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
   }
 
   const std::uint64_t point_seed = mix64(seed ^ mix64(index + 1));
-  m_draw_key = entropy_key();
+  m_draw_key = entropy64();
   try {
     m_backend->begin_point({index, point_seed, &spec.mock});
     m_host_blocks.begin_point();
@@ -912,7 +906,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   };
 
   const std::uint64_t point_seed = mix64(seed ^ mix64(index + 1));
-  m_draw_key = entropy_key();
+  m_draw_key = entropy64();
   const bool defended = m_defences && m_backend->runs_device_code();
   try {
     m_backend->begin_point({index, point_seed, &spec.mock});

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 #include <set>
 #include <sstream>
 
@@ -16,6 +15,7 @@
 #include "api/result_codec.hpp"
 #include "api/task_codec.hpp"
 #include "engine/device_needs.hpp"
+#include "engine/entropy.hpp"
 #include "engine/language_support.hpp"
 #include "engine/text_list.hpp"
 #include "server/fleet_devices.hpp"
@@ -406,9 +406,7 @@ submit_result submit_pipeline::import_results(const std::string& body_text,
 }
 
 std::uint64_t unpredictable_seed() {
-  std::random_device os;
-  const std::uint64_t high = os(), low = os();
-  return ((high << 32) | low) >> 1;  // kept within int64 for SQLite and JSON readers
+  return entropy64() >> 1;  // kept within int64 for SQLite and JSON readers
 }
 
 }  // namespace kernelscan
