@@ -26,12 +26,17 @@ constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_batch_set_salt = 0xba7c;
 constexpr std::uint64_t k_batch_check_salt = 0xba7cc;
 constexpr std::uint64_t k_probe_salt = 0x9b0be;
-// The other sets whose outputs the probe after the last check watches (probe_other_sets).
+// The other sets whose buffers the probe after the last check watches (probe_other_sets).
 constexpr std::size_t k_probe_sets = 4;
 // The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
 // sets filled first are still there when the batch reads them, beside whatever else the caches
 // hold); where a device does not tell its cache sizes, half of this many bytes.
 constexpr std::uint64_t k_batch_sets_default_bytes = std::uint64_t(32) << 20;
+
+// The seed of the inputs of set `j` of a batch whose sample (or probe) has seed `s`.
+std::uint64_t batch_set_seed(std::uint64_t s, std::size_t j) {
+  return j == 0 ? s : mix64(s ^ mix64(k_batch_set_salt + j));
+}
 
 }  // namespace
 
@@ -141,17 +146,16 @@ void point_runner::timed_checks::before(std::int64_t launches, bool timed) {
       m_pending.push_back({&set, &a, a.seed, a.pattern});
       continue;
     }
-    const std::uint64_t seed = j == 0 ? s : mix64(s ^ mix64(k_batch_set_salt + j));
+    const std::uint64_t seed = batch_set_seed(s, j);
     m_runner.input_fills(m_k, set, seed, int(seed & 1), m_fills);
     if ((afresh && j == at) || (checked && m_last))
       m_pending.push_back({&set, nullptr, seed, int(seed & 1)});
   }
   m_runner.m_backend->fill_all(m_fills);
-  // Local memory is scrubbed before the kernel's first timed launch (after verification's,
-  // which may have kept something there across the fresh module) and after another variant's
-  // launches (which got the same inputs). Between its own samples the kernel could only find
-  // what it left itself, as it can in its global variables: each scrub cost more than a
-  // microsecond kernel on a CPU device (512 KiB per thread on PoCL), and took the caches with it.
+  scrub_after_others();
+}
+
+void point_runner::timed_checks::scrub_after_others() {
   if (m_scrubs && m_runner.m_local_owner != this) {
     m_runner.m_backend->scrub_local_memory();
     m_runner.m_local_owner = this;
@@ -206,15 +210,15 @@ void point_runner::timed_checks::probe_other_sets(std::int64_t launches) {
   const std::uint64_t s = mix64(m_seed ^ k_probe_salt);
   m_fills.clear();
   for (std::size_t j = 0; j < m_batch.size(); ++j) {
-    const std::uint64_t seed = mix64(s ^ mix64(k_batch_set_salt + j));
+    const std::uint64_t seed = batch_set_seed(s, j);
     m_runner.input_fills(m_k, *m_batch[j], seed, int(seed & 1), m_fills);
   }
   m_runner.m_backend->fill_all(m_fills);
-  // The sets watched: up to k_probe_sets of the others, drawn.
+  // The sets watched: up to k_probe_sets of the others, drawn (the first of a shuffle).
   std::vector<std::size_t> watched(m_batch.size() - 1);
   for (std::size_t j = 0; j < watched.size(); ++j)
     watched[j] = j + 1;
-  for (std::size_t j = 0; j + 1 < watched.size(); ++j) {
+  for (std::size_t j = 0; j < k_probe_sets && j + 1 < watched.size(); ++j) {
     const std::size_t other = j + std::size_t(mix64((s ^ m_draw_key) + j) % (watched.size() - j));
     std::swap(watched[j], watched[other]);
   }
@@ -230,10 +234,7 @@ void point_runner::timed_checks::probe_other_sets(std::int64_t launches) {
   std::vector<std::vector<std::uint64_t>> filled;
   for (const std::size_t j : watched)
     filled.push_back(hashes(*m_batch[j]));
-  if (m_scrubs && m_runner.m_local_owner != this) {
-    m_runner.m_backend->scrub_local_memory();
-    m_runner.m_local_owner = this;
-  }
+  scrub_after_others();
   m_k.launch(*m_batch[0]);
   m_runner.m_backend->synchronize();
   for (std::size_t w = 0; w < watched.size(); ++w) {

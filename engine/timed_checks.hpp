@@ -132,6 +132,13 @@ class point_runner::timed_checks {
   // buffers it wrote are what report() says.
   void probe_other_sets(std::int64_t launches);
 
+  // Local memory is scrubbed before the kernel's first timed launch (after verification's, which
+  // may have kept something there across the fresh module) and after another variant's launches
+  // (which got the same inputs). Between its own samples the kernel could only find what it
+  // left itself, as it can in its global variables: each scrub cost more than a microsecond
+  // kernel on a CPU device (512 KiB per thread on PoCL), and took the caches with it.
+  void scrub_after_others();
+
   // m_batch: `launches` sets, the sample's own first, allocating (and arming the canaries of)
   // the ones beyond the two the kernel alternates.
   void batch_sets(std::int64_t launches);
