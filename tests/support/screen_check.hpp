@@ -21,27 +21,51 @@
 
 namespace kernelscan::testing {
 
-// A reference of `n` elements of `t` on the device and an output buffer beside it: screen(values,
-// atol, rtol) writes `values` to the output and screens it against the reference.
+// A reference of `n` elements of `t` on the device and an output buffer beside it, screened
+// within `atol` and `rtol` unless told otherwise: screen(values) writes `values` to the output and
+// screens it against the reference.
 struct screen_pair {
   screen_pair(device_backend& on, dtype type, std::int64_t count,
-              const std::vector<unsigned char>& reference)
+              const std::vector<unsigned char>& reference, double a, double r)
       : backend(on),
         t(type),
         n(count),
+        host_ref(reference),
+        atol(a),
+        rtol(r),
         out(on.allocate(reference.size())),
         ref(on.allocate(reference.size())) {
     on.write(ref, 0, reference.data(), reference.size());
   }
-  std::optional<output_screen> screen(const std::vector<unsigned char>& values, double atol,
-                                      double rtol) {
+  std::optional<output_screen> screen(const std::vector<unsigned char>& values) {
+    return screen(values, atol, rtol);
+  }
+  std::optional<output_screen> screen(const std::vector<unsigned char>& values, double a,
+                                      double r) {
     backend.write(out, 0, values.data(), values.size());
-    return backend.screen_outputs(out, ref, t, n, atol, rtol);
+    return backend.screen_outputs(out, ref, t, n, a, r);
+  }
+  // `values` screened on the device and compared on the host (into `host`), each expected to
+  // pass: the screen, or nullopt (a failure added) where there is none or either did not pass.
+  std::optional<output_screen> passing(const std::vector<unsigned char>& values,
+                                       output_errors& host) {
+    const auto s = screen(values);
+    if (!s) {
+      ADD_FAILURE() << "no screen on the device";
+      return std::nullopt;
+    }
+    compare_outputs(t, values.data(), host_ref.data(), n, 0, atol, rtol, host);
+    EXPECT_EQ(host.wrong, 0u);
+    EXPECT_EQ(s->irregular, 0u);
+    if (host.wrong || s->irregular) return std::nullopt;
+    return s;
   }
 
   device_backend& backend;
   dtype t;
   std::int64_t n;
+  std::vector<unsigned char> host_ref;
+  double atol, rtol;
   device_buffer out, ref;
 };
 
@@ -60,19 +84,10 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
       const double r = load_element(t, ref.data() + i * w);
       store_element(t, r + (i % 2 ? 0.2 : -0.2) * (atol + rtol * std::fabs(r)), out.data() + i * w);
     }
-    screen_pair device(backend, t, n, ref);
-    auto screen = [&](const std::vector<unsigned char>& values) {
-      return device.screen(values, atol, rtol);
-    };
-    const auto passing = screen(out);
-    if (!passing) {
-      ADD_FAILURE() << "no screen on the device";
-      continue;
-    }
+    screen_pair device(backend, t, n, ref, atol, rtol);
     output_errors host;
-    compare_outputs(t, out.data(), ref.data(), n, 0, atol, rtol, host);
-    ASSERT_EQ(host.wrong, 0u);
-    EXPECT_EQ(passing->irregular, 0u);
+    const auto passing = device.passing(out, host);
+    if (!passing) continue;
     EXPECT_NEAR(passing->sum_sq_ref, host.sum_sq_ref, 1e-9 * host.sum_sq_ref);
     EXPECT_NEAR(passing->sum_sq_diff, host.sum_sq_diff, 1e-9 * host.sum_sq_diff + 1e-300);
     EXPECT_GT(passing->sum_sq_ref, 0);
@@ -86,7 +101,7 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
         std::vector<unsigned char> wrong = out;
         const double r_at = load_element(t, ref.data() + at * w);
         store_element(t, std::isfinite(bad) ? r_at + bad : bad, wrong.data() + at * w);
-        const auto s = screen(wrong);
+        const auto s = device.screen(wrong);
         ASSERT_TRUE(s);
         EXPECT_EQ(s->irregular, 1u);
         output_errors h;
@@ -98,7 +113,7 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
     std::vector<unsigned char> unwritten = out;
     for (std::int64_t i = 0; i < n; i += 1000)
       store_unwritten(t, unwritten.data() + i * w, 1);
-    const auto s = screen(unwritten);
+    const auto s = device.screen(unwritten);
     ASSERT_TRUE(s);
     EXPECT_EQ(s->irregular, std::uint64_t((n + 999) / 1000));
   }
@@ -113,19 +128,10 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
       const double r = load_element(t, ref.data() + i * w);
       store_element(t, i % 3 == 0 ? (r > 0 ? r - 1 : r + 1) : r, out.data() + i * w);
     }
-    screen_pair device(backend, t, n, ref);
-    auto screen = [&](const std::vector<unsigned char>& values) {
-      return device.screen(values, atol, rtol);
-    };
-    const auto passing = screen(out);
-    if (!passing) {
-      ADD_FAILURE() << "no screen on the device";
-      continue;
-    }
+    screen_pair device(backend, t, n, ref, atol, rtol);
     output_errors host;
-    compare_outputs(t, out.data(), ref.data(), n, 0, atol, rtol, host);
-    ASSERT_EQ(host.wrong, 0u);
-    EXPECT_EQ(passing->irregular, 0u);
+    const auto passing = device.passing(out, host);
+    if (!passing) continue;
     EXPECT_EQ(passing->sum_sq_ref, host.sum_sq_ref) << "sums of integers, exact";
     EXPECT_EQ(passing->sum_sq_diff, host.sum_sq_diff);
     EXPECT_GT(passing->sum_sq_diff, 0);
@@ -140,7 +146,7 @@ inline void expect_device_screens_as_the_host_compares(device_backend& backend) 
         } else {
           store_unwritten(t, wrong.data() + at * w, bad - 1);
         }
-        const auto s = screen(wrong);
+        const auto s = device.screen(wrong);
         ASSERT_TRUE(s);
         EXPECT_EQ(s->irregular, 1u);
         output_errors h;
