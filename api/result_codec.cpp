@@ -199,6 +199,7 @@ json to_json(const point_result& r) {
     j["verification"]["ref_not_finite"] = v.ref_not_finite;
   }
   if (v.timed_failed > 0) j["verification"]["timed_failed"] = v.timed_failed;
+  if (v.batch_probes > 0) j["verification"]["batch_probes"] = v.batch_probes;
   if (!v.written_out_of_bounds.empty())
     j["verification"]["written_out_of_bounds"] = v.written_out_of_bounds;
   j["flags"] = r.flags;

@@ -41,6 +41,8 @@ struct verification_result {
   int timed_checks = 0;
   std::uint64_t timed_wrong = 0;
   int timed_failed = 0;  // checked timed samples that failed, elementwise or by the norm test
+  // Probes of a batch's sets: its first launch alone, the buffers of others watched.
+  int batch_probes = 0;
   // Input buffers whose contents the kernel changed in a verification launch (`scratch`
   // buffers, which a kernel may write, are not inputs).
   std::vector<std::string> inputs_written;

@@ -446,7 +446,8 @@ std::vector<std::uint64_t> point_runner::buffer_hashes(point_kernel& k, const bu
   for (std::size_t i = 0; i < k.buffers().size(); ++i) {
     const auto& b = k.buffers()[i];
     // A kernel that writes to an input changes its hash.
-    const bool hashed = which == hashed_buffers::outputs ? b.output : !b.output && !b.scratch;
+    const bool hashed = which == hashed_buffers::all ||
+                        (which == hashed_buffers::outputs ? b.output : !b.output && !b.scratch);
     if (hashed) out[i] = m_backend->hash(*set[i], b.bytes());
   }
   return out;

@@ -80,6 +80,7 @@ struct point_phases {
   double sampling = 0;      // warm-up, batch decision and sampling, of which:
   double hooks = 0;         //   the hooks between samples (fresh inputs, checked samples)
   double checks = 0;        // the last checked sample and the canaries after sampling
+  double probes = 0;        // the probes of a batch's sets, in the hooks and the checks
   double total = 0;
 };
 
@@ -181,9 +182,9 @@ class point_runner : public engine {
   // `owners`, where given, gets the index of each guard's buffer.
   std::vector<guard_ref> guards_of(point_kernel& k, const buffer_set& set,
                                    std::vector<std::size_t>* owners = nullptr) const;
-  // A hash of each buffer of `set` that is an input (not an output, not scratch) or of each
-  // output; 0 for the others. One entry per buffer.
-  enum class hashed_buffers { inputs, outputs };
+  // A hash of each buffer of `set` that is an input (not an output, not scratch), of each
+  // output, or of every buffer (scratch too); 0 for the others. One entry per buffer.
+  enum class hashed_buffers { inputs, outputs, all };
   std::vector<std::uint64_t> buffer_hashes(point_kernel& k, const buffer_set& set,
                                            hashed_buffers which);
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
@@ -232,10 +233,10 @@ class point_runner : public engine {
   bool m_prime_samples = false;
   fixed_cost_memo m_fixed_cost;  // the device's, kept between points
   // The point's draw key, from the system's entropy for each point: which timed samples are
-  // checked (and which launch of a batch, and which sets the probe after the last watches) come
-  // from it, not from the point's seed, and every variant of the point draws alike. A job's seed
-  // is its own to choose, and a framework that fixes it so that its inputs repeat would
-  // otherwise fix the checked samples too: a schedule that a kernel evolved against it could
+  // checked (and which launch of a batch), which batched samples a probe precedes and which sets
+  // it watches come from it, not from the point's seed, and every variant of the point draws alike.
+  // A job's seed is its own to choose, and a framework that fixes it so that its inputs repeat
+  // would otherwise fix the checked samples too: a schedule that a kernel evolved against it could
   // learn to work around.
   std::uint64_t m_draw_key = 0;
   // Bandwidths measured again (GB/s) by working-set bytes.

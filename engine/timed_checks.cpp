@@ -26,8 +26,12 @@ constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_batch_set_salt = 0xba7c;
 constexpr std::uint64_t k_batch_check_salt = 0xba7cc;
 constexpr std::uint64_t k_probe_salt = 0x9b0be;
-// The other sets whose buffers the probe after the last check watches (probe_other_sets).
+// The other sets whose buffers a probe watches (probe_other_sets), and how often a batched
+// sample is preceded by one (probe_chance): with probability 1/k_probe_one_in at most, and less
+// where probes would take more than k_probe_share of the sampling's wall time.
 constexpr std::size_t k_probe_sets = 4;
+constexpr double k_probe_one_in = 16;
+constexpr double k_probe_share = 0.05;
 // The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
 // sets filled first are still there when the batch reads them, beside whatever else the caches
 // hold); where a device does not tell its cache sizes, half of this many bytes.
@@ -121,15 +125,24 @@ void point_runner::timed_checks::before(std::int64_t launches, bool timed) {
   m_batch.clear();
   m_pending.clear();
   if (timed && launches > 1 && launches <= m_max_batch) batch_sets(launches);
-  if (timed && m_runner.m_prime_samples && rotates()) m_k.launch(m_sets[1 - m_current]);
   if (timed && m_timed++ == 0) m_first_timed = std::chrono::steady_clock::now();
   const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
+  const std::uint64_t pick = mix64(s ^ m_draw_key);
+  if (!m_batch.empty() && !m_kept.empty() &&
+      (m_last || double(mix64(pick ^ k_probe_salt) >> 11) * 0x1p-53 < probe_chance())) {
+    const auto started = std::chrono::steady_clock::now();
+    probe_other_sets(mix64(s ^ k_probe_salt));
+    m_probe_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+    m_runner.m_phases.probes += m_probe_ms;
+  }
+  if (timed && m_runner.m_prime_samples && rotates()) m_k.launch(m_sets[1 - m_current]);
   const std::size_t sets = std::max<std::size_t>(1, m_batch.size());
   // The last kept answer is the last check's.
   const std::size_t drawable =
       std::min<std::size_t>(k_max_drawn_checks, m_kept.empty() ? 0 : m_kept.size() - 1);
   const bool checked = timed && checkable(launches);
-  const std::uint64_t pick = mix64(s ^ m_draw_key);
   const std::uint64_t draw = mix64(pick ^ k_check_salt);
   const bool drawn = checked && !m_last && draw % k_check_one_in == 0;
   const bool from_kept = drawn && std::size_t(m_drawn) < drawable;
@@ -202,18 +215,22 @@ void point_runner::timed_checks::check_last(timed_kernel& k, bool cold) {
   m_last = true;
   (void)take_sample(*m_runner.m_backend, k, cold);
   m_last = false;
-  if (k.batch > 1) probe_other_sets(k.batch);
 }
 
-void point_runner::timed_checks::probe_other_sets(std::int64_t launches) {
-  batch_sets(launches);
-  const std::uint64_t s = mix64(m_seed ^ k_probe_salt);
-  m_fills.clear();
-  for (std::size_t j = 0; j < m_batch.size(); ++j) {
+void point_runner::timed_checks::probe_other_sets(std::uint64_t s) {
+  // Filled as a sample's sets are, and launched after what a sample's first launch follows.
+  const auto fills_of = [&](std::size_t j, std::vector<fill_target>& into) {
     const std::uint64_t seed = batch_set_seed(s, j);
-    m_runner.input_fills(m_k, *m_batch[j], seed, int(seed & 1), m_fills);
-  }
+    m_runner.input_fills(m_k, *m_batch[j], seed, int(seed & 1), into);
+  };
+  m_fills.clear();
+  for (std::size_t j = 0; j < m_batch.size(); ++j)
+    fills_of(j, m_fills);
   m_runner.m_backend->fill_all(m_fills);
+  scrub_after_others();
+  m_k.launch(*m_batch[0]);
+  m_runner.m_backend->synchronize();
+  ++m_probes;
   // The sets watched: up to k_probe_sets of the others, drawn (the first of a shuffle).
   std::vector<std::size_t> watched(m_batch.size() - 1);
   for (std::size_t j = 0; j < watched.size(); ++j)
@@ -223,24 +240,19 @@ void point_runner::timed_checks::probe_other_sets(std::int64_t launches) {
     std::swap(watched[j], watched[other]);
   }
   watched.resize(std::min(watched.size(), k_probe_sets));
-  // Each buffer's hash: an input's or an output's (scratch buffers are the kernel's to write).
-  const auto hashes = [&](const buffer_set& set) {
-    auto h = m_runner.buffer_hashes(m_k, set, hashed_buffers::inputs);
-    const auto outputs = m_runner.buffer_hashes(m_k, set, hashed_buffers::outputs);
-    for (std::size_t i = 0; i < h.size(); ++i)
-      h[i] ^= outputs[i];
-    return h;
-  };
-  std::vector<std::vector<std::uint64_t>> filled;
+  // What their buffers hold now (inputs, outputs and scratch: none is the launch's to write),
+  // then what their fills leave, made again: nothing of it came before the launch.
+  std::vector<std::vector<std::uint64_t>> after;
   for (const std::size_t j : watched)
-    filled.push_back(hashes(*m_batch[j]));
-  scrub_after_others();
-  m_k.launch(*m_batch[0]);
-  m_runner.m_backend->synchronize();
+    after.push_back(m_runner.buffer_hashes(m_k, *m_batch[j], hashed_buffers::all));
+  m_fills.clear();
+  for (const std::size_t j : watched)
+    fills_of(j, m_fills);
+  m_runner.m_backend->fill_all(m_fills);
   for (std::size_t w = 0; w < watched.size(); ++w) {
-    const auto now = hashes(*m_batch[watched[w]]);
-    for (std::size_t i = 0; i < now.size(); ++i) {
-      if (now[i] == filled[w][i]) continue;
+    const auto filled = m_runner.buffer_hashes(m_k, *m_batch[watched[w]], hashed_buffers::all);
+    for (std::size_t i = 0; i < filled.size(); ++i) {
+      if (after[w][i] == filled[i]) continue;
       const std::string& name = m_k.buffers()[i].name;
       if (std::find(m_other_sets_written.begin(), m_other_sets_written.end(), name) ==
           m_other_sets_written.end()) {
@@ -248,7 +260,6 @@ void point_runner::timed_checks::probe_other_sets(std::int64_t launches) {
       }
     }
   }
-  m_batch.clear();
 }
 
 void point_runner::timed_checks::report(verification_result& v) {
@@ -283,6 +294,7 @@ void point_runner::timed_checks::report(verification_result& v) {
   v.timed_checks = m_checks;
   v.timed_wrong = m_wrong;
   v.timed_failed = m_failed_checks;
+  v.batch_probes = m_probes;
   if (!m_failed_checks) return;
   if (!v.note.empty()) v.note += "; ";
   v.note += "correct when verified, but " + std::to_string(m_failed_checks) + " of the " +
@@ -298,6 +310,15 @@ void point_runner::timed_checks::report(verification_result& v) {
 
 bool point_runner::timed_checks::checkable(std::int64_t launches) const {
   return !m_kept.empty() && (launches == 1 || m_pure || !m_batch.empty());
+}
+
+double point_runner::timed_checks::probe_chance() const {
+  const double most = 1 / k_probe_one_in;
+  if (!(m_probe_ms > 0) || m_timed < 2) return most;
+  const double so_far =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m_first_timed)
+          .count();
+  return std::min(most, k_probe_share * so_far / double(m_timed - 1) / m_probe_ms);
 }
 
 double point_runner::timed_checks::afresh_share(std::int64_t launches) const {

@@ -70,7 +70,9 @@ class point_runner::timed_checks {
   // last check, after timing, is prepared as any sample is and every launch of its batch is
   // checked (after()): one drawn set on the last kept answer, which no drawn check takes (so
   // that where the kernel's outputs hash as verified, nothing is read back), the others on
-  // fresh inputs; nothing before it tells it.
+  // fresh inputs; nothing before it tells it. A batched sample of a kernel with kept answers is
+  // preceded by a probe of its sets (probe_other_sets) with the probability probe_chance()
+  // gives, drawn as checks are, and the last check always.
   void before(std::int64_t launches, bool timed);
 
   // A checked set whose outputs hash as the verified launch's on the same inputs left them
@@ -106,6 +108,11 @@ class point_runner::timed_checks {
   // kernel could learn.
   double afresh_share(std::int64_t launches) const;
 
+  // The chance that a batched sample is preceded by a probe: 1/k_probe_one_in, or less where the
+  // last probe's wall time against a sample's so far would make probes take more than
+  // k_probe_share of the sampling's (on a GPU, a probe's hashes cost more than a hot sample).
+  double probe_chance() const;
+
   // The outputs the kernel left in `set` compared with the reference's answer for the inputs
   // `seed` and `pattern` make, the set made again for the reference as in verification. Where
   // the backend screens outputs on the device (device_backend::screen_outputs), the outputs are
@@ -121,16 +128,20 @@ class point_runner::timed_checks {
   // they pass the norm test; their sums then go to `e`, as the host's comparison would add them.
   bool screened(const buffer_set& outputs, const buffer_set& answers, output_errors& e) const;
 
-  // One launch of a batch of `launches`, alone, on the first of its sets, each filled as before
-  // a sample: the inputs and outputs of a few of the others, drawn, must hold what their fills
-  // left. A
-  // kernel that learned where a batch's sets lie (its globals keep addresses from launch to
-  // launch) could do the whole batch's work in its first launch, one large launch for many
-  // small ones, and let the others find their outputs written: right answers everywhere, and a
-  // faster time per launch than it earned (or make the others' work trivial by writing their
-  // inputs). At its first launch it cannot tell this probe from a sample's first launch. The
-  // buffers it wrote are what report() says.
-  void probe_other_sets(std::int64_t launches);
+  // One launch of the sample's batch, alone, on its first set, its sets filled as before a
+  // sample (inputs of seed `s`): the buffers of a few of the others, drawn, must still hold what
+  // their fills left. A kernel that learned where a batch's sets lie (its globals keep addresses
+  // from launch to launch) could do the whole batch's work in its first launch, one large launch
+  // for many small ones, and let the others find their outputs written: right answers
+  // everywhere, and a faster time per launch than it earned (or leave the others' answers in
+  // their inputs or scratch, for a copy). Nothing before that launch tells it from a sample's
+  // first: the probe comes where a sample's fills come, after what a sample follows, and
+  // everything it reads or writes beyond them (the watched buffers hashed, filled again and
+  // hashed) comes after the launch. A kernel able to read a clock would find anything more in
+  // the time since its last launch (a probe after the last check would follow the comparison
+  // of a whole batch). That launch is not timed. The buffers it wrote are what
+  // report() says.
+  void probe_other_sets(std::uint64_t s);
 
   // Local memory is scrubbed before the kernel's first timed launch (after verification's, which
   // may have kept something there across the fresh module) and after another variant's launches
@@ -150,11 +161,13 @@ class point_runner::timed_checks {
   point_runner_parts::tolerances m_tolerances;
   bool m_scrubs = true;
   check_costs m_costs;
-  // Which samples are drawn for a check, which launch of a drawn batch is checked, and which sets
-  // the probe watches: from the point's draw key (point_runner.hpp), not its seed.
+  // Which samples are drawn for a check or a probe, which launch of a drawn batch is checked,
+  // and which sets a probe watches: from the point's draw key (point_runner.hpp), not its seed.
   std::uint64_t m_draw_key;
   std::uint64_t m_timed = 0;  // timed samples begun, and when the first began
   std::chrono::steady_clock::time_point m_first_timed;
+  int m_probes = 0;
+  double m_probe_ms = 0;  // the last probe's wall time
   bool m_pure = true;
   bool m_screens = false;  // the backend screens every output on the device (compare_afresh)
   std::vector<device_buffer> m_second;

@@ -64,6 +64,7 @@ function pointDetail(row, close, scored) {
         ['max rel error', v.max_rel_err !== undefined ? sig(v.max_rel_err, 3) : undefined],
         ['norm rel error', v.norm_rel_err !== undefined ? sig(v.norm_rel_err, 3) : undefined],
         ['timed samples checked', v.timed_checks],
+        ['batch probes', v.batch_probes],
         ['note', v.note],
       ])),
       f ? h('div', {}, h('h4', {}, scored ? 'Score' : 'Speedups'), facts([

@@ -112,6 +112,7 @@ struct phase_rounds {
   std::vector<double> samples;
   std::vector<double> batches;
   std::vector<double> checks;  // timed samples checked against the reference
+  std::vector<double> probes;  // probes of a batch's sets
 };
 
 // "  on: setup 1.0, verification 2.0 (...) ..." in milliseconds, medians over the rounds.
@@ -125,13 +126,13 @@ void print_phases(const char* who, const phase_rounds& p) {
   using kernelscan::point_phases;
   std::printf(
       "  %-4s setup %7.1f | verification %7.1f (reference %6.1f, hashes %5.1f, compare %6.1f) | "
-      "preparation %6.1f | sampling %7.1f (hooks %6.1f, %4.0f samples, batch %3.0f, %3.0f checked) "
-      "| checks %6.1f | total %7.1f ms\n",
+      "preparation %6.1f | sampling %7.1f (hooks %6.1f, %4.0f samples, batch %3.0f, %3.0f checked, "
+      "%2.0f probes: %5.1f) | checks %6.1f | total %7.1f ms\n",
       who, med(&point_phases::setup), med(&point_phases::verification),
       med(&point_phases::reference), med(&point_phases::hashes), med(&point_phases::compare),
       med(&point_phases::preparation), med(&point_phases::sampling), med(&point_phases::hooks),
-      median(p.samples), median(p.batches), median(p.checks), med(&point_phases::checks),
-      med(&point_phases::total));
+      median(p.samples), median(p.batches), median(p.checks), median(p.probes),
+      med(&point_phases::probes), med(&point_phases::checks), med(&point_phases::total));
 }
 
 }  // namespace
@@ -234,6 +235,7 @@ int main(int argc, char** argv) {
           phases[i].samples.push_back(double(r.samples));
           phases[i].batches.push_back(double(r.batch));
           phases[i].checks.push_back(double(r.verification.timed_checks));
+          phases[i].probes.push_back(double(r.verification.batch_probes));
           batches[i].push_back(double(r.batch));
         }
       }

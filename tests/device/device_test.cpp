@@ -682,8 +682,9 @@ TEST_P(DeviceTest, AKernelWorkingOnlyOnTheFirstSetsOfABatchIsCaught) {
   EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
 }
 
-// The probe after the last check launches a batch's first launch alone: the outputs of the
-// batch's other sets, which that launch wrote, are writes outside its own buffers.
+// A probe (drawn among the batched samples, and before the last check) launches a batch's first
+// launch alone: the outputs of the batch's other sets, which that launch wrote, are writes
+// outside its own buffers.
 TEST_P(DeviceTest, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
   const json row = batched_run(k_hip_fused_batch, k_opencl_fused_batch);
   if (row["batch"].get<int>() == 1) {

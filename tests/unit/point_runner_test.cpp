@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "api/job_spec_codec.hpp"
@@ -983,54 +984,88 @@ TEST(PointRunner, AKernelWorkingOnlyOnTheSetsItLearnedFirstIsCaughtInItsBatches)
 // A kernel that learns where the sets of a batch lie and does the whole batch's work at the
 // first launch that finds fresh inputs, the others finding their outputs written (one large
 // launch for many small ones): every answer right, every check passed, and a time per launch it
-// did not earn. The probe after the last check launches it alone on a batch's first set and
-// finds the outputs of others written. The honest kernel is not flagged.
-TEST(PointRunner, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
-  auto t = make_runner();
-  fake_backend* fake = t.fake;
+// did not earn. With `reads_clock` it does so only where nothing but a sample's preparation
+// (fills, a scrub) came since its last launch, as a kernel that reads a clock can tell from the
+// time between its launches: after a check, or any other work, it runs honestly. Installed as
+// kernel "scale_fused" (scale_job's kernel).
+struct fused_cheat {
   struct known_set {
     float* x;
     float* y;
     float seen;  // x[0] when it last computed y
   };
   std::map<float*, known_set> known;  // by output, since the fresh module
-  bool timing = false;
-  fake->on_fresh_module = [&] {
+  bool timing = false;                // since the fresh module: verification is done
+  std::size_t log_seen = 0;           // the backend's log at its last launch
+  int fused = 0;                      // launches that did others' work
+
+  // A point's first module starts without any of it.
+  void fresh_point() {
     known.clear();
-    timing = true;
+    timing = false;
+    fused = 0;
+  }
+};
+
+std::shared_ptr<fused_cheat> install_fused_cheat(fake_backend* fake, bool reads_clock) {
+  auto c = std::make_shared<fused_cheat>();
+  fake->on_fresh_module = [c] {
+    c->known.clear();
+    c->timing = true;
   };
-  fake->kernels["scale_fused"] = [&, fake](const fake_backend::host_args& a) {
+  fake->kernels["scale_fused"] = [c, fake, reads_clock](const fake_backend::host_args& a) {
     const int n = int(a.scalars[0]);
     auto* x = static_cast<float*>(a.buffers[0]);
     auto* y = static_cast<float*>(a.buffers[1]);
-    auto compute = [&](known_set& k) {
+    auto compute = [&](fused_cheat::known_set& k) {
       for (int i = 0; i < n; ++i)
         k.y[i] = float(a.scalars[1] * k.x[i]);
       k.seen = k.x[0];
     };
-    if (!timing) {
-      known_set own{x, y, 0};
+    bool quiet = true;
+    for (std::size_t e = c->log_seen; e < fake->log.size(); ++e) {
+      const std::string& line = fake->log[e];
+      quiet = quiet &&
+              (line.rfind("fill ", 0) == 0 || line == "scrub" || line == "flush" ||
+               line == "synchronize" || line == "sample candidate" || line == "launch scale_fused");
+    }
+    c->log_seen = fake->log.size();
+    if (!c->timing || (reads_clock && !quiet)) {
+      fused_cheat::known_set own{x, y, 0};
       compute(own);
+      c->known[y] = own;
       return;
     }
-    const auto it = known.find(y);
-    if (it != known.end() && it->second.x == x && it->second.seen == x[0]) {
+    const auto it = c->known.find(y);
+    if (it != c->known.end() && it->second.x == x && it->second.seen == x[0]) {
       fake->launch_skipped = true;  // an earlier launch of this sample did its work
       return;
     }
-    known[y] = {x, y, 0};
-    for (auto& [out, k] : known) {
-      if (k.seen != k.x[0]) compute(k);
+    c->known[y] = {x, y, 0};
+    for (auto& [out, k] : c->known) {
+      if (k.seen == k.x[0]) continue;
+      compute(k);
+      if (out != y) ++c->fused;
     }
   };
-  fake->kernel_time_us["scale"] = 6;
   fake->kernel_time_us["scale_fused"] = 6;
+  return c;
+}
+
+// The probes, drawn among the batched samples and before the last check, launch such a kernel
+// alone on a batch's first set and find the outputs of others written. The honest kernel is not
+// flagged.
+TEST(PointRunner, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
+  auto t = make_runner();
+  const auto cheat = install_fused_cheat(t.fake, false);
+  t.fake->kernel_time_us["scale"] = 6;
   const auto honest = t.runner.measure(plan_of(scale_job("scale")), 0, 3);
   ASSERT_EQ(honest.status, point_status::ok) << (honest.error ? honest.error->message : "");
   ASSERT_GT(honest.batch, 2);
   EXPECT_TRUE(honest.flags.empty()) << honest.verification.note;
+  EXPECT_GE(honest.verification.batch_probes, 1);  // the one before the last check at least
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    timing = false;
+    cheat->fresh_point();
     const auto r = t.runner.measure(plan_of(scale_job("scale_fused")), 0, seed);
     ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
     ASSERT_GT(r.batch, 2) << "seed " << seed;
@@ -1041,6 +1076,87 @@ TEST(PointRunner, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
     EXPECT_EQ(r.verification.written_out_of_bounds, std::vector<std::string>{"y"});
     EXPECT_NE(r.verification.note.find("other launches' buffers (y)"), std::string::npos)
         << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
+  }
+}
+
+// The same kernel, fusing only where its last launch was followed by nothing but a sample's
+// fills and scrub (what a clock would show it): a probe preceded by anything more (the last
+// check's comparison of every set, the probe's own reads) would find it honest. The probes
+// come where a sample's fills come and read what they watch only after the launch, so it fuses
+// at them as at any sample's first launch, and is caught.
+TEST(PointRunner, AKernelThatWatchesTheTimeBetweenItsLaunchesCannotTellAProbe) {
+  auto t = make_runner();
+  const auto cheat = install_fused_cheat(t.fake, true);
+  json job = scale_job("scale_fused");
+  job["timing"]["min_samples"] = 200;
+  job["timing"]["max_time_ms"] = 5000;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    cheat->fresh_point();
+    const auto r = t.runner.measure(plan_of(job), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_GT(r.batch, 2) << "seed " << seed;
+    ASSERT_GT(cheat->fused, 0) << "seed " << seed;  // it did fuse its batches' work
+    EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
+    EXPECT_EQ(r.verification.timed_failed, 0) << "seed " << seed << ": " << r.verification.note;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "out_of_bounds_write"), r.flags.end())
+        << "seed " << seed << ": " << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
+  }
+}
+
+// A kernel that leaves the other sets' answers in their scratch buffers at a sample's first
+// launch, for their own launches to copy (a copy where a GEMM would compute): its outputs are
+// right and written by their own launches, but the probe finds another set's scratch written.
+TEST(PointRunner, AKernelLeavingOtherLaunchesAnswersInTheirScratchIsCaught) {
+  auto t = make_runner();
+  struct known_set {
+    float* x;
+    float* ws;
+    float stashed;  // x[0] when it left the answer in ws
+  };
+  std::map<float*, known_set> known;  // by output
+  bool timing = false;
+  t.fake->on_fresh_module = [&] {
+    known.clear();
+    timing = true;
+  };
+  t.fake->kernels["scale_stash"] = [&, fake = t.fake](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    auto* ws = static_cast<float*>(a.buffers[2]);
+    const auto it = known.find(y);
+    if (timing && it != known.end() && it->second.x == x && it->second.stashed == x[0]) {
+      std::memcpy(y, ws, std::size_t(n) * sizeof(float));
+      fake->launch_skipped = true;
+      return;
+    }
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+    if (!timing) return;
+    known[y] = {x, ws, 0};
+    for (auto& [out, k] : known) {
+      if (out == y || k.stashed == k.x[0]) continue;
+      for (int i = 0; i < n; ++i)
+        k.ws[i] = float(a.scalars[1] * k.x[i]);
+      k.stashed = k.x[0];
+    }
+  };
+  t.fake->kernel_time_us["scale_stash"] = 6;
+  json j = scale_job("scale_stash");
+  j["kernel"]["args"].push_back(
+      {{"name", "ws"}, {"type", "f32*"}, {"count", "N"}, {"scratch", true}});
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    known.clear();
+    timing = false;
+    const auto r = t.runner.measure(plan_of(j), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_GT(r.batch, 2) << "seed " << seed;
+    EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
+    EXPECT_EQ(r.verification.timed_failed, 0) << "seed " << seed << ": " << r.verification.note;
+    EXPECT_EQ(r.verification.written_out_of_bounds, std::vector<std::string>{"ws"})
+        << "seed " << seed << ": " << r.verification.note;
     EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
   }
 }
