@@ -177,25 +177,47 @@ void device_backend::xor_keystream(const device_buffer& b, std::uint64_t words,
   write(b, 0, data.data(), words * 8);
 }
 
-std::uint64_t device_backend::hash_by_words(
-    const device_buffer& b, std::uint64_t bytes,
-    const std::function<std::vector<std::uint64_t>(std::int64_t words, std::int64_t threads)>&
-        word_hashes) {
-  std::uint64_t h = mix64(bytes);
-  const std::uint64_t words = bytes / 8;
-  if (words > 0) {
+std::vector<std::uint64_t> device_backend::hash_all(std::span<const hash_ref> refs) {
+  std::vector<std::uint64_t> out;
+  out.reserve(refs.size());
+  for (const auto& r : refs)
+    out.push_back(hash(*r.buffer, r.bytes));
+  return out;
+}
+
+std::vector<std::uint64_t> device_backend::hash_by_words(
+    std::span<const hash_ref> refs,
+    const std::function<std::vector<std::vector<std::uint64_t>>(std::span<const word_job>)>&
+        word_hashes,
+    std::int64_t words_per_thread) {
+  std::vector<word_job> jobs;
+  for (const auto& r : refs) {
+    const std::int64_t words = std::int64_t(r.bytes / 8);
+    if (words == 0) continue;
     const std::int64_t threads =
-        (std::min(std::int64_t(words), k_word_hash_threads) + 255) / 256 * 256;
-    for (const std::uint64_t x : word_hashes(std::int64_t(words), threads))
-      h = mix64(h ^ x);
+        std::min((words + words_per_thread - 1) / words_per_thread, k_word_hash_threads);
+    jobs.push_back({r.buffer, words, (threads + 255) / 256 * 256});
   }
-  if (const std::uint64_t tail = bytes % 8) {
-    unsigned char last[8] = {};
-    read(b, words * 8, last, tail);
-    for (std::uint64_t i = 0; i < tail; ++i)
-      h = mix64(h ^ last[i]);
+  const auto partials =
+      jobs.empty() ? std::vector<std::vector<std::uint64_t>>{} : word_hashes(jobs);
+  std::vector<std::uint64_t> out;
+  out.reserve(refs.size());
+  std::size_t job = 0;
+  for (const auto& r : refs) {
+    std::uint64_t h = mix64(r.bytes);
+    if (r.bytes >= 8) {
+      for (const std::uint64_t x : partials.at(job++))
+        h = mix64(h ^ x);
+    }
+    if (const std::uint64_t tail = r.bytes % 8) {
+      unsigned char last[8] = {};
+      read(*r.buffer, r.bytes - tail, last, tail);
+      for (std::uint64_t i = 0; i < tail; ++i)
+        h = mix64(h ^ last[i]);
+    }
+    out.push_back(h);
   }
-  return h;
+  return out;
 }
 
 double device_backend::clock_ms() {

@@ -123,6 +123,12 @@ struct guard_ref {
   guard_side side;
 };
 
+// The first `bytes` of a buffer, to hash in a batch (device_backend::hash_all).
+struct hash_ref {
+  const device_buffer* buffer;
+  std::uint64_t bytes;
+};
+
 // One buffer's fill in a batch of them (device_backend::fill_all).
 struct fill_target {
   const device_buffer* buffer;
@@ -283,6 +289,10 @@ class device_backend {
   // compute it its own way: on the device, where reading the buffer back would cost more. The
   // default reads it back and hashes it on the host.
   virtual std::uint64_t hash(const device_buffer& b, std::uint64_t bytes);
+  // hash() of each of `refs`, in order. The default hashes them one after another; a backend
+  // that hashes on the device queues them all and reads their results back once, where each
+  // read of its own would wait for the device.
+  virtual std::vector<std::uint64_t> hash_all(std::span<const hash_ref> refs);
   // XORs the first `words` 64-bit words of `b` with a keystream (enqueued): word j with
   // pad[j % pad_words] ^ periods[j / pad_words], where `pad` holds `pad_words` words (a power of
   // two) and `periods` a word per period of the pad (answer_mask.hpp). The point runner masks the
@@ -359,15 +369,23 @@ class device_backend {
                                         const unsigned char* copies, const void* canary);
   // The most threads a device kernel hashing a buffer's words runs.
   static constexpr std::int64_t k_word_hash_threads = 65536;
-  // hash() for a backend that hashes words on the device: `word_hashes(words, threads)` runs
+  // hash_all() for a backend that hashes words on the device: for each job, `word_hashes` runs
   // `threads` threads (a multiple of 256, at most k_word_hash_threads), thread i folding words i,
-  // i + threads, ... of the first `words` 64-bit words of `b` with one FNV-style step each, and
-  // returns their hashes in thread order (or fewer words that mix them, folded on the device);
-  // those, `bytes` and the bytes past the last whole word (read back) make the hash.
-  std::uint64_t hash_by_words(
-      const device_buffer& b, std::uint64_t bytes,
-      const std::function<std::vector<std::uint64_t>(std::int64_t words, std::int64_t threads)>&
-          word_hashes);
+  // i + threads, ... of the first `words` 64-bit words of `buffer` with one FNV-style step each,
+  // and returns their hashes in thread order (or fewer words that mix them, folded on the
+  // device), a list for each job in order; those, a ref's bytes and its bytes past the last whole
+  // word (read back) make its hash. Refs with no whole word make no job. A job's threads take
+  // `words_per_thread` words each at least, where the buffer has that many.
+  struct word_job {
+    const device_buffer* buffer;
+    std::int64_t words;
+    std::int64_t threads;
+  };
+  std::vector<std::uint64_t> hash_by_words(
+      std::span<const hash_ref> refs,
+      const std::function<std::vector<std::vector<std::uint64_t>>(std::span<const word_job>)>&
+          word_hashes,
+      std::int64_t words_per_thread = 1);
 
  private:
   static constexpr std::size_t k_remembered_failures = 64;

@@ -442,14 +442,30 @@ void point_runner::compare_chunks(point_kernel& k, const output_chunks& outputs,
 
 std::vector<std::uint64_t> point_runner::buffer_hashes(point_kernel& k, const buffer_set& set,
                                                        hashed_buffers which) {
-  std::vector<std::uint64_t> out(k.buffers().size(), 0);
-  for (std::size_t i = 0; i < k.buffers().size(); ++i) {
-    const auto& b = k.buffers()[i];
-    // A kernel that writes to an input changes its hash.
-    const bool hashed = which == hashed_buffers::all ||
-                        (which == hashed_buffers::outputs ? b.output : !b.output && !b.scratch);
-    if (hashed) out[i] = m_backend->hash(*set[i], b.bytes());
+  const buffer_set* const one = &set;
+  return buffer_hashes(k, std::span(&one, 1), which).front();
+}
+
+std::vector<std::vector<std::uint64_t>> point_runner::buffer_hashes(
+    point_kernel& k, std::span<const buffer_set* const> sets, hashed_buffers which) {
+  std::vector<hash_ref> refs;
+  std::vector<std::pair<std::size_t, std::size_t>> at;  // each ref's set and buffer
+  for (std::size_t s = 0; s < sets.size(); ++s) {
+    for (std::size_t i = 0; i < k.buffers().size(); ++i) {
+      const auto& b = k.buffers()[i];
+      // A kernel that writes to an input changes its hash.
+      const bool hashed = which == hashed_buffers::all ||
+                          (which == hashed_buffers::outputs ? b.output : !b.output && !b.scratch);
+      if (!hashed) continue;
+      refs.push_back({(*sets[s])[i], b.bytes()});
+      at.emplace_back(s, i);
+    }
   }
+  const auto hashes = m_backend->hash_all(refs);
+  std::vector<std::vector<std::uint64_t>> out(sets.size(),
+                                              std::vector<std::uint64_t>(k.buffers().size(), 0));
+  for (std::size_t r = 0; r < refs.size(); ++r)
+    out[at[r].first][at[r].second] = hashes[r];
   return out;
 }
 

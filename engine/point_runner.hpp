@@ -187,6 +187,10 @@ class point_runner : public engine {
   enum class hashed_buffers { inputs, outputs, all };
   std::vector<std::uint64_t> buffer_hashes(point_kernel& k, const buffer_set& set,
                                            hashed_buffers which);
+  // The same for several sets, hashed in one batch (device_backend::hash_all): one list a set.
+  std::vector<std::vector<std::uint64_t>> buffer_hashes(point_kernel& k,
+                                                        std::span<const buffer_set* const> sets,
+                                                        hashed_buffers which);
   // Compares the outputs in `set` with `expected`; they held unwritten pattern `pattern`.
   void compare(point_kernel& k, const buffer_set& set, const answers& expected, double atol,
                double rtol, int pattern, output_errors& e);

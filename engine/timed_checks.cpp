@@ -242,17 +242,18 @@ void point_runner::timed_checks::probe_other_sets(std::uint64_t s) {
   watched.resize(std::min(watched.size(), k_probe_sets));
   // What their buffers hold now (inputs, outputs and scratch: none is the launch's to write),
   // then what their fills leave, made again: nothing of it came before the launch.
-  std::vector<std::vector<std::uint64_t>> after;
+  std::vector<const buffer_set*> sets;
   for (const std::size_t j : watched)
-    after.push_back(m_runner.buffer_hashes(m_k, *m_batch[j], hashed_buffers::all));
+    sets.push_back(m_batch[j]);
+  const auto after = m_runner.buffer_hashes(m_k, sets, hashed_buffers::all);
   m_fills.clear();
   for (const std::size_t j : watched)
     fills_of(j, m_fills);
   m_runner.m_backend->fill_all(m_fills);
+  const auto filled = m_runner.buffer_hashes(m_k, sets, hashed_buffers::all);
   for (std::size_t w = 0; w < watched.size(); ++w) {
-    const auto filled = m_runner.buffer_hashes(m_k, *m_batch[watched[w]], hashed_buffers::all);
-    for (std::size_t i = 0; i < filled.size(); ++i) {
-      if (after[w][i] == filled[i]) continue;
+    for (std::size_t i = 0; i < filled[w].size(); ++i) {
+      if (after[w][i] == filled[w][i]) continue;
       const std::string& name = m_k.buffers()[i].name;
       if (std::find(m_other_sets_written.begin(), m_other_sets_written.end(), name) ==
           m_other_sets_written.end()) {

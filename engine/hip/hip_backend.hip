@@ -234,20 +234,42 @@ class hip_backend final : public device_backend {
     check(hipMemcpy(dst, static_cast<const char*>(ptr(&b)) + offset, bytes, hipMemcpyDeviceToHost),
           "reading from the device");
   }
-  // The words on the device: reading the buffer back over the bus would cost far more.
   std::uint64_t hash(const device_buffer& b, std::uint64_t bytes) override {
-    return hash_by_words(b, bytes, [&](std::int64_t words, std::int64_t threads) {
+    const hash_ref one{&b, bytes};
+    return hash_all({&one, 1}).front();
+  }
+  // The words on the device: reading the buffers back over the bus would cost far more. Each
+  // hash's threads write their partials to one scratch buffer in turn (the stream orders them),
+  // folded into k_hash_partials words of its own; the folded words of every buffer come back in
+  // one copy.
+  std::vector<std::uint64_t> hash_all(std::span<const hash_ref> refs) override {
+    return hash_by_words(refs, [&](std::span<const word_job> jobs) {
       if (!m_hash_partials.get()) {
         m_hash_partials = buffer(k_word_hash_threads * sizeof(std::uint64_t));
       }
+      const std::size_t folded_words = jobs.size() * std::size_t(k_hash_partials);
+      if (m_hash_folded_words < folded_words) {
+        m_hash_folded = buffer(folded_words * sizeof(std::uint64_t));
+        m_hash_folded_words = folded_words;
+      }
       auto* partials = static_cast<std::uint64_t*>(m_hash_partials.get());
-      hash_words(ptr(&b), words, partials, threads, s());
-      std::vector<std::uint64_t> partial(std::size_t(std::min(threads, k_hash_partials)), 0);
+      auto* folded = static_cast<std::uint64_t*>(m_hash_folded.get());
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        hash_words(ptr(jobs[j].buffer), jobs[j].words, partials, jobs[j].threads,
+                   folded + j * std::size_t(k_hash_partials), s());
+      }
+      std::vector<std::uint64_t> all(folded_words);
       synchronize();
-      check(hipMemcpy(partial.data(), partials, partial.size() * sizeof(std::uint64_t),
-                      hipMemcpyDeviceToHost),
-            "reading the hash");
-      return partial;
+      check(
+          hipMemcpy(all.data(), folded, all.size() * sizeof(std::uint64_t), hipMemcpyDeviceToHost),
+          "reading the hashes");
+      std::vector<std::vector<std::uint64_t>> out;
+      out.reserve(jobs.size());
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        const auto from = all.begin() + std::ptrdiff_t(j * std::size_t(k_hash_partials));
+        out.emplace_back(from, from + k_hash_partials);
+      }
+      return out;
     });
   }
   // On the device: a block's partial results come back, not the outputs.
@@ -433,6 +455,8 @@ class hip_backend final : public device_backend {
   gpu::pinned m_guard_staging;  // the guards' copies (write_guards, guards_hold)
   buffer m_screen_partials;     // a screen's partial results, allocated at the first screen
   buffer m_hash_partials;       // one u64 per thread of a hash, allocated at the first
+  buffer m_hash_folded;         // k_hash_partials u64s per hash of a hash_all()
+  std::size_t m_hash_folded_words = 0;
 };
 
 // Makes `ordinal` the thread's device before any member allocates on it.

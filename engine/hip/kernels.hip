@@ -465,9 +465,10 @@ __global__ void screen_outputs_kernel(const T* out, const T* ref, std::int64_t n
   }
 }
 
-// Partials j, j + k_hash_partials, ... of `n` mixed into partial[j], in place: thread j alone
-// reads and writes the partials of its residue.
-__global__ void fold_partials_kernel(std::uint64_t* partial, std::int64_t n) {
+// Partials j, j + k_hash_partials, ... of `n` mixed into folded[j] (in place where it is
+// `partial`: thread j alone reads and writes the partials of its residue).
+__global__ void fold_partials_kernel(const std::uint64_t* partial, std::int64_t n,
+                                     std::uint64_t* folded) {
   const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
   if (j >= k_hash_partials) return;
   std::uint64_t h = 0x9e3779b97f4a7c15ull ^ std::uint64_t(j);
@@ -476,7 +477,7 @@ __global__ void fold_partials_kernel(std::uint64_t* partial, std::int64_t n) {
     h *= 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
   }
-  partial[j] = h;
+  folded[j] = h;
 }
 
 // Launches report their configuration errors through the last-error state: it is cleared
@@ -499,14 +500,14 @@ int variant_code(stream_variant v) {
 }  // namespace
 
 void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::int64_t threads,
-                hipStream_t s) {
+                std::uint64_t* folded, hipStream_t s) {
   clear_last_error();
   hash_words_kernel<<<unsigned(threads / k_block), k_block, 0, s>>>(
       static_cast<const std::uint64_t*>(p), words, partial);
   launched("hash_words");
   clear_last_error();
   fold_partials_kernel<<<unsigned((k_hash_partials + k_block - 1) / k_block), k_block, 0, s>>>(
-      partial, threads);
+      partial, threads, folded);
   launched("hash_words (folding)");
 }
 

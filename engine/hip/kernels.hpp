@@ -36,12 +36,12 @@ void fill_words_sets(const fill_sets& sets, int buffers, std::int64_t words, std
 
 // A hash of `words` 64-bit words at `p` (8-byte aligned): thread i of `threads` (a multiple of
 // 256) folds words i, i + threads, ... with one FNV-style step each and writes partial[i]; then
-// thread j of k_hash_partials mixes partials j, j + k_hash_partials, ... into partial[j], so that
-// the host reads k_hash_partials words back, not `threads`, and folds them
-// (device_backend::hash).
+// thread j of k_hash_partials mixes partials j, j + k_hash_partials, ... into folded[j] (which
+// may be `partial`), so that the host reads k_hash_partials words back, not `threads`, and folds
+// them (device_backend::hash_by_words).
 inline constexpr std::int64_t k_hash_partials = 256;
 void hash_words(const void* p, std::int64_t words, std::uint64_t* partial, std::int64_t threads,
-                hipStream_t s);
+                std::uint64_t* folded, hipStream_t s);
 
 // The first `n` elements of type `t` at `out` screened against those at `ref`
 // (device_backend::screen_outputs): block b of `blocks` (at most k_screen_blocks, of 256

@@ -126,7 +126,8 @@ __kernel void fill_words_sets(long n, long span, ulong w, __global ulong* p0, __
    device, whose work-items run one after another on a core, wants each reading its own run of
    memory) with one FNV-style step each (a bijection of its state), and the host folds the
    work-items' hashes. */
-__kernel void hash_words(__global const ulong* p, long n, __global ulong* partial, long span) {
+__kernel void hash_words(__global const ulong* p, long n, __global ulong* partial, long span,
+                         long first) {
   const long id = get_global_id(0);
   ulong h = 0xcbf29ce484222325UL ^ ((ulong)id * 0x9e3779b97f4a7c15UL);
   if (span > 0) {
@@ -135,7 +136,7 @@ __kernel void hash_words(__global const ulong* p, long n, __global ulong* partia
   } else {
     for (long w = id; w < n; w += get_global_size(0)) h = (h ^ p[w]) * 0x100000001b3UL;
   }
-  partial[id] = h;
+  partial[first + id] = h;
 }
 
 #if defined(KS_FP64)

@@ -25,6 +25,7 @@
 #include "tests/support/fill_check.hpp"
 #include "tests/support/fixed_cost_check.hpp"
 #include "tests/support/guard_batch_check.hpp"
+#include "tests/support/hash_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
@@ -151,6 +152,11 @@ TEST_F(GpuBackend, FillsOfManyBuffersAtOnceMatchTheHostDefinition) {
 // Outputs screened on the device pass and fail as the host's comparison has them.
 TEST_F(GpuBackend, ScreensOutputsOnTheDeviceAsTheHostComparesThem) {
   testing::expect_device_screens_as_the_host_compares(backend());
+}
+
+// A batch of hashes, their folded partial results read back together, is each buffer's hash.
+TEST_F(GpuBackend, BatchedHashesAreEachBuffersHash) {
+  testing::expect_hash_batches_match(backend());
 }
 
 TEST_F(GpuBackend, CanaryBatchesWriteEveryGuardAndFindTheOnesChanged) {

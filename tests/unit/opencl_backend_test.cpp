@@ -22,6 +22,7 @@
 #include "tests/support/fill_check.hpp"
 #include "tests/support/fixed_cost_check.hpp"
 #include "tests/support/guard_batch_check.hpp"
+#include "tests/support/hash_batch_check.hpp"
 #include "tests/support/keystream_check.hpp"
 #include "tests/support/probe_launches.hpp"
 #include "tests/support/required_device.hpp"
@@ -314,6 +315,11 @@ TEST_F(OpenClBackend, TheDeviceHashSeesEveryByteItCovers) {
   std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
   backend().write(b, 0, swapped.data(), 16);
   EXPECT_NE(backend().hash(b, bytes), h);
+}
+
+// A batch of hashes, their partial results read back together, is each buffer's hash.
+TEST_F(OpenClBackend, BatchedHashesAreEachBuffersHash) {
+  testing::expect_hash_batches_match(backend());
 }
 
 // The runner's canaries are written into and read from every guard of a point in one batch.
