@@ -122,33 +122,49 @@ std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k
 namespace {
 
 // Whether the point's median is more than the allowance below its physical floor: by the
-// ceilings `roof`, and where those are measured and only bandwidth puts the floor that high, by
-// the bandwidth measured again over the point's own working set too (analysis_context::
-// bandwidth_at), which `note` then reports.
+// ceilings `roof`, and where those are measured, by the vector f32 peak measured again where
+// its work alone puts the floor that high (analysis_context::vector_peak_again), and by the
+// bandwidth measured again over the point's own working set where its bytes do
+// (analysis_context::bandwidth_at); `note` then reports the ceilings measured again.
 bool beats_roofline(const point_result& r, const kernel_instance& k, const device_peaks& roof,
                     bool from_dram, const analysis_context& ctx, std::string& note) {
   const double median = r.time_us->median;
   const double flops = r.metrics->flops, bytes = r.metrics->bytes;
   const double under = 1 - ctx.roofline_allowance;
-  const double floor_us = physical_floor_us(flops, bytes, roof_dtype(k), roof, from_dram);
-  if (!(floor_us > 0) || median >= floor_us * under) return false;
-  // Compute alone puts the floor above the median: no bandwidth would clear it.
-  if (!ctx.measured || !ctx.bandwidth_at || !from_dram || !(bytes > 0) ||
-      median < physical_floor_us(flops, bytes, roof_dtype(k), roof, false) * under) {
-    return true;
+  const dtype t = roof_dtype(k);
+  const auto beaten = [&](const device_peaks& peaks, bool dram) {
+    return median < physical_floor_us(flops, bytes, t, peaks, dram) * under;
+  };
+  if (!(physical_floor_us(flops, bytes, t, roof, from_dram) > 0) || !beaten(roof, from_dram)) {
+    return false;
   }
-  const double again = ctx.bandwidth_at(bytes);
-  if (!(again > roof.bandwidth_gbps)) return true;
-  device_peaks raised = roof;
-  raised.bandwidth_gbps = again;
+  if (!ctx.measured) return true;
+  device_peaks judged = roof;
   char line[256];
+  if (beaten(judged, false)) {
+    // Its work alone puts the floor above the median: no bandwidth would clear it.
+    const double again = ctx.vector_peak_again ? ctx.vector_peak_again() : 0;
+    if (!(again > judged.vector_f32_tflops)) return true;
+    judged.vector_f32_tflops = again;
+    if (beaten(judged, false)) return true;
+    std::snprintf(line, sizeof line,
+                  "faster than the measured compute ceiling (%.3g TFLOP/s): the FMA kernel, "
+                  "measured again, reached %.3g TFLOP/s, the ceiling this point is judged by",
+                  roof.tflops_for(t), again);
+    note = line;
+    if (!beaten(judged, from_dram)) return false;
+  }
+  if (!ctx.bandwidth_at || !from_dram || !(bytes > 0)) return true;
+  const double again = ctx.bandwidth_at(bytes);
+  if (!(again > judged.bandwidth_gbps)) return true;
+  judged.bandwidth_gbps = again;
   std::snprintf(line, sizeof line,
                 "faster than the measured bandwidth ceiling (%.1f GB/s): a cold STREAM triad "
                 "over this working set, measured again, reached %.1f GB/s, the ceiling this "
                 "point is judged by",
                 roof.bandwidth_gbps, again);
-  note = line;
-  return median < physical_floor_us(flops, bytes, roof_dtype(k), raised, true) * under;
+  note += std::string(note.empty() ? "" : "; ") + line;
+  return beaten(judged, true);
 }
 
 }  // namespace

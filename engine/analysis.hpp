@@ -33,6 +33,11 @@ struct analysis_context {
   // kernel's score. The re-measurement is the device's own STREAM kernel, which nothing the
   // candidate does can speed up.
   std::function<double(double bytes)> bandwidth_at;
+  // Where set, measures the device's vector f32 peak (TFLOP/s, the FMA kernel) again; 0 where it
+  // could not. A point whose work alone puts its floor above its median, by a measured ceiling,
+  // is judged by the ceiling that peak raises before it is flagged (a peak measured while other
+  // work shared a CPU device's cores reads low).
+  std::function<double()> vector_peak_again;
   const device_peaks& ceilings() const { return measured ? *measured : datasheet; }
 };
 

@@ -190,6 +190,19 @@ point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defence
       m_bandwidth_again[key] = kept_measurement{gbps, now};
       return gbps;
     };
+    m_analysis.vector_peak_again = [this] {
+      const double now = m_backend->clock_ms();
+      if (m_vector_peak_again && m_vector_peak_again->fresh(now)) return m_vector_peak_again->value;
+      double tflops = 0;
+      try {
+        tflops = fma_tflops(*m_backend);
+      } catch (const backend_error& e) {
+        spdlog::warn("the compute ceiling could not be measured again: {}", e.what());
+        return 0.0;
+      }
+      m_vector_peak_again = kept_measurement{tflops, now};
+      return tflops;
+    };
   }
 }
 

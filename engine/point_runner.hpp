@@ -245,6 +245,7 @@ class point_runner : public engine {
   std::uint64_t m_draw_key = 0;
   // Bandwidths measured again (GB/s) by working-set bytes.
   std::map<std::uint64_t, kept_measurement> m_bandwidth_again;
+  std::optional<kept_measurement> m_vector_peak_again;
   // With the defences, the reference's answers are kept on the host XORed with the stream of a
   // key drawn at random when the runner starts: a kernel that shares the worker's address space
   // (a CPU device) finds no plaintext answer to copy, and one it overwrote unmasks as noise.

@@ -263,4 +263,9 @@ double stream_bandwidth_gbps(device_backend& backend, double bytes) {
   return bench.stream(stream_variant::triad, n);
 }
 
+double fma_tflops(device_backend& backend) {
+  benchmark bench(backend);
+  return bench.fma();
+}
+
 }  // namespace kernelscan

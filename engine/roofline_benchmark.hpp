@@ -30,4 +30,9 @@ measured_roofline run_roofline_benchmark(device_backend& backend);
 // (analysis_context::bandwidth_at). Throws backend_error where it cannot run.
 double stream_bandwidth_gbps(device_backend& backend, double bytes);
 
+// The vector f32 peak (TFLOP/s) of the roofline's FMA kernel, its best sample: measured again
+// where a point's work alone beat the measured compute ceiling
+// (analysis_context::vector_peak_again). Throws backend_error where it cannot run.
+double fma_tflops(device_backend& backend);
+
 }  // namespace kernelscan

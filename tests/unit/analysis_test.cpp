@@ -203,6 +203,54 @@ TEST(Analysis, ABeatenMeasuredBandwidthCeilingIsMeasuredAgainBeforeAPointIsFlagg
   EXPECT_TRUE(asked.empty());
 }
 
+// A point whose work alone beats a measured compute ceiling is judged by the vector f32 peak
+// measured again where that is higher (a CPU device's FMA peak, measured while other work shared
+// its cores, reads low): flagged only if it beats that too.
+TEST(Analysis, ABeatenMeasuredComputeCeilingIsMeasuredAgainBeforeAPointIsFlagged) {
+  auto ctx = mi300x();
+  device_peaks measured = ctx.datasheet;
+  measured.f32_tflops = measured.vector_f32_tflops = 0.01;  // 10 GFLOP/s, measured low
+  ctx.measured = measured;
+  int asked = 0;
+  double again = 0;
+  ctx.vector_peak_again = [&] {
+    ++asked;
+    return again;
+  };
+  const kernel_instance k = triad(1 << 20);  // hot in the caches: only its work bounds it
+  const double at_20_gflops = workload_flops(k) / 20e3;
+
+  again = 0.05;  // the FMA kernel reaches 50 GFLOP/s now: an honest point
+  auto honest = at(at_20_gflops, l2_mode::hot);
+  analyse_point(honest, k, {}, ctx, std::nullopt);
+  EXPECT_EQ(asked, 1);
+  EXPECT_FALSE(has(honest.flags, "faster_than_roofline"));
+  EXPECT_TRUE(honest.fitness.correct);
+  EXPECT_TRUE(mentions(honest.advice, "measured again, reached 0.05 TFLOP/s"))
+      << honest.advice.back();
+
+  // Measured again no faster than the point, slower, or not at all: the flag stands.
+  for (const double a : {0.015, 0.005, 0.0}) {
+    again = a;
+    auto r = at(at_20_gflops, l2_mode::hot);
+    analyse_point(r, k, {}, ctx, std::nullopt);
+    EXPECT_TRUE(has(r.flags, "faster_than_roofline")) << a;
+    EXPECT_EQ(r.fitness.combined_score, 0) << a;
+  }
+
+  // Under the ceiling, or judged by the datasheet: nothing measured again.
+  asked = 0;
+  auto under = at(workload_flops(k) / 5e3, l2_mode::hot);
+  analyse_point(under, k, {}, ctx, std::nullopt);
+  EXPECT_FALSE(has(under.flags, "faster_than_roofline"));
+  auto by_datasheet = mi300x();
+  by_datasheet.vector_peak_again = ctx.vector_peak_again;
+  auto beyond = at(workload_flops(k) / (1.5 * 163.4e6), l2_mode::hot);
+  analyse_point(beyond, k, {}, by_datasheet, std::nullopt);
+  EXPECT_TRUE(has(beyond.flags, "faster_than_roofline"));
+  EXPECT_EQ(asked, 0);
+}
+
 TEST(Analysis, HotCachesMayBeatDramBandwidthButColdOnesMayNot) {
   const auto ctx = mi300x();
   const kernel_instance k = triad(1 << 20);  // 12.6 MB: fits in the caches
