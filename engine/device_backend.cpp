@@ -194,9 +194,7 @@ std::vector<std::uint64_t> device_backend::hash_by_words(
   for (const auto& r : refs) {
     const std::int64_t words = std::int64_t(r.bytes / 8);
     if (words == 0) continue;
-    const std::int64_t threads =
-        std::min((words + words_per_thread - 1) / words_per_thread, k_word_hash_threads);
-    jobs.push_back({r.buffer, words, (threads + 255) / 256 * 256});
+    jobs.push_back({r.buffer, words, word_threads(words, words_per_thread)});
   }
   const auto partials =
       jobs.empty() ? std::vector<std::vector<std::uint64_t>>{} : word_hashes(jobs);

@@ -15,6 +15,7 @@
 // backend's one queue (stream); reads, synchronize() and time_launches() wait for it.
 // Units: bytes, microseconds; clock_ms() in milliseconds.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -369,6 +370,11 @@ class device_backend {
                                         const unsigned char* copies, const void* canary);
   // The most threads a device kernel hashing a buffer's words runs.
   static constexpr std::int64_t k_word_hash_threads = 65536;
+  // The threads such a kernel runs over `items` words (or elements), each taking `run` of them
+  // at least where there are that many: a multiple of 256, at most k_word_hash_threads.
+  static std::int64_t word_threads(std::int64_t items, std::int64_t run) {
+    return (std::min((items + run - 1) / run, k_word_hash_threads) + 255) / 256 * 256;
+  }
   // hash_all() for a backend that hashes words on the device: for each job, `word_hashes` runs
   // `threads` threads (a multiple of 256, at most k_word_hash_threads), thread i folding words i,
   // i + threads, ... of the first `words` 64-bit words of `buffer` with one FNV-style step each,

@@ -55,6 +55,19 @@ constexpr std::uint64_t k_kept_answer_bytes = std::uint64_t(1) << 30;
 // kept for later points of the same bytes (kept_measurement), for at most this many working sets.
 constexpr std::size_t k_bandwidth_again_kept = 64;
 
+// A device ceiling measured again (the analysis's bandwidth_at, vector_peak_again): what
+// `measure` finds, or none where the device cannot run it (a warning names `what`); the point
+// is judged by its stored ceiling then.
+template <class Measure>
+std::optional<double> measured_again(const char* what, Measure&& measure) {
+  try {
+    return measure();
+  } catch (const backend_error& e) {
+    spdlog::warn("the {} could not be measured again: {}", what, e.what());
+    return std::nullopt;
+  }
+}
+
 // One cap on the batch of every kernel a point samples side by side: the fewest launches any of
 // them has buffer sets for, and at most `limit` (0: none). A sample's per-launch time carries the
 // timing's own cost (the event pair, the wait for the first launch) divided by its batch; the
@@ -179,29 +192,20 @@ point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defence
           it != m_bandwidth_again.end() && it->second.fresh(now)) {
         return it->second.value;
       }
-      double gbps = 0;
-      try {
-        gbps = stream_bandwidth_gbps(*m_backend, bytes);
-      } catch (const backend_error& e) {
-        spdlog::warn("the bandwidth ceiling could not be measured again: {}", e.what());
-        return 0.0;
-      }
+      const auto gbps = measured_again("bandwidth ceiling",
+                                       [&] { return stream_bandwidth_gbps(*m_backend, bytes); });
+      if (!gbps) return 0.0;
       if (m_bandwidth_again.size() >= k_bandwidth_again_kept) m_bandwidth_again.clear();
-      m_bandwidth_again[key] = kept_measurement{gbps, now};
-      return gbps;
+      m_bandwidth_again[key] = kept_measurement{*gbps, now};
+      return *gbps;
     };
     m_analysis.vector_peak_again = [this] {
       const double now = m_backend->clock_ms();
       if (m_vector_peak_again && m_vector_peak_again->fresh(now)) return m_vector_peak_again->value;
-      double tflops = 0;
-      try {
-        tflops = fma_tflops(*m_backend);
-      } catch (const backend_error& e) {
-        spdlog::warn("the compute ceiling could not be measured again: {}", e.what());
-        return 0.0;
-      }
-      m_vector_peak_again = kept_measurement{tflops, now};
-      return tflops;
+      const auto tflops = measured_again("compute ceiling", [&] { return fma_tflops(*m_backend); });
+      if (!tflops) return 0.0;
+      m_vector_peak_again = kept_measurement{*tflops, now};
+      return *tflops;
     };
   }
 }

@@ -37,6 +37,11 @@ constexpr double k_probe_share = 0.05;
 // hold); where a device does not tell its cache sizes, half of this many bytes.
 constexpr std::uint64_t k_batch_sets_default_bytes = std::uint64_t(32) << 20;
 
+// Whether 64 random `bits` fall below `chance` (a probability) as a uniform draw in [0, 1).
+bool drawn_below(std::uint64_t bits, double chance) {
+  return double(bits >> 11) * 0x1p-53 < chance;
+}
+
 // The seed of the inputs of set `j` of a batch whose sample (or probe) has seed `s`.
 std::uint64_t batch_set_seed(std::uint64_t s, std::size_t j) {
   return j == 0 ? s : mix64(s ^ mix64(k_batch_set_salt + j));
@@ -129,7 +134,7 @@ void point_runner::timed_checks::before(std::int64_t launches, bool timed) {
   const std::uint64_t s = mix64(m_seed ^ mix64(k_sample_salt + m_samples));
   const std::uint64_t pick = mix64(s ^ m_draw_key);
   if (!m_batch.empty() && !m_kept.empty() &&
-      (m_last || double(mix64(pick ^ k_probe_salt) >> 11) * 0x1p-53 < probe_chance())) {
+      (m_last || drawn_below(mix64(pick ^ k_probe_salt), probe_chance()))) {
     const auto started = std::chrono::steady_clock::now();
     probe_other_sets(mix64(s ^ k_probe_salt));
     m_probe_ms =
@@ -147,8 +152,7 @@ void point_runner::timed_checks::before(std::int64_t launches, bool timed) {
   const bool drawn = checked && !m_last && draw % k_check_one_in == 0;
   const bool from_kept = drawn && std::size_t(m_drawn) < drawable;
   const bool last_kept = checked && m_last && !m_kept.empty();
-  const bool afresh =
-      drawn && !from_kept && double(mix64(draw) >> 11) * 0x1p-53 < afresh_share(launches);
+  const bool afresh = drawn && !from_kept && drawn_below(mix64(draw), afresh_share(launches));
   const std::size_t at = std::size_t(mix64(pick ^ k_batch_check_salt) % sets);
   m_fills.clear();
   for (std::size_t j = 0; j < sets; ++j) {
@@ -313,24 +317,25 @@ bool point_runner::timed_checks::checkable(std::int64_t launches) const {
   return !m_kept.empty() && (launches == 1 || m_pure || !m_batch.empty());
 }
 
-double point_runner::timed_checks::probe_chance() const {
-  const double most = 1 / k_probe_one_in;
-  if (!(m_probe_ms > 0) || m_timed < 2) return most;
+std::optional<double> point_runner::timed_checks::sample_wall_ms() const {
+  if (m_timed < 2) return std::nullopt;
   const double so_far =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m_first_timed)
           .count();
-  return std::min(most, k_probe_share * so_far / double(m_timed - 1) / m_probe_ms);
+  return so_far / double(m_timed - 1);
+}
+
+double point_runner::timed_checks::probe_chance() const {
+  const double most = 1 / k_probe_one_in;
+  const auto sample_ms = sample_wall_ms();
+  if (!(m_probe_ms > 0) || !sample_ms) return most;
+  return std::min(most, k_probe_share * *sample_ms / m_probe_ms);
 }
 
 double point_runner::timed_checks::afresh_share(std::int64_t launches) const {
   if (!(m_costs.check_ms > 0)) return 1;
   double sample_ms = double(launches) * m_costs.launch_ms;
-  if (m_timed > 1) {
-    const double so_far =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m_first_timed)
-            .count();
-    sample_ms = std::max(sample_ms, so_far / double(m_timed - 1));
-  }
+  if (const auto so_far = sample_wall_ms()) sample_ms = std::max(sample_ms, *so_far);
   if (!(sample_ms > 0)) return 1;
   return std::min(1.0, k_afresh_share * double(k_check_one_in) * sample_ms / m_costs.check_ms);
 }

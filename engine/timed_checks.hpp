@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,10 @@ class point_runner::timed_checks {
   // last probe's wall time against a sample's so far would make probes take more than
   // k_probe_share of the sampling's (on a GPU, a probe's hashes cost more than a hot sample).
   double probe_chance() const;
+
+  // A timed sample's wall time so far (ms): the time since the first began over the samples
+  // begun before the one now beginning; none before a sample has ended.
+  std::optional<double> sample_wall_ms() const;
 
   // The outputs the kernel left in `set` compared with the reference's answer for the inputs
   // `seed` and `pattern` make, the set made again for the reference as in verification. Where

@@ -409,6 +409,8 @@ class opencl_backend final : public device_backend {
   cl_long span_of(std::int64_t items, std::size_t threads) const {
     return m_info.type == "cpu" ? cl_long((std::uint64_t(items) + threads - 1) / threads) : 0;
   }
+  // The words a work-item of a hash or a screen takes at least: k_cpu_run on a CPU device.
+  std::int64_t cpu_run() const { return m_info.type == "cpu" ? k_cpu_run : 1; }
   // The work-items (a multiple of k_block) of such a kernel over `items`, and their span: on a
   // CPU device at most k_word_hash_threads, on a GPU one an item up to k_max_groups blocks.
   struct spread {
@@ -796,7 +798,7 @@ std::vector<std::uint64_t> opencl_backend::hash_all(std::span<const hash_ref> re
         }
         return out;
       },
-      m_info.type == "cpu" ? k_cpu_run : 1);
+      cpu_run());
 }
 
 // On the device, its work-items as the hash's: a partial result a work-group comes back.
@@ -808,9 +810,7 @@ std::optional<output_screen> opencl_backend::screen_outputs(const device_buffer&
   output_screen found;
   if (n <= 0) return found;
   cl_kernel k = builtin(t, "screen_outputs");
-  const std::int64_t each = m_info.type == "cpu" ? k_cpu_run : 1;
-  const std::size_t threads =
-      round_up(std::min<std::int64_t>((n + each - 1) / each, k_word_hash_threads), k_block);
+  const auto threads = std::size_t(word_threads(n, cpu_run()));
   const std::size_t groups = threads / k_block;
   // The counts, then the sums' bits, in one buffer read back at once.
   const device_buffer parts = allocate(groups * 3 * sizeof(cl_ulong));
