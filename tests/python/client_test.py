@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -707,6 +708,12 @@ def axpy_task(name: str = "axpy") -> dict:
 class TaskTest(DaemonTestCase):
     """Evaluation tasks, on a daemon with an operator token and an agent's write token."""
 
+    def assertNoNumber(self, number: int, data) -> None:
+        """`number` (or `number`.0) appears nowhere in `data`, as JSON, as a number of its own;
+        its digits inside another number (a measured time's 4.8245769...) do not count."""
+        text = json.dumps(data)
+        self.assertIsNone(re.search(rf"(?<![\d.]){number}(?:\.0+)?(?![\d.])", text), text)
+
     OPERATOR = "operator-token-for-client-tests"
     AGENT = "agent-token-for-client-tests-01"
 
@@ -767,7 +774,7 @@ class TaskTest(DaemonTestCase):
         rows = self.agent.results(job)
         self.assertEqual(len(rows), 3)
         self.assertEqual(set(rows[2]), {"index", "held_out", "status", "fitness", "flags"})
-        self.assertNotIn("24576", json.dumps(rows))
+        self.assertNoNumber(24576, rows)
         self.assertEqual(self.operator.results(job)[2]["params"], {"N": 24576})
         self.assertEqual([j["id"] for j in self.agent.jobs(task="axpy")], [job["id"]])
 
@@ -778,7 +785,7 @@ class TaskTest(DaemonTestCase):
         self.assertEqual(ev.metrics["combined_score"],
                          ev.job["summary"]["fitness"]["combined_score"])
         self.assertIn("point 2 (held out", ev.artifacts["points"])
-        self.assertNotIn("24576", json.dumps(ev.artifacts))
+        self.assertNoNumber(24576, ev.artifacts)
         # A candidate's own mistake scores 0; the evaluator's raises.
         bad_launch = self.agent.evaluate_task_detailed("axpy", HIP_AXPY, 60, entry="axpy",
                                                        block=[0, 1, 1])
