@@ -200,6 +200,10 @@ json to_json(const point_result& r) {
   }
   if (v.timed_failed > 0) j["verification"]["timed_failed"] = v.timed_failed;
   if (v.batch_probes > 0) j["verification"]["batch_probes"] = v.batch_probes;
+  if (v.split_samples > 0) j["verification"]["split_samples"] = v.split_samples;
+  if (v.launch_spread) j["verification"]["launch_spread"] = *v.launch_spread;
+  if (v.launch_excess_us) j["verification"]["launch_excess_us"] = *v.launch_excess_us;
+  if (v.builtin_excess_us) j["verification"]["builtin_excess_us"] = *v.builtin_excess_us;
   if (!v.written_out_of_bounds.empty())
     j["verification"]["written_out_of_bounds"] = v.written_out_of_bounds;
   j["flags"] = r.flags;

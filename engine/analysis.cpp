@@ -30,6 +30,7 @@ std::vector<std::string> verification_flags(const verification_result& v, dtype 
   if (v.timed_wrong > 0 || v.timed_failed > 0) flags.emplace_back("timed_output_mismatch");
   if (!v.inputs_written.empty()) flags.emplace_back("input_modified");
   if (!v.written_out_of_bounds.empty()) flags.emplace_back("out_of_bounds_write");
+  if (uneven_launches(v)) flags.emplace_back("uneven_launches");
   if (v.status != "skipped" && v.ref_near_zero + v.ref_not_finite > k_low_signal_share)
     flags.emplace_back("low_signal_reference");
   // An f32/f64 result whose errors are those of a narrower type's arithmetic: the kernel

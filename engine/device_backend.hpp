@@ -205,6 +205,10 @@ struct kernel_call {
 struct timed_sample {
   double time_us = 0;  // device time from the start of the first launch to the end of the last
   bool valid = true;   // false: the host could not queue the launches before the hold gave up
+  // Where the sample was timed launch by launch (device_backend::mark_launch after each): the
+  // device time of each, from the sample's start or the mark before to its own mark. Empty
+  // where it was not, or the backend cannot tell its launches apart.
+  std::vector<double> launch_us;
 };
 
 // Whose launches a sample times; the mock applies mock.speedup to the candidate's only.
@@ -356,6 +360,14 @@ class device_backend {
   // One sample: `enqueue` queues the launches to time; they run back to back behind a hold of
   // the queue where the platform has one, so that the host's launch rate is not timed.
   virtual timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) = 0;
+  // Within time_launches()' `enqueue`, after a launch: what was queued since the sample began or
+  // the last mark is one launch, whose time the sample reports (timed_sample::launch_us). A
+  // no-op where the backend cannot time launches one by one.
+  virtual void mark_launch() {}
+  // Whether marks leave a sample's time as it would be without them: the device times every
+  // command anyway (OpenCL's profiling). Otherwise a mark is a command of its own (an event
+  // recorded between two launches), and a sample with marks is timed a little slower.
+  virtual bool marks_are_free() const { return false; }
   // The clock the sampling budget is spent on: wall time, or the mock's simulated clock.
   virtual double clock_ms();
   // The device's clocks now, where the platform reports them.

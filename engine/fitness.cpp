@@ -9,11 +9,11 @@
 namespace kernelscan {
 
 bool voids_score(std::string_view flag) {
-  static constexpr std::array<std::string_view, 10> k_voiding{
+  static constexpr std::array<std::string_view, 11> k_voiding{
       "faster_than_roofline", "timed_output_mismatch", "output_not_written",
       "verification_failed",  "precision_mismatch",    "timeout",
       "device_fault",         "input_modified",        "out_of_bounds_write",
-      "low_signal_reference"};
+      "low_signal_reference", "uneven_launches"};
   return std::find(k_voiding.begin(), k_voiding.end(), flag) != k_voiding.end();
 }
 

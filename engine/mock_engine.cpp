@@ -181,7 +181,7 @@ timed_sample mock_backend::time_launches(kernel_role role, const std::function<v
   double t = model_us * std::exp(normal(m_rng));
   if (uniform(m_rng) < k_outlier_rate) t *= 1.05 + 0.25 * uniform(m_rng);
   m_clock_us += t + k_host_overhead_us;
-  return {t, true};
+  return {t, true, {}};
 }
 
 double mock_backend::model_time_us(const kernel_instance& k, l2_mode l2) const {

@@ -43,6 +43,19 @@ struct verification_result {
   int timed_failed = 0;  // checked timed samples that failed, elementwise or by the norm test
   // Probes of a batch's sets: its first launch alone, the buffers of others watched.
   int batch_probes = 0;
+  // Batched samples timed launch by launch (drawn among the samples, and the last check), and
+  // of the launch at each place in the batch the medians over them of its time against the
+  // sample's lower quartile of launches, as a ratio and as the time between them, at the place
+  // where the ratio is highest (the first launch less the sample's fixed cost where the device
+  // has one): launches of a batch doing the same work take about as long as each other, and one
+  // doing others' work takes the time they were spared. None where fewer than
+  // k_min_split_samples were split. Where the ratio is above k_uneven_launches, how far honest
+  // launches as long stray on the device (builtin_launch_excess_us(); 0 where it could not be
+  // measured): the excess above k_uneven_over_builtin times that as well is uneven_launches.
+  int split_samples = 0;
+  std::optional<double> launch_spread;
+  std::optional<double> launch_excess_us;
+  std::optional<double> builtin_excess_us;
   // Input buffers whose contents the kernel changed in a verification launch (`scratch`
   // buffers, which a kernel may write, are not inputs).
   std::vector<std::string> inputs_written;
@@ -63,6 +76,15 @@ struct verification_result {
 // A reference with more than this share of its outputs within atol of zero, or NaN or infinite,
 // says little about a kernel: low_signal_reference.
 inline constexpr double k_low_signal_share = 0.9;
+
+// A launch spread above k_uneven_launches whose excess is above k_uneven_over_builtin times a
+// built-in kernel's is uneven_launches; fewer split samples than k_min_split_samples give none.
+inline constexpr double k_uneven_launches = 3.0;
+inline constexpr double k_uneven_over_builtin = 2.0;
+inline constexpr int k_min_split_samples = 3;
+
+// Whether a verification's launch spread is uneven_launches (above).
+bool uneven_launches(const verification_result& v);
 
 // The score an agent optimises (DESIGN.md §4; the rule is in the README under "Fitness").
 struct point_fitness {

@@ -753,9 +753,10 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
         checks->before(n, timed);
       };
       kernels.back().before_bytes = buffer_bytes(candidate);
-      kernels.back().after = [&] {
+      kernels.back().split = [&] { return checks->split(); };
+      kernels.back().after = [&](const timed_sample& sample) {
         const phase_timer timer(m_phases.hooks);
-        checks->after();
+        checks->after(sample);
       };
       kernels.back().last = [&](timed_kernel& k, bool cold) {
         const phase_timer timer(last_check_ms);
@@ -990,7 +991,8 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     kernels.back().max_batch = checks.max_batch();
     kernels.back().before = [&checks](std::int64_t n, bool timed) { checks.before(n, timed); };
     kernels.back().before_bytes = buffer_bytes(*s->kernel);
-    kernels.back().after = [&checks] { checks.after(); };
+    kernels.back().split = [&checks] { return checks.split(); };
+    kernels.back().after = [&checks](const timed_sample& sample) { checks.after(sample); };
     kernels.back().last = [&checks](timed_kernel& k, bool cold) { checks.check_last(k, cold); };
   }
   prune();

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <optional>
 #include <vector>
+
+#include "engine/statistics.hpp"
 
 namespace kernelscan {
 
@@ -15,6 +18,12 @@ namespace {
 constexpr int k_fixed_cost_launches = 16;
 constexpr int k_fixed_cost_rounds = 31;
 constexpr double k_fixed_cost_trim = 0.2;
+// The built-in kernel's samples timed launch by launch (builtin_launch_excess_us): those read,
+// those that scale its steps first, the most steps, and its fills' first seed.
+constexpr int k_spread_rounds = 15;
+constexpr int k_spread_scalings = 3;
+constexpr int k_spread_most_iterations = 1 << 20;
+constexpr std::uint64_t k_spread_seed = 0x5b11ed;
 
 double trimmed_mean(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -49,12 +58,81 @@ timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold) {
   if (k.before) k.before(k.batch, true);
   const std::uint64_t caches = backend.device().l2_bytes + backend.device().llc_bytes;
   if (cold || (caches > 0 && k.before_bytes > caches)) backend.flush_caches();
-  const timed_sample s = backend.time_launches(k.role, [&k] {
-    for (std::int64_t i = 0; i < k.batch; ++i)
+  const bool split = k.split && k.split();
+  const timed_sample s = backend.time_launches(k.role, [&] {
+    for (std::int64_t i = 0; i < k.batch; ++i) {
       k.launch();
+      if (split) backend.mark_launch();
+    }
   });
-  if (k.after) k.after();
+  if (k.after) k.after(s);
   return s;
+}
+
+launch_spread spread_of_launches(std::span<const double> launch_us, double fixed_us) {
+  if (launch_us.empty()) return {};
+  std::vector<double> t(launch_us.begin(), launch_us.end());
+  t[0] = std::max(t[0] - fixed_us, t[0] / 2);
+  std::sort(t.begin(), t.end());
+  const double quartile = t[(t.size() - 1) / 4];
+  return {t.back() / std::max(quartile, 1e-3), t.back() - quartile, quartile};
+}
+
+double builtin_launch_excess_us(device_backend& backend, std::int64_t launches,
+                                std::uint64_t set_bytes, double launch_us, double fixed_us) {
+  try {
+    const std::int64_t threads = std::max<std::int64_t>(1, backend.device().compute_units) * 256;
+    const device_buffer out = backend.allocate(std::uint64_t(threads) * sizeof(float));
+    const std::int64_t n = std::max<std::int64_t>(64, std::int64_t(set_bytes / sizeof(float)));
+    std::deque<device_buffer> sets;
+    std::vector<fill_target> fills;
+    for (std::int64_t j = 0; j < launches; ++j) {
+      sets.push_back(backend.allocate(std::uint64_t(n) * sizeof(float)));
+      fills.push_back({&sets.back(), {fill_kind::random, dtype::f32, n, 0, 0, 0}});
+    }
+    std::uint64_t seed = k_spread_seed;
+    int iterations = 4;
+    auto sample = [&] {
+      for (auto& f : fills)
+        f.request.seed = ++seed;
+      backend.fill_all(fills);
+      return backend.time_launches(kernel_role::baseline, [&] {
+        for (std::int64_t i = 0; i < launches; ++i) {
+          backend.fma(out, threads, iterations);
+          backend.mark_launch();
+        }
+      });
+    };
+    // Launches as long as the kernel's lower quartile: the steps scaled by what samples read,
+    // a few times (the launch's own cost besides its steps makes one scaling fall short).
+    for (int scaling = 0; scaling < k_spread_scalings; ++scaling) {
+      const timed_sample s = sample();
+      if (std::size_t(launches) != s.launch_us.size()) return 0;
+      std::vector<double> t = s.launch_us;
+      std::sort(t.begin(), t.end());
+      const double quartile = t[(t.size() - 1) / 4];
+      if (!(quartile > 0)) break;
+      iterations = int(std::clamp(double(iterations) * launch_us / quartile, 1.0,
+                                  double(k_spread_most_iterations)));
+    }
+    std::vector<double> excess;
+    for (int r = 0; r < k_spread_rounds; ++r) {
+      const timed_sample s = sample();
+      if (s.valid && std::size_t(launches) == s.launch_us.size())
+        excess.push_back(spread_of_launches(s.launch_us, fixed_us).excess_us);
+    }
+    if (excess.size() * 2 < std::size_t(k_spread_rounds)) return 0;
+    std::sort(excess.begin(), excess.end());
+    return percentile_sorted(excess, 90);
+  } catch (const backend_error&) {
+    return 0;
+  }
+}
+
+double fixed_cost_us(device_backend& backend, fixed_cost_memo& memo) {
+  const double now = backend.clock_ms();
+  if (!memo || !memo->fresh(now)) memo = kept_measurement{sample_fixed_cost_us(backend), now};
+  return memo->value;
 }
 
 double sample_fixed_cost_us(device_backend& backend) {
@@ -104,7 +182,7 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
       if (k.before) k.before(warmup, false);
       for (int i = 0; i < warmup; ++i)
         k.launch();
-      if (k.after) k.after();
+      if (k.after) k.after(timed_sample{});
       backend.synchronize();
     });
   }
@@ -133,6 +211,7 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       const timed_sample s =
           as_kernel(kernels[i], [&] { return take_sample(backend, kernels[i], cold); });
+      if (!s.launch_us.empty() && !backend.marks_are_free()) continue;  // timed with its marks
       samplers[i].add(s.time_us / double(kernels[i].batch), throttled, !s.valid);
     }
     const double elapsed = backend.clock_ms() - started;
@@ -156,20 +235,13 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
   // while probed alone cannot raise it.
   fixed_cost_memo local;
   fixed_cost_memo& fixed_cost = memo ? *memo : local;
-  auto fixed = [&] {
-    const double now = backend.clock_ms();
-    if (!fixed_cost || !fixed_cost->fresh(now)) {
-      fixed_cost = kept_measurement{sample_fixed_cost_us(backend), now};
-    }
-    return fixed_cost->value;
-  };
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const timed_kernel& k = kernels[i];
     sampling_result& r = out[i];
     if (cold || !k.corrects_held_batch || r.samples_us.empty()) continue;
     // Not held when the batch was decided: nothing to correct (and nothing to measure).
     if (k.batch >= batch_for(k.single_us, timing.l2)) continue;
-    const double cost = fixed();
+    const double cost = fixed_cost_us(backend, fixed_cost);
     const double b = double(k.batch);
     const std::int64_t free = batch_for(r.summary.median - cost / b + cost, timing.l2);
     if (k.batch >= free) continue;

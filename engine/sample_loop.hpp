@@ -62,8 +62,14 @@ struct timed_kernel {
   // kernel would pay their write-back (a 200 MB triad on an H200 ran 12% slower hot than cold,
   // and than back-to-back launches). The kernel's own data could not have stayed cached anyway.
   std::uint64_t before_bytes = 0;
-  // Untimed, after each group of launches that `before` announced. May be empty.
-  std::function<void()> after = nullptr;
+  // Asked after `before` of a timed sample: whether its launches are timed one by one (a mark
+  // after each, device_backend::mark_launch), each launch's time then in the sample `after`
+  // gets (timed_sample::launch_us). Where the marks are not free (marks_are_free()), the
+  // sample's time is not one of the kernel's samples. May be empty: never.
+  std::function<bool()> split = nullptr;
+  // Untimed, after each group of launches that `before` announced, with their sample (an empty
+  // one after the warm-up). May be empty.
+  std::function<void(const timed_sample&)> after = nullptr;
   // Untimed, once, as soon as the samples stop and before anything else runs (the samples'
   // statistics, a held batch's fixed cost measured on the device): the runner's last check,
   // which then follows the last sample as one sample follows another (`cold`: flushed before
@@ -102,8 +108,34 @@ struct kept_measurement {
 using fixed_cost_memo = std::optional<kept_measurement>;
 
 // One sample of `k`: its before hook, the flush in cold mode (or after a hook that wrote more
-// than the caches hold), `k.batch` launches timed, its after hook.
+// than the caches hold), `k.batch` launches timed (one by one where k.split says so), its after
+// hook.
 timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold);
+
+// How uneven a sample timed launch by launch was: its longest launch against its lower quartile
+// (the launch a quarter of the way up, by rank), as a ratio and as the time between them (µs),
+// and that quartile's time.
+// `fixed_us` (the sample's fixed cost, which its first launch's time holds) is taken from the
+// first launch first, which keeps half its time at least.
+struct launch_spread {
+  double ratio = 1;
+  double excess_us = 0;
+  double quartile_us = 0;
+};
+launch_spread spread_of_launches(std::span<const double> launch_us, double fixed_us);
+
+// How far honest launches about `launch_us` long stray on `backend` (µs): the 90th percentile of
+// the excess (launch_spread) over samples of `launches` launches of a short built-in kernel,
+// timed launch by launch, each sample after fills of as many buffers of `set_bytes` as a runner's
+// sets. On PoCL a launch of under a microsecond now and then takes about 6 µs more (its
+// work-items wait for a thread). `fixed_us` as above. 0 where the device cannot time launches
+// one by one.
+double builtin_launch_excess_us(device_backend& backend, std::int64_t launches,
+                                std::uint64_t set_bytes, double launch_us, double fixed_us);
+
+// The fixed cost of a sample on `backend` (sample_fixed_cost_us), from `memo` while it is fresh,
+// else measured and kept there.
+double fixed_cost_us(device_backend& backend, fixed_cost_memo& memo);
 
 // Warms each kernel up (timing.warmup launches, at least one, so that lazy loading and
 // first-launch compilation never happen inside a timed sample), decides its batch, then samples

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/fill_pattern.hpp"
+#include "engine/statistics.hpp"
 #include "engine/text_list.hpp"
 
 namespace kernelscan {
@@ -26,6 +27,7 @@ constexpr std::uint64_t k_check_salt = 0xc4ec;
 constexpr std::uint64_t k_batch_set_salt = 0xba7c;
 constexpr std::uint64_t k_batch_check_salt = 0xba7cc;
 constexpr std::uint64_t k_probe_salt = 0x9b0be;
+constexpr std::uint64_t k_split_salt = 0x5b117;
 // The other sets whose buffers a probe watches (probe_other_sets), and how often a batched
 // sample is preceded by one (probe_chance): with probability 1/k_probe_one_in at most, and less
 // where probes would take more than k_probe_share of the sampling's wall time.
@@ -36,6 +38,17 @@ constexpr double k_probe_share = 0.05;
 // sets filled first are still there when the batch reads them, beside whatever else the caches
 // hold); where a device does not tell its cache sizes, half of this many bytes.
 constexpr std::uint64_t k_batch_sets_default_bytes = std::uint64_t(32) << 20;
+
+// A batched sample is split (timed launch by launch) with probability 1/k_split_one_in, or
+// more where the spec's fewest samples would split fewer than k_min_split_samples (with the last
+// check's, counted twice here for a margin), at most k_split_most.
+constexpr double k_split_one_in = 8;
+constexpr double k_split_most = 0.5;
+
+double split_chance(const job_spec& spec) {
+  const double fewest = std::max(1, spec.timing.min_samples);
+  return std::clamp(2.0 * k_min_split_samples / fewest, 1 / k_split_one_in, k_split_most);
+}
 
 // Whether 64 random `bits` fall below `chance` (a probability) as a uniform draw in [0, 1).
 bool drawn_below(std::uint64_t bits, double chance) {
@@ -60,7 +73,8 @@ point_runner::timed_checks::timed_checks(point_runner& runner, point_kernel& k,
       m_tolerances(tolerances_of(spec, k)),
       m_scrubs(scrubs),
       m_costs(costs),
-      m_draw_key(runner.m_draw_key) {
+      m_draw_key(runner.m_draw_key),
+      m_split_chance(split_chance(spec)) {
   m_sets[0] = m_sets[1] = k.own_buffers();
   // Outputs that start as the unwritten pattern hold one answer however often the kernel runs;
   // an output it accumulates into (one with an init) is checkable after a single launch only.
@@ -142,6 +156,8 @@ void point_runner::timed_checks::before(std::int64_t launches, bool timed) {
             .count();
     m_runner.m_phases.probes += m_probe_ms;
   }
+  m_split = timed && !m_batch.empty() && !m_kept.empty() &&
+            (m_last || drawn_below(mix64(pick ^ k_split_salt), m_split_chance));
   if (timed && m_runner.m_prime_samples && rotates()) m_k.launch(m_sets[1 - m_current]);
   const std::size_t sets = std::max<std::size_t>(1, m_batch.size());
   // The last kept answer is the last check's.
@@ -179,7 +195,10 @@ void point_runner::timed_checks::scrub_after_others() {
   }
 }
 
-void point_runner::timed_checks::after() {
+void point_runner::timed_checks::after(const timed_sample& sample) {
+  if (m_split && sample.launch_us.size() == m_batch.size())
+    m_split_times.push_back(sample.launch_us);
+  m_split = false;
   if (m_pending.empty()) return;
   m_runner.m_backend->synchronize();
   ++m_checks;
@@ -300,6 +319,8 @@ void point_runner::timed_checks::report(verification_result& v) {
   v.timed_wrong = m_wrong;
   v.timed_failed = m_failed_checks;
   v.batch_probes = m_probes;
+  v.split_samples = int(m_split_times.size());
+  if (m_split_times.size() >= std::size_t(k_min_split_samples)) judge_launches(v);
   if (!m_failed_checks) return;
   if (!v.note.empty()) v.note += "; ";
   v.note += "correct when verified, but " + std::to_string(m_failed_checks) + " of the " +
@@ -323,6 +344,62 @@ std::optional<double> point_runner::timed_checks::sample_wall_ms() const {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m_first_timed)
           .count();
   return so_far / double(m_timed - 1);
+}
+
+void point_runner::timed_checks::judge_launches(verification_result& v) {
+  // Of the launch at each place in the batch, the medians over the split samples of its time
+  // against the sample's lower quartile (the first launch less `fixed_us`): the place whose
+  // ratio is highest. A scheduler holding up a launch now and then does so at no one place in
+  // most samples; a kernel doing others' work at one launch of a batch does so at the same
+  // place in every sample whose time it shortens.
+  const std::size_t launches = m_split_times.front().size();
+  const auto at_worst_place = [&](double fixed_us) {
+    std::vector<std::vector<double>> ratios(launches), excess(launches);
+    std::vector<double> quartiles;
+    for (const auto& t : m_split_times) {
+      if (t.size() != launches) continue;
+      const launch_spread s = spread_of_launches(t, fixed_us);
+      quartiles.push_back(s.quartile_us);
+      for (std::size_t j = 0; j < launches; ++j) {
+        const double us = j == 0 ? std::max(t[0] - fixed_us, t[0] / 2) : t[j];
+        ratios[j].push_back(us / std::max(s.quartile_us, 1e-3));
+        excess[j].push_back(us - s.quartile_us);
+      }
+    }
+    const auto median = [](std::vector<double> x) {
+      std::sort(x.begin(), x.end());
+      return percentile_sorted(x, 50);
+    };
+    launch_spread worst{0, 0, median(quartiles)};
+    for (std::size_t j = 0; j < launches; ++j) {
+      const double r = median(ratios[j]);
+      if (r > worst.ratio) worst = {r, median(excess[j]), worst.quartile_us};
+    }
+    return worst;
+  };
+  launch_spread spread = at_worst_place(0);
+  if (spread.ratio > k_uneven_launches) {
+    // The sample's fixed cost, in its first launch, and how far honest launches as long as the
+    // lower quartile's stray on this device after the same fills.
+    device_backend& backend = *m_runner.m_backend;
+    const double fixed = fixed_cost_us(backend, m_runner.m_fixed_cost);
+    if (fixed > 0) spread = at_worst_place(fixed);
+    if (spread.ratio > k_uneven_launches) {
+      v.builtin_excess_us = builtin_launch_excess_us(backend, std::int64_t(launches),
+                                                     buffer_bytes(m_k), spread.quartile_us, fixed);
+    }
+  }
+  v.launch_spread = spread.ratio;
+  v.launch_excess_us = spread.excess_us;
+  if (!uneven_launches(v)) return;
+  v.note += std::string(v.note.empty() ? "" : "; ") +
+            "in batched samples timed launch by launch, one launch of the batch took " +
+            format_tolerance(spread.ratio) + " times the lower quartile's time, " +
+            format_tolerance(spread.excess_us) + " us more (medians over " +
+            std::to_string(m_split_times.size()) + " samples; a built-in kernel's longest " +
+            "launches " + format_tolerance(v.builtin_excess_us.value_or(0)) +
+            " us more): a launch doing the work of the batch's others would time each faster "
+            "than it is";
 }
 
 double point_runner::timed_checks::probe_chance() const {

@@ -73,8 +73,19 @@ class point_runner::timed_checks {
   // that where the kernel's outputs hash as verified, nothing is read back), the others on
   // fresh inputs; nothing before it tells it. A batched sample of a kernel with kept answers is
   // preceded by a probe of its sets (probe_other_sets) with the probability probe_chance()
-  // gives, drawn as checks are, and the last check always.
+  // gives, drawn as checks are, and the last check always. Such a sample is split (timed launch
+  // by launch, split()) with the probability split_chance(), drawn too, and the last check always.
   void before(std::int64_t launches, bool timed);
+
+  // Whether the sample before() prepared is timed launch by launch: after() gets each launch's
+  // time, and report() the spread of those times (verification_result::launch_spread). A kernel
+  // that does the work of a batch's other launches in one of them (the whole batch's at its
+  // first launch, keeping their answers in memory of its own for them to copy, or at its last,
+  // the others doing nothing) writes nothing a check or a probe could fault, but that launch
+  // takes the time the others were spared. Where the backend's marks are free (OpenCL's
+  // profiling), nothing tells a split sample from any other; on a GPU each mark is an event
+  // recorded between two launches.
+  bool split() const { return m_split; }
 
   // A checked set whose outputs hash as the verified launch's on the same inputs left them
   // holds the same bits, which passed the same comparison: only one that differs (a kernel
@@ -83,7 +94,7 @@ class point_runner::timed_checks {
   // launches, a drawn check once the kept answers are spent) has its outputs set aside, its
   // inputs made again from their seed (as they were before the kernel, which may have written
   // them, ran) and the reference answer them. A sample with any set that fails is a failed check.
-  void after();
+  void after(const timed_sample& sample);
 
   // One more sample of `k` (whose hooks are this object's) after the last timed one, checked: a
   // kernel that stops working after some number of timed launches fails it, whichever samples
@@ -91,8 +102,9 @@ class point_runner::timed_checks {
   // takes a sample (`cold`: flushed first), though its time is not kept.
   void check_last(timed_kernel& k, bool cold);
 
-  // What the checks found, the canaries after every timed launch of either set, and the buffers
-  // of other sets one launch wrote (probe_other_sets).
+  // What the checks found, the canaries after every timed launch of either set, the buffers
+  // of other sets one launch wrote (probe_other_sets), and the spread of split samples' launch
+  // times (with a built-in kernel's on the device where it is uneven enough to ask).
   void report(verification_result& v);
 
  private:
@@ -113,6 +125,10 @@ class point_runner::timed_checks {
   // last probe's wall time against a sample's so far would make probes take more than
   // k_probe_share of the sampling's (on a GPU, a probe's hashes cost more than a hot sample).
   double probe_chance() const;
+
+  // The split samples' launch spread (verification_result::launch_spread), with how far honest
+  // launches stray on the device where it asks.
+  void judge_launches(verification_result& v);
 
   // A timed sample's wall time so far (ms): the time since the first began over the samples
   // begun before the one now beginning; none before a sample has ended.
@@ -173,6 +189,9 @@ class point_runner::timed_checks {
   std::chrono::steady_clock::time_point m_first_timed;
   int m_probes = 0;
   double m_probe_ms = 0;  // the last probe's wall time
+  double m_split_chance = 0;
+  bool m_split = false;                            // the sample being taken is split
+  std::vector<std::vector<double>> m_split_times;  // each split sample's launch times (µs)
   bool m_pure = true;
   bool m_screens = false;  // the backend screens every output on the device (compare_afresh)
   std::vector<device_buffer> m_second;

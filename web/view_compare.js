@@ -15,7 +15,7 @@ import {emptyState, errorBox, fmtTime, h, setQuery, sig, statusBadge, whenEChart
 // its speedup is not a kernel's.
 const VOIDING = new Set(['faster_than_roofline', 'timed_output_mismatch', 'output_not_written', 'verification_failed',
                          'precision_mismatch', 'timeout', 'device_fault', 'input_modified', 'out_of_bounds_write',
-                         'low_signal_reference']);
+                         'low_signal_reference', 'uneven_launches']);
 function voidingFlags(r) {
   return (r.flags || []).filter((f) => VOIDING.has(f));
 }

@@ -65,6 +65,11 @@ function pointDetail(row, close, scored) {
         ['norm rel error', v.norm_rel_err !== undefined ? sig(v.norm_rel_err, 3) : undefined],
         ['timed samples checked', v.timed_checks],
         ['batch probes', v.batch_probes],
+        ['samples timed launch by launch', v.split_samples],
+        ['launch spread', v.launch_spread !== undefined
+          ? `${sig(v.launch_spread, 3)}× (${sig(v.launch_excess_us, 3)} µs` +
+            (v.builtin_excess_us !== undefined ? `; built-in ${sig(v.builtin_excess_us, 3)} µs)` : ')')
+          : undefined],
         ['note', v.note],
       ])),
       f ? h('div', {}, h('h4', {}, scored ? 'Score' : 'Speedups'), facts([

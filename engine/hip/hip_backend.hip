@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -403,6 +404,7 @@ class hip_backend final : public device_backend {
                         unsigned(m_scrubs * std::uint64_t(m_scrub.blocks)), s());
   }
   timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override;
+  void mark_launch() override;
   std::optional<telemetry_reading> read_telemetry() override {
     if (!m_telemetry) return std::nullopt;
     return m_telemetry->read();
@@ -438,6 +440,11 @@ class hip_backend final : public device_backend {
   std::int64_t m_max_shared;  // dynamic shared memory a block may ask for, in bytes
   gpu::stream m_stream;
   event m_start, m_stop;
+  // Recorded after each launch a sample marks (mark_launch), the first m_marked of them this
+  // sample; kept from sample to sample (a deque: events do not move).
+  std::deque<event> m_marks;
+  std::size_t m_marked = 0;
+  bool m_sampling = false;
   mapped_flag m_flag;
   buffer m_flush;
   buffer m_sink{sizeof(std::uint64_t)};
@@ -599,24 +606,44 @@ timed_sample hip_backend::time_launches(kernel_role, const std::function<void()>
   // The stream must be released whatever happens below, or the next sync waits for the timeout.
   struct release_hold {
     volatile int* flag;
+    bool& sampling;
     ~release_hold() {
+      sampling = false;
       std::atomic_thread_fence(std::memory_order_seq_cst);
       flag[0] = 1;
     }
   };
+  m_marked = 0;
   {
     hold_stream(m_flag.device(), k_hold_timeout_ms, s());
-    release_hold guard{flag};
+    release_hold guard{flag, m_sampling};
     check(hipEventRecord(m_start.get(), s()), "hipEventRecord");
+    m_sampling = true;
     enqueue();
+    m_sampling = false;
     check(hipEventRecord(m_stop.get(), s()), "hipEventRecord");
   }
   check(hipEventSynchronize(m_stop.get()), "waiting for the kernel");
-  float ms = 0;
-  check(hipEventElapsedTime(&ms, m_start.get(), m_stop.get()), "hipEventElapsedTime");
+  const auto elapsed_us = [](const event& from, const event& to) {
+    float ms = 0;
+    check(hipEventElapsedTime(&ms, from.get(), to.get()), "hipEventElapsedTime");
+    return double(ms) * 1000.0;
+  };
   // The host was too slow to queue the launches before the hold ran out: the launches may have
   // waited on it, so the sample is not the kernel's time.
-  return {double(ms) * 1000.0, flag[1] == 0};
+  timed_sample t{elapsed_us(m_start, m_stop), flag[1] == 0, {}};
+  const event* from = &m_start;
+  for (std::size_t i = 0; i < m_marked; ++i) {
+    t.launch_us.push_back(elapsed_us(*from, m_marks[i]));
+    from = &m_marks[i];
+  }
+  return t;
+}
+
+void hip_backend::mark_launch() {
+  if (!m_sampling) return;
+  if (m_marked == m_marks.size()) m_marks.emplace_back();
+  check(hipEventRecord(m_marks[m_marked++].get(), s()), "hipEventRecord");
 }
 
 }  // namespace

@@ -373,6 +373,8 @@ class opencl_backend final : public device_backend {
   void flush_caches() override;
   void scrub_local_memory() override;
   timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override;
+  void mark_launch() override;
+  bool marks_are_free() const override { return true; }
   std::optional<telemetry_reading> read_telemetry() override {
     if (!m_telemetry) return std::nullopt;
     return m_telemetry->read();
@@ -483,9 +485,12 @@ class opencl_backend final : public device_backend {
   std::int64_t m_hash_partials_words = 0;    // what m_hash_partials holds
   std::vector<unsigned char> m_guard_reads;  // guards_hold()'s copies of the guards
   std::uint64_t m_flush_bytes = 0;
-  // While a sample is timed: the first and the last command it enqueued.
+  // While a sample is timed: the first and the last command it enqueued, the first command of
+  // the launch being enqueued, and of each launch marked (mark_launch) its first command (where
+  // it had one of its own) and its last.
   bool m_sampling = false;
-  event_ptr m_first, m_last;
+  event_ptr m_first, m_last, m_launch_first;
+  std::vector<std::pair<event_ptr, event_ptr>> m_marks;
   bool m_first_is_marker = false;
   std::unique_ptr<telemetry> m_telemetry;
 };
@@ -539,6 +544,7 @@ opencl_backend::~opencl_backend() {
   m_pool.clear();
   m_first.reset();
   m_last.reset();
+  m_marks.clear();
   m_functions.clear();
   m_fresh.clear();
   m_programs.clear();
@@ -659,6 +665,10 @@ void opencl_backend::sampled(cl_event e) {
   if (!m_first) {
     m_first.reset(e);
     m_first_is_marker = false;
+    clRetainEvent(e);
+  }
+  if (!m_launch_first) {
+    m_launch_first.reset(e);
     clRetainEvent(e);
   }
   m_last.reset(e);
@@ -1236,6 +1246,8 @@ timed_sample opencl_backend::time_launches(kernel_role, const std::function<void
         cl_phase::enqueue);
   m_first.reset();
   m_last.reset();
+  m_launch_first.reset();
+  m_marks.clear();
   m_sampling = true;
   try {
     enqueue();
@@ -1246,23 +1258,44 @@ timed_sample opencl_backend::time_launches(kernel_role, const std::function<void
   }
   m_sampling = false;
   check(clSetUserEventStatus(hold.get(), CL_COMPLETE), "releasing the queue", cl_phase::other);
-  if (!m_last) return {0, true};
+  if (!m_last) return {0, true, {}};
   cl_event last = m_last.get();
   guard(clWaitForEvents(1, &last), "waiting for the kernel", cl_phase::wait);
   cl_int exec = CL_COMPLETE;
   clGetEventInfo(last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof exec, &exec, nullptr);
   if (exec < 0) guard(exec, "running the kernel", cl_phase::wait);
-  cl_ulong start = 0, end = 0;
-  check(
-      clGetEventProfilingInfo(
-          m_first.get(), m_first_is_marker ? CL_PROFILING_COMMAND_END : CL_PROFILING_COMMAND_START,
-          sizeof start, &start, nullptr),
-      "reading the start time", cl_phase::other);
-  check(clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
-        "reading the end time", cl_phase::other);
+  const auto time_of = [&](cl_event e, cl_profiling_info which) {
+    cl_ulong t = 0;
+    check(clGetEventProfilingInfo(e, which, sizeof t, &t, nullptr), "reading a command's time",
+          cl_phase::other);
+    return t;
+  };
+  const cl_ulong start = time_of(
+      m_first.get(), m_first_is_marker ? CL_PROFILING_COMMAND_END : CL_PROFILING_COMMAND_START);
+  const cl_ulong end = time_of(last, CL_PROFILING_COMMAND_END);
+  timed_sample s{end > start ? double(end - start) / 1e3 : 0.0, true, {}};
+  // Each marked launch: from its first command's start to its last's end, where it had a first
+  // command of its own (not the queue's wait between commands, which a CPU device's scheduler
+  // stretches now and then); else from the end of the launch before (or the sample's start).
+  cl_ulong from = start;
+  for (const auto& [first, mark] : m_marks) {
+    const cl_ulong to = time_of(mark.get(), CL_PROFILING_COMMAND_END);
+    if (first) from = time_of(first.get(), CL_PROFILING_COMMAND_START);
+    s.launch_us.push_back(to > from ? double(to - from) / 1e3 : 0.0);
+    from = std::max(from, to);
+  }
   m_first.reset();
   m_last.reset();
-  return {end > start ? double(end - start) / 1e3 : 0.0, true};
+  m_launch_first.reset();
+  m_marks.clear();
+  return s;
+}
+
+void opencl_backend::mark_launch() {
+  if (!m_sampling || !m_last) return;
+  clRetainEvent(m_last.get());
+  m_marks.emplace_back(std::move(m_launch_first), event_ptr(m_last.get()));
+  m_launch_first.reset();
 }
 
 }  // namespace

@@ -113,6 +113,9 @@ struct phase_rounds {
   std::vector<double> batches;
   std::vector<double> checks;  // timed samples checked against the reference
   std::vector<double> probes;  // probes of a batch's sets
+  // Samples timed launch by launch, and where there were enough, their spread, its excess and
+  // how far the built-in kernel's launches strayed (where the spread asked).
+  std::vector<double> splits, spread, excess, builtin;
 };
 
 // "  on: setup 1.0, verification 2.0 (...) ..." in milliseconds, medians over the rounds.
@@ -133,6 +136,13 @@ void print_phases(const char* who, const phase_rounds& p) {
       med(&point_phases::preparation), med(&point_phases::sampling), med(&point_phases::hooks),
       median(p.samples), median(p.batches), median(p.checks), median(p.probes),
       med(&point_phases::probes), med(&point_phases::checks), med(&point_phases::total));
+  if (p.spread.empty()) return;
+  std::printf("       %3.0f samples timed launch by launch: spread %5.2f, excess %6.2f us",
+              median(p.splits), median(p.spread), median(p.excess));
+  if (!p.builtin.empty())
+    std::printf(", built-in %6.2f us (%zu of %zu points)", median(p.builtin), p.builtin.size(),
+                p.spread.size());
+  std::printf("\n");
 }
 
 }  // namespace
@@ -215,8 +225,8 @@ int main(int argc, char** argv) {
           return 1;
         }
         if (defended(i) && !r.flags.empty()) {
-          std::fprintf(stderr, "bench_defences: the honest %s was flagged %s\n", c.name,
-                       r.flags.front().c_str());
+          std::fprintf(stderr, "bench_defences: the honest %s was flagged %s (%s)\n", c.name,
+                       r.flags.front().c_str(), r.verification.note.c_str());
           return 1;
         }
         medians[i].push_back(r.time_us->median);
@@ -236,6 +246,11 @@ int main(int argc, char** argv) {
           phases[i].batches.push_back(double(r.batch));
           phases[i].checks.push_back(double(r.verification.timed_checks));
           phases[i].probes.push_back(double(r.verification.batch_probes));
+          phases[i].splits.push_back(double(r.verification.split_samples));
+          const auto& v = r.verification;
+          if (v.launch_spread) phases[i].spread.push_back(*v.launch_spread);
+          if (v.launch_excess_us) phases[i].excess.push_back(*v.launch_excess_us);
+          if (v.builtin_excess_us) phases[i].builtin.push_back(*v.builtin_excess_us);
           batches[i].push_back(double(r.batch));
         }
       }

@@ -306,6 +306,109 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
   }
 })";
 
+// As the scratch batch, but the first launch leaves the other sets' answers in memory of its own
+// (an array among its globals, room for 1024 elements a set) and writes nothing of theirs; each
+// later launch whose inputs are the ones its answer was made from copies it out. Nothing a
+// check or a probe reads differs from an honest kernel's: only the launches' times do. Each
+// answer takes a few dependent steps more than the axpy (whose result they leave as it
+// is): work that costs more than the copy, as it must for keeping answers to pay.
+constexpr const char* k_opencl_stash_batch = R"(global ulong outs[256];
+global ulong ins_a[256];
+global ulong ins_b[256];
+global float stashed_for[256];
+global float stash[256 * 1024];
+global uint nknown = 0;
+global uint done = 0;
+float answer(float x, float y, float s) {
+  float steps = x;
+  for (int k = 0; k < 12; ++k) steps = steps * 0.999f + 0.001f;
+  return x + s * y + (steps > 1e30f ? 1.0f : 0.0f);
+}
+__kernel void axpy(__global float* out, __global const float* a, __global const float* b,
+                   float s, int n) {
+  long i = get_global_id(0);
+  uint known = min(nknown, 256u), me = 256u;
+  for (uint j = 0; j < known; ++j)
+    if (outs[j] == (ulong)out) me = j;
+  bool left = n <= 1024 && me < 256u && ins_a[me] == (ulong)a && stashed_for[me] == a[0];
+  if (left) {
+    if (i < n) out[i] = stash[me * 1024 + i];
+  } else if (i < n) {
+    out[i] = answer(a[i], b[i], s);
+    for (uint j = 0; j < known && n <= 1024; ++j) {
+      __global const float* aj = (__global const float*)ins_a[j];
+      __global const float* bj = (__global const float*)ins_b[j];
+      if (j != me && stashed_for[j] != aj[0]) stash[j * 1024 + i] = answer(aj[i], bj[i], s);
+    }
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (get_local_id(0) == 0 && atomic_inc(&done) == get_num_groups(0) - 1) {
+    if (!left) {
+      for (uint j = 0; j < known && n <= 1024; ++j)
+        if (j != me) stashed_for[j] = ((__global const float*)ins_a[j])[0];
+      if (me == 256u && nknown < 256u) me = nknown++;
+      if (me < 256u) {
+        outs[me] = (ulong)out;
+        ins_a[me] = (ulong)a;
+        ins_b[me] = (ulong)b;
+        stashed_for[me] = a[0] + 1.0f;  /* no input it will see: its answer is in out */
+      }
+    }
+    done = 0;
+  }
+})";
+
+constexpr const char* k_hip_stash_batch = R"(#include <hip/hip_runtime.h>
+__device__ unsigned long long outs[256];
+__device__ unsigned long long ins_a[256];
+__device__ unsigned long long ins_b[256];
+__device__ float stashed_for[256];
+__device__ float stash[256 * 1024];
+__device__ unsigned int nknown;
+__device__ unsigned int done;
+__device__ float answer(float x, float y, float s) {
+  float steps = x;
+  for (int k = 0; k < 12; ++k) steps = steps * 0.999f + 0.001f;
+  return x + s * y + (steps > 1e30f ? 1.0f : 0.0f);
+}
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  unsigned int known = nknown < 256u ? nknown : 256u, me = 256u;
+  for (unsigned int j = 0; j < known; ++j)
+    if (outs[j] == (unsigned long long)out) me = j;
+  bool left = n <= 1024 && me < 256u && ins_a[me] == (unsigned long long)a &&
+              stashed_for[me] == a[0];
+  if (left) {
+    if (i < n) out[i] = stash[me * 1024 + i];
+  } else if (i < n) {
+    out[i] = answer(a[i], b[i], s);
+    for (unsigned int j = 0; j < known && n <= 1024; ++j) {
+      const float* aj = (const float*)ins_a[j];
+      const float* bj = (const float*)ins_b[j];
+      if (j != me && stashed_for[j] != aj[0]) stash[j * 1024 + i] = answer(aj[i], bj[i], s);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&done, 1u) == gridDim.x - 1) {
+      if (!left) {
+        for (unsigned int j = 0; j < known && n <= 1024; ++j)
+          if (j != me) stashed_for[j] = ((const float*)ins_a[j])[0];
+        if (me == 256u && nknown < 256u) me = nknown++;
+        if (me < 256u) {
+          outs[me] = (unsigned long long)out;
+          ins_a[me] = (unsigned long long)a;
+          ins_b[me] = (unsigned long long)b;
+          stashed_for[me] = a[0] + 1.0f;  // no input it will see: its answer is in out
+        }
+      }
+      done = 0;
+      __threadfence();
+    }
+  }
+})";
+
 // Made for a run of exactly 200 samples (hot, not batched): launches 0-2 are the warm-up, 3-5
 // the single samples, 6-205 the samples, 206 the last check. Honest until launch 46 (the checks
 // on kept answers all but surely come before), a fifth of the work in the next 160 samples (the

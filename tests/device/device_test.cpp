@@ -717,6 +717,21 @@ TEST_P(DeviceTest, AKernelLeavingOtherLaunchesAnswersInTheirScratchIsCaught) {
   EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
 }
 
+// The same, leaving the other launches' answers in memory of its own: nothing a check or a probe
+// reads differs, but the batch's first launch takes the time of the others' work, which the
+// samples timed launch by launch show (uneven_launches).
+TEST_P(DeviceTest, AKernelKeepingOtherLaunchesAnswersInItsOwnMemoryIsCaught) {
+  const json row = batched_run(k_hip_stash_batch, k_opencl_stash_batch);
+  if (row["batch"].get<int>() == 1) {
+    GTEST_SKIP() << "launches of " << row["time_us"]["median"] << " µs were not batched";
+  }
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_EQ(row["verification"].value("timed_failed", 0), 0) << row.dump();
+  EXPECT_FALSE(has_flag(row, "out_of_bounds_write")) << row.dump();
+  EXPECT_TRUE(has_flag(row, "uneven_launches")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
 // `spec` (an axpy job in `language`) made the run of exactly 200 samples the middle cheat counts
 // on, with its elements of `type` (as OpenCL C and HIP both spell it), honest or not, over
 // `n` elements (enough that a launch is not batched); the row it measured.

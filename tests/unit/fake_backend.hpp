@@ -59,6 +59,9 @@ class fake_backend final : public device_backend {
   // A host kernel that sets launch_skipped did no work: its launch takes skipped_launch_us.
   bool launch_skipped = false;
   double skipped_launch_us = 0.01;
+  // A host kernel that sets launch_work did that many launches' work: its launch takes that many
+  // times its time.
+  double launch_work = 1;
   bool fp64 = true;  // f64 GEMMs supported
   std::uint64_t free_bytes = 1ull << 30;
   // False: buffers have no storage and ops only take their time (the roofline's big problems).
@@ -198,8 +201,9 @@ class fake_backend final : public device_backend {
       }
     }
     launch_skipped = false;
+    launch_work = 1;
     kernels.at(entry)(a);
-    double us = kernel_time_us.count(entry) ? kernel_time_us[entry] : 10;
+    double us = (kernel_time_us.count(entry) ? kernel_time_us[entry] : 10) * launch_work;
     if (launch_skipped) us = skipped_launch_us;
     if (time_first_launch_only_us > 0 && m_timing && m_pending == 0) us = time_first_launch_only_us;
     launched("launch " + entry, us);
@@ -270,12 +274,28 @@ class fake_backend final : public device_backend {
   timed_sample time_launches(kernel_role role, const std::function<void()>& enqueue) override {
     log.push_back(role == kernel_role::candidate ? "sample candidate" : "sample baseline");
     m_pending = 0;
+    m_marks.clear();
     m_timing = true;
     enqueue();
     m_timing = false;
     m_clock_us += m_pending + sample_fixed_us + 5;
-    return {m_pending + sample_fixed_us, true};
+    timed_sample s{m_pending + sample_fixed_us, true, {}};
+    // The fixed cost is the first launch's, as where the events around a sample take it.
+    double from = -sample_fixed_us;
+    for (const double mark : m_marks) {
+      s.launch_us.push_back(mark - from);
+      from = mark;
+    }
+    return s;
   }
+  // Marks are not logged: like OpenCL's, they are invisible to the kernels. Where they are not
+  // free, each takes mark_us of the sample's time.
+  void mark_launch() override {
+    if (!m_timing) return;
+    if (!free_marks) m_pending += mark_us;
+    m_marks.push_back(m_pending);
+  }
+  bool marks_are_free() const override { return free_marks; }
   double clock_ms() override { return m_clock_us / 1e3; }
   std::optional<telemetry_reading> read_telemetry() override {
     telemetry_reading r;
@@ -287,6 +307,8 @@ class fake_backend final : public device_backend {
   bool skip_builtin_gemm = false;  // the builtin GEMM writes nothing (a wrong kernel)
   // The fixed cost of a timed sample (µs): what the events around its launches take.
   double sample_fixed_us = 0;
+  bool free_marks = true;  // marks_are_free()
+  double mark_us = 0;      // what a mark takes where they are not free
 
  private:
   static std::string kind_name(fill_kind k) {
@@ -348,6 +370,7 @@ class fake_backend final : public device_backend {
   bool m_lost = false;
   bool m_timing = false;
   double m_pending = 0;
+  std::vector<double> m_marks;  // m_pending at each mark of the sample being timed
   double m_clock_us = 0;
 };
 

@@ -1161,6 +1161,182 @@ TEST(PointRunner, AKernelLeavingOtherLaunchesAnswersInTheirScratchIsCaught) {
   }
 }
 
+// A kernel that computes the other sets' answers at a sample's first launch into memory of its
+// own (here the host's, standing for its module's globals) and has each later launch whose
+// inputs are the ones it computed from copy its answer out: nothing a check or a probe reads
+// differs from an honest kernel's. The samples timed launch by launch find the first launch
+// taking the others' work. The honest kernel's launches are even, and it keeps its score.
+TEST(PointRunner, AKernelKeepingOtherLaunchesAnswersInItsOwnMemoryIsCaught) {
+  auto t = make_runner();
+  struct stashed {
+    float* x;
+    float seen;  // x[0] when its answer was stashed
+    std::vector<float> answer;
+  };
+  std::map<float*, stashed> known;  // by output
+  bool timing = false;
+  t.fake->on_fresh_module = [&] {
+    known.clear();
+    timing = true;
+  };
+  int fused = 0;
+  t.fake->kernels["scale_kept"] = [&, fake = t.fake](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    const auto it = known.find(y);
+    if (timing && it != known.end() && it->second.x == x && it->second.seen == x[0]) {
+      std::copy(it->second.answer.begin(), it->second.answer.end(), y);
+      fake->launch_work = 0.2;  // a copy
+      return;
+    }
+    for (int i = 0; i < n; ++i)
+      y[i] = float(a.scalars[1] * x[i]);
+    if (!timing) return;
+    known[y] = {x, x[0] + 1, {}};  // its answer is in y
+    for (auto& [out, k] : known) {
+      if (out == y || k.seen == k.x[0]) continue;
+      k.answer.resize(std::size_t(n));
+      for (int i = 0; i < n; ++i)
+        k.answer[std::size_t(i)] = float(a.scalars[1] * k.x[i]);
+      k.seen = k.x[0];
+      fake->launch_work += 0.25;  // side by side with its own, on units it leaves idle
+      ++fused;
+    }
+  };
+  t.fake->kernel_time_us["scale_kept"] = 6;
+  t.fake->kernel_time_us["scale"] = 6;
+  const auto honest = t.runner.measure(plan_of(scale_job("scale")), 0, 3);
+  ASSERT_EQ(honest.status, point_status::ok) << (honest.error ? honest.error->message : "");
+  ASSERT_GT(honest.batch, 2);
+  EXPECT_TRUE(honest.flags.empty()) << honest.verification.note;
+  EXPECT_GE(honest.verification.split_samples, k_min_split_samples);
+  ASSERT_TRUE(honest.verification.launch_spread);
+  EXPECT_LT(*honest.verification.launch_spread, 1.01);
+  EXPECT_GT(honest.fitness.combined_score, 0);
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    known.clear();
+    timing = false;
+    fused = 0;
+    const auto r = t.runner.measure(plan_of(scale_job("scale_kept")), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_GT(r.batch, 2) << "seed " << seed;
+    ASSERT_GT(fused, 0) << "seed " << seed;
+    EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
+    EXPECT_EQ(r.verification.timed_failed, 0) << "seed " << seed << ": " << r.verification.note;
+    EXPECT_TRUE(r.verification.written_out_of_bounds.empty()) << r.verification.note;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "uneven_launches"), r.flags.end())
+        << "seed " << seed << ": " << r.verification.note;
+    EXPECT_NE(r.verification.note.find("timed launch by launch"), std::string::npos)
+        << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
+  }
+}
+
+// A kernel that does nothing at a sample's launches but its last, which does the whole batch's
+// work: the probe, whose lone launch on the batch's first set writes nothing of another's, sees
+// no harm, and every check after the sample finds every output right. Its last launch takes
+// the batch's time. It knows a sample's launches as a kernel reading a clock would (each follows
+// the one before with nothing between), and a batch's length from the sample before.
+TEST(PointRunner, AKernelDoingItsBatchsWorkAtItsLastLaunchIsCaught) {
+  auto t = make_runner();
+  struct pending_set {
+    float* x;
+    float* y;
+  };
+  std::vector<pending_set> pending;  // this sample's launches so far
+  std::size_t batch = 0, log_seen = 0;
+  int skipped = 0;
+  bool timing = false;
+  t.fake->on_fresh_module = [&] { timing = true; };
+  t.fake->kernels["scale_last"] = [&, fake = t.fake](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    auto compute = [&](const pending_set& s) {
+      for (int i = 0; i < n; ++i)
+        s.y[i] = float(a.scalars[1] * s.x[i]);
+    };
+    // The log since its last launch: a sample's first launch follows "sample candidate", a later
+    // one its own launch; anything else (fills, hashes, a comparison) is a pause.
+    const std::string before = fake->log.empty() ? "" : fake->log.back();
+    const bool first = before == "sample candidate";
+    const bool next = before == "launch scale_last" && fake->log.size() == log_seen + 1;
+    log_seen = fake->log.size();
+    if (!timing || (!first && !next)) {
+      if (!pending.empty()) batch = pending.size();
+      pending.clear();
+      compute({x, y});
+      return;
+    }
+    if (first) {
+      if (!pending.empty()) batch = pending.size();
+      pending.clear();
+    }
+    pending.push_back({x, y});
+    if (pending.size() < batch) {
+      fake->launch_skipped = true;
+      ++skipped;
+      return;
+    }
+    for (const auto& s : pending)
+      compute(s);
+    fake->launch_work = 1 + 0.25 * double(pending.size() - 1);  // side by side
+  };
+  t.fake->kernel_time_us["scale_last"] = 6;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    pending.clear();
+    batch = 0;
+    skipped = 0;
+    timing = false;
+    const auto r = t.runner.measure(plan_of(scale_job("scale_last")), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_GT(r.batch, 2) << "seed " << seed;
+    ASSERT_GT(skipped, 0) << "seed " << seed;  // it did leave its work to the last launch
+    EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
+    // (A check may catch it too, where the batch it learned from the sample before is not the
+    // sample's: not what this test is about.)
+    EXPECT_TRUE(r.verification.written_out_of_bounds.empty()) << r.verification.note;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "uneven_launches"), r.flags.end())
+        << "seed " << seed << ": " << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
+  }
+}
+
+// A sample's fixed cost is its first launch's (the events around it, the start after the hold):
+// taken from that launch before the launches are compared, so that an honest short kernel whose
+// first launch it doubles is not uneven.
+TEST(PointRunner, ASamplesFixedCostDoesNotMakeItsFirstLaunchUneven) {
+  auto t = make_runner();
+  t.fake->kernel_time_us["scale"] = 0.5;
+  t.fake->sample_fixed_us = 6;  // a first launch of 8.5 µs, the others 2.5: a spread of 3.4
+  const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 5);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  ASSERT_GT(r.batch, 2);
+  ASSERT_TRUE(r.verification.launch_spread);
+  // The first launch keeps half its time at least (a fixed cost measured too high cannot make it
+  // the shortest): 4.25 µs.
+  EXPECT_NEAR(*r.verification.launch_spread, 1.7, 1e-9);
+  EXPECT_TRUE(r.flags.empty()) << r.verification.note;
+}
+
+// Where marking a launch takes time of its own (an event recorded between two launches on a
+// GPU), a sample timed launch by launch is not one of the kernel's samples: its time would read
+// slower than the kernel is.
+TEST(PointRunner, SamplesTimedLaunchByLaunchWithMarksThatCostAreNotTimed) {
+  auto t = make_runner();
+  t.fake->kernel_time_us["scale"] = 6;
+  t.fake->free_marks = false;
+  t.fake->mark_us = 100;
+  const auto r = t.runner.measure(plan_of(scale_job("scale")), 0, 3);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  ASSERT_GT(r.batch, 2);
+  EXPECT_GE(r.verification.split_samples, k_min_split_samples);
+  ASSERT_TRUE(r.time_us.has_value());
+  EXPECT_LT(r.time_us->max, 50) << "a sample with its marks' time";
+  EXPECT_TRUE(r.flags.empty()) << r.verification.note;
+}
+
 // Which timed samples are checked comes from a key drawn for each point, not from the seed: the
 // same job with the same seed (which a framework may fix, so that its inputs repeat) checks other
 // samples each time it runs, and no schedule of checks holds from run to run.
