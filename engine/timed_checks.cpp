@@ -39,9 +39,10 @@ constexpr double k_probe_share = 0.05;
 // hold); where a device does not tell its cache sizes, half of this many bytes.
 constexpr std::uint64_t k_batch_sets_default_bytes = std::uint64_t(32) << 20;
 
-// A batched sample is split (timed launch by launch) with probability 1/k_split_one_in, or
-// more where the spec's fewest samples would split fewer than k_min_split_samples (with the last
-// check's, counted twice here for a margin), at most k_split_most.
+// A batched sample is split (timed launch by launch) with probability 1/k_split_one_in; until
+// twice k_min_split_samples have been, with more where the spec's fewest samples would split
+// fewer (at most k_split_most), so that a short run has enough to judge. On a GPU a split
+// sample is not a timed one: a chance kept low past the first few keeps the samples it costs few.
 constexpr double k_split_one_in = 8;
 constexpr double k_split_most = 0.5;
 
@@ -157,7 +158,10 @@ void point_runner::timed_checks::before(std::int64_t launches, bool timed) {
     m_runner.m_phases.probes += m_probe_ms;
   }
   m_split = timed && !m_batch.empty() && !m_kept.empty() &&
-            (m_last || drawn_below(mix64(pick ^ k_split_salt), m_split_chance));
+            (m_last || drawn_below(mix64(pick ^ k_split_salt),
+                                   m_split_times.size() < 2 * std::size_t(k_min_split_samples)
+                                       ? m_split_chance
+                                       : 1 / k_split_one_in));
   if (timed && m_runner.m_prime_samples && rotates()) m_k.launch(m_sets[1 - m_current]);
   const std::size_t sets = std::max<std::size_t>(1, m_batch.size());
   // The last kept answer is the last check's.

@@ -74,7 +74,8 @@ class point_runner::timed_checks {
   // fresh inputs; nothing before it tells it. A batched sample of a kernel with kept answers is
   // preceded by a probe of its sets (probe_other_sets) with the probability probe_chance()
   // gives, drawn as checks are, and the last check always. Such a sample is split (timed launch
-  // by launch, split()) with the probability split_chance(), drawn too, and the last check always.
+  // by launch, split()), drawn too (one in eight, more at first where the spec's fewest samples
+  // are few), and the last check always.
   void before(std::int64_t launches, bool timed);
 
   // Whether the sample before() prepared is timed launch by launch: after() gets each launch's
