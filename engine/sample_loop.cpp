@@ -69,13 +69,34 @@ timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold) {
   return s;
 }
 
-launch_spread spread_of_launches(std::span<const double> launch_us, double fixed_us) {
-  if (launch_us.empty()) return {};
-  std::vector<double> t(launch_us.begin(), launch_us.end());
-  t[0] = std::max(t[0] - fixed_us, t[0] / 2);
-  std::sort(t.begin(), t.end());
-  const double quartile = t[(t.size() - 1) / 4];
-  return {t.back() / std::max(quartile, 1e-3), t.back() - quartile, quartile};
+launch_spread spread_of_launches(std::span<const std::vector<double>> samples, double fixed_us) {
+  if (samples.empty() || samples.front().empty()) return {};
+  const std::size_t launches = samples.front().size();
+  std::vector<std::vector<double>> ratios(launches), excess(launches);
+  std::vector<double> quartiles, t;
+  for (const auto& sample : samples) {
+    if (sample.size() != launches) continue;
+    t = sample;
+    t[0] = std::max(t[0] - fixed_us, t[0] / 2);
+    std::vector<double> sorted = t;
+    std::sort(sorted.begin(), sorted.end());
+    const double quartile = sorted[(launches - 1) / 4];
+    quartiles.push_back(quartile);
+    for (std::size_t j = 0; j < launches; ++j) {
+      ratios[j].push_back(t[j] / std::max(quartile, 1e-3));
+      excess[j].push_back(t[j] - quartile);
+    }
+  }
+  const auto median = [](std::vector<double>& x) {
+    std::sort(x.begin(), x.end());
+    return percentile_sorted(x, 50);
+  };
+  launch_spread worst{0, 0, median(quartiles)};
+  for (std::size_t j = 0; j < launches; ++j) {
+    const double r = median(ratios[j]);
+    if (r > worst.ratio) worst = {r, median(excess[j]), worst.quartile_us};
+  }
+  return worst;
 }
 
 double builtin_launch_excess_us(device_backend& backend, std::int64_t launches,
@@ -115,15 +136,13 @@ double builtin_launch_excess_us(device_backend& backend, std::int64_t launches,
       iterations = int(std::clamp(double(iterations) * launch_us / quartile, 1.0,
                                   double(k_spread_most_iterations)));
     }
-    std::vector<double> excess;
+    std::vector<std::vector<double>> samples;
     for (int r = 0; r < k_spread_rounds; ++r) {
       const timed_sample s = sample();
-      if (s.valid && std::size_t(launches) == s.launch_us.size())
-        excess.push_back(spread_of_launches(s.launch_us, fixed_us).excess_us);
+      if (s.valid && std::size_t(launches) == s.launch_us.size()) samples.push_back(s.launch_us);
     }
-    if (excess.size() * 2 < std::size_t(k_spread_rounds)) return 0;
-    std::sort(excess.begin(), excess.end());
-    return percentile_sorted(excess, 90);
+    if (samples.size() * 2 < std::size_t(k_spread_rounds)) return 0;
+    return spread_of_launches(samples, fixed_us).excess_us;
   } catch (const backend_error&) {
     return 0;
   }

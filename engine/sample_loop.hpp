@@ -112,24 +112,26 @@ using fixed_cost_memo = std::optional<kept_measurement>;
 // hook.
 timed_sample take_sample(device_backend& backend, timed_kernel& k, bool cold);
 
-// How uneven a sample timed launch by launch was: its longest launch against its lower quartile
-// (the launch a quarter of the way up, by rank), as a ratio and as the time between them (µs),
-// and that quartile's time.
-// `fixed_us` (the sample's fixed cost, which its first launch's time holds) is taken from the
-// first launch first, which keeps half its time at least.
+// How uneven samples timed launch by launch were, at the place in their batch where the launch
+// was slowest: for the launch at each place, the medians over the samples of its time against
+// the sample's lower quartile of launches (the launch a quarter of the way up, by rank), as a
+// ratio and as the time between them (µs), and the median quartile. `fixed_us` (a sample's
+// fixed cost, which its first launch's time holds) is taken from the first launch first, which
+// keeps half its time at least. A device that holds up a launch now and then does so at no one
+// place in most samples; a kernel doing others' work at one launch of a batch does so at the
+// same place in every sample it shortens. Samples of another length than the first are left
+// out; none gives a ratio of 1.
 struct launch_spread {
   double ratio = 1;
   double excess_us = 0;
   double quartile_us = 0;
 };
-launch_spread spread_of_launches(std::span<const double> launch_us, double fixed_us);
+launch_spread spread_of_launches(std::span<const std::vector<double>> samples, double fixed_us);
 
-// How far honest launches about `launch_us` long stray on `backend` (µs): the 90th percentile of
-// the excess (launch_spread) over samples of `launches` launches of a short built-in kernel,
-// timed launch by launch, each sample after fills of as many buffers of `set_bytes` as a runner's
-// sets. On PoCL a launch of under a microsecond now and then takes about 6 µs more (its
-// work-items wait for a thread). `fixed_us` as above. 0 where the device cannot time launches
-// one by one.
+// The same of samples of `launches` launches of a short built-in kernel on `backend`, each
+// about `launch_us` long, each sample after fills of as many buffers of `set_bytes` as a
+// runner's sets: how far honest launches stray there (its excess, µs). `fixed_us` as above. 0
+// where the device cannot time launches one by one.
 double builtin_launch_excess_us(device_backend& backend, std::int64_t launches,
                                 std::uint64_t set_bytes, double launch_us, double fixed_us);
 

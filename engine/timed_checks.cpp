@@ -351,43 +351,14 @@ std::optional<double> point_runner::timed_checks::sample_wall_ms() const {
 }
 
 void point_runner::timed_checks::judge_launches(verification_result& v) {
-  // Of the launch at each place in the batch, the medians over the split samples of its time
-  // against the sample's lower quartile (the first launch less `fixed_us`): the place whose
-  // ratio is highest. A scheduler holding up a launch now and then does so at no one place in
-  // most samples; a kernel doing others' work at one launch of a batch does so at the same
-  // place in every sample whose time it shortens.
   const std::size_t launches = m_split_times.front().size();
-  const auto at_worst_place = [&](double fixed_us) {
-    std::vector<std::vector<double>> ratios(launches), excess(launches);
-    std::vector<double> quartiles;
-    for (const auto& t : m_split_times) {
-      if (t.size() != launches) continue;
-      const launch_spread s = spread_of_launches(t, fixed_us);
-      quartiles.push_back(s.quartile_us);
-      for (std::size_t j = 0; j < launches; ++j) {
-        const double us = j == 0 ? std::max(t[0] - fixed_us, t[0] / 2) : t[j];
-        ratios[j].push_back(us / std::max(s.quartile_us, 1e-3));
-        excess[j].push_back(us - s.quartile_us);
-      }
-    }
-    const auto median = [](std::vector<double> x) {
-      std::sort(x.begin(), x.end());
-      return percentile_sorted(x, 50);
-    };
-    launch_spread worst{0, 0, median(quartiles)};
-    for (std::size_t j = 0; j < launches; ++j) {
-      const double r = median(ratios[j]);
-      if (r > worst.ratio) worst = {r, median(excess[j]), worst.quartile_us};
-    }
-    return worst;
-  };
-  launch_spread spread = at_worst_place(0);
+  launch_spread spread = spread_of_launches(m_split_times, 0);
   if (spread.ratio > k_uneven_launches) {
     // The sample's fixed cost, in its first launch, and how far honest launches as long as the
     // lower quartile's stray on this device after the same fills.
     device_backend& backend = *m_runner.m_backend;
     const double fixed = fixed_cost_us(backend, m_runner.m_fixed_cost);
-    if (fixed > 0) spread = at_worst_place(fixed);
+    if (fixed > 0) spread = spread_of_launches(m_split_times, fixed);
     if (spread.ratio > k_uneven_launches) {
       v.builtin_excess_us = builtin_launch_excess_us(backend, std::int64_t(launches),
                                                      buffer_bytes(m_k), spread.quartile_us, fixed);
@@ -400,9 +371,10 @@ void point_runner::timed_checks::judge_launches(verification_result& v) {
             "in batched samples timed launch by launch, one launch of the batch took " +
             format_tolerance(spread.ratio) + " times the lower quartile's time, " +
             format_tolerance(spread.excess_us) + " us more (medians over " +
-            std::to_string(m_split_times.size()) + " samples; a built-in kernel's longest " +
-            "launches " + format_tolerance(v.builtin_excess_us.value_or(0)) +
-            " us more): a launch doing the work of the batch's others would time each faster "
+            std::to_string(m_split_times.size()) + " samples; a built-in kernel's launches " +
+            format_tolerance(v.builtin_excess_us.value_or(0)) +
+            " us more at their slowest place): a launch doing the work of the batch's others would "
+            "time each faster "
             "than it is";
 }
 
