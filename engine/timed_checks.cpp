@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <string>
 #include <vector>
@@ -367,15 +368,18 @@ void point_runner::timed_checks::judge_launches(verification_result& v) {
   v.launch_spread = spread.ratio;
   v.launch_excess_us = spread.excess_us;
   if (!uneven_launches(v)) return;
+  const auto three = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", x);
+    return std::string(text);
+  };
   v.note += std::string(v.note.empty() ? "" : "; ") +
             "in batched samples timed launch by launch, one launch of the batch took " +
-            format_tolerance(spread.ratio) + " times the lower quartile's time, " +
-            format_tolerance(spread.excess_us) + " us more (medians over " +
-            std::to_string(m_split_times.size()) + " samples; a built-in kernel's launches " +
-            format_tolerance(v.builtin_excess_us.value_or(0)) +
-            " us more at their slowest place): a launch doing the work of the batch's others would "
-            "time each faster "
-            "than it is";
+            three(spread.ratio) + " times the lower quartile's time, " + three(spread.excess_us) +
+            " µs more (medians over " + std::to_string(m_split_times.size()) +
+            " samples; a built-in kernel's launches " + three(v.builtin_excess_us.value_or(0)) +
+            " µs more at their slowest place): a launch doing the work of the batch's others "
+            "would time each faster than it is";
 }
 
 double point_runner::timed_checks::probe_chance() const {
