@@ -25,6 +25,12 @@ constexpr int k_spread_scalings = 3;
 constexpr int k_spread_most_iterations = 1 << 20;
 constexpr std::uint64_t k_spread_seed = 0x5b11ed;
 
+// The launch a quarter of the way up `t` by rank (its lower quartile). Precondition: !t.empty().
+double lower_quartile(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return t[(t.size() - 1) / 4];
+}
+
 double trimmed_mean(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const auto drop = std::size_t(double(v.size()) * k_fixed_cost_trim);
@@ -78,9 +84,7 @@ launch_spread spread_of_launches(std::span<const std::vector<double>> samples, d
     if (sample.size() != launches) continue;
     t = sample;
     t[0] = std::max(t[0] - fixed_us, t[0] / 2);
-    std::vector<double> sorted = t;
-    std::sort(sorted.begin(), sorted.end());
-    const double quartile = sorted[(launches - 1) / 4];
+    const double quartile = lower_quartile(t);
     quartiles.push_back(quartile);
     for (std::size_t j = 0; j < launches; ++j) {
       ratios[j].push_back(t[j] / std::max(quartile, 1e-3));
@@ -129,9 +133,7 @@ double builtin_launch_excess_us(device_backend& backend, std::int64_t launches,
     for (int scaling = 0; scaling < k_spread_scalings; ++scaling) {
       const timed_sample s = sample();
       if (std::size_t(launches) != s.launch_us.size()) return 0;
-      std::vector<double> t = s.launch_us;
-      std::sort(t.begin(), t.end());
-      const double quartile = t[(t.size() - 1) / 4];
+      const double quartile = lower_quartile(s.launch_us);
       if (!(quartile > 0)) break;
       iterations = int(std::clamp(double(iterations) * launch_us / quartile, 1.0,
                                   double(k_spread_most_iterations)));
