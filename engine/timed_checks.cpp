@@ -35,6 +35,9 @@ constexpr std::uint64_t k_split_salt = 0x5b117;
 constexpr std::size_t k_probe_sets = 4;
 constexpr double k_probe_one_in = 16;
 constexpr double k_probe_share = 0.05;
+// Until this many probes have run, a batched sample is preceded by one with a split sample's
+// first chance at least (probe_chance).
+constexpr int k_min_probes = 3;
 // The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
 // sets filled first are still there when the batch reads them, beside whatever else the caches
 // hold); where a device does not tell its cache sizes, half of this many bytes.
@@ -206,7 +209,6 @@ void point_runner::timed_checks::after(const timed_sample& sample) {
   m_split = false;
   if (m_pending.empty()) return;
   m_runner.m_backend->synchronize();
-  ++m_checks;
   output_errors e;
   bool failed = false;
   for (const auto& c : m_pending) {
@@ -222,20 +224,13 @@ void point_runner::timed_checks::after(const timed_sample& sample) {
     } else {
       compare_afresh(*c.set, c.seed, c.pattern, one);
     }
-    const bool norm_failed = !one.wrong && fails_norm_test(one, m_tolerances.rtol);
-    if (norm_failed) m_norm_rel_err = std::max(m_norm_rel_err, norm_relative_error(one));
-    failed = failed || one.wrong || norm_failed;
+    failed = failed_set(one) || failed;
     e.wrong += one.wrong;
     e.unwritten += one.unwritten;
     e.first_wrong = std::min(e.first_wrong, one.first_wrong);
   }
   m_pending.clear();
-  if (e.wrong && !m_wrong) {
-    m_first_wrong = e.first_wrong;
-    m_unwritten = e.unwritten;
-  }
-  if (failed) ++m_failed_checks;
-  m_wrong += e.wrong;
+  count_check(e, failed);
 }
 
 void point_runner::timed_checks::check_last(timed_kernel& k, bool cold) {
@@ -289,6 +284,28 @@ void point_runner::timed_checks::probe_other_sets(std::uint64_t s) {
       }
     }
   }
+  // Its own answer, checked as a drawn sample's is (a launch that left its work to a later one
+  // of the batch, which never came, answered nothing).
+  const std::uint64_t seed = batch_set_seed(s, 0);
+  output_errors e;
+  compare_afresh(*m_batch[0], seed, int(seed & 1), e);
+  count_check(e, failed_set(e));
+}
+
+bool point_runner::timed_checks::failed_set(const output_errors& e) {
+  const bool norm_failed = !e.wrong && fails_norm_test(e, m_tolerances.rtol);
+  if (norm_failed) m_norm_rel_err = std::max(m_norm_rel_err, norm_relative_error(e));
+  return e.wrong || norm_failed;
+}
+
+void point_runner::timed_checks::count_check(const output_errors& e, bool failed) {
+  ++m_checks;
+  if (e.wrong && !m_wrong) {
+    m_first_wrong = e.first_wrong;
+    m_unwritten = e.unwritten;
+  }
+  if (failed) ++m_failed_checks;
+  m_wrong += e.wrong;
 }
 
 void point_runner::timed_checks::report(verification_result& v) {
@@ -383,6 +400,7 @@ void point_runner::timed_checks::judge_launches(verification_result& v) {
 }
 
 double point_runner::timed_checks::probe_chance() const {
+  if (m_probes < k_min_probes) return std::max(m_split_chance, 1 / k_probe_one_in);
   const double most = 1 / k_probe_one_in;
   const auto sample_ms = sample_wall_ms();
   if (!(m_probe_ms > 0) || !sample_ms) return most;

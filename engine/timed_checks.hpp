@@ -124,7 +124,9 @@ class point_runner::timed_checks {
 
   // The chance that a batched sample is preceded by a probe: 1/k_probe_one_in, or less where the
   // last probe's wall time against a sample's so far would make probes take more than
-  // k_probe_share of the sampling's (on a GPU, a probe's hashes cost more than a hot sample).
+  // k_probe_share of the sampling's (on a GPU, a probe's hashes cost more than a hot sample);
+  // until k_min_probes have run, a split sample's first chance if that is more (more where the
+  // spec's fewest samples are few), so that a short run has several.
   double probe_chance() const;
 
   // The split samples' launch spread (verification_result::launch_spread), with how far honest
@@ -161,9 +163,17 @@ class point_runner::timed_checks {
   // everything it reads or writes beyond them (the watched buffers hashed, filled again and
   // hashed) comes after the launch. A kernel able to read a clock would find anything more in
   // the time since its last launch (a probe after the last check would follow the comparison
-  // of a whole batch). That launch is not timed. The buffers it wrote are what
-  // report() says.
+  // of a whole batch). That launch is not timed. The buffers it wrote are what report() says;
+  // its own set is checked afresh, as a drawn sample's is (a checked sample): a kernel that
+  // leaves a launch's work to a later launch of its batch (at a place it draws from sample to
+  // sample, so that no one place of the batch takes longer in most samples, which the split
+  // samples would show) answers nothing there.
   void probe_other_sets(std::uint64_t s);
+
+  // Whether the outputs compared in `e` fail (elementwise, or by the norm test, whose error is
+  // then kept for the note), and a checked sample counted with the errors of its sets, `e`.
+  bool failed_set(const output_errors& e);
+  void count_check(const output_errors& e, bool failed);
 
   // Local memory is scrubbed before the kernel's first timed launch (after verification's, which
   // may have kept something there across the fresh module) and after another variant's launches

@@ -10,12 +10,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "api/job_spec_codec.hpp"
 #include "api/result_codec.hpp"
+#include "engine/fill_pattern.hpp"
 #include "engine/job_plan.hpp"
 #include "engine/sample_loop.hpp"
 #include "point_runner_fixture.hpp"
@@ -1298,6 +1300,87 @@ TEST(PointRunner, AKernelDoingItsBatchsWorkAtItsLastLaunchIsCaught) {
     // sample's: not what this test is about.)
     EXPECT_TRUE(r.verification.written_out_of_bounds.empty()) << r.verification.note;
     EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "uneven_launches"), r.flags.end())
+        << "seed " << seed << ": " << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
+  }
+}
+
+// A kernel that leaves its launches' work to a later launch of its batch, at a place it draws
+// from its inputs sample by sample, which does the work of those before it and keeps the
+// answers of those after it for them to copy: in most samples no one place of the batch takes
+// longer, so the samples timed launch by launch show nothing, and every check after a sample
+// finds every output right. The probe's launch, alone, leaves its work to a launch that never
+// comes: its check finds its outputs unwritten. The kernel cannot tell a probe from a sample
+// (here: both follow fills), only a sample's later launches (each follows the one before).
+TEST(PointRunner, AKernelLeavingItsWorkToALaterLaunchItDrawsIsCaughtAlone) {
+  auto t = make_runner();
+  struct pending_set {
+    float* x;
+    float* y;
+  };
+  std::vector<pending_set> pending;  // this sample's launches left so far
+  std::size_t batch = 0, log_seen = 0, launch = 0, place = 0;
+  int skipped = 0, places_past_first = 0;
+  bool timing = false, sampled = false;
+  t.fake->on_fresh_module = [&] { timing = true; };
+  t.fake->kernels["scale_drawn"] = [&, fake = t.fake](const fake_backend::host_args& a) {
+    const int n = int(a.scalars[0]);
+    auto* x = static_cast<float*>(a.buffers[0]);
+    auto* y = static_cast<float*>(a.buffers[1]);
+    auto compute = [&](const pending_set& s) {
+      for (int i = 0; i < n; ++i)
+        s.y[i] = float(a.scalars[1] * s.x[i]);
+    };
+    const std::string before = fake->log.empty() ? "" : fake->log.back();
+    const bool first =
+        before == "sample candidate" || before.rfind("fill ", 0) == 0 || before == "scrub";
+    const bool next = before == "launch scale_drawn" && fake->log.size() == log_seen + 1;
+    log_seen = fake->log.size();
+    compute({x, y});  // every answer right by the sample's end (here, at once)
+    if (!timing || (!first && !next)) return;
+    if (first) {
+      if (sampled) batch = std::max(batch, launch);  // learned from samples, not probes
+      sampled = before == "sample candidate";
+      launch = 0;
+      pending.clear();
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, x, sizeof bits);
+      place = batch > 1 ? std::size_t(mix64(bits) % batch) : 0;
+      places_past_first += place > 0;
+    }
+    ++launch;
+    if (launch - 1 < place) {  // left to the launch at `place`
+      pending.push_back({x, y});
+      std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
+      fake->launch_skipped = true;
+      ++skipped;
+    } else if (launch - 1 == place) {  // those before it, its own, and those after it kept
+      for (const auto& s : pending)
+        compute(s);
+      pending.clear();
+      fake->launch_work = 1 + 0.25 * double(batch - 1);
+    } else {
+      fake->launch_work = 0.2;  // a copy of what the launch at `place` kept
+    }
+  };
+  t.fake->kernel_time_us["scale_drawn"] = 6;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    pending.clear();
+    batch = launch = 0;
+    skipped = places_past_first = 0;
+    timing = sampled = false;
+    const auto r = t.runner.measure(plan_of(scale_job("scale_drawn")), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_GT(r.batch, 2) << "seed " << seed;
+    ASSERT_GT(skipped, 0) << "seed " << seed;
+    ASSERT_GT(places_past_first, 0) << "seed " << seed;
+    ASSERT_GE(r.verification.batch_probes, 3) << "seed " << seed;
+    EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
+    EXPECT_TRUE(r.verification.written_out_of_bounds.empty()) << r.verification.note;
+    // No place took longer in most samples.
+    EXPECT_FALSE(uneven_launches(r.verification)) << "seed " << seed << ": " << r.verification.note;
+    EXPECT_GT(r.verification.timed_failed, 0) << "seed " << seed << ": " << r.verification.note;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end())
         << "seed " << seed << ": " << r.verification.note;
     EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
   }
