@@ -732,6 +732,22 @@ TEST_P(DeviceTest, AKernelKeepingOtherLaunchesAnswersInItsOwnMemoryIsCaught) {
   EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
 }
 
+// The same, leaving the work of a sample's first launches to a later one at a place drawn from
+// its inputs sample by sample: no place of the batch is slower in most samples, and every
+// answer is written by the sample's end, but a probe's launch, alone, writes none.
+TEST_P(DeviceTest, AKernelLeavingItsWorkToALaterLaunchItDrawsIsCaughtAlone) {
+  const json row = batched_run(k_hip_drawn_batch, k_opencl_drawn_batch);
+  if (row["batch"].get<int>() == 1) {
+    GTEST_SKIP() << "launches of " << row["time_us"]["median"] << " µs were not batched";
+  }
+  EXPECT_EQ(row["verification"]["status"], "passed") << row.dump();
+  EXPECT_GE(row["verification"].value("batch_probes", 0), 1) << row.dump();
+  EXPECT_GE(row["verification"].value("timed_failed", 0), 1) << row.dump();
+  EXPECT_TRUE(has_flag(row, "timed_output_mismatch")) << row.dump();
+  EXPECT_FALSE(has_flag(row, "out_of_bounds_write")) << row.dump();
+  EXPECT_EQ(row["fitness"]["combined_score"], 0) << row.dump();
+}
+
 // `spec` (an axpy job in `language`) made the run of exactly 200 samples the middle cheat counts
 // on, with its elements of `type` (as OpenCL C and HIP both spell it), honest or not, over
 // `n` elements (enough that a launch is not batched); the row it measured.
