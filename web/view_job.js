@@ -70,7 +70,6 @@ function pointDetail(row, close, scored) {
           ? `${sig(v.launch_spread, 3)}× (${sig(v.launch_excess_us, 3)} µs` +
             (v.builtin_excess_us !== undefined ? `; built-in ${sig(v.builtin_excess_us, 3)} µs)` : ')')
           : undefined],
-        ['note', v.note],
       ])),
       f ? h('div', {}, h('h4', {}, scored ? 'Score' : 'Speedups'), facts([
         ['correct', scored ? (f.correct ? 'yes' : 'no') : undefined],
@@ -88,6 +87,8 @@ function pointDetail(row, close, scored) {
         ['temperature', env.temperature_c ? `${env.temperature_c} °C` : undefined],
         ['power', env.power_w ? `${env.power_w} W` : undefined],
       ]))),
+    // The verification's note runs the panel's width: it says what a check found, often at length.
+    v.note ? h('div', {class: 'note-box', id: 'point-note'}, h('strong', {}, 'Verification: '), v.note) : '',
     row.error ? errorBox(row.error) : '',
     h('h4', {}, 'Flags'), list(row.flags, 'none'),
     h('h4', {}, 'Advice'), h('div', {id: 'point-advice'}, list(row.advice, 'none')),

@@ -409,6 +409,9 @@ async function main() {
         expect(detail.includes(part), `the point's details show "${part}" (${detail.slice(0, 300)})`);
       }
       expect(await page.locator('#point-advice li').count() > 0, 'the point\'s advice is listed');
+      // The mock engine verifies nothing, and says so: the note runs the panel's width.
+      expect((await page.textContent('#point-note')).includes('the mock engine cannot run device code'),
+             'the verification note is shown beneath the columns');
       await shot(page, 'point-detail');
       await page.click('#point-detail-close');
       expect(await page.locator('#point-detail').isHidden(), 'the details close');
