@@ -1305,82 +1305,116 @@ TEST(PointRunner, AKernelDoingItsBatchsWorkAtItsLastLaunchIsCaught) {
   }
 }
 
-// A kernel that leaves its launches' work to a later launch of its batch, at a place it draws
-// from its inputs sample by sample, which does the work of those before it and keeps the
-// answers of those after it for them to copy: in most samples no one place of the batch takes
-// longer, so the samples timed launch by launch show nothing, and every check after a sample
-// finds every output right. The probe's launch, alone, leaves its work to a launch that never
-// comes: its check finds its outputs unwritten. The kernel cannot tell a probe from a sample
-// (here: both follow fills), only a sample's later launches (each follows the one before).
-TEST(PointRunner, AKernelLeavingItsWorkToALaterLaunchItDrawsIsCaughtAlone) {
-  auto t = make_runner();
-  struct pending_set {
-    float* x;
-    float* y;
+// What a kernel doing its batch's work at a place it draws did in a point (drawn_place_cheat).
+struct drawn_place_counts {
+  int fused = 0;              // launches that did others' work
+  int places_past_first = 0;  // samples whose drawn place was not the first
+};
+
+// Installs "scale_drawn" on `t`'s backend: a kernel that does the work of its batch's launches
+// at one of them, at a place it draws from its inputs sample by sample, and keeps the answers of
+// those after it for them to copy; those before it do their own work, or with `leave_before`
+// leave it to the one at the place, which does it. Every answer is right by the sample's end.
+// It tells a sample's later launches (each follows the one before) from its first, and cannot
+// tell a probe from a sample (here: both follow fills); it learns the batch from samples.
+void drawn_place_cheat(runner_fixture& t, bool leave_before, drawn_place_counts& counts) {
+  struct state {
+    std::vector<float*> left;  // the outputs of this sample's launches left so far
+    std::size_t batch = 0, log_seen = 0, launch = 0, place = 0;
+    bool timing = false, sampled = false;
   };
-  std::vector<pending_set> pending;  // this sample's launches left so far
-  std::size_t batch = 0, log_seen = 0, launch = 0, place = 0;
-  int skipped = 0, places_past_first = 0;
-  bool timing = false, sampled = false;
-  t.fake->on_fresh_module = [&] { timing = true; };
-  t.fake->kernels["scale_drawn"] = [&, fake = t.fake](const fake_backend::host_args& a) {
+  auto st = std::make_shared<state>();
+  t.fake->on_fresh_module = [st] { st->timing = true; };
+  t.fake->kernels["scale_drawn"] = [st, &counts, leave_before,
+                                    fake = t.fake](const fake_backend::host_args& a) {
     const int n = int(a.scalars[0]);
     auto* x = static_cast<float*>(a.buffers[0]);
     auto* y = static_cast<float*>(a.buffers[1]);
-    auto compute = [&](const pending_set& s) {
-      for (int i = 0; i < n; ++i)
-        s.y[i] = float(a.scalars[1] * s.x[i]);
-    };
     const std::string before = fake->log.empty() ? "" : fake->log.back();
     const bool first =
         before == "sample candidate" || before.rfind("fill ", 0) == 0 || before == "scrub";
-    const bool next = before == "launch scale_drawn" && fake->log.size() == log_seen + 1;
-    log_seen = fake->log.size();
-    compute({x, y});  // every answer right by the sample's end (here, at once)
-    if (!timing || (!first && !next)) return;
+    const bool next = before == "launch scale_drawn" && fake->log.size() == st->log_seen + 1;
+    st->log_seen = fake->log.size();
+    for (int i = 0; i < n; ++i)  // every answer right by the sample's end (here, at once)
+      y[i] = float(a.scalars[1] * x[i]);
+    if (!st->timing || (!first && !next)) return;
     if (first) {
-      if (sampled) batch = std::max(batch, launch);  // learned from samples, not probes
-      sampled = before == "sample candidate";
-      launch = 0;
-      pending.clear();
+      if (st->sampled) st->batch = std::max(st->batch, st->launch);
+      st->sampled = before == "sample candidate";
+      st->launch = 0;
+      st->left.clear();
       std::uint32_t bits = 0;
       std::memcpy(&bits, x, sizeof bits);
-      place = batch > 1 ? std::size_t(mix64(bits) % batch) : 0;
-      places_past_first += place > 0;
+      st->place = st->batch > 1 ? std::size_t(mix64(bits) % st->batch) : 0;
+      counts.places_past_first += st->place > 0;
     }
-    ++launch;
-    if (launch - 1 < place) {  // left to the launch at `place`
-      pending.push_back({x, y});
+    const std::size_t at = st->launch++;
+    if (at < st->place) {
+      if (!leave_before) return;  // its own work
+      st->left.push_back(y);      // left to the launch at the place: nothing written yet
       std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
       fake->launch_skipped = true;
-      ++skipped;
-    } else if (launch - 1 == place) {  // those before it, its own, and those after it kept
-      for (const auto& s : pending)
-        compute(s);
-      pending.clear();
-      fake->launch_work = 1 + 0.25 * double(batch - 1);
+    } else if (at == st->place) {  // its own, those left to it, and those after it kept
+      st->left.clear();
+      fake->launch_work = 1 + 0.25 * double(st->batch - 1 - (leave_before ? 0 : at));
+      ++counts.fused;
     } else {
-      fake->launch_work = 0.2;  // a copy of what the launch at `place` kept
+      fake->launch_skipped = true;  // a copy of what the launch at the place kept
     }
   };
   t.fake->kernel_time_us["scale_drawn"] = 6;
-  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    pending.clear();
-    batch = launch = 0;
-    skipped = places_past_first = 0;
-    timing = sampled = false;
-    const auto r = t.runner.measure(plan_of(scale_job("scale_drawn")), 0, seed);
+}
+
+// Points of scale_drawn: samples whose place varies do not converge, so a point takes its most.
+json drawn_place_job() {
+  json j = scale_job("scale_drawn");
+  j["timing"]["max_samples"] = 2000;
+  return j;
+}
+
+// With the launches before the drawn place leaving their work to it, in most samples no one place
+// of the batch takes longer, so the samples timed launch by launch show nothing, and every check
+// after a sample finds every output right. The probe's launch, alone, leaves its work to a
+// launch that never comes: its check finds its outputs unwritten.
+TEST(PointRunner, AKernelLeavingItsWorkToALaterLaunchItDrawsIsCaughtAlone) {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    auto t = make_runner();
+    drawn_place_counts counts;
+    drawn_place_cheat(t, true, counts);
+    const auto r = t.runner.measure(plan_of(drawn_place_job()), 0, seed);
     ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
     ASSERT_GT(r.batch, 2) << "seed " << seed;
-    ASSERT_GT(skipped, 0) << "seed " << seed;
-    ASSERT_GT(places_past_first, 0) << "seed " << seed;
+    ASSERT_GT(counts.fused, 0) << "seed " << seed;
+    ASSERT_GT(counts.places_past_first, 0) << "seed " << seed;
     ASSERT_GE(r.verification.batch_probes, 3) << "seed " << seed;
     EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
     EXPECT_TRUE(r.verification.written_out_of_bounds.empty()) << r.verification.note;
-    // No place took longer in most samples.
     EXPECT_FALSE(uneven_launches(r.verification)) << "seed " << seed << ": " << r.verification.note;
     EXPECT_GT(r.verification.timed_failed, 0) << "seed " << seed << ": " << r.verification.note;
     EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "timed_output_mismatch"), r.flags.end())
+        << "seed " << seed << ": " << r.verification.note;
+    EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
+  }
+}
+
+// With the launches before the drawn place doing their own work, the probe's launch does its
+// own; but the batch's first launch then takes a launch's time at least in every sample, where
+// the lower quartile of most samples is a copy: the samples timed launch by launch catch it at
+// the first place.
+TEST(PointRunner, AKernelKeepingItsBatchsAnswersAtAPlaceItDrawsIsCaught) {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    auto t = make_runner();
+    drawn_place_counts counts;
+    drawn_place_cheat(t, false, counts);
+    const auto r = t.runner.measure(plan_of(drawn_place_job()), 0, seed);
+    ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+    ASSERT_GT(r.batch, 2) << "seed " << seed;
+    ASSERT_GT(counts.fused, 0) << "seed " << seed;
+    ASSERT_GT(counts.places_past_first, 0) << "seed " << seed;
+    EXPECT_EQ(r.verification.status, "passed") << "seed " << seed;
+    EXPECT_EQ(r.verification.timed_failed, 0) << "seed " << seed << ": " << r.verification.note;
+    EXPECT_TRUE(r.verification.written_out_of_bounds.empty()) << r.verification.note;
+    EXPECT_NE(std::find(r.flags.begin(), r.flags.end(), "uneven_launches"), r.flags.end())
         << "seed " << seed << ": " << r.verification.note;
     EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
   }
