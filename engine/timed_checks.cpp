@@ -38,6 +38,10 @@ constexpr double k_probe_share = 0.05;
 // Until this many probes have run, a batched sample is preceded by one with a split sample's
 // first chance at least (probe_chance).
 constexpr int k_min_probes = 3;
+// A probe's hold is drawn from the host's enqueueing of this many recent batched samples, and
+// lasts this long at most (a backend's hold gives up after seconds).
+constexpr std::size_t k_enqueues_kept = 9;
+constexpr double k_most_probe_hold_us = 20000;
 // The buffer sets of a batch fit in half the device's caches, so that a hot batch stays hot (the
 // sets filled first are still there when the batch reads them, beside whatever else the caches
 // hold); where a device does not tell its cache sizes, half of this many bytes.
@@ -139,7 +143,17 @@ point_runner::timed_checks::timed_checks(point_runner& runner, point_kernel& k,
 
 const buffer_set& point_runner::timed_checks::next() {
   if (m_batch.empty()) return current();
-  return *m_batch[std::size_t(m_launch++) % m_batch.size()];
+  const std::size_t j = std::size_t(m_launch++) % m_batch.size();
+  // Each call comes before its launch is enqueued: the first to the last span the others'.
+  const auto now = std::chrono::steady_clock::now();
+  if (j == 0) {
+    m_enqueue_began = now;
+  } else if (j + 1 == m_batch.size() && !m_split) {
+    m_enqueue_us.push_back(
+        std::chrono::duration<double, std::micro>(now - m_enqueue_began).count() / double(j));
+    if (m_enqueue_us.size() > k_enqueues_kept) m_enqueue_us.pop_front();
+  }
+  return *m_batch[j];
 }
 
 void point_runner::timed_checks::before(std::int64_t launches, bool timed) {
@@ -251,7 +265,24 @@ void point_runner::timed_checks::probe_other_sets(std::uint64_t s) {
     fills_of(j, m_fills);
   m_runner.m_backend->fill_all(m_fills);
   scrub_after_others();
-  m_k.launch(*m_batch[0]);
+  // Held as a sample is, for as long as enqueueing a sample's batch holds it: what a unit of
+  // the host's enqueueing took in recent samples, or else this launch's own.
+  std::vector<double> per_launch(m_enqueue_us.begin(), m_enqueue_us.end());
+  std::sort(per_launch.begin(), per_launch.end());
+  (void)m_runner.m_backend->time_launches(kernel_role::candidate, [&] {
+    const auto began = std::chrono::steady_clock::now();
+    m_k.launch(*m_batch[0]);
+    const double one =
+        per_launch.empty()
+            ? std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - began)
+                  .count()
+            : percentile_sorted(per_launch, 50);
+    const double hold_us = std::min(k_most_probe_hold_us, one * double(m_batch.size()));
+    const auto until = began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double, std::micro>(hold_us));
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  });
   m_runner.m_backend->synchronize();
   ++m_probes;
   // The sets watched: up to k_probe_sets of the others, drawn (the first of a shuffle).

@@ -163,11 +163,13 @@ class point_runner::timed_checks {
   // everything it reads or writes beyond them (the watched buffers hashed, filled again and
   // hashed) comes after the launch. A kernel able to read a clock would find anything more in
   // the time since its last launch (a probe after the last check would follow the comparison
-  // of a whole batch). That launch is not timed. The buffers it wrote are what report() says;
-  // its own set is checked afresh, as a drawn sample's is (a checked sample): a kernel that
-  // leaves a launch's work to a later launch of its batch (at a place it draws from sample to
-  // sample, so that no one place of the batch takes longer in most samples, which the split
-  // samples would show) answers nothing there.
+  // of a whole batch), and so the launch is held as a sample's first is: enqueued behind the
+  // backend's hold of its queue (time_launches), which is released once the host has taken as
+  // long as enqueueing the sample's whole batch takes it. Its time is not kept. The buffers it
+  // wrote are what report() says; its own set is checked afresh, as a drawn sample's is (a checked
+  // sample): a kernel that leaves a launch's work to a later launch of its batch (at a place it
+  // draws from sample to sample, so that no one place of the batch takes longer in most samples,
+  // which the split samples would show) answers nothing there.
   void probe_other_sets(std::uint64_t s);
 
   // Whether the outputs compared in `e` fail (elementwise, or by the norm test, whose error is
@@ -214,6 +216,11 @@ class point_runner::timed_checks {
   std::vector<fill_target> m_fills;        // a sample's fills, all its sets' in one fill_all()
   std::vector<const buffer_set*> m_batch;  // the sets of this sample's launches, when batched
   std::int64_t m_launch = 0;
+  // When the running batched sample's first launch was enqueued, and what enqueueing one launch
+  // of a batch took the host in the last unsplit batched samples (µs): a probe holds the queue
+  // as long as a sample's batch does (probe_other_sets).
+  std::chrono::steady_clock::time_point m_enqueue_began;
+  std::deque<double> m_enqueue_us;
   std::uint64_t m_samples = 0;
   bool m_last = false;
   int m_drawn = 0;

@@ -4,6 +4,7 @@
 // clock whose launches take the time a test gives them, and a log of every call so that tests
 // can check the order of what the runner did. Faults are injected by name of the call.
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -79,6 +80,15 @@ class fake_backend final : public device_backend {
   // held before the last xor_keystream.
   std::map<std::uintptr_t, std::vector<unsigned char>> first_read, plain_before_xor;
   std::size_t live_buffers() const { return m_memory.size(); }
+  std::size_t launches = 0;  // of user kernels
+  // Each timed sample: its role, the user kernels' launches it held, and how long its enqueueing
+  // took the host (µs, real time: what holds a device's queue before the sample's first launch).
+  struct timed_call {
+    kernel_role role;
+    std::size_t launches;
+    double enqueue_us;
+  };
+  std::vector<timed_call> samples;
 
   const device_info& device() const override { return m_info; }
   device_info& info() { return m_info; }
@@ -202,6 +212,7 @@ class fake_backend final : public device_backend {
     }
     launch_skipped = false;
     launch_work = 1;
+    ++launches;
     kernels.at(entry)(a);
     double us = (kernel_time_us.count(entry) ? kernel_time_us[entry] : 10) * launch_work;
     if (launch_skipped) us = skipped_launch_us;
@@ -276,7 +287,13 @@ class fake_backend final : public device_backend {
     m_pending = 0;
     m_marks.clear();
     m_timing = true;
+    const std::size_t launches_before = launches;
+    const auto began = std::chrono::steady_clock::now();
     enqueue();
+    samples.push_back(
+        {role, launches - launches_before,
+         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - began)
+             .count()});
     m_timing = false;
     m_clock_us += m_pending + sample_fixed_us + 5;
     timed_sample s{m_pending + sample_fixed_us, true, {}};

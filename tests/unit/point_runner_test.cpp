@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -987,9 +988,11 @@ TEST(PointRunner, AKernelWorkingOnlyOnTheSetsItLearnedFirstIsCaughtInItsBatches)
 // first launch that finds fresh inputs, the others finding their outputs written (one large
 // launch for many small ones): every answer right, every check passed, and a time per launch it
 // did not earn. With `reads_clock` it does so only where nothing but a sample's preparation
-// (fills, a scrub) came since its last launch, as a kernel that reads a clock can tell from the
-// time between its launches: after a check, or any other work, it runs honestly. Installed as
-// kernel "scale_fused" (scale_job's kernel).
+// (fills, a scrub) came since its last launch and the queue was held just before it (a
+// sample's first launch waits for the host to enqueue the batch), as a kernel that reads a
+// clock can tell from the time between its launches: after a check, or any other work, or
+// launched at once after its fills, it runs honestly. Installed as kernel "scale_fused"
+// (scale_job's kernel).
 struct fused_cheat {
   struct known_set {
     float* x;
@@ -1031,8 +1034,9 @@ std::shared_ptr<fused_cheat> install_fused_cheat(fake_backend* fake, bool reads_
               (line.rfind("fill ", 0) == 0 || line == "scrub" || line == "flush" ||
                line == "synchronize" || line == "sample candidate" || line == "launch scale_fused");
     }
+    const bool held = !fake->log.empty() && fake->log.back() == "sample candidate";
     c->log_seen = fake->log.size();
-    if (!c->timing || (reads_clock && !quiet)) {
+    if (!c->timing || (reads_clock && (!quiet || !held))) {
       fused_cheat::known_set own{x, y, 0};
       compute(own);
       c->known[y] = own;
@@ -1083,10 +1087,11 @@ TEST(PointRunner, AKernelDoingItsBatchsWorkInOneLaunchIsCaught) {
 }
 
 // The same kernel, fusing only where its last launch was followed by nothing but a sample's
-// fills and scrub (what a clock would show it): a probe preceded by anything more (the last
-// check's comparison of every set, the probe's own reads) would find it honest. The probes
-// come where a sample's fills come and read what they watch only after the launch, so it fuses
-// at them as at any sample's first launch, and is caught.
+// fills and scrub and the queue's hold (what a clock would show it): a probe preceded by
+// anything more (the last check's comparison of every set, the probe's own reads), or launched
+// without a hold, would find it honest. The probes come where a sample's fills come, are held
+// as a sample is and read what they watch only after the launch, so it fuses at them as at any
+// sample's first launch, and is caught.
 TEST(PointRunner, AKernelThatWatchesTheTimeBetweenItsLaunchesCannotTellAProbe) {
   auto t = make_runner();
   const auto cheat = install_fused_cheat(t.fake, true);
@@ -1105,6 +1110,48 @@ TEST(PointRunner, AKernelThatWatchesTheTimeBetweenItsLaunchesCannotTellAProbe) {
         << "seed " << seed << ": " << r.verification.note;
     EXPECT_EQ(r.fitness.combined_score, 0.0) << "seed " << seed;
   }
+}
+
+// A sample's first launch waits for the host to enqueue the whole batch behind the queue's
+// hold; a probe's launch, alone, waits as long, so that the time a kernel finds between its
+// fills and its start does not tell it a probe. Here each launch takes the host 300 µs to
+// enqueue (the host function's own time), the first probe's hold coming from its own launch's
+// enqueueing and later ones' from the samples'.
+TEST(PointRunner, AProbeHoldsTheQueueAsLongAsASamplesBatch) {
+  auto t = make_runner();
+  t.fake->kernels["scale_slow"] = [scale = t.fake->kernels["scale"]](const auto& a) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(300);
+    scale(a);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  t.fake->kernel_time_us["scale_slow"] = 6;
+  const auto r = t.runner.measure(plan_of(scale_job("scale_slow")), 0, 5);
+  ASSERT_EQ(r.status, point_status::ok) << (r.error ? r.error->message : "");
+  ASSERT_GT(r.batch, 2);
+  EXPECT_TRUE(r.flags.empty()) << r.verification.note;
+  ASSERT_GE(r.verification.batch_probes, 2);
+  // The probes: the candidate's one-launch samples after its first batched one, and the one
+  // just before it where the first batched sample was probed (the batch's decision, whose
+  // samples hold one launch, comes before).
+  std::vector<fake_backend::timed_call> candidate;
+  for (const auto& s : t.fake->samples)
+    if (s.role == kernel_role::candidate) candidate.push_back(s);
+  std::size_t first = 0;
+  while (first < candidate.size() && candidate[first].launches == 1)
+    ++first;
+  std::vector<double> batched, probes;
+  for (std::size_t i = first; i < candidate.size(); ++i)
+    (candidate[i].launches > 1 ? batched : probes).push_back(candidate[i].enqueue_us);
+  ASSERT_FALSE(batched.empty());
+  if (probes.size() + 1 == std::size_t(r.verification.batch_probes))
+    probes.push_back(candidate[first - 1].enqueue_us);
+  ASSERT_EQ(probes.size(), std::size_t(r.verification.batch_probes));
+  std::sort(batched.begin(), batched.end());
+  const double typical = batched[batched.size() / 2];
+  EXPECT_GT(typical, 300.0 * double(r.batch - 1));
+  for (const double p : probes)
+    EXPECT_GT(p, 0.75 * typical) << "a probe held " << p << " µs, a sample " << typical;
 }
 
 // A kernel that leaves the other sets' answers in their scratch buffers at a sample's first
