@@ -12,7 +12,9 @@ struct field_error {
   std::string message;
 };
 
-// Thrown when a request fails validation; holds every problem found, in document order.
+// Thrown when a request fails validation; holds the problems found, in document order: the
+// first hundred, then one saying how many more there were, each path and message cut short
+// past a few kilobytes.
 class validation_error : public std::runtime_error {
  public:
   explicit validation_error(std::vector<field_error> errors);

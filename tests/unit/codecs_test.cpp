@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/device_codec.hpp"
+#include "api/field_errors.hpp"
 #include "api/job_codec.hpp"
 #include "api/json.hpp"
 #include "api/result_codec.hpp"
@@ -569,6 +570,87 @@ TEST(Json, ParseJsonRejectsMalformedInput) {
   const json ok = parse_json(R"({"b": 1, "a": [true, null]})");
   EXPECT_EQ(ok.begin().key(), "b");  // insertion order kept
   EXPECT_EQ(ok["a"][0], true);
+}
+
+TEST(Json, ParseJsonKeepsEveryValueAsItWasWritten) {
+  const json j =
+      parse_json(R"({"z": {"u": 18446744073709551615, "i": -9223372036854775808, "f": 1.5e300},)"
+                 R"( "s": "\u00e9\n", "e": {}, "a": [[], [1, {"k": false}]], "n": null, "": 0})");
+  const json expected =
+      json::parse(R"({"z": {"u": 18446744073709551615, "i": -9223372036854775808, "f": 1.5e300},)"
+                  R"( "s": "\u00e9\n", "e": {}, "a": [[], [1, {"k": false}]], "n": null, "": 0})");
+  EXPECT_EQ(j, expected);
+  EXPECT_EQ(j.dump(), expected.dump());  // the same order, and the same number types
+  EXPECT_TRUE(j["z"]["u"].is_number_unsigned());
+  EXPECT_TRUE(j["z"]["i"].is_number_integer());
+  EXPECT_TRUE(j["z"]["f"].is_number_float());
+  EXPECT_EQ(parse_json("7"), json(7));
+  EXPECT_EQ(parse_json("\"x\""), json("x"));
+}
+
+// A key that comes twice would have the last one win, silently: refused, naming where.
+TEST(Json, ParseJsonRefusesAKeyThatComesTwice) {
+  const auto message = [](const std::string& text) -> std::string {
+    try {
+      (void)parse_json(text);
+      return "accepted";
+    } catch (const json_syntax_error& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(message(R"({"kernel": {"op": "gemm", "m": 8, "m": 16}})"),
+            R"(malformed JSON: key "m" appears twice in the object at kernel)");
+  EXPECT_EQ(message(R"({"a": [0, {"b": 1, "b": 2}]})"),
+            R"(malformed JSON: key "b" appears twice in the object at a[1])");
+  EXPECT_EQ(message(R"({"a": 1, "a": 1})"),
+            R"(malformed JSON: key "a" appears twice in the object)");
+  // The same key in two objects is no duplicate.
+  EXPECT_EQ(parse_json(R"([{"a": 1}, {"a": 2}, {"b": {"a": 3}}])").size(), 3u);
+}
+
+TEST(Json, ParseJsonSaysWhereANumberOverflows) {
+  try {
+    (void)parse_json(R"({"kernel": {"args": [{"value": 1}, {"value": 1e309}]}})");
+    FAIL() << "accepted";
+  } catch (const json_syntax_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("1e309"), std::string::npos) << what;
+    EXPECT_NE(what.find(" at kernel.args[1].value"), std::string::npos) << what;
+  }
+}
+
+// An object of many keys is read in time linear in them (the ordered map's own insertion
+// searched every key before it); the order stays the one written.
+TEST(Json, ParseJsonReadsAnObjectOfManyKeys) {
+  std::string text = "{";
+  for (int i = 0; i < 200000; ++i)
+    text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+  const json j = parse_json(text + "}");
+  ASSERT_EQ(j.size(), 200000u);
+  EXPECT_EQ(j.begin().key(), "k0");
+  EXPECT_EQ(j.back(), 199999);
+  EXPECT_EQ(j.at("k123456"), 123456);
+}
+
+// An answer lists a hundred problems at most, then how many more; paths and messages are cut
+// short past a few kilobytes (a body of unknown keys of a megabyte each came back twice).
+TEST(ValidationError, ListsAHundredProblemsAtMostAndCutsLongOnesShort) {
+  std::vector<field_error> many;
+  for (int i = 0; i < 250; ++i)
+    many.push_back({"k" + std::to_string(i), "is not a field of a job"});
+  const validation_error e(many);
+  ASSERT_EQ(e.errors().size(), 101u);
+  EXPECT_EQ(e.errors()[99].field, "k99");
+  EXPECT_EQ(e.errors()[100].field, "");
+  EXPECT_EQ(e.errors()[100].message, "and 150 more problems, not listed");
+  EXPECT_EQ(std::string(e.what()), "k0: is not a field of a job (and 249 more problems)");
+
+  const validation_error long_one({{std::string(1 << 20, 'x'), std::string(1 << 20, 'y')}});
+  ASSERT_EQ(long_one.errors().size(), 1u);
+  EXPECT_LT(long_one.errors()[0].field.size(), 300u);
+  EXPECT_LT(long_one.errors()[0].message.size(), 2100u);
+  EXPECT_LT(std::string(long_one.what()).size(), 2400u);
+  EXPECT_NO_THROW((void)json(long_one.errors()[0].field).dump());
 }
 
 }  // namespace
