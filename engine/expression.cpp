@@ -6,7 +6,10 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "engine/text_list.hpp"
@@ -116,6 +119,34 @@ std::string unknown_names(std::string_view text, const std::vector<std::string>&
   return out;
 }
 
+// Where `text` assigns (muparser's =, +=, -=, *=, /=: a field "M=5" set the sweep parameter
+// and measured 5), if it does; ==, !=, <= and >= compare.
+std::optional<std::size_t> assignment_at(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '=') continue;
+    if (i + 1 < text.size() && text[i + 1] == '=') {
+      ++i;  // ==
+      continue;
+    }
+    const char before = i > 0 ? text[i - 1] : '\0';
+    if (before == '<' || before == '>' || before == '!') continue;
+    if (before == '+' || before == '-' || before == '*' || before == '/') return i - 1;
+    return i;
+  }
+  return std::nullopt;
+}
+
+// `v` with as few significant digits as show it is not a whole number (341.333, 149797.1429).
+std::string inexact(double v) {
+  char buf[64];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    const double shown = std::strtod(buf, nullptr);
+    if (shown != std::nearbyint(shown)) break;
+  }
+  return buf;
+}
+
 std::string sentence(const mu::Parser::exception_type& e) {
   std::string msg = e.GetMsg();
   while (!msg.empty() && (msg.back() == ' ' || msg.back() == '.'))
@@ -160,6 +191,11 @@ expression::expression(std::string text, const std::vector<std::string>& paramet
   if (const auto unknown = unknown_names(m_text, m_parameters); !unknown.empty()) {
     throw expression_error("\"" + m_text + "\": " + unknown);
   }
+  if (const auto at = assignment_at(m_text)) {
+    throw expression_error("invalid expression \"" + m_text + "\": \"" +
+                           m_text.substr(*at, m_text[*at] == '=' ? 1 : 2) +
+                           "\" assigns, which an expression does not (== compares)");
+  }
   auto& p = m_impl->parser;
   m_impl->values = std::make_unique<double[]>(std::max<std::size_t>(1, m_parameters.size()));
   try {
@@ -179,6 +215,12 @@ expression::expression(std::string text, const std::vector<std::string>& paramet
     // Parse eagerly: muparser otherwise defers syntax errors to the first Eval().
     std::fill_n(m_impl->values.get(), std::max<std::size_t>(1, m_parameters.size()), 1.0);
     (void)p.Eval();
+    if (p.GetNumResults() > 1) {
+      throw expression_error("invalid expression \"" + m_text + "\": it has " +
+                             std::to_string(p.GetNumResults()) +
+                             " values separated by commas, where one is needed (a comma "
+                             "separates a function's arguments only)");
+    }
   } catch (const mu::Parser::exception_type& e) {
     std::string msg = sentence(e);
     if (e.GetCode() == mu::ecUNASSIGNABLE_TOKEN || e.GetCode() == mu::ecUNEXPECTED_VAR) {
@@ -231,14 +273,13 @@ double expression::evaluate(std::span<const double> values) const {
 std::int64_t expression::evaluate_integer(std::span<const double> values) const {
   const double v = evaluate(values);
   if (std::fabs(v) > k_max_exact_integer) {
-    throw expression_error("\"" + m_text + "\" is too large (" + std::to_string(v) +
-                           " exceeds 2^53)");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    throw expression_error("\"" + m_text + "\" is too large (" + buf + " exceeds 2^53)");
   }
   const double r = std::nearbyint(v);
   if (std::fabs(v - r) > 1e-9 * std::max(1.0, std::fabs(v))) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    throw expression_error("\"" + m_text + "\" is " + buf +
+    throw expression_error("\"" + m_text + "\" is " + inexact(v) +
                            ", not an integer (use ceil(), floor() or cdiv())");
   }
   return static_cast<std::int64_t>(r);

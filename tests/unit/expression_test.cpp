@@ -95,6 +95,33 @@ TEST(Expression, EvaluateIntegerRejectsFractions) {
   EXPECT_DOUBLE_EQ(eval("M/2", {5, 0, 0}), 2.5);
 }
 
+// A fraction is shown with the digits that make it one (not rounded to a whole number), and a
+// huge value in a few digits.
+TEST(Expression, ANonIntegerIsShownAsTheFractionItIs) {
+  const std::string msg = error_of([] { (void)eval_int("N/7", {0, 1048576, 0}); });
+  EXPECT_NE(msg.find("is 149796.6, not an integer"), std::string::npos) << msg;
+  const std::string third = error_of([] { (void)eval_int("M/3", {1024, 0, 0}); });
+  EXPECT_NE(third.find("is 341.333, not an integer"), std::string::npos) << third;
+  const std::string huge = error_of([] { (void)eval_int("M", {1e300, 0, 0}); });
+  EXPECT_NE(huge.find("(1e+300 exceeds 2^53)"), std::string::npos) << huge;
+}
+
+// Assignment (M=5 set the sweep parameter and measured 5) and values separated by commas are
+// refused; comparisons and the conditional operator compute what they say.
+TEST(Expression, AssignmentAndCommaSeparatedValuesAreRefused) {
+  for (const char* text : {"M=5", "M = 5", "M+=1", "M -= 1", "N*=2", "K/=2", "2*(M=5)"}) {
+    const std::string msg = error_of([&] { (void)expression(text, k_mnk); });
+    EXPECT_NE(msg.find("assigns, which an expression does not"), std::string::npos)
+        << text << ": " << msg;
+  }
+  const std::string comma = error_of([] { (void)expression("M,5", k_mnk); });
+  EXPECT_NE(comma.find("2 values separated by commas"), std::string::npos) << comma;
+  EXPECT_EQ(eval_int("max(M, N)", {3, 4, 0}), 4);
+  EXPECT_EQ(eval_int("M>4?M:1", {8, 0, 0}), 8);
+  EXPECT_EQ(eval_int("M>4?M:1", {2, 0, 0}), 1);
+  EXPECT_EQ(eval_int("(M==N)+(M!=K)+(M<=N)+(M>=K)", {2, 2, 1}), 4);
+}
+
 TEST(Expression, DivisionByZeroIsAnError) {
   const expression e("M / (N - K)", k_mnk);
   EXPECT_DOUBLE_EQ(e.evaluate(std::vector<double>{6, 5, 2}), 2.0);
