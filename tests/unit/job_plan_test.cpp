@@ -317,6 +317,43 @@ TEST(JobPlan, SubstitutedOptionsAreBoundedInNumber) {
   }
 }
 
+// Every field is checked at every point before a job is accepted: a sweep whose points times
+// the characters of its expressions pass a billion is refused before any is checked, and one
+// just under is checked whole.
+TEST(JobPlan, ExpressionsTooMuchToCheckAtEveryPointAreRefused) {
+  // Sixty scalar arguments of a thousand characters each.
+  const std::string value = "M+" + std::string(997, ' ') + "N";
+  const auto job = [&](std::int64_t points) {
+    job_spec spec = custom_job({256});
+    auto& c = std::get<custom_spec>(spec.kernel);
+    for (int i = 0; i < 60; ++i)
+      c.args.push_back(scalar("s" + std::to_string(i), dtype::f32, value));
+    std::vector<std::int64_t> m(static_cast<std::size_t>(points));
+    for (std::int64_t i = 0; i < points; ++i)
+      m[static_cast<std::size_t>(i)] = i;
+    spec.sweep = sweep({{"N", {256}}, {"M", m}});
+    return spec;
+  };
+  // The custom job's own: N, N/8, N, 2*N, ceil(N/256), 4*min(N, 512), 2*N, cdiv(N, 128).
+  const std::string own = "NN/8N2*Nceil(N/256)4*min(N, 512)2*Ncdiv(N, 128)";
+  const std::int64_t chars = std::int64_t(own.size() + 60 * value.size());
+  const std::int64_t most = std::int64_t(1e9) / chars;
+  const job_plan over(job(most + 1), {});
+  try {
+    over.validate_all();
+    FAIL() << "accepted";
+  } catch (const plan_error& e) {
+    EXPECT_EQ(e.field(), "sweep");
+    EXPECT_NE(e.reason().find("too much to check at every point"), std::string::npos) << e.reason();
+    EXPECT_NE(e.reason().find(std::to_string(most + 1) + " points and " + std::to_string(chars) +
+                              " characters"),
+              std::string::npos)
+        << e.reason();
+  }
+  const job_plan under(job(most), {});
+  EXPECT_NO_THROW(under.validate_all());
+}
+
 TEST(JobPlan, EveryExpressionThatDoesNotCompileIsReported) {
   job_spec spec = custom_job();
   auto& c = std::get<custom_spec>(spec.kernel);
