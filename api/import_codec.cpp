@@ -148,7 +148,9 @@ std::optional<std::uint64_t> parse_count(std::string_view cell) {
 
 // Every statistic a summary gives must lie between its min and max (a unit mix-up or swapped
 // columns shows up here, before it becomes a row). Relative slack for rounding in the source.
+// A median of 0 is no time (its rates would be infinite).
 void check_order(const imported_stats& s, const std::function<void(std::string)>& error) {
+  if (s.median && *s.median <= 0) error("median 0: a kernel's median time must be more than 0");
   if (!s.min || !s.max) return;
   if (*s.min > *s.max) {
     error("min " + std::to_string(*s.min) + " is above max " + std::to_string(*s.max));
@@ -170,6 +172,10 @@ std::string valid_name(std::string_view name, const std::function<void(std::stri
     error("a kernel name must not be empty");
   } else if (!valid_utf8(name)) {
     error("a kernel name must be UTF-8 text");
+  } else if (std::any_of(name.begin(), name.end(), [](char c) {
+               return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+             })) {
+    error("a kernel name must not hold control characters (a NUL, a tab, a line break)");
   } else if (name.size() > k_max_name) {
     error("a kernel name of " + std::to_string(name.size()) + " bytes; the limit is " +
           std::to_string(k_max_name));

@@ -31,10 +31,12 @@ double max_tolerance(dtype t) {
   return is_floating(t) ? 100 * default_tolerance(t) : 1.0;
 }
 
+// "." and ".." are no names: a URL's path drops them (/api/v1/tasks/.. is /api/v1).
 bool task_name_ok(const std::string& s) {
-  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-  });
+  return !s.empty() && s.size() <= 64 && s != "." && s != ".." &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+         });
 }
 
 // The element type of an argument's "type" ("f32*" -> f32).
@@ -141,7 +143,8 @@ task_definition parse_task(const json& body, const spec_limits& limits) {
   if (const auto it = body.find("name"); it == body.end() || it->is_null()) {
     error("name", "is required");
   } else if (!it->is_string() || !task_name_ok(it->get<std::string>())) {
-    error("name", "must be 1 to 64 letters, digits, '_', '.' or '-', not " + it->dump());
+    error("name",
+          "must be 1 to 64 letters, digits, '_', '.' or '-' (not . or ..), not " + it->dump());
   } else {
     t.name = it->get<std::string>();
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -426,14 +427,30 @@ struct job_plan::impl {
           }
           const double lo = a.type == dtype::i64   ? -9.2e18
                             : a.type == dtype::i32 ? -2147483648.0
+                            : a.type == dtype::i8  ? -128.0
                                                    : 0.0;
           const double hi = a.type == dtype::i64   ? 9.2e18
                             : a.type == dtype::i32 ? 2147483647.0
+                            : a.type == dtype::i8  ? 127.0
+                            : a.type == dtype::u8  ? 255.0
                                                    : 4294967295.0;
           if (r.value < lo || r.value > hi) {
             fail(field,
                  "is " + format_number(r.value) + ", out of range for " +
                      std::string(to_string(a.type)),
+                 index);
+          }
+        } else {
+          // The largest finite value of each floating type: beyond it the kernel would get
+          // infinity where the spec says a number.
+          const double most = a.type == dtype::f64    ? std::numeric_limits<double>::max()
+                              : a.type == dtype::f32  ? double(std::numeric_limits<float>::max())
+                              : a.type == dtype::bf16 ? 3.3895313892515355e38
+                                                      : 65504.0;
+          if (std::fabs(r.value) > most) {
+            fail(c.args[i].value->field,
+                 "is " + format_number(r.value) + ", beyond the largest " +
+                     std::string(to_string(a.type)) + " (" + format_number(most) + ")",
                  index);
           }
         }

@@ -15,12 +15,35 @@ json device_json(const device_view& v) {
   return j;
 }
 
+// The 404 of a node the fleet does not have, naming those it has.
+[[noreturn]] void no_such_node(const std::string& node, const std::set<std::string>& nodes) {
+  std::string known;
+  for (const auto& n : nodes)
+    known += (known.empty() ? "" : ", ") + n;
+  throw api_error(404, "not_found", "no node \"" + node + "\" in the fleet (nodes: " + known + ")",
+                  {{"node", "no node \"" + node + "\" (nodes: " + known + ")"}});
+}
+
 }  // namespace
 
-response http_api::impl::list_devices(const request&) {
+// Every device of the fleet, or with `?node=NAME` that node's (a 404 naming the fleet's nodes
+// where it has none).
+response http_api::impl::list_devices(const request& req) {
+  for (const auto& [key, value] : req.query) {
+    if (key != "node") throw bad_parameter(key, "unknown parameter (known: node)");
+  }
+  const auto node = query_value(req, "node");
+  if (node && node->empty()) {
+    throw bad_parameter("node", "is empty (name a node of the fleet, or leave it out for all)");
+  }
   json out = json::array();
-  for (auto& d : fleet_devices(store, sched, config.lease_timeout_s, !config.database.empty()))
-    out.push_back(std::move(d));
+  std::set<std::string> nodes;
+  for (auto& d : fleet_devices(store, sched, config.lease_timeout_s, !config.database.empty())) {
+    const std::string name = device_text(d, "node");
+    nodes.insert(name);
+    if (!node || name == *node) out.push_back(std::move(d));
+  }
+  if (node && out.empty()) no_such_node(*node, nodes);
   return json_response(200, {{"devices", std::move(out)}});
 }
 
@@ -51,14 +74,7 @@ json http_api::impl::fleet_device(const std::string& node, const std::string& in
     if (i == index) return std::move(d);
     indices += (indices.empty() ? "" : ", ") + i;
   }
-  if (!nodes.count(node)) {
-    std::string known;
-    for (const auto& n : nodes)
-      known += (known.empty() ? "" : ", ") + n;
-    throw api_error(404, "not_found",
-                    "no node \"" + node + "\" in the fleet (nodes: " + known + ")",
-                    {{"node", "no node \"" + node + "\" (nodes: " + known + ")"}});
-  }
+  if (!nodes.count(node)) no_such_node(node, nodes);
   const std::string has = indices.empty() ? "none" : indices;
   throw api_error(
       404, "not_found",

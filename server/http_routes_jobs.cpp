@@ -193,10 +193,14 @@ response http_api::impl::confirm_job(const request& req) {
   const bool withheld = fitness.is_object() && fitness.value("withheld", false);
   const bool confirmed = fitness.is_object() && fitness.value("confirmed", false);
   if (!withheld && !confirmed) {
-    throw api_error(
-        409, "nothing_to_confirm",
-        "job " + std::to_string(id) + "'s score is not withheld: no point has an excessive_speedup",
-        {}, json{{"job_id", id}});
+    // A job scores only where it asks to (a fitness baseline or target), and only a score an
+    // excessive speedup withheld waits for a confirmation.
+    throw api_error(409, "nothing_to_confirm",
+                    "job " + std::to_string(id) +
+                        (fitness.is_object() ? "'s score is not withheld: nothing to confirm"
+                                             : " has no score (it asked for none): nothing to "
+                                               "confirm"),
+                    {}, json{{"job_id", id}});
   }
   if (withheld) {
     const std::string f = job_fitness_text(store.scored_points(id), rec.progress.total,
@@ -333,7 +337,11 @@ response http_api::impl::results(const request& req) {
 response http_api::impl::events_stream(const request& req) {
   std::uint64_t after = events.last_id();
   std::string last = req.header("Last-Event-ID");
-  if (auto q = query_value(req, "last_event_id")) last = *q;
+  std::string from = "Last-Event-ID";  // the header, or the query parameter that overrides it
+  if (auto q = query_value(req, "last_event_id")) {
+    last = *q;
+    from = "last_event_id";
+  }
   for (const auto& [key, value] : req.query) {
     if (key != "last_event_id") {
       throw bad_parameter(key, "unknown parameter (known: last_event_id)");
@@ -344,7 +352,7 @@ response http_api::impl::events_stream(const request& req) {
     std::uint64_t id = 0;
     const auto [end, ec] = std::from_chars(last.data(), last.data() + last.size(), id);
     if (ec != std::errc() || end != last.data() + last.size()) {
-      throw bad_parameter("last_event_id", "\"" + last + "\" is not an event id");
+      throw bad_parameter(from, "\"" + last + "\" is not an event id");
     }
     // 0 asks for every event the daemon holds. An id this daemon did not issue (from before a
     // restart, or from another node of a fleet, whose ids are its own) starts from now with a

@@ -155,6 +155,7 @@ TEST(AnalysisApi, CheatsAreFlaggedAndScoreZero) {
   const auto nothing = daemon.post("/api/v1/jobs/1/confirm", "{}");
   EXPECT_EQ(nothing.status, 409) << nothing.text;
   EXPECT_EQ(nothing.body["error"]["type"], "nothing_to_confirm") << nothing.text;
+  EXPECT_NE(nothing.text.find("nothing to confirm"), std::string::npos) << nothing.text;
 
   // The mock runs no device code: a kernel that does not even compile gets a modelled time like
   // any other, but with nothing verified it is not correct and scores 0, and says simulated.

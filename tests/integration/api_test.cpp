@@ -601,6 +601,17 @@ TEST(ApiDevices, HealthReadinessAndDevices) {
     EXPECT_GT(d["worker_pid"].get<int>(), 0);
   }
   EXPECT_EQ(daemon.get("/api/v1/devices/1").body["index"], 1);
+  // A node's devices: this daemon's, a node it does not know (404 naming those it does), and a
+  // parameter the list does not take.
+  const std::string node = devices.body["devices"][0]["node"].get<std::string>();
+  EXPECT_EQ(daemon.get("/api/v1/devices?node=" + node).body["devices"].size(), 2u);
+  const auto unknown = daemon.get("/api/v1/devices?node=zz");
+  EXPECT_EQ(unknown.status, 404) << unknown.text;
+  EXPECT_EQ(unknown.body["error"]["details"][0]["field"], "node") << unknown.text;
+  EXPECT_NE(unknown.text.find("(nodes: " + node + ")"), std::string::npos) << unknown.text;
+  const auto bogus = daemon.get("/api/v1/devices?bogus=1");
+  EXPECT_EQ(bogus.status, 400) << bogus.text;
+  EXPECT_EQ(bogus.body["error"]["details"][0]["field"], "bogus") << bogus.text;
 
   // A job pinned to device 1 runs there.
   json spec = gemm_sweep();

@@ -204,6 +204,14 @@ TEST(Events, ReconnectingWithLastEventIdResumesAndAStaleIdResets) {
 
   const auto bad = daemon.get("/api/v1/events?last_event_id=abc");
   EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["details"][0]["field"], "last_event_id") << bad.text;
+  // The header is named as the header.
+  httplib::Client client("127.0.0.1", daemon.port());
+  const auto header = client.Get("/api/v1/events", {{"Last-Event-ID", "abc"}});
+  ASSERT_TRUE(header);
+  EXPECT_EQ(header->status, 400);
+  EXPECT_EQ(parse_json(header->body)["error"]["details"][0]["field"], "Last-Event-ID")
+      << header->body;
   EXPECT_EQ(daemon.get("/api/v1/events?job=1").status, 400);
 }
 

@@ -328,6 +328,22 @@ TEST(ImportNsys, BadInputNamesLineAndColumn) {
   EXPECT_TRUE(has_error(errors, {"line 6", "6 fields; the header has 7"})) << dump(errors);
 }
 
+// A median of 0 is no time (every rate over it infinite), and a kernel name with a control
+// character (a NUL, a line break) would break the CSV export: both refused, in every format.
+TEST(ImportNsys, AZeroMedianAndControlCharactersInANameAreRefused) {
+  const auto errors = errors_of([] {
+    read_nsys_cuda_gpu_kern_sum(std::string("Instances,Med (ns),Name\n4,0,k1\n4,10,\"k\n2\"\n") +
+                                "4,10,k" + std::string(1, '\0') + "3\n");
+  });
+  EXPECT_TRUE(has_error(errors, {"line 2", "median 0", "more than 0"})) << dump(errors);
+  EXPECT_TRUE(has_error(errors, {"control characters"})) << dump(errors);
+  EXPECT_EQ(errors.size(), 3u) << dump(errors);
+  json j = seed_results();
+  j["components"]["hip_topk"]["p50_us"] = 0;
+  EXPECT_TRUE(has_error(errors_of([&] { read_rocm_profiler(j); }),
+                        {"data.components.hip_topk: ", "median 0"}));
+}
+
 // --- the request -------------------------------------------------------------------------------
 
 TEST(ImportRequest, RocmProfilerTakesDeviceAndDtypeFromItsConfig) {

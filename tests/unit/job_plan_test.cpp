@@ -229,6 +229,37 @@ plan_error error_at(const job_plan& plan, std::uint64_t index) {
   return plan_error("", "");
 }
 
+// A scalar argument's value must be one its type holds: integers within their range, floats
+// finite in theirs (a kernel would get infinity where the spec says a number).
+TEST(JobPlan, ScalarValuesMustFitTheirType) {
+  const auto reason_of = [](dtype t, const std::string& value) -> std::string {
+    job_spec spec = custom_job({256});
+    std::get<custom_spec>(spec.kernel).args[0] = scalar("s", t, value);
+    const job_plan plan(std::move(spec), {});
+    try {
+      (void)plan.resolve(0);
+    } catch (const plan_error& e) {
+      EXPECT_EQ(e.field(), "kernel.args[0].value");
+      return e.reason();
+    }
+    return "resolved";
+  };
+  EXPECT_NE(reason_of(dtype::f32, "1e300").find("beyond the largest f32 (3.40282e+38)"),
+            std::string::npos)
+      << reason_of(dtype::f32, "1e300");
+  EXPECT_NE(reason_of(dtype::f16, "-70000").find("beyond the largest f16 (65504)"),
+            std::string::npos);
+  EXPECT_NE(reason_of(dtype::bf16, "1e39").find("beyond the largest bf16"), std::string::npos);
+  EXPECT_NE(reason_of(dtype::i8, "128").find("out of range for i8"), std::string::npos);
+  EXPECT_NE(reason_of(dtype::u8, "256").find("out of range for u8"), std::string::npos);
+  EXPECT_NE(reason_of(dtype::u8, "-1").find("out of range for u8"), std::string::npos);
+  EXPECT_EQ(reason_of(dtype::f32, "3e38"), "resolved");
+  EXPECT_EQ(reason_of(dtype::f16, "65504"), "resolved");
+  EXPECT_EQ(reason_of(dtype::f64, "1e300"), "resolved");
+  EXPECT_EQ(reason_of(dtype::i8, "-128"), "resolved");
+  EXPECT_EQ(reason_of(dtype::u8, "255"), "resolved");
+}
+
 TEST(JobPlan, InvalidValuesNameFieldAndPoint) {
   job_spec spec = custom_job({256, 100000});
   auto& c = std::get<custom_spec>(spec.kernel);

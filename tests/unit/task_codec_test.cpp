@@ -124,6 +124,10 @@ TEST(TaskCodec, BadTemplatesAreRefusedNamingTheirFields) {
   EXPECT_EQ(refused(with([](json& t) { t["held_out"] = json::array(); })), v{"held_out"});
   EXPECT_EQ(refused(with([](json& t) { t["held_out"] = json::object(); })), v{"(accepted)"});
   EXPECT_EQ(refused(with([](json& t) { t["name"] = ""; })), v{"name"});
+  // A URL's path drops . and ..: no task could be read by those names.
+  EXPECT_EQ(refused(with([](json& t) { t["name"] = ".."; })), v{"name"});
+  EXPECT_EQ(refused(with([](json& t) { t["name"] = "."; })), v{"name"});
+  EXPECT_EQ(refused(with([](json& t) { t["name"] = "..a"; })), v{"(accepted)"});
   EXPECT_EQ(refused(with([](json& t) { t["variants"] = json::array(); })), v{"variants"});
   EXPECT_EQ(refused(json::array()), v{""});
   // The bound on each agent's submissions.
