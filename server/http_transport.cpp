@@ -631,6 +631,16 @@ struct http_transport::impl {
       return new connection_pool(n, cap, waiting);
     };
     server.on_overloaded = [this] { observe_unrouted("other", 503); };
+    // httplib's default options set SO_REUSEPORT, with which a second daemon started on the same
+    // address binds it too, and the kernel shares the connections out between the two.
+    // SO_REUSEADDR alone lets a restarted daemon bind while its last connections are in
+    // TIME_WAIT, and a second one fail to start.
+    server.set_socket_options([](socket_t sock) {
+      const int yes = 1;
+      if (::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0) {
+        spdlog::warn("HTTP: cannot set SO_REUSEADDR: {}", std::strerror(errno));
+      }
+    });
     server.set_payload_max_length(config.max_body_bytes);
     server.set_keep_alive_max_count(1000);
     // Headers and body go out in separate writes; with Nagle's algorithm and delayed ACKs each
@@ -763,11 +773,20 @@ http_transport::http_transport(std::vector<http_route> routes, access_control& a
 http_transport::~http_transport() = default;
 
 int http_transport::bind(const std::string& host, int port) {
+  errno = 0;
   const int bound = port == 0 ? m_impl->server.bind_to_any_port(host)
                               : (m_impl->server.bind_to_port(host, port) ? port : -1);
   if (bound < 0) {
-    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
-                             " (address in use or not available)");
+    // httplib reports no reason; errno is still bind(2)'s or listen(2)'s, where one failed.
+    const int err = errno;
+    const std::string where = "cannot listen on " + host + ":" + std::to_string(port);
+    if (err == EADDRINUSE) {
+      throw std::runtime_error(where +
+                               ": address already in use (is another kernelscan, or "
+                               "another server, listening there?)");
+    }
+    throw std::runtime_error(where + ": " +
+                             (err ? std::strerror(err) : "the address cannot be resolved"));
   }
   m_impl->server.widen_backlog();
   return bound;
