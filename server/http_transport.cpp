@@ -38,6 +38,10 @@ constexpr auto k_head_timeout = 10s;
 // ... and hold at most this many bytes: httplib caps each line (8 KiB), not their number, so a
 // fast client could otherwise send headers for the whole 10 s, all of them kept in memory.
 constexpr std::size_t k_max_head_bytes = 64 * 1024;
+// ... and at most this many a line, its line ending included: httplib's own cap, checked here
+// so that the answer says which limit it was (httplib answers a header line past it with a
+// bare 400, and a request line cut off by k_max_head_bytes with nothing at all).
+constexpr std::size_t k_max_line_bytes = 8 * 1024;
 // A request's body must arrive within k_body_timeout of the end of its head, plus a second for
 // every k_min_body_rate bytes it declares. httplib's read timeout bounds each recv: a body sent a
 // byte every few seconds held a thread for as long as the client went on.
@@ -120,6 +124,13 @@ class connection_stream final : public httplib::Stream {
 // and the response) to tell a head cut off by its deadline from a malformed one.
 thread_local const detail::client_connection* t_connection = nullptr;
 
+// An error's body as JSON text. Its message may quote what the client sent (a path, a query
+// value, a header), bytes that need not be UTF-8: they are written as U+FFFD rather than turning
+// a 4xx into a 500 (the JSON writer throws on them by default).
+std::string error_text(const json& body) {
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 // The body length `req`'s Content-Length declares: none where it has none or it is not a whole
 // number (which httplib refuses), the largest length for a number too large to hold.
 std::optional<std::uint64_t> declared_length(const httplib::Request& req) {
@@ -172,6 +183,8 @@ class http_server final : public httplib::Server {
 
   // Called for each connection answered 503 for want of a thread.
   std::function<void()> on_overloaded;
+  // Called for each request answered 414 because its request line was too long.
+  std::function<void()> on_request_line_too_long;
 
   // Serves `sock` as a thread of the pool serves an accepted connection.
   void serve(socket_t sock) { process_and_close_socket(sock); }
@@ -263,7 +276,7 @@ class http_server final : public httplib::Server {
     for (std::size_t left = keep_alive_max_count_;
          left > 0 && svr_sock_ != INVALID_SOCKET && connection.wait_for_request(); --left) {
       connection.start_head(detail::client_connection::clock::now() + k_head_timeout,
-                            k_max_head_bytes);
+                            k_max_head_bytes, k_max_line_bytes);
       bool closed = false, refused_body = false;
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
@@ -277,6 +290,8 @@ class http_server final : public httplib::Server {
                                 body_time(req, m_max_body));
         }
       });
+      // httplib reads no request whose request line is too long, and answers nothing.
+      if (connection.request_line_too_long()) answer_request_line_too_long(stream);
       // What follows on the connection is a body, or the rest of a head or body, not a
       // request; it is drained so that closing does not reset the answer away.
       if (refused_body || connection.head_too_large() || connection.body_timed_out()) {
@@ -292,6 +307,25 @@ class http_server final : public httplib::Server {
       if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
     }
     return ok;
+  }
+
+  // Answers 414 for a request whose request line ran past k_max_line_bytes, of which httplib
+  // has read nothing (it answers a request line too long for its buffer with nothing at all).
+  void answer_request_line_too_long(httplib::Stream& stream) {
+    static const std::string k_answer = [] {
+      const std::string body =
+          error_text(error_body("uri_too_long", "the request line takes more than " +
+                                                    std::to_string(k_max_line_bytes) + " bytes"));
+      return "HTTP/1.1 414 URI Too Long\r\nContent-Type: application/json\r\n"
+             "Connection: close\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    for (std::size_t sent = 0; sent < k_answer.size();) {
+      const ssize_t n = stream.write(k_answer.data() + sent, k_answer.size() - sent);
+      if (n <= 0) break;
+      sent += static_cast<std::size_t>(n);
+    }
+    if (on_request_line_too_long) on_request_line_too_long();
   }
 
   // Answers a connection no thread can take with 503, without waiting for its request or for
@@ -461,12 +495,6 @@ struct http_transport::impl {
     res.status = status;
     res.set_content(error_text(error_body(type, message, details)), "application/json");
   }
-  // An error's body as JSON text. Its message may quote what the client sent (a path, a query
-  // value), bytes that need not be UTF-8: they are written as U+FFFD rather than turning a 4xx
-  // into a 500 (the JSON writer throws on them by default).
-  static std::string error_text(const json& body) {
-    return body.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
 
   // A request answered before any route saw it (a head cut off or too large, a body refused
   // unread, a malformed request), counted under the route "unrouted" with its method where it
@@ -631,6 +659,7 @@ struct http_transport::impl {
       return new connection_pool(n, cap, waiting);
     };
     server.on_overloaded = [this] { observe_unrouted("other", 503); };
+    server.on_request_line_too_long = [this] { observe_unrouted("other", 414); };
     // httplib's default options set SO_REUSEPORT, with which a second daemon started on the same
     // address binds it too, and the kernel shares the connections out between the two.
     // SO_REUSEADDR alone lets a restarted daemon bind while its last connections are in
@@ -727,6 +756,11 @@ struct http_transport::impl {
                        std::to_string(body_time(req, config.max_body_bytes).count()) + " s (" +
                        std::to_string(k_body_timeout.count()) + " s and 1 s per " +
                        std::to_string(k_min_body_rate / 1024) + " KiB it declares)",
+                   res);
+      } else if (res.status == 400 && t_connection && t_connection->header_line_too_long()) {
+        closes_after(req);
+        send_error(431, "header_fields_too_large",
+                   "a header line takes more than " + std::to_string(k_max_line_bytes) + " bytes",
                    res);
       } else if (res.status == 400 && t_connection && t_connection->head_too_large()) {
         closes_after(req);

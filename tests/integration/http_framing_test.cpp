@@ -1,0 +1,91 @@
+// Requests whose framing is malformed or ambiguous, against a real daemon: each is answered once,
+// in the API's error shape, and its connection closed, so that nothing the client sent after it
+// (a body, the rest of a head, a request hidden in either) is read as another request.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/daemon_process.hpp"
+#include "tests/support/raw_client.hpp"
+
+namespace kernelscan::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+
+// How many answers `received` holds.
+std::size_t answers(const std::string& received) {
+  std::size_t n = 0;
+  for (auto at = received.find("HTTP/1.1 "); at != std::string::npos;
+       at = received.find("HTTP/1.1 ", at + 1))
+    ++n;
+  return n;
+}
+
+// The JSON body of the one answer in `received`.
+json body_of(const std::string& received) {
+  const auto at = received.find("\r\n\r\n");
+  if (at == std::string::npos) return nullptr;
+  return json::parse(received.substr(at + 4), nullptr, false);
+}
+
+// Sends `request` on a new connection; what the daemon answered before it closed it. Closing
+// takes well under the 5 s a connection may idle between requests.
+std::string answered_and_closed(const daemon_process& daemon, const std::string& request) {
+  const auto t0 = clock::now();
+  std::string received = exchange_until_closed(daemon.port(), request, 10s);
+  EXPECT_LT(clock::now() - t0, 3s) << "not closed at once: " << received;
+  EXPECT_EQ(answers(received), 1u) << received;
+  EXPECT_NE(received.find("\r\nConnection: close\r\n"), std::string::npos) << received;
+  return received;
+}
+
+std::string unrouted_count(const daemon_process& daemon, const std::string& method, int code) {
+  const std::string text = daemon.get("/metrics").text;
+  const std::string series = "kernelscan_http_requests_total{method=\"" + method +
+                             "\",route=\"unrouted\",code=\"" + std::to_string(code) + "\"} ";
+  const auto at = text.find(series);
+  if (at == std::string::npos) return "none";
+  return text.substr(at + series.size(), text.find('\n', at) - at - series.size());
+}
+
+TEST(HttpFraming, AHeaderLineOver8KiBIsAnswered431) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Long: ";
+  // 8 KiB with its CRLF is the most a line may take.
+  const auto longest =
+      exchange_until_closed(daemon.port(), head + std::string(8182, 'a') + "\r\n\r\n", 10s);
+  EXPECT_EQ(longest.rfind("HTTP/1.1 200", 0), 0u) << longest.substr(0, 200);
+  const auto received = answered_and_closed(daemon, head + std::string(9000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(received.rfind("HTTP/1.1 431", 0), 0u) << received;
+  const json body = body_of(received);
+  EXPECT_EQ(body["error"]["type"], "header_fields_too_large") << received;
+  EXPECT_EQ(body["error"]["message"], "a header line takes more than 8192 bytes") << received;
+  EXPECT_EQ(unrouted_count(daemon, "GET", 431), "1");
+}
+
+TEST(HttpFraming, ARequestLineOver8KiBIsAnswered414InTheApisErrorShape) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string start = "GET /api/v1/jobs?label.team=";
+  const std::string end = " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  // 8 KiB with its CRLF is the most a request line may take.
+  const auto longest = exchange_until_closed(
+      daemon.port(), start + std::string(8192 - start.size() - 11, 'x') + end, 10s);
+  EXPECT_EQ(longest.rfind("HTTP/1.1 200", 0), 0u) << longest.substr(0, 200);
+  // Past the head's 64 KiB too, where no answer came.
+  for (const std::size_t length : {8200u, 20'000u, 66'000u, 100'000u}) {
+    SCOPED_TRACE(length);
+    const auto received = answered_and_closed(daemon, start + std::string(length, 'x') + end);
+    EXPECT_EQ(received.rfind("HTTP/1.1 414", 0), 0u) << received.substr(0, 200);
+    const json body = body_of(received);
+    EXPECT_EQ(body["error"]["type"], "uri_too_long") << received;
+    EXPECT_EQ(body["error"]["message"], "the request line takes more than 8192 bytes") << received;
+  }
+  EXPECT_EQ(unrouted_count(daemon, "other", 414), "4");
+}
+
+}  // namespace
+}  // namespace kernelscan::testing
