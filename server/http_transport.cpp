@@ -132,7 +132,7 @@ std::string error_text(const json& body) {
 }
 
 // The body length `req`'s Content-Length declares: none where it has none or it is not a whole
-// number (which httplib refuses), the largest length for a number too large to hold.
+// number (which is refused: refused_body), the largest length for a number too large to hold.
 std::optional<std::uint64_t> declared_length(const httplib::Request& req) {
   const std::string value = req.get_header_value("Content-Length");
   std::uint64_t length = 0;
@@ -142,18 +142,49 @@ std::optional<std::uint64_t> declared_length(const httplib::Request& req) {
   return length;
 }
 
-// The status of a request whose body is refused before it is read, or 0. 413: it declares a body
-// longer than `limit` (httplib would read, and drop, all of it before answering, waiting out its
-// read timeout when the client sends nothing). 411: its body comes with a transfer coding
-// (chunked), to which httplib 0.11 applies no limit: it would be read whole, however large.
-int refused_body_status(const httplib::Request& req, std::size_t limit) {
-  if (req.has_header("Transfer-Encoding")) return 411;
-  return declared_length(req).value_or(0) > limit ? 413 : 0;
+// Why the body of a request is refused before it is read.
+struct body_refusal {
+  int status;
+  std::string type;
+  std::string message;
+  std::vector<field_error> details;
+};
+
+// Why the body of `req` is refused before it is read, if it is. 411: it comes with a transfer
+// coding (chunked), to which httplib 0.11 applies no limit: it would be read whole, however
+// large. 400: its length is not one decimal number: Content-Length given twice (httplib reads
+// the first; a proxy in front may have framed the body by the other and taken the rest for
+// another request), or not a number (httplib reads "-5" as 2^64 - 5 and "abc" as 0, "+72" as
+// 72). 413: it declares a body longer than `limit` (httplib would read, and drop, all of it
+// before answering, waiting out its read timeout when the client sends nothing).
+std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_t limit) {
+  if (req.has_header("Transfer-Encoding")) {
+    return body_refusal{411,
+                        "length_required",
+                        "a request body must be sent with a Content-Length (no chunked transfer)",
+                        {}};
+  }
+  if (const auto given = req.headers.count("Content-Length"); given > 1) {
+    const std::string why =
+        "is given " + std::to_string(given) + " times; a request has one length";
+    return body_refusal{400, "invalid_header", "Content-Length " + why, {{"Content-Length", why}}};
+  }
+  const std::string value = req.get_header_value("Content-Length");
+  if (req.has_header("Content-Length") &&
+      (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)) {
+    const std::string why = "is not a non-negative decimal integer: \"" + value + "\"";
+    return body_refusal{400, "invalid_header", "Content-Length " + why, {{"Content-Length", why}}};
+  }
+  if (declared_length(req).value_or(0) > limit) {
+    return body_refusal{
+        413, "payload_too_large", "request body exceeds " + std::to_string(limit) + " bytes", {}};
+  }
+  return std::nullopt;
 }
 
 // How long the body of `req`, which is not refused, may take to arrive: k_body_timeout, and a
 // second more for every k_min_body_rate bytes its Content-Length declares, up to `limit` (a
-// longer one is refused; one that is not a number, which httplib refuses, counts as none).
+// longer one is refused, as is one that is not a number).
 std::chrono::seconds body_time(const httplib::Request& req, std::size_t limit) {
   const std::uint64_t length = std::min<std::uint64_t>(
       {declared_length(req).value_or(0), limit, std::uint64_t(1) << 40});  // no overflow
@@ -277,13 +308,13 @@ class http_server final : public httplib::Server {
          left > 0 && svr_sock_ != INVALID_SOCKET && connection.wait_for_request(); --left) {
       connection.start_head(detail::client_connection::clock::now() + k_head_timeout,
                             k_max_head_bytes, k_max_line_bytes);
-      bool closed = false, refused_body = false;
+      bool closed = false, refused = false;
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
-        if (refused_body_status(req, m_max_body)) {
+        if (refused_body(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
           // follows on it is the body, not a request.
-          refused_body = true;
+          refused = true;
           closes_after(req);
         } else {
           connection.start_body(detail::client_connection::clock::now() +
@@ -294,7 +325,7 @@ class http_server final : public httplib::Server {
       if (connection.request_line_too_long()) answer_request_line_too_long(stream);
       // What follows on the connection is a body, or the rest of a head or body, not a
       // request; it is drained so that closing does not reset the answer away.
-      if (refused_body || connection.head_too_large() || connection.body_timed_out()) {
+      if (refused || connection.head_too_large() || connection.body_timed_out()) {
         connection.close_gracefully(k_refused_body_drain);
         break;
       }
@@ -479,15 +510,13 @@ struct http_transport::impl {
     }
   }
 
-  // The answer to a body refused unread (refused_body_status).
-  void refuse_body(int status, httplib::Response& res) const {
-    if (status == 411) {
-      send_error(411, "length_required",
-                 "a request body must be sent with a Content-Length (no chunked transfer)", res);
-    } else {
-      send_error(413, "payload_too_large",
-                 "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
-    }
+  // Answers `req` if its body is refused unread (refused_body); true if it is.
+  bool refuse_body(const httplib::Request& req, httplib::Response& res) {
+    const auto refusal = refused_body(req, config.max_body_bytes);
+    if (!refusal) return false;
+    send_error(refusal->status, refusal->type, refusal->message, res, refusal->details);
+    observe_unrouted(req.method, refusal->status);
+    return true;
   }
 
   static void send_error(int status, const std::string& type, const std::string& message,
@@ -691,24 +720,18 @@ struct http_transport::impl {
     // connection open, waited out the read timeout and got 400. The pre-routing handler runs
     // before httplib reads the body, so the body's length is stated here.
     //
-    // A request declaring a body over --max-body-bytes is answered 413 here, before httplib
-    // would read the whole body to drop it (the connection then closes: http_server). With
-    // "Expect: 100-continue" it is answered instead of "100 Continue", so the client never sends
-    // the body.
+    // A request whose body is refused unread (refused_body: a body declared over
+    // --max-body-bytes, a Content-Length given twice or not a number, a chunked body) is
+    // answered here, before httplib would read the body (the connection then closes:
+    // http_server). With "Expect: 100-continue" it is answered instead of "100 Continue", so the
+    // client never sends the body.
     server.set_expect_100_continue_handler(
-        [max = config.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
-          const int status = refused_body_status(req, max);
-          if (!status) return 100;
-          res.status =
-              status;  // httplib answers with the response as it is, error handler included
-          return status;
+        [this](const httplib::Request& req, httplib::Response& res) {
+          // httplib answers with the response as it is.
+          return refuse_body(req, res) ? res.status : 100;
         });
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (const int status = refused_body_status(req, config.max_body_bytes)) {
-        refuse_body(status, res);
-        observe_unrouted(req.method, status);
-        return httplib::Server::HandlerResponse::Handled;
-      }
+      if (refuse_body(req, res)) return httplib::Server::HandlerResponse::Handled;
       auto& r = const_cast<httplib::Request&>(req);
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
         r.headers.emplace("Content-Length", "0");
@@ -770,8 +793,6 @@ struct http_transport::impl {
                    res);
       } else if (res.status == 404) {
         send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
-      } else if (res.status == 413 || res.status == 411) {
-        refuse_body(res.status, res);
       } else if (res.status == 400) {
         send_error(400, "bad_request", "malformed HTTP request", res);
       } else {

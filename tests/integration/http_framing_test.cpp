@@ -14,6 +14,8 @@ namespace {
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
+const std::string k_job = R"({"kernel": {"op": "stream", "variant": "copy", "n": 4096}})";
+
 // How many answers `received` holds.
 std::size_t answers(const std::string& received) {
   std::size_t n = 0;
@@ -41,6 +43,13 @@ std::string answered_and_closed(const daemon_process& daemon, const std::string&
   return received;
 }
 
+std::string post_job(const std::vector<std::string>& content_lengths) {
+  std::string head = "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  for (const auto& length : content_lengths)
+    head += "Content-Length: " + length + "\r\n";
+  return head + "\r\n" + k_job;
+}
+
 std::string unrouted_count(const daemon_process& daemon, const std::string& method, int code) {
   const std::string text = daemon.get("/metrics").text;
   const std::string series = "kernelscan_http_requests_total{method=\"" + method +
@@ -48,6 +57,50 @@ std::string unrouted_count(const daemon_process& daemon, const std::string& meth
   const auto at = text.find(series);
   if (at == std::string::npos) return "none";
   return text.substr(at + series.size(), text.find('\n', at) - at - series.size());
+}
+
+TEST(HttpFraming, ContentLengthGivenTwiceIsRefused400) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string length = std::to_string(k_job.size());
+  // Two lengths (a proxy in front may frame the body by either), or the same one twice.
+  for (const auto& lengths :
+       {std::vector<std::string>{length, "5"}, {"5", length}, {length, length}}) {
+    const auto received = answered_and_closed(daemon, post_job(lengths));
+    EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
+    const json body = body_of(received);
+    EXPECT_EQ(body["error"]["type"], "invalid_header") << received;
+    EXPECT_EQ(body["error"]["message"], "Content-Length is given 2 times; a request has one length")
+        << received;
+    EXPECT_EQ(body["error"]["details"][0]["field"], "Content-Length") << received;
+  }
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+  EXPECT_EQ(unrouted_count(daemon, "POST", 400), "3");
+}
+
+TEST(HttpFraming, AContentLengthThatIsNotADecimalNumberIsRefused400AtOnce) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string length = std::to_string(k_job.size());
+  for (const std::string& value :
+       std::vector<std::string>{"-5", "abc", "+" + length, "0x48", length + " 0", length + ".0"}) {
+    SCOPED_TRACE(value);
+    const auto received = answered_and_closed(daemon, post_job({value}));
+    EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
+    const json body = body_of(received);
+    EXPECT_EQ(body["error"]["type"], "invalid_header") << received;
+    EXPECT_EQ(body["error"]["message"],
+              "Content-Length is not a non-negative decimal integer: \"" + value + "\"")
+        << received;
+    EXPECT_EQ(body["error"]["details"][0]["field"], "Content-Length") << received;
+  }
+  // With "Expect: 100-continue" it is answered instead of "100 Continue".
+  const auto expecting =
+      answered_and_closed(daemon,
+                          "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n"
+                          "Expect: 100-continue\r\n\r\n");
+  EXPECT_EQ(expecting.rfind("HTTP/1.1 400", 0), 0u) << expecting;
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
 }
 
 TEST(HttpFraming, AHeaderLineOver8KiBIsAnswered431) {
