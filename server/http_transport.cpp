@@ -123,6 +123,8 @@ class connection_stream final : public httplib::Stream {
 // The connection this thread serves, for the error handler (which httplib gives only the request
 // and the response) to tell a head cut off by its deadline from a malformed one.
 thread_local const detail::client_connection* t_connection = nullptr;
+// Set once the answer to the request this thread serves is to end its connection (closes_after).
+thread_local bool t_closes = false;
 
 // An error's body as JSON text. Its message may quote what the client sent (a path, a query
 // value, a header), bytes that need not be UTF-8: they are written as U+FFFD rather than turning
@@ -182,6 +184,19 @@ std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_
   return std::nullopt;
 }
 
+// Whether what follows the head of `req` (whose body is not refused) on its connection is known
+// to be its body and then the next request. Not after a POST, PUT or PATCH without a
+// Content-Length: its body is read as empty (RFC 9112 §6.3; `curl -X POST .../cancel` sends no
+// length), but a client that sends one so may have sent a body all the same, which must not be
+// read as a request. Nor after a body declared on a method whose body httplib does not read
+// (GET, HEAD, OPTIONS): the body would be read as the next request.
+bool next_request_follows(const httplib::Request& req) {
+  const std::string& m = req.method;
+  if (m == "POST" || m == "PUT" || m == "PATCH") return req.has_header("Content-Length");
+  if (m == "DELETE") return true;  // its body is read by its Content-Length, or empty
+  return declared_length(req).value_or(0) == 0;
+}
+
 // How long the body of `req`, which is not refused, may take to arrive: k_body_timeout, and a
 // second more for every k_min_body_rate bytes its Content-Length declares, up to `limit` (a
 // longer one is refused, as is one that is not a number).
@@ -191,23 +206,25 @@ std::chrono::seconds body_time(const httplib::Request& req, std::size_t limit) {
   return k_body_timeout + std::chrono::seconds((length + k_min_body_rate - 1) / k_min_body_rate);
 }
 
-// Makes the answer to `req` say "Connection: close": the connection ends after it (http_server),
-// since what follows on it is not a request. The request is httplib's own non-const object (the
-// handlers' const is only the signature's).
+// Makes the answer to `req` say "Connection: close", and the connection end after it
+// (http_server), since what follows on it is not known to be a request. The request is httplib's
+// own non-const object (the handlers' const is only the signature's).
 void closes_after(const httplib::Request& req) {
   auto& r = const_cast<httplib::Request&>(req);
   r.headers.erase("Connection");
   r.headers.emplace("Connection", "close");
+  t_closes = true;
 }
 
 // httplib's server with its own connection loop. httplib 0.11's accept loop hands each accepted
 // socket to process_and_close_socket(), a virtual (and the only place the socket is seen), whose
 // loop (process_server_socket) reads requests through a SocketStream until the keep-alive count,
-// "Connection: close", an idle keep-alive timeout or stop(). This is that loop with three changes:
-// the head of each request must arrive within k_head_timeout in all, its body within body_time(),
-// and a request declaring a body over the limit is answered and its connection closed without
-// reading the body. The
-// parsing, routing and writing of each request stay httplib's (process_request).
+// "Connection: close", an idle keep-alive timeout or stop(). This is that loop with four changes:
+// the head of each request must arrive within k_head_timeout in all, its body within body_time();
+// a request whose body is refused (refused_body) is answered and its connection closed without
+// reading the body; and a request after which what follows is not known to be a request (a
+// malformed head, a body without a length: closes_after) is answered once and its connection
+// closed. The parsing, routing and writing of each request stay httplib's (process_request).
 class http_server final : public httplib::Server {
  public:
   explicit http_server(std::size_t max_body) : m_max_body(max_body) {}
@@ -308,34 +325,35 @@ class http_server final : public httplib::Server {
          left > 0 && svr_sock_ != INVALID_SOCKET && connection.wait_for_request(); --left) {
       connection.start_head(detail::client_connection::clock::now() + k_head_timeout,
                             k_max_head_bytes, k_max_line_bytes);
-      bool closed = false, refused = false;
+      bool closed = false;
+      t_closes = false;
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
         if (refused_body(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
           // follows on it is the body, not a request.
-          refused = true;
           closes_after(req);
-        } else {
-          connection.start_body(detail::client_connection::clock::now() +
-                                body_time(req, m_max_body));
+          return;
         }
+        if (!next_request_follows(req)) closes_after(req);
+        connection.start_body(detail::client_connection::clock::now() + body_time(req, m_max_body));
       });
       // httplib reads no request whose request line is too long, and answers nothing.
       if (connection.request_line_too_long()) answer_request_line_too_long(stream);
-      // What follows on the connection is a body, or the rest of a head or body, not a
-      // request; it is drained so that closing does not reset the answer away.
-      if (refused || connection.head_too_large() || connection.body_timed_out()) {
-        connection.close_gracefully(k_refused_body_drain);
-        break;
-      }
       if (connection.answer_timed_out()) {
         std::string ip;
         int port = 0;
         connection.peer_address(ip, port);
         spdlog::info("HTTP: {}:{} took its answer too slowly; the connection is closed", ip, port);
       }
-      if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
+      if (connection.head_timed_out() || connection.abandoned()) break;
+      // What follows on the connection is a body, the rest of a head or body, or not known to
+      // be a request; it is drained so that closing does not reset the answer away.
+      if (t_closes || connection.head_too_large() || connection.body_timed_out()) {
+        connection.close_gracefully(k_refused_body_drain);
+        break;
+      }
+      if (!ok || closed) break;
     }
     return ok;
   }
@@ -718,7 +736,10 @@ struct http_transport::impl {
     // §6.3: only a response is read until the connection closes). httplib 0.11 reads such a
     // POST until the connection closes instead, so `curl -X POST .../cancel`, which keeps the
     // connection open, waited out the read timeout and got 400. The pre-routing handler runs
-    // before httplib reads the body, so the body's length is stated here.
+    // before httplib reads the body, so the body's length is stated here. Whether a body was
+    // sent all the same cannot be told without waiting for one, so the connection of a POST,
+    // PUT or PATCH without a length ends after its answer (next_request_follows), and what the
+    // client sent after its head is never read as a request.
     //
     // A request whose body is refused unread (refused_body: a body declared over
     // --max-body-bytes, a Content-Length given twice or not a number, a chunked body) is
@@ -766,14 +787,16 @@ struct http_transport::impl {
     httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req,
                                                            httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      // httplib answers by itself only a request it could not read whole (a malformed or cut
+      // off head, a body it could not read): what follows on the connection is not known to be
+      // a request (the rest of this head or body, or anything), so it ends after this answer.
+      closes_after(req);
       if (res.status == 400 && t_connection && t_connection->head_timed_out()) {
-        closes_after(req);  // what the client sends next is the rest of this head
         send_error(408, "request_timeout",
                    "the request line and headers did not arrive within " +
                        std::to_string(k_head_timeout.count()) + " s",
                    res);
       } else if (res.status == 400 && t_connection && t_connection->body_timed_out()) {
-        closes_after(req);  // what the client sends next is the rest of this body
         send_error(408, "request_timeout",
                    "the request body did not arrive within " +
                        std::to_string(body_time(req, config.max_body_bytes).count()) + " s (" +
@@ -781,12 +804,10 @@ struct http_transport::impl {
                        std::to_string(k_min_body_rate / 1024) + " KiB it declares)",
                    res);
       } else if (res.status == 400 && t_connection && t_connection->header_line_too_long()) {
-        closes_after(req);
         send_error(431, "header_fields_too_large",
                    "a header line takes more than " + std::to_string(k_max_line_bytes) + " bytes",
                    res);
       } else if (res.status == 400 && t_connection && t_connection->head_too_large()) {
-        closes_after(req);
         send_error(431, "header_fields_too_large",
                    "the request line and headers take more than " +
                        std::to_string(k_max_head_bytes / 1024) + " KiB",

@@ -15,6 +15,7 @@ using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
 const std::string k_job = R"({"kernel": {"op": "stream", "variant": "copy", "n": 4096}})";
+const std::string k_healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
 
 // How many answers `received` holds.
 std::size_t answers(const std::string& received) {
@@ -101,6 +102,52 @@ TEST(HttpFraming, AContentLengthThatIsNotADecimalNumberIsRefused400AtOnce) {
                           "Expect: 100-continue\r\n\r\n");
   EXPECT_EQ(expecting.rfind("HTTP/1.1 400", 0), 0u) << expecting;
   EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+}
+
+TEST(HttpFraming, AMalformedRequestIsAnsweredOnceAndClosed) {
+  daemon_process daemon;
+  daemon.start();
+  for (const std::string& request :
+       std::vector<std::string>{"FOO / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                "get /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                "GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n",
+                                "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+                                // Nor is a request that follows read.
+                                "FOO / HTTP/1.1\r\nHost: x\r\n\r\n" + k_healthz}) {
+    SCOPED_TRACE(request);
+    const auto received = answered_and_closed(daemon, request);
+    EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
+    EXPECT_EQ(body_of(received)["error"]["type"], "bad_request") << received;
+  }
+}
+
+TEST(HttpFraming, ABodyWithoutAContentLengthIsNeverReadAsARequest) {
+  daemon_process daemon;
+  daemon.start();
+  // A POST without a Content-Length has an empty body; what follows its head is not read.
+  const auto received = answered_and_closed(
+      daemon, "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n" +
+                  k_healthz);
+  EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
+  EXPECT_EQ(body_of(received)["error"]["type"], "invalid_json") << received;
+  // Without a body, as `curl -X POST` cancels a job, it is answered as before.
+  const std::int64_t id = daemon.submit(stream_sweep(200, 100));
+  const auto cancelled = answered_and_closed(
+      daemon, "POST /api/v1/jobs/" + std::to_string(id) + "/cancel HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(cancelled.rfind("HTTP/1.1 200", 0), 0u) << cancelled;
+  // A body declared on a GET, which no route reads, is not read as a request either.
+  const auto got =
+      answered_and_closed(daemon, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                      std::to_string(k_healthz.size()) + "\r\n\r\n" + k_healthz);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  // Requests that say how long their body is keep their connection.
+  const int fd = connect_to(daemon.port());
+  const std::string two = "POST /api/v1/jobs/" + std::to_string(id) +
+                          "/cancel HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" +
+                          "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  send(fd, two.data(), two.size(), MSG_NOSIGNAL);
+  const auto both = read_until_closed(fd, 10s);
+  EXPECT_EQ(answers(both), 2u) << both;
 }
 
 TEST(HttpFraming, AHeaderLineOver8KiBIsAnswered431) {
