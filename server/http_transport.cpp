@@ -38,6 +38,10 @@ constexpr auto k_head_timeout = 10s;
 // ... and hold at most this many bytes: httplib caps each line (8 KiB), not their number, so a
 // fast client could otherwise send headers for the whole 10 s, all of them kept in memory.
 constexpr std::size_t k_max_head_bytes = 64 * 1024;
+// ... and at most this many a line, its line ending included: httplib's own cap, checked here
+// so that the answer says which limit it was (httplib answers a header line past it with a
+// bare 400, and a request line cut off by k_max_head_bytes with nothing at all).
+constexpr std::size_t k_max_line_bytes = 8 * 1024;
 // A request's body must arrive within k_body_timeout of the end of its head, plus a second for
 // every k_min_body_rate bytes it declares. httplib's read timeout bounds each recv: a body sent a
 // byte every few seconds held a thread for as long as the client went on.
@@ -119,9 +123,18 @@ class connection_stream final : public httplib::Stream {
 // The connection this thread serves, for the error handler (which httplib gives only the request
 // and the response) to tell a head cut off by its deadline from a malformed one.
 thread_local const detail::client_connection* t_connection = nullptr;
+// Set once the answer to the request this thread serves is to end its connection (closes_after).
+thread_local bool t_closes = false;
+
+// An error's body as JSON text. Its message may quote what the client sent (a path, a query
+// value, a header), bytes that need not be UTF-8: they are written as U+FFFD rather than turning
+// a 4xx into a 500 (the JSON writer throws on them by default).
+std::string error_text(const json& body) {
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 // The body length `req`'s Content-Length declares: none where it has none or it is not a whole
-// number (which httplib refuses), the largest length for a number too large to hold.
+// number (which is refused: refused_body), the largest length for a number too large to hold.
 std::optional<std::uint64_t> declared_length(const httplib::Request& req) {
   const std::string value = req.get_header_value("Content-Length");
   std::uint64_t length = 0;
@@ -131,47 +144,95 @@ std::optional<std::uint64_t> declared_length(const httplib::Request& req) {
   return length;
 }
 
-// The status of a request whose body is refused before it is read, or 0. 413: it declares a body
-// longer than `limit` (httplib would read, and drop, all of it before answering, waiting out its
-// read timeout when the client sends nothing). 411: its body comes with a transfer coding
-// (chunked), to which httplib 0.11 applies no limit: it would be read whole, however large.
-int refused_body_status(const httplib::Request& req, std::size_t limit) {
-  if (req.has_header("Transfer-Encoding")) return 411;
-  return declared_length(req).value_or(0) > limit ? 413 : 0;
+// Why the body of a request is refused before it is read.
+struct body_refusal {
+  int status;
+  std::string type;
+  std::string message;
+  std::vector<field_error> details;
+};
+
+// Why the body of `req` is refused before it is read, if it is. 411: it comes with a transfer
+// coding (chunked), to which httplib 0.11 applies no limit: it would be read whole, however
+// large. 400: its length is not one decimal number: Content-Length given twice (httplib reads
+// the first; a proxy in front may have framed the body by the other and taken the rest for
+// another request), or not a number (httplib reads "-5" as 2^64 - 5 and "abc" as 0, "+72" as
+// 72). 413: it declares a body longer than `limit` (httplib would read, and drop, all of it
+// before answering, waiting out its read timeout when the client sends nothing).
+std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_t limit) {
+  if (req.has_header("Transfer-Encoding")) {
+    return body_refusal{411,
+                        "length_required",
+                        "a request body must be sent with a Content-Length (no chunked transfer)",
+                        {}};
+  }
+  if (const auto given = req.headers.count("Content-Length"); given > 1) {
+    const std::string why =
+        "is given " + std::to_string(given) + " times; a request has one length";
+    return body_refusal{400, "invalid_header", "Content-Length " + why, {{"Content-Length", why}}};
+  }
+  const std::string value = req.get_header_value("Content-Length");
+  if (req.has_header("Content-Length") &&
+      (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)) {
+    const std::string why = "is not a non-negative decimal integer: \"" + value + "\"";
+    return body_refusal{400, "invalid_header", "Content-Length " + why, {{"Content-Length", why}}};
+  }
+  if (declared_length(req).value_or(0) > limit) {
+    return body_refusal{
+        413, "payload_too_large", "request body exceeds " + std::to_string(limit) + " bytes", {}};
+  }
+  return std::nullopt;
+}
+
+// Whether what follows the head of `req` (whose body is not refused) on its connection is known
+// to be its body and then the next request. Not after a POST, PUT or PATCH without a
+// Content-Length: its body is read as empty (RFC 9112 §6.3; `curl -X POST .../cancel` sends no
+// length), but a client that sends one so may have sent a body all the same, which must not be
+// read as a request. Nor after a body declared on a method whose body httplib does not read
+// (GET, HEAD, OPTIONS): the body would be read as the next request.
+bool next_request_follows(const httplib::Request& req) {
+  const std::string& m = req.method;
+  if (m == "POST" || m == "PUT" || m == "PATCH") return req.has_header("Content-Length");
+  if (m == "DELETE") return true;  // its body is read by its Content-Length, or empty
+  return declared_length(req).value_or(0) == 0;
 }
 
 // How long the body of `req`, which is not refused, may take to arrive: k_body_timeout, and a
 // second more for every k_min_body_rate bytes its Content-Length declares, up to `limit` (a
-// longer one is refused; one that is not a number, which httplib refuses, counts as none).
+// longer one is refused, as is one that is not a number).
 std::chrono::seconds body_time(const httplib::Request& req, std::size_t limit) {
   const std::uint64_t length = std::min<std::uint64_t>(
       {declared_length(req).value_or(0), limit, std::uint64_t(1) << 40});  // no overflow
   return k_body_timeout + std::chrono::seconds((length + k_min_body_rate - 1) / k_min_body_rate);
 }
 
-// Makes the answer to `req` say "Connection: close": the connection ends after it (http_server),
-// since what follows on it is not a request. The request is httplib's own non-const object (the
-// handlers' const is only the signature's).
+// Makes the answer to `req` say "Connection: close", and the connection end after it
+// (http_server), since what follows on it is not known to be a request. The request is httplib's
+// own non-const object (the handlers' const is only the signature's).
 void closes_after(const httplib::Request& req) {
   auto& r = const_cast<httplib::Request&>(req);
   r.headers.erase("Connection");
   r.headers.emplace("Connection", "close");
+  t_closes = true;
 }
 
 // httplib's server with its own connection loop. httplib 0.11's accept loop hands each accepted
 // socket to process_and_close_socket(), a virtual (and the only place the socket is seen), whose
 // loop (process_server_socket) reads requests through a SocketStream until the keep-alive count,
-// "Connection: close", an idle keep-alive timeout or stop(). This is that loop with three changes:
-// the head of each request must arrive within k_head_timeout in all, its body within body_time(),
-// and a request declaring a body over the limit is answered and its connection closed without
-// reading the body. The
-// parsing, routing and writing of each request stay httplib's (process_request).
+// "Connection: close", an idle keep-alive timeout or stop(). This is that loop with four changes:
+// the head of each request must arrive within k_head_timeout in all, its body within body_time();
+// a request whose body is refused (refused_body) is answered and its connection closed without
+// reading the body; and a request after which what follows is not known to be a request (a
+// malformed head, a body without a length: closes_after) is answered once and its connection
+// closed. The parsing, routing and writing of each request stay httplib's (process_request).
 class http_server final : public httplib::Server {
  public:
   explicit http_server(std::size_t max_body) : m_max_body(max_body) {}
 
   // Called for each connection answered 503 for want of a thread.
   std::function<void()> on_overloaded;
+  // Called for each request answered 414 because its request line was too long.
+  std::function<void()> on_request_line_too_long;
 
   // Serves `sock` as a thread of the pool serves an accepted connection.
   void serve(socket_t sock) { process_and_close_socket(sock); }
@@ -263,35 +324,57 @@ class http_server final : public httplib::Server {
     for (std::size_t left = keep_alive_max_count_;
          left > 0 && svr_sock_ != INVALID_SOCKET && connection.wait_for_request(); --left) {
       connection.start_head(detail::client_connection::clock::now() + k_head_timeout,
-                            k_max_head_bytes);
-      bool closed = false, refused_body = false;
+                            k_max_head_bytes, k_max_line_bytes);
+      bool closed = false;
+      t_closes = false;
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
-        if (refused_body_status(req, m_max_body)) {
+        if (refused_body(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
           // follows on it is the body, not a request.
-          refused_body = true;
           closes_after(req);
-        } else {
-          connection.start_body(detail::client_connection::clock::now() +
-                                body_time(req, m_max_body));
+          return;
         }
+        if (!next_request_follows(req)) closes_after(req);
+        connection.start_body(detail::client_connection::clock::now() + body_time(req, m_max_body));
       });
-      // What follows on the connection is a body, or the rest of a head or body, not a
-      // request; it is drained so that closing does not reset the answer away.
-      if (refused_body || connection.head_too_large() || connection.body_timed_out()) {
-        connection.close_gracefully(k_refused_body_drain);
-        break;
-      }
+      // httplib reads no request whose request line is too long, and answers nothing.
+      if (connection.request_line_too_long()) answer_request_line_too_long(stream);
       if (connection.answer_timed_out()) {
         std::string ip;
         int port = 0;
         connection.peer_address(ip, port);
         spdlog::info("HTTP: {}:{} took its answer too slowly; the connection is closed", ip, port);
       }
-      if (!ok || closed || connection.head_timed_out() || connection.abandoned()) break;
+      if (connection.head_timed_out() || connection.abandoned()) break;
+      // What follows on the connection is a body, the rest of a head or body, or not known to
+      // be a request; it is drained so that closing does not reset the answer away.
+      if (t_closes || connection.head_too_large() || connection.body_timed_out()) {
+        connection.close_gracefully(k_refused_body_drain);
+        break;
+      }
+      if (!ok || closed) break;
     }
     return ok;
+  }
+
+  // Answers 414 for a request whose request line ran past k_max_line_bytes, of which httplib
+  // has read nothing (it answers a request line too long for its buffer with nothing at all).
+  void answer_request_line_too_long(httplib::Stream& stream) {
+    static const std::string k_answer = [] {
+      const std::string body =
+          error_text(error_body("uri_too_long", "the request line takes more than " +
+                                                    std::to_string(k_max_line_bytes) + " bytes"));
+      return "HTTP/1.1 414 URI Too Long\r\nContent-Type: application/json\r\n"
+             "Connection: close\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    for (std::size_t sent = 0; sent < k_answer.size();) {
+      const ssize_t n = stream.write(k_answer.data() + sent, k_answer.size() - sent);
+      if (n <= 0) break;
+      sent += static_cast<std::size_t>(n);
+    }
+    if (on_request_line_too_long) on_request_line_too_long();
   }
 
   // Answers a connection no thread can take with 503, without waiting for its request or for
@@ -445,27 +528,19 @@ struct http_transport::impl {
     }
   }
 
-  // The answer to a body refused unread (refused_body_status).
-  void refuse_body(int status, httplib::Response& res) const {
-    if (status == 411) {
-      send_error(411, "length_required",
-                 "a request body must be sent with a Content-Length (no chunked transfer)", res);
-    } else {
-      send_error(413, "payload_too_large",
-                 "request body exceeds " + std::to_string(config.max_body_bytes) + " bytes", res);
-    }
+  // Answers `req` if its body is refused unread (refused_body); true if it is.
+  bool refuse_body(const httplib::Request& req, httplib::Response& res) {
+    const auto refusal = refused_body(req, config.max_body_bytes);
+    if (!refusal) return false;
+    send_error(refusal->status, refusal->type, refusal->message, res, refusal->details);
+    observe_unrouted(req.method, refusal->status);
+    return true;
   }
 
   static void send_error(int status, const std::string& type, const std::string& message,
                          httplib::Response& res, const std::vector<field_error>& details = {}) {
     res.status = status;
     res.set_content(error_text(error_body(type, message, details)), "application/json");
-  }
-  // An error's body as JSON text. Its message may quote what the client sent (a path, a query
-  // value), bytes that need not be UTF-8: they are written as U+FFFD rather than turning a 4xx
-  // into a 500 (the JSON writer throws on them by default).
-  static std::string error_text(const json& body) {
-    return body.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
   // A request answered before any route saw it (a head cut off or too large, a body refused
@@ -631,6 +706,17 @@ struct http_transport::impl {
       return new connection_pool(n, cap, waiting);
     };
     server.on_overloaded = [this] { observe_unrouted("other", 503); };
+    server.on_request_line_too_long = [this] { observe_unrouted("other", 414); };
+    // httplib's default options set SO_REUSEPORT, with which a second daemon started on the same
+    // address binds it too, and the kernel shares the connections out between the two.
+    // SO_REUSEADDR alone lets a restarted daemon bind while its last connections are in
+    // TIME_WAIT, and a second one fail to start.
+    server.set_socket_options([](socket_t sock) {
+      const int yes = 1;
+      if (::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0) {
+        spdlog::warn("HTTP: cannot set SO_REUSEADDR: {}", std::strerror(errno));
+      }
+    });
     server.set_payload_max_length(config.max_body_bytes);
     server.set_keep_alive_max_count(1000);
     // Headers and body go out in separate writes; with Nagle's algorithm and delayed ACKs each
@@ -650,26 +736,23 @@ struct http_transport::impl {
     // §6.3: only a response is read until the connection closes). httplib 0.11 reads such a
     // POST until the connection closes instead, so `curl -X POST .../cancel`, which keeps the
     // connection open, waited out the read timeout and got 400. The pre-routing handler runs
-    // before httplib reads the body, so the body's length is stated here.
+    // before httplib reads the body, so the body's length is stated here. Whether a body was
+    // sent all the same cannot be told without waiting for one, so the connection of a POST,
+    // PUT or PATCH without a length ends after its answer (next_request_follows), and what the
+    // client sent after its head is never read as a request.
     //
-    // A request declaring a body over --max-body-bytes is answered 413 here, before httplib
-    // would read the whole body to drop it (the connection then closes: http_server). With
-    // "Expect: 100-continue" it is answered instead of "100 Continue", so the client never sends
-    // the body.
+    // A request whose body is refused unread (refused_body: a body declared over
+    // --max-body-bytes, a Content-Length given twice or not a number, a chunked body) is
+    // answered here, before httplib would read the body (the connection then closes:
+    // http_server). With "Expect: 100-continue" it is answered instead of "100 Continue", so the
+    // client never sends the body.
     server.set_expect_100_continue_handler(
-        [max = config.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
-          const int status = refused_body_status(req, max);
-          if (!status) return 100;
-          res.status =
-              status;  // httplib answers with the response as it is, error handler included
-          return status;
+        [this](const httplib::Request& req, httplib::Response& res) {
+          // httplib answers with the response as it is.
+          return refuse_body(req, res) ? res.status : 100;
         });
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (const int status = refused_body_status(req, config.max_body_bytes)) {
-        refuse_body(status, res);
-        observe_unrouted(req.method, status);
-        return httplib::Server::HandlerResponse::Handled;
-      }
+      if (refuse_body(req, res)) return httplib::Server::HandlerResponse::Handled;
       auto& r = const_cast<httplib::Request&>(req);
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
         r.headers.emplace("Content-Length", "0");
@@ -704,30 +787,33 @@ struct http_transport::impl {
     httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req,
                                                            httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      // httplib answers by itself only a request it could not read whole (a malformed or cut
+      // off head, a body it could not read): what follows on the connection is not known to be
+      // a request (the rest of this head or body, or anything), so it ends after this answer.
+      closes_after(req);
       if (res.status == 400 && t_connection && t_connection->head_timed_out()) {
-        closes_after(req);  // what the client sends next is the rest of this head
         send_error(408, "request_timeout",
                    "the request line and headers did not arrive within " +
                        std::to_string(k_head_timeout.count()) + " s",
                    res);
       } else if (res.status == 400 && t_connection && t_connection->body_timed_out()) {
-        closes_after(req);  // what the client sends next is the rest of this body
         send_error(408, "request_timeout",
                    "the request body did not arrive within " +
                        std::to_string(body_time(req, config.max_body_bytes).count()) + " s (" +
                        std::to_string(k_body_timeout.count()) + " s and 1 s per " +
                        std::to_string(k_min_body_rate / 1024) + " KiB it declares)",
                    res);
+      } else if (res.status == 400 && t_connection && t_connection->header_line_too_long()) {
+        send_error(431, "header_fields_too_large",
+                   "a header line takes more than " + std::to_string(k_max_line_bytes) + " bytes",
+                   res);
       } else if (res.status == 400 && t_connection && t_connection->head_too_large()) {
-        closes_after(req);
         send_error(431, "header_fields_too_large",
                    "the request line and headers take more than " +
                        std::to_string(k_max_head_bytes / 1024) + " KiB",
                    res);
       } else if (res.status == 404) {
         send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
-      } else if (res.status == 413 || res.status == 411) {
-        refuse_body(res.status, res);
       } else if (res.status == 400) {
         send_error(400, "bad_request", "malformed HTTP request", res);
       } else {
@@ -763,11 +849,20 @@ http_transport::http_transport(std::vector<http_route> routes, access_control& a
 http_transport::~http_transport() = default;
 
 int http_transport::bind(const std::string& host, int port) {
+  errno = 0;
   const int bound = port == 0 ? m_impl->server.bind_to_any_port(host)
                               : (m_impl->server.bind_to_port(host, port) ? port : -1);
   if (bound < 0) {
-    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
-                             " (address in use or not available)");
+    // httplib reports no reason; errno is still bind(2)'s or listen(2)'s, where one failed.
+    const int err = errno;
+    const std::string where = "cannot listen on " + host + ":" + std::to_string(port);
+    if (err == EADDRINUSE) {
+      throw std::runtime_error(where +
+                               ": address already in use (is another kernelscan, or "
+                               "another server, listening there?)");
+    }
+    throw std::runtime_error(where + ": " +
+                             (err ? std::strerror(err) : "the address cannot be resolved"));
   }
   m_impl->server.widen_backlog();
   return bound;

@@ -11,8 +11,11 @@
 // the others; past that cap as many connections may wait, and more are answered 503 at once.
 // Handlers run on these threads concurrently. A request's line and headers must arrive within
 // 10 s, its body within 10 s and a second per 64 KiB (408 otherwise); a body declared over
-// `max_body_bytes` is refused (413) before it is read; the writes of an answer wait for the
-// client 10 s in all and a second per 64 KiB written.
+// `max_body_bytes` is refused (413) before it is read, as is one whose length is not one decimal
+// Content-Length (400, 411); the writes of an answer wait for the client 10 s in all and a second
+// per 64 KiB written. After a request whose framing is malformed or ambiguous (one httplib cannot
+// parse, a refused body, a POST without a length) the connection is closed, so that nothing sent
+// after it is read as a request.
 
 #include <cstdint>
 #include <functional>

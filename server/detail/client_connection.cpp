@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace kernelscan::detail {
 
@@ -79,12 +80,16 @@ bool client_connection::wait_for_request() {
   }
 }
 
-void client_connection::start_head(clock::time_point deadline, std::size_t max_bytes) {
+void client_connection::start_head(clock::time_point deadline, std::size_t max_bytes,
+                                   std::size_t max_line) {
   m_reading = part::head;
   m_deadline = deadline;
   m_timed_out = part::none;
   m_head_left = max_bytes;
-  m_head_too_large = false;
+  m_max_line = max_line;
+  m_line = 0;
+  m_first_line = true;
+  m_head_too_large = too_large::no;
 }
 
 void client_connection::end_head() {
@@ -100,15 +105,29 @@ void client_connection::start_body(clock::time_point deadline) {
 ssize_t client_connection::read(char* out, std::size_t size) {
   if (m_abandoned) return -1;
   if (m_reading == part::head) {
-    // The head takes at most m_head_left bytes: a read past them fails, and each read is cut
-    // to what is left (httplib reads a head a byte at a time).
-    if (m_head_left == 0) {
-      m_head_too_large = true;
+    // The head takes at most m_head_left bytes, and its current line what is left of
+    // m_max_line: a read past them fails, and each read is cut to what is left (httplib reads a
+    // head a byte at a time).
+    if (m_line >= m_max_line) {
+      m_head_too_large = m_first_line ? too_large::request_line : too_large::header_line;
       return -1;
     }
-    size = std::min(size, m_head_left);
+    if (m_head_left == 0) {
+      m_head_too_large = too_large::head;
+      return -1;
+    }
+    size = std::min({size, m_head_left, m_max_line - m_line});
     const ssize_t n = read_some(out, size);
-    if (n > 0) m_head_left -= std::size_t(n);
+    if (n <= 0) return n;
+    m_head_left -= static_cast<std::size_t>(n);
+    for (const char c : std::string_view(out, static_cast<std::size_t>(n))) {
+      if (c == '\n') {
+        m_line = 0;
+        m_first_line = false;
+      } else {
+        ++m_line;
+      }
+    }
     return n;
   }
   return read_some(out, size);

@@ -55,10 +55,15 @@ class client_connection {
   bool wait_for_request();
 
   // A request's head begins (its first byte is here) and must end by `deadline`, within
-  // `max_bytes` (httplib caps each line, not their number).
+  // `max_bytes` in all and `max_line` bytes a line, its line feed included (httplib caps each
+  // line, not their number, and its read of a request line cut by the head's bytes answers
+  // nothing).
   void start_head(clock::time_point deadline,
-                  std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
+                  std::size_t max_bytes = std::numeric_limits<std::size_t>::max(),
+                  std::size_t max_line = std::numeric_limits<std::size_t>::max());
   void end_head();
+  // The head is being read: start_head() was called and end_head() not yet.
+  bool reading_head() const { return m_reading == part::head; }
   // A request's body begins (its head has been read) and must end by `deadline`. The deadline
   // holds until the next request's wait or head.
   void start_body(clock::time_point deadline);
@@ -68,8 +73,12 @@ class client_connection {
   bool head_timed_out() const { return m_timed_out == part::head; }
   // A read failed because the body's deadline passed.
   bool body_timed_out() const { return m_timed_out == part::body; }
-  // A read failed because the head ran past its bytes.
-  bool head_too_large() const { return m_head_too_large; }
+  // A read failed because the head ran past its bytes, or one of its lines past its own.
+  bool head_too_large() const { return m_head_too_large != too_large::no; }
+  // ... because the request line (the head's first line) ran past a line's bytes.
+  bool request_line_too_long() const { return m_head_too_large == too_large::request_line; }
+  // ... because a header line ran past a line's bytes.
+  bool header_line_too_long() const { return m_head_too_large == too_large::header_line; }
   // The server stopped while the head was being read: reads and writes fail from then on.
   bool abandoned() const { return m_abandoned; }
 
@@ -97,6 +106,8 @@ class client_connection {
   enum class waited { ready, timeout, stopped, failed };
   // The part of a request being read, which has a deadline.
   enum class part { none, head, body };
+  // Which of the head's limits a read ran past.
+  enum class too_large { no, head, request_line, header_line };
   // read() without the head's byte limit.
   ssize_t read_some(char* out, std::size_t size);
   // One recv(2) with `flags`, into the caller's buffer or through m_buffer.
@@ -117,7 +128,10 @@ class client_connection {
   clock::duration m_answer_waited{};
   bool m_answer_timed_out = false;
   std::size_t m_head_left = 0;  // bytes the head may still take
-  bool m_head_too_large = false;
+  std::size_t m_max_line = 0;   // bytes a line of the head may take, its line feed included
+  std::size_t m_line = 0;       // bytes of the head's current line read so far
+  bool m_first_line = false;    // the current line is the request line
+  too_large m_head_too_large = too_large::no;
   bool m_abandoned = false;
   struct address {
     std::string ip;

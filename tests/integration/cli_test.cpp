@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/raw_client.hpp"
 
 extern char** environ;
 
@@ -28,9 +31,11 @@ struct cli_run {
 
 // Runs the kernelscan binary with `args`, feeding `input` to its standard input, and collects
 // its output and exit code. The child gets this environment without KERNELSCAN_* variables
-// (plus `env`), so a developer's settings cannot leak into a test.
+// (plus `env`), so a developer's settings cannot leak into a test. A child still running after
+// `limit` is sent SIGTERM (a daemon then stops, and its workers with it), and SIGKILL 10 s later.
 cli_run run_cli(const std::vector<std::string>& args, const std::string& input = "",
-                const std::vector<std::string>& env = {}) {
+                const std::vector<std::string>& env = {},
+                std::chrono::seconds limit = std::chrono::seconds(120)) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
     throw std::runtime_error("pipe failed");
@@ -77,8 +82,19 @@ cli_run run_cli(const std::vector<std::string>& args, const std::string& input =
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  int signal_next = SIGTERM;
   while (open_fds > 0) {
-    if (poll(fds, 2, 120'000) <= 0) break;
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      if (signal_next == 0) break;
+      kill(pid, signal_next);
+      signal_next = signal_next == SIGTERM ? SIGKILL : 0;
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      continue;
+    }
+    if (poll(fds, 2, static_cast<int>(left.count())) <= 0) continue;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
       char buf[65536];
@@ -429,6 +445,37 @@ TEST(cli_unreachable, AServerThatIsNotThereIsNamedAndExitsOne) {
   const auto r = run_cli({"jobs"}, "", {"KERNELSCAN_SERVER=" + url});
   EXPECT_EQ(r.exit_code, 1) << describe(r);
   EXPECT_NE(r.err.find(url), std::string::npos) << describe(r);
+}
+
+TEST(cli_serve, ASecondDaemonOnAnAddressInUseExitsTwoSayingSo) {
+  daemon_process first;
+  first.start();
+  const std::string address = "127.0.0.1:" + std::to_string(first.port());
+  // The first one closes a connection, which it then holds in TIME_WAIT.
+  EXPECT_EQ(exchange_until_closed(first.port(),
+                                  "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                  std::chrono::seconds(5))
+                .rfind("HTTP/1.1 200", 0),
+            0u);
+  daemon_process probe;  // for a temp dir
+  const std::vector<std::string> serve = {
+      "serve",    "--listen", address,          "--data-dir", probe.data_dir() + "/data",
+      "--engine", "mock",     "--mock-devices", "1"};
+  const auto second = run_cli(serve, "", {}, std::chrono::seconds(15));
+  EXPECT_EQ(second.exit_code, 2) << describe(second);
+  EXPECT_NE(
+      (second.out + second.err).find("cannot listen on " + address + ": address already in use"),
+      std::string::npos)
+      << describe(second);
+  EXPECT_EQ(first.get("/healthz").status, 200);
+  // Stopped, it leaves its closed connection in TIME_WAIT: a daemon started at once on its
+  // address listens all the same (it is stopped at the limit, and exits 0).
+  EXPECT_EQ(first.terminate(), 0);
+  const auto restarted = run_cli(serve, "", {}, std::chrono::seconds(4));
+  EXPECT_EQ(restarted.exit_code, 0) << describe(restarted);
+  EXPECT_NE((restarted.out + restarted.err).find("kernelscan listening on http://" + address),
+            std::string::npos)
+      << describe(restarted);
 }
 
 TEST(cli_failed_job, SubmitWaitExitsOneAndShowsTheFailedPoint) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/raw_client.hpp"
 #include "tests/support/sse_reader.hpp"
 
 namespace kernelscan::testing {
@@ -24,19 +25,6 @@ using clock = std::chrono::steady_clock;
 // The fewest HTTP threads the daemon accepts: 4 more than the long polls and event streams.
 const std::vector<std::string> k_few_threads = {"--http-threads",      "6", "--max-long-polls", "1",
                                                 "--max-event-streams", "1"};
-
-int connect_to(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(std::uint16_t(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot connect to the daemon");
-  }
-  return fd;
-}
 
 // Connections that each send a request line and then one more header line every `every`, never
 // ending the head, as a slowloris client does. They keep what the daemon sends them and note when
@@ -133,30 +121,6 @@ class slow_heads {
   bool m_stop = false;
   std::thread m_thread;
 };
-
-// What arrives on `fd` until the daemon closes it or `timeout` passes; then closes `fd`.
-std::string read_until_closed(int fd, std::chrono::milliseconds timeout) {
-  std::string in;
-  const auto until = clock::now() + timeout;
-  while (clock::now() < until) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 20) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    in.append(buf, std::size_t(n));
-  }
-  close(fd);
-  return in;
-}
-
-// Sends `request` on a new connection and reads until the daemon closes it or `timeout` passes.
-std::string exchange_until_closed(int port, const std::string& request,
-                                  std::chrono::milliseconds timeout) {
-  const int fd = connect_to(port);
-  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  return read_until_closed(fd, timeout);
-}
 
 TEST(SlowClients, AFreshClientIsAnsweredWhileSlowHeadsOutnumberTheThreads) {
   daemon_process daemon({.extra_args = k_few_threads});

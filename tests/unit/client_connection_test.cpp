@@ -77,6 +77,42 @@ TEST(ClientConnection, AHeadPastItsBytesIsCut) {
   EXPECT_FALSE(c.head_timed_out());
 }
 
+TEST(ClientConnection, AHeadLinePastItsBytesIsCutAndSaysWhichLineItWas) {
+  // 10 bytes a line, the line feed included: "GET / 12\r\n" takes all of them.
+  for (const auto& [head, request_line] :
+       {std::pair<std::string, bool>{"GET / 123\r\nHost: x\r\n\r\n", true},
+        {"GET / 12\r\nX: 1234567\r\n\r\n", false},
+        {"GET / 12\nX: 1234\n" + std::string(20, 'h'), false}}) {
+    SCOPED_TRACE(head);
+    pair_fixture p;
+    client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+    p.send_text(head);
+    c.start_head(clock::now() + 1s, 100, 10);
+    char byte;
+    std::string read;
+    while (c.read(&byte, 1) == 1)
+      read += byte;
+    EXPECT_TRUE(c.head_too_large());
+    EXPECT_EQ(c.request_line_too_long(), request_line);
+    EXPECT_EQ(c.header_line_too_long(), !request_line);
+    const auto last_line = read.substr(read.find_last_of('\n') + 1);  // npos + 1: all of it
+    EXPECT_EQ(last_line.size(), 10u) << read;  // a line's bytes are read, and not one more
+  }
+  // Lines of 10 bytes each, however many, are whole.
+  pair_fixture p;
+  client_connection c(p.server_fd, short_timeouts(), [] { return false; });
+  p.send_text("GET / 12\r\nX: 12345\r\nY: 12345\r\n\r\n");
+  c.start_head(clock::now() + 1s, 100, 10);
+  char head[32];
+  std::size_t got = 0;
+  while (got < sizeof head) {
+    const ssize_t n = c.read(head + got, sizeof head - got);
+    ASSERT_GT(n, 0);
+    got += static_cast<std::size_t>(n);
+  }
+  EXPECT_FALSE(c.head_too_large());
+}
+
 TEST(ClientConnection, AHeadWithinItsBytesLeavesTheBodyUnlimited) {
   pair_fixture p;
   client_connection c(p.server_fd, short_timeouts(), [] { return false; });

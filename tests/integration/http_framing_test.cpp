@@ -1,0 +1,191 @@
+// Requests whose framing is malformed or ambiguous, against a real daemon: each is answered once,
+// in the API's error shape, and its connection closed, so that nothing the client sent after it
+// (a body, the rest of a head, a request hidden in either) is read as another request.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/daemon_process.hpp"
+#include "tests/support/raw_client.hpp"
+
+namespace kernelscan::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+
+const std::string k_job = R"({"kernel": {"op": "stream", "variant": "copy", "n": 4096}})";
+const std::string k_healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+
+// How many answers `received` holds.
+std::size_t answers(const std::string& received) {
+  std::size_t n = 0;
+  for (auto at = received.find("HTTP/1.1 "); at != std::string::npos;
+       at = received.find("HTTP/1.1 ", at + 1))
+    ++n;
+  return n;
+}
+
+// The JSON body of the one answer in `received`.
+json body_of(const std::string& received) {
+  const auto at = received.find("\r\n\r\n");
+  if (at == std::string::npos) return nullptr;
+  return json::parse(received.substr(at + 4), nullptr, false);
+}
+
+// Sends `request` on a new connection; what the daemon answered before it closed it. Closing
+// takes well under the 5 s a connection may idle between requests.
+std::string answered_and_closed(const daemon_process& daemon, const std::string& request) {
+  const auto t0 = clock::now();
+  std::string received = exchange_until_closed(daemon.port(), request, 10s);
+  EXPECT_LT(clock::now() - t0, 3s) << "not closed at once: " << received;
+  EXPECT_EQ(answers(received), 1u) << received;
+  EXPECT_NE(received.find("\r\nConnection: close\r\n"), std::string::npos) << received;
+  return received;
+}
+
+std::string post_job(const std::vector<std::string>& content_lengths) {
+  std::string head = "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  for (const auto& length : content_lengths)
+    head += "Content-Length: " + length + "\r\n";
+  return head + "\r\n" + k_job;
+}
+
+std::string unrouted_count(const daemon_process& daemon, const std::string& method, int code) {
+  const std::string text = daemon.get("/metrics").text;
+  const std::string series = "kernelscan_http_requests_total{method=\"" + method +
+                             "\",route=\"unrouted\",code=\"" + std::to_string(code) + "\"} ";
+  const auto at = text.find(series);
+  if (at == std::string::npos) return "none";
+  return text.substr(at + series.size(), text.find('\n', at) - at - series.size());
+}
+
+TEST(HttpFraming, ContentLengthGivenTwiceIsRefused400) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string length = std::to_string(k_job.size());
+  // Two lengths (a proxy in front may frame the body by either), or the same one twice.
+  for (const auto& lengths :
+       {std::vector<std::string>{length, "5"}, {"5", length}, {length, length}}) {
+    const auto received = answered_and_closed(daemon, post_job(lengths));
+    EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
+    const json body = body_of(received);
+    EXPECT_EQ(body["error"]["type"], "invalid_header") << received;
+    EXPECT_EQ(body["error"]["message"], "Content-Length is given 2 times; a request has one length")
+        << received;
+    EXPECT_EQ(body["error"]["details"][0]["field"], "Content-Length") << received;
+  }
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+  EXPECT_EQ(unrouted_count(daemon, "POST", 400), "3");
+}
+
+TEST(HttpFraming, AContentLengthThatIsNotADecimalNumberIsRefused400AtOnce) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string length = std::to_string(k_job.size());
+  for (const std::string& value :
+       std::vector<std::string>{"-5", "abc", "+" + length, "0x48", length + " 0", length + ".0"}) {
+    SCOPED_TRACE(value);
+    const auto received = answered_and_closed(daemon, post_job({value}));
+    EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
+    const json body = body_of(received);
+    EXPECT_EQ(body["error"]["type"], "invalid_header") << received;
+    EXPECT_EQ(body["error"]["message"],
+              "Content-Length is not a non-negative decimal integer: \"" + value + "\"")
+        << received;
+    EXPECT_EQ(body["error"]["details"][0]["field"], "Content-Length") << received;
+  }
+  // With "Expect: 100-continue" it is answered instead of "100 Continue".
+  const auto expecting =
+      answered_and_closed(daemon,
+                          "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n"
+                          "Expect: 100-continue\r\n\r\n");
+  EXPECT_EQ(expecting.rfind("HTTP/1.1 400", 0), 0u) << expecting;
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+}
+
+TEST(HttpFraming, AMalformedRequestIsAnsweredOnceAndClosed) {
+  daemon_process daemon;
+  daemon.start();
+  for (const std::string& request :
+       std::vector<std::string>{"FOO / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                "get /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                "GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n",
+                                "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+                                // Nor is a request that follows read.
+                                "FOO / HTTP/1.1\r\nHost: x\r\n\r\n" + k_healthz}) {
+    SCOPED_TRACE(request);
+    const auto received = answered_and_closed(daemon, request);
+    EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
+    EXPECT_EQ(body_of(received)["error"]["type"], "bad_request") << received;
+  }
+}
+
+TEST(HttpFraming, ABodyWithoutAContentLengthIsNeverReadAsARequest) {
+  daemon_process daemon;
+  daemon.start();
+  // A POST without a Content-Length has an empty body; what follows its head is not read.
+  const auto received = answered_and_closed(
+      daemon, "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n" +
+                  k_healthz);
+  EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
+  EXPECT_EQ(body_of(received)["error"]["type"], "invalid_json") << received;
+  // Without a body, as `curl -X POST` cancels a job, it is answered as before.
+  const std::int64_t id = daemon.submit(stream_sweep(200, 100));
+  const auto cancelled = answered_and_closed(
+      daemon, "POST /api/v1/jobs/" + std::to_string(id) + "/cancel HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(cancelled.rfind("HTTP/1.1 200", 0), 0u) << cancelled;
+  // A body declared on a GET, which no route reads, is not read as a request either.
+  const auto got =
+      answered_and_closed(daemon, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                      std::to_string(k_healthz.size()) + "\r\n\r\n" + k_healthz);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  // Requests that say how long their body is keep their connection.
+  const int fd = connect_to(daemon.port());
+  const std::string two = "POST /api/v1/jobs/" + std::to_string(id) +
+                          "/cancel HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" +
+                          "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  send(fd, two.data(), two.size(), MSG_NOSIGNAL);
+  const auto both = read_until_closed(fd, 10s);
+  EXPECT_EQ(answers(both), 2u) << both;
+}
+
+TEST(HttpFraming, AHeaderLineOver8KiBIsAnswered431) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Long: ";
+  // 8 KiB with its CRLF is the most a line may take.
+  const auto longest =
+      exchange_until_closed(daemon.port(), head + std::string(8182, 'a') + "\r\n\r\n", 10s);
+  EXPECT_EQ(longest.rfind("HTTP/1.1 200", 0), 0u) << longest.substr(0, 200);
+  const auto received = answered_and_closed(daemon, head + std::string(9000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(received.rfind("HTTP/1.1 431", 0), 0u) << received;
+  const json body = body_of(received);
+  EXPECT_EQ(body["error"]["type"], "header_fields_too_large") << received;
+  EXPECT_EQ(body["error"]["message"], "a header line takes more than 8192 bytes") << received;
+  EXPECT_EQ(unrouted_count(daemon, "GET", 431), "1");
+}
+
+TEST(HttpFraming, ARequestLineOver8KiBIsAnswered414InTheApisErrorShape) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string start = "GET /api/v1/jobs?label.team=";
+  const std::string end = " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  // 8 KiB with its CRLF is the most a request line may take.
+  const auto longest = exchange_until_closed(
+      daemon.port(), start + std::string(8192 - start.size() - 11, 'x') + end, 10s);
+  EXPECT_EQ(longest.rfind("HTTP/1.1 200", 0), 0u) << longest.substr(0, 200);
+  // Past the head's 64 KiB too, where no answer came.
+  for (const std::size_t length : {8200u, 20'000u, 66'000u, 100'000u}) {
+    SCOPED_TRACE(length);
+    const auto received = answered_and_closed(daemon, start + std::string(length, 'x') + end);
+    EXPECT_EQ(received.rfind("HTTP/1.1 414", 0), 0u) << received.substr(0, 200);
+    const json body = body_of(received);
+    EXPECT_EQ(body["error"]["type"], "uri_too_long") << received;
+    EXPECT_EQ(body["error"]["message"], "the request line takes more than 8192 bytes") << received;
+  }
+  EXPECT_EQ(unrouted_count(daemon, "other", 414), "4");
+}
+
+}  // namespace
+}  // namespace kernelscan::testing
