@@ -1,5 +1,6 @@
 #include "server/cli_commands.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -70,9 +71,19 @@ std::int64_t now_ms() {
       .count();
 }
 
-void print_report(api_client& client, const json& job, std::int64_t page_size, std::ostream& out) {
-  const json page = client.results_json(job.at("id").get<std::int64_t>(), page_size);
+// Prints the job's report; returns its rows.
+json print_report(api_client& client, const json& job, std::int64_t page_size, std::ostream& out) {
+  json page = client.results_json(job.at("id").get<std::int64_t>(), page_size);
   out << results_report(job, page.at("results"));
+  return std::move(page.at("results"));
+}
+
+// A waited-for job's exit code: 0 only where it succeeded and no point's answers were wrong (an
+// ok point that failed verification is a kernel that does not work, however fast).
+int outcome(const json& job, const json& rows) {
+  if (job.value("status", "") != "succeeded") return k_failed;
+  const bool wrong = std::any_of(rows.begin(), rows.end(), failed_verification);
+  return wrong ? k_failed : k_ok;
 }
 
 // Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report.
@@ -87,8 +98,8 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
   while (!terminal(job))
     job = client.job(id, wait_s);
   out << "\n";
-  print_report(client, job, results_options{}.page_size, out);
-  return job.value("status", "") == "succeeded" ? k_ok : k_failed;
+  const json rows = print_report(client, job, results_options{}.page_size, out);
+  return outcome(job, rows);
 }
 
 // False with errno set where `path` cannot be read (a directory opens, but its read throws).

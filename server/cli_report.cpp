@@ -337,6 +337,15 @@ std::string variants_report(const json& job, const json& rows,
 
 }  // namespace
 
+bool failed_verification(const json& row) {
+  if (!row.is_object() || row.value("status", "") != "ok") return false;
+  if (string_at(row, "/verification/status") == "failed") return true;
+  const auto flags = flags_of(row);
+  return std::any_of(flags.begin(), flags.end(), [](const std::string& f) {
+    return f == "verification_failed" || f == "timed_output_mismatch" || f == "output_not_written";
+  });
+}
+
 std::string results_report(const json& job, const json& rows) {
   const std::vector<std::string> names = parameter_names(job, rows);
 
@@ -345,7 +354,10 @@ std::string results_report(const json& job, const json& rows) {
   const bool unrelated = job.value("op", "") == "import";
   // A held-out point of a task, as a reader without an operator token sees it: its status and
   // score, no sizes and no times. It counts as what its status says, and is never the best.
-  std::size_t ok = 0, failed = 0, held_out = 0, shown_ok = 0;
+  std::size_t ok = 0, failed = 0, held_out = 0, shown_ok = 0, wrong = 0;
+  // Ok points whose answers nobody checked (no reference): "ok" says they ran, nothing more.
+  std::size_t unverified = 0;
+  std::string unverified_why;
   const json* best = nullptr;
   double best_cost = 0;
   const json* slowest = nullptr;
@@ -361,6 +373,11 @@ std::string results_report(const json& job, const json& rows) {
     }
     ++ok;
     ++shown_ok;
+    if (failed_verification(r)) ++wrong;
+    if (string_at(r, "/verification/status") == "skipped" && r.value("simulated", false) != true &&
+        job.value("op", "") != "import") {
+      if (unverified++ == 0) unverified_why = string_at(r, "/verification/note");
+    }
     const double median = *number_at(r, "/time_us/median");
     const double cost = unrelated ? median : cost_of(r).value_or(median);
     // As the job's own best point is: a point whose flags void its score is never it.
@@ -391,8 +408,9 @@ std::string results_report(const json& job, const json& rows) {
   const std::string total =
       total_points ? std::to_string(static_cast<long long>(*total_points)) : "?";
   header("points", std::to_string(rows.size()) + " of " + total +
-                       (imported ? " imported: " : " measured: ") + std::to_string(ok) + " ok, " +
-                       std::to_string(failed) + " failed" +
+                       (imported ? " imported: " : " measured: ") + std::to_string(ok) + " ok" +
+                       (wrong ? " (" + std::to_string(wrong) + " failed verification)" : "") +
+                       ", " + std::to_string(failed) + " failed" +
                        (held_out ? ", " + std::to_string(held_out) + " held out (not shown)" : ""));
   const std::size_t simulated =
       static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const json& r) {
@@ -402,6 +420,14 @@ std::string results_report(const json& job, const json& rows) {
     header("note",
            "simulated: the mock engine's times come from a model of the device; the "
            "kernel was not compiled, run or verified");
+  }
+  if (unverified > 0) {
+    header("note", std::string(unverified == shown_ok
+                                   ? "not verified"
+                                   : counted(static_cast<long long>(unverified), "ok point") +
+                                         " not verified") +
+                       (unverified_why.empty() ? "" : " (" + one_line(unverified_why) + ")") +
+                       ": \"ok\" says that a point ran, not that its answers are right");
   }
   const std::size_t held =
       static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const json& r) {

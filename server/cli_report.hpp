@@ -24,6 +24,13 @@ namespace kernelscan {
 //   kernel's share of the GPU time instead of a speedup, "-" for what its source did not give,
 //   and the kernel's name after the columns.
 // - a footer naming the best (fastest ok) point.
+//
+// An ok point whose answers failed verification is counted as such on the points line; ok points
+// that were not verified (no reference to compare with) get a note saying so, once.
 std::string results_report(const json& job, const json& rows);
+
+// An ok point whose answers are wrong: its verification failed, or a checked timed sample's
+// outputs (or unwritten elements) said so.
+bool failed_verification(const json& row);
 
 }  // namespace kernelscan

@@ -173,7 +173,7 @@ void add_client_commands(CLI::App& app, client_commands& c) {
   c.submit_cmd
       ->add_option("--wait", s.wait_s,
                    "Wait for the job to end, in long polls of SECONDS (default 60), then print "
-                   "its results; exit 1 unless it succeeded")
+                   "its results; exit 1 unless it succeeded and no point failed verification")
       ->expected(0, 1)
       ->type_name("[SECONDS]")
       ->check(number_from(0.001, 600, false));

@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/required_device.hpp"
 
 extern char** environ;
 
@@ -798,6 +800,110 @@ TEST_F(cli, CancelDevicesRooflineAndCompare) {
   const auto alone = run({"compare", std::to_string(a)});
   EXPECT_EQ(alone.exit_code, 2) << describe(alone);
   EXPECT_NE(alone.err.find("has no variants to compare"), std::string::npos) << describe(alone);
+}
+
+// A custom kernel on the mock engine, checked against a copy, whose simulated output is
+// `output` (mock.output: correct, wrong, ...) at every point.
+json checked_mock_job(const std::string& output) {
+  json spec = json::parse(R"js({
+    "name": "checked", "engine": "mock",
+    "kernel": {"op": "custom", "language": "hip",
+      "source": "extern \"C\" __global__ void copy(float* out, const float* a, int n) {}",
+      "entry": "copy", "block": [256, 1, 1], "grid": ["ceil(N/256)", 1, 1],
+      "args": [{"name": "out", "type": "f32*", "count": "N", "output": true},
+               {"name": "a", "type": "f32*", "count": "N"},
+               {"name": "n", "type": "i32", "value": "N"}],
+      "reference": {"op": "stream", "variant": "copy", "n": "N", "dtype": "f32",
+                    "a": "a", "c": "out"}},
+    "sweep": {"N": [4096, 8192]}, "cache": false})js");
+  spec["mock"]["output"] = output;
+  return spec;
+}
+
+// A job that succeeded with wrong answers is no success: the points line counts them and the
+// wait exits 1, for submit --wait and bench alike.
+TEST_F(cli, AWaitExitsOneWhenAPointFailedVerification) {
+  const std::string wrong = write_file("wrong.json", checked_mock_job("wrong").dump());
+  for (const auto& args : {std::vector<std::string>{"submit", wrong, "--wait"},
+                           std::vector<std::string>{"bench", wrong}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_NE(r.out.find("\": succeeded\n"), std::string::npos) << describe(r);
+    EXPECT_NE(r.out.find("points  2 of 2 measured: 2 ok (2 failed verification), 0 failed\n"),
+              std::string::npos)
+        << describe(r);
+  }
+  const std::string right = write_file("right.json", checked_mock_job("correct").dump());
+  for (const auto& args : {std::vector<std::string>{"submit", right, "--wait"},
+                           std::vector<std::string>{"bench", right}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_NE(r.out.find("points  2 of 2 measured: 2 ok, 0 failed\n"), std::string::npos)
+        << describe(r);
+  }
+  // results prints a report of whatever there is, and exits 0.
+  EXPECT_EQ(run({"results", "1"}).exit_code, 0);
+}
+
+// OpenCL kernels run on PoCL: a wrong kernel checked against a good one fails verification and
+// exits 1; unchecked, its "ok" comes with a note that nothing was verified.
+const char* const k_wrong_cl = R"cl(
+__kernel void good(__global float* out, __global const float* x, int n) {
+  int i = get_global_id(0); if (i < n) out[i] = 2.0f * x[i];
+}
+__kernel void wrong(__global float* out, __global const float* x, int n) {
+  int i = get_global_id(0); if (i < n) out[i] = 2.0f * x[i] + 1.0f;
+}
+)cl";
+
+class cli_opencl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_process::options o;
+    o.engine = "opencl";
+    daemon = std::make_unique<daemon_process>(o);
+    try {
+      daemon->start();
+    } catch (const std::exception& e) {
+      if (device_required("KERNELSCAN_REQUIRE_OPENCL")) throw;
+      GTEST_SKIP() << "no OpenCL device: " << e.what();
+    }
+  }
+  cli_run run(std::vector<std::string> args) const {
+    args.push_back("--server");
+    args.push_back("http://127.0.0.1:" + std::to_string(daemon->port()));
+    return run_cli(args);
+  }
+  std::string write_file(const std::string& name, const std::string& text) const {
+    const std::string path = daemon->data_dir() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::unique_ptr<daemon_process> daemon;
+};
+
+TEST_F(cli_opencl, BenchOfAWrongKernelExitsOneAndAnUncheckedOneSaysSo) {
+  const std::string file = write_file("wrong.cl", k_wrong_cl);
+  const std::vector<std::string> args{"bench",       file,     "wrong",     "--sweep",
+                                      "n=4096,8192", "--size", "n",         "--block",
+                                      "64",          "--grid", "cdiv(n,64)"};
+  const auto checked = run(args + std::vector<std::string>{"--reference", "good"});
+  EXPECT_EQ(checked.exit_code, 1) << describe(checked);
+  EXPECT_NE(checked.out.find("points  2 of 2 measured: 2 ok (2 failed verification), 0 failed\n"),
+            std::string::npos)
+      << describe(checked);
+  EXPECT_EQ(checked.out.find("not verified"), std::string::npos) << describe(checked);
+
+  const auto unchecked = run(args);
+  EXPECT_EQ(unchecked.exit_code, 0) << describe(unchecked);
+  EXPECT_NE(unchecked.out.find("points  2 of 2 measured: 2 ok, 0 failed\n"), std::string::npos)
+      << describe(unchecked);
+  EXPECT_EQ(count_lines_starting(unchecked.out,
+                                 "note    not verified (the kernel has no reference "
+                                 "to compare with): \"ok\" says that a point ran, "
+                                 "not that its answers are right"),
+            1u)
+      << describe(unchecked);
 }
 
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {

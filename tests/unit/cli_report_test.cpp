@@ -23,7 +23,8 @@ json params_of(const std::vector<std::pair<std::string, std::int64_t>>& params) 
   return p;
 }
 
-// An ok PointResult as the daemon stores it (fields from api/result_codec.cpp).
+// An ok PointResult as the daemon stores it (fields from api/result_codec.cpp), its answers
+// verified.
 json ok_row(std::int64_t index, const std::vector<std::pair<std::string, std::int64_t>>& params,
             double median, double ci_low, double ci_high, double flops = 2e9, double bytes = 1e6) {
   const double seconds = median * 1e-6;
@@ -60,7 +61,7 @@ json ok_row(std::int64_t index, const std::vector<std::pair<std::string, std::in
             {"bound", "compute"},
             {"roof_source", "datasheet"}}},
           {"verification",
-           {{"status", "skipped"}, {"trials", 0}, {"max_abs_err", 0.0}, {"max_rel_err", 0.0}}},
+           {{"status", "passed"}, {"trials", 2}, {"max_abs_err", 0.0}, {"max_rel_err", 0.0}}},
           {"flags", json::array()},
           {"advice", json::array()},
           {"fitness", nullptr},
@@ -162,6 +163,44 @@ TEST(cli_report, SimulatedRowsAreSaidToBeSo) {
   EXPECT_EQ(line_starting(results_report(job, rows), "note"),
             "note    simulated: the mock engine's times come from a model of the device; the "
             "kernel was not compiled, run or verified");
+}
+
+// Wrong answers are counted on the points line; answers nobody checked get a note, once.
+TEST(cli_report, VerificationFailuresAreCountedAndUncheckedAnswersNoted) {
+  const json job = job_with({{"N", {1024, 2048, 4096}}}, "succeeded", 3);
+  json rows = json::array({ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01),
+                           ok_row(1, {{"N", 2048}}, 20, 19.9, 20.1),
+                           ok_row(2, {{"N", 4096}}, 40, 39.9, 40.1)});
+  rows[1]["verification"]["status"] = "failed";
+  rows[1]["flags"] = {"verification_failed"};
+  rows[2]["flags"] = {"timed_output_mismatch"};
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("points  3 of 3 measured: 3 ok (2 failed verification), 0 failed\n"),
+            std::string::npos)
+      << report;
+  EXPECT_TRUE(failed_verification(rows[1]));
+  EXPECT_TRUE(failed_verification(rows[2]));
+  EXPECT_FALSE(failed_verification(rows[0]));
+  EXPECT_EQ(line_starting(report, "note"), "");
+
+  json unchecked = json::array(
+      {ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01), ok_row(1, {{"N", 2048}}, 20, 19.9, 20.1)});
+  for (auto& r : unchecked)
+    r["verification"] = {{"status", "skipped"},
+                         {"trials", 0},
+                         {"note", "the kernel has no reference to compare with"}};
+  EXPECT_EQ(line_starting(results_report(job, unchecked), "note"),
+            "note    not verified (the kernel has no reference to compare with): \"ok\" says that "
+            "a point ran, not that its answers are right");
+  unchecked[0]["verification"]["status"] = "passed";
+  EXPECT_EQ(line_starting(results_report(job, unchecked), "note"),
+            "note    1 ok point not verified (the kernel has no reference to compare with): \"ok\" "
+            "says that a point ran, not that its answers are right");
+  // Simulated rows say so in a note of their own.
+  for (auto& r : unchecked)
+    r["simulated"] = true;
+  EXPECT_EQ(line_starting(results_report(job, unchecked), "note").rfind("note    simulated: ", 0),
+            0u);
 }
 
 TEST(cli_report, RowsReadAsTheirFreeBatchAreSaidToBeSo) {
