@@ -71,10 +71,12 @@ std::int64_t now_ms() {
       .count();
 }
 
-// Prints the job's report; returns its rows.
-json print_report(api_client& client, const json& job, std::int64_t page_size, std::ostream& out) {
+// Prints the job's report (its logs naming the source `source_name`, where given); returns its
+// rows.
+json print_report(api_client& client, const json& job, std::int64_t page_size, std::ostream& out,
+                  const std::string& source_name = "") {
   json page = client.results_json(job.at("id").get<std::int64_t>(), page_size);
-  out << results_report(job, page.at("results"));
+  out << results_report(job, page.at("results"), source_name);
   return std::move(page.at("results"));
 }
 
@@ -86,9 +88,10 @@ int outcome(const json& job, const json& rows) {
   return wrong ? k_failed : k_ok;
 }
 
-// Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report.
+// Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report
+// (`source_name`: the file its kernel came from, where one did).
 int submit_and_report(api_client& client, const std::string& spec, const std::string& key,
-                      bool wait, double wait_s, std::ostream& out) {
+                      bool wait, double wait_s, const std::string& source_name, std::ostream& out) {
   auto [job, replayed] = client.submit(spec, key);
   out << job_summary_line(job) << (replayed ? " (submitted before with this Idempotency-Key)" : "")
       << "\n";
@@ -98,7 +101,7 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
   while (!terminal(job))
     job = client.job(id, wait_s);
   out << "\n";
-  const json rows = print_report(client, job, results_options{}.page_size, out);
+  const json rows = print_report(client, job, results_options{}.page_size, out, source_name);
   return outcome(job, rows);
 }
 
@@ -134,7 +137,7 @@ int run_submit(const client_options& client_opts, const submit_options& opts, st
     return k_usage;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s, out);
+    return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s, "", out);
   });
 }
 
@@ -178,6 +181,8 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
               std::ostream& out, std::ostream& err) {
   const bench_options& b = opts.bench;
   json spec;
+  std::string source_name = b.file;  // the kernels' file, as compile logs name it
+  std::set<std::string> source_files;
   try {
     std::string text;
     if (!read_text_file(b.file, text)) {
@@ -212,12 +217,14 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
       const std::string dir = directory_of(b.file);
       spec = resolve_job_file(std::move(spec), [&](const std::string& path) {
         const std::string full = !path.empty() && path[0] == '/' ? path : dir + path;
+        source_files.insert(full);
         std::string source;
         if (!read_text_file(full, source)) {
           throw bench_error("source_file", "cannot read " + full + ": " + std::strerror(errno));
         }
         return source;
       });
+      source_name = source_files.size() == 1 ? *source_files.begin() : "";
       if (!b.engine.empty()) spec["engine"] = b.engine;
       if (!b.name.empty()) spec["name"] = b.name;
       for (const auto& l : b.labels) {
@@ -237,7 +244,7 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
     return k_ok;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, spec.dump(), "", !opts.no_wait, opts.wait_s, out);
+    return submit_and_report(client, spec.dump(), "", !opts.no_wait, opts.wait_s, source_name, out);
   });
 }
 

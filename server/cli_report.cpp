@@ -1,9 +1,12 @@
 #include "server/cli_report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "api/result_codec.hpp"
@@ -199,11 +202,97 @@ std::string ci_text(const json& ci) {
          format_significant(ci[1].get<double>(), 3);
 }
 
+// A long error (a compiler's log, many lines) is shown once, beneath the table, not in every
+// row that failed with it: the rows and the header show its first line.
+class error_logs {
+ public:
+  // `source_name`, where given, stands for the name the engine gives the source in its logs
+  // (kernel.cl, kernel.cu, kernel.hip): the user's file.
+  explicit error_logs(std::string source_name) : m_source_name(std::move(source_name)) {}
+
+  // "type: message" as a cell or header shows it: whole where it is one line; else its first
+  // line, and the rest kept to be shown beneath the table (with `where`, the point it came from,
+  // when there is one).
+  std::string cell(const std::string& type, const std::string& message, const std::string& where) {
+    const std::string text = type.empty() ? message : type + ": " + message;
+    const auto end = text.find('\n');
+    if (end == std::string::npos || text.find_first_not_of(" \r\n", end) == std::string::npos)
+      return one_line(text);
+    std::string first = text.substr(0, end);
+    while (!first.empty() && (first.back() == ':' || first.back() == ' ' || first.back() == '\r'))
+      first.pop_back();
+    const std::string log = named(text.substr(end + 1));
+    auto it =
+        std::find_if(m_logs.begin(), m_logs.end(), [&](const auto& l) { return l.text == log; });
+    if (it == m_logs.end()) {
+      m_logs.push_back({log, type, {}});
+      it = std::prev(m_logs.end());
+    }
+    if (!where.empty()) it->where.push_back(where);
+    if (it->type.empty() || (!type.empty() && !where.empty())) it->type = type;
+    return one_line(first) + " (log below)";
+  }
+
+  // The logs kept, each once: a line naming where it came from, then its lines.
+  std::string render() const {
+    std::string out;
+    for (const auto& l : m_logs) {
+      std::string title = l.type.empty() ? "log" : l.type;
+      if (!l.where.empty()) {
+        title += " at ";
+        for (std::size_t i = 0; i < l.where.size() && i < 6; ++i)
+          title += (i ? "; " : "") + l.where[i];
+        if (l.where.size() > 6) title += "; and " + std::to_string(l.where.size() - 6) + " more";
+      }
+      out += one_line(title) + ":\n";
+      std::size_t at = 0;
+      while (at < l.text.size()) {
+        const auto end = l.text.find('\n', at);
+        const std::string line =
+            l.text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        if (line.find_first_not_of(" \r") != std::string::npos) out += "  " + one_line(line) + "\n";
+        if (end == std::string::npos) break;
+        at = end + 1;
+      }
+    }
+    return out.empty() ? out : out + "\n";
+  }
+
+ private:
+  std::string named(const std::string& text) const {
+    if (m_source_name.empty()) return text;
+    std::string out;
+    for (std::size_t at = 0; at < text.size();) {
+      const bool word_start = at == 0 || std::isspace(static_cast<unsigned char>(text[at - 1]));
+      bool replaced = false;
+      for (const std::string_view engine_name : {"kernel.cl:", "kernel.cu:", "kernel.hip:"}) {
+        if (word_start && text.compare(at, engine_name.size(), engine_name) == 0) {
+          out += m_source_name + ":";
+          at += engine_name.size();
+          replaced = true;
+          break;
+        }
+      }
+      if (!replaced) out += text[at++];
+    }
+    return out;
+  }
+
+  struct kept_log {
+    std::string text;
+    std::string type;
+    std::vector<std::string> where;
+  };
+  std::string m_source_name;
+  std::vector<kept_log> m_logs;
+};
+
 // A job with variants: per point a table of its variants, fastest first, with their speedups
 // over the slowest variant there and over the baseline variant (and that speedup's 95%
 // interval); then the best variant of each point, and overall.
 std::string variants_report(const json& job, const json& rows,
-                            const std::vector<std::string>& names, const time_unit& unit) {
+                            const std::vector<std::string>& names, const time_unit& unit,
+                            error_logs& logs) {
   using col = text_table::column;
   constexpr auto right = text_table::align::right;
   constexpr auto left = text_table::align::left;
@@ -254,10 +343,9 @@ std::string variants_report(const json& job, const json& rows,
       v.voided = any_voids_score(flags_of(r));
       summary_rows.push_back(v);
       if (!is_ok(r)) {
-        std::string why = string_at(r, "/error/type", "no timing");
-        const std::string message = string_at(r, "/error/message");
-        if (!message.empty()) why += ": " + message;
-        table.add_row({variant, r.value("status", "?")}, one_line(why));
+        const std::string why = logs.cell(string_at(r, "/error/type", "no timing"),
+                                          string_at(r, "/error/message"), title + ", " + variant);
+        table.add_row({variant, r.value("status", "?")}, why);
         continue;
       }
       const double median = *number_at(r, "/time_us/median");
@@ -311,7 +399,7 @@ std::string variants_report(const json& job, const json& rows,
     }
     best_lines += (best_lines.empty() ? "best    " : "        ") + line + "\n";
   }
-  std::string out = table.render() + "\n" + best_lines;
+  std::string out = table.render() + "\n" + logs.render() + best_lines;
   const auto summary =
       summarize_variants(summary_rows, variant_names,
                          baseline.empty() ? std::nullopt : std::optional<std::string>(baseline));
@@ -346,8 +434,9 @@ bool failed_verification(const json& row) {
   });
 }
 
-std::string results_report(const json& job, const json& rows) {
+std::string results_report(const json& job, const json& rows, const std::string& source_name) {
   const std::vector<std::string> names = parameter_names(job, rows);
+  error_logs logs(source_name);
 
   // The job-wide figures each row is compared with. The best is the job's: the lowest time per
   // unit of work (cost_of), or for imported kernels, which are unrelated, the fastest.
@@ -398,8 +487,7 @@ std::string results_report(const json& job, const json& rows) {
     out += std::string(key) + std::string(8 - detail::display_width(key), ' ') + value + "\n";
   };
   if (job.contains("error") && job["error"].is_object()) {
-    header("error",
-           one_line(string_at(job, "/error/type") + ": " + string_at(job, "/error/message")));
+    header("error", logs.cell(string_at(job, "/error/type"), string_at(job, "/error/message"), ""));
   }
   const bool imported = job.value("op", "") == "import";
   header("kernel", imported ? import_line(job) : kernel_line(job));
@@ -446,13 +534,13 @@ std::string results_report(const json& job, const json& rows) {
   }
   out += "\n";
 
-  if (rows.empty()) return out + "no results yet\n";
+  if (rows.empty()) return out + logs.render() + "no results yet\n";
 
   using col = text_table::column;
   constexpr auto right = text_table::align::right;
   constexpr auto left = text_table::align::left;
   if (job.contains(json::json_pointer{"/spec/variants"})) {
-    out += variants_report(job, rows, names, unit);
+    out += variants_report(job, rows, names, unit, logs);
     return out;
   }
   const std::string row_key = names.empty() ? "point" : names.back();
@@ -494,10 +582,9 @@ std::string results_report(const json& job, const json& rows) {
       const std::string first =
           names.empty() ? text_of(r.value("index", json())) : param_value(r, names.back());
       if (!is_ok(r)) {
-        std::string why = string_at(r, "/error/type", "no timing");
-        const std::string message = string_at(r, "/error/message");
-        if (!message.empty()) why += ": " + message;
-        table.add_row({first, r.value("status", "?")}, one_line(why));
+        const std::string why = logs.cell(string_at(r, "/error/type", "no timing"),
+                                          string_at(r, "/error/message"), point_name(r, names));
+        table.add_row({first, r.value("status", "?")}, why);
         continue;
       }
       const double median = *number_at(r, "/time_us/median");
@@ -537,6 +624,7 @@ std::string results_report(const json& job, const json& rows) {
   }
   out += table.render();
   out += "\n";
+  out += logs.render();
 
   if (!best) {
     return out + (shown_ok ? "best    none: every measured point has a flag that voids its score\n"

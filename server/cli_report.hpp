@@ -26,8 +26,11 @@ namespace kernelscan {
 // - a footer naming the best (fastest ok) point.
 //
 // An ok point whose answers failed verification is counted as such on the points line; ok points
-// that were not verified (no reference to compare with) get a note saying so, once.
-std::string results_report(const json& job, const json& rows);
+// that were not verified (no reference to compare with) get a note saying so, once. An error of
+// many lines (a compiler's log) shows its first line where it occurs and the rest once, beneath
+// the table, naming the points it came from; `source_name`, where given, replaces the name the
+// engine gives the source in such logs (kernel.cl, kernel.cu, kernel.hip).
+std::string results_report(const json& job, const json& rows, const std::string& source_name = "");
 
 // An ok point whose answers are wrong: its verification failed, or a checked timed sample's
 // outputs (or unwritten elements) said so.

@@ -906,6 +906,30 @@ TEST_F(cli_opencl, BenchOfAWrongKernelExitsOneAndAnUncheckedOneSaysSo) {
       << describe(unchecked);
 }
 
+// A kernel that does not compile: its log once, line by line, beneath the table, naming the
+// user's file, however many points failed with it.
+TEST_F(cli_opencl, ACompileErrorsLogIsShownOnceNamingTheFile) {
+  const std::string file = write_file("bad.cl", R"cl(__kernel void k(__global float* out, int n) {
+  int i = get_global_id(0);
+  if (i < n) out[i] = undefined_var;
+}
+)cl");
+  const auto r = run({"bench", file, "k", "--sweep", "n=64,128,256", "--size", "n", "--block", "64",
+                      "--grid", "cdiv(n,64)"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  std::size_t logs = 0;
+  for (auto at = r.out.find("undefined_var"); at != std::string::npos;
+       at = r.out.find("undefined_var", at + 1))
+    ++logs;
+  EXPECT_EQ(logs, 1u) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "error: " + file + ":3:"), 1u) << describe(r);
+  EXPECT_EQ(r.out.find("kernel.cl"), std::string::npos) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "compile_error at n=64; n=128; n=256:"), 1u) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "128  failed  compile_error: the kernel did not compile"),
+            1u)
+      << describe(r);
+}
+
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
   const auto help = run_cli({"--help"});
   EXPECT_EQ(help.exit_code, 0) << describe(help);

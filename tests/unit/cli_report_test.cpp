@@ -203,6 +203,36 @@ TEST(cli_report, VerificationFailuresAreCountedAndUncheckedAnswersNoted) {
             0u);
 }
 
+// A compiler's log is shown once, beneath the table, in the user's file's name.
+TEST(cli_report, AnErrorOfManyLinesIsShownOnceBeneathTheTable) {
+  json job = job_with({{"N", {1, 2}}}, "failed", 2);
+  const std::string log =
+      "the kernel did not compile (CL_BUILD_PROGRAM_FAILURE (-11)):\n"
+      "error: kernel.cl:3:30: use of undeclared identifier 'x'\n"
+      "Device cpu failed to build the program";
+  job["error"] = {{"type", "points_failed"},
+                  {"message", "all 2 points failed; the first, point 0: compile_error: " + log}};
+  const json rows = json::array({failed_row(0, {{"N", 1}}, "compile_error", log),
+                                 failed_row(1, {{"N", 2}}, "compile_error", log)});
+  const std::string report = results_report(job, rows, "src/my.cl");
+  EXPECT_EQ(line_starting(report, "error"),
+            "error   points_failed: all 2 points failed; the first, point 0: compile_error: the "
+            "kernel did not compile (CL_BUILD_PROGRAM_FAILURE (-11)) (log below)");
+  EXPECT_EQ(line_starting(report, "2  "),
+            "2  failed  compile_error: the kernel did not compile (CL_BUILD_PROGRAM_FAILURE (-11)) "
+            "(log below)");
+  EXPECT_NE(report.find("\ncompile_error at N=1; N=2:\n"
+                        "  error: src/my.cl:3:30: use of undeclared identifier 'x'\n"
+                        "  Device cpu failed to build the program\n"
+                        "\n"
+                        "best    none: no point succeeded\n"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("kernel.cl"), std::string::npos) << report;
+  // Without a file name, the engine's name stays.
+  EXPECT_NE(results_report(job, rows).find("  error: kernel.cl:3:30: "), std::string::npos);
+}
+
 TEST(cli_report, RowsReadAsTheirFreeBatchAreSaidToBeSo) {
   const json job = job_with({{"N", {1024, 2048}}}, "succeeded", 2);
   json rows = json::array(
