@@ -186,7 +186,16 @@ api_client::api_client(const std::string& server, std::string token)
 
 api_client::~api_client() = default;
 
+void api_client::interrupt() {
+  m_interrupted = true;
+  m_impl->http.stop();  // shuts the socket of a request in flight: its read ends at once
+}
+
+void api_client::resume() {
+  m_interrupted = false;
+}
 std::string api_client::get(const std::string& path_and_query, double read_timeout_s) {
+  if (m_interrupted) throw connection_error("interrupted");
   auto& http = m_impl->http;
   http.set_read_timeout(std::chrono::milliseconds(std::int64_t(read_timeout_s * 1000)));
   const auto res = http.Get((m_prefix + path_and_query).c_str());
@@ -257,6 +266,7 @@ json api_client::job(std::int64_t id, std::optional<double> wait_s) {
     } catch (const api_failure& e) {
       if (e.status() != 429 || e.type() != "too_many_waiters" || attempt >= 60) throw;
       std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (m_interrupted) throw connection_error("interrupted");
     }
   }
 }

@@ -4,8 +4,10 @@
 //
 // Errors: an unreachable daemon throws connection_error (naming the URL); an answer with an
 // HTTP error status throws api_failure with the error body's type, message and details.
-// Ownership: owns its HTTP connection. Threading: one thread at a time. Units: seconds.
+// Ownership: owns its HTTP connection. Threading: one thread at a time, but for interrupt(),
+// which another thread may call while a request runs. Units: seconds.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -75,6 +77,12 @@ class api_client {
   // POST /api/v1/jobs/{id}/confirm: the job with its withheld score confirmed (an operator's).
   json confirm(std::int64_t id) { return job_action(id, "confirm"); }
 
+  // Ends the request running on another thread now (it throws connection_error), and any that
+  // begins before resume(). Thread-safe.
+  void interrupt();
+  // Requests may run again (on a new connection).
+  void resume();
+
   // GET /api/v1/devices: {"devices": [...]}.
   json devices();
   // GET /api/v1/devices/{index}, of `node` (empty: the answering daemon's).
@@ -95,6 +103,7 @@ class api_client {
   std::string m_server;
   std::string m_prefix;  // path prefix of the base URL, without a trailing slash
   std::string m_token;
+  std::atomic<bool> m_interrupted{false};
 };
 
 // The query-string form of `text` (RFC 3986 unreserved characters kept, the rest %XX).

@@ -6,8 +6,10 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "engine/device_catalog.hpp"
 #include "server/cli_client.hpp"
 #include "server/cli_compare.hpp"
+#include "server/cli_interrupt.hpp"
 #include "server/cli_job_table.hpp"
 #include "server/cli_report.hpp"
 #include "server/detail/text_table.hpp"
@@ -88,18 +91,90 @@ int outcome(const json& job, const json& rows) {
   return wrong ? k_failed : k_ok;
 }
 
+// What a wait does with its job when SIGINT or SIGTERM comes: `bench` made the job for the
+// report it prints and cancels it; `submit --wait` leaves it be (the job may be wanted) and says
+// how to stop it.
+enum class on_interrupt { leave, cancel };
+
+// The job after one long poll, or nullopt where a signal came first. The poll runs on a thread of
+// its own so that the wait looks at `watch` every 100 ms, however long the daemon holds the poll;
+// a signal ends the poll by shutting the client's connection.
+std::optional<json> poll_job(api_client& client, std::int64_t id, double wait_s,
+                             const interrupt_watch& watch) {
+  auto poll = std::async(std::launch::async, [&] { return client.job(id, wait_s); });
+  constexpr auto k_look = std::chrono::milliseconds(100);
+  while (poll.wait_for(k_look) != std::future_status::ready) {
+    if (!watch.received()) continue;
+    // Again until the poll ends: a request that had not begun the first time ends the next.
+    do {
+      client.interrupt();
+    } while (poll.wait_for(k_look) != std::future_status::ready);
+    client.resume();
+    try {
+      poll.get();
+    } catch (const std::exception&) {  // the poll just ended
+    }
+    return std::nullopt;
+  }
+  return poll.get();
+}
+
+// The job's fate after a signal, said on `err`; the exit code of a command ended by `signal`.
+int interrupted(api_client& client, const json& job, on_interrupt what, const char* command,
+                int signal_number, std::ostream& err) {
+  const std::string id = std::to_string(job.at("id").get<std::int64_t>());
+  const std::string status = job.value("status", "running");
+  err << "kernelscan " << command << ": interrupted: ";
+  if (what == on_interrupt::leave) {
+    err << "job " << id << " is still " << status << "; kernelscan cancel " << id << " stops it\n";
+  } else {
+    try {
+      const json after = client.cancel(job.at("id").get<std::int64_t>());
+      err << "cancelled job " << id
+          << (after.value("status", "") == "running" ? " (it stops after the point being measured)"
+                                                     : "")
+          << "\n";
+    } catch (const api_failure& e) {
+      if (e.type() == "job_finished") {
+        err << "job " << id << " had already ended\n";
+      } else {
+        err << "cancelling job " << id << " failed: " << e.type() << " (HTTP " << e.status()
+            << "): " << e.what() << "; kernelscan cancel " << id << " stops it\n";
+      }
+    } catch (const std::exception& e) {  // unreachable, or not answering as the daemon does
+      err << "cancelling job " << id << " failed: " << e.what() << "; kernelscan cancel " << id
+          << " stops it\n";
+    }
+  }
+  return 128 + signal_number;
+}
+
 // Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report
-// (`source_name`: the file its kernel came from, where one did).
+// (`source_name`: the file its kernel came from, where one did). A signal during the wait ends it
+// as `if_interrupted` says.
 int submit_and_report(api_client& client, const std::string& spec, const std::string& key,
-                      bool wait, double wait_s, const std::string& source_name, std::ostream& out) {
+                      bool wait, double wait_s, on_interrupt if_interrupted, const char* command,
+                      const std::string& source_name, std::ostream& out, std::ostream& err) {
+  std::optional<interrupt_watch> watch;
+  if (wait) watch.emplace();  // before the submission: its job is then known to the wait
   auto [job, replayed] = client.submit(spec, key);
   out << job_summary_line(job) << (replayed ? " (submitted before with this Idempotency-Key)" : "")
       << "\n";
   if (!wait) return k_ok;
   out.flush();  // the summary shows while the job runs
   const std::int64_t id = job.at("id").get<std::int64_t>();
-  while (!terminal(job))
-    job = client.job(id, wait_s);
+  while (!terminal(job)) {
+    std::optional<json> now;
+    if (!watch->received()) now = poll_job(client, id, wait_s, *watch);
+    if (!now) {
+      const int signal_number = watch->received();
+      watch->restore();  // a second Ctrl-C ends the client at once
+      out.flush();
+      return interrupted(client, job, if_interrupted, command, signal_number, err);
+    }
+    job = std::move(*now);
+  }
+  watch->restore();
   out << "\n";
   const json rows = print_report(client, job, results_options{}.page_size, out, source_name);
   return outcome(job, rows);
@@ -137,7 +212,8 @@ int run_submit(const client_options& client_opts, const submit_options& opts, st
     return k_usage;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s, "", out);
+    return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s,
+                             on_interrupt::leave, "submit", "", out, err);
   });
 }
 
@@ -244,7 +320,8 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
     return k_ok;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, spec.dump(), "", !opts.no_wait, opts.wait_s, source_name, out);
+    return submit_and_report(client, spec.dump(), "", !opts.no_wait, opts.wait_s,
+                             on_interrupt::cancel, "bench", source_name, out, err);
   });
 }
 

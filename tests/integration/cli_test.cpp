@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -28,11 +30,18 @@ struct cli_run {
   std::string err;
 };
 
-// Runs the kernelscan binary with `args`, feeding `input` to its standard input, and collects
-// its output and exit code. The child gets this environment without KERNELSCAN_* variables
-// (plus `env`), so a developer's settings cannot leak into a test.
-cli_run run_cli(const std::vector<std::string>& args, const std::string& input = "",
-                const std::vector<std::string>& env = {}) {
+// A kernelscan binary started by start_cli, its output not yet read.
+struct cli_child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+};
+
+// Starts the kernelscan binary with `args`, feeding `input` to its standard input. The child gets
+// this environment without KERNELSCAN_* variables (plus `env`), so a developer's settings cannot
+// leak into a test.
+cli_child start_cli(const std::vector<std::string>& args, const std::string& input = "",
+                    const std::vector<std::string>& env = {}) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
     throw std::runtime_error("pipe failed");
@@ -74,9 +83,13 @@ cli_run run_cli(const std::vector<std::string>& args, const std::string& input =
     throw std::runtime_error("writing the child's input failed");
   }
   close(in_pipe[1]);
+  return {pid, out_pipe[0], err_pipe[0]};
+}
 
+// Collects the output of `child` until it closes it, and its exit code.
+cli_run finish_cli(const cli_child& child) {
   cli_run r;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  pollfd fds[2] = {{child.out_fd, POLLIN, 0}, {child.err_fd, POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
   while (open_fds > 0) {
@@ -98,9 +111,16 @@ cli_run run_cli(const std::vector<std::string>& args, const std::string& input =
     if (f.fd >= 0) close(f.fd);
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(child.pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// Runs the kernelscan binary with `args` (as start_cli does) and collects its output and exit
+// code.
+cli_run run_cli(const std::vector<std::string>& args, const std::string& input = "",
+                const std::vector<std::string>& env = {}) {
+  return finish_cli(start_cli(args, input, env));
 }
 
 std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -928,6 +948,51 @@ TEST_F(cli_opencl, ACompileErrorsLogIsShownOnceNamingTheFile) {
   EXPECT_EQ(count_lines_starting(r.out, "128  failed  compile_error: the kernel did not compile"),
             1u)
       << describe(r);
+}
+
+// Ctrl-C (or SIGTERM) while bench waits: bench made the job for its report, so it cancels it;
+// the long poll (held 60 s by default) does not keep it waiting.
+TEST_F(cli, ACtrlCDuringBenchCancelsItsJob) {
+  const std::string file = write_file("slow.json", stream_sweep(10, 2000).dump());
+  for (const auto& [id, signal_number] : {std::pair{1, SIGINT}, std::pair{2, SIGTERM}}) {
+    SCOPED_TRACE("signal " + std::to_string(signal_number));
+    const std::string path = "/api/v1/jobs/" + std::to_string(id);
+    const cli_child child = start_cli({"bench", file, "--server", server()});
+    ASSERT_TRUE(eventually([&] { return daemon.get(path).body["status"] == "running"; }))
+        << daemon.get(path).text;
+    const auto sent = std::chrono::steady_clock::now();
+    ASSERT_EQ(kill(child.pid, signal_number), 0);
+    const auto r = finish_cli(child);
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(5)) << describe(r);
+    EXPECT_EQ(r.exit_code, 128 + signal_number) << describe(r);
+    EXPECT_EQ(r.out.rfind("job " + std::to_string(id) + " queued: ", 0), 0u) << describe(r);
+    EXPECT_EQ(r.err.rfind("kernelscan bench: interrupted: cancelled job " + std::to_string(id), 0),
+              0u)
+        << describe(r);
+    EXPECT_EQ(daemon.wait_job(id)["status"], "cancelled");
+  }
+}
+
+// Ctrl-C while submit --wait waits: the job may be wanted, so it runs on, and the client says
+// how to stop it.
+TEST_F(cli, ACtrlCDuringSubmitWaitLeavesTheJobRunning) {
+  const std::string file = write_file("slow.json", stream_sweep(10, 2000).dump());
+  const cli_child child = start_cli({"submit", file, "--wait", "--server", server()});
+  ASSERT_TRUE(eventually([&] { return daemon.get("/api/v1/jobs/1").body["status"] == "running"; }))
+      << daemon.get("/api/v1/jobs/1").text;
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(child.pid, SIGINT), 0);
+  const auto r = finish_cli(child);
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(5)) << describe(r);
+  EXPECT_EQ(r.exit_code, 130) << describe(r);
+  EXPECT_EQ(
+      r.err,
+      "kernelscan submit: interrupted: job 1 is still running; kernelscan cancel 1 stops it\n")
+      << describe(r);
+  const json job = daemon.get("/api/v1/jobs/1").body;
+  EXPECT_EQ(job["status"], "running") << job.dump();
+  EXPECT_FALSE(job["cancel_requested"].get<bool>()) << job.dump();
+  daemon.post("/api/v1/jobs/1/cancel", "");
 }
 
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
