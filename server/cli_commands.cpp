@@ -180,17 +180,52 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
   return outcome(job, rows);
 }
 
-// False with errno set where `path` cannot be read (a directory opens, but its read throws).
-bool read_text_file(const std::string& path, std::string& text) {
+// What the client reads is held to the daemon's default limits (README, Limits): a larger file
+// would be refused anyway, and /dev/zero or an endless pipe must not fill the memory first.
+constexpr std::size_t k_max_spec_bytes = 4 << 20;      // a request body (--max-body-bytes)
+constexpr std::size_t k_max_source_bytes = 256 << 10;  // a kernel source (--max-source-bytes)
+
+// "4 MiB", "256 KiB".
+std::string limit_text(std::size_t bytes) {
+  return bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                                : std::to_string(bytes >> 10) + " KiB";
+}
+
+// At most `limit` bytes of `in` into `text`; false where there is more (one byte past the limit
+// is read to tell).
+bool read_at_most(std::istream& in, std::size_t limit, std::string& text) {
+  text.clear();
+  char buf[65536];
+  while (text.size() <= limit && in.read(buf, sizeof buf).gcount() > 0) {
+    text.append(buf, std::min(static_cast<std::size_t>(in.gcount()), limit + 1 - text.size()));
+  }
+  return text.size() <= limit;
+}
+
+enum class read_result { ok, unreadable, too_large };
+
+// `path` as text, at most `limit` bytes. unreadable with errno set where it cannot be read (a
+// directory opens, but its read throws).
+read_result read_text_file(const std::string& path, std::size_t limit, std::string& text) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
+  if (!file) return read_result::unreadable;
   try {
-    text.assign(std::istreambuf_iterator<char>(file), {});
+    file.exceptions(std::ios::badbit);
+    return read_at_most(file, limit, text) ? read_result::ok : read_result::too_large;
   } catch (const std::ios_base::failure&) {
     if (errno == 0) errno = EIO;
-    return false;
+    return read_result::unreadable;
   }
-  return true;
+}
+
+// Why `path` was not read, for an error message.
+std::string unread_reason(read_result r, const std::string& path, std::size_t limit,
+                          const char* limit_name) {
+  if (r == read_result::too_large) {
+    return path + " is larger than " + limit_text(limit) + ", the daemon's default limit of " +
+           limit_name;
+  }
+  return "cannot read " + path + ": " + std::strerror(errno);
 }
 
 std::string directory_of(const std::string& path) {
@@ -203,12 +238,15 @@ std::string directory_of(const std::string& path) {
 int run_submit(const client_options& client_opts, const submit_options& opts, std::istream& in,
                std::ostream& out, std::ostream& err) {
   std::string spec;
-  if (opts.file == "-") {
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    spec = ss.str();
-  } else if (!read_text_file(opts.file, spec)) {
-    err << "kernelscan submit: cannot read " << opts.file << ": " << std::strerror(errno) << "\n";
+  const read_result read =
+      opts.file == "-"
+          ? (read_at_most(in, k_max_spec_bytes, spec) ? read_result::ok : read_result::too_large)
+          : read_text_file(opts.file, k_max_spec_bytes, spec);
+  if (read != read_result::ok) {
+    err << "kernelscan submit: "
+        << unread_reason(read, opts.file == "-" ? "standard input" : opts.file, k_max_spec_bytes,
+                         "a request body (--max-body-bytes)")
+        << "\n";
     return k_usage;
   }
   return with_client(client_opts, err, [&](api_client& client) {
@@ -261,10 +299,16 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
   std::set<std::string> source_files;
   try {
     std::string text;
-    if (!read_text_file(b.file, text)) {
-      throw bench_error("FILE", "cannot read " + b.file + ": " + std::strerror(errno));
+    const bool job_file = b.file.size() > 5 && b.file.substr(b.file.size() - 5) == ".json";
+    if (const read_result r = job_file ? read_text_file(b.file, k_max_spec_bytes, text)
+                                       : read_text_file(b.file, k_max_source_bytes, text);
+        r != read_result::ok) {
+      throw bench_error("FILE", job_file ? unread_reason(r, b.file, k_max_spec_bytes,
+                                                         "a request body (--max-body-bytes)")
+                                         : unread_reason(r, b.file, k_max_source_bytes,
+                                                         "a kernel source (--max-source-bytes)"));
     }
-    if (b.file.size() > 5 && b.file.substr(b.file.size() - 5) == ".json") {
+    if (job_file) {
       // A job file: the kernel and its sweep are in it; only where it runs may be added.
       const std::pair<const char*, bool> shaping[] = {{"KERNEL", !b.entries.empty()},
                                                       {"--sweep", !b.sweeps.empty()},
@@ -295,8 +339,10 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
         const std::string full = !path.empty() && path[0] == '/' ? path : dir + path;
         source_files.insert(full);
         std::string source;
-        if (!read_text_file(full, source)) {
-          throw bench_error("source_file", "cannot read " + full + ": " + std::strerror(errno));
+        if (const read_result r = read_text_file(full, k_max_source_bytes, source);
+            r != read_result::ok) {
+          throw bench_error("source_file", unread_reason(r, full, k_max_source_bytes,
+                                                         "a kernel source (--max-source-bytes)"));
         }
         return source;
       });

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -78,10 +79,17 @@ cli_child start_cli(const std::vector<std::string>& args, const std::string& inp
   close(err_pipe[1]);
   if (rc != 0) throw std::runtime_error("cannot start " + argv_s[0]);
 
-  // The input is small (a job spec): written whole before reading, then closed for EOF.
-  if (!input.empty() && write(in_pipe[1], input.data(), input.size()) != ssize_t(input.size())) {
-    throw std::runtime_error("writing the child's input failed");
+  // The input is written whole before reading, then closed for EOF. A child may stop reading
+  // it (input over a limit): the rest is not written, without a SIGPIPE for this process.
+  const auto previous = signal(SIGPIPE, SIG_IGN);
+  for (std::size_t at = 0; at < input.size();) {
+    const ssize_t n = write(in_pipe[1], input.data() + at, input.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EPIPE) break;
+    if (n <= 0) throw std::runtime_error("writing the child's input failed");
+    at += std::size_t(n);
   }
+  signal(SIGPIPE, previous);
   close(in_pipe[1]);
   return {pid, out_pipe[0], err_pipe[0]};
 }
@@ -405,6 +413,38 @@ TEST_F(cli, UsageErrorsExitTwo) {
                               << describe(r);
     EXPECT_FALSE(r.err.empty()) << describe(r);
   }
+}
+
+// A job or kernel file is read up to the daemon's default limits, and no further: a file or a
+// pipe without end (/dev/zero, `yes |`) is refused, naming the limit.
+TEST_F(cli, FilesOverTheLimitsAreRefusedUnsent) {
+  const std::string big_spec = write_file("big.json", std::string(5 << 20, ' '));
+  const std::string big_source = write_file("big.cl", std::string(300 << 10, ' '));
+  const std::string body_limit =
+      " is larger than 4 MiB, the daemon's default limit of a request body (--max-body-bytes)\n";
+  const std::string source_limit =
+      " is larger than 256 KiB, the daemon's default limit of a kernel source "
+      "(--max-source-bytes)\n";
+  const auto file = run({"submit", big_spec});
+  EXPECT_EQ(file.exit_code, 2) << describe(file);
+  EXPECT_EQ(file.err, "kernelscan submit: " + big_spec + body_limit) << describe(file);
+  const auto piped = run({"submit", "-"}, std::string(5 << 20, 'y'));
+  EXPECT_EQ(piped.exit_code, 2) << describe(piped);
+  EXPECT_EQ(piped.err, "kernelscan submit: standard input" + body_limit) << describe(piped);
+  const auto source = run({"bench", big_source, "k", "--sweep", "n=1"});
+  EXPECT_EQ(source.exit_code, 2) << describe(source);
+  EXPECT_EQ(source.err, "kernelscan bench: FILE: " + big_source + source_limit) << describe(source);
+  const std::string job_file =
+      write_file("job.json", R"({"kernel": {"op": "custom", "source_file": "big.cl"}})");
+  const auto named = run({"bench", job_file});
+  EXPECT_EQ(named.exit_code, 2) << describe(named);
+  EXPECT_EQ(named.err, "kernelscan bench: source_file: " + big_source + source_limit)
+      << describe(named);
+  EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
+  // Within the limits, a file is read whole.
+  const std::string spec = stream_sweep(1, 0).dump();
+  const auto fits = run({"submit", "-"}, spec + std::string((4 << 20) - spec.size(), ' '));
+  EXPECT_EQ(fits.exit_code, 0) << describe(fits);
 }
 
 // Arguments a command does not take are named as they were given, first to last.
