@@ -247,6 +247,12 @@ class spec_builder {
     }
     for (const auto& v : m_opts.values) {
       auto [name, expr] = name_value(v, "--value", "PARAMETER=VALUE");
+      if (m_sweep.contains(name) || m_aliases.count(name)) {
+        throw bench_error("--value", name +
+                                         " is a sweep parameter: its value at each point is "
+                                         "the sweep's (--sweep " +
+                                         name + "=...)");
+      }
       if (!m_values.emplace(name, expr).second) {
         throw bench_error("--value", name + " is given twice");
       }

@@ -732,6 +732,11 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
        "kernelscan bench: FILE: " + daemon.data_dir() + "/list.json is not a JSON object"},
       {matmul_bench_args(file) + std::vector<std::string>{"--size", "D=4"},
        "kernelscan bench: --size: D is not a pointer parameter"},
+      // A sweep parameter's value is the sweep's, not a --value's.
+      {matmul_bench_args(file) + std::vector<std::string>{"--value", "N=5"},
+       "kernelscan bench: --value: N is a sweep parameter"},
+      {matmul_bench_args(file) + std::vector<std::string>{"--value", "M=5"},
+       "kernelscan bench: --value: M is a sweep parameter"},
   };
   for (const auto& c : cases) {
     const auto r = run(c.args);
