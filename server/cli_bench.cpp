@@ -8,6 +8,7 @@
 #include <set>
 #include <string_view>
 
+#include "engine/expression.hpp"
 #include "engine/text_list.hpp"
 
 namespace kernelscan {
@@ -370,6 +371,13 @@ class spec_builder {
         aliases.emplace_back(name, text);
       }
     }
+    if (m_sweep.empty() && !aliases.empty()) {
+      const auto& [name, text] = aliases.front();
+      throw bench_error("--sweep", name + "=" + text +
+                                       ": not a number, a range FROM..TO or a list V,V,...; as an "
+                                       "expression it needs a parameter with values to refer "
+                                       "to, and no --sweep gives one (N=1024..8192:x2)");
+    }
     if (m_sweep.empty()) {
       throw bench_error("--sweep", "needed: at least one parameter with values (N=1024..8192:x2)");
     }
@@ -390,6 +398,17 @@ class spec_builder {
         throw bench_error("--sweep", "the expressions refer to each other in a circle");
       }
       if (!changed) break;
+    }
+    // Each expression, now over the parameters with values only, must make sense over them.
+    std::vector<std::string> names;
+    for (const auto& [name, values] : m_sweep.items())
+      names.push_back(name);
+    for (const auto& [name, text] : aliases) {
+      try {
+        (void)kernelscan::expression(m_aliases.at(name), names);
+      } catch (const expression_error& e) {
+        throw bench_error("--sweep", name + "=" + text + ": " + e.what());
+      }
     }
   }
 
@@ -415,10 +434,20 @@ class spec_builder {
       }
       return json{{"from", *f}, {"to", *t}, {mul ? "mul" : "step", *s}};
     }
+    const auto parts = split_top_level(text);
+    if (parts.size() == 1 && !number_of(parts.front())) return std::nullopt;  // an expression
+    // A list: every value a number, and said which one is not.
     json list = json::array();
-    for (const auto& part : split_top_level(text)) {
-      auto n = number_of(part);
-      if (!n) return std::nullopt;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const auto n = number_of(parts[i]);
+      if (!n) {
+        throw bench_error(
+            "--sweep",
+            name + "=" + text + ": value " + std::to_string(i + 1) +
+                (parts[i].empty() ? " is empty" : ", \"" + parts[i] + "\", is not a number") +
+                " (a list is V,V,...; an expression, as M=2*N, has no "
+                "top-level comma)");
+      }
       list.push_back(*n);
     }
     return list;

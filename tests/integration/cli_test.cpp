@@ -737,6 +737,17 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
        "kernelscan bench: --value: N is a sweep parameter"},
       {matmul_bench_args(file) + std::vector<std::string>{"--value", "M=5"},
        "kernelscan bench: --value: M is a sweep parameter"},
+      // A sweep value that is not a number is named.
+      {{"bench", file, "matmul_naive", "--sweep", "N=abc"},
+       "kernelscan bench: --sweep: N=abc: not a number, a range FROM..TO or a list V,V,...;"},
+      {{"bench", file, "matmul_naive", "--sweep", "N=1,,2"},
+       "kernelscan bench: --sweep: N=1,,2: value 2 is empty"},
+      {{"bench", file, "matmul_naive", "--sweep", "N=1,2,"},
+       "kernelscan bench: --sweep: N=1,2,: value 3 is empty"},
+      {{"bench", file, "matmul_naive", "--sweep", "N=1,x"},
+       "kernelscan bench: --sweep: N=1,x: value 2, \"x\", is not a number"},
+      {{"bench", file, "matmul_naive", "--sweep", "N=16", "--sweep", "M=Q"},
+       "kernelscan bench: --sweep: M=Q: \"Q\": unknown name Q (sweep parameters: N)"},
   };
   for (const auto& c : cases) {
     const auto r = run(c.args);
