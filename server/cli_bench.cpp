@@ -166,6 +166,13 @@ std::optional<std::string> dtype_of(const std::string& type) {
       {"long long", "i64"},
       {"long long int", "i64"},
       {"int64_t", "i64"},
+      // Unsigned 64-bit values travel as i64: the same bytes for every value a sweep can give.
+      {"ulong", "i64"},
+      {"unsigned long", "i64"},
+      {"unsigned long int", "i64"},
+      {"unsigned long long", "i64"},
+      {"unsigned long long int", "i64"},
+      {"uint64_t", "i64"},
       {"size_t", "i64"},
       {"ptrdiff_t", "i64"},
       {"char", "i8"},
@@ -178,6 +185,40 @@ std::optional<std::string> dtype_of(const std::string& type) {
   const auto it = k_types.find(type);
   if (it == k_types.end()) return std::nullopt;
   return it->second;
+}
+
+// 16-bit integers, which no element type of a job has.
+bool is_16_bit_integer(const std::string& type) {
+  static const std::set<std::string> k_types{
+      "short",  "short int",          "signed short", "signed short int", "unsigned short",
+      "ushort", "unsigned short int", "int16_t",      "uint16_t"};
+  return k_types.count(type) > 0;
+}
+
+// A vector type (OpenCL float4, CUDA/HIP int2): its element type and its width in elements as
+// it lies in memory (an OpenCL 3-vector takes the room of four).
+struct vector_type {
+  std::string element;
+  int width = 0;
+};
+std::optional<vector_type> vector_of(const std::string& type, const std::string& language) {
+  static const std::set<std::string> k_elements{"char",   "uchar",    "short",    "ushort", "int",
+                                                "uint",   "long",     "ulong",    "half",   "float",
+                                                "double", "longlong", "ulonglong"};
+  std::size_t digits = type.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(type[digits - 1])))
+    --digits;
+  const std::string element = type.substr(0, digits);
+  const std::string width = type.substr(digits);
+  const bool opencl = language == "opencl";
+  const std::set<std::string> widths = opencl ? std::set<std::string>{"2", "3", "4", "8", "16"}
+                                              : std::set<std::string>{"2", "3", "4"};
+  if (!k_elements.count(element) || !widths.count(width)) return std::nullopt;
+  const int n = std::stoi(width);
+  return vector_type{element == "longlong"    ? "long"
+                     : element == "ulonglong" ? "ulong"
+                                              : element,
+                     opencl && n == 3 ? 4 : n};
 }
 
 std::string file_extension(const std::string& path) {
@@ -538,8 +579,24 @@ class spec_builder {
       if (!p.pointer) m_scalars.insert(p.name);
       json a = {{"name", p.name}};
       std::string type;
-      if (auto t = dtype_of(p.type)) {
+      // A buffer of vectors is a buffer of their elements, `width` of them per vector.
+      int width = 1;
+      const auto vector = vector_of(p.type, m_language);
+      if (vector && !p.pointer) {
+        throw bench_error("KERNEL", "parameter " + p.name + " of " + entry + " has type " + p.type +
+                                        ", a vector, which bench cannot pass by value; pass "
+                                        "its elements, or a buffer");
+      }
+      const std::string scalar_type = vector ? vector->element : p.type;
+      if (is_16_bit_integer(scalar_type)) {
+        throw bench_error("KERNEL", "parameter " + p.name + " of " + entry + " has type " + p.type +
+                                        ": 16-bit integers cannot be bound (a job's integer "
+                                        "types are 8, 32 and 64 bits wide: char, int, long and "
+                                        "their unsigned kinds)");
+      }
+      if (auto t = dtype_of(scalar_type)) {
         type = *t;
+        if (vector) width = vector->width;
       } else if (!m_opts.dtype.empty()) {
         type = m_opts.dtype;
       } else {
@@ -568,6 +625,14 @@ class spec_builder {
                                           "buffer)");
         }
         a["count"] = expression(size, "--size");
+        if (width > 1) {  // --size counts vectors; the buffer holds their elements
+          const json vectors = a["count"];
+          a["count"] =
+              vectors.is_number_integer()
+                  ? json(width * vectors.get<std::int64_t>())
+                  : json(std::to_string(width) + "*(" +
+                         (vectors.is_string() ? vectors.get<std::string>() : vectors.dump()) + ")");
+        }
         if (p.local) {
           a["local"] = true;
         } else if (m_scratch.count(p.name)) {

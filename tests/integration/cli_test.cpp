@@ -764,6 +764,67 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
   EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
 }
 
+// Every integer width a job has is read from the source (ulong travels as i64); a 16-bit one,
+// which no job has, is refused. A buffer of vectors (float4) is a buffer of their elements, four
+// per vector (an OpenCL float3 takes the room of four); a vector passed by value is refused.
+TEST_F(cli, BenchReadsIntegerWidthsAndVectorBuffers) {
+  const std::string file = write_file("types.cl", R"cl(
+__kernel void widths(__global float* out, uchar a, ulong b, unsigned long c, long d, int n) {}
+__kernel void shorts(__global float* out, ushort s, int n) {}
+__kernel void vectors(__global float4* out, __global const float3* in, __global const int2* i,
+                      int n) {}
+__kernel void by_value(__global float* out, float4 v, int n) {}
+)cl");
+  const std::vector<std::string> common{"--sweep", "n=16",   "--size", "n",        "--block",
+                                        "1",       "--grid", "1",      "--dry-run"};
+  const auto widths =
+      run(std::vector<std::string>{"bench", file, "widths", "--value", "a=1", "--value", "b=2",
+                                   "--value", "c=3", "--value", "d=4"} +
+          common);
+  ASSERT_EQ(widths.exit_code, 0) << describe(widths);
+  std::vector<std::string> types;
+  const json spec = json::parse(widths.out);
+  for (const auto& a : spec["kernel"]["args"])
+    types.push_back(a["type"]);
+  EXPECT_EQ(types, (std::vector<std::string>{"f32*", "u8", "i64", "i64", "i64", "i32"}));
+
+  const auto shorts = run(std::vector<std::string>{"bench", file, "shorts"} + common);
+  EXPECT_EQ(shorts.exit_code, 2) << describe(shorts);
+  EXPECT_EQ(shorts.err.rfind("kernelscan bench: KERNEL: parameter s of shorts has type ushort: "
+                             "16-bit integers cannot be bound",
+                             0),
+            0u)
+      << describe(shorts);
+
+  const auto vectors = run(std::vector<std::string>{"bench", file, "vectors"} + common);
+  ASSERT_EQ(vectors.exit_code, 0) << describe(vectors);
+  const json args = json::parse(vectors.out)["kernel"]["args"];
+  EXPECT_EQ(args[0], json::parse(R"js({"name": "out", "type": "f32*", "count": "4*(n)",
+                                      "output": true})js"));
+  EXPECT_EQ(args[1], json::parse(R"js({"name": "in", "type": "f32*", "count": "4*(n)"})js"));
+  EXPECT_EQ(args[2], json::parse(R"js({"name": "i", "type": "i32*", "count": "2*(n)"})js"));
+  auto sized = common;
+  sized[3] = "8";
+  const auto counted = run(std::vector<std::string>{"bench", file, "vectors"} + sized);
+  ASSERT_EQ(counted.exit_code, 0) << describe(counted);
+  EXPECT_EQ(json::parse(counted.out)["kernel"]["args"][0]["count"], 32);
+
+  const auto by_value = run(std::vector<std::string>{"bench", file, "by_value"} + common);
+  EXPECT_EQ(by_value.exit_code, 2) << describe(by_value);
+  EXPECT_EQ(by_value.err.rfind("kernelscan bench: KERNEL: parameter v of by_value has type float4, "
+                               "a vector, which bench cannot pass by value",
+                               0),
+            0u)
+      << describe(by_value);
+  // In CUDA a float3 is three floats.
+  const std::string cu =
+      write_file("v.cu", "__global__ void k(float3* out, const float4* in, int n) {}\n");
+  const auto cuda = run(std::vector<std::string>{"bench", cu, "k"} + common);
+  ASSERT_EQ(cuda.exit_code, 0) << describe(cuda);
+  EXPECT_EQ(json::parse(cuda.out)["kernel"]["args"][0]["count"], "3*(n)");
+  EXPECT_EQ(json::parse(cuda.out)["kernel"]["args"][1]["count"], "4*(n)");
+}
+
 // Two kernels: one job whose rows name their variant; every page size reads every row (two
 // rows share a point's index), and compare with one job compares its variants.
 TEST_F(cli, BenchWithTwoKernelsIsOneJobOfVariants) {
@@ -1004,6 +1065,30 @@ TEST_F(cli_opencl, ACompileErrorsLogIsShownOnceNamingTheFile) {
   EXPECT_EQ(count_lines_starting(r.out, "128  failed  compile_error: the kernel did not compile"),
             1u)
       << describe(r);
+}
+
+// A kernel over float4 buffers is measured and verified over all of their elements.
+TEST_F(cli_opencl, BenchOfAVectorKernelChecksEveryElement) {
+  const std::string file = write_file("vec.cl", R"cl(
+__kernel void twice(__global float4* out, __global const float4* in, int n) {
+  int i = get_global_id(0); if (i < n) out[i] = 2.0f * in[i];
+}
+__kernel void sum(__global float4* out, __global const float4* in, int n) {
+  int i = get_global_id(0); if (i < n) out[i] = in[i] + in[i];
+}
+__kernel void half_done(__global float4* out, __global const float4* in, int n) {
+  int i = get_global_id(0); if (i < n) out[i].xy = 2.0f * in[i].xy;
+}
+)cl");
+  const std::vector<std::string> args{"--sweep", "n=1024", "--size",     "n",           "--block",
+                                      "64",      "--grid", "cdiv(n,64)", "--reference", "sum"};
+  const auto right = run(std::vector<std::string>{"bench", file, "twice"} + args);
+  EXPECT_EQ(right.exit_code, 0) << describe(right);
+  EXPECT_NE(right.out.find("points  1 of 1 measured: 1 ok, 0 failed\n"), std::string::npos)
+      << describe(right);
+  const auto half = run(std::vector<std::string>{"bench", file, "half_done"} + args);
+  EXPECT_EQ(half.exit_code, 1) << describe(half);
+  EXPECT_NE(half.out.find("1 ok (1 failed verification)"), std::string::npos) << describe(half);
 }
 
 // Ctrl-C (or SIGTERM) while bench waits: bench made the job for its report, so it cancels it;
