@@ -1136,6 +1136,23 @@ TEST_F(cli, ACtrlCDuringSubmitWaitLeavesTheJobRunning) {
   daemon.post("/api/v1/jobs/1/cancel", "");
 }
 
+// Jobs that share no sweep parameter are compared by their best points, which are different
+// problems: the report says so above the table.
+TEST_F(cli, CompareWarnsWhenTheJobsShareNoParameter) {
+  const std::int64_t a = daemon.submit(stream_sweep(2, 0));
+  const std::int64_t b = daemon.submit(json::parse(R"({
+    "kernel": {"op": "stream", "variant": "triad", "n": "S"}, "sweep": {"S": [1024, 2048]}})"));
+  daemon.wait_job(a);
+  daemon.wait_job(b);
+  const auto r = run({"compare", std::to_string(a), std::to_string(b)});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("joined on nothing: each one's best point\n"
+                       "warning: these share no sweep parameter: each one's best point stands "
+                       "for it, so the speedup compares different problems, by throughput"),
+            std::string::npos)
+      << describe(r);
+}
+
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
   const auto help = run_cli({"--help"});
   EXPECT_EQ(help.exit_code, 0) << describe(help);
