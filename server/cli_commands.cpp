@@ -371,8 +371,8 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
   });
 }
 
-// `act` on each job, printing what `said` makes of the job it returns; exit 1 when any was
-// refused.
+// `act` on each job, printing what `said` makes of the job it returns, a whole line once it is
+// known; exit 1 when any was refused.
 int for_each_job(const client_options& client_opts, const std::vector<std::int64_t>& ids,
                  std::ostream& out, std::ostream& err,
                  const std::function<json(api_client&, std::int64_t)>& act,
@@ -381,7 +381,8 @@ int for_each_job(const client_options& client_opts, const std::vector<std::int64
     int code = k_ok;
     for (const std::int64_t id : ids) {
       try {
-        out << "job " << id << " " << said(act(client, id)) << "\n";
+        const std::string outcome_text = said(act(client, id));
+        out << "job " << id << " " << outcome_text << "\n";
       } catch (const api_failure& e) {
         print_failure(err, e, "job " + std::to_string(id));
         code = k_failed;

@@ -1153,6 +1153,32 @@ TEST_F(cli, CompareWarnsWhenTheJobsShareNoParameter) {
       << describe(r);
 }
 
+// cancel and confirm print a whole line per job once its outcome is known: nothing of a job
+// whose request failed reaches standard output.
+TEST_F(cli, CancelAndConfirmPrintWholeLinesOnly) {
+  const std::string id = std::to_string(finished_job());
+  const auto twice = run({"cancel", id, id});
+  EXPECT_EQ(twice.exit_code, 1) << describe(twice);
+  EXPECT_EQ(twice.out, "") << describe(twice);
+  EXPECT_EQ(twice.err, "kernelscan: job " + id + ": job_finished (HTTP 409): job " + id +
+                           " already succeeded\n"
+                           "kernelscan: job " +
+                           id + ": job_finished (HTTP 409): job " + id + " already succeeded\n")
+      << describe(twice);
+  for (const std::string command : {"cancel", "confirm"}) {
+    const auto unknown = run({command, "424242"});
+    EXPECT_EQ(unknown.exit_code, 1) << describe(unknown);
+    EXPECT_EQ(unknown.out, "") << describe(unknown);
+    EXPECT_EQ(unknown.err, "kernelscan: job 424242: not_found (HTTP 404): no job 424242\n")
+        << describe(unknown);
+  }
+  // A running job: a whole line once its cancel is answered.
+  const std::string slow = std::to_string(daemon.submit(stream_sweep(50, 200)));
+  const auto running = run({"cancel", slow});
+  EXPECT_EQ(running.exit_code, 0) << describe(running);
+  EXPECT_EQ(running.out.back(), '\n') << describe(running);
+}
+
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
   const auto help = run_cli({"--help"});
   EXPECT_EQ(help.exit_code, 0) << describe(help);
