@@ -45,6 +45,14 @@ void print_failure(std::ostream& err, const api_failure& e, const std::string& a
   }
 }
 
+// A JSON library error's message without its "[json.exception.type_error.302] " tag.
+std::string untagged(const std::string& message) {
+  const auto tag_end = message.find("] ");
+  return message.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos
+             ? message.substr(tag_end + 2)
+             : message;
+}
+
 // Runs `body` with a client for `opts`, turning the client's errors into messages and exit
 // codes.
 int with_client(const client_options& opts, std::ostream& err,
@@ -62,8 +70,15 @@ int with_client(const client_options& opts, std::ostream& err,
     print_failure(err, e);
   } catch (const connection_error& e) {
     err << "kernelscan: " << e.what() << "\n";
+  } catch (const foreign_answer& e) {
+    err << "kernelscan: " << e.what() << "\n";
+  } catch (const json::exception& e) {  // an answer without a field the command reads
+    err << "kernelscan: the server at " << opts.server
+        << " did not answer like a kernelscan daemon (an answer lacks what the command reads: "
+        << untagged(e.what()) << ")\n";
   } catch (const std::exception& e) {  // an answer that is not what the API promises
-    err << "kernelscan: unexpected answer from " << opts.server << ": " << e.what() << "\n";
+    err << "kernelscan: the server at " << opts.server
+        << " did not answer like a kernelscan daemon (" << e.what() << ")\n";
   }
   return k_failed;
 }

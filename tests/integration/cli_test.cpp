@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/daemon_process.hpp"
@@ -1177,6 +1179,59 @@ TEST_F(cli, CancelAndConfirmPrintWholeLinesOnly) {
   const auto running = run({"cancel", slow});
   EXPECT_EQ(running.exit_code, 0) << describe(running);
   EXPECT_EQ(running.out.back(), '\n') << describe(running);
+}
+
+// A web server at --server that is not a kernelscan daemon: whatever it answers, no command takes
+// it for an answer of the API.
+TEST(cli_foreign_server, AnswersThatAreNotTheApisAreSaidToBeSo) {
+  httplib::Server fake;
+  std::atomic<int> mode{0};  // 0: JSON of another shape; 1: an HTML 404 page
+  const auto answer = [&](const httplib::Request&, httplib::Response& res) {
+    if (mode == 0) {
+      res.set_content(R"({"jobs": 5})", "application/json");
+    } else {
+      res.status = 404;
+      res.set_content("<html><body><h1>Not Found</h1></body></html>", "text/html");
+    }
+  };
+  fake.Get(".*", answer);
+  fake.Post(".*", answer);
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { fake.listen_after_bind(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  for (const int m : {0, 1}) {
+    mode = m;
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"submit", "-"},
+                                                 {"cancel", "1"},
+                                                 {"confirm", "1"},
+                                                 {"jobs"},
+                                                 {"results", "1"},
+                                                 {"results", "1", "--format", "csv"},
+                                                 {"results", "1", "--format", "json"},
+                                                 {"devices"},
+                                                 {"compare", "1", "2"},
+                                                 {"roofline", "0"},
+                                                 {"submit", "-", "--wait"}}) {
+      const auto r =
+          run_cli(args + std::vector<std::string>{"--server", url}, stream_sweep(1, 0).dump());
+      EXPECT_EQ(r.exit_code, 1) << args[0] << " (mode " << m << ")\n" << describe(r);
+      EXPECT_EQ(r.out, "") << args[0] << " (mode " << m << ")\n" << describe(r);
+      EXPECT_EQ(
+          r.err.rfind(
+              "kernelscan: the server at " + url + " did not answer like a kernelscan daemon (", 0),
+          0u)
+          << args[0] << " (mode " << m << ")\n"
+          << describe(r);
+      EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << describe(r);
+    }
+  }
+  const auto page = run_cli({"results", "1", "--server", url});
+  EXPECT_NE(page.err.find("(GET /api/v1/jobs/1 answered HTTP 404, text/html: <html><body><h1>Not "
+                          "Found</h1></body></html>)\n"),
+            std::string::npos)
+      << describe(page);
+  fake.stop();
+  serving.join();
 }
 
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
