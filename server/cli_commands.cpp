@@ -43,6 +43,9 @@ void print_failure(std::ostream& err, const api_failure& e, const std::string& a
   for (const auto& d : e.details()) {  // one {field, message} per problem
     err << "  " << (d.field.empty() ? "" : d.field + ": ") << d.message << "\n";
   }
+  if (e.status() == 401) {
+    err << "  the token is given with --token TOKEN, or KERNELSCAN_TOKEN in the environment\n";
+  }
 }
 
 // A JSON library error's message without its "[json.exception.type_error.302] " tag.

@@ -528,6 +528,10 @@ TEST(cli_token, TheTokenComesFromTheOptionOrTheEnvironment) {
   const auto without = run_cli({"submit", "-", "--server", url}, spec);
   EXPECT_EQ(without.exit_code, 1) << describe(without);
   EXPECT_NE(without.err.find("unauthorized (HTTP 401)"), std::string::npos) << describe(without);
+  EXPECT_NE(without.err.find("\n  the token is given with --token TOKEN, or KERNELSCAN_TOKEN in "
+                             "the environment\n"),
+            std::string::npos)
+      << describe(without);
 
   const auto with_option =
       run_cli({"submit", "-", "--server", url, "--token", "a-token-of-sixteen-chars"}, spec);
