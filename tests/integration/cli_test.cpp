@@ -1238,6 +1238,19 @@ TEST(cli_foreign_server, AnswersThatAreNotTheApisAreSaidToBeSo) {
   serving.join();
 }
 
+// A mistyped command is named, with the commands there are.
+TEST(cli_usage, AnUnknownCommandIsNamed) {
+  const auto r = run_cli({"nosuchcmd", "1"});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(r.err.rfind("kernelscan: \"nosuchcmd\" is not a command (commands: serve, submit, ", 0),
+            0u)
+      << describe(r);
+  const auto after_server = run_cli({"--server", "http://127.0.0.1:1", "jbos"});
+  EXPECT_EQ(after_server.exit_code, 2) << describe(after_server);
+  EXPECT_EQ(after_server.err.rfind("kernelscan: \"jbos\" is not a command", 0), 0u)
+      << describe(after_server);
+}
+
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
   const auto help = run_cli({"--help"});
   EXPECT_EQ(help.exit_code, 0) << describe(help);
