@@ -289,14 +289,16 @@ class spec_builder {
     }
     for (const auto& v : m_opts.values) {
       auto [name, expr] = name_value(v, "--value", "PARAMETER=VALUE");
+      if (!m_values.emplace(name, expr).second) {
+        throw bench_error("--value", name + " is given twice");
+      }
+    }
+    for (const auto& [name, expr] : m_values) {
       if (m_sweep.contains(name) || m_aliases.count(name)) {
         throw bench_error("--value", name +
                                          " is a sweep parameter: its value at each point is "
                                          "the sweep's (--sweep " +
                                          name + "=...)");
-      }
-      if (!m_values.emplace(name, expr).second) {
-        throw bench_error("--value", name + " is given twice");
       }
     }
     m_outputs.insert(m_opts.outputs.begin(), m_opts.outputs.end());
@@ -416,8 +418,8 @@ class spec_builder {
       const auto& [name, text] = aliases.front();
       throw bench_error("--sweep", name + "=" + text +
                                        ": not a number, a range FROM..TO or a list V,V,...; as an "
-                                       "expression it needs a parameter with values to refer "
-                                       "to, and no --sweep gives one (N=1024..8192:x2)");
+                                       "expression of other parameters it needs at least one "
+                                       "parameter with values (N=1024..8192:x2)");
     }
     if (m_sweep.empty()) {
       throw bench_error("--sweep", "needed: at least one parameter with values (N=1024..8192:x2)");
