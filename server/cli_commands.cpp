@@ -198,8 +198,8 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
   return outcome(job, rows);
 }
 
-// What the client reads is held to the daemon's default limits (README, Limits): a larger file
-// would be refused anyway, and /dev/zero or an endless pipe must not fill the memory first.
+// What the client reads is held to the daemon's default limits (README, Limits): a daemon with
+// its default settings refuses more, and /dev/zero or an endless pipe must not fill the memory.
 constexpr std::size_t k_max_spec_bytes = 4 << 20;      // a request body (--max-body-bytes)
 constexpr std::size_t k_max_source_bytes = 256 << 10;  // a kernel source (--max-source-bytes)
 
