@@ -8,6 +8,7 @@
 #include <set>
 #include <string_view>
 
+#include "engine/expression.hpp"
 #include "engine/text_list.hpp"
 
 namespace kernelscan {
@@ -165,6 +166,13 @@ std::optional<std::string> dtype_of(const std::string& type) {
       {"long long", "i64"},
       {"long long int", "i64"},
       {"int64_t", "i64"},
+      // Unsigned 64-bit values travel as i64: the same bytes for every value a sweep can give.
+      {"ulong", "i64"},
+      {"unsigned long", "i64"},
+      {"unsigned long int", "i64"},
+      {"unsigned long long", "i64"},
+      {"unsigned long long int", "i64"},
+      {"uint64_t", "i64"},
       {"size_t", "i64"},
       {"ptrdiff_t", "i64"},
       {"char", "i8"},
@@ -177,6 +185,40 @@ std::optional<std::string> dtype_of(const std::string& type) {
   const auto it = k_types.find(type);
   if (it == k_types.end()) return std::nullopt;
   return it->second;
+}
+
+// 16-bit integers, which no element type of a job has.
+bool is_16_bit_integer(const std::string& type) {
+  static const std::set<std::string> k_types{
+      "short",  "short int",          "signed short", "signed short int", "unsigned short",
+      "ushort", "unsigned short int", "int16_t",      "uint16_t"};
+  return k_types.count(type) > 0;
+}
+
+// A vector type (OpenCL float4, CUDA/HIP int2): its element type and its width in elements as
+// it lies in memory (an OpenCL 3-vector takes the room of four).
+struct vector_type {
+  std::string element;
+  int width = 0;
+};
+std::optional<vector_type> vector_of(const std::string& type, const std::string& language) {
+  static const std::set<std::string> k_elements{"char",   "uchar",    "short",    "ushort", "int",
+                                                "uint",   "long",     "ulong",    "half",   "float",
+                                                "double", "longlong", "ulonglong"};
+  std::size_t digits = type.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(type[digits - 1])))
+    --digits;
+  const std::string element = type.substr(0, digits);
+  const std::string width = type.substr(digits);
+  const bool opencl = language == "opencl";
+  const std::set<std::string> widths = opencl ? std::set<std::string>{"2", "3", "4", "8", "16"}
+                                              : std::set<std::string>{"2", "3", "4"};
+  if (!k_elements.count(element) || !widths.count(width)) return std::nullopt;
+  const int n = std::stoi(width);
+  return vector_type{element == "longlong"    ? "long"
+                     : element == "ulonglong" ? "ulong"
+                                              : element,
+                     opencl && n == 3 ? 4 : n};
 }
 
 std::string file_extension(const std::string& path) {
@@ -249,6 +291,14 @@ class spec_builder {
       auto [name, expr] = name_value(v, "--value", "PARAMETER=VALUE");
       if (!m_values.emplace(name, expr).second) {
         throw bench_error("--value", name + " is given twice");
+      }
+    }
+    for (const auto& [name, expr] : m_values) {
+      if (m_sweep.contains(name) || m_aliases.count(name)) {
+        throw bench_error("--value", name +
+                                         " is a sweep parameter: its value at each point is "
+                                         "the sweep's (--sweep " +
+                                         name + "=...)");
       }
     }
     m_outputs.insert(m_opts.outputs.begin(), m_opts.outputs.end());
@@ -364,6 +414,13 @@ class spec_builder {
         aliases.emplace_back(name, text);
       }
     }
+    if (m_sweep.empty() && !aliases.empty()) {
+      const auto& [name, text] = aliases.front();
+      throw bench_error("--sweep", name + "=" + text +
+                                       ": not a number, a range FROM..TO or a list V,V,...; as an "
+                                       "expression of other parameters it needs at least one "
+                                       "parameter with values (N=1024..8192:x2)");
+    }
     if (m_sweep.empty()) {
       throw bench_error("--sweep", "needed: at least one parameter with values (N=1024..8192:x2)");
     }
@@ -384,6 +441,17 @@ class spec_builder {
         throw bench_error("--sweep", "the expressions refer to each other in a circle");
       }
       if (!changed) break;
+    }
+    // Each expression, now over the parameters with values only, must make sense over them.
+    std::vector<std::string> names;
+    for (const auto& [name, values] : m_sweep.items())
+      names.push_back(name);
+    for (const auto& [name, text] : aliases) {
+      try {
+        (void)kernelscan::expression(m_aliases.at(name), names);
+      } catch (const expression_error& e) {
+        throw bench_error("--sweep", name + "=" + text + ": " + e.what());
+      }
     }
   }
 
@@ -409,10 +477,20 @@ class spec_builder {
       }
       return json{{"from", *f}, {"to", *t}, {mul ? "mul" : "step", *s}};
     }
+    const auto parts = split_top_level(text);
+    if (parts.size() == 1 && !number_of(parts.front())) return std::nullopt;  // an expression
+    // A list: every value a number, and said which one is not.
     json list = json::array();
-    for (const auto& part : split_top_level(text)) {
-      auto n = number_of(part);
-      if (!n) return std::nullopt;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const auto n = number_of(parts[i]);
+      if (!n) {
+        throw bench_error(
+            "--sweep",
+            name + "=" + text + ": value " + std::to_string(i + 1) +
+                (parts[i].empty() ? " is empty" : ", \"" + parts[i] + "\", is not a number") +
+                " (a list is V,V,...; an expression, as M=2*N, has no "
+                "top-level comma)");
+      }
       list.push_back(*n);
     }
     return list;
@@ -503,8 +581,24 @@ class spec_builder {
       if (!p.pointer) m_scalars.insert(p.name);
       json a = {{"name", p.name}};
       std::string type;
-      if (auto t = dtype_of(p.type)) {
+      // A buffer of vectors is a buffer of their elements, `width` of them per vector.
+      int width = 1;
+      const auto vector = vector_of(p.type, m_language);
+      if (vector && !p.pointer) {
+        throw bench_error("KERNEL", "parameter " + p.name + " of " + entry + " has type " + p.type +
+                                        ", a vector, which bench cannot pass by value; pass "
+                                        "its elements, or a buffer");
+      }
+      const std::string scalar_type = vector ? vector->element : p.type;
+      if (is_16_bit_integer(scalar_type)) {
+        throw bench_error("KERNEL", "parameter " + p.name + " of " + entry + " has type " + p.type +
+                                        ": 16-bit integers cannot be bound (a job's integer "
+                                        "types are 8, 32 and 64 bits wide: char, int, long and "
+                                        "their unsigned kinds)");
+      }
+      if (auto t = dtype_of(scalar_type)) {
         type = *t;
+        if (vector) width = vector->width;
       } else if (!m_opts.dtype.empty()) {
         type = m_opts.dtype;
       } else {
@@ -533,6 +627,14 @@ class spec_builder {
                                           "buffer)");
         }
         a["count"] = expression(size, "--size");
+        if (width > 1) {  // --size counts vectors; the buffer holds their elements
+          const json vectors = a["count"];
+          a["count"] =
+              vectors.is_number_integer()
+                  ? json(width * vectors.get<std::int64_t>())
+                  : json(std::to_string(width) + "*(" +
+                         (vectors.is_string() ? vectors.get<std::string>() : vectors.dump()) + ")");
+        }
         if (p.local) {
           a["local"] = true;
         } else if (m_scratch.count(p.name)) {

@@ -10,6 +10,8 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -23,29 +25,48 @@ constexpr double k_long_poll_slack_s = 30;
 // Jobs per request when listing (the API's maximum).
 constexpr std::int64_t k_jobs_page = 1000;
 
-api_failure failure_of(int status, const std::string& body) {
+// The API's error answer {"error": {"type", "message", "details"}}; nullopt for a body not in
+// that shape (another web server's page, a proxy's).
+std::optional<api_failure> failure_of(int status, const std::string& body) {
   const json j = json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("error") && j["error"].is_object()) {
-    const json& e = j["error"];
-    std::vector<field_error> details;
-    json context = json::object();
-    for (const auto& [key, value] : e.items()) {
-      if (key == "details" && value.is_array()) {
-        for (const auto& d : value) {
-          if (d.is_object()) details.push_back({d.value("field", ""), d.value("message", "")});
-        }
-      } else if (key != "type" && key != "message") {
-        context[key] = value;
-      }
-    }
-    return api_failure(status, e.value("type", "http_error"), e.value("message", ""),
-                       std::move(details), std::move(context));
+  if (!j.is_object() || !j.contains("error") || !j["error"].is_object() ||
+      !j["error"].contains("type") || !j["error"]["type"].is_string()) {
+    return std::nullopt;
   }
-  std::string excerpt = body.substr(0, 200);
+  const json& e = j["error"];
+  std::vector<field_error> details;
+  json context = json::object();
+  for (const auto& [key, value] : e.items()) {
+    if (key == "details" && value.is_array()) {
+      for (const auto& d : value) {
+        if (d.is_object()) {
+          details.push_back(
+              {d.value("field", json()).is_string() ? d["field"].get<std::string>() : std::string(),
+               d.value("message", json()).is_string() ? d["message"].get<std::string>()
+                                                      : std::string()});
+        }
+      }
+    } else if (key != "type" && key != "message") {
+      context[key] = value;
+    }
+  }
+  const std::string message = e.contains("message") && e["message"].is_string()
+                                  ? e["message"].get<std::string>()
+                                  : std::string();
+  return api_failure(status, e["type"].get<std::string>(), message, std::move(details),
+                     std::move(context));
+}
+
+// The start of `body` on one line, for a message.
+std::string excerpt_of(const std::string& body) {
+  std::string excerpt = body.substr(0, 120);
   std::replace_if(
-      excerpt.begin(), excerpt.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-  return api_failure(status, "http_error",
-                     "HTTP " + std::to_string(status) + (excerpt.empty() ? "" : ": " + excerpt));
+      excerpt.begin(), excerpt.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; },
+      ' ');
+  const bool cut = body.size() > excerpt.size();
+  while (!excerpt.empty() && excerpt.back() == ' ')
+    excerpt.pop_back();
+  return excerpt + (cut ? "..." : "");
 }
 
 std::string describe(httplib::Error e) {
@@ -186,15 +207,72 @@ api_client::api_client(const std::string& server, std::string token)
 
 api_client::~api_client() = default;
 
+void api_client::interrupt() {
+  m_interrupted = true;
+  m_impl->http.stop();  // shuts the socket of a request in flight: its read ends at once
+}
+
+void api_client::resume() {
+  m_interrupted = false;
+}
+
+foreign_answer api_client::foreign(const std::string& request, int status,
+                                   const std::string& content_type, const std::string& body,
+                                   const std::string& lacking) const {
+  std::string what = request + " answered";
+  if (status > 0) what += " HTTP " + std::to_string(status);
+  if (!content_type.empty()) what += ", " + content_type;
+  if (!lacking.empty()) what += " " + lacking;
+  if (!body.empty()) what += ": " + excerpt_of(body);
+  return foreign_answer("the server at " + m_server + " did not answer like a kernelscan daemon (" +
+                        what + ")");
+}
+
+std::string api_client::body_of(const std::string& request, const httplib::Result& res) const {
+  if (!res) throw unreachable(m_server, res.error());
+  if (res->status >= 200 && res->status < 300) return res->body;
+  if (auto failure = failure_of(res->status, res->body)) throw std::move(*failure);
+  throw foreign(request, res->status, res->get_header_value("Content-Type"), res->body, "");
+}
+
+json api_client::json_of(const std::string& request, const std::string& body,
+                         const std::function<std::string(const json&)>& lacks) const {
+  json j = json::parse(body, nullptr, false);
+  const std::string lacking = j.is_discarded() ? "with something not JSON"
+                              : !j.is_object() ? "with JSON not an object"
+                                               : lacks(j);
+  if (!lacking.empty()) throw foreign(request, 0, "", body, lacking);
+  return j;
+}
+
+namespace {
+
+// What a Job answer lacks of what the client reads from it; "" when nothing.
+std::string job_lacks(const json& j) {
+  if (!j.contains("id") || !j["id"].is_number_integer()) return "without a job id";
+  if (!j.contains("status") || !j["status"].is_string()) return "without a job status";
+  return "";
+}
+
+// "" where `j[key]` is an array of objects, else what is wrong.
+std::string lacks_list(const json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_array()) return std::string("without a \"") + key + "\" list";
+  for (const auto& e : j[key])
+    if (!e.is_object()) return std::string("with \"") + key + "\" holding other than objects";
+  return "";
+}
+
+std::string device_lacks(const json& j) {
+  return j.contains("index") && j["index"].is_number_integer() ? "" : "without a device index";
+}
+
+}  // namespace
+
 std::string api_client::get(const std::string& path_and_query, double read_timeout_s) {
+  if (m_interrupted) throw connection_error("interrupted");
   auto& http = m_impl->http;
   http.set_read_timeout(std::chrono::milliseconds(std::int64_t(read_timeout_s * 1000)));
-  const auto res = http.Get((m_prefix + path_and_query).c_str());
-  if (!res) {
-    throw unreachable(m_server, res.error());
-  }
-  if (res->status >= 300) throw failure_of(res->status, res->body);
-  return res->body;
+  return body_of("GET " + path_and_query, http.Get((m_prefix + path_and_query).c_str()));
 }
 
 api_client::submitted api_client::submit(const std::string& spec_text,
@@ -205,30 +283,29 @@ api_client::submitted api_client::submit(const std::string& spec_text,
   if (!idempotency_key.empty()) headers.emplace("Idempotency-Key", idempotency_key);
   const auto res =
       http.Post((m_prefix + "/api/v1/jobs").c_str(), headers, spec_text, "application/json");
-  if (!res) {
-    throw unreachable(m_server, res.error());
-  }
-  if (res->status >= 300) throw failure_of(res->status, res->body);
-  return {json::parse(res->body), res->get_header_value("Idempotent-Replayed") == "true"};
+  const std::string request = "POST /api/v1/jobs";
+  return {json_of(request, body_of(request, res), job_lacks),
+          res->get_header_value("Idempotent-Replayed") == "true"};
 }
 
 json api_client::job_action(std::int64_t id, const char* action) {
-  return post("/api/v1/jobs/" + std::to_string(id) + "/" + action, "");
+  return post("/api/v1/jobs/" + std::to_string(id) + "/" + action, "", job_lacks);
 }
 
-json api_client::post(const std::string& path_and_query, const std::string& body) {
+json api_client::post(const std::string& path_and_query, const std::string& body,
+                      const std::function<std::string(const json&)>& lacks) {
   auto& http = m_impl->http;
   http.set_read_timeout(std::chrono::seconds(std::int64_t(k_read_timeout_s)));
-  const auto res = http.Post((m_prefix + path_and_query).c_str(), body, "application/json");
-  if (!res) {
-    throw unreachable(m_server, res.error());
-  }
-  if (res->status >= 300) throw failure_of(res->status, res->body);
-  return json::parse(res->body);
+  const std::string request = "POST " + path_and_query;
+  return json_of(
+      request,
+      body_of(request, http.Post((m_prefix + path_and_query).c_str(), body, "application/json")),
+      lacks);
 }
 
 json api_client::devices() {
-  return json::parse(get("/api/v1/devices", k_read_timeout_s));
+  return json_of("GET /api/v1/devices", get("/api/v1/devices", k_read_timeout_s),
+                 [](const json& j) { return lacks_list(j, "devices"); });
 }
 
 namespace {
@@ -239,11 +316,12 @@ std::string device_path(std::int64_t index, const std::string& node, const char*
 }  // namespace
 
 json api_client::device(std::int64_t index, const std::string& node) {
-  return json::parse(get(device_path(index, node, ""), k_read_timeout_s));
+  const std::string path = device_path(index, node, "");
+  return json_of("GET " + path, get(path, k_read_timeout_s), device_lacks);
 }
 
 json api_client::measure_roofline(std::int64_t index, const std::string& node) {
-  return post(device_path(index, node, "/roofline"), "{}");
+  return post(device_path(index, node, "/roofline"), "{}", device_lacks);
 }
 
 json api_client::job(std::int64_t id, std::optional<double> wait_s) {
@@ -253,10 +331,11 @@ json api_client::job(std::int64_t id, std::optional<double> wait_s) {
   // The daemon admits a bounded number of long polls; over it, it asks us to retry shortly.
   for (int attempt = 0;; ++attempt) {
     try {
-      return json::parse(get(path, timeout));
+      return json_of("GET " + path, get(path, timeout), job_lacks);
     } catch (const api_failure& e) {
       if (e.status() != 429 || e.type() != "too_many_waiters" || attempt >= 60) throw;
       std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (m_interrupted) throw connection_error("interrupted");
     }
   }
 }
@@ -274,8 +353,9 @@ json api_client::jobs(const job_filter& filter, std::int64_t limit) {
     const std::int64_t page = std::min(k_jobs_page, limit - std::int64_t(all.size()));
     std::string path = "/api/v1/jobs?limit=" + std::to_string(page) + query;
     if (cursor.is_string()) path += "&cursor=" + percent_encode(cursor.get<std::string>());
-    json body = json::parse(get(path, k_read_timeout_s));
-    for (auto& j : body.at("jobs"))
+    json body = json_of("GET " + path, get(path, k_read_timeout_s),
+                        [](const json& j) { return lacks_list(j, "jobs"); });
+    for (auto& j : body["jobs"])
       all.push_back(std::move(j));
     cursor = body.value("next_cursor", json());
     if (!cursor.is_string()) break;
@@ -289,15 +369,18 @@ json api_client::results_json(std::int64_t id, std::int64_t page_size) {
   json rows = json::array();
   row_dedup dedup;
   for (std::int64_t offset = 0;;) {
-    json page = json::parse(
-        get(base + "&offset=" + std::to_string(offset) + "&limit=" + std::to_string(page_size),
-            k_read_timeout_s));
+    const std::string path =
+        base + "&offset=" + std::to_string(offset) + "&limit=" + std::to_string(page_size);
+    json page = json_of("GET " + path, get(path, k_read_timeout_s), [](const json& j) {
+      if (!j.contains("job_id") || !j.contains("status") || !j.contains("progress"))
+        return std::string("without job_id, status and progress");
+      return lacks_list(j, "results");
+    });
     if (out.is_null()) {
-      out = {{"job_id", page.at("job_id")},
-             {"status", page.at("status")},
-             {"progress", page.at("progress")}};
+      out = {
+          {"job_id", page["job_id"]}, {"status", page["status"]}, {"progress", page["progress"]}};
     }
-    const json& got = page.at("results");
+    const json& got = page["results"];
     for (const auto& r : got) {
       const std::int64_t index = r.value("index", std::int64_t(-1));
       const std::string variant = r.contains("variant") && r["variant"].is_string()
@@ -319,13 +402,18 @@ std::string api_client::results_csv(std::int64_t id, std::int64_t page_size) {
   std::size_t variant_field = std::size_t(-1);  // a job with variants has the column
   row_dedup dedup;
   for (std::int64_t offset = 0;;) {
-    const std::string body =
-        get(base + "&offset=" + std::to_string(offset) + "&limit=" + std::to_string(page_size),
-            k_read_timeout_s);
+    const std::string path =
+        base + "&offset=" + std::to_string(offset) + "&limit=" + std::to_string(page_size);
+    const std::string body = get(path, k_read_timeout_s);
     // Every page starts with the header line; its `index` column follows the parameters.
     const std::size_t header_end = body.find('\n');
     const std::string header =
         body.substr(0, header_end == std::string::npos ? body.size() : header_end + 1);
+    std::string columns = "," + header.substr(0, header.find_first_of("\r\n")) + ",";
+    if (columns.find(",index,") == std::string::npos ||
+        columns.find(",status,") == std::string::npos) {
+      throw foreign("GET " + path, 0, "", body, "with something not the results' CSV");
+    }
     if (out.empty()) {
       out = header;
       const std::size_t at = ("," + header).find(",index,");

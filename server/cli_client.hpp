@@ -3,10 +3,14 @@
 // per API operation against a running daemon, answers as the API's JSON or text.
 //
 // Errors: an unreachable daemon throws connection_error (naming the URL); an answer with an
-// HTTP error status throws api_failure with the error body's type, message and details.
-// Ownership: owns its HTTP connection. Threading: one thread at a time. Units: seconds.
+// HTTP error status throws api_failure with the error body's type, message and details; an
+// answer that is not the API's (without what the operation returns) throws foreign_answer.
+// Ownership: owns its HTTP connection. Threading: one thread at a time, but for interrupt(),
+// which another thread may call while a request runs. Units: seconds.
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -17,6 +21,10 @@
 #include "api/api_error.hpp"
 #include "api/json.hpp"
 
+namespace httplib {
+class Result;
+}
+
 namespace kernelscan {
 
 class connection_error : public std::runtime_error {
@@ -24,10 +32,17 @@ class connection_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// An error answer of the API: {"error": {"type", "message", "details"}}, or for a body not in
-// that shape (a proxy's page), type "http_error" and the start of the body. The server's own
-// error type: the client reads back what the server threw.
+// An error answer of the API: {"error": {"type", "message", "details"}}. The server's own error
+// type: the client reads back what the server threw.
 using api_failure = api_error;
+
+// An answer that is not the API's: an error status without the API's error body, or a success
+// whose body is not the JSON the operation returns (another web server at the URL, a proxy's
+// page). Its message names the server, the request, the status and the start of the body.
+class foreign_answer : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct job_filter {
   std::string status;                                       // "queued,running"; empty: any
@@ -75,6 +90,12 @@ class api_client {
   // POST /api/v1/jobs/{id}/confirm: the job with its withheld score confirmed (an operator's).
   json confirm(std::int64_t id) { return job_action(id, "confirm"); }
 
+  // Ends the request running on another thread now (it throws connection_error), and any that
+  // begins before resume(). Thread-safe.
+  void interrupt();
+  // Requests may run again (on a new connection).
+  void resume();
+
   // GET /api/v1/devices: {"devices": [...]}.
   json devices();
   // GET /api/v1/devices/{index}, of `node` (empty: the answering daemon's).
@@ -85,16 +106,27 @@ class api_client {
  private:
   // POST /api/v1/jobs/{id}/{action}, without a body: the job as the answer gives it.
   json job_action(std::int64_t id, const char* action);
-  // POST of `body` (JSON) to `path_and_query`: the answer's JSON.
-  json post(const std::string& path_and_query, const std::string& body);
+  // POST of `body` (JSON) to `path_and_query`: the answer's JSON, checked by `lacks`.
+  json post(const std::string& path_and_query, const std::string& body,
+            const std::function<std::string(const json&)>& lacks);
   // The body of a 2xx answer; throws connection_error or api_failure otherwise.
   std::string get(const std::string& path_and_query, double read_timeout_s);
+  // The body of `res`, an answer to `request` ("GET /api/v1/jobs"), where it is a success;
+  // throws connection_error, api_failure or foreign_answer otherwise.
+  std::string body_of(const std::string& request, const httplib::Result& res) const;
+  // `body` as a JSON object; foreign_answer where it is not one, or where `lacks` says what it
+  // lacks (a non-empty text).
+  json json_of(const std::string& request, const std::string& body,
+               const std::function<std::string(const json&)>& lacks) const;
+  foreign_answer foreign(const std::string& request, int status, const std::string& content_type,
+                         const std::string& body, const std::string& lacking) const;
 
   struct impl;
   std::unique_ptr<impl> m_impl;
   std::string m_server;
   std::string m_prefix;  // path prefix of the base URL, without a trailing slash
   std::string m_token;
+  std::atomic<bool> m_interrupted{false};
 };
 
 // The query-string form of `text` (RFC 3986 unreserved characters kept, the rest %XX).

@@ -1,12 +1,15 @@
 #include "server/cli_commands.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -16,6 +19,7 @@
 #include "engine/device_catalog.hpp"
 #include "server/cli_client.hpp"
 #include "server/cli_compare.hpp"
+#include "server/cli_interrupt.hpp"
 #include "server/cli_job_table.hpp"
 #include "server/cli_report.hpp"
 #include "server/detail/text_table.hpp"
@@ -39,6 +43,17 @@ void print_failure(std::ostream& err, const api_failure& e, const std::string& a
   for (const auto& d : e.details()) {  // one {field, message} per problem
     err << "  " << (d.field.empty() ? "" : d.field + ": ") << d.message << "\n";
   }
+  if (e.status() == 401) {
+    err << "  the token is given with --token TOKEN, or KERNELSCAN_TOKEN in the environment\n";
+  }
+}
+
+// A JSON library error's message without its "[json.exception.type_error.302] " tag.
+std::string untagged(const std::string& message) {
+  const auto tag_end = message.find("] ");
+  return message.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos
+             ? message.substr(tag_end + 2)
+             : message;
 }
 
 // Runs `body` with a client for `opts`, turning the client's errors into messages and exit
@@ -58,8 +73,15 @@ int with_client(const client_options& opts, std::ostream& err,
     print_failure(err, e);
   } catch (const connection_error& e) {
     err << "kernelscan: " << e.what() << "\n";
+  } catch (const foreign_answer& e) {
+    err << "kernelscan: " << e.what() << "\n";
+  } catch (const json::exception& e) {  // an answer without a field the command reads
+    err << "kernelscan: the server at " << opts.server
+        << " did not answer like a kernelscan daemon (an answer lacks what the command reads: "
+        << untagged(e.what()) << ")\n";
   } catch (const std::exception& e) {  // an answer that is not what the API promises
-    err << "kernelscan: unexpected answer from " << opts.server << ": " << e.what() << "\n";
+    err << "kernelscan: the server at " << opts.server
+        << " did not answer like a kernelscan daemon (" << e.what() << ")\n";
   }
   return k_failed;
 }
@@ -70,38 +92,158 @@ std::int64_t now_ms() {
       .count();
 }
 
-void print_report(api_client& client, const json& job, std::int64_t page_size, std::ostream& out) {
-  const json page = client.results_json(job.at("id").get<std::int64_t>(), page_size);
-  out << results_report(job, page.at("results"));
+// Prints the job's report (its logs naming the source `source_name`, where given); returns its
+// rows.
+json print_report(api_client& client, const json& job, std::int64_t page_size, std::ostream& out,
+                  const std::string& source_name = "") {
+  json page = client.results_json(job.at("id").get<std::int64_t>(), page_size);
+  out << results_report(job, page.at("results"), source_name);
+  return std::move(page.at("results"));
 }
 
-// Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report.
+// A waited-for job's exit code: 0 only where it succeeded and no point's answers were wrong (an
+// ok point that failed verification is a kernel that does not work, however fast).
+int outcome(const json& job, const json& rows) {
+  if (job.value("status", "") != "succeeded") return k_failed;
+  const bool wrong = std::any_of(rows.begin(), rows.end(), failed_verification);
+  return wrong ? k_failed : k_ok;
+}
+
+// What a wait does with its job when SIGINT or SIGTERM comes: `bench` made the job for the
+// report it prints and cancels it; `submit --wait` leaves it be (the job may be wanted) and says
+// how to stop it.
+enum class on_interrupt { leave, cancel };
+
+// The job after one long poll, or nullopt where a signal came first. The poll runs on a thread of
+// its own so that the wait looks at `watch` every 100 ms, however long the daemon holds the poll;
+// a signal ends the poll by shutting the client's connection.
+std::optional<json> poll_job(api_client& client, std::int64_t id, double wait_s,
+                             const interrupt_watch& watch) {
+  auto poll = std::async(std::launch::async, [&] { return client.job(id, wait_s); });
+  constexpr auto k_look = std::chrono::milliseconds(100);
+  while (poll.wait_for(k_look) != std::future_status::ready) {
+    if (!watch.received()) continue;
+    // Again until the poll ends: a request that had not begun the first time ends the next.
+    do {
+      client.interrupt();
+    } while (poll.wait_for(k_look) != std::future_status::ready);
+    client.resume();
+    try {
+      poll.get();
+    } catch (const std::exception&) {  // the poll just ended
+    }
+    return std::nullopt;
+  }
+  return poll.get();
+}
+
+// The job's fate after a signal, said on `err`; the exit code of a command ended by `signal`.
+int interrupted(api_client& client, const json& job, on_interrupt what, const char* command,
+                int signal_number, std::ostream& err) {
+  const std::string id = std::to_string(job.at("id").get<std::int64_t>());
+  const std::string status = job.value("status", "running");
+  err << "kernelscan " << command << ": interrupted: ";
+  if (what == on_interrupt::leave) {
+    err << "job " << id << " is still " << status << "; kernelscan cancel " << id << " stops it\n";
+  } else {
+    try {
+      const json after = client.cancel(job.at("id").get<std::int64_t>());
+      err << "cancelled job " << id
+          << (after.value("status", "") == "running" ? " (it stops after the point being measured)"
+                                                     : "")
+          << "\n";
+    } catch (const api_failure& e) {
+      if (e.type() == "job_finished") {
+        err << "job " << id << " had already ended\n";
+      } else {
+        err << "cancelling job " << id << " failed: " << e.type() << " (HTTP " << e.status()
+            << "): " << e.what() << "; kernelscan cancel " << id << " stops it\n";
+      }
+    } catch (const std::exception& e) {  // unreachable, or not answering as the daemon does
+      err << "cancelling job " << id << " failed: " << e.what() << "; kernelscan cancel " << id
+          << " stops it\n";
+    }
+  }
+  return 128 + signal_number;
+}
+
+// Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report
+// (`source_name`: the file its kernel came from, where one did). A signal during the wait ends it
+// as `if_interrupted` says.
 int submit_and_report(api_client& client, const std::string& spec, const std::string& key,
-                      bool wait, double wait_s, std::ostream& out) {
+                      bool wait, double wait_s, on_interrupt if_interrupted, const char* command,
+                      const std::string& source_name, std::ostream& out, std::ostream& err) {
+  std::optional<interrupt_watch> watch;
+  if (wait) watch.emplace();  // before the submission: its job is then known to the wait
   auto [job, replayed] = client.submit(spec, key);
   out << job_summary_line(job) << (replayed ? " (submitted before with this Idempotency-Key)" : "")
       << "\n";
   if (!wait) return k_ok;
   out.flush();  // the summary shows while the job runs
   const std::int64_t id = job.at("id").get<std::int64_t>();
-  while (!terminal(job))
-    job = client.job(id, wait_s);
+  while (!terminal(job)) {
+    std::optional<json> now;
+    if (!watch->received()) now = poll_job(client, id, wait_s, *watch);
+    if (!now) {
+      const int signal_number = watch->received();
+      watch->restore();  // a second Ctrl-C ends the client at once
+      out.flush();
+      return interrupted(client, job, if_interrupted, command, signal_number, err);
+    }
+    job = std::move(*now);
+  }
+  watch->restore();
   out << "\n";
-  print_report(client, job, results_options{}.page_size, out);
-  return job.value("status", "") == "succeeded" ? k_ok : k_failed;
+  const json rows = print_report(client, job, results_options{}.page_size, out, source_name);
+  return outcome(job, rows);
 }
 
-// False with errno set where `path` cannot be read (a directory opens, but its read throws).
-bool read_text_file(const std::string& path, std::string& text) {
+// What the client reads is held to the daemon's default limits (README, Limits): a daemon with
+// its default settings refuses more, and /dev/zero or an endless pipe must not fill the memory.
+constexpr std::size_t k_max_spec_bytes = 4 << 20;      // a request body (--max-body-bytes)
+constexpr std::size_t k_max_source_bytes = 256 << 10;  // a kernel source (--max-source-bytes)
+
+// "4 MiB", "256 KiB".
+std::string limit_text(std::size_t bytes) {
+  return bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                                : std::to_string(bytes >> 10) + " KiB";
+}
+
+// At most `limit` bytes of `in` into `text`; false where there is more (one byte past the limit
+// is read to tell).
+bool read_at_most(std::istream& in, std::size_t limit, std::string& text) {
+  text.clear();
+  char buf[65536];
+  while (text.size() <= limit && in.read(buf, sizeof buf).gcount() > 0) {
+    text.append(buf, std::min(static_cast<std::size_t>(in.gcount()), limit + 1 - text.size()));
+  }
+  return text.size() <= limit;
+}
+
+enum class read_result { ok, unreadable, too_large };
+
+// `path` as text, at most `limit` bytes. unreadable with errno set where it cannot be read (a
+// directory opens, but its read throws).
+read_result read_text_file(const std::string& path, std::size_t limit, std::string& text) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
+  if (!file) return read_result::unreadable;
   try {
-    text.assign(std::istreambuf_iterator<char>(file), {});
+    file.exceptions(std::ios::badbit);
+    return read_at_most(file, limit, text) ? read_result::ok : read_result::too_large;
   } catch (const std::ios_base::failure&) {
     if (errno == 0) errno = EIO;
-    return false;
+    return read_result::unreadable;
   }
-  return true;
+}
+
+// Why `path` was not read, for an error message.
+std::string unread_reason(read_result r, const std::string& path, std::size_t limit,
+                          const char* limit_name) {
+  if (r == read_result::too_large) {
+    return path + " is larger than " + limit_text(limit) + ", the daemon's default limit of " +
+           limit_name;
+  }
+  return "cannot read " + path + ": " + std::strerror(errno);
 }
 
 std::string directory_of(const std::string& path) {
@@ -114,16 +256,20 @@ std::string directory_of(const std::string& path) {
 int run_submit(const client_options& client_opts, const submit_options& opts, std::istream& in,
                std::ostream& out, std::ostream& err) {
   std::string spec;
-  if (opts.file == "-") {
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    spec = ss.str();
-  } else if (!read_text_file(opts.file, spec)) {
-    err << "kernelscan submit: cannot read " << opts.file << ": " << std::strerror(errno) << "\n";
+  const read_result read =
+      opts.file == "-"
+          ? (read_at_most(in, k_max_spec_bytes, spec) ? read_result::ok : read_result::too_large)
+          : read_text_file(opts.file, k_max_spec_bytes, spec);
+  if (read != read_result::ok) {
+    err << "kernelscan submit: "
+        << unread_reason(read, opts.file == "-" ? "standard input" : opts.file, k_max_spec_bytes,
+                         "a request body (--max-body-bytes)")
+        << "\n";
     return k_usage;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s, out);
+    return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s,
+                             on_interrupt::leave, "submit", "", out, err);
   });
 }
 
@@ -167,12 +313,20 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
               std::ostream& out, std::ostream& err) {
   const bench_options& b = opts.bench;
   json spec;
+  std::string source_name = b.file;  // the kernels' file, as compile logs name it
+  std::set<std::string> source_files;
   try {
     std::string text;
-    if (!read_text_file(b.file, text)) {
-      throw bench_error("FILE", "cannot read " + b.file + ": " + std::strerror(errno));
+    const bool job_file = b.file.size() > 5 && b.file.substr(b.file.size() - 5) == ".json";
+    if (const read_result r = job_file ? read_text_file(b.file, k_max_spec_bytes, text)
+                                       : read_text_file(b.file, k_max_source_bytes, text);
+        r != read_result::ok) {
+      throw bench_error("FILE", job_file ? unread_reason(r, b.file, k_max_spec_bytes,
+                                                         "a request body (--max-body-bytes)")
+                                         : unread_reason(r, b.file, k_max_source_bytes,
+                                                         "a kernel source (--max-source-bytes)"));
     }
-    if (b.file.size() > 5 && b.file.substr(b.file.size() - 5) == ".json") {
+    if (job_file) {
       // A job file: the kernel and its sweep are in it; only where it runs may be added.
       const std::pair<const char*, bool> shaping[] = {{"KERNEL", !b.entries.empty()},
                                                       {"--sweep", !b.sweeps.empty()},
@@ -201,12 +355,16 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
       const std::string dir = directory_of(b.file);
       spec = resolve_job_file(std::move(spec), [&](const std::string& path) {
         const std::string full = !path.empty() && path[0] == '/' ? path : dir + path;
+        source_files.insert(full);
         std::string source;
-        if (!read_text_file(full, source)) {
-          throw bench_error("source_file", "cannot read " + full + ": " + std::strerror(errno));
+        if (const read_result r = read_text_file(full, k_max_source_bytes, source);
+            r != read_result::ok) {
+          throw bench_error("source_file", unread_reason(r, full, k_max_source_bytes,
+                                                         "a kernel source (--max-source-bytes)"));
         }
         return source;
       });
+      source_name = source_files.size() == 1 ? *source_files.begin() : "";
       if (!b.engine.empty()) spec["engine"] = b.engine;
       if (!b.name.empty()) spec["name"] = b.name;
       for (const auto& l : b.labels) {
@@ -226,12 +384,13 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
     return k_ok;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, spec.dump(), "", !opts.no_wait, opts.wait_s, out);
+    return submit_and_report(client, spec.dump(), "", !opts.no_wait, opts.wait_s,
+                             on_interrupt::cancel, "bench", source_name, out, err);
   });
 }
 
-// `act` on each job, printing what `said` makes of the job it returns; exit 1 when any was
-// refused.
+// `act` on each job, printing what `said` makes of the job it returns, a whole line once it is
+// known; exit 1 when any was refused.
 int for_each_job(const client_options& client_opts, const std::vector<std::int64_t>& ids,
                  std::ostream& out, std::ostream& err,
                  const std::function<json(api_client&, std::int64_t)>& act,
@@ -240,7 +399,8 @@ int for_each_job(const client_options& client_opts, const std::vector<std::int64
     int code = k_ok;
     for (const std::int64_t id : ids) {
       try {
-        out << "job " << id << " " << said(act(client, id)) << "\n";
+        const std::string outcome_text = said(act(client, id));
+        out << "job " << id << " " << outcome_text << "\n";
       } catch (const api_failure& e) {
         print_failure(err, e, "job " + std::to_string(id));
         code = k_failed;

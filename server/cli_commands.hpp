@@ -2,9 +2,12 @@
 // The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, confirm, devices,
 // roofline, compare. main.cpp parses the command
 // line into these option structs; each run_* talks to the daemon named by client_options and
-// returns the process exit code: 0 done (for submit --wait: the job succeeded), 1 the job
-// failed or was cancelled, the daemon answered an error or could not be reached, 2 a usage
-// error (an unreadable spec file, a bad --server URL, a malformed --label).
+// returns the process exit code: 0 done (for submit --wait and bench: the job succeeded and no
+// point's answers failed verification), 1 the job failed or was cancelled or a point's answers
+// failed verification, the daemon answered an error or could not be reached, or the server did
+// not answer as a kernelscan daemon does, 2 a usage error (an unreadable spec file or one over
+// the daemon's default limits, a bad --server URL, a malformed --label), 128 + the signal where
+// SIGINT or SIGTERM ended a wait (submit --wait leaves the job running, bench cancels it).
 //
 // Output: reports and tables go to `out`, errors to `err`. Threading: one command per process.
 

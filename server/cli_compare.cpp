@@ -391,7 +391,13 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
     for (std::size_t i = 0; i < shared.size(); ++i)
       out += (i ? ", " : "") + shared[i];
   }
-  out += "\n" + join_warning(series, shared) + "\n" + table.render() + "\n";
+  out += "\n";
+  if (shared.empty()) {
+    out +=
+        "warning: these share no sweep parameter: each one's best point stands for it, so the "
+        "speedup compares different problems, by throughput (time per FLOP, else per byte)\n";
+  }
+  out += join_warning(series, shared) + "\n" + table.render() + "\n";
   if (work_differs) {
     out +=
         "* the two points do different work (another problem size): the speedup is of "

@@ -8,7 +8,8 @@
 // overlap; otherwise it is the same. Where a series has parameters the others lack, its best
 // point per shared key stands for it: the one of the highest throughput (least time per FLOP,
 // else per byte, else the fastest), not simply the smallest problem. Where the jobs run different
-// ops or a shared parameter sets different fields in them, the report says so above the table.
+// ops or a shared parameter sets different fields in them, or they share no parameter at all
+// (each one's best point against the other's), the report says so above the table.
 
 #include <stdexcept>
 #include <string>

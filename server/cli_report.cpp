@@ -1,9 +1,12 @@
 #include "server/cli_report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "api/result_codec.hpp"
@@ -199,11 +202,97 @@ std::string ci_text(const json& ci) {
          format_significant(ci[1].get<double>(), 3);
 }
 
+// A long error (a compiler's log, many lines) is shown once, beneath the table, not in every
+// row that failed with it: the rows and the header show its first line.
+class error_logs {
+ public:
+  // `source_name`, where given, stands for the name the engine gives the source in its logs
+  // (kernel.cl, kernel.cu, kernel.hip): the user's file.
+  explicit error_logs(std::string source_name) : m_source_name(std::move(source_name)) {}
+
+  // "type: message" as a cell or header shows it: whole where it is one line; else its first
+  // line, and the rest kept to be shown beneath the table (with `where`, the point it came from,
+  // when there is one).
+  std::string cell(const std::string& type, const std::string& message, const std::string& where) {
+    const std::string text = type.empty() ? message : type + ": " + message;
+    const auto end = text.find('\n');
+    if (end == std::string::npos || text.find_first_not_of(" \r\n", end) == std::string::npos)
+      return one_line(text);
+    std::string first = text.substr(0, end);
+    while (!first.empty() && (first.back() == ':' || first.back() == ' ' || first.back() == '\r'))
+      first.pop_back();
+    const std::string log = named(text.substr(end + 1));
+    auto it =
+        std::find_if(m_logs.begin(), m_logs.end(), [&](const auto& l) { return l.text == log; });
+    if (it == m_logs.end()) {
+      m_logs.push_back({log, type, {}});
+      it = std::prev(m_logs.end());
+    }
+    if (!where.empty()) it->where.push_back(where);
+    if (it->type.empty() || (!type.empty() && !where.empty())) it->type = type;
+    return one_line(first) + " (log below)";
+  }
+
+  // The logs kept, each once: a line naming where it came from, then its lines.
+  std::string render() const {
+    std::string out;
+    for (const auto& l : m_logs) {
+      std::string title = l.type.empty() ? "log" : l.type;
+      if (!l.where.empty()) {
+        title += " at ";
+        for (std::size_t i = 0; i < l.where.size() && i < 6; ++i)
+          title += (i ? "; " : "") + l.where[i];
+        if (l.where.size() > 6) title += "; and " + std::to_string(l.where.size() - 6) + " more";
+      }
+      out += one_line(title) + ":\n";
+      std::size_t at = 0;
+      while (at < l.text.size()) {
+        const auto end = l.text.find('\n', at);
+        const std::string line =
+            l.text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        if (line.find_first_not_of(" \r") != std::string::npos) out += "  " + one_line(line) + "\n";
+        if (end == std::string::npos) break;
+        at = end + 1;
+      }
+    }
+    return out.empty() ? out : out + "\n";
+  }
+
+ private:
+  std::string named(const std::string& text) const {
+    if (m_source_name.empty()) return text;
+    std::string out;
+    for (std::size_t at = 0; at < text.size();) {
+      const bool word_start = at == 0 || std::isspace(static_cast<unsigned char>(text[at - 1]));
+      bool replaced = false;
+      for (const std::string_view engine_name : {"kernel.cl:", "kernel.cu:", "kernel.hip:"}) {
+        if (word_start && text.compare(at, engine_name.size(), engine_name) == 0) {
+          out += m_source_name + ":";
+          at += engine_name.size();
+          replaced = true;
+          break;
+        }
+      }
+      if (!replaced) out += text[at++];
+    }
+    return out;
+  }
+
+  struct kept_log {
+    std::string text;
+    std::string type;
+    std::vector<std::string> where;
+  };
+  std::string m_source_name;
+  std::vector<kept_log> m_logs;
+};
+
 // A job with variants: per point a table of its variants, fastest first, with their speedups
 // over the slowest variant there and over the baseline variant (and that speedup's 95%
 // interval); then the best variant of each point, and overall.
 std::string variants_report(const json& job, const json& rows,
-                            const std::vector<std::string>& names, const time_unit& unit) {
+                            const std::vector<std::string>& names, const time_unit& unit,
+                            error_logs& logs) {
   using col = text_table::column;
   constexpr auto right = text_table::align::right;
   constexpr auto left = text_table::align::left;
@@ -254,10 +343,9 @@ std::string variants_report(const json& job, const json& rows,
       v.voided = any_voids_score(flags_of(r));
       summary_rows.push_back(v);
       if (!is_ok(r)) {
-        std::string why = string_at(r, "/error/type", "no timing");
-        const std::string message = string_at(r, "/error/message");
-        if (!message.empty()) why += ": " + message;
-        table.add_row({variant, r.value("status", "?")}, one_line(why));
+        const std::string why = logs.cell(string_at(r, "/error/type", "no timing"),
+                                          string_at(r, "/error/message"), title + ", " + variant);
+        table.add_row({variant, r.value("status", "?")}, why);
         continue;
       }
       const double median = *number_at(r, "/time_us/median");
@@ -311,7 +399,7 @@ std::string variants_report(const json& job, const json& rows,
     }
     best_lines += (best_lines.empty() ? "best    " : "        ") + line + "\n";
   }
-  std::string out = table.render() + "\n" + best_lines;
+  std::string out = table.render() + "\n" + logs.render() + best_lines;
   const auto summary =
       summarize_variants(summary_rows, variant_names,
                          baseline.empty() ? std::nullopt : std::optional<std::string>(baseline));
@@ -337,15 +425,28 @@ std::string variants_report(const json& job, const json& rows,
 
 }  // namespace
 
-std::string results_report(const json& job, const json& rows) {
+bool failed_verification(const json& row) {
+  if (!row.is_object() || row.value("status", "") != "ok") return false;
+  if (string_at(row, "/verification/status") == "failed") return true;
+  const auto flags = flags_of(row);
+  return std::any_of(flags.begin(), flags.end(), [](const std::string& f) {
+    return f == "verification_failed" || f == "timed_output_mismatch" || f == "output_not_written";
+  });
+}
+
+std::string results_report(const json& job, const json& rows, const std::string& source_name) {
   const std::vector<std::string> names = parameter_names(job, rows);
+  error_logs logs(source_name);
 
   // The job-wide figures each row is compared with. The best is the job's: the lowest time per
   // unit of work (cost_of), or for imported kernels, which are unrelated, the fastest.
   const bool unrelated = job.value("op", "") == "import";
   // A held-out point of a task, as a reader without an operator token sees it: its status and
   // score, no sizes and no times. It counts as what its status says, and is never the best.
-  std::size_t ok = 0, failed = 0, held_out = 0, shown_ok = 0;
+  std::size_t ok = 0, failed = 0, held_out = 0, shown_ok = 0, wrong = 0;
+  // Ok points whose answers nobody checked (no reference): "ok" says they ran, nothing more.
+  std::size_t unverified = 0;
+  std::string unverified_why;
   const json* best = nullptr;
   double best_cost = 0;
   const json* slowest = nullptr;
@@ -361,6 +462,11 @@ std::string results_report(const json& job, const json& rows) {
     }
     ++ok;
     ++shown_ok;
+    if (failed_verification(r)) ++wrong;
+    if (string_at(r, "/verification/status") == "skipped" && r.value("simulated", false) != true &&
+        job.value("op", "") != "import") {
+      if (unverified++ == 0) unverified_why = string_at(r, "/verification/note");
+    }
     const double median = *number_at(r, "/time_us/median");
     const double cost = unrelated ? median : cost_of(r).value_or(median);
     // As the job's own best point is: a point whose flags void its score is never it.
@@ -381,8 +487,7 @@ std::string results_report(const json& job, const json& rows) {
     out += std::string(key) + std::string(8 - detail::display_width(key), ' ') + value + "\n";
   };
   if (job.contains("error") && job["error"].is_object()) {
-    header("error",
-           one_line(string_at(job, "/error/type") + ": " + string_at(job, "/error/message")));
+    header("error", logs.cell(string_at(job, "/error/type"), string_at(job, "/error/message"), ""));
   }
   const bool imported = job.value("op", "") == "import";
   header("kernel", imported ? import_line(job) : kernel_line(job));
@@ -391,8 +496,9 @@ std::string results_report(const json& job, const json& rows) {
   const std::string total =
       total_points ? std::to_string(static_cast<long long>(*total_points)) : "?";
   header("points", std::to_string(rows.size()) + " of " + total +
-                       (imported ? " imported: " : " measured: ") + std::to_string(ok) + " ok, " +
-                       std::to_string(failed) + " failed" +
+                       (imported ? " imported: " : " measured: ") + std::to_string(ok) + " ok" +
+                       (wrong ? " (" + std::to_string(wrong) + " failed verification)" : "") +
+                       ", " + std::to_string(failed) + " failed" +
                        (held_out ? ", " + std::to_string(held_out) + " held out (not shown)" : ""));
   const std::size_t simulated =
       static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const json& r) {
@@ -402,6 +508,14 @@ std::string results_report(const json& job, const json& rows) {
     header("note",
            "simulated: the mock engine's times come from a model of the device; the "
            "kernel was not compiled, run or verified");
+  }
+  if (unverified > 0) {
+    header("note", std::string(unverified == shown_ok
+                                   ? "not verified"
+                                   : counted(static_cast<long long>(unverified), "ok point") +
+                                         " not verified") +
+                       (unverified_why.empty() ? "" : " (" + one_line(unverified_why) + ")") +
+                       ": \"ok\" says that a point ran, not that its answers are right");
   }
   const std::size_t held =
       static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const json& r) {
@@ -420,13 +534,13 @@ std::string results_report(const json& job, const json& rows) {
   }
   out += "\n";
 
-  if (rows.empty()) return out + "no results yet\n";
+  if (rows.empty()) return out + logs.render() + "no results yet\n";
 
   using col = text_table::column;
   constexpr auto right = text_table::align::right;
   constexpr auto left = text_table::align::left;
   if (job.contains(json::json_pointer{"/spec/variants"})) {
-    out += variants_report(job, rows, names, unit);
+    out += variants_report(job, rows, names, unit, logs);
     return out;
   }
   const std::string row_key = names.empty() ? "point" : names.back();
@@ -468,10 +582,9 @@ std::string results_report(const json& job, const json& rows) {
       const std::string first =
           names.empty() ? text_of(r.value("index", json())) : param_value(r, names.back());
       if (!is_ok(r)) {
-        std::string why = string_at(r, "/error/type", "no timing");
-        const std::string message = string_at(r, "/error/message");
-        if (!message.empty()) why += ": " + message;
-        table.add_row({first, r.value("status", "?")}, one_line(why));
+        const std::string why = logs.cell(string_at(r, "/error/type", "no timing"),
+                                          string_at(r, "/error/message"), point_name(r, names));
+        table.add_row({first, r.value("status", "?")}, why);
         continue;
       }
       const double median = *number_at(r, "/time_us/median");
@@ -511,6 +624,7 @@ std::string results_report(const json& job, const json& rows) {
   }
   out += table.render();
   out += "\n";
+  out += logs.render();
 
   if (!best) {
     return out + (shown_ok ? "best    none: every measured point has a flag that voids its score\n"

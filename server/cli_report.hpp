@@ -24,6 +24,16 @@ namespace kernelscan {
 //   kernel's share of the GPU time instead of a speedup, "-" for what its source did not give,
 //   and the kernel's name after the columns.
 // - a footer naming the best (fastest ok) point.
-std::string results_report(const json& job, const json& rows);
+//
+// An ok point whose answers failed verification is counted as such on the points line; ok points
+// that were not verified (no reference to compare with) get a note saying so, once. An error of
+// many lines (a compiler's log) shows its first line where it occurs and the rest once, beneath
+// the table, naming the points it came from; `source_name`, where given, replaces the name the
+// engine gives the source in such logs (kernel.cl, kernel.cu, kernel.hip).
+std::string results_report(const json& job, const json& rows, const std::string& source_name = "");
+
+// An ok point whose answers are wrong: its verification failed, or a checked timed sample's
+// outputs (or unwritten elements) said so.
+bool failed_verification(const json& row);
 
 }  // namespace kernelscan

@@ -93,6 +93,22 @@ std::vector<std::string> client_options_behind_command(std::vector<std::string> 
   return args;
 }
 
+// The command a mistyped first argument was meant to be: that argument, where it is neither an
+// option nor one of `app`'s subcommands (after any --server and --token the client's commands
+// take before their name); empty otherwise. CLI11 would only say that a subcommand is required.
+std::string unknown_command(const std::vector<std::string>& args, CLI::App& app) {
+  std::size_t at = 0;
+  while (at + 1 < args.size() && (args[at] == "--server" || args[at] == "--token"))
+    at += 2;
+  while (at < args.size() &&
+         (args[at].rfind("--server=", 0) == 0 || args[at].rfind("--token=", 0) == 0))
+    ++at;
+  if (at >= args.size() || args[at].empty() || args[at][0] == '-') return "";
+  for (const CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; }))
+    if (cmd->check_name(args[at])) return "";
+  return args[at];
+}
+
 // The client subcommands' options; the subcommand that was chosen runs with them. Each
 // subcommand has its own --server and --token: CLI11 fills an option from its environment
 // variable when the option is not on the command line, also for the subcommands that were not
@@ -173,7 +189,7 @@ void add_client_commands(CLI::App& app, client_commands& c) {
   c.submit_cmd
       ->add_option("--wait", s.wait_s,
                    "Wait for the job to end, in long polls of SECONDS (default 60), then print "
-                   "its results; exit 1 unless it succeeded")
+                   "its results; exit 1 unless it succeeded and no point failed verification")
       ->expected(0, 1)
       ->type_name("[SECONDS]")
       ->check(number_from(0.001, 600, false));
@@ -489,6 +505,15 @@ int main(int argc, char** argv) {
        {client.submit_cmd, client.jobs_cmd, client.results_cmd, client.bench_cmd, client.cancel_cmd,
         client.confirm_cmd, client.devices_cmd, client.roofline_cmd, client.compare_cmd})
     client_names.insert(cmd->get_name());
+  if (const std::string unknown = unknown_command(args, app); !unknown.empty()) {
+    std::string commands;
+    for (const CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+      if (cmd != worker) commands += (commands.empty() ? "" : ", ") + cmd->get_name();
+    }
+    std::cerr << "kernelscan: \"" << unknown << "\" is not a command (commands: " << commands
+              << "; kernelscan --help says what each does)\n";
+    return 2;
+  }
   args = client_options_behind_command(std::move(args), client_names);
   std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
   try {

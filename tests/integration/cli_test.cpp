@@ -9,14 +9,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/raw_client.hpp"
+#include "tests/support/required_device.hpp"
 
 extern char** environ;
 
@@ -29,13 +34,18 @@ struct cli_run {
   std::string err;
 };
 
-// Runs the kernelscan binary with `args`, feeding `input` to its standard input, and collects
-// its output and exit code. The child gets this environment without KERNELSCAN_* variables
-// (plus `env`), so a developer's settings cannot leak into a test. A child still running after
-// `limit` is sent SIGTERM (a daemon then stops, and its workers with it), and SIGKILL 10 s later.
-cli_run run_cli(const std::vector<std::string>& args, const std::string& input = "",
-                const std::vector<std::string>& env = {},
-                std::chrono::seconds limit = std::chrono::seconds(120)) {
+// A kernelscan binary started by start_cli, its output not yet read.
+struct cli_child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+};
+
+// Starts the kernelscan binary with `args`, feeding `input` to its standard input. The child gets
+// this environment without KERNELSCAN_* variables (plus `env`), so a developer's settings cannot
+// leak into a test.
+cli_child start_cli(const std::vector<std::string>& args, const std::string& input = "",
+                    const std::vector<std::string>& env = {}) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
     throw std::runtime_error("pipe failed");
@@ -72,14 +82,27 @@ cli_run run_cli(const std::vector<std::string>& args, const std::string& input =
   close(err_pipe[1]);
   if (rc != 0) throw std::runtime_error("cannot start " + argv_s[0]);
 
-  // The input is small (a job spec): written whole before reading, then closed for EOF.
-  if (!input.empty() && write(in_pipe[1], input.data(), input.size()) != ssize_t(input.size())) {
-    throw std::runtime_error("writing the child's input failed");
+  // The input is written whole before reading, then closed for EOF. A child may stop reading
+  // it (input over a limit): the rest is not written, without a SIGPIPE for this process.
+  const auto previous = signal(SIGPIPE, SIG_IGN);
+  for (std::size_t at = 0; at < input.size();) {
+    const ssize_t n = write(in_pipe[1], input.data() + at, input.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EPIPE) break;
+    if (n <= 0) throw std::runtime_error("writing the child's input failed");
+    at += std::size_t(n);
   }
+  signal(SIGPIPE, previous);
   close(in_pipe[1]);
+  return {pid, out_pipe[0], err_pipe[0]};
+}
 
+// Collects the output of `child` until it closes it, and its exit code. A child still running
+// after `limit` is sent SIGTERM (a daemon then stops, and its workers with it), and SIGKILL 10 s
+// later.
+cli_run finish_cli(const cli_child& child, std::chrono::seconds limit = std::chrono::seconds(120)) {
   cli_run r;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  pollfd fds[2] = {{child.out_fd, POLLIN, 0}, {child.err_fd, POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -89,7 +112,7 @@ cli_run run_cli(const std::vector<std::string>& args, const std::string& input =
         std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       if (signal_next == 0) break;
-      kill(pid, signal_next);
+      kill(child.pid, signal_next);
       signal_next = signal_next == SIGTERM ? SIGKILL : 0;
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       continue;
@@ -112,9 +135,17 @@ cli_run run_cli(const std::vector<std::string>& args, const std::string& input =
     if (f.fd >= 0) close(f.fd);
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(child.pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// Runs the kernelscan binary with `args` (as start_cli does) and collects its output and exit
+// code (as finish_cli does, within `limit`).
+cli_run run_cli(const std::vector<std::string>& args, const std::string& input = "",
+                const std::vector<std::string>& env = {},
+                std::chrono::seconds limit = std::chrono::seconds(120)) {
+  return finish_cli(start_cli(args, input, env), limit);
 }
 
 std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -401,6 +432,38 @@ TEST_F(cli, UsageErrorsExitTwo) {
   }
 }
 
+// A job or kernel file is read up to the daemon's default limits, and no further: a file or a
+// pipe without end (/dev/zero, `yes |`) is refused, naming the limit.
+TEST_F(cli, FilesOverTheLimitsAreRefusedUnsent) {
+  const std::string big_spec = write_file("big.json", std::string(5 << 20, ' '));
+  const std::string big_source = write_file("big.cl", std::string(300 << 10, ' '));
+  const std::string body_limit =
+      " is larger than 4 MiB, the daemon's default limit of a request body (--max-body-bytes)\n";
+  const std::string source_limit =
+      " is larger than 256 KiB, the daemon's default limit of a kernel source "
+      "(--max-source-bytes)\n";
+  const auto file = run({"submit", big_spec});
+  EXPECT_EQ(file.exit_code, 2) << describe(file);
+  EXPECT_EQ(file.err, "kernelscan submit: " + big_spec + body_limit) << describe(file);
+  const auto piped = run({"submit", "-"}, std::string(5 << 20, 'y'));
+  EXPECT_EQ(piped.exit_code, 2) << describe(piped);
+  EXPECT_EQ(piped.err, "kernelscan submit: standard input" + body_limit) << describe(piped);
+  const auto source = run({"bench", big_source, "k", "--sweep", "n=1"});
+  EXPECT_EQ(source.exit_code, 2) << describe(source);
+  EXPECT_EQ(source.err, "kernelscan bench: FILE: " + big_source + source_limit) << describe(source);
+  const std::string job_file =
+      write_file("job.json", R"({"kernel": {"op": "custom", "source_file": "big.cl"}})");
+  const auto named = run({"bench", job_file});
+  EXPECT_EQ(named.exit_code, 2) << describe(named);
+  EXPECT_EQ(named.err, "kernelscan bench: source_file: " + big_source + source_limit)
+      << describe(named);
+  EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
+  // Within the limits, a file is read whole.
+  const std::string spec = stream_sweep(1, 0).dump();
+  const auto fits = run({"submit", "-"}, spec + std::string((4 << 20) - spec.size(), ' '));
+  EXPECT_EQ(fits.exit_code, 0) << describe(fits);
+}
+
 // Arguments a command does not take are named as they were given, first to last.
 TEST_F(cli, UnexpectedArgumentsAreNamedInTheirOrder) {
   const auto many = run({"jobs", "foo", "bar", "baz"});
@@ -511,6 +574,10 @@ TEST(cli_token, TheTokenComesFromTheOptionOrTheEnvironment) {
   const auto without = run_cli({"submit", "-", "--server", url}, spec);
   EXPECT_EQ(without.exit_code, 1) << describe(without);
   EXPECT_NE(without.err.find("unauthorized (HTTP 401)"), std::string::npos) << describe(without);
+  EXPECT_NE(without.err.find("\n  the token is given with --token TOKEN, or KERNELSCAN_TOKEN in "
+                             "the environment\n"),
+            std::string::npos)
+      << describe(without);
 
   const auto with_option =
       run_cli({"submit", "-", "--server", url, "--token", "a-token-of-sixteen-chars"}, spec);
@@ -717,6 +784,22 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
        "kernelscan bench: FILE: " + daemon.data_dir() + "/list.json is not a JSON object"},
       {matmul_bench_args(file) + std::vector<std::string>{"--size", "D=4"},
        "kernelscan bench: --size: D is not a pointer parameter"},
+      // A sweep parameter's value is the sweep's, not a --value's.
+      {matmul_bench_args(file) + std::vector<std::string>{"--value", "N=5"},
+       "kernelscan bench: --value: N is a sweep parameter"},
+      {matmul_bench_args(file) + std::vector<std::string>{"--value", "M=5"},
+       "kernelscan bench: --value: M is a sweep parameter"},
+      // A sweep value that is not a number is named.
+      {{"bench", file, "matmul_naive", "--sweep", "N=abc"},
+       "kernelscan bench: --sweep: N=abc: not a number, a range FROM..TO or a list V,V,...;"},
+      {{"bench", file, "matmul_naive", "--sweep", "N=1,,2"},
+       "kernelscan bench: --sweep: N=1,,2: value 2 is empty"},
+      {{"bench", file, "matmul_naive", "--sweep", "N=1,2,"},
+       "kernelscan bench: --sweep: N=1,2,: value 3 is empty"},
+      {{"bench", file, "matmul_naive", "--sweep", "N=1,x"},
+       "kernelscan bench: --sweep: N=1,x: value 2, \"x\", is not a number"},
+      {{"bench", file, "matmul_naive", "--sweep", "N=16", "--sweep", "M=Q"},
+       "kernelscan bench: --sweep: M=Q: \"Q\": unknown name Q (sweep parameters: N)"},
   };
   for (const auto& c : cases) {
     const auto r = run(c.args);
@@ -731,6 +814,67 @@ TEST_F(cli, BenchErrorsNameTheFlagAndExitTwo) {
   EXPECT_NE(r.err.find("kernel.language: no device runs this kernel"), std::string::npos)
       << describe(r);
   EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
+}
+
+// Every integer width a job has is read from the source (ulong travels as i64); a 16-bit one,
+// which no job has, is refused. A buffer of vectors (float4) is a buffer of their elements, four
+// per vector (an OpenCL float3 takes the room of four); a vector passed by value is refused.
+TEST_F(cli, BenchReadsIntegerWidthsAndVectorBuffers) {
+  const std::string file = write_file("types.cl", R"cl(
+__kernel void widths(__global float* out, uchar a, ulong b, unsigned long c, long d, int n) {}
+__kernel void shorts(__global float* out, ushort s, int n) {}
+__kernel void vectors(__global float4* out, __global const float3* in, __global const int2* i,
+                      int n) {}
+__kernel void by_value(__global float* out, float4 v, int n) {}
+)cl");
+  const std::vector<std::string> common{"--sweep", "n=16",   "--size", "n",        "--block",
+                                        "1",       "--grid", "1",      "--dry-run"};
+  const auto widths =
+      run(std::vector<std::string>{"bench", file, "widths", "--value", "a=1", "--value", "b=2",
+                                   "--value", "c=3", "--value", "d=4"} +
+          common);
+  ASSERT_EQ(widths.exit_code, 0) << describe(widths);
+  std::vector<std::string> types;
+  const json spec = json::parse(widths.out);
+  for (const auto& a : spec["kernel"]["args"])
+    types.push_back(a["type"]);
+  EXPECT_EQ(types, (std::vector<std::string>{"f32*", "u8", "i64", "i64", "i64", "i32"}));
+
+  const auto shorts = run(std::vector<std::string>{"bench", file, "shorts"} + common);
+  EXPECT_EQ(shorts.exit_code, 2) << describe(shorts);
+  EXPECT_EQ(shorts.err.rfind("kernelscan bench: KERNEL: parameter s of shorts has type ushort: "
+                             "16-bit integers cannot be bound",
+                             0),
+            0u)
+      << describe(shorts);
+
+  const auto vectors = run(std::vector<std::string>{"bench", file, "vectors"} + common);
+  ASSERT_EQ(vectors.exit_code, 0) << describe(vectors);
+  const json args = json::parse(vectors.out)["kernel"]["args"];
+  EXPECT_EQ(args[0], json::parse(R"js({"name": "out", "type": "f32*", "count": "4*(n)",
+                                      "output": true})js"));
+  EXPECT_EQ(args[1], json::parse(R"js({"name": "in", "type": "f32*", "count": "4*(n)"})js"));
+  EXPECT_EQ(args[2], json::parse(R"js({"name": "i", "type": "i32*", "count": "2*(n)"})js"));
+  auto sized = common;
+  sized[3] = "8";
+  const auto counted = run(std::vector<std::string>{"bench", file, "vectors"} + sized);
+  ASSERT_EQ(counted.exit_code, 0) << describe(counted);
+  EXPECT_EQ(json::parse(counted.out)["kernel"]["args"][0]["count"], 32);
+
+  const auto by_value = run(std::vector<std::string>{"bench", file, "by_value"} + common);
+  EXPECT_EQ(by_value.exit_code, 2) << describe(by_value);
+  EXPECT_EQ(by_value.err.rfind("kernelscan bench: KERNEL: parameter v of by_value has type float4, "
+                               "a vector, which bench cannot pass by value",
+                               0),
+            0u)
+      << describe(by_value);
+  // In CUDA a float3 is three floats.
+  const std::string cu =
+      write_file("v.cu", "__global__ void k(float3* out, const float4* in, int n) {}\n");
+  const auto cuda = run(std::vector<std::string>{"bench", cu, "k"} + common);
+  ASSERT_EQ(cuda.exit_code, 0) << describe(cuda);
+  EXPECT_EQ(json::parse(cuda.out)["kernel"]["args"][0]["count"], "3*(n)");
+  EXPECT_EQ(json::parse(cuda.out)["kernel"]["args"][1]["count"], "4*(n)");
 }
 
 // Two kernels: one job whose rows name their variant; every page size reads every row (two
@@ -845,6 +989,312 @@ TEST_F(cli, CancelDevicesRooflineAndCompare) {
   const auto alone = run({"compare", std::to_string(a)});
   EXPECT_EQ(alone.exit_code, 2) << describe(alone);
   EXPECT_NE(alone.err.find("has no variants to compare"), std::string::npos) << describe(alone);
+}
+
+// A custom kernel on the mock engine, checked against a copy, whose simulated output is
+// `output` (mock.output: correct, wrong, ...) at every point.
+json checked_mock_job(const std::string& output) {
+  json spec = json::parse(R"js({
+    "name": "checked", "engine": "mock",
+    "kernel": {"op": "custom", "language": "hip",
+      "source": "extern \"C\" __global__ void copy(float* out, const float* a, int n) {}",
+      "entry": "copy", "block": [256, 1, 1], "grid": ["ceil(N/256)", 1, 1],
+      "args": [{"name": "out", "type": "f32*", "count": "N", "output": true},
+               {"name": "a", "type": "f32*", "count": "N"},
+               {"name": "n", "type": "i32", "value": "N"}],
+      "reference": {"op": "stream", "variant": "copy", "n": "N", "dtype": "f32",
+                    "a": "a", "c": "out"}},
+    "sweep": {"N": [4096, 8192]}, "cache": false})js");
+  spec["mock"]["output"] = output;
+  return spec;
+}
+
+// A job that succeeded with wrong answers is no success: the points line counts them and the
+// wait exits 1, for submit --wait and bench alike.
+TEST_F(cli, AWaitExitsOneWhenAPointFailedVerification) {
+  const std::string wrong = write_file("wrong.json", checked_mock_job("wrong").dump());
+  for (const auto& args : {std::vector<std::string>{"submit", wrong, "--wait"},
+                           std::vector<std::string>{"bench", wrong}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_NE(r.out.find("\": succeeded\n"), std::string::npos) << describe(r);
+    EXPECT_NE(r.out.find("points  2 of 2 measured: 2 ok (2 failed verification), 0 failed\n"),
+              std::string::npos)
+        << describe(r);
+  }
+  const std::string right = write_file("right.json", checked_mock_job("correct").dump());
+  for (const auto& args : {std::vector<std::string>{"submit", right, "--wait"},
+                           std::vector<std::string>{"bench", right}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_NE(r.out.find("points  2 of 2 measured: 2 ok, 0 failed\n"), std::string::npos)
+        << describe(r);
+  }
+  // results prints a report of whatever there is, and exits 0.
+  EXPECT_EQ(run({"results", "1"}).exit_code, 0);
+}
+
+// OpenCL kernels run on PoCL: a wrong kernel checked against a good one fails verification and
+// exits 1; unchecked, its "ok" comes with a note that nothing was verified.
+const char* const k_wrong_cl = R"cl(
+__kernel void good(__global float* out, __global const float* x, int n) {
+  int i = get_global_id(0); if (i < n) out[i] = 2.0f * x[i];
+}
+__kernel void wrong(__global float* out, __global const float* x, int n) {
+  int i = get_global_id(0); if (i < n) out[i] = 2.0f * x[i] + 1.0f;
+}
+)cl";
+
+class cli_opencl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_process::options o;
+    o.engine = "opencl";
+    daemon = std::make_unique<daemon_process>(o);
+    try {
+      daemon->start();
+    } catch (const std::exception& e) {
+      if (device_required("KERNELSCAN_REQUIRE_OPENCL")) throw;
+      GTEST_SKIP() << "no OpenCL device: " << e.what();
+    }
+  }
+  cli_run run(std::vector<std::string> args) const {
+    args.push_back("--server");
+    args.push_back("http://127.0.0.1:" + std::to_string(daemon->port()));
+    return run_cli(args);
+  }
+  std::string write_file(const std::string& name, const std::string& text) const {
+    const std::string path = daemon->data_dir() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::unique_ptr<daemon_process> daemon;
+};
+
+TEST_F(cli_opencl, BenchOfAWrongKernelExitsOneAndAnUncheckedOneSaysSo) {
+  const std::string file = write_file("wrong.cl", k_wrong_cl);
+  const std::vector<std::string> args{"bench",       file,     "wrong",     "--sweep",
+                                      "n=4096,8192", "--size", "n",         "--block",
+                                      "64",          "--grid", "cdiv(n,64)"};
+  const auto checked = run(args + std::vector<std::string>{"--reference", "good"});
+  EXPECT_EQ(checked.exit_code, 1) << describe(checked);
+  EXPECT_NE(checked.out.find("points  2 of 2 measured: 2 ok (2 failed verification), 0 failed\n"),
+            std::string::npos)
+      << describe(checked);
+  EXPECT_EQ(checked.out.find("not verified"), std::string::npos) << describe(checked);
+
+  const auto unchecked = run(args);
+  EXPECT_EQ(unchecked.exit_code, 0) << describe(unchecked);
+  EXPECT_NE(unchecked.out.find("points  2 of 2 measured: 2 ok, 0 failed\n"), std::string::npos)
+      << describe(unchecked);
+  EXPECT_EQ(count_lines_starting(unchecked.out,
+                                 "note    not verified (the kernel has no reference "
+                                 "to compare with): \"ok\" says that a point ran, "
+                                 "not that its answers are right"),
+            1u)
+      << describe(unchecked);
+}
+
+// A kernel that does not compile: its log once, line by line, beneath the table, naming the
+// user's file, however many points failed with it.
+TEST_F(cli_opencl, ACompileErrorsLogIsShownOnceNamingTheFile) {
+  const std::string file = write_file("bad.cl", R"cl(__kernel void k(__global float* out, int n) {
+  int i = get_global_id(0);
+  if (i < n) out[i] = undefined_var;
+}
+)cl");
+  const auto r = run({"bench", file, "k", "--sweep", "n=64,128,256", "--size", "n", "--block", "64",
+                      "--grid", "cdiv(n,64)"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  std::size_t logs = 0;
+  for (auto at = r.out.find("undefined_var"); at != std::string::npos;
+       at = r.out.find("undefined_var", at + 1))
+    ++logs;
+  EXPECT_EQ(logs, 1u) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "error: " + file + ":3:"), 1u) << describe(r);
+  EXPECT_EQ(r.out.find("kernel.cl"), std::string::npos) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "compile_error at n=64; n=128; n=256:"), 1u) << describe(r);
+  EXPECT_EQ(count_lines_starting(r.out, "128  failed  compile_error: the kernel did not compile"),
+            1u)
+      << describe(r);
+}
+
+// A kernel over float4 buffers is measured and verified over all of their elements.
+TEST_F(cli_opencl, BenchOfAVectorKernelChecksEveryElement) {
+  const std::string file = write_file("vec.cl", R"cl(
+__kernel void twice(__global float4* out, __global const float4* in, int n) {
+  int i = get_global_id(0); if (i < n) out[i] = 2.0f * in[i];
+}
+__kernel void sum(__global float4* out, __global const float4* in, int n) {
+  int i = get_global_id(0); if (i < n) out[i] = in[i] + in[i];
+}
+__kernel void half_done(__global float4* out, __global const float4* in, int n) {
+  int i = get_global_id(0); if (i < n) out[i].xy = 2.0f * in[i].xy;
+}
+)cl");
+  const std::vector<std::string> args{"--sweep", "n=1024", "--size",     "n",           "--block",
+                                      "64",      "--grid", "cdiv(n,64)", "--reference", "sum"};
+  const auto right = run(std::vector<std::string>{"bench", file, "twice"} + args);
+  EXPECT_EQ(right.exit_code, 0) << describe(right);
+  EXPECT_NE(right.out.find("points  1 of 1 measured: 1 ok, 0 failed\n"), std::string::npos)
+      << describe(right);
+  const auto half = run(std::vector<std::string>{"bench", file, "half_done"} + args);
+  EXPECT_EQ(half.exit_code, 1) << describe(half);
+  EXPECT_NE(half.out.find("1 ok (1 failed verification)"), std::string::npos) << describe(half);
+}
+
+// Ctrl-C (or SIGTERM) while bench waits: bench made the job for its report, so it cancels it;
+// the long poll (held 60 s by default) does not keep it waiting.
+TEST_F(cli, ACtrlCDuringBenchCancelsItsJob) {
+  const std::string file = write_file("slow.json", stream_sweep(10, 2000).dump());
+  for (const auto& [id, signal_number] : {std::pair{1, SIGINT}, std::pair{2, SIGTERM}}) {
+    SCOPED_TRACE("signal " + std::to_string(signal_number));
+    const std::string path = "/api/v1/jobs/" + std::to_string(id);
+    const cli_child child = start_cli({"bench", file, "--server", server()});
+    ASSERT_TRUE(eventually([&] { return daemon.get(path).body["status"] == "running"; }))
+        << daemon.get(path).text;
+    const auto sent = std::chrono::steady_clock::now();
+    ASSERT_EQ(kill(child.pid, signal_number), 0);
+    const auto r = finish_cli(child);
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(5)) << describe(r);
+    EXPECT_EQ(r.exit_code, 128 + signal_number) << describe(r);
+    EXPECT_EQ(r.out.rfind("job " + std::to_string(id) + " queued: ", 0), 0u) << describe(r);
+    EXPECT_EQ(r.err.rfind("kernelscan bench: interrupted: cancelled job " + std::to_string(id), 0),
+              0u)
+        << describe(r);
+    EXPECT_EQ(daemon.wait_job(id)["status"], "cancelled");
+  }
+}
+
+// Ctrl-C while submit --wait waits: the job may be wanted, so it runs on, and the client says
+// how to stop it.
+TEST_F(cli, ACtrlCDuringSubmitWaitLeavesTheJobRunning) {
+  const std::string file = write_file("slow.json", stream_sweep(10, 2000).dump());
+  const cli_child child = start_cli({"submit", file, "--wait", "--server", server()});
+  ASSERT_TRUE(eventually([&] { return daemon.get("/api/v1/jobs/1").body["status"] == "running"; }))
+      << daemon.get("/api/v1/jobs/1").text;
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(child.pid, SIGINT), 0);
+  const auto r = finish_cli(child);
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(5)) << describe(r);
+  EXPECT_EQ(r.exit_code, 130) << describe(r);
+  EXPECT_EQ(
+      r.err,
+      "kernelscan submit: interrupted: job 1 is still running; kernelscan cancel 1 stops it\n")
+      << describe(r);
+  const json job = daemon.get("/api/v1/jobs/1").body;
+  EXPECT_EQ(job["status"], "running") << job.dump();
+  EXPECT_FALSE(job["cancel_requested"].get<bool>()) << job.dump();
+  daemon.post("/api/v1/jobs/1/cancel", "");
+}
+
+// Jobs that share no sweep parameter are compared by their best points, which are different
+// problems: the report says so above the table.
+TEST_F(cli, CompareWarnsWhenTheJobsShareNoParameter) {
+  const std::int64_t a = daemon.submit(stream_sweep(2, 0));
+  const std::int64_t b = daemon.submit(json::parse(R"({
+    "kernel": {"op": "stream", "variant": "triad", "n": "S"}, "sweep": {"S": [1024, 2048]}})"));
+  daemon.wait_job(a);
+  daemon.wait_job(b);
+  const auto r = run({"compare", std::to_string(a), std::to_string(b)});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("joined on nothing: each one's best point\n"
+                       "warning: these share no sweep parameter: each one's best point stands "
+                       "for it, so the speedup compares different problems, by throughput"),
+            std::string::npos)
+      << describe(r);
+}
+
+// cancel and confirm print a whole line per job once its outcome is known: nothing of a job
+// whose request failed reaches standard output.
+TEST_F(cli, CancelAndConfirmPrintWholeLinesOnly) {
+  const std::string id = std::to_string(finished_job());
+  const auto twice = run({"cancel", id, id});
+  EXPECT_EQ(twice.exit_code, 1) << describe(twice);
+  EXPECT_EQ(twice.out, "") << describe(twice);
+  EXPECT_EQ(twice.err, "kernelscan: job " + id + ": job_finished (HTTP 409): job " + id +
+                           " already succeeded\n"
+                           "kernelscan: job " +
+                           id + ": job_finished (HTTP 409): job " + id + " already succeeded\n")
+      << describe(twice);
+  for (const std::string command : {"cancel", "confirm"}) {
+    const auto unknown = run({command, "424242"});
+    EXPECT_EQ(unknown.exit_code, 1) << describe(unknown);
+    EXPECT_EQ(unknown.out, "") << describe(unknown);
+    EXPECT_EQ(unknown.err, "kernelscan: job 424242: not_found (HTTP 404): no job 424242\n")
+        << describe(unknown);
+  }
+  // A running job: a whole line once its cancel is answered.
+  const std::string slow = std::to_string(daemon.submit(stream_sweep(50, 200)));
+  const auto running = run({"cancel", slow});
+  EXPECT_EQ(running.exit_code, 0) << describe(running);
+  EXPECT_EQ(running.out.back(), '\n') << describe(running);
+}
+
+// A web server at --server that is not a kernelscan daemon: whatever it answers, no command takes
+// it for an answer of the API.
+TEST(cli_foreign_server, AnswersThatAreNotTheApisAreSaidToBeSo) {
+  httplib::Server fake;
+  std::atomic<int> mode{0};  // 0: JSON of another shape; 1: an HTML 404 page
+  const auto answer = [&](const httplib::Request&, httplib::Response& res) {
+    if (mode == 0) {
+      res.set_content(R"({"jobs": 5})", "application/json");
+    } else {
+      res.status = 404;
+      res.set_content("<html><body><h1>Not Found</h1></body></html>", "text/html");
+    }
+  };
+  fake.Get(".*", answer);
+  fake.Post(".*", answer);
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { fake.listen_after_bind(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  for (const int m : {0, 1}) {
+    mode = m;
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"submit", "-"},
+                                                 {"cancel", "1"},
+                                                 {"confirm", "1"},
+                                                 {"jobs"},
+                                                 {"results", "1"},
+                                                 {"results", "1", "--format", "csv"},
+                                                 {"results", "1", "--format", "json"},
+                                                 {"devices"},
+                                                 {"compare", "1", "2"},
+                                                 {"roofline", "0"},
+                                                 {"submit", "-", "--wait"}}) {
+      const auto r =
+          run_cli(args + std::vector<std::string>{"--server", url}, stream_sweep(1, 0).dump());
+      EXPECT_EQ(r.exit_code, 1) << args[0] << " (mode " << m << ")\n" << describe(r);
+      EXPECT_EQ(r.out, "") << args[0] << " (mode " << m << ")\n" << describe(r);
+      EXPECT_EQ(
+          r.err.rfind(
+              "kernelscan: the server at " + url + " did not answer like a kernelscan daemon (", 0),
+          0u)
+          << args[0] << " (mode " << m << ")\n"
+          << describe(r);
+      EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << describe(r);
+    }
+  }
+  const auto page = run_cli({"results", "1", "--server", url});
+  EXPECT_NE(page.err.find("(GET /api/v1/jobs/1 answered HTTP 404, text/html: <html><body><h1>Not "
+                          "Found</h1></body></html>)\n"),
+            std::string::npos)
+      << describe(page);
+  fake.stop();
+  serving.join();
+}
+
+// A mistyped command is named, with the commands there are.
+TEST(cli_usage, AnUnknownCommandIsNamed) {
+  const auto r = run_cli({"nosuchcmd", "1"});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(r.err.rfind("kernelscan: \"nosuchcmd\" is not a command (commands: serve, submit, ", 0),
+            0u)
+      << describe(r);
+  const auto after_server = run_cli({"--server", "http://127.0.0.1:1", "jbos"});
+  EXPECT_EQ(after_server.exit_code, 2) << describe(after_server);
+  EXPECT_EQ(after_server.err.rfind("kernelscan: \"jbos\" is not a command", 0), 0u)
+      << describe(after_server);
 }
 
 TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {

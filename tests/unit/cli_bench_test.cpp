@@ -301,6 +301,8 @@ TEST(BenchSpec, ErrorsNameTheFlag) {
          o.values = {"K=64", "K=128"};
        },
        "--value", "K is given twice"},
+      {[](bench_options& o) { o.values = {"N=64"}; }, "--value", "N is a sweep parameter"},
+      {[](bench_options& o) { o.values = {"K=64"}; }, "--value", "K is a sweep parameter"},
   };
   for (const auto& c : cases) {
     bench_options o = matmul_options();

@@ -23,7 +23,8 @@ json params_of(const std::vector<std::pair<std::string, std::int64_t>>& params) 
   return p;
 }
 
-// An ok PointResult as the daemon stores it (fields from api/result_codec.cpp).
+// An ok PointResult as the daemon stores it (fields from api/result_codec.cpp), its answers
+// verified.
 json ok_row(std::int64_t index, const std::vector<std::pair<std::string, std::int64_t>>& params,
             double median, double ci_low, double ci_high, double flops = 2e9, double bytes = 1e6) {
   const double seconds = median * 1e-6;
@@ -60,7 +61,7 @@ json ok_row(std::int64_t index, const std::vector<std::pair<std::string, std::in
             {"bound", "compute"},
             {"roof_source", "datasheet"}}},
           {"verification",
-           {{"status", "skipped"}, {"trials", 0}, {"max_abs_err", 0.0}, {"max_rel_err", 0.0}}},
+           {{"status", "passed"}, {"trials", 2}, {"max_abs_err", 0.0}, {"max_rel_err", 0.0}}},
           {"flags", json::array()},
           {"advice", json::array()},
           {"fitness", nullptr},
@@ -162,6 +163,74 @@ TEST(cli_report, SimulatedRowsAreSaidToBeSo) {
   EXPECT_EQ(line_starting(results_report(job, rows), "note"),
             "note    simulated: the mock engine's times come from a model of the device; the "
             "kernel was not compiled, run or verified");
+}
+
+// Wrong answers are counted on the points line; answers nobody checked get a note, once.
+TEST(cli_report, VerificationFailuresAreCountedAndUncheckedAnswersNoted) {
+  const json job = job_with({{"N", {1024, 2048, 4096}}}, "succeeded", 3);
+  json rows = json::array({ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01),
+                           ok_row(1, {{"N", 2048}}, 20, 19.9, 20.1),
+                           ok_row(2, {{"N", 4096}}, 40, 39.9, 40.1)});
+  rows[1]["verification"]["status"] = "failed";
+  rows[1]["flags"] = {"verification_failed"};
+  rows[2]["flags"] = {"timed_output_mismatch"};
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("points  3 of 3 measured: 3 ok (2 failed verification), 0 failed\n"),
+            std::string::npos)
+      << report;
+  EXPECT_TRUE(failed_verification(rows[1]));
+  EXPECT_TRUE(failed_verification(rows[2]));
+  EXPECT_FALSE(failed_verification(rows[0]));
+  EXPECT_EQ(line_starting(report, "note"), "");
+
+  json unchecked = json::array(
+      {ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01), ok_row(1, {{"N", 2048}}, 20, 19.9, 20.1)});
+  for (auto& r : unchecked)
+    r["verification"] = {{"status", "skipped"},
+                         {"trials", 0},
+                         {"note", "the kernel has no reference to compare with"}};
+  EXPECT_EQ(line_starting(results_report(job, unchecked), "note"),
+            "note    not verified (the kernel has no reference to compare with): \"ok\" says that "
+            "a point ran, not that its answers are right");
+  unchecked[0]["verification"]["status"] = "passed";
+  EXPECT_EQ(line_starting(results_report(job, unchecked), "note"),
+            "note    1 ok point not verified (the kernel has no reference to compare with): \"ok\" "
+            "says that a point ran, not that its answers are right");
+  // Simulated rows say so in a note of their own.
+  for (auto& r : unchecked)
+    r["simulated"] = true;
+  EXPECT_EQ(line_starting(results_report(job, unchecked), "note").rfind("note    simulated: ", 0),
+            0u);
+}
+
+// A compiler's log is shown once, beneath the table, in the user's file's name.
+TEST(cli_report, AnErrorOfManyLinesIsShownOnceBeneathTheTable) {
+  json job = job_with({{"N", {1, 2}}}, "failed", 2);
+  const std::string log =
+      "the kernel did not compile (CL_BUILD_PROGRAM_FAILURE (-11)):\n"
+      "error: kernel.cl:3:30: use of undeclared identifier 'x'\n"
+      "Device cpu failed to build the program";
+  job["error"] = {{"type", "points_failed"},
+                  {"message", "all 2 points failed; the first, point 0: compile_error: " + log}};
+  const json rows = json::array({failed_row(0, {{"N", 1}}, "compile_error", log),
+                                 failed_row(1, {{"N", 2}}, "compile_error", log)});
+  const std::string report = results_report(job, rows, "src/my.cl");
+  EXPECT_EQ(line_starting(report, "error"),
+            "error   points_failed: all 2 points failed; the first, point 0: compile_error: the "
+            "kernel did not compile (CL_BUILD_PROGRAM_FAILURE (-11)) (log below)");
+  EXPECT_EQ(line_starting(report, "2  "),
+            "2  failed  compile_error: the kernel did not compile (CL_BUILD_PROGRAM_FAILURE (-11)) "
+            "(log below)");
+  EXPECT_NE(report.find("\ncompile_error at N=1; N=2:\n"
+                        "  error: src/my.cl:3:30: use of undeclared identifier 'x'\n"
+                        "  Device cpu failed to build the program\n"
+                        "\n"
+                        "best    none: no point succeeded\n"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("kernel.cl"), std::string::npos) << report;
+  // Without a file name, the engine's name stays.
+  EXPECT_NE(results_report(job, rows).find("  error: kernel.cl:3:30: "), std::string::npos);
 }
 
 TEST(cli_report, RowsReadAsTheirFreeBatchAreSaidToBeSo) {
