@@ -221,11 +221,15 @@ std::optional<vector_type> vector_of(const std::string& type, const std::string&
                      opencl && n == 3 ? 4 : n};
 }
 
+// The extension of `path`'s file name, in lower case (kernel.CL is OpenCL too).
 std::string file_extension(const std::string& path) {
   const auto slash = path.find_last_of('/');
   const auto dot = path.find_last_of('.');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
-  return path.substr(dot + 1);
+  std::string ext = path.substr(dot + 1);
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
 }
 
 std::string base_name(const std::string& path) {

@@ -104,6 +104,9 @@ TEST(BenchSpec, BuildsOneJobWithAVariantPerKernel) {
   const json& k = spec["kernel"];
   EXPECT_EQ(k["op"], "custom");
   EXPECT_EQ(k["language"], "cuda");
+  bench_options upper = matmul_options();
+  upper.file = "kernels/MATMUL.CU";
+  EXPECT_EQ(bench_spec(upper, k_cuda)["kernel"]["language"], "cuda");
   EXPECT_EQ(k["source"], k_cuda);
   EXPECT_EQ(k["entry"], "matmul_naive");
   EXPECT_EQ(k["block"], json::parse("[16, 16, 1]"));
