@@ -35,6 +35,9 @@ using detail::object_reader;
 using detail::utf8_prefix;
 using detail::valid_utf8;
 
+// The longest time a kernel's statistic may read: eleven days (longer is a clock's, not a
+// kernel's).
+constexpr double k_max_us = 1e12;
 constexpr std::size_t k_max_name = 16 * 1024;  // kernel names: long C++ templates, not essays
 constexpr std::size_t k_max_errors = 20;       // a broken file need not list every line
 constexpr double k_max_work = 1e30;            // flops or bytes per call
@@ -210,7 +213,6 @@ imported_kernel read_component(const json& v, const std::string& path, std::stri
     }
     return std::nullopt;
   };
-  constexpr double k_max_us = 1e12;  // eleven days
   k.stats.mean = number({"mean_us"}, k_max_us);
   k.stats.median = number({"p50_us", "median_us"}, k_max_us);
   k.stats.min = number({"min_us"}, k_max_us);
@@ -426,6 +428,12 @@ std::vector<imported_kernel> read_rocprofv3_kernel_trace(std::string_view text) 
       }
       // Integer nanoseconds: timestamps near 2^60 would lose their low digits as doubles.
       const double us = double(*end - *start) / 1e3;
+      if (us > k_max_us) {
+        errs.cell(rec->line, cols.names[*end_col],
+                  "a dispatch of " + number_text(us) + " µs (more than " + number_text(k_max_us) +
+                      ", eleven days): not a kernel's time");
+        continue;
+      }
       auto [it, fresh] = index.try_emplace(name, kernels.size());
       if (fresh) {
         kernels.push_back({});

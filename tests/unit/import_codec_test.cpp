@@ -219,7 +219,8 @@ TEST(ImportRocprofv3, BadInputNamesLineAndColumn) {
         "c,300,abc\r\n"
         "d,500,400\r\n"
         "e,1,2,3\r\n"
-        ",1,2\r\n");
+        ",1,2\r\n"
+        "f,0,18446744073709551615\r\n");
   });
   EXPECT_TRUE(has_error(
       errors, {"data: ", "line 3, column Start_Timestamp", "\"1.5e3\"", "not a timestamp"}))
@@ -229,6 +230,8 @@ TEST(ImportRocprofv3, BadInputNamesLineAndColumn) {
       << dump(errors);
   EXPECT_TRUE(has_error(errors, {"line 6", "4 fields; the header has 3"})) << dump(errors);
   EXPECT_TRUE(has_error(errors, {"line 7, column Kernel_Name", "empty"})) << dump(errors);
+  EXPECT_TRUE(has_error(errors, {"line 8, column End_Timestamp", "not a kernel's time"}))
+      << dump(errors);
 
   EXPECT_TRUE(has_error(errors_of([] {
                           read_rocprofv3_kernel_trace(
