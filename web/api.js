@@ -18,19 +18,38 @@ export function setToken(t) {
   if (t) localStorage.setItem(TOKEN_KEY, t); else localStorage.removeItem(TOKEN_KEY);
 }
 
-function headers(extra = {}) {
-  const h = {Accept: 'application/json', ...extra};
-  const t = token();
-  if (t) h.Authorization = `Bearer ${t}`;
-  return h;
-}
-
 // Listeners told of every 401, so the page can ask for a token.
 const unauthorizedListeners = new Set();
 export function onUnauthorized(fn) { unauthorizedListeners.add(fn); }
 
+// A header value fetch() refuses (a character beyond U+00FF) would read as a daemon that cannot
+// be reached: it is refused here, naming the header (type invalid_header, its details' field the
+// header); request() opens the token panel for a token so refused, as for a 401.
+function headers(extra = {}) {
+  const h = {Accept: 'application/json', ...extra};
+  const t = token();
+  if (t) h.Authorization = `Bearer ${t}`;
+  for (const [name, value] of Object.entries(h)) {
+    const isToken = name === 'Authorization';
+    const text = isToken ? t : String(value);
+    const at = [...text].findIndex((c) => c.codePointAt(0) > 0xff);
+    if (at < 0) continue;
+    throw new ApiError(0, 'invalid_header',
+                       `${isToken ? 'the token' : name} holds a character an HTTP header cannot ` +
+                           `carry (character ${at + 1}); use letters, digits and punctuation`,
+                       [{field: name, message: `character ${at + 1} is beyond U+00FF`}]);
+  }
+  return h;
+}
+
 export async function request(method, path, body, extraHeaders = {}) {
-  const init = {method, headers: headers(extraHeaders)};
+  let init;
+  try {
+    init = {method, headers: headers(extraHeaders)};
+  } catch (e) {
+    if (e.details && e.details[0].field === 'Authorization') unauthorizedListeners.forEach((fn) => fn());
+    throw e;
+  }
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -81,6 +100,17 @@ export async function download(path, filename) {
 
 // GET /api/v1/events read with fetch rather than EventSource, which cannot send a token.
 // Reconnects by itself, resuming after the last event id it saw.
+//
+// One stream for every tab of the page in this browser: a browser opens six HTTP/1.1
+// connections to a host at most, and each tab holding a stream of its own took one for good, so
+// that a seventh tab never loaded and the others' requests waited behind their streams. The tab
+// holding a Web Lock reads the stream and relays what it reads (events, its state, a 401) over a
+// BroadcastChannel to the others; when it closes, the lock passes to another tab, which resumes
+// after the last event it was relayed. Where a page has no Web Locks (one served over plain HTTP
+// from another host than this one is not a secure context), each tab reads its own stream, and
+// lets it go while the tab is hidden.
+const SHARED = 'kernelscan-events';
+
 export class EventStream {
   constructor(onEvent, onState) {
     this.onEvent = onEvent;  // ({type, id, data}) => void
@@ -89,18 +119,80 @@ export class EventStream {
     this.retryMs = 2000;
     this.controller = null;
     this.stopped = false;
+    this.channel = null;  // to the other tabs, where the stream is shared
+    this.leading = false;  // this tab reads the stream
+    this.state = ['connecting', ''];
   }
 
-  start() { this.loop(); }
+  start() {
+    if (navigator.locks && typeof BroadcastChannel === 'function') {
+      this.channel = new BroadcastChannel(SHARED);
+      this.channel.onmessage = (m) => this.relayed(m.data);
+      this.report('connecting');
+      this.channel.postMessage({kind: 'hello'});
+      navigator.locks.request(SHARED, async () => {
+        if (this.stopped) return;
+        this.leading = true;
+        await this.loop();
+      });
+      return;
+    }
+    document.addEventListener('visibilitychange', () => {
+      if (document.hidden && this.controller) this.controller.abort();
+    });
+    this.loop();
+  }
 
   stop() {
     this.stopped = true;
     if (this.controller) this.controller.abort();
+    if (this.channel) this.channel.close();
+  }
+
+  report(state, detail = '') {
+    this.state = [state, detail];
+    this.onState(state, detail);
+    if (this.leading) this.channel.postMessage({kind: 'state', state, detail});
+  }
+
+  unauthorized() {
+    unauthorizedListeners.forEach((fn) => fn());
+    if (this.leading) this.channel.postMessage({kind: 'unauthorized'});
+  }
+
+  // What the tab reading the stream relays.
+  relayed(m) {
+    if (!m || this.stopped) return;
+    if (m.kind === 'hello') {
+      if (this.leading) this.channel.postMessage({kind: 'state', state: this.state[0], detail: this.state[1]});
+      return;
+    }
+    if (this.leading) return;
+    if (m.kind === 'state') {
+      this.state = [m.state, m.detail];
+      this.onState(m.state, m.detail);
+    } else if (m.kind === 'unauthorized') {
+      unauthorizedListeners.forEach((fn) => fn());
+    } else if (m.kind === 'event') {
+      if (m.id !== null) this.lastId = m.id;
+      this.onEvent({type: m.type, id: m.id, data: m.data});
+    }
   }
 
   async loop() {
     while (!this.stopped) {
-      this.onState('connecting');
+      if (!this.channel && document.hidden) {
+        this.report('offline', 'paused while the tab is hidden');
+        await new Promise((r) => {
+          const shown = () => {
+            if (document.hidden) return;
+            document.removeEventListener('visibilitychange', shown);
+            r();
+          };
+          document.addEventListener('visibilitychange', shown);
+        });
+      }
+      this.report('connecting');
       this.controller = new AbortController();
       let detail = 'the event stream ended';
       try {
@@ -108,7 +200,7 @@ export class EventStream {
         if (this.lastId !== null) h['Last-Event-ID'] = this.lastId;
         const res = await fetch('/api/v1/events', {headers: h, signal: this.controller.signal});
         if (!res.ok) {
-          if (res.status === 401) unauthorizedListeners.forEach((fn) => fn());
+          if (res.status === 401) this.unauthorized();
           throw new Error(`HTTP ${res.status}`);
         }
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -127,7 +219,7 @@ export class EventStream {
         if (this.stopped) return;
         detail = e.message;
       }
-      this.onState('offline', detail);
+      this.report('offline', detail);
       await new Promise((r) => setTimeout(r, this.retryMs));
     }
   }
@@ -142,9 +234,10 @@ export class EventStream {
     }
     if (id !== null) this.lastId = id;
     if (!data) return;  // a comment (keep-alive) or retry: line
-    if (type === 'ready') this.onState('live');
+    if (type === 'ready') this.report('live');
     let parsed;
     try { parsed = JSON.parse(data); } catch { return; }
+    if (this.leading) this.channel.postMessage({kind: 'event', type, id, data: parsed});
     this.onEvent({type, id, data: parsed});
   }
 }

@@ -1027,6 +1027,50 @@ async function main() {
       for (const id of [waits, newer]) await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {}).then(() => waitJob(d, id));
     });
 
+    await step('tabs: eight tabs of one browser share one event stream, and it passes on when its tab closes', async () => {
+      // A browser opens six HTTP/1.1 connections to a host: tabs holding a stream each left a
+      // seventh unable to load.
+      const context = await browser.newContext({viewport: {width: 1000, height: 700}});
+      let streams = 0;
+      context.on('request', (r) => { if (r.url().includes('/api/v1/events')) ++streams; });
+      const tabs = [];
+      for (let i = 0; i < 8; ++i) {
+        const tab = await context.newPage();
+        tab.on('pageerror', (e) => watch.errors.push(`tab ${i}: ${e.message}`));
+        await gotoView(tab, d.origin, '#/jobs', '#jobs-table tbody tr');
+        tabs.push(tab);
+      }
+      for (const tab of tabs) await tab.waitForSelector('#live.live', {timeout: 10000});
+      expect(streams === 1, `one event stream for eight tabs (${streams} requests)`);
+      const seen = async (id) => {
+        for (const tab of tabs) await tab.waitForSelector(`#jobs-table tr[data-id="${id}"] .status-succeeded`, {timeout: 20000});
+      };
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'tabs one', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                         sweep: {N: [1024, 2048]}, mock: {delay_ms: 50}});
+      await seen(id);
+      // The tab reading the stream closes: another takes it, resuming after the last event.
+      await tabs.shift().close();
+      for (const tab of tabs) await tab.waitForSelector('#live.live', {timeout: 10000});
+      const {id: id2} = await api(d, 'POST', '/api/v1/jobs', {name: 'tabs two', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                              sweep: {N: [1024, 2048]}, mock: {delay_ms: 50}});
+      await seen(id2);
+      expect(streams === 2, `the stream passed to one other tab (${streams} requests)`);
+      await context.close();
+    });
+
+    await step('token: a token an HTTP header cannot carry is said so and asked for again', async () => {
+      const context = await browser.newContext({viewport: {width: 1000, height: 700}});
+      const tab = await context.newPage();
+      await tab.goto(`${d.origin}/#/jobs`);
+      await tab.evaluate(() => localStorage.setItem('kernelscan.token', 'tok\u{1F525}en'));
+      await tab.reload();
+      await tab.waitForSelector('.error-box');
+      const text = await tab.textContent('.error-box');
+      expect(text.includes('the token holds a character an HTTP header cannot carry'), `the error says why (${text})`);
+      expect(await tab.isVisible('#token-panel'), 'the token panel opens');
+      await context.close();
+    });
+
     await step('job view: a running job\'s x axis is the one it will have when it ends', async () => {
       // The last parameter varies fastest: the first points have one M and several N, while M
       // has the most values.
