@@ -1187,6 +1187,44 @@ async function main() {
       await shot(page, 'job-10k');
     });
 
+    await step('long and right-to-left user text: the page keeps its width, a name its order', async () => {
+      // One unbroken word in a name, a label, an imported kernel's name and a task's
+      // description; an override (U+202E) in a name and a label.
+      const fits = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1);
+      await page.setViewportSize({width: 1300, height: 900});
+      const long = await api(d, 'POST', '/api/v1/jobs', {name: 'L'.repeat(150) + '\u202eevil',
+        labels: {rtl: '\u202e\u05e9\u05dc\u05d5\u05dd abc', z: 'a'.repeat(256)}, engine: 'mock',
+        kernel: {op: 'stream', variant: 'copy', n: 'N', dtype: 'f32'}, sweep: {N: [1024]}});
+      await waitJob(d, long.id);
+      const kernel = 'void ' + 'very_long_template<'.repeat(500) + 'int' + '>'.repeat(500) + '(float*)';
+      const csv = '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)","Name"\n' +
+                  `"10","1000","4","1000","1000","900","1200","10","${kernel}"\n`;
+      const imported = await api(d, 'POST', '/api/v1/imports', {format: 'nsys_cuda_gpu_kern_sum', name: 'long kernel name',
+                                                              device: 'H100', data: csv});
+      await api(d, 'POST', '/api/v1/tasks', {...axpyTask('longdesc'), description: 'D'.repeat(9990)});
+      await gotoView(page, d.origin, '#/jobs', `#jobs-table tr[data-id="${long.id}"]`);
+      expect(await fits(), 'a long job name and label do not widen the jobs list');
+      const row = await page.textContent(`#jobs-table tr[data-id="${long.id}"]`);
+      expect(!row.includes('\u202e') && row.includes('\ufffd'), 'an override in a name or label is shown, not obeyed');
+      await gotoView(page, d.origin, `#/jobs/${long.id}`, '.job-head h2');
+      expect(await fits(), 'a long job name and label do not widen the job page');
+      // "evil" reads left to right: its e is left of its l.
+      const order = await page.evaluate(() => {
+        const text = [...document.querySelectorAll('.job-head h2 bdi')].map((b) => b.firstChild).find((t) => t && t.data.includes('evil'));
+        const x = (i) => { const r = document.createRange(); r.setStart(text, i); r.setEnd(text, i + 1); return r.getBoundingClientRect().x; };
+        const at = text.data.indexOf('evil');
+        return x(at) < x(at + 3);
+      });
+      expect(order, 'a name after an override reads in its logical order');
+      await gotoView(page, d.origin, `#/jobs/${imported.id}`, '#best-point');
+      expect(await fits(), 'a long kernel name on the best line does not widen the job page');
+      await gotoView(page, d.origin, '#/tasks/longdesc', '#task-description');
+      expect(await fits(), 'a long unbroken task description does not widen the task page');
+      await gotoView(page, d.origin, '#/tasks', '#tasks-table tbody tr');
+      expect(await fits(), 'the tasks list keeps its width');
+      await page.setViewportSize({width: 1400, height: 1000});
+    });
+
     expect(watch.errors.length === 0, `no console errors (${JSON.stringify(watch.errors)})`);
     // The only failed requests are the ones the steps provoked: an unknown job, a bad spec.
     const expected = (e) => (e.startsWith('404 ') && (e.includes('/api/v1/jobs/999999') || e.endsWith('/api/v1/tasks/no-such-task'))) ||
