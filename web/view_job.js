@@ -204,6 +204,9 @@ function importedDevice(job) {
   return d ? {index: null, name: d.name || d.model, datasheet: d.datasheet || null} : null;
 }
 
+const MAX_ID = 2n ** 63n - 1n;
+
+// `id`: the job's id, a digit string without leading zeros.
 export function mount(root, {id, query}) {
   // nodes: the fleet's (from the devices list), to name the device "node / index" in a fleet.
   // variants: the job's variant names (null without); baseline: the one speedups are over.
@@ -777,6 +780,8 @@ export function mount(root, {id, query}) {
 
   async function load() {
     try {
+      // The daemon's ids are 64-bit signed: a larger one names no job.
+      if (BigInt(id) > MAX_ID) throw {status: 404};
       // All three at once; while the results travel, the charts are set up (ECharts' first
       // chart costs ~100 ms of set-up that would otherwise come after the data).
       const rowsPromise = getRows(`/api/v1/jobs/${id}/results?format=jsonl&fields=${ROW_FIELDS}`);
@@ -824,7 +829,7 @@ export function mount(root, {id, query}) {
   return {
     async onEvent(e) {
       if (!state.job) return;
-      if (e.type === 'job' && e.data.id === id) {
+      if (e.type === 'job' && String(e.data.id) === id) {
         const startedNow = state.job.device === null && e.data.device !== null;
         state.job = {...e.data, spec: state.job.spec};
         if (startedNow) {
@@ -833,7 +838,7 @@ export function mount(root, {id, query}) {
         }
         renderHead();
         if (TERMINAL.has(e.data.status)) { fetchMore(); renderDataSoon(); }
-      } else if (e.type === 'points' && e.data.job_id === id) {
+      } else if (e.type === 'points' && String(e.data.job_id) === id) {
         state.job.progress = {...state.job.progress, done: e.data.done, total: e.data.total,
                               failed: (state.job.progress.failed || 0) + e.data.failed};
         head.querySelector('.progress') && head.querySelector('.progress').replaceWith(progressBar(state.job.progress));

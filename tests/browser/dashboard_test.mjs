@@ -489,6 +489,15 @@ async function main() {
       expect(await page.locator('#view details, #view .chart-box, #view .results').count() === 0,
              'no empty boxes or Details expander for a job that does not exist');
       await shot(page, 'job-missing');
+      // An id past 2^63 - 1 is no job, named as written (not 1e+23), and asked of no one.
+      const asked = [];
+      const note = (r) => { if (r.url().includes('/api/v1/jobs/')) asked.push(r.url()); };
+      page.on('request', note);
+      await gotoView(page, d.origin, '#/jobs/99999999999999999999999', '.error-box');
+      page.off('request', note);
+      expect((await page.textContent('.error-box')).includes('There is no job 99999999999999999999999') &&
+             (await page.textContent('#view h2')) === 'Job 99999999999999999999999' && !asked.some((u) => u.includes('e+')),
+             `a job id past 2^63 - 1 is not found, shown as written (${await page.textContent('#view h2')}, ${asked})`);
     });
 
     await step('job view: imported results (a kernel trace and an nsys summary)', async () => {
