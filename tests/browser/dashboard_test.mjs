@@ -959,6 +959,18 @@ async function main() {
       const id = Number(page.url().match(/#\/jobs\/(\d+)/)[1]);
       const job = await api(d, 'GET', `/api/v1/jobs/${id}`);
       expect(job.name === 'from the form' && job.labels.via === 'browser' && job.op === 'stream', 'the form posted its fields');
+      // Labels named as an object's own properties are labels like any other.
+      await gotoView(page, d.origin, '#/submit', '#submit-spec');
+      await page.selectOption('#submit-template', 'stream');
+      await page.fill('#submit-name', 'odd label keys');
+      await page.fill('#submit-labels', '__proto__=x, constructor=y');
+      await page.click('#submit-button');
+      await page.waitForFunction(() => /^#\/jobs\/\d+/.test(location.hash));
+      const odd = await api(d, 'GET', `/api/v1/jobs/${page.url().match(/#\/jobs\/(\d+)/)[1]}`);
+      expect(JSON.stringify(odd.labels) === '{"__proto__":"x","constructor":"y"}' ||
+             JSON.stringify(odd.labels) === '{"constructor":"y","__proto__":"x"}',
+             `labels __proto__ and constructor are posted (${JSON.stringify(odd.labels)})`);
+      await waitJob(d, odd.id);
     });
 
     await step('submit view: templates made for a daemon of OpenCL CPU devices', async () => {
