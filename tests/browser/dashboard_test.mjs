@@ -1273,6 +1273,7 @@ async function main() {
       await api(d, 'POST', '/api/v1/tasks', {...axpyTask('longdesc'), description: 'D'.repeat(9990)});
       await gotoView(page, d.origin, '#/jobs', `#jobs-table tr[data-id="${long.id}"]`);
       expect(await fits(), 'a long job name and label do not widen the jobs list');
+      await shot(page, 'jobs-long-names');
       const row = await page.textContent(`#jobs-table tr[data-id="${long.id}"]`);
       expect(!row.includes('\u202e') && row.includes('\ufffd'), 'an override in a name or label is shown, not obeyed');
       await gotoView(page, d.origin, `#/jobs/${long.id}`, '.job-head h2');
