@@ -229,6 +229,14 @@ export function mount(root, {query}) {
       for (let i = 0; i < x.length; ++i) if (x[i] !== y[i]) return x[i] - y[i];
       return 0;
     });
+    // A job without a successful point has nothing to match: that is what to say of it.
+    const empty = jobs.filter((j, i) => !perJob[i].size).map((j) => `job ${j.job.id}`);
+    if (empty.length) {
+      const message = empty.length === 1 ? `${empty[0]} has no successful point to compare.`
+        : `${empty.slice(0, -1).join(', ')} and ${empty[empty.length - 1]} have no successful point to compare.`;
+      body.replaceChildren(errorBox({type: 'nothing_to_compare', message: message[0].toUpperCase() + message.slice(1)}));
+      return;
+    }
     if (!keys.length) {
       body.replaceChildren(errorBox({type: 'nothing_shared', message: `No point has the same ${shared.join(', ')} in every job.`}));
       return;

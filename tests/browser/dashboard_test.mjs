@@ -1295,6 +1295,15 @@ async function main() {
       await page.setViewportSize({width: 1400, height: 1000});
     });
 
+    await step('compare view: a job without a successful point is named', async () => {
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'no point succeeds', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                       sweep: {N: [1024]}, mock: {fault: 'crash', fault_index: 0}});
+      await waitJob(d, id);
+      await gotoView(page, d.origin, `#/compare?jobs=${id},${ids.failed}`, '.error-box');
+      const text = await page.textContent('.error-box');
+      expect(text.includes(`Job ${id} has no successful point`), `the compare view names the job without a successful point (${text})`);
+    });
+
     expect(watch.errors.length === 0, `no console errors (${JSON.stringify(watch.errors)})`);
     // The only failed requests are the ones the steps provoked: an unknown job, a bad spec.
     const expected = (e) => (e.startsWith('404 ') && (e.includes('/api/v1/jobs/999999') || e.endsWith('/api/v1/tasks/no-such-task'))) ||
