@@ -13,7 +13,9 @@ import * as tasksView from './view_tasks.js';
 import {splitHash} from './dom.js';
 
 const ROUTES = [
-  {pattern: /^#\/jobs\/(\d+)$/, view: jobView, nav: 'jobs', args: (m) => ({id: Number(m[1])})},
+  // A job's id is a digit string, kept as one (a Number would turn 99999999999999999999999 into
+  // 1e+23): leading zeros go, and the job view says that one past 2^63 - 1 is no job.
+  {pattern: /^#\/jobs\/(\d+)$/, view: jobView, nav: 'jobs', args: (m) => ({id: m[1].replace(/^0+(?=\d)/, '')})},
   // A task's name is [A-Za-z0-9_.-]{1,64}: nothing in it needs decoding.
   {pattern: /^#\/tasks\/([A-Za-z0-9_.-]{1,64})$/, view: taskView, nav: 'tasks', args: (m) => ({name: m[1]})},
   {pattern: /^#\/tasks$/, view: tasksView, nav: 'tasks', args: () => ({})},

@@ -563,10 +563,13 @@ export function rooflineOption({rows, device, dtypes, dtypeColors, variants, ani
   for (const s of series) delete s.ptRows;
   return {
     ...baseOption(animate),
-    // The ceilings' names are long: the legend goes under the plot, wrapping, where it is clear
-    // of the toolbox and the axis names.
-    grid: {...baseOption(animate).grid, bottom: several ? 125 : 100},  // several dtypes: a longer legend
-    legend: {bottom: 0, left: 10, right: 10, type: 'plain', data: series.map((s) => s.name)},
+    // The ceilings' names are long: their legend goes under the plot, wrapping, where it is clear
+    // of the toolbox and the axis names. Variants, however many, have the other charts' legend
+    // in its band above the plot, scrolling.
+    grid: {...baseOption(animate).grid, top: variants ? TOP_LEGEND : TOP_PLAIN, bottom: several ? 125 : 100},  // several dtypes: a longer legend
+    legend: [{bottom: 0, left: 10, right: 10, type: 'plain',
+              data: series.filter((s) => !variants || s.type === 'line').map((s) => s.name)},
+             ...(variants ? [legendBand(series.filter((s) => s.type === 'scatter').map((s) => s.name))] : [])],
     tooltip: {trigger: 'item', confine: true, formatter: (p) => {
       const r = p.seriesType === 'scatter' && (ptRows.get(p.seriesName) || [])[p.dataIndex];
       return r ? `${paramsText(r.params, r.name || r.variant)}<br>${fmt(r.metrics.tflops)} TFLOP/s at ` +

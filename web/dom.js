@@ -1,5 +1,16 @@
 // Small DOM and formatting helpers shared by the views. Text always goes in as text, never as
-// HTML, so names, labels and error messages from the API cannot inject markup.
+// HTML, so names, labels and error messages from the API cannot inject markup. Nor can they
+// reorder the page: the explicit bidi controls (embeddings, overrides, isolates) in any text
+// shown are drawn as U+FFFD, and user text goes in a <bdi> (userText) so that its direction
+// stays its own.
+
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g;
+
+// `s` as a string with its bidi controls made visible (a name "abc\u202eevil" cannot show
+// as "abclive").
+export function visibleText(s) {
+  return String(s).replace(BIDI_CONTROLS, '\ufffd');
+}
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -10,13 +21,20 @@ export function h(tag, attrs = {}, ...children) {
     else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'value') el.value = v;
     else if (v === true) el.setAttribute(k, '');
+    else if (k === 'title') el.setAttribute(k, visibleText(v));
     else el.setAttribute(k, v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
-    el.append(c instanceof Node ? c : String(c));
+    el.append(c instanceof Node ? c : visibleText(c));
   }
   return el;
+}
+
+// A name, label, description or other text that a user wrote, isolated from the text around it
+// (a right-to-left name does not pull a following "=value" or count into its run).
+export function userText(s, attrs = {}) {
+  return h('bdi', attrs, s);
 }
 
 // A number to `digits` significant digits, without exponent for everyday magnitudes.
@@ -75,7 +93,8 @@ export function progressBar(p) {
 
 export function labelChips(labels) {
   return h('span', {class: 'labels'},
-           Object.entries(labels || {}).map(([k, v]) => h('span', {class: 'chip'}, `${k}=${v}`)));
+           Object.entries(labels || {}).map(([k, v]) => h('span', {class: 'chip', title: `${k}=${v}`},
+                                                           userText(k), '=', userText(v))));
 }
 
 // An API error: its type and message, and the fields it names. A message of several lines (a

@@ -8,7 +8,7 @@
 
 import {get, getRows} from './api.js';
 import {VERDICT_COLORS, compareOption} from './charts.js';
-import {emptyState, errorBox, fmtTime, h, setQuery, sig, statusBadge, whenECharts} from './dom.js';
+import {emptyState, errorBox, fmtTime, h, setQuery, sig, statusBadge, userText, whenECharts} from './dom.js';
 
 // The flags that void a point's score (api/openapi.yaml, ResultRow.flags; engine/fitness.cpp):
 // a wrong answer or a time under the physical floor. Such a point is never a job's best, and
@@ -119,7 +119,7 @@ function problemDifferences(jobs, ops) {
 // jobs run different ops, differ in a field of the problem, or use a shared name for different
 // fields.
 function joinNotice(jobs, shared, byName, base) {
-  const list = h('ul', {}, jobs.map((j) => h('li', {}, h('a', {href: `#/jobs/${j.id}`}, `#${j.id} ${j.name}`), `: ${kernelText(j)}`)));
+  const list = h('ul', {}, jobs.map((j) => h('li', {}, h('a', {href: `#/jobs/${j.id}`}, `#${j.id} `, userText(j.name)), `: ${kernelText(j)}`)));
   if (byName) {
     return h('div', {class: 'note-box', id: 'compare-join'},
              h('strong', {}, 'Matched by kernel name: '), 'each kernel is compared with the kernel of the same name in every job.', list);
@@ -167,7 +167,7 @@ export function mount(root, {query}) {
           h('input', {type: 'checkbox', value: String(j.id), onchange: () => {
             const picked = [...root.querySelectorAll('.pick input:checked')].map((c) => c.value);
             input.value = picked.join(', ');
-          }}), ` #${j.id} ${j.name} `, h('span', {class: 'muted'}, `${j.op}, ${j.progress.total} points`))))));
+          }}), ` #${j.id} `, userText(j.name), ' ', h('span', {class: 'muted'}, `${j.op}, ${j.progress.total} points`))))));
     } catch (e) {
       return errorBox(e);
     }
@@ -229,6 +229,14 @@ export function mount(root, {query}) {
       for (let i = 0; i < x.length; ++i) if (x[i] !== y[i]) return x[i] - y[i];
       return 0;
     });
+    // A job without a successful point has nothing to match: that is what to say of it.
+    const empty = jobs.filter((j, i) => !perJob[i].size).map((j) => `job ${j.job.id}`);
+    if (empty.length) {
+      const message = empty.length === 1 ? `${empty[0]} has no successful point to compare.`
+        : `${empty.slice(0, -1).join(', ')} and ${empty[empty.length - 1]} have no successful point to compare.`;
+      body.replaceChildren(errorBox({type: 'nothing_to_compare', message: message[0].toUpperCase() + message.slice(1)}));
+      return;
+    }
     if (!keys.length) {
       body.replaceChildren(errorBox({type: 'nothing_shared', message: `No point has the same ${shared.join(', ')} in every job.`}));
       return;
@@ -264,7 +272,7 @@ export function mount(root, {query}) {
       h('tbody', {}, others.map((i, o) => {
         const s = speedups[o], v = verdicts[o];
         const count = (x) => `${v.filter((y) => y === x).length} of ${v.length}`;
-        return h('tr', {}, h('td', {}, h('a', {href: `#/jobs/${jobs[i].job.id}`}, `#${jobs[i].job.id} ${jobs[i].job.name}`)),
+        return h('tr', {}, h('td', {}, h('a', {href: `#/jobs/${jobs[i].job.id}`}, `#${jobs[i].job.id} `, userText(jobs[i].job.name))),
                  h('td', {}, statusBadge(jobs[i].job.status)),
                  h('td', {class: 'num'}, `${sig(geomean(s), 3)}×`),
                  h('td', {class: 'num good'}, count('faster')),

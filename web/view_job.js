@@ -7,7 +7,7 @@
 import {download, get, getRows, post} from './api.js';
 import {METRICS, heatmapOption, isGeometric, kernelsOption, metricOf, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
         variantSpeedup, variantSpeedupOption, wantsLog} from './charts.js';
-import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, whenECharts} from './dom.js';
+import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, userText, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
@@ -157,7 +157,7 @@ function variantSummaryBox(v) {
     h('thead', {}, h('tr', {}, h('th', {}, 'variant'), h('th', {class: 'num'}, 'points'), h('th', {class: 'num'}, 'fastest at'),
                      h('th', {class: 'num'}, `geomean ${basis.short}`))),
     h('tbody', {}, v.variants.map((x) => h('tr', {class: x.name === v.best ? 'best' : ''},
-      h('td', {}, x.name, x.name === v.baseline ? h('span', {class: 'muted'}, ' (baseline)') : '', x.name === v.best ? h('b', {}, ' ★ best') : ''),
+      h('td', {}, userText(x.name), x.name === v.baseline ? h('span', {class: 'muted'}, ' (baseline)') : '', x.name === v.best ? h('b', {}, ' ★ best') : ''),
       h('td', {class: 'num'}, String(x.ok_points)),
       h('td', {class: 'num'}, `${x.wins} of ${v.points}`),
       h('td', {class: 'num'}, Number.isFinite(x.geomean_speedup) ? `${sig(x.geomean_speedup, 3)}×` : '—')))));
@@ -204,6 +204,9 @@ function importedDevice(job) {
   return d ? {index: null, name: d.name || d.model, datasheet: d.datasheet || null} : null;
 }
 
+const MAX_ID = 2n ** 63n - 1n;
+
+// `id`: the job's id, a digit string without leading zeros.
 export function mount(root, {id, query}) {
   // nodes: the fleet's (from the devices list), to name the device "node / index" in a fleet.
   // variants: the job's variant names (null without); baseline: the one speedups are over.
@@ -284,20 +287,21 @@ export function mount(root, {id, query}) {
         h('span', {class: 'variant-name', style: `color:${variantColor(state.variants, v)}`}, v)]),
         state.baseline ? ` (speedups over ${state.baseline})` : ' (speedups over the slowest at each point)')] : '',
       variants && variants.best ? [h('dt', {}, 'best variant'), h('dd', {id: 'best-variant'},
-        `${variants.best}: ${sig((variants.variants.find((x) => x.name === variants.best) || {}).geomean_speedup, 3)}× ` +
+        userText(variants.best), `: ${sig((variants.variants.find((x) => x.name === variants.best) || {}).geomean_speedup, 3)}× ` +
         `${speedupBasis(variants.speedup_over === 'baseline' ? variants.baseline : null).short} (geometric mean over ${variants.points} points)`)] : '',
       h('dt', {title: 'the point with the highest throughput: the least time per FLOP, else per byte, else the least time'},
         state.variants ? 'best row' : 'best'), h('dd', {id: 'best-point'}, best && best.held_out
         ? `point ${best.index}, held out by its task (its sizes and time are not shown)`
         : best
-        ? `${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}${bestName ? ` (${bestName})` : ''}` : '—'),
+        ? [`${fmtTime(best.median_us)} at ${Object.entries(best.params).map(([k, v]) => `${k}=${v}`).join(', ')}`,
+           bestName ? [' (', userText(bestName), ')'] : ''] : '—'),
       simulated ? [h('dt', {}, 'times'), h('dd', {id: 'simulated-note', class: 'warn'},
         'simulated by the mock engine: a model of the device, no kernel compiled, run or verified')] : '',
       fitness && hasFitness(j.spec) ? [h('dt', {}, 'fitness'), h('dd', {id: 'job-fitness'}, fitnessText(fitness, simulated))] : '');
     const perVariant = variants && Array.isArray(variants.variants) && variants.variants.length ? variantSummaryBox(variants) : '';
     head.replaceChildren(
       h('div', {class: 'title-row'},
-        h('h2', {}, `#${j.id} `, j.name), statusBadge(j.status), labelChips(j.labels), h('span', {class: 'spacer'}), buttons),
+        h('h2', {}, `#${j.id} `, userText(j.name)), statusBadge(j.status), labelChips(j.labels), h('span', {class: 'spacer'}), buttons),
       progressBar(j.progress),
       facts,
       perVariant,
@@ -776,6 +780,8 @@ export function mount(root, {id, query}) {
 
   async function load() {
     try {
+      // The daemon's ids are 64-bit signed: a larger one names no job.
+      if (BigInt(id) > MAX_ID) throw {status: 404};
       // All three at once; while the results travel, the charts are set up (ECharts' first
       // chart costs ~100 ms of set-up that would otherwise come after the data).
       const rowsPromise = getRows(`/api/v1/jobs/${id}/results?format=jsonl&fields=${ROW_FIELDS}`);
@@ -823,7 +829,7 @@ export function mount(root, {id, query}) {
   return {
     async onEvent(e) {
       if (!state.job) return;
-      if (e.type === 'job' && e.data.id === id) {
+      if (e.type === 'job' && String(e.data.id) === id) {
         const startedNow = state.job.device === null && e.data.device !== null;
         state.job = {...e.data, spec: state.job.spec};
         if (startedNow) {
@@ -832,7 +838,7 @@ export function mount(root, {id, query}) {
         }
         renderHead();
         if (TERMINAL.has(e.data.status)) { fetchMore(); renderDataSoon(); }
-      } else if (e.type === 'points' && e.data.job_id === id) {
+      } else if (e.type === 'points' && String(e.data.job_id) === id) {
         state.job.progress = {...state.job.progress, done: e.data.done, total: e.data.total,
                               failed: (state.job.progress.failed || 0) + e.data.failed};
         head.querySelector('.progress') && head.querySelector('.progress').replaceWith(progressBar(state.job.progress));

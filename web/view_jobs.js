@@ -2,7 +2,7 @@
 // a selection to compare. In a fleet the device is "node / index": the node that runs or ran it.
 
 import {get, post} from './api.js';
-import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge, throttle} from './dom.js';
+import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge, throttle, userText} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
 const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
@@ -125,7 +125,7 @@ export function mount(root, {query}) {
     return h('tr', {dataset: {id: job.id}},
              h('td', {}, checkbox),
              h('td', {}, h('a', {href: `#/jobs/${job.id}`}, `#${job.id}`)),
-             h('td', {}, h('a', {href: `#/jobs/${job.id}`}, job.name)),
+             h('td', {class: 'job-name'}, h('a', {href: `#/jobs/${job.id}`, title: job.name}, userText(job.name))),
              h('td', {}, job.op),
              h('td', {}, statusBadge(job.status, job.error ? `${job.error.type}: ${job.error.message}` : undefined)),
              h('td', {}, progressBar(job.progress)),
@@ -133,7 +133,7 @@ export function mount(root, {query}) {
                job.engine === 'import' ? h('span', {class: 'muted'}, 'imported')
                : job.device === null ? h('span', {class: 'muted'}, placementText(job.requested_device, fleet()))
                : deviceLabel(job.node, job.device, fleet())),
-             h('td', {}, labelChips(job.labels)),
+             h('td', {class: 'labels-cell'}, labelChips(job.labels)),
              h('td', {class: 'num'}, best),
              h('td', {title: job.created_at, dataset: {created: job.created_at}}, age(job.created_at)),
              h('td', {}, cancel));

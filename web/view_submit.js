@@ -126,7 +126,8 @@ export function mount(root) {
     if (name.value.trim()) body.name = name.value.trim();
     const pairs = labels.value.split(',').map((s) => s.trim()).filter(Boolean);
     if (pairs.length) {
-      body.labels = {...(body.labels || {})};
+      // Without a prototype, so that a label named __proto__ (or constructor) is a label like any other.
+      body.labels = Object.assign(Object.create(null), body.labels || {});
       for (const p of pairs) {
         const i = p.indexOf('=');
         if (i <= 0) throw {type: 'invalid_labels', message: `label "${p}" is not KEY=VALUE`};

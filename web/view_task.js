@@ -3,7 +3,7 @@
 // the task's jobs ranked by their combined score, updated live as jobs are submitted and end.
 
 import {get} from './api.js';
-import {age, emptyState, errorBox, h, labelChips, sig, statusBadge} from './dom.js';
+import {age, emptyState, errorBox, h, labelChips, sig, statusBadge, userText} from './dom.js';
 import {boundText} from './view_tasks.js';
 
 const PAGE = 200;
@@ -109,9 +109,9 @@ export function mount(root, {name}) {
         s && Number.isInteger(s.used) ? h('span', {id: 'task-used'}, `: you used ${s.used}, ${s.remaining} remaining`) : ''),
       h('dt', {}, 'created'), h('dd', {title: t.created_at}, new Date(t.created_at).toLocaleString()));
     head.replaceChildren(
-      h('div', {class: 'title-row'}, h('h2', {}, 'Task ', t.name), statusBadge(t.status),
+      h('div', {class: 'title-row'}, h('h2', {}, 'Task ', userText(t.name)), statusBadge(t.status),
         h('span', {class: 'spacer'}), h('a', {class: 'button ghost', href: '#/tasks'}, 'All tasks')),
-      t.description ? h('p', {class: 'task-description', id: 'task-description'}, t.description) : '',
+      t.description ? h('p', {class: 'task-description', id: 'task-description'}, userText(t.description)) : '',
       facts,
       h('h3', {}, 'Arguments'), args);
   }
@@ -129,7 +129,7 @@ export function mount(root, {name}) {
     return h('tr', {dataset: {id: job.id}, class: where === 3 ? 'failed-row' : undefined},
              h('td', {class: 'num rank'}, r === null ? '' : String(r)),
              h('td', {}, h('a', {href: `#/jobs/${job.id}`}, `#${job.id}`)),
-             h('td', {class: 'name', title: job.name}, h('a', {href: `#/jobs/${job.id}`}, job.name)),
+             h('td', {class: 'name', title: job.name}, h('a', {href: `#/jobs/${job.id}`}, userText(job.name))),
              h('td', {}, labelChips(labels)),
              h('td', {}, statusBadge(job.status, job.error ? `${job.error.type}: ${job.error.message}` : undefined)),
              scoreCell,

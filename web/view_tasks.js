@@ -2,7 +2,7 @@
 // and held-out points every submission is measured at, and the bound on each agent's submissions.
 
 import {get} from './api.js';
-import {age, emptyState, errorBox, h, statusBadge} from './dom.js';
+import {age, emptyState, errorBox, h, statusBadge, userText} from './dom.js';
 
 // A task's description on one line of the table: its first line, cut at `max` characters (the
 // whole of it is the cell's title).
@@ -35,7 +35,7 @@ export function mount(root) {
   function row(t) {
     const href = `#/tasks/${encodeURIComponent(t.name)}`;
     return h('tr', {dataset: {name: t.name}},
-             h('td', {}, h('a', {href}, t.name)),
+             h('td', {class: 'task-name'}, h('a', {href, title: t.name}, userText(t.name))),
              h('td', {}, statusBadge(t.status, t.retired_at ? `retired ${new Date(t.retired_at).toLocaleString()}` : undefined)),
              h('td', {class: 'description', title: t.description || undefined}, oneLine(t.description)),
              h('td', {}, (t.dtypes || []).join(', ')),

@@ -178,7 +178,8 @@ async function shot(page, name) {
 }
 
 // The texts a chart drew (axis names and labels, legend entries, visual map labels) with their
-// boxes in the chart's pixels, read from its zrender elements.
+// boxes in the chart's pixels, read from its zrender elements: the part of each inside its clip
+// (a scrolling legend's entries on another page are clipped away).
 async function chartTexts(page, id) {
   return page.evaluate((chartId) => {
     const chart = echarts.getInstanceByDom(document.getElementById(chartId));
@@ -189,6 +190,14 @@ async function chartTexts(page, id) {
       const r = el.getBoundingRect().clone();
       el.updateTransform && el.updateTransform();
       if (el.transform) r.applyTransform(el.transform);
+      for (const cp of el.__clipPaths || []) {
+        const c = cp.getBoundingRect().clone();
+        if (cp.transform) c.applyTransform(cp.transform);
+        const x0 = Math.max(r.x, c.x), y0 = Math.max(r.y, c.y);
+        r.width = Math.min(r.x + r.width, c.x + c.width) - x0;
+        r.height = Math.min(r.y + r.height, c.y + c.height) - y0;
+        r.x = x0; r.y = y0;
+      }
       if (r.width <= 0 || r.height <= 0) return;
       out.push({text, x: r.x, y: r.y, w: r.width, h: r.height});
     });
@@ -480,6 +489,15 @@ async function main() {
       expect(await page.locator('#view details, #view .chart-box, #view .results').count() === 0,
              'no empty boxes or Details expander for a job that does not exist');
       await shot(page, 'job-missing');
+      // An id past 2^63 - 1 is no job, named as written (not 1e+23), and asked of no one.
+      const asked = [];
+      const note = (r) => { if (r.url().includes('/api/v1/jobs/')) asked.push(r.url()); };
+      page.on('request', note);
+      await gotoView(page, d.origin, '#/jobs/99999999999999999999999', '.error-box');
+      page.off('request', note);
+      expect((await page.textContent('.error-box')).includes('There is no job 99999999999999999999999') &&
+             (await page.textContent('#view h2')) === 'Job 99999999999999999999999' && !asked.some((u) => u.includes('e+')),
+             `a job id past 2^63 - 1 is not found, shown as written (${await page.textContent('#view h2')}, ${asked})`);
     });
 
     await step('job view: imported results (a kernel trace and an nsys summary)', async () => {
@@ -787,6 +805,45 @@ async function main() {
       expect(o3.length === 0, `roofline of two dtypes: no text drawn over another (${o3.join('; ')})`);
     });
 
+    await step('job view: sixteen variants of long names, the roofline\'s legend clear of its plot', async () => {
+      const variants = Array.from({length: 16}, (_, i) => ({name: `variant_${String(i).padStart(2, '0')}_`.padEnd(51, 'x')}));
+      const id = (await api(d, 'POST', '/api/v1/jobs', {name: 'sixteen gemms', engine: 'mock',
+        kernel: {op: 'gemm', m: 'M', n: 'N', k: 1024, dtype: 'f16'}, variants, sweep: {M: [256, 512], N: [256]}})).id;
+      await waitJob(d, id);
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      // Each legend's drawn box (its own elements, as clipped) above or below the plot's.
+      const box = await page.evaluate(() => {
+        const chart = echarts.getInstanceByDom(document.getElementById('chart-roofline'));
+        const grid = chart.getModel().getComponent('grid').coordinateSystem.getRect();
+        const legends = chart.getOption().legend.map((l) => ({type: l.type, n: l.data.length, top: Infinity, bottom: -Infinity}));
+        for (const el of chart.getZr().storage.getDisplayList(true)) {
+          let info = null;
+          for (let p = el.parent; p && !info; p = p.parent) if (p.__ecComponentInfo && p.__ecComponentInfo.mainType === 'legend') info = p.__ecComponentInfo;
+          if (!info) continue;
+          const r = el.getBoundingRect().clone();
+          if (el.transform) r.applyTransform(el.transform);
+          let top = r.y, bottom = r.y + r.height;
+          for (const cp of el.__clipPaths || []) {
+            const c = cp.getBoundingRect().clone();
+            if (cp.transform) c.applyTransform(cp.transform);
+            top = Math.max(top, c.y); bottom = Math.min(bottom, c.y + c.height);
+          }
+          if (bottom <= top) continue;
+          const l = legends[info.index];
+          l.top = Math.min(l.top, top); l.bottom = Math.max(l.bottom, bottom);
+        }
+        return {grid: {top: grid.y, bottom: grid.y + grid.height}, legends};
+      });
+      expect(box.legends.some((l) => l.type === 'scroll' && l.n === 16) &&
+             box.legends.every((l) => l.top >= box.grid.bottom || l.bottom <= box.grid.top),
+             `the roofline's variants have a scrolling legend, and every legend is clear of the plot (${JSON.stringify(box)})`);
+      await shot(page, 'job-sixteen-variants');
+      // (The toolbox's box as read counts its icons' hover area, which reaches into the legend's
+      // band in every chart with a long legend: its icons themselves are above it.)
+      const clash = (await overlaps(page, 'chart-roofline')).filter((o) => !o.includes('[toolbox]'));
+      expect(clash.length === 0, `no text of the roofline overlaps another (${clash})`);
+    });
+
     await step('devices view', async () => {
       await gotoView(page, d.origin, '#/devices', '#view[data-charts-ready]');
       expect(await page.locator('.device-card').count() === 2, 'two device cards');
@@ -902,6 +959,18 @@ async function main() {
       const id = Number(page.url().match(/#\/jobs\/(\d+)/)[1]);
       const job = await api(d, 'GET', `/api/v1/jobs/${id}`);
       expect(job.name === 'from the form' && job.labels.via === 'browser' && job.op === 'stream', 'the form posted its fields');
+      // Labels named as an object's own properties are labels like any other.
+      await gotoView(page, d.origin, '#/submit', '#submit-spec');
+      await page.selectOption('#submit-template', 'stream');
+      await page.fill('#submit-name', 'odd label keys');
+      await page.fill('#submit-labels', '__proto__=x, constructor=y');
+      await page.click('#submit-button');
+      await page.waitForFunction(() => /^#\/jobs\/\d+/.test(location.hash));
+      const odd = await api(d, 'GET', `/api/v1/jobs/${page.url().match(/#\/jobs\/(\d+)/)[1]}`);
+      expect(JSON.stringify(odd.labels) === '{"__proto__":"x","constructor":"y"}' ||
+             JSON.stringify(odd.labels) === '{"constructor":"y","__proto__":"x"}',
+             `labels __proto__ and constructor are posted (${JSON.stringify(odd.labels)})`);
+      await waitJob(d, odd.id);
     });
 
     await step('submit view: templates made for a daemon of OpenCL CPU devices', async () => {
@@ -1229,6 +1298,54 @@ async function main() {
       await page.waitForFunction(() => [...document.querySelectorAll('#results-table tbody tr:not(.spacer)')].some((tr) => tr.children[0].textContent === '9999'));
       expect(await page.locator('#results-table tbody tr').count() < 100, 'only visible rows are in the DOM');
       await shot(page, 'job-10k');
+    });
+
+    await step('long and right-to-left user text: the page keeps its width, a name its order', async () => {
+      // One unbroken word in a name, a label, an imported kernel's name and a task's
+      // description; an override (U+202E) in a name and a label.
+      const fits = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1);
+      await page.setViewportSize({width: 1300, height: 900});
+      const long = await api(d, 'POST', '/api/v1/jobs', {name: 'L'.repeat(150) + '\u202eevil',
+        labels: {rtl: '\u202e\u05e9\u05dc\u05d5\u05dd abc', z: 'a'.repeat(256)}, engine: 'mock',
+        kernel: {op: 'stream', variant: 'copy', n: 'N', dtype: 'f32'}, sweep: {N: [1024]}});
+      await waitJob(d, long.id);
+      const kernel = 'void ' + 'very_long_template<'.repeat(500) + 'int' + '>'.repeat(500) + '(float*)';
+      const csv = '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)","Name"\n' +
+                  `"10","1000","4","1000","1000","900","1200","10","${kernel}"\n`;
+      const imported = await api(d, 'POST', '/api/v1/imports', {format: 'nsys_cuda_gpu_kern_sum', name: 'long kernel name',
+                                                              device: 'H100', data: csv});
+      await api(d, 'POST', '/api/v1/tasks', {...axpyTask('longdesc'), description: 'D'.repeat(9990)});
+      await gotoView(page, d.origin, '#/jobs', `#jobs-table tr[data-id="${long.id}"]`);
+      expect(await fits(), 'a long job name and label do not widen the jobs list');
+      await shot(page, 'jobs-long-names');
+      const row = await page.textContent(`#jobs-table tr[data-id="${long.id}"]`);
+      expect(!row.includes('\u202e') && row.includes('\ufffd'), 'an override in a name or label is shown, not obeyed');
+      await gotoView(page, d.origin, `#/jobs/${long.id}`, '.job-head h2');
+      expect(await fits(), 'a long job name and label do not widen the job page');
+      // "evil" reads left to right: its e is left of its l.
+      const order = await page.evaluate(() => {
+        const text = [...document.querySelectorAll('.job-head h2 bdi')].map((b) => b.firstChild).find((t) => t && t.data.includes('evil'));
+        const x = (i) => { const r = document.createRange(); r.setStart(text, i); r.setEnd(text, i + 1); return r.getBoundingClientRect().x; };
+        const at = text.data.indexOf('evil');
+        return x(at) < x(at + 3);
+      });
+      expect(order, 'a name after an override reads in its logical order');
+      await gotoView(page, d.origin, `#/jobs/${imported.id}`, '#best-point');
+      expect(await fits(), 'a long kernel name on the best line does not widen the job page');
+      await gotoView(page, d.origin, '#/tasks/longdesc', '#task-description');
+      expect(await fits(), 'a long unbroken task description does not widen the task page');
+      await gotoView(page, d.origin, '#/tasks', '#tasks-table tbody tr');
+      expect(await fits(), 'the tasks list keeps its width');
+      await page.setViewportSize({width: 1400, height: 1000});
+    });
+
+    await step('compare view: a job without a successful point is named', async () => {
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'no point succeeds', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                       sweep: {N: [1024]}, mock: {fault: 'crash', fault_index: 0}});
+      await waitJob(d, id);
+      await gotoView(page, d.origin, `#/compare?jobs=${id},${ids.failed}`, '.error-box');
+      const text = await page.textContent('.error-box');
+      expect(text.includes(`Job ${id} has no successful point`), `the compare view names the job without a successful point (${text})`);
     });
 
     expect(watch.errors.length === 0, `no console errors (${JSON.stringify(watch.errors)})`);
