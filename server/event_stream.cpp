@@ -1,5 +1,6 @@
 #include "server/event_stream.hpp"
 
+#include <algorithm>
 #include <memory>
 
 #include "api/held_out.hpp"
@@ -7,7 +8,8 @@
 namespace kernelscan {
 
 std::function<bool(std::string&)> event_stream(event_hub& hub, std::uint64_t after, bool stale,
-                                               std::atomic<int>& open, bool hide_held_out) {
+                                               std::atomic<int>& open, bool hide_held_out,
+                                               std::function<bool()> hung_up) {
   struct stream_state {
     std::atomic<int>& open;
     std::uint64_t after;
@@ -18,7 +20,7 @@ std::function<bool(std::string&)> event_stream(event_hub& hub, std::uint64_t aft
   // Built in place: a temporary's destructor would give the stream's place back.
   auto st = std::make_shared<stream_state>(open, after, stale);
   event_hub* h = &hub;
-  return [h, st, hide_held_out](std::string& chunk) {
+  return [h, st, hide_held_out, hung_up = std::move(hung_up)](std::string& chunk) {
     if (!st->started) {
       st->started = true;
       chunk = "retry: 2000\n";
@@ -29,7 +31,15 @@ std::function<bool(std::string&)> event_stream(event_hub& hub, std::uint64_t aft
       chunk += "event: ready\ndata: {\"last_event_id\":" + std::to_string(st->after) + "}\n\n";
       return true;
     }
-    auto b = h->wait(st->after, event_hub::clock::now() + k_event_heartbeat, k_event_linger);
+    // Waited for in slices, between which a client that closed its side is let go.
+    const auto heartbeat = event_hub::clock::now() + k_event_heartbeat;
+    auto b = h->wait(st->after, std::min(heartbeat, event_hub::clock::now() + k_event_hangup_check),
+                     k_event_linger);
+    while (!b.stopping && !b.gap && b.events.empty() && event_hub::clock::now() < heartbeat) {
+      if (hung_up && hung_up()) return false;
+      b = h->wait(st->after, std::min(heartbeat, event_hub::clock::now() + k_event_hangup_check),
+                  k_event_linger);
+    }
     if (b.stopping) return false;
     if (b.gap) {
       chunk += "event: reset\ndata: {}\n\n";  // missed events: reload everything

@@ -374,7 +374,7 @@ response http_api::impl::events_stream(const request& req) {
   r.content_type = "text/event-stream";
   r.headers.emplace_back("Cache-Control", "no-cache");
   r.headers.emplace_back("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
-  r.stream = event_stream(events, after, stale, event_streams, !req.operator_access);
+  r.stream = event_stream(events, after, stale, event_streams, !req.operator_access, req.hung_up);
   return r;
 }
 

@@ -659,6 +659,7 @@ struct http_transport::impl {
     req.agent = [this, &hreq] {
       return access.agent_of(hreq.get_header_value("Authorization"), hreq.remote_addr);
     };
+    req.hung_up = [] { return t_connection && t_connection->hung_up(); };
     try {
       send(route.handler(req), res);
       // A body that is already encoded (a precompressed asset): httplib would compress it

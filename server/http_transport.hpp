@@ -51,6 +51,8 @@ struct request {
   bool operator_token = false;
   // Who the caller is, for bounds on each agent's submissions (access_control::agent_of).
   std::function<std::string()> agent;
+  // Whether the client has gone (closed its side), asked while a streamed answer waits.
+  std::function<bool()> hung_up = [] { return false; };
 };
 
 struct response {

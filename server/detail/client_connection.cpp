@@ -190,6 +190,16 @@ bool client_connection::readable() const {
   return wait(POLLIN, clock::now() + m_timeouts.read, false) == waited::ready;
 }
 
+bool client_connection::hung_up() const {
+  if (m_abandoned) return true;
+  pollfd p{m_fd, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) return true;
+  // Readable: bytes the client sent after its request (they stay for the next read), or its end.
+  char byte = 0;
+  return ::recv(m_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 bool client_connection::wait_for_room() {
   if (m_abandoned || m_answer_timed_out) return false;
   const clock::duration allowed =

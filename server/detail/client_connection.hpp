@@ -88,6 +88,10 @@ class client_connection {
   ssize_t write(const char* data, std::size_t size);
   // Input is buffered, or arrives within the read timeout.
   bool readable() const;
+  // The client has closed its side or the connection is gone, as far as can be told now
+  // without waiting or reading: a streamed answer (the event stream, idle between events)
+  // ends then rather than at its next write.
+  bool hung_up() const;
   // There is room to write within the write timeout and what is left of the answer's wait, and
   // the client has not closed.
   bool writable();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "tests/support/daemon_process.hpp"
@@ -256,7 +257,20 @@ TEST(Events, StreamsBeyondTheLimitGet429AndShutdownEndsThem) {
   const auto third = daemon.get("/api/v1/events");
   EXPECT_EQ(third.status, 429);
   EXPECT_EQ(third.body["error"]["type"], "too_many_streams");
-  a.stop();  // a closed stream frees its place (found at the latest by the next heartbeat)
+  // A stream whose client closed gives its place back within about half a second, not at its
+  // next heartbeat (15 s), however idle it is.
+  a.stop();
+  const auto closed = std::chrono::steady_clock::now();
+  std::optional<sse_reader> c;
+  EXPECT_TRUE(eventually(
+      [&] {
+        c.reset();
+        c.emplace(daemon.port());
+        return c->wait_ready(std::chrono::milliseconds(200));
+      },
+      5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - closed, 5s);
+  c.reset();
 
   // SIGTERM ends open streams promptly: the daemon exits cleanly while b is connected.
   const auto t0 = std::chrono::steady_clock::now();
