@@ -45,12 +45,15 @@ class dom_builder {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    // "[json.exception.KIND.N] ...": the part after the tag. It quotes what was last read, which
-    // may be half a UTF-8 character ("last read: '\xC3'"); as it is, the error answer could not
-    // be written as JSON and became a 500.
-    std::string msg = e.what();
-    if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-    throw json_syntax_error("malformed JSON: " + detail::utf8_prefix(msg) + where());
+    throw malformed(e);
+  }
+
+  // The parser's error `e`, saying where it is. Its message quotes what was last read, which may
+  // be half a UTF-8 character ("last read: '\xC3'"); as it is, the error answer could not be
+  // written as JSON and became a 500.
+  json_syntax_error malformed(const std::exception& e) const {
+    return json_syntax_error(
+        "malformed JSON: " + detail::utf8_prefix(untagged_json_error(e.what())) + where());
   }
 
   // " at kernel.args[2].name": where the value being read goes ("" at the top); with `member`
@@ -133,11 +136,16 @@ json parse_json(std::string_view text) {
   } catch (const json::exception& e) {
     // out_of_range for a number no double holds ("1e999"; found by fuzzing, it used to escape
     // as a 500), thrown by the parser itself rather than reported.
-    std::string msg = e.what();
-    if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-    throw json_syntax_error("malformed JSON: " + detail::utf8_prefix(msg) + builder.where());
+    throw builder.malformed(e);
   }
   return root;
+}
+
+std::string untagged_json_error(const std::string& message) {
+  const auto tag_end = message.find("] ");
+  return message.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos
+             ? message.substr(tag_end + 2)
+             : message;
 }
 
 }  // namespace kernelscan

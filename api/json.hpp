@@ -20,4 +20,7 @@ class json_syntax_error : public std::runtime_error {
 };
 json parse_json(std::string_view text);
 
+// A JSON library error's message without its "[json.exception.parse_error.101] " tag.
+std::string untagged_json_error(const std::string& message);
+
 }  // namespace kernelscan

@@ -22,6 +22,7 @@
 #include "server/cli_interrupt.hpp"
 #include "server/cli_job_table.hpp"
 #include "server/cli_report.hpp"
+#include "server/config.hpp"
 #include "server/detail/text_table.hpp"
 
 namespace kernelscan {
@@ -48,14 +49,6 @@ void print_failure(std::ostream& err, const api_failure& e, const std::string& a
   }
 }
 
-// A JSON library error's message without its "[json.exception.type_error.302] " tag.
-std::string untagged(const std::string& message) {
-  const auto tag_end = message.find("] ");
-  return message.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos
-             ? message.substr(tag_end + 2)
-             : message;
-}
-
 // Runs `body` with a client for `opts`, turning the client's errors into messages and exit
 // codes.
 int with_client(const client_options& opts, std::ostream& err,
@@ -78,7 +71,7 @@ int with_client(const client_options& opts, std::ostream& err,
   } catch (const json::exception& e) {  // an answer without a field the command reads
     err << "kernelscan: the server at " << opts.server
         << " did not answer like a kernelscan daemon (an answer lacks what the command reads: "
-        << untagged(e.what()) << ")\n";
+        << untagged_json_error(e.what()) << ")\n";
   } catch (const std::exception& e) {  // an answer that is not what the API promises
     err << "kernelscan: the server at " << opts.server
         << " did not answer like a kernelscan daemon (" << e.what() << ")\n";
@@ -200,8 +193,8 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
 
 // What the client reads is held to the daemon's default limits (README, Limits): a daemon with
 // its default settings refuses more, and /dev/zero or an endless pipe must not fill the memory.
-constexpr std::size_t k_max_spec_bytes = 4 << 20;      // a request body (--max-body-bytes)
-constexpr std::size_t k_max_source_bytes = 256 << 10;  // a kernel source (--max-source-bytes)
+const std::size_t k_max_spec_bytes = serve_config{}.max_body_bytes;     // --max-body-bytes
+const std::size_t k_max_source_bytes = spec_limits{}.max_source_bytes;  // --max-source-bytes
 
 // "4 MiB", "256 KiB".
 std::string limit_text(std::size_t bytes) {
