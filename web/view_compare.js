@@ -229,11 +229,24 @@ export function mount(root, {query}) {
       for (let i = 0; i < x.length; ++i) if (x[i] !== y[i]) return x[i] - y[i];
       return 0;
     });
-    // A job without a successful point has nothing to match: that is what to say of it.
-    const empty = jobs.filter((j, i) => !perJob[i].size).map((j) => `job ${j.job.id}`);
-    if (empty.length) {
-      const message = empty.length === 1 ? `${empty[0]} has no successful point to compare.`
-        : `${empty.slice(0, -1).join(', ')} and ${empty[empty.length - 1]} have no successful point to compare.`;
+    // A job without a successful point has nothing to match: that is what to say of it, and,
+    // of one still queued or running, that it has none yet (the view reloads when it ends).
+    const emptyJobs = jobs.filter((j, i) => !perJob[i].size).map((j) => j.job);
+    if (emptyJobs.length) {
+      const joined = (list) => {
+        const named = list.map((j) => `job ${j.id}`);
+        return named.length === 1 ? named[0] : `${named.slice(0, -1).join(', ')} and ${named[named.length - 1]}`;
+      };
+      const has = (list) => (list.length === 1 ? 'has' : 'have');
+      const pending = emptyJobs.filter((j) => j.status === 'queued' || j.status === 'running');
+      const ended = emptyJobs.filter((j) => !pending.includes(j));
+      const parts = [];
+      if (ended.length) parts.push(`${joined(ended)} ${has(ended)} no successful point to compare.`);
+      if (pending.length) {
+        parts.push(`${joined(pending)} ${has(pending)} no successful point yet (${pending.map((j) => j.status).join(', ')}); `
+                   + 'the comparison is made again when it ends.');
+      }
+      const message = parts.join(' ');
       body.replaceChildren(errorBox({type: 'nothing_to_compare', message: message[0].toUpperCase() + message.slice(1)}));
       return;
     }
