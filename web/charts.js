@@ -1,6 +1,10 @@
 // ECharts options for the job, compare and device views: pure functions from API data to an
 // option object, so what a chart shows follows from the results alone. ECharts is the global
-// `echarts` (assets/echarts.min.js, from npm, embedded in the daemon).
+// `echarts` (assets/echarts.min.js, from npm, embedded in the daemon). ECharts draws its text
+// on a canvas, which obeys bidi controls: user text (job and kernel names) goes in through
+// visibleText, as the page's does.
+
+import {visibleText} from './dom.js';
 
 export const METRICS = {
   time: {label: 'median time (µs)', unit: 'µs', short: 'time'},
@@ -102,13 +106,13 @@ function errorBars(name, data, color) {
 }
 
 function paramsText(params, name) {
-  const text = Object.entries(params).map(([k, v]) => `${k}=${v}`).join(', ');
+  const text = Object.entries(params).map(([k, v]) => `${escapeHtml(k)}=${escapeHtml(v)}`).join(', ');
   return name ? `${text} <b>${escapeHtml(name.length > 80 ? `${name.slice(0, 80)}…` : name)}</b>` : text;
 }
 
 // Kernel names come from imported files; tooltips are HTML.
 function escapeHtml(s) {
-  return String(s).replace(/[&<>"']/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
+  return visibleText(s).replace(/[&<>"']/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
 }
 
 // A variant's colour, the same in every chart of its job: its place in the job's variants.
@@ -183,7 +187,7 @@ function kernelLabel(name) {
 // of a sweep: no line joins one to the next.
 export function kernelsOption({rows, x, metric, animate}) {
   const pts = [...rows].sort((a, b) => a.params[x] - b.params[x]).map((r) => ({r, m: r.status === 'ok' ? metricOf(r, metric) : null}));
-  const labels = pts.map((p) => `${p.r.params[x]} ${kernelLabel(p.r.name)}`);
+  const labels = pts.map((p) => visibleText(`${p.r.params[x]} ${kernelLabel(p.r.name)}`));
   const name = METRICS[metric].short;
   const series = [{
     name, type: 'bar', color: PALETTE[0], barMaxWidth: 40,
@@ -601,7 +605,7 @@ const JOB_COLORS = ['#2563eb', '#7c3aed', '#d97706', '#0891b2', '#db2777', '#475
 export function compareOption({keys, jobs, speedups, verdicts, animate}) {
   const one = jobs.length === 1;
   const series = jobs.map((j, i) => ({
-    name: `#${j.id} ${j.name}`, type: 'bar', color: JOB_COLORS[i % JOB_COLORS.length],
+    name: visibleText(`#${j.id} ${j.name}`), type: 'bar', color: JOB_COLORS[i % JOB_COLORS.length],
     data: one ? speedups[i].map((v, k) => ({value: v, itemStyle: {color: VERDICT_COLORS[verdicts[i][k]]}}))
               : speedups[i],
     large: keys.length > LARGE && !one, barMaxWidth: 30,
@@ -616,7 +620,7 @@ export function compareOption({keys, jobs, speedups, verdicts, animate}) {
     tooltip: {trigger: 'axis', confine: true, valueFormatter: (v) => `${fmt(v)}×`},
     // ECharts' automatic label interval let rotated labels of a thousand points run into each other
     // (it measured them unrotated): at most about 40 labels, each with room for its text.
-    xAxis: {type: 'category', data: keys,
+    xAxis: {type: 'category', data: keys.map(visibleText),
             axisLabel: {rotate: keys.length > 12 ? 40 : 0, interval: keys.length > 40 ? Math.ceil(keys.length / 40) - 1 : 'auto'}},
     yAxis: {type: 'value', name: 'speedup over baseline (×)', nameTextStyle: {align: 'left'},
             max: headroom, axisLabel: {formatter: axisNumber}},

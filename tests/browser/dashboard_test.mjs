@@ -1330,6 +1330,19 @@ async function main() {
         return x(at) < x(at + 3);
       });
       expect(order, 'a name after an override reads in its logical order');
+      // The charts draw their text on a canvas, which obeys the controls: they get none.
+      const drawn = await page.evaluate(async () => {
+        const c = await import('/assets/charts.js');
+        const evil = 'abc\u202eevil';
+        const compare = c.compareOption({keys: [evil, 'k'], jobs: [{id: 1, name: evil}, {id: 2, name: 'plain'}],
+                                         speedups: [[1, 2], [1, 2]], verdicts: [['same', 'same'], ['same', 'same']]});
+        const kernels = c.kernelsOption({rows: [{params: {kernel: 0}, name: evil, status: 'ok', time_us: {median: 1}, metrics: {}}],
+                                         x: 'kernel', metric: 'time'});
+        const tip = kernels.tooltip.formatter({data: kernels.series[0].data[0]});
+        return JSON.stringify([compare.series.map((s) => s.name), compare.legend.data, compare.xAxis.data, kernels.xAxis.data, tip]);
+      });
+      expect(!drawn.includes('\\u202e') && !drawn.includes('\u202e') && drawn.includes('\ufffd'),
+             `chart names, labels and tooltips show an override rather than obey it (${drawn})`);
       await gotoView(page, d.origin, `#/jobs/${imported.id}`, '#best-point');
       expect(await fits(), 'a long kernel name on the best line does not widen the job page');
       await gotoView(page, d.origin, '#/tasks/longdesc', '#task-description');
@@ -1346,6 +1359,14 @@ async function main() {
       await gotoView(page, d.origin, `#/compare?jobs=${id},${ids.failed}`, '.error-box');
       const text = await page.textContent('.error-box');
       expect(text.includes(`Job ${id} has no successful point`), `the compare view names the job without a successful point (${text})`);
+      // A job still running has none yet, which is not the same; its end makes the comparison.
+      const slow = await api(d, 'POST', '/api/v1/jobs', {name: 'slow copy', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                         sweep: {N: [1024]}, mock: {delay_ms: 1500}, cache: false});
+      await gotoView(page, d.origin, `#/compare?jobs=${slow.id},${ids.failed}`, '.error-box');
+      const pending = await page.textContent('.error-box');
+      expect(/Job \d+ has no successful point yet \((queued|running)\); the comparison is made again when it ends/.test(pending),
+             `the compare view says a running job has no point yet (${pending})`);
+      await page.waitForSelector('#compare-table', {timeout: 20000});
     });
 
     expect(watch.errors.length === 0, `no console errors (${JSON.stringify(watch.errors)})`);
