@@ -57,6 +57,63 @@ std::string without_comments(const std::string& src) {
   return out;
 }
 
+// The directive of a line that starts with '#' ("if", "endif", ...) and what follows it, or
+// nothing for another line. `line` has its comments blanked.
+std::optional<std::pair<std::string, std::string>> directive_of(std::string_view line) {
+  const std::string text = trim(line);
+  if (text.empty() || text[0] != '#') return std::nullopt;
+  std::size_t i = 1;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
+    ++i;
+  std::size_t j = i;
+  while (j < text.size() && ident_char(text[j]))
+    ++j;
+  return std::make_pair(text.substr(i, j - i), trim(std::string_view(text).substr(j)));
+}
+
+// The source with the code that `#if 0` (or the `#else` of `#if 1`) leaves out blanked
+// (newlines kept): a kernel kept there for reference, under the same name as the one compiled,
+// is not the kernel. Other conditions depend on macros and are read as they stand.
+std::string without_disabled_code(const std::string& src) {
+  std::string out = src;
+  // Per open #if: whether the code it now covers is left out, and whether a constant
+  // condition decides it (only those are known here).
+  struct open_if {
+    bool constant;
+    bool taken;  // the branch now read is the one compiled
+  };
+  std::vector<open_if> open;
+  const auto skipping = [&] {
+    return std::any_of(open.begin(), open.end(), [](const open_if& o) { return !o.taken; });
+  };
+  std::size_t start = 0;
+  while (start < out.size()) {
+    std::size_t end = out.find('\n', start);
+    if (end == std::string::npos) end = out.size();
+    const bool was_skipping = skipping();
+    if (const auto d = directive_of(std::string_view(out).substr(start, end - start))) {
+      const auto& [name, rest] = *d;
+      if (name == "if" || name == "ifdef" || name == "ifndef") {
+        const bool constant = name == "if" && (rest == "0" || rest == "1");
+        open.push_back({constant, !constant || rest == "1"});
+      } else if ((name == "else" || name == "elif") && !open.empty() && open.back().constant) {
+        // `#if 0 ... #elif X`: X decides, unknown here, so read it; `#if 1 ... #else`: not.
+        open.back() = {name == "else", !open.back().taken};
+      } else if (name == "endif" && !open.empty()) {
+        open.pop_back();
+      }
+    }
+    // A line inside a left-out branch is blanked, its directives too; the #if, #else or
+    // #endif that opens or closes one is kept.
+    if (was_skipping && skipping()) {
+      for (std::size_t i = start; i < end; ++i)
+        out[i] = ' ';
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 // Splits at commas outside (), <>, [] and {}.
 std::vector<std::string> split_top_level(std::string_view s) {
   std::vector<std::string> parts;
@@ -770,7 +827,7 @@ json device_placement(const std::string& text) {
 
 std::vector<kernel_param> kernel_signature(const std::string& source, const std::string& entry,
                                            const std::string& flag) {
-  const std::string src = without_comments(source);
+  const std::string src = without_disabled_code(without_comments(source));
   for (std::size_t at = src.find(entry); at != std::string::npos; at = src.find(entry, at + 1)) {
     if ((at > 0 && ident_char(src[at - 1])) ||
         (at + entry.size() < src.size() && ident_char(src[at + entry.size()]))) {

@@ -56,6 +56,42 @@ TEST(KernelSignature, ReadsTypesQualifiersAndNames) {
   EXPECT_EQ(g[2].type, "unsigned int");
 }
 
+// A kernel kept under `#if 0` (an older version of the same name) is not the one compiled.
+TEST(KernelSignature, SkipsWhatIfZeroLeavesOut) {
+  const char* const src = R"j(
+#if 0
+__global__ void step(double* x, int n) {}
+#  if defined(OLD)
+__global__ void other(int n) {}
+#  else
+__global__ void step(short* x) {}
+#  endif
+#elif defined(FAST)
+__global__ void fast(float* x) {}
+#endif
+#if 1
+__global__ void step(float* x, float a, int n) {}
+#else
+__global__ void kept_out(int n) {}
+#endif
+#ifdef USE_HALF /* a macro: read as it stands */
+__global__ void half_step(__half* x, int n) {}
+#endif
+#  if   0  // spaced and commented
+__global__ void spaced(int n) {}
+#endif
+)j";
+  const auto p = kernel_signature(src, "step", "KERNEL");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].type, "float");
+  EXPECT_EQ(p[2].name, "n");
+  EXPECT_EQ(kernel_signature(src, "fast", "KERNEL").size(), 1u);       // #elif: unknown, read
+  EXPECT_EQ(kernel_signature(src, "half_step", "KERNEL").size(), 2u);  // #ifdef: read
+  for (const char* out : {"other", "kept_out", "spaced"}) {
+    EXPECT_THROW(kernel_signature(src, out, "KERNEL"), bench_error) << out;
+  }
+}
+
 TEST(KernelSignature, ReadsOpenClAddressSpaces) {
   const auto p = kernel_signature(k_opencl, "axpy", "KERNEL");
   ASSERT_EQ(p.size(), 6u);
