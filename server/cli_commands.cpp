@@ -191,10 +191,10 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
   return outcome(job, rows);
 }
 
-// What the client reads is held to the daemon's default limits (README, Limits): a daemon with
-// its default settings refuses more, and /dev/zero or an endless pipe must not fill the memory.
-const std::size_t k_max_spec_bytes = serve_config{}.max_body_bytes;     // --max-body-bytes
-const std::size_t k_max_source_bytes = spec_limits{}.max_source_bytes;  // --max-source-bytes
+// What the client reads of a file is held to the most any daemon may be set to take: a file
+// within that is sent, and the daemon refuses what is over its own limits, naming them.
+const std::size_t k_max_spec_bytes = k_max_body_bytes_setting;      // --max-body-bytes
+const std::size_t k_max_source_bytes = k_max_source_bytes_setting;  // --max-source-bytes
 
 // "4 MiB", "256 KiB".
 std::string limit_text(std::size_t bytes) {
@@ -233,7 +233,7 @@ read_result read_text_file(const std::string& path, std::size_t limit, std::stri
 std::string unread_reason(read_result r, const std::string& path, std::size_t limit,
                           const char* limit_name) {
   if (r == read_result::too_large) {
-    return path + " is larger than " + limit_text(limit) + ", the daemon's default limit of " +
+    return path + " is larger than " + limit_text(limit) + ", the most a daemon takes as " +
            limit_name;
   }
   return "cannot read " + path + ": " + std::strerror(errno);

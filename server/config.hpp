@@ -3,11 +3,18 @@
 // precedence, the command line, KERNELSCAN_* environment variables and a config file; plain
 // values, read-only once the daemon starts.
 
+#include <cstddef>
 #include <string>
 
 #include "api/job_spec_codec.hpp"
 
 namespace kernelscan {
+
+// The most --max-body-bytes and --max-source-bytes may be set to. The client reads a file up
+// to these and no further (an endless pipe must not fill its memory), and leaves the daemon it
+// talks to, whatever its settings, to refuse what is over its own limits.
+inline constexpr std::size_t k_max_body_bytes_setting = std::size_t{256} << 20;
+inline constexpr std::size_t k_max_source_bytes_setting = std::size_t{64} << 20;
 
 struct serve_config {
   std::string listen = "127.0.0.1:8080";

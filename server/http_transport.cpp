@@ -177,9 +177,13 @@ std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_
     const std::string why = "is not a non-negative decimal integer: \"" + value + "\"";
     return body_refusal{400, "invalid_header", "Content-Length " + why, {{"Content-Length", why}}};
   }
-  if (declared_length(req).value_or(0) > limit) {
-    return body_refusal{
-        413, "payload_too_large", "request body exceeds " + std::to_string(limit) + " bytes", {}};
+  if (const auto length = declared_length(req).value_or(0); length > limit) {
+    return body_refusal{413,
+                        "payload_too_large",
+                        "request body of " + std::to_string(length) +
+                            " bytes exceeds this daemon's limit of " + std::to_string(limit) +
+                            " bytes (--max-body-bytes)",
+                        {}};
   }
   return std::nullopt;
 }

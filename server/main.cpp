@@ -468,7 +468,7 @@ int main(int argc, char** argv) {
                         "Browser origins allowed to call the API: * or a comma-separated list"),
       "KERNELSCAN_CORS_ORIGIN");
   env(serve->add_option("--max-body-bytes", sc.max_body_bytes, "Largest request body")
-          ->check(CLI::Range(1024, 256 * 1024 * 1024)),
+          ->check(CLI::Range(std::size_t{1024}, k_max_body_bytes_setting)),
       "KERNELSCAN_MAX_BODY_BYTES");
   env(serve->add_option("--max-sweep-points", sc.limits.max_points, "Sweep points per job")
           ->check(CLI::Range(1, 10000000)),
@@ -476,7 +476,7 @@ int main(int argc, char** argv) {
   env(serve
           ->add_option("--max-source-bytes", sc.limits.max_source_bytes,
                        "Largest custom kernel source")
-          ->check(CLI::Range(1, 64 * 1024 * 1024)),
+          ->check(CLI::Range(std::size_t{1}, k_max_source_bytes_setting)),
       "KERNELSCAN_MAX_SOURCE_BYTES");
   env(serve->add_option("--max-point-bytes", sc.limits.plan.max_point_bytes,
                         "Device memory one point may allocate (also capped by the device's)"),
