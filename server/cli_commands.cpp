@@ -573,6 +573,12 @@ int run_compare(const client_options& client_opts, const compare_options& opts, 
       // --base names a job by its id, or a variant by its name.
       std::string base = opts.base;
       if (jobs.size() > 1 && !base.empty()) base = "job " + base;
+      // A job's variants are compared with its baseline variant unless told otherwise.
+      if (const json& spec = jobs.front().first.value("spec", json::object());
+          jobs.size() == 1 && base.empty() && spec.is_object() && spec.contains("baseline") &&
+          spec["baseline"].is_string()) {
+        base = spec["baseline"].get<std::string>();
+      }
       out << compare_report(series, base);
     } catch (const std::invalid_argument& e) {
       err << "kernelscan compare: " << e.what() << "\n";

@@ -28,6 +28,7 @@ struct point {
   double cost = 0;                   // cost_of(): what ranks a series' points sharing a key
   double flops = 0, bytes = 0;       // its work, where the row counts it
   std::vector<std::string> voiding;  // its flags that void its score
+  json paired;                       // a variant's row's `comparison`, else null
 };
 
 // Of two points at one key, the one that stands for its series: a sound one over one whose
@@ -62,6 +63,7 @@ std::optional<point> point_of(const json& row) {
     p.bytes = positive("bytes");
   }
   p.voiding = voiding_flags(flags_of(row));
+  if (const auto c = row.find("comparison"); c != row.end() && c->is_object()) p.paired = *c;
   return p;
 }
 
@@ -74,6 +76,50 @@ struct comparison {
   const char* verdict = "same";
   bool same_work = true;
 };
+
+// A speedup and its 95% interval from a variant row's `comparison`, over variant `over`:
+// the median of the paired ratios of the two variants' interleaved samples. Null where the row
+// was not measured against `over` (it is neither the point's baseline nor its slowest).
+std::optional<std::array<double, 3>> paired_speedup(const json& c, const std::string& over) {
+  if (!c.is_object()) return std::nullopt;
+  for (const char* member : {"over_baseline", "over_slowest"}) {
+    const auto m = c.find(member);
+    if (m == c.end() || !m->is_object() || m->value("variant", json()) != over) continue;
+    const auto s = m->find("speedup");
+    if (s == m->end() || !s->is_number() || !(s->get<double>() > 0)) continue;
+    const double v = s->get<double>();
+    std::array<double, 3> out{v, v, v};
+    if (const auto ci = m->find("ci95"); ci != m->end() && ci->is_array() && ci->size() == 2 &&
+                                         (*ci)[0].is_number() && (*ci)[1].is_number() &&
+                                         (*ci)[0].get<double>() > 0) {
+      out[1] = (*ci)[0].get<double>();
+      out[2] = (*ci)[1].get<double>();
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+// Two variants of one job at one point, from the daemon's paired ratios where one of them was
+// measured against the other (the other's speedup over it is the inverse of its own); faster
+// or slower where the ratios' 95% interval leaves out 1.
+std::optional<comparison> compare_paired(const point& base, const std::string& base_name,
+                                         const point& other, const std::string& other_name) {
+  auto s = paired_speedup(other.paired, base_name);
+  if (!s) {
+    const auto inverse = paired_speedup(base.paired, other_name);
+    if (!inverse) return std::nullopt;
+    s = std::array<double, 3>{1 / (*inverse)[0], 1 / (*inverse)[2], 1 / (*inverse)[1]};
+  }
+  comparison c;
+  c.speedup = (*s)[0];
+  if ((*s)[1] > 1) {
+    c.verdict = "faster";
+  } else if ((*s)[2] < 1) {
+    c.verdict = "slower";
+  }
+  return c;
+}
 
 comparison compare_points(const point& base, const point& other) {
   double wb = 1, wo = 1;
@@ -345,6 +391,7 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
   std::vector<std::array<int, 4>> counts(series.size(), {0, 0, 0, 0});  // and voided
   std::vector<std::vector<double>> speedups(series.size());
   bool work_differs = false;
+  int paired_count = 0, unpaired_count = 0;  // variants' speedups from paired ratios, or not
   for (const auto& key : keys) {
     std::vector<std::string> cells = key_values[key];
     const auto b = best[base_at].find(key);
@@ -362,7 +409,13 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
         cells.push_back("-");
         continue;
       }
-      const comparison c = compare_points(b->second, p->second);
+      std::optional<comparison> pc;
+      if (series[i].spec.is_null() && series[base_at].spec.is_null()) {
+        pc = compare_paired(b->second, series[base_at].label, p->second, series[i].label);
+        paired_count += pc.has_value();
+        unpaired_count += !pc;
+      }
+      const comparison c = pc ? *pc : compare_points(b->second, p->second);
       counts[i][c.verdict[0] == 'f' ? 0 : c.verdict[0] == 's' && c.verdict[1] == 'l' ? 1 : 2]++;
       counts[i][3] += !b->second.voiding.empty() || !p->second.voiding.empty();
       work_differs |= !c.same_work;
@@ -398,6 +451,15 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
         "speedup compares different problems, by throughput (time per FLOP, else per byte)\n";
   }
   out += join_warning(series, shared) + "\n" + table.render() + "\n";
+  if (paired_count) {
+    out += unpaired_count
+               ? "speedups are the median of the paired ratios of the variants' interleaved "
+                 "samples where one was measured against the other (the baseline, or the "
+                 "point's slowest), else the ratio of the medians (" +
+                     counted(unpaired_count, "pair") + ")\n"
+               : "speedups are the median of the paired ratios of the variants' interleaved "
+                 "samples, faster or slower where their 95% interval leaves out 1\n";
+  }
   if (work_differs) {
     out +=
         "* the two points do different work (another problem size): the speedup is of "

@@ -5,7 +5,10 @@
 // the API's JSON, tested without a daemon.
 //
 // A point is faster or slower than the baseline's only when the two medians' 95% intervals do not
-// overlap; otherwise it is the same. Where a series has parameters the others lack, its best
+// overlap; otherwise it is the same. Two variants of one job, where one was measured against the
+// other (the job's baseline, or the point's slowest), are compared as the daemon compared them:
+// the median of the paired ratios of their interleaved samples, faster or slower where that
+// ratio's 95% interval leaves out 1. Where a series has parameters the others lack, its best
 // point per shared key stands for it: the one of the highest throughput (least time per FLOP,
 // else per byte, else the fastest), not simply the smallest problem. Where the jobs run different
 // ops or a shared parameter sets different fields in them, or they share no parameter at all

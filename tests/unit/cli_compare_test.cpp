@@ -74,6 +74,37 @@ TEST(CompareReport, OneJobComparesItsVariants) {
       << report;
 }
 
+// Variants measured against each other have the daemon's paired ratios of their interleaved
+// samples in their rows: those are the speedups, as the job's report gives them, not the ratio of
+// the medians (which reads otherwise where the samples drifted together).
+TEST(CompareReport, VariantsAreComparedByTheirPairedRatios) {
+  const auto over = [](const char* variant, double speedup, double lo, double hi) {
+    return json{{"variant", variant}, {"speedup", speedup}, {"ci95", {lo, hi}}};
+  };
+  json naive64 = row({{"N", 64}}, 100, 5, "naive"), tiled64 = row({{"N", 64}}, 80, 5, "tiled");
+  json fast64 = row({{"N", 64}}, 90, 5, "fast");
+  naive64["comparison"] = {{"over_baseline", over("naive", 1, 1, 1)},
+                           {"over_slowest", over("naive", 1, 1, 1)}};
+  tiled64["comparison"] = {{"over_baseline", over("naive", 1.10, 1.05, 1.15)},
+                           {"over_slowest", over("naive", 1.10, 1.05, 1.15)}};
+  fast64["comparison"] = {{"over_baseline", over("naive", 0.97, 0.9, 1.02)},
+                          {"over_slowest", over("naive", 0.97, 0.9, 1.02)}};
+  const auto series = series_of({{json{{"id", 3}}, json::array({naive64, tiled64, fast64})}});
+  const std::string report = compare_report(series, "naive");
+  // 1.10 paired, where the medians' 100 / 80 would read 1.25 and their overlapping intervals
+  // "same"; the paired interval leaves out 1: faster.
+  EXPECT_NE(report.find("1.10x faster"), std::string::npos) << report;
+  EXPECT_NE(report.find("0.97x same"), std::string::npos) << report;
+  EXPECT_NE(report.find("speedups are the median of the paired ratios"), std::string::npos)
+      << report;
+  // Against tiled: its speedup over naive inverts for naive's over it; fast and tiled were
+  // never measured against each other, and take the ratio of their medians.
+  const std::string flipped = compare_report(series, "tiled");
+  EXPECT_NE(flipped.find("0.91x slower"), std::string::npos) << flipped;  // 1 / 1.10
+  EXPECT_NE(flipped.find("else the ratio of the medians (1 pair)"), std::string::npos) << flipped;
+  EXPECT_NE(flipped.find("0.89x same"), std::string::npos) << flipped;  // 80 / 90
+}
+
 TEST(CompareReport, SaysWhatCannotBeCompared) {
   const json plain = json::array({row({{"N", 64}}, 100, 1)});
   EXPECT_THROW(series_of({{json{{"id", 3}}, plain}}), std::invalid_argument);
