@@ -453,8 +453,9 @@ int main(int argc, char** argv) {
       "KERNELSCAN_TOKEN_FILE");
   env(serve
           ->add_option("--operator-token-file", sc.operator_token_file,
-                       "Operator tokens, one per line: creating and retiring tasks and seeing "
-                       "held-out points then need one (they are valid write tokens too)")
+                       "Operator tokens, one per line: creating and retiring tasks, seeing "
+                       "held-out points and confirming withheld scores then need one (they are "
+                       "valid write tokens too)")
           ->check(CLI::ExistingFile),
       "KERNELSCAN_OPERATOR_TOKEN_FILE");
   env(serve->add_flag("--auth-reads", sc.auth_reads, "GET requests need a token too"),
