@@ -568,6 +568,17 @@ int run_compare(const client_options& client_opts, const compare_options& opts, 
       json rows = client.results_json(id, opts.page_size).at("results");
       jobs.emplace_back(std::move(job), std::move(rows));
     }
+    // A job still queued or running is compared on the points it has so far: said first, and
+    // said again where it has none to compare yet.
+    std::string unfinished;
+    for (const auto& [job, rows] : jobs) {
+      const std::string status = job.value("status", "");
+      if (status != "queued" && status != "running") continue;
+      const json& progress = job.value("progress", json::object());
+      unfinished += "job " + job.value("id", json()).dump() + " is " + status + " (" +
+                    progress.value("done", json(0)).dump() + " of " +
+                    progress.value("total", json(0)).dump() + " points measured)\n";
+    }
     try {
       auto series = series_of(jobs);
       // --base names a job by its id, or a variant by its name.
@@ -579,12 +590,14 @@ int run_compare(const client_options& client_opts, const compare_options& opts, 
           spec["baseline"].is_string()) {
         base = spec["baseline"].get<std::string>();
       }
-      out << compare_report(series, base);
+      const std::string report = compare_report(series, base);
+      if (!unfinished.empty()) out << unfinished << "compared on the points measured so far\n";
+      out << report;
     } catch (const std::invalid_argument& e) {
       err << "kernelscan compare: " << e.what() << "\n";
       return k_usage;
     } catch (const nothing_to_compare& e) {
-      err << "kernelscan compare: " << e.what() << "\n";
+      err << "kernelscan compare: " << e.what() << "\n" << unfinished;
       return k_failed;
     }
     return k_ok;

@@ -1214,6 +1214,38 @@ TEST_F(cli, CompareWarnsWhenTheJobsShareNoParameter) {
       << describe(r);
 }
 
+// A job still running is compared on its points so far, and said to be running; one with no
+// point yet is said to be running, not to have nothing in common with the others.
+TEST_F(cli, CompareSaysWhichJobsAreStillRunning) {
+  const std::int64_t a = daemon.submit(stream_sweep(2, 0));
+  daemon.wait_job(a);
+  json spec = stream_sweep(2, 3000);
+  spec["cache"] = false;
+  const std::int64_t slow = daemon.submit(spec);
+  const auto r = run({"compare", std::to_string(a), std::to_string(slow)});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("kernelscan compare: no measured point is shared by"), std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.err.find("job " + std::to_string(slow) + " is "), std::string::npos) << describe(r);
+  EXPECT_NE(r.err.find(" (0 of 2 points measured)\n"), std::string::npos) << describe(r);
+  // Once its first point is in, it is compared there.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return daemon.get("/api/v1/jobs/" + std::to_string(slow)).body["progress"]["done"] == 1;
+      },
+      std::chrono::seconds(10)));
+  const auto partial = run({"compare", std::to_string(a), std::to_string(slow)});
+  EXPECT_EQ(partial.exit_code, 0) << describe(partial);
+  EXPECT_EQ(partial.out.rfind("job " + std::to_string(slow) +
+                                  " is running (1 of 2 points measured)\n"
+                                  "compared on the points measured so far\nbaseline  job " +
+                                  std::to_string(a) + "\n",
+                              0),
+            0u)
+      << describe(partial);
+  run({"cancel", std::to_string(slow)});
+}
+
 // cancel and confirm print a whole line per job once its outcome is known: nothing of a job
 // whose request failed reaches standard output.
 TEST_F(cli, CancelAndConfirmPrintWholeLinesOnly) {
