@@ -817,6 +817,9 @@ struct http_transport::impl {
                    "the request line and headers take more than " +
                        std::to_string(k_max_head_bytes / 1024) + " KiB",
                    res);
+      } else if (res.status == 400 && t_connection &&
+                 t_connection->head().first_flaw() != detail::request_head::flaw::none) {
+        send_error(400, "bad_request", t_connection->head().describe_flaw(), res);
       } else if (res.status == 404) {
         send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
       } else if (res.status == 400) {

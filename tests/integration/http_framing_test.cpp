@@ -12,6 +12,7 @@ namespace kernelscan::testing {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace std::string_literals;
 using clock = std::chrono::steady_clock;
 
 const std::string k_job = R"({"kernel": {"op": "stream", "variant": "copy", "n": 4096}})";
@@ -185,6 +186,88 @@ TEST(HttpFraming, ARequestLineOver8KiBIsAnswered414InTheApisErrorShape) {
     EXPECT_EQ(body["error"]["message"], "the request line takes more than 8192 bytes") << received;
   }
   EXPECT_EQ(unrouted_count(daemon, "other", 414), "4");
+}
+
+// The one answer in `received`, which must be `status` with the error `type` and `message`.
+void expect_error(const std::string& received, int status, const std::string& type,
+                  const std::string& message) {
+  EXPECT_EQ(received.rfind("HTTP/1.1 " + std::to_string(status), 0), 0u) << received;
+  const json body = body_of(received);
+  EXPECT_EQ(body["error"]["type"], type) << received;
+  EXPECT_EQ(body["error"]["message"], message) << received;
+}
+
+TEST(HttpFraming, AHeadWithABareLfABareCrOrANulIsRefused400AndClosed) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string length = std::to_string(k_job.size());
+  const std::string post = "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\n";
+  struct refused {
+    std::string request, message;
+  };
+  for (const auto& [request, message] : std::vector<refused>{
+           // httplib skipped a header line ending in a bare LF: no length, so the body was the
+           // next request (here a GET's), or the POST's body was read as empty.
+           {"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                std::to_string(k_healthz.size()) + "\n\r\n" + k_healthz,
+            "line 3 of the request's head ends in a bare LF (lines end in CRLF)"},
+           {post + "Content-Length: " + length + "\n\r\n" + k_job,
+            "line 3 of the request's head ends in a bare LF (lines end in CRLF)"},
+           {post + "Transfer-Encoding: chunked\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            "line 3 of the request's head ends in a bare LF (lines end in CRLF)"},
+           {"GET /healthz HTTP/1.1\nHost: x\r\n\r\n",
+            "line 1 of the request's head ends in a bare LF (lines end in CRLF)"},
+           {"GET /healthz HTTP/1.1\r\nHost: x\r\n\n" + k_healthz,
+            "line 3 of the request's head ends in a bare LF (lines end in CRLF)"},
+           {"GET /healthz HTTP/1.1\r\nHost: x\rContent-Length: 5\r\n\r\nhello",
+            "line 2 of the request's head has a CR that is not followed by LF"},
+           {"GET /heal\rthz HTTP/1.1\r\nHost: x\r\n\r\n",
+            "line 1 of the request's head has a CR that is not followed by LF"},
+           {"GET /healthz HTTP/1.1\r\nX-A: a\0b\r\nHost: x\r\n\r\n"s,
+            "line 2 of the request's head has a NUL byte"},
+       }) {
+    SCOPED_TRACE(request);
+    expect_error(answered_and_closed(daemon, request), 400, "bad_request", message);
+  }
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+  EXPECT_EQ(unrouted_count(daemon, "GET", 400), "5");
+  EXPECT_EQ(unrouted_count(daemon, "POST", 400), "2");
+}
+
+TEST(HttpFraming, AFoldedHeaderLineOrOneThatIsNotNameColonValueIsRefused400AndClosed) {
+  daemon_process daemon;
+  daemon.start();
+  const std::string length = std::to_string(k_job.size());
+  struct refused {
+    std::string request, message;
+  };
+  for (const auto& [request, message] : std::vector<refused>{
+           {"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n\r\n",
+            "line 4 of the request's head begins with whitespace (obsolete line folding is not "
+            "accepted)"},
+           {"GET /healthz HTTP/1.1\r\n\tHost: x\r\n\r\n",
+            "line 2 of the request's head begins with whitespace (obsolete line folding is not "
+            "accepted)"},
+           // httplib read "Content-Length " as another header than Content-Length.
+           {"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length : " + length + "\r\n\r\n" +
+                k_job,
+            "line 3 of the request's head has a field name that is not a token (no whitespace "
+            "may precede its colon)"},
+           {"GET /healthz HTTP/1.1\r\n: x\r\n\r\n",
+            "line 2 of the request's head has a field name that is not a token (no whitespace "
+            "may precede its colon)"},
+           {"GET /healthz HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n",
+            "line 3 of the request's head is not a header field (name: value)"},
+       }) {
+    SCOPED_TRACE(request);
+    expect_error(answered_and_closed(daemon, request), 400, "bad_request", message);
+  }
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+  // Whitespace around a value, an empty value and a colon in a value are well formed.
+  const auto fine = exchange_until_closed(
+      daemon.port(),
+      "GET /healthz HTTP/1.1\r\nHost: \t x:1 \t\r\nX-Empty:\r\nConnection: close\r\n\r\n", 10s);
+  EXPECT_EQ(fine.rfind("HTTP/1.1 200", 0), 0u) << fine;
 }
 
 }  // namespace
