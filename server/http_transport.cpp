@@ -133,6 +133,23 @@ std::string error_text(const json& body) {
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Gives `req` the header values its client sent. httplib percent-decodes every header value as
+// it reads it, so that `Content-Length: 1%30` framed a 10-byte body, and a bearer token with
+// "%41" matched one with "A"; and it drops a field whose value is empty (`Content-Length:`
+// framed no body). `head` is the request's head as sent, which has no flaw (its fields are
+// those httplib read, in the same order). The entries httplib adds itself (REMOTE_ADDR and
+// the like) are added again.
+void restore_sent_fields(httplib::Request& req, const detail::request_head& head) {
+  req.headers.clear();
+  for (const auto& [name, value] : head.fields()) {
+    req.headers.emplace(std::string(name), std::string(value));
+  }
+  req.headers.emplace("REMOTE_ADDR", req.remote_addr);
+  req.headers.emplace("REMOTE_PORT", std::to_string(req.remote_port));
+  req.headers.emplace("LOCAL_ADDR", req.local_addr);
+  req.headers.emplace("LOCAL_PORT", std::to_string(req.local_port));
+}
+
 // The body length `req`'s Content-Length declares: none where it has none or it is not a whole
 // number (which is refused: refused_body), the largest length for a number too large to hold.
 std::optional<std::uint64_t> declared_length(const httplib::Request& req) {
@@ -159,6 +176,8 @@ struct body_refusal {
 // another request), or not a number (httplib reads "-5" as 2^64 - 5 and "abc" as 0, "+72" as
 // 72). 413: it declares a body longer than `limit` (httplib would read, and drop, all of it
 // before answering, waiting out its read timeout when the client sends nothing).
+//
+// Its headers are read as sent (restore_sent_fields), not as httplib decodes them.
 std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_t limit) {
   if (req.has_header("Transfer-Encoding")) {
     return body_refusal{411,
@@ -333,6 +352,7 @@ class http_server final : public httplib::Server {
       t_closes = false;
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
+        restore_sent_fields(req, connection.head());
         if (refused_body(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
           // follows on it is the body, not a request.

@@ -84,8 +84,11 @@ TEST(HttpFraming, AContentLengthThatIsNotADecimalNumberIsRefused400AtOnce) {
   daemon_process daemon;
   daemon.start();
   const std::string length = std::to_string(k_job.size());
-  for (const std::string& value :
-       std::vector<std::string>{"-5", "abc", "+" + length, "0x48", length + " 0", length + ".0"}) {
+  // Read as sent: "5%39" is not 59, though httplib percent-decodes header values; an empty one
+  // is not none.
+  const std::string encoded = length.substr(0, 1) + "%3" + length.substr(1);
+  for (const std::string& value : std::vector<std::string>{
+           "-5", "abc", "+" + length, "0x48", length + " 0", length + ".0", encoded, ""}) {
     SCOPED_TRACE(value);
     const auto received = answered_and_closed(daemon, post_job({value}));
     EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
@@ -268,6 +271,29 @@ TEST(HttpFraming, AFoldedHeaderLineOrOneThatIsNotNameColonValueIsRefused400AndCl
       daemon.port(),
       "GET /healthz HTTP/1.1\r\nHost: \t x:1 \t\r\nX-Empty:\r\nConnection: close\r\n\r\n", 10s);
   EXPECT_EQ(fine.rfind("HTTP/1.1 200", 0), 0u) << fine;
+}
+
+TEST(HttpFraming, HeaderValuesAreReadAsSentNotPercentDecoded) {
+  daemon_process daemon;
+  daemon.start();
+  // A percent sign where a browser sends one (a Referer) is no error.
+  const auto referred =
+      exchange_until_closed(daemon.port(),
+                            "GET /healthz HTTP/1.1\r\nHost: x\r\nReferer: http://x/a%20b?q=%ZZ\r\n"
+                            "Connection: close\r\n\r\n",
+                            10s);
+  EXPECT_EQ(referred.rfind("HTTP/1.1 200", 0), 0u) << referred;
+  // An Idempotency-Key is a key as sent: "k%31" and "k1" are two keys, two jobs.
+  const auto with_key = [&](const std::string& key) {
+    return exchange_until_closed(daemon.port(),
+                                 "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " +
+                                     key + "\r\nContent-Length: " + std::to_string(k_job.size()) +
+                                     "\r\nConnection: close\r\n\r\n" + k_job,
+                                 10s);
+  };
+  const json first = body_of(with_key("k%31")), second = body_of(with_key("k1"));
+  EXPECT_NE(first["id"], second["id"]) << first << second;
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 2u);
 }
 
 }  // namespace
