@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -133,6 +134,14 @@ std::string error_text(const json& body) {
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Whether two header names are the same (names are case-insensitive).
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 // Gives `req` the header values its client sent. httplib percent-decodes every header value as
 // it reads it, so that `Content-Length: 1%30` framed a 10-byte body, and a bearer token with
 // "%41" matched one with "A"; and it drops a field whose value is empty (`Content-Length:`
@@ -167,6 +176,7 @@ struct body_refusal {
   std::string type;
   std::string message;
   std::vector<field_error> details;
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 // Why the body of `req` is refused before it is read, if it is. 411: it comes with a transfer
@@ -175,7 +185,10 @@ struct body_refusal {
 // the first; a proxy in front may have framed the body by the other and taken the rest for
 // another request), or not a number (httplib reads "-5" as 2^64 - 5 and "abc" as 0, "+72" as
 // 72). 413: it declares a body longer than `limit` (httplib would read, and drop, all of it
-// before answering, waiting out its read timeout when the client sends nothing).
+// before answering, waiting out its read timeout when the client sends nothing). 415: it comes
+// with a content coding (httplib would inflate gzip, deflate or br with no limit on what it
+// inflates to, past --max-body-bytes), or as multipart/form-data (which httplib would parse
+// into parts no route reads, leaving the body empty); the API's bodies are JSON, sent as is.
 //
 // Its headers are read as sent (restore_sent_fields), not as httplib decodes them.
 std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_t limit) {
@@ -203,6 +216,26 @@ std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_
                             " bytes exceeds this daemon's limit of " + std::to_string(limit) +
                             " bytes (--max-body-bytes)",
                         {}};
+  }
+  if (req.has_header("Content-Encoding")) {
+    const std::string coding = req.get_header_value("Content-Encoding");
+    if (!coding.empty() && !same_name(coding, "identity")) {
+      const std::string why = "\"" + coding +
+                              "\" is not accepted: the API takes request bodies uncompressed "
+                              "(no Content-Encoding, or identity)";
+      return body_refusal{415,
+                          "unsupported_media_type",
+                          "Content-Encoding " + why,
+                          {{"Content-Encoding", why}},
+                          {{"Accept-Encoding", "identity"}}};
+    }
+  }
+  if (const std::string type = req.get_header_value("Content-Type");
+      same_name(std::string_view(type).substr(0, 10), "multipart/")) {
+    const std::string why =
+        "\"" + type + "\" is not accepted: the API takes JSON bodies (application/json)";
+    return body_refusal{
+        415, "unsupported_media_type", "Content-Type " + why, {{"Content-Type", why}}};
   }
   return std::nullopt;
 }
@@ -556,6 +589,8 @@ struct http_transport::impl {
   bool refuse_body(const httplib::Request& req, httplib::Response& res) {
     const auto refusal = refused_body(req, config.max_body_bytes);
     if (!refusal) return false;
+    for (const auto& [name, value] : refusal->headers)
+      res.set_header(name, value);
     send_error(refusal->status, refusal->type, refusal->message, res, refusal->details);
     observe_unrouted(req.method, refusal->status);
     return true;
