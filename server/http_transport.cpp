@@ -134,6 +134,37 @@ std::string error_text(const json& body) {
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Whether `method` is one the API serves on some path (the routes' methods, and HEAD, which
+// httplib routes as GET): any other is answered 501 (a method known to the API but not served on
+// a path is 405, with Allow).
+bool implemented_method(const std::string& method) {
+  static constexpr std::array<std::string_view, 7> k_methods{"GET",   "HEAD",   "POST",   "PUT",
+                                                             "PATCH", "DELETE", "OPTIONS"};
+  return std::find(k_methods.begin(), k_methods.end(), method) != k_methods.end();
+}
+
+// What a 501 says of `method`.
+std::string not_implemented_message(const std::string& method) {
+  return "the method \"" + method +
+         "\" is not implemented by this server, which serves GET, HEAD, POST, PUT, PATCH, DELETE "
+         "and OPTIONS (methods are case-sensitive)";
+}
+
+// Whether httplib 0.11 reads a request line with `method` (it refuses any other as malformed).
+bool httplib_method(const std::string& method) {
+  static constexpr std::array<std::string_view, 10> k_methods{
+      "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"};
+  return std::find(k_methods.begin(), k_methods.end(), method) != k_methods.end();
+}
+
+// Whether `method` is a token (RFC 9110 §5.6.2), as a method must be.
+bool is_token(std::string_view method) {
+  return !method.empty() && std::all_of(method.begin(), method.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+  });
+}
+
 // Whether two header names are the same (names are case-insensitive).
 bool same_name(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -386,9 +417,10 @@ class http_server final : public httplib::Server {
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
         restore_sent_fields(req, connection.head());
-        if (refused_body(req, m_max_body)) {
+        if (!implemented_method(req.method) || refused_body(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
-          // follows on it is the body, not a request.
+          // follows on it is the body (or, for a method the API does not implement, is not
+          // known to be a request), not a request.
           closes_after(req);
           return;
         }
@@ -585,8 +617,14 @@ struct http_transport::impl {
     }
   }
 
-  // Answers `req` if its body is refused unread (refused_body); true if it is.
-  bool refuse_body(const httplib::Request& req, httplib::Response& res) {
+  // Answers `req` if it is refused before its body is read: a method the API does not
+  // implement (501), a body refused unread (refused_body). True if it is.
+  bool refuse_unread(const httplib::Request& req, httplib::Response& res) {
+    if (!implemented_method(req.method)) {
+      send_error(501, "not_implemented", not_implemented_message(req.method), res);
+      observe_unrouted(req.method, 501);
+      return true;
+    }
     const auto refusal = refused_body(req, config.max_body_bytes);
     if (!refusal) return false;
     for (const auto& [name, value] : refusal->headers)
@@ -809,10 +847,10 @@ struct http_transport::impl {
     server.set_expect_100_continue_handler(
         [this](const httplib::Request& req, httplib::Response& res) {
           // httplib answers with the response as it is.
-          return refuse_body(req, res) ? res.status : 100;
+          return refuse_unread(req, res) ? res.status : 100;
         });
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (refuse_body(req, res)) return httplib::Server::HandlerResponse::Handled;
+      if (refuse_unread(req, res)) return httplib::Server::HandlerResponse::Handled;
       auto& r = const_cast<httplib::Request&>(req);
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
         r.headers.emplace("Content-Length", "0");
@@ -875,6 +913,11 @@ struct http_transport::impl {
       } else if (res.status == 400 && t_connection &&
                  t_connection->head().first_flaw() != detail::request_head::flaw::none) {
         send_error(400, "bad_request", t_connection->head().describe_flaw(), res);
+      } else if (res.status == 400 && is_token(req.method) && !httplib_method(req.method) &&
+                 (req.version == "HTTP/1.1" || req.version == "HTTP/1.0")) {
+        // httplib refuses a request line whose method is not one it knows (a lower-case one,
+        // an extension method) before it reads the headers, as malformed.
+        send_error(501, "not_implemented", not_implemented_message(req.method), res);
       } else if (res.status == 404) {
         send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
       } else if (res.status == 400) {

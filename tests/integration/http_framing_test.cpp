@@ -112,12 +112,11 @@ TEST(HttpFraming, AMalformedRequestIsAnsweredOnceAndClosed) {
   daemon_process daemon;
   daemon.start();
   for (const std::string& request :
-       std::vector<std::string>{"FOO / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                                "get /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                                "GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n",
-                                "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+       std::vector<std::string>{"GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n",
+                                "GET /healthz HTTP/9.9\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "GET\r\n\r\n",
                                 // Nor is a request that follows read.
-                                "FOO / HTTP/1.1\r\nHost: x\r\n\r\n" + k_healthz}) {
+                                "GET / HTTP/9.9\r\nHost: x\r\n\r\n" + k_healthz}) {
     SCOPED_TRACE(request);
     const auto received = answered_and_closed(daemon, request);
     EXPECT_EQ(received.rfind("HTTP/1.1 400", 0), 0u) << received;
@@ -344,6 +343,29 @@ TEST(HttpFraming, ABodyWithAContentCodingOrMultipartIsRefused415Unread) {
                                                 10s);
     EXPECT_EQ(received.rfind("HTTP/1.1 201", 0), 0u) << received;
   }
+}
+
+TEST(HttpFraming, AMethodTheApiDoesNotImplementIsAnswered501AndClosed) {
+  daemon_process daemon;
+  daemon.start();
+  for (const std::string method : {"TRACE", "CONNECT", "PRI", "get", "Post", "FOO", "PROPFIND"}) {
+    SCOPED_TRACE(method);
+    const std::string target = method == "CONNECT" ? "x:443" : "/api/v1/jobs";
+    // Nor is what follows read: a body it may have, or a request.
+    const auto received = answered_and_closed(
+        daemon, method + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n" + k_healthz);
+    expect_error(received, 501, "not_implemented",
+                 "the method \"" + method +
+                     "\" is not implemented by this server, which serves GET, HEAD, POST, PUT, "
+                     "PATCH, DELETE and OPTIONS (methods are case-sensitive)");
+  }
+  EXPECT_EQ(unrouted_count(daemon, "other", 501), "7");
+  // A method the API serves elsewhere, on a path that does not have it, is 405 with Allow.
+  const auto wrong = answered_and_closed(
+      daemon, "DELETE /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  expect_error(wrong, 405, "method_not_allowed",
+               "DELETE is not allowed on /api/v1/jobs (allowed: GET, POST)");
+  EXPECT_NE(wrong.find("\r\nAllow: GET, POST\r\n"), std::string::npos) << wrong;
 }
 
 }  // namespace
