@@ -134,9 +134,9 @@ std::string error_text(const json& body) {
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// Whether `method` is one the API serves on some path (the routes' methods, and HEAD, which
-// httplib routes as GET): any other is answered 501 (a method known to the API but not served on
-// a path is 405, with Allow).
+// Whether `method` is one the API knows: its routes' methods, and HEAD, which httplib routes as
+// GET (and the router answers 405 with Allow: no route has HEAD). Any other is answered 501; a
+// known method that a path does not have is 405, with Allow.
 bool implemented_method(const std::string& method) {
   static constexpr std::array<std::string_view, 7> k_methods{"GET",   "HEAD",   "POST",   "PUT",
                                                              "PATCH", "DELETE", "OPTIONS"};
@@ -146,7 +146,7 @@ bool implemented_method(const std::string& method) {
 // What a 501 says of `method`.
 std::string not_implemented_message(const std::string& method) {
   return "the method \"" + method +
-         "\" is not implemented by this server, which serves GET, HEAD, POST, PUT, PATCH, DELETE "
+         "\" is not implemented by this server, whose routes take GET, POST, PUT, PATCH, DELETE "
          "and OPTIONS (methods are case-sensitive)";
 }
 

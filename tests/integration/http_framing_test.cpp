@@ -356,7 +356,7 @@ TEST(HttpFraming, AMethodTheApiDoesNotImplementIsAnswered501AndClosed) {
         daemon, method + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n" + k_healthz);
     expect_error(received, 501, "not_implemented",
                  "the method \"" + method +
-                     "\" is not implemented by this server, which serves GET, HEAD, POST, PUT, "
+                     "\" is not implemented by this server, whose routes take GET, POST, PUT, "
                      "PATCH, DELETE and OPTIONS (methods are case-sensitive)");
   }
   EXPECT_EQ(unrouted_count(daemon, "other", 501), "7");
@@ -366,6 +366,11 @@ TEST(HttpFraming, AMethodTheApiDoesNotImplementIsAnswered501AndClosed) {
   expect_error(wrong, 405, "method_not_allowed",
                "DELETE is not allowed on /api/v1/jobs (allowed: GET, POST)");
   EXPECT_NE(wrong.find("\r\nAllow: GET, POST\r\n"), std::string::npos) << wrong;
+  // HEAD, which no route has, is one of those: 405, its Allow naming GET.
+  const auto head = exchange_until_closed(
+      daemon.port(), "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10s);
+  EXPECT_EQ(head.rfind("HTTP/1.1 405", 0), 0u) << head;
+  EXPECT_NE(head.find("\r\nAllow: GET\r\n"), std::string::npos) << head;
 }
 
 }  // namespace
