@@ -178,8 +178,10 @@ bool same_name(std::string_view a, std::string_view b) {
 // "%41" matched one with "A"; and it drops a field whose value is empty (`Content-Length:`
 // framed no body). `head` is the request's head as sent, which has no flaw (its fields are
 // those httplib read, in the same order). The entries httplib adds itself (REMOTE_ADDR and
-// the like) are added again.
+// the like) are added again. Most heads have neither a '%' nor an empty value, and are left as
+// httplib read them, which is as sent.
 void restore_sent_fields(httplib::Request& req, const detail::request_head& head) {
+  if (!head.httplib_reads_otherwise()) return;
   req.headers.clear();
   for (const auto& [name, value] : head.fields()) {
     req.headers.emplace(std::string(name), std::string(value));

@@ -38,6 +38,9 @@ void request_head::clear() {
   m_column = 0;
   m_after_cr = false;
   m_in_name = true;
+  m_value_seen = false;
+  m_percent = false;
+  m_empty_value = false;
 }
 
 void request_head::note(flaw f) {
@@ -55,15 +58,20 @@ void request_head::take(std::string_view bytes) {
         note(flaw::bare_lf);
       } else if (m_line > 1 && m_in_name && m_column > 1) {
         note(flaw::no_colon);  // a line with more than its CR, and no colon
+      } else if (m_line > 1 && !m_in_name && !m_value_seen) {
+        m_empty_value = true;
       }
       ++m_line;
       m_column = 0;
       m_after_cr = false;
       m_in_name = true;
+      m_value_seen = false;
       continue;
     }
     if (c == '\0') note(flaw::nul);
     const bool header_line = m_line > 1;
+    if (header_line && c == '%') m_percent = true;
+    if (header_line && !m_in_name && c != ' ' && c != '\t' && c != '\r') m_value_seen = true;
     if (header_line && m_column == 0 && (c == ' ' || c == '\t')) {
       note(flaw::folded_line);
     } else if (header_line && m_in_name && c != '\r') {

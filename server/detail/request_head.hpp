@@ -50,6 +50,10 @@ class request_head {
   // The header fields of a whole head without a flaw, as sent, in order: each name as written,
   // and its value without the spaces and tabs around it. The views point into text().
   std::vector<std::pair<std::string_view, std::string_view>> fields() const;
+  // Whether httplib reads the fields of this head otherwise than fields() gives them: a header
+  // line has a '%' (httplib percent-decodes values) or an empty value (httplib drops the
+  // field). Where not, httplib's fields are those sent.
+  bool httplib_reads_otherwise() const { return m_percent || m_empty_value; }
 
  private:
   void note(flaw f);
@@ -57,10 +61,13 @@ class request_head {
   std::string m_text;
   flaw m_flaw = flaw::none;
   std::size_t m_flaw_line = 0;
-  std::size_t m_line = 1;    // the line being read, from 1
-  std::size_t m_column = 0;  // bytes of it taken so far
-  bool m_after_cr = false;   // the last byte taken was a CR
-  bool m_in_name = true;     // a header line's colon has not come yet
+  std::size_t m_line = 1;      // the line being read, from 1
+  std::size_t m_column = 0;    // bytes of it taken so far
+  bool m_after_cr = false;     // the last byte taken was a CR
+  bool m_in_name = true;       // a header line's colon has not come yet
+  bool m_value_seen = false;   // a header line's value has begun
+  bool m_percent = false;      // a header line has a '%'
+  bool m_empty_value = false;  // a header line has an empty value
 };
 
 }  // namespace kernelscan::detail

@@ -87,6 +87,17 @@ TEST(RequestHead, BytesTakenOneAtATimeAreCheckedAsAWhole) {
   EXPECT_EQ(head.first_flaw(), flaw::none);
 }
 
+TEST(RequestHead, SaysWhetherHttplibReadsItsFieldsOtherwise) {
+  EXPECT_FALSE(taken("GET /%41 HTTP/1.1\r\nHost: x\r\nA:  b \r\n\r\n").httplib_reads_otherwise());
+  EXPECT_TRUE(taken("GET / HTTP/1.1\r\nHost: x\r\nA: 1%30\r\n\r\n").httplib_reads_otherwise());
+  EXPECT_TRUE(taken("GET / HTTP/1.1\r\nA:\r\nHost: x\r\n\r\n").httplib_reads_otherwise());
+  EXPECT_TRUE(taken("GET / HTTP/1.1\r\nA: \t \r\n\r\n").httplib_reads_otherwise());
+  request_head head = taken("GET / HTTP/1.1\r\nA: %\r\n\r\n");
+  head.clear();
+  head.take("GET / HTTP/1.1\r\nA: b\r\n\r\n");
+  EXPECT_FALSE(head.httplib_reads_otherwise());
+}
+
 TEST(RequestHead, AtLineStartOnlyBetweenLines) {
   request_head head;
   EXPECT_TRUE(head.at_line_start());
