@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -133,6 +134,64 @@ std::string error_text(const json& body) {
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Whether `method` is one the API knows: its routes' methods, and HEAD, which httplib routes as
+// GET (and the router answers 405 with Allow: no route has HEAD). Any other is answered 501; a
+// known method that a path does not have is 405, with Allow.
+bool implemented_method(const std::string& method) {
+  static constexpr std::array<std::string_view, 7> k_methods{"GET",   "HEAD",   "POST",   "PUT",
+                                                             "PATCH", "DELETE", "OPTIONS"};
+  return std::find(k_methods.begin(), k_methods.end(), method) != k_methods.end();
+}
+
+// What a 501 says of `method`.
+std::string not_implemented_message(const std::string& method) {
+  return "the method \"" + method +
+         "\" is not implemented by this server, whose routes take GET, POST, PUT, PATCH, DELETE "
+         "and OPTIONS (methods are case-sensitive)";
+}
+
+// Whether httplib 0.11 reads a request line with `method` (it refuses any other as malformed).
+bool httplib_method(const std::string& method) {
+  static constexpr std::array<std::string_view, 10> k_methods{
+      "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"};
+  return std::find(k_methods.begin(), k_methods.end(), method) != k_methods.end();
+}
+
+// Whether `method` is a token (RFC 9110 §5.6.2), as a method must be.
+bool is_token(std::string_view method) {
+  return !method.empty() && std::all_of(method.begin(), method.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+  });
+}
+
+// Whether two header names are the same (names are case-insensitive).
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Gives `req` the header values its client sent. httplib percent-decodes every header value as
+// it reads it, so that `Content-Length: 1%30` framed a 10-byte body, and a bearer token with
+// "%41" matched one with "A"; and it drops a field whose value is empty (`Content-Length:`
+// framed no body). `head` is the request's head as sent, which has no flaw (its fields are
+// those httplib read, in the same order). The entries httplib adds itself (REMOTE_ADDR and
+// the like) are added again. Most heads have neither a '%' nor an empty value, and are left as
+// httplib read them, which is as sent.
+void restore_sent_fields(httplib::Request& req, const detail::request_head& head) {
+  if (!head.httplib_reads_otherwise()) return;
+  req.headers.clear();
+  for (const auto& [name, value] : head.fields()) {
+    req.headers.emplace(std::string(name), std::string(value));
+  }
+  req.headers.emplace("REMOTE_ADDR", req.remote_addr);
+  req.headers.emplace("REMOTE_PORT", std::to_string(req.remote_port));
+  req.headers.emplace("LOCAL_ADDR", req.local_addr);
+  req.headers.emplace("LOCAL_PORT", std::to_string(req.local_port));
+}
+
 // The body length `req`'s Content-Length declares: none where it has none or it is not a whole
 // number (which is refused: refused_body), the largest length for a number too large to hold.
 std::optional<std::uint64_t> declared_length(const httplib::Request& req) {
@@ -150,6 +209,7 @@ struct body_refusal {
   std::string type;
   std::string message;
   std::vector<field_error> details;
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 // Why the body of `req` is refused before it is read, if it is. 411: it comes with a transfer
@@ -158,7 +218,12 @@ struct body_refusal {
 // the first; a proxy in front may have framed the body by the other and taken the rest for
 // another request), or not a number (httplib reads "-5" as 2^64 - 5 and "abc" as 0, "+72" as
 // 72). 413: it declares a body longer than `limit` (httplib would read, and drop, all of it
-// before answering, waiting out its read timeout when the client sends nothing).
+// before answering, waiting out its read timeout when the client sends nothing). 415: it comes
+// with a content coding (httplib would inflate gzip, deflate or br with no limit on what it
+// inflates to, past --max-body-bytes), or as multipart/form-data (which httplib would parse
+// into parts no route reads, leaving the body empty); the API's bodies are JSON, sent as is.
+//
+// Its headers are read as sent (restore_sent_fields), not as httplib decodes them.
 std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_t limit) {
   if (req.has_header("Transfer-Encoding")) {
     return body_refusal{411,
@@ -184,6 +249,26 @@ std::optional<body_refusal> refused_body(const httplib::Request& req, std::size_
                             " bytes exceeds this daemon's limit of " + std::to_string(limit) +
                             " bytes (--max-body-bytes)",
                         {}};
+  }
+  if (req.has_header("Content-Encoding")) {
+    const std::string coding = req.get_header_value("Content-Encoding");
+    if (!coding.empty() && !same_name(coding, "identity")) {
+      const std::string why = "\"" + coding +
+                              "\" is not accepted: the API takes request bodies uncompressed "
+                              "(no Content-Encoding, or identity)";
+      return body_refusal{415,
+                          "unsupported_media_type",
+                          "Content-Encoding " + why,
+                          {{"Content-Encoding", why}},
+                          {{"Accept-Encoding", "identity"}}};
+    }
+  }
+  if (const std::string type = req.get_header_value("Content-Type");
+      same_name(std::string_view(type).substr(0, 10), "multipart/")) {
+    const std::string why =
+        "\"" + type + "\" is not accepted: the API takes JSON bodies (application/json)";
+    return body_refusal{
+        415, "unsupported_media_type", "Content-Type " + why, {{"Content-Type", why}}};
   }
   return std::nullopt;
 }
@@ -333,9 +418,11 @@ class http_server final : public httplib::Server {
       t_closes = false;
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
-        if (refused_body(req, m_max_body)) {
+        restore_sent_fields(req, connection.head());
+        if (!implemented_method(req.method) || refused_body(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
-          // follows on it is the body, not a request.
+          // follows on it is the body (or, for a method the API does not implement, is not
+          // known to be a request), not a request.
           closes_after(req);
           return;
         }
@@ -532,10 +619,18 @@ struct http_transport::impl {
     }
   }
 
-  // Answers `req` if its body is refused unread (refused_body); true if it is.
-  bool refuse_body(const httplib::Request& req, httplib::Response& res) {
+  // Answers `req` if it is refused before its body is read: a method the API does not
+  // implement (501), a body refused unread (refused_body). True if it is.
+  bool refuse_unread(const httplib::Request& req, httplib::Response& res) {
+    if (!implemented_method(req.method)) {
+      send_error(501, "not_implemented", not_implemented_message(req.method), res);
+      observe_unrouted(req.method, 501);
+      return true;
+    }
     const auto refusal = refused_body(req, config.max_body_bytes);
     if (!refusal) return false;
+    for (const auto& [name, value] : refusal->headers)
+      res.set_header(name, value);
     send_error(refusal->status, refusal->type, refusal->message, res, refusal->details);
     observe_unrouted(req.method, refusal->status);
     return true;
@@ -754,10 +849,10 @@ struct http_transport::impl {
     server.set_expect_100_continue_handler(
         [this](const httplib::Request& req, httplib::Response& res) {
           // httplib answers with the response as it is.
-          return refuse_body(req, res) ? res.status : 100;
+          return refuse_unread(req, res) ? res.status : 100;
         });
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (refuse_body(req, res)) return httplib::Server::HandlerResponse::Handled;
+      if (refuse_unread(req, res)) return httplib::Server::HandlerResponse::Handled;
       auto& r = const_cast<httplib::Request&>(req);
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
         r.headers.emplace("Content-Length", "0");
@@ -817,6 +912,14 @@ struct http_transport::impl {
                    "the request line and headers take more than " +
                        std::to_string(k_max_head_bytes / 1024) + " KiB",
                    res);
+      } else if (res.status == 400 && t_connection &&
+                 t_connection->head().first_flaw() != detail::request_head::flaw::none) {
+        send_error(400, "bad_request", t_connection->head().describe_flaw(), res);
+      } else if (res.status == 400 && is_token(req.method) && !httplib_method(req.method) &&
+                 (req.version == "HTTP/1.1" || req.version == "HTTP/1.0")) {
+        // httplib refuses a request line whose method is not one it knows (a lower-case one,
+        // an extension method) before it reads the headers, as malformed.
+        send_error(501, "not_implemented", not_implemented_message(req.method), res);
       } else if (res.status == 404) {
         send_error(404, "not_found", "no route " + req.method + " " + req.path, res);
       } else if (res.status == 400) {

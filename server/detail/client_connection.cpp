@@ -90,6 +90,7 @@ void client_connection::start_head(clock::time_point deadline, std::size_t max_b
   m_line = 0;
   m_first_line = true;
   m_head_too_large = too_large::no;
+  m_head.clear();
 }
 
 void client_connection::end_head() {
@@ -116,10 +117,12 @@ ssize_t client_connection::read(char* out, std::size_t size) {
       m_head_too_large = too_large::head;
       return -1;
     }
+    if (m_head.first_flaw() != request_head::flaw::none && m_head.at_line_start()) return -1;
     size = std::min({size, m_head_left, m_max_line - m_line});
     const ssize_t n = read_some(out, size);
     if (n <= 0) return n;
     m_head_left -= static_cast<std::size_t>(n);
+    m_head.take(std::string_view(out, static_cast<std::size_t>(n)));
     for (const char c : std::string_view(out, static_cast<std::size_t>(n))) {
       if (c == '\n') {
         m_line = 0;

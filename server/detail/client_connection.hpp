@@ -27,6 +27,8 @@
 #include <optional>
 #include <string>
 
+#include "server/detail/request_head.hpp"
+
 namespace kernelscan::detail {
 
 class client_connection {
@@ -57,7 +59,10 @@ class client_connection {
   // A request's head begins (its first byte is here) and must end by `deadline`, within
   // `max_bytes` in all and `max_line` bytes a line, its line feed included (httplib caps each
   // line, not their number, and its read of a request line cut by the head's bytes answers
-  // nothing).
+  // nothing). Its bytes are kept and checked as they are read (head()): once it has a flaw,
+  // the read that would begin its next line fails, so that httplib, which would skip or
+  // misread the flawed line, reads no further and answers 400 (a line of it ends first, so
+  // that a request line httplib can parse is answered too).
   void start_head(clock::time_point deadline,
                   std::size_t max_bytes = std::numeric_limits<std::size_t>::max(),
                   std::size_t max_line = std::numeric_limits<std::size_t>::max());
@@ -79,6 +84,8 @@ class client_connection {
   bool request_line_too_long() const { return m_head_too_large == too_large::request_line; }
   // ... because a header line ran past a line's bytes.
   bool header_line_too_long() const { return m_head_too_large == too_large::header_line; }
+  // The bytes of the head being read, or of the last one, as sent, and its first flaw.
+  const request_head& head() const { return m_head; }
   // The server stopped while the head was being read: reads and writes fail from then on.
   bool abandoned() const { return m_abandoned; }
 
@@ -136,6 +143,7 @@ class client_connection {
   std::size_t m_line = 0;       // bytes of the head's current line read so far
   bool m_first_line = false;    // the current line is the request line
   too_large m_head_too_large = too_large::no;
+  request_head m_head;
   bool m_abandoned = false;
   struct address {
     std::string ip;

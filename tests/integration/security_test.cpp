@@ -52,6 +52,13 @@ TEST(Security, WritesNeedATokenWhenTokensAreConfigured) {
                 .status,
             401);
 
+  // The token is compared as sent: httplib percent-decodes header values, and "%30" is not "0".
+  std::string encoded = k_token;
+  encoded.replace(encoded.find('0'), 1, "%30");
+  const auto percent = daemon.post("/api/v1/jobs", body, {{"Authorization", "Bearer " + encoded}});
+  EXPECT_EQ(percent.status, 401) << percent.text;
+  EXPECT_EQ(percent.body["error"]["message"], "the bearer token is not valid");
+
   const auto ok = daemon.post("/api/v1/jobs", body, {{"Authorization", "Bearer " + k_token}});
   ASSERT_EQ(ok.status, 201) << ok.text;
   const std::string job = "/api/v1/jobs/" + ok.body["id"].dump();
