@@ -1,8 +1,10 @@
 // The contract (api/openapi.yaml) documents every route the server registers, with its method.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -79,6 +81,58 @@ TEST(OpenApiContract, EveryDocumentedRouteIsRegistered) {
           << m << " " << path << " is documented but the server has no such route";
     }
   }
+}
+
+// The error types the daemon answers with, as its sources write them: a 4xx or 5xx status and
+// the type after it (api_error(409, "job_finished", ...), send_error(501, "not_implemented",
+// ...)), an error_body("type", ...), or a body written out whole ("type":"overloaded").
+std::set<std::string> error_types_in_sources() {
+  static const std::regex k_status_type(R"re(\b[45][0-9][0-9],\s*"([a-z_]+)")re");
+  static const std::regex k_body_type(R"re(error_body\(\s*"([a-z_]+)")re");
+  static const std::regex k_written_type(R"re("type":\s*"([a-z_]+)")re");
+  std::set<std::string> out;
+  for (const char* dir : {"server", "server/detail", "api"}) {
+    for (const auto& e :
+         std::filesystem::directory_iterator(std::string(KERNELSCAN_SOURCE_DIR) + "/" + dir)) {
+      // The worker protocol's messages have types of their own, not errors of the API.
+      if (e.path().extension() != ".cpp" || e.path().filename() == "worker_protocol.cpp") continue;
+      const std::string text = read_file(e.path().string());
+      for (const auto* re : {&k_status_type, &k_body_type, &k_written_type}) {
+        for (std::sregex_iterator it(text.begin(), text.end(), *re), end; it != end; ++it)
+          out.insert((*it)[1].str());
+      }
+    }
+  }
+  return out;
+}
+
+// Every error type the daemon answers with is in the Error schema's enum and in the table of
+// the API's description, and each of those is one it answers with (or httplib's http_error).
+TEST(OpenApiContract, EveryErrorTypeIsDocumented) {
+  const std::string text = read_file(std::string(KERNELSCAN_SOURCE_DIR) + "/api/openapi.yaml");
+  std::set<std::string> table, listed;
+  static const std::regex k_row(R"re(\|\s*[45][0-9][0-9]\s*\|\s*`([a-z_]+)`\s*\|)re");
+  for (std::sregex_iterator it(text.begin(), text.end(), k_row), end; it != end; ++it)
+    table.insert((*it)[1].str());
+  // The enum of the Error schema's type: the list after its `enum:`.
+  const auto schema = text.find("\n    Error:\n");
+  ASSERT_NE(schema, std::string::npos);
+  const auto enum_at = text.find("enum:\n", schema);
+  ASSERT_NE(enum_at, std::string::npos);
+  std::istringstream in(text.substr(enum_at + 6));
+  for (std::string line; std::getline(in, line) && line.find("- ") != std::string::npos;)
+    listed.insert(line.substr(line.find("- ") + 2));
+  const std::set<std::string> used = error_types_in_sources();
+  ASSERT_GT(used.size(), 20u);
+  for (const auto& type : used) {
+    EXPECT_TRUE(listed.count(type)) << type << " is not in the Error schema's enum";
+    EXPECT_TRUE(table.count(type)) << type << " is not in the table of error types";
+  }
+  for (const auto& type : listed) {
+    EXPECT_TRUE(type == "http_error" || table.count(type)) << type << " is not in the table";
+  }
+  for (const auto& type : table)
+    EXPECT_TRUE(listed.count(type)) << type << " is in the table, not the enum";
 }
 
 TEST(OpenApiContract, ServedCopyIsTheSourceFile) {
