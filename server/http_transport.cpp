@@ -134,9 +134,9 @@ std::string error_text(const json& body) {
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// Whether `method` is one the API knows: its routes' methods, and HEAD, which httplib routes as
-// GET (and the router answers 405 with Allow: no route has HEAD). Any other is answered 501; a
-// known method that a path does not have is 405, with Allow.
+// Whether `method` is one the API knows: its routes' methods, and HEAD, which a GET route
+// answers without its body. Any other is answered 501; a known method that a path does not
+// have is 405, with Allow.
 bool implemented_method(const std::string& method) {
   static constexpr std::array<std::string_view, 7> k_methods{"GET",   "HEAD",   "POST",   "PUT",
                                                              "PATCH", "DELETE", "OPTIONS"};
@@ -146,8 +146,8 @@ bool implemented_method(const std::string& method) {
 // What a 501 says of `method`.
 std::string not_implemented_message(const std::string& method) {
   return "the method \"" + method +
-         "\" is not implemented by this server, whose routes take GET, POST, PUT, PATCH, DELETE "
-         "and OPTIONS (methods are case-sensitive)";
+         "\" is not implemented by this server, whose routes take GET, HEAD, POST, PUT, PATCH, "
+         "DELETE and OPTIONS (methods are case-sensitive)";
 }
 
 // Whether httplib 0.11 reads a request line with `method` (it refuses any other as malformed).
@@ -672,15 +672,20 @@ struct http_transport::impl {
     std::string allow;
     const http_route* found = nullptr;
     std::string_view templ = "unmatched";
+    // HEAD is a GET whose body is not sent (httplib leaves it out).
+    const auto serves = [&](const http_route& r, const std::string& method) {
+      return r.method == method || (method == "HEAD" && r.method == "GET" && r.head);
+    };
     for (const auto& r : routes) {
       if (!match_route(r.path, hreq.path, captures)) continue;
       templ = r.path;
-      if (r.method == hreq.method) {
+      if (serves(r, hreq.method)) {
         found = &r;
         break;
       }
-      if (allow.find(r.method) == std::string::npos) {
-        allow += (allow.empty() ? "" : ", ") + r.method;
+      for (const std::string& method : {r.method, std::string("HEAD")}) {
+        if (serves(r, method) && allow.find(method) == std::string::npos)
+          allow += (allow.empty() ? "" : ", ") + method;
       }
     }
     if (!found) {

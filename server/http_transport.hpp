@@ -78,6 +78,9 @@ struct http_route {
   std::string path;  // an OpenAPI template: {name} matches one non-empty segment, captured
   route_access access = route_access::read;
   std::function<response(const request&)> handler;
+  // A GET route answers HEAD too (its headers, without the body), unless this is false: an
+  // event stream, which would be held open for a body never sent.
+  bool head = true;
 };
 
 response text_response(int status, std::string body);

@@ -356,21 +356,33 @@ TEST(HttpFraming, AMethodTheApiDoesNotImplementIsAnswered501AndClosed) {
         daemon, method + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n" + k_healthz);
     expect_error(received, 501, "not_implemented",
                  "the method \"" + method +
-                     "\" is not implemented by this server, whose routes take GET, POST, PUT, "
-                     "PATCH, DELETE and OPTIONS (methods are case-sensitive)");
+                     "\" is not implemented by this server, whose routes take GET, HEAD, POST, "
+                     "PUT, PATCH, DELETE and OPTIONS (methods are case-sensitive)");
   }
   EXPECT_EQ(unrouted_count(daemon, "other", 501), "7");
   // A method the API serves elsewhere, on a path that does not have it, is 405 with Allow.
   const auto wrong = answered_and_closed(
       daemon, "DELETE /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   expect_error(wrong, 405, "method_not_allowed",
-               "DELETE is not allowed on /api/v1/jobs (allowed: GET, POST)");
-  EXPECT_NE(wrong.find("\r\nAllow: GET, POST\r\n"), std::string::npos) << wrong;
-  // HEAD, which no route has, is one of those: 405, its Allow naming GET.
-  const auto head = exchange_until_closed(
-      daemon.port(), "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10s);
-  EXPECT_EQ(head.rfind("HTTP/1.1 405", 0), 0u) << head;
-  EXPECT_NE(head.find("\r\nAllow: GET\r\n"), std::string::npos) << head;
+               "DELETE is not allowed on /api/v1/jobs (allowed: GET, HEAD, POST)");
+  EXPECT_NE(wrong.find("\r\nAllow: GET, HEAD, POST\r\n"), std::string::npos) << wrong;
+  // HEAD is a GET without its body: its status and headers, nothing after them, and the
+  // connection goes on to the next request.
+  const auto head = exchange_until_closed(daemon.port(),
+                                          "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                                          "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: "
+                                          "close\r\n\r\n",
+                                          10s);
+  EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  const auto head_end = head.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << head;
+  EXPECT_NE(head.substr(0, head_end).find("\r\nContent-Length: "), std::string::npos) << head;
+  EXPECT_EQ(head.find("HTTP/1.1 200", head_end), head_end + 4) << head;  // the GET's, at once
+  // Not on the event stream, which would be held open for a body never sent.
+  const auto stream = exchange_until_closed(
+      daemon.port(), "HEAD /api/v1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10s);
+  EXPECT_EQ(stream.rfind("HTTP/1.1 405", 0), 0u) << stream;
+  EXPECT_NE(stream.find("\r\nAllow: GET\r\n"), std::string::npos) << stream;
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ TEST(Security, CorsIsOffUnlessConfigured) {
                                                 {"Access-Control-Request-Method", "POST"}});
     ASSERT_TRUE(pre);
     EXPECT_EQ(pre->status, 204);
-    EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Methods"), "GET, POST");
+    EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Methods"), "GET, HEAD, POST");
     EXPECT_NE(pre->get_header_value("Access-Control-Allow-Headers").find("Authorization"),
               std::string::npos);
   }
