@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/compile_watch.hpp"
 #include "engine/element.hpp"
 
 namespace kernelscan {
@@ -19,6 +20,7 @@ kernel_id device_backend::compile_or_recall_failure(const custom_kernel& kernel)
     throw compile_error(known->second);
   }
   try {
+    const compile_scope watched;
     return compile(kernel);
   } catch (const compile_error& e) {
     if (m_compile_failures.size() >= k_remembered_failures) m_compile_failures.clear();

@@ -239,7 +239,11 @@ std::vector<std::string> scheduler::worker_argv(const device_slot& slot) const {
                                 "--log-format",
                                 m_config.log_format,
                                 "--point-timeout",
-                                std::to_string(m_config.point_timeout_s)};
+                                std::to_string(m_config.point_timeout_s),
+                                "--compile-timeout",
+                                std::to_string(m_config.compile_timeout_s),
+                                "--compile-memory",
+                                std::to_string(m_config.compile_memory_bytes)};
   if (m_config.allow_fault_injection) argv.push_back("--allow-fault-injection");
   return argv;
 }
@@ -294,6 +298,12 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     return;
   }
   if (msg.type == kind::failure) {
+    if (msg.exiting) {
+      // Its end follows (a compile stopped at its limit): nothing more goes to it, and the
+      // device takes its next job on the worker that replaces it.
+      slot.worker_ready = false;
+      slot.state = device_state::restarting;
+    }
     if (fatal_to_job(msg.error_type)) {
       flush_results();
       slot.window.clear();

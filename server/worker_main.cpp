@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +24,7 @@
 
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
+#include "engine/compile_watch.hpp"
 #include "engine/mock_engine.hpp"
 #include "engine/opencl/opencl_backend.hpp"
 #ifdef KERNELSCAN_HAVE_GPU
@@ -266,19 +269,34 @@ int run_worker(const worker_config& config) {
   line_reader input(STDIN_FILENO);
   std::deque<worker_protocol::daemon_message> queue;  // requests read but not yet served
   std::string pending;                                // replies not yet written
+  std::mutex pending_mutex;  // the compile watch's thread writes them too, then ends us
   int held = 0;
   auto first_held = std::chrono::steady_clock::now();
   auto hold = [&](std::string reply) {
+    const std::lock_guard lock(pending_mutex);
     if (held++ == 0) first_held = std::chrono::steady_clock::now();
     pending += reply;
   };
   // Writes the held replies; false if the daemon is gone.
   auto flush = [&] {
+    const std::lock_guard lock(pending_mutex);
     const bool ok = write_all(out, pending);
     pending.clear();
     held = 0;
     return ok;
   };
+  // A compile past its limit cannot be stopped but by ending the process: the point fails with
+  // why (a compile_error, which ends its job: each further point would compile as long again),
+  // after the replies held before it.
+  std::atomic<std::uint64_t> measuring_seq{0};
+  set_compile_limits(
+      {config.compile_timeout_s, config.compile_memory_bytes}, [&](const std::string& why) {
+        spdlog::error("device {}: {}; this worker exits to be replaced", config.device, why);
+        const std::lock_guard lock(pending_mutex);
+        write_all(out, pending + worker_protocol::failure_line(measuring_seq.load(),
+                                                               "compile_error", why, true));
+        std::_Exit(4);
+      });
   // Parses an incoming line into the queue; a drop answers the job's queued requests at once.
   auto take = [&](const std::string& text) {
     try {
@@ -348,6 +366,7 @@ int run_worker(const worker_config& config) {
       continue;
     }
     const auto started = std::chrono::steady_clock::now();
+    measuring_seq = msg.seq;
     std::string reply;
     try {
       if (msg.job != plan_job) {

@@ -1,0 +1,90 @@
+// Kernels that make the compiler run for minutes or take gigabytes, on the OpenCL engine (PoCL
+// on a CPU): the compile is stopped at its limit, its job fails with a compile_error that says
+// which limit, the worker is replaced, and the next job runs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include "tests/support/daemon_process.hpp"
+
+namespace kernelscan::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A macro that doubles its text `levels` times: 2^20 statements took PoCL 50 s and 2.2 GiB.
+std::string doubling_source(int levels) {
+  std::string s = "#define M0(x) x x\n";
+  for (int i = 1; i < levels; ++i) {
+    s += "#define M" + std::to_string(i) + "(x) M" + std::to_string(i - 1) + "(x) M" +
+         std::to_string(i - 1) + "(x)\n";
+  }
+  return s + "__kernel void k(__global float* o) { M" + std::to_string(levels - 1) +
+         "(o[0] += 1.0f;) }\n";
+}
+
+// A loop of a million iterations unrolled: 3 GiB within seconds, then minutes more.
+const std::string k_unrolled =
+    "__kernel void k(__global float* o) {\n  float s = 0;\n#pragma unroll 1000000\n"
+    "  for (int i = 0; i < 1000000; ++i) s += o[i & 1023] * i;\n  o[0] = s;\n}\n";
+
+json custom_job(const std::string& source) {
+  // An option of its own, so that no driver's cache of compiled programs answers the compile.
+  static const std::string run =
+      std::to_string(getpid()) + "_" +
+      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  static int jobs = 0;
+  return {{"engine", "opencl"},
+          {"cache", false},
+          {"kernel",
+           {{"op", "custom"},
+            {"language", "opencl"},
+            {"source", source},
+            {"entry", "k"},
+            {"compile_options", {"-DKS_RUN_" + run + "_" + std::to_string(++jobs)}},
+            {"block", {64, 1, 1}},
+            {"grid", {"N/64", 1, 1}},
+            {"args", {{{"name", "o"}, {"type", "f32*"}, {"count", "N"}, {"output", true}}}}}},
+          {"sweep", {{"N", {1024, 2048, 4096}}}},
+          {"timing", {{"l2", "hot"}, {"max_time_ms", 100}}}};
+}
+
+const std::string k_honest = "__kernel void k(__global float* o) { o[get_global_id(0)] = 2.0f; }";
+
+// Runs `source` on a daemon with `limits`, expects its job to fail with a compile_error whose
+// message has `says`, then an honest job to succeed on a fresh worker, then a clean SIGTERM.
+void expect_stopped(const std::string& source, std::vector<std::string> limits,
+                    const std::string& says) {
+  limits.insert(limits.end(), {"--point-timeout", "60"});
+  daemon_process daemon({.mock_devices = 1, .engine = "opencl", .extra_args = limits});
+  daemon.start();
+  const pid_t before = daemon.worker_pids().at(0);
+  const auto started = std::chrono::steady_clock::now();
+  const auto bomb = daemon.submit(custom_job(source));
+  const auto honest = daemon.submit(custom_job(k_honest));
+  const json job = daemon.wait_job(bomb, 60s);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+  EXPECT_EQ(job["status"], "failed") << job.dump();
+  EXPECT_EQ(job["error"]["type"], "compile_error") << job.dump();
+  EXPECT_NE(job["error"]["message"].get<std::string>().find(says), std::string::npos) << job.dump();
+  const json next = daemon.wait_job(honest, 60s);
+  EXPECT_EQ(next["status"], "succeeded") << next.dump();
+  EXPECT_NE(daemon.worker_pids().at(0), before) << "the worker that compiled was replaced";
+  EXPECT_EQ(daemon.get("/readyz").status, 200);
+  EXPECT_EQ(daemon.terminate(), 0) << daemon.log();
+}
+
+TEST(CompileLimits, ACompilePastItsTimeIsStoppedAndTheNextJobRuns) {
+  expect_stopped(doubling_source(20), {"--compile-timeout", "1", "--compile-memory", "0"},
+                 "the compiler ran for more than 1 s (the limit on one compile) and was stopped");
+}
+
+TEST(CompileLimits, ACompilePastItsMemoryIsStoppedAndTheNextJobRuns) {
+  expect_stopped(k_unrolled, {"--compile-timeout", "0", "--compile-memory", "200000000"},
+                 "the compiler took more than 190 MiB of memory (the limit on one compile)");
+}
+
+}  // namespace
+}  // namespace kernelscan::testing
