@@ -22,6 +22,7 @@
 #include <string_view>
 #include <thread>
 
+#include "api/detail/utf8.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
 #include "engine/compile_watch.hpp"
@@ -48,16 +49,30 @@ constexpr auto k_output_window = std::chrono::minutes(1);
 // the watchdog ends the process long before.
 constexpr double k_past_watchdog_ms = 60000;
 
+// Bytes that are not UTF-8 are escaped too: a log line must stay valid UTF-8 (JSON lines with
+// --log-format json, and whatever reads the log).
 std::string escaped_output(std::string_view line) {
   std::string out;
-  for (const char c : line.substr(0, k_output_line_bytes)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
+  const std::string_view kept = line.substr(0, k_output_line_bytes);
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    const auto u = static_cast<unsigned char>(kept[i]);
+    if (u >= 0x80) {
+      const std::size_t n = u >= 0xc2 && u <= 0xdf   ? 2
+                            : u >= 0xe0 && u <= 0xef ? 3
+                            : u >= 0xf0 && u <= 0xf4 ? 4
+                                                     : 0;
+      if (n > 0 && i + n <= kept.size() && detail::valid_utf8(kept.substr(i, n))) {
+        out.append(kept, i, n);
+        i += n - 1;
+        continue;
+      }
+    }
+    if (u < 0x20 || u == 0x7f || u >= 0x80) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", u);
       out += buf;
     } else {
-      out += c;
+      out += kept[i];
     }
   }
   if (line.size() > k_output_line_bytes) out += "... (cut)";

@@ -1,6 +1,7 @@
-// Kernels that make the compiler run for minutes or take gigabytes, on the OpenCL engine (PoCL
-// on a CPU): the compile is stopped at its limit, its job fails with a compile_error that says
-// which limit, the worker is replaced, and the next job runs.
+// Hostile user kernels on the OpenCL engine (PoCL on a CPU). Kernels that make the compiler run
+// for minutes or take gigabytes: the compile is stopped at its limit, its job fails with a
+// compile_error that says which limit, the worker is replaced, and the next job runs. A kernel
+// that prints bytes that are not UTF-8: the log stays valid UTF-8 (and JSON).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -84,6 +85,35 @@ TEST(CompileLimits, ACompilePastItsTimeIsStoppedAndTheNextJobRuns) {
 TEST(CompileLimits, ACompilePastItsMemoryIsStoppedAndTheNextJobRuns) {
   expect_stopped(k_unrolled, {"--compile-timeout", "0", "--compile-memory", "200000000"},
                  "the compiler took more than 190 MiB of memory (the limit on one compile)");
+}
+
+TEST(KernelOutput, BytesThatAreNotUtf8AreEscapedAndTheLogStaysJson) {
+  daemon_process daemon(
+      {.mock_devices = 1, .engine = "opencl", .extra_args = {"--log-format", "json"}});
+  daemon.start();
+  json spec = custom_job(
+      "__kernel void k(__global float* o) {\n"
+      "  if (get_global_id(0) == 0) printf(\"marker caf\\xc3\\xa9 \\xff\\xfe \\xe2\\x82\\n\");\n"
+      "  o[get_global_id(0)] = 2.0f;\n}\n");
+  spec["sweep"] = {{"N", {1024}}};
+  const json job = daemon.wait_job(daemon.submit(spec), 60s);
+  EXPECT_EQ(job["status"], "succeeded") << job.dump();
+  std::string printed;
+  ASSERT_TRUE(eventually([&] {
+    const std::string log = daemon.log();
+    const auto at = log.find("marker");
+    if (at == std::string::npos) return false;
+    printed = log.substr(at, log.find('\n', at) - at);
+    return true;
+  })) << daemon.log();
+  EXPECT_EQ(printed.rfind("marker caf\xc3\xa9 \\\\xff\\\\xfe \\\\xe2\\\\x82\"", 0), 0u) << printed;
+  const std::string log = daemon.log();
+  std::size_t start = 0;
+  for (auto nl = log.find('\n'); nl != std::string::npos; nl = log.find('\n', start)) {
+    const std::string line = log.substr(start, nl - start);
+    start = nl + 1;
+    EXPECT_TRUE(json::accept(line)) << line;
+  }
 }
 
 }  // namespace
