@@ -24,6 +24,8 @@ struct watch_state {
   int depth = 0;  // compile scopes open
   std::chrono::steady_clock::time_point since;
   std::uint64_t resident_at_start = 0;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::string deadline_what;
 };
 
 watch_state& state() {
@@ -54,7 +56,10 @@ std::string seconds_text(double s) {
       const std::uint64_t now = resident_bytes();
       const std::uint64_t gained = now > s.resident_at_start ? now - s.resident_at_start : 0;
       std::string why;
-      if (s.limits.seconds > 0 && ran > s.limits.seconds) {
+      if (s.deadline && std::chrono::steady_clock::now() > *s.deadline) {
+        why = "the compiler ran for " + seconds_text(double(int(ran * 10)) / 10) + " s, past " +
+              s.deadline_what + ", and was stopped";
+      } else if (s.limits.seconds > 0 && ran > s.limits.seconds) {
         why = "the compiler ran for more than " + seconds_text(s.limits.seconds) +
               " s (the limit on one compile) and was stopped";
       } else if (s.limits.memory_bytes > 0 && gained > s.limits.memory_bytes) {
@@ -80,6 +85,14 @@ void set_compile_limits(const compile_limits& limits, compile_limit_handler on_e
     s.started = true;
     std::thread(watch).detach();
   }
+}
+
+void set_compile_deadline(std::optional<std::chrono::steady_clock::time_point> deadline,
+                          std::string what) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.deadline = deadline;
+  s.deadline_what = std::move(what);
 }
 
 compile_scope::compile_scope() {

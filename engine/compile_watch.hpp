@@ -11,8 +11,10 @@
 // compiles (scopes nest); the handler runs on the watch's thread while the compile is still in
 // progress, and must not return. Units: seconds, bytes.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace kernelscan {
@@ -28,6 +30,12 @@ using compile_limit_handler = std::function<void(const std::string& why)>;
 
 // Starts the watch. Without a call, compiles have no limits.
 void set_compile_limits(const compile_limits& limits, compile_limit_handler on_exceeded);
+
+// A time by which any compile must end, and what that time is (`the point's watchdog budget of
+// 34 s`), for the message; nullopt: none. A compile still running then would be ended by a
+// watchdog outside the process anyway, as a `timeout` that names no compile. Thread-safe.
+void set_compile_deadline(std::optional<std::chrono::steady_clock::time_point> deadline,
+                          std::string what);
 
 // Marks a compile in progress on this thread for the watch, from construction to destruction.
 class compile_scope {

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -393,6 +394,16 @@ int run_worker(const worker_config& config) {
       } else if (msg.index >= plan->size()) {
         reply = worker_protocol::failure_line(msg.seq, "internal", "point index out of range");
       } else {
+        // A compile still running when the point's watchdog would end this worker is stopped a
+        // little before, as a compile_error that says so: ended by the watchdog it would be a
+        // `timeout` naming no compile, and every further point of the job would compile again.
+        const double budget_s = point_budget_s(plan->spec(), config.point_timeout_s);
+        char what[96];
+        std::snprintf(what, sizeof what, "the point's watchdog budget of %g s", budget_s);
+        set_compile_deadline(
+            started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(budget_s - std::min(1.0, budget_s / 10))),
+            what);
         const auto result = eng->measure_all(*plan, msg.index, plan->spec().seed.value_or(0));
         double wall_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)

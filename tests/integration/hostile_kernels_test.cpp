@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -58,7 +59,8 @@ const std::string k_honest = "__kernel void k(__global float* o) { o[get_global_
 // message has `says`, then an honest job to succeed on a fresh worker, then a clean SIGTERM.
 void expect_stopped(const std::string& source, std::vector<std::string> limits,
                     const std::string& says) {
-  limits.insert(limits.end(), {"--point-timeout", "60"});
+  if (std::find(limits.begin(), limits.end(), "--point-timeout") == limits.end())
+    limits.insert(limits.end(), {"--point-timeout", "60"});
   daemon_process daemon({.mock_devices = 1, .engine = "opencl", .extra_args = limits});
   daemon.start();
   const pid_t before = daemon.worker_pids().at(0);
@@ -85,6 +87,13 @@ TEST(CompileLimits, ACompilePastItsTimeIsStoppedAndTheNextJobRuns) {
 TEST(CompileLimits, ACompilePastItsMemoryIsStoppedAndTheNextJobRuns) {
   expect_stopped(k_unrolled, {"--compile-timeout", "0", "--compile-memory", "200000000"},
                  "the compiler took more than 190 MiB of memory (the limit on one compile)");
+}
+
+// Ended by the point's watchdog, a compile would be a `timeout` that names no compile, at every
+// point of the job in turn: it is stopped a little before, and the job ends at once.
+TEST(CompileLimits, ACompileOutlivingItsPointsWatchdogIsStoppedFirst) {
+  expect_stopped(doubling_source(20), {"--point-timeout", "2"},
+                 "the point's watchdog budget of 2.2 s, and was stopped");
 }
 
 TEST(KernelOutput, BytesThatAreNotUtf8AreEscapedAndTheLogStaysJson) {
