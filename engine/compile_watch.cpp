@@ -28,9 +28,11 @@ struct watch_state {
   std::string deadline_what;
 };
 
+// Never destroyed: the watch's detached thread waits on it until the process ends, and a
+// condition variable destroyed at exit with a thread waiting on it blocks the exit for good.
 watch_state& state() {
-  static watch_state s;
-  return s;
+  static watch_state* s = new watch_state;
+  return *s;
 }
 
 std::string mib(std::uint64_t bytes) {
@@ -81,7 +83,8 @@ void set_compile_limits(const compile_limits& limits, compile_limit_handler on_e
   std::lock_guard lock(s.mutex);
   s.limits = limits;
   s.on_exceeded = std::move(on_exceeded);
-  if (!s.started && (limits.seconds > 0 || limits.memory_bytes > 0)) {
+  // Started even without limits: the deadline (set_compile_deadline) may still end a compile.
+  if (!s.started && s.on_exceeded) {
     s.started = true;
     std::thread(watch).detach();
   }

@@ -5,11 +5,12 @@
 // times took PoCL 50 s and 2.2 GiB (each two more doublings, four times that), a
 // `#pragma unroll` of a million iterations 3 GiB and minutes. So a thread of its own watches every
 // compile in the process (compile_scope), and where one passes a limit it calls the handler the
-// process set, which reports the compile and ends the process: the only way to stop it.
+// process set, which reports the compile and ends the process: the only way to stop it (a handler
+// that returns is called again at the next check while the compile runs).
 //
 // Threading: set_compile_limits() before the first compile; compile_scope on the thread that
 // compiles (scopes nest); the handler runs on the watch's thread while the compile is still in
-// progress, and must not return. Units: seconds, bytes.
+// progress. Units: seconds, bytes.
 
 #include <chrono>
 #include <cstdint>
@@ -28,7 +29,7 @@ struct compile_limits {
 // on one compile)".
 using compile_limit_handler = std::function<void(const std::string& why)>;
 
-// Starts the watch. Without a call, compiles have no limits.
+// Starts the watch. Without a call, compiles have no limits and no deadline.
 void set_compile_limits(const compile_limits& limits, compile_limit_handler on_exceeded);
 
 // A time by which any compile must end, and what that time is (`the point's watchdog budget of
