@@ -66,10 +66,11 @@ std::string result_line(std::uint64_t seq, double wall_ms,
   return out + "]}\n";
 }
 
-std::string failure_line(std::uint64_t seq, std::string_view type, std::string_view message) {
-  return json{{"type", "failure"}, {"seq", seq}, {"error", {{"type", type}, {"message", message}}}}
-             .dump() +
-         "\n";
+std::string failure_line(std::uint64_t seq, std::string_view type, std::string_view message,
+                         bool exiting) {
+  json j{{"type", "failure"}, {"seq", seq}, {"error", {{"type", type}, {"message", message}}}};
+  if (exiting) j["exiting"] = true;
+  return j.dump() + "\n";
 }
 
 daemon_message parse_daemon_line(std::string_view line) {
@@ -155,6 +156,7 @@ worker_message parse_worker_line(std::string_view line) {
       m.seq = j.at("seq").get<std::uint64_t>();
       m.error_type = j.at("error").at("type").get<std::string>();
       m.error_message = j.at("error").at("message").get<std::string>();
+      m.exiting = j.value("exiting", false);
     } else {
       throw protocol_error("unknown message type \"" + type + "\"");
     }

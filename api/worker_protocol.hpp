@@ -15,6 +15,8 @@
 //   worker -> daemon  {"type":"result","seq":12,"wall_ms":9.4,"result":[{...},{...}]}
 //                     the rows of every variant of a point (a job with variants), in order
 //   worker -> daemon  {"type":"failure","seq":12,"error":{"type":..,"message":..}}
+//                     with "exiting":true where the worker ends right after it (a compile
+//                     stopped at its limit): nothing more is to be sent to it
 //   worker -> daemon  {"type":"dropped","seq":13}                 not measured, by request
 //
 // A worker measures one point at a time and answers every measure request, in order. The
@@ -54,7 +56,8 @@ std::string result_line(std::uint64_t seq, double wall_ms, const point_result& r
 // result_text is left empty.
 std::string result_line(std::uint64_t seq, double wall_ms,
                         const std::vector<point_result>& results);
-std::string failure_line(std::uint64_t seq, std::string_view type, std::string_view message);
+std::string failure_line(std::uint64_t seq, std::string_view type, std::string_view message,
+                         bool exiting = false);
 std::string dropped_line(std::uint64_t seq);
 std::string roofline_line(const measured_roofline& roofline);
 std::string roofline_failure_line(std::string_view message);
@@ -80,6 +83,7 @@ struct worker_message {
   double wall_ms = 0;
   std::string error_type;  // failure
   std::string error_message;
+  bool exiting = false;  // failure: the worker ends after this line
 };
 // Throws protocol_error.
 worker_message parse_worker_line(std::string_view line);

@@ -24,6 +24,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -59,6 +60,14 @@ class compile_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// A compiler's log as a compile_error carries it: valid UTF-8 (a byte that is not is written
+// "<FF>", as clang writes one), and at most its first k_compile_log_bytes, cut at a line's end,
+// with a last line that says how much was left out. Some drivers do not stop after clang's 20
+// errors (PoCL's log of a 250 KiB source ran to 2 MiB), and every point of a sweep stores its
+// compile error.
+inline constexpr std::size_t k_compile_log_bytes = 16 * 1024;
+std::string bounded_compile_log(std::string_view log);
 
 // Throws the exception being handled again (from inside a catch), a backend_error, a
 // compile_error or an std::invalid_argument with its message led by "`whose`: " (the spec field

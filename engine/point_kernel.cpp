@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "engine/compile_watch.hpp"
 #include "engine/detail/overloaded.hpp"
 #include "engine/element.hpp"
 
@@ -148,6 +149,7 @@ void point_kernel::add_buffer(std::string name, dtype t, std::int64_t count, arg
 
 void point_kernel::load_fresh() {
   if (const auto* c = std::get_if<custom_instance>(m_instance)) {
+    const compile_scope watched;
     m_function = m_backend.compile_fresh(*c->launch.kernel);
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <tuple>
 
+#include "api/detail/utf8.hpp"
 #include "api/json.hpp"
 #include "engine/device_catalog.hpp"
 #include "server/cli_client.hpp"
@@ -239,6 +241,21 @@ std::string unread_reason(read_result r, const std::string& path, std::size_t li
   return "cannot read " + path + ": " + std::strerror(errno);
 }
 
+// Why a kernel source read from `path` cannot be sent, where it is not UTF-8 text: it travels
+// in JSON, which holds nothing else.
+std::optional<std::string> not_utf8_reason(const std::string& path, const std::string& text) {
+  const std::size_t at = detail::first_invalid_utf8(text);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+  const std::size_t column = at - (line_start == std::string::npos || at == 0 ? 0 : line_start + 1);
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[at]));
+  return path + " is not UTF-8 text: byte " + byte + " at line " +
+         std::to_string(std::count(text.begin(), text.begin() + std::ptrdiff_t(at), '\n') + 1) +
+         ", column " + std::to_string(column + 1) +
+         " (a kernel source travels in JSON, which holds UTF-8 only; save the file as UTF-8)";
+}
+
 std::string directory_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
@@ -355,6 +372,7 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
           throw bench_error("source_file", unread_reason(r, full, k_max_source_bytes,
                                                          "a kernel source (--max-source-bytes)"));
         }
+        if (auto why = not_utf8_reason(full, source)) throw bench_error("source_file", *why);
         return source;
       });
       source_name = source_files.size() == 1 ? *source_files.begin() : "";
@@ -366,6 +384,7 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
       }
       if (!b.device.empty()) spec["device"] = device_placement(b.device);
     } else {
+      if (auto why = not_utf8_reason(b.file, text)) throw bench_error("FILE", *why);
       spec = bench_spec(b, text);
     }
   } catch (const bench_error& e) {

@@ -4,6 +4,7 @@
 // values, read-only once the daemon starts.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "api/job_spec_codec.hpp"
@@ -40,6 +41,9 @@ struct serve_config {
   int max_long_polls = 32;      // concurrent ?wait= requests
   int max_event_streams = 8;    // concurrent GET /api/v1/events streams (each holds a thread)
   double point_timeout_s = 30;  // watchdog slack per point, on top of its own time budget
+  // Limits on compiling one user kernel (engine/compile_watch.hpp); 0: none.
+  double compile_timeout_s = 60;
+  std::uint64_t compile_memory_bytes = 4ull * 1024 * 1024 * 1024;
   double drain_timeout_s = 30;  // on SIGTERM, how long the current points may take
   double worker_start_timeout_s = 30;
   std::size_t max_body_bytes = 4 * 1024 * 1024;
@@ -62,7 +66,9 @@ struct worker_config {
   bool allow_fault_injection = false;
   std::string log_level = "info";
   std::string log_format = "text";
-  double point_timeout_s = 30;  // the daemon's --point-timeout: the points' watchdog budget
+  double point_timeout_s = 30;    // the daemon's --point-timeout: the points' watchdog budget
+  double compile_timeout_s = 60;  // --compile-timeout; 0: none
+  std::uint64_t compile_memory_bytes = 4ull * 1024 * 1024 * 1024;  // --compile-memory; 0: none
 };
 
 // Whether the daemon serves mock devices, given how many real devices it serves (--engine: mock

@@ -442,6 +442,14 @@ int main(int argc, char** argv) {
           ->check(CLI::Range(0.1, 86400.0)),
       "KERNELSCAN_POINT_TIMEOUT");
   env(serve
+          ->add_option("--compile-timeout", sc.compile_timeout_s,
+                       "Seconds one user kernel's compile may take (0: no limit)")
+          ->check(CLI::Range(0.0, 86400.0)),
+      "KERNELSCAN_COMPILE_TIMEOUT");
+  env(serve->add_option("--compile-memory", sc.compile_memory_bytes,
+                        "Bytes of memory one user kernel's compile may take (0: no limit)"),
+      "KERNELSCAN_COMPILE_MEMORY");
+  env(serve
           ->add_option("--drain-timeout", sc.drain_timeout_s,
                        "Seconds current points may take to finish on SIGTERM")
           ->check(CLI::Range(0.0, 3600.0)),
@@ -495,6 +503,8 @@ int main(int argc, char** argv) {
   worker->add_option("--log-format", wc.log_format);
   worker->add_flag("--allow-fault-injection", wc.allow_fault_injection);
   worker->add_option("--point-timeout", wc.point_timeout_s);
+  worker->add_option("--compile-timeout", wc.compile_timeout_s);
+  worker->add_option("--compile-memory", wc.compile_memory_bytes);
 
   client_commands client;
   add_client_commands(app, client);

@@ -25,6 +25,11 @@ using namespace std::chrono_literals;
 
 // How long a cancelled job's running point may take to end before its worker is killed.
 constexpr auto k_cancel_grace = 3s;
+// A job whose points take their worker down this many times in a row (each a `timeout` or a
+// `device_fault`) is stopped: a kernel that hangs, or whose compile outlives the watchdog, would
+// otherwise hold the device for the watchdog's budget at every point of its sweep (100,000
+// points of 34 s: 39 days), each on a fresh worker.
+constexpr int k_lost_points_in_a_row = 3;
 
 std::vector<json> device_events(const std::vector<device_view>& view) {
   std::vector<json> events;
@@ -99,6 +104,7 @@ struct scheduler::active_job {
   }
   std::optional<point_error> first_failure;
   std::uint64_t first_failure_index = 0;
+  int lost_in_a_row = 0;  // points that timed out or crashed their worker since one was answered
   bool cancel = false;
   bool lost = false;  // another node owns it now: stop, and store nothing of its end
   // Its end, while the store does not take it.
@@ -239,7 +245,11 @@ std::vector<std::string> scheduler::worker_argv(const device_slot& slot) const {
                                 "--log-format",
                                 m_config.log_format,
                                 "--point-timeout",
-                                std::to_string(m_config.point_timeout_s)};
+                                std::to_string(m_config.point_timeout_s),
+                                "--compile-timeout",
+                                std::to_string(m_config.compile_timeout_s),
+                                "--compile-memory",
+                                std::to_string(m_config.compile_memory_bytes)};
   if (m_config.allow_fault_injection) argv.push_back("--allow-fault-injection");
   return argv;
 }
@@ -294,6 +304,12 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     return;
   }
   if (msg.type == kind::failure) {
+    if (msg.exiting) {
+      // Its end follows (a compile stopped at its limit): nothing more goes to it, and the
+      // device takes its next job on the worker that replaces it.
+      slot.worker_ready = false;
+      slot.state = device_state::restarting;
+    }
     if (fatal_to_job(msg.error_type)) {
       flush_results();
       slot.window.clear();
@@ -305,6 +321,7 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     record_failure(slot, index, msg.error_type, msg.error_message);
     return;
   }
+  slot.job->lost_in_a_row = 0;
   const std::uint64_t per_point = slot.job->per_point;
   const bool many = msg.result.is_array();
   const std::size_t count = many ? msg.result.size() : 1;
@@ -394,6 +411,7 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
       case verdict::timed_out:
         spdlog::error("device {}: job {} point {} timed out; worker replaced", slot.index, id,
                       death.index);
+        ++slot.job->lost_in_a_row;
         record_failure(slot, death.index, "timeout",
                        "the point did not finish within its watchdog deadline; the worker was "
                        "killed and replaced");
@@ -406,6 +424,7 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
         if (!m_draining) {
           spdlog::error("device {}: worker {} while measuring job {} point {}", slot.index, how, id,
                         death.index);
+          ++slot.job->lost_in_a_row;
           record_failure(slot, death.index, "device_fault",
                          "the worker " + how + " while measuring this point (tried " +
                              std::to_string(death.attempts) + " times)");
@@ -596,6 +615,23 @@ void scheduler::advance(device_slot& slot) {
     finish_job(slot, job_status::cancelled,
                point_error{"cancelled", "cancelled after " + std::to_string(measured) + " of " +
                                             std::to_string(job.total) + " points"});
+    return;
+  }
+  if (job.lost_in_a_row >= k_lost_points_in_a_row && job.next < job.todo.size()) {
+    if (!slot.window.empty()) return;  // the points at the worker first
+    if (!flush_results()) return;      // the flush retry calls back here
+    const std::uint64_t skipped = job.todo.size() - job.next;
+    job.next = job.todo.size();
+    std::string msg = "stopped after " + std::to_string(k_lost_points_in_a_row) +
+                      " points in a row timed out or crashed their worker; " +
+                      std::to_string(skipped) + " of " + std::to_string(job.total / job.per_point) +
+                      " points were not measured";
+    if (job.first_failure) {
+      msg += "; the first failure, point " + std::to_string(job.first_failure_index) + ": " +
+             job.first_failure->type + ": " + job.first_failure->message;
+    }
+    spdlog::warn("job {}: {}", job.lease.job_id, msg);
+    finish_job(slot, job_status::failed, point_error{"points_failed", msg});
     return;
   }
   if (job.next >= job.todo.size()) {

@@ -7,6 +7,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -15,13 +17,16 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "api/detail/utf8.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
+#include "engine/compile_watch.hpp"
 #include "engine/mock_engine.hpp"
 #include "engine/opencl/opencl_backend.hpp"
 #ifdef KERNELSCAN_HAVE_GPU
@@ -45,16 +50,30 @@ constexpr auto k_output_window = std::chrono::minutes(1);
 // the watchdog ends the process long before.
 constexpr double k_past_watchdog_ms = 60000;
 
+// Bytes that are not UTF-8 are escaped too: a log line must stay valid UTF-8 (JSON lines with
+// --log-format json, and whatever reads the log).
 std::string escaped_output(std::string_view line) {
   std::string out;
-  for (const char c : line.substr(0, k_output_line_bytes)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
+  const std::string_view kept = line.substr(0, k_output_line_bytes);
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    const auto u = static_cast<unsigned char>(kept[i]);
+    if (u >= 0x80) {
+      const std::size_t n = u >= 0xc2 && u <= 0xdf   ? 2
+                            : u >= 0xe0 && u <= 0xef ? 3
+                            : u >= 0xf0 && u <= 0xf4 ? 4
+                                                     : 0;
+      if (n > 0 && i + n <= kept.size() && detail::valid_utf8(kept.substr(i, n))) {
+        out.append(kept, i, n);
+        i += n - 1;
+        continue;
+      }
+    }
+    if (u < 0x20 || u == 0x7f || u >= 0x80) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", u);
       out += buf;
     } else {
-      out += c;
+      out += kept[i];
     }
   }
   if (line.size() > k_output_line_bytes) out += "... (cut)";
@@ -266,19 +285,34 @@ int run_worker(const worker_config& config) {
   line_reader input(STDIN_FILENO);
   std::deque<worker_protocol::daemon_message> queue;  // requests read but not yet served
   std::string pending;                                // replies not yet written
+  std::mutex pending_mutex;  // the compile watch's thread writes them too, then ends us
   int held = 0;
   auto first_held = std::chrono::steady_clock::now();
   auto hold = [&](std::string reply) {
+    const std::lock_guard lock(pending_mutex);
     if (held++ == 0) first_held = std::chrono::steady_clock::now();
     pending += reply;
   };
   // Writes the held replies; false if the daemon is gone.
   auto flush = [&] {
+    const std::lock_guard lock(pending_mutex);
     const bool ok = write_all(out, pending);
     pending.clear();
     held = 0;
     return ok;
   };
+  // A compile past its limit cannot be stopped but by ending the process: the point fails with
+  // why (a compile_error, which ends its job: each further point would compile as long again),
+  // after the replies held before it.
+  std::atomic<std::uint64_t> measuring_seq{0};
+  set_compile_limits(
+      {config.compile_timeout_s, config.compile_memory_bytes}, [&](const std::string& why) {
+        spdlog::error("device {}: {}; this worker exits to be replaced", config.device, why);
+        const std::lock_guard lock(pending_mutex);
+        write_all(out, pending + worker_protocol::failure_line(measuring_seq.load(),
+                                                               "compile_error", why, true));
+        std::_Exit(4);
+      });
   // Parses an incoming line into the queue; a drop answers the job's queued requests at once.
   auto take = [&](const std::string& text) {
     try {
@@ -348,6 +382,7 @@ int run_worker(const worker_config& config) {
       continue;
     }
     const auto started = std::chrono::steady_clock::now();
+    measuring_seq = msg.seq;
     std::string reply;
     try {
       if (msg.job != plan_job) {
@@ -359,6 +394,16 @@ int run_worker(const worker_config& config) {
       } else if (msg.index >= plan->size()) {
         reply = worker_protocol::failure_line(msg.seq, "internal", "point index out of range");
       } else {
+        // A compile still running when the point's watchdog would end this worker is stopped a
+        // little before, as a compile_error that says so: ended by the watchdog it would be a
+        // `timeout` naming no compile, and every further point of the job would compile again.
+        const double budget_s = point_budget_s(plan->spec(), config.point_timeout_s);
+        char what[96];
+        std::snprintf(what, sizeof what, "the point's watchdog budget of %g s", budget_s);
+        set_compile_deadline(
+            started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(budget_s - std::min(1.0, budget_s / 10))),
+            what);
         const auto result = eng->measure_all(*plan, msg.index, plan->spec().seed.value_or(0));
         double wall_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)

@@ -37,12 +37,16 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
 }  // namespace
 
 bool valid_utf8(std::string_view s) {
+  return first_invalid_utf8(s) == std::string_view::npos;
+}
+
+std::size_t first_invalid_utf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = utf8_sequence(s, i);
-    if (n == 0) return false;
+    if (n == 0) return i;
     i += n;
   }
-  return true;
+  return std::string_view::npos;
 }
 
 std::string utf8_prefix(std::string_view s, std::size_t max_bytes) {

@@ -12,6 +12,10 @@ namespace kernelscan::detail {
 // forms, surrogates, code points beyond U+10FFFF or sequences cut short.
 bool valid_utf8(std::string_view s);
 
+// The offset of the first byte of `s` that does not start a valid UTF-8 sequence (as
+// valid_utf8() judges), or std::string_view::npos where there is none.
+std::size_t first_invalid_utf8(std::string_view s);
+
 // At most `max_bytes` of `s`, cut at a character boundary, with every byte that does not start a
 // valid UTF-8 sequence replaced by '?'.
 std::string utf8_prefix(std::string_view s, std::size_t max_bytes = std::string_view::npos);

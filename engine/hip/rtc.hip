@@ -215,7 +215,7 @@ compiled_kernel compile_kernel(const custom_kernel& kernel, const std::string& a
 
   const hiprtcResult compiled = hiprtcCompileProgram(prog.program, int(argv.size()), argv.data());
   if (compiled != HIPRTC_SUCCESS) {
-    std::string log = program_log(prog.program);
+    const std::string log = bounded_compile_log(program_log(prog.program));
     // A header the kernel may include was not found: say where the compiler looked.
     const bool missing = log.find("cannot open source file") != std::string::npos ||
                          log.find("file not found") != std::string::npos;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <regex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace kernelscan::opencl {
@@ -71,6 +71,33 @@ bool contains(const std::string& text, const char* word) {
   return lower.find(word) != std::string::npos;
 }
 
+bool word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+bool path_char(char c) {
+  return !std::isspace(static_cast<unsigned char>(c)) && c != ':' && c != '"' && c != '\'';
+}
+
+// Whether `log` says "type '...half' is not allowed" (half, half2, ..., a whole word), as clang
+// does where half is a storage type only.
+bool names_half_not_allowed(const std::string& log) {
+  static constexpr std::string_view tail = "' is not allowed";
+  for (auto q = log.find(tail); q != std::string::npos; q = log.find(tail, q + 1)) {
+    std::size_t p = q;
+    while (p > 0 && std::isdigit(static_cast<unsigned char>(log[p - 1])))
+      --p;
+    if (p < 4 || log.compare(p - 4, 4, "half") != 0) continue;
+    p -= 4;
+    if (p > 0 && word_char(log[p - 1])) continue;
+    const auto open = log.rfind('\'', p - 1);
+    if (open != std::string::npos && open >= 5 && log.compare(open - 5, 5, "type ") == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string cl_status_name(int status) {
@@ -126,8 +153,44 @@ std::string normalise_vendor(const std::string& v) {
 }
 
 std::string readable_build_log(const std::string& log) {
-  static const std::regex temporary(R"((/[^\s:"']*/)?(tempfile_\w+\.cl|CompileSource)\b)");
-  std::string out = std::regex_replace(log, temporary, "kernel.cl");
+  // Scanned by hand, in one pass: std::regex recurses once per character it repeats, and a log
+  // line of 200,000 characters (an #error directive's) overflowed the worker's stack.
+  std::string out;
+  out.reserve(log.size());
+  std::size_t copied = 0;  // log[copied..] is not in `out` yet
+  for (std::size_t at = 0; at < log.size();) {
+    std::size_t end = std::string::npos;
+    if (log.compare(at, 9, "tempfile_") == 0) {
+      std::size_t e = at + 9;
+      while (e < log.size() && word_char(log[e]))
+        ++e;
+      if (e > at + 9 && log.compare(e, 3, ".cl") == 0 &&
+          !(e + 3 < log.size() && word_char(log[e + 3]))) {
+        end = e + 3;
+      }
+    } else if (log.compare(at, 13, "CompileSource") == 0 &&
+               !(at + 13 < log.size() && word_char(log[at + 13]))) {
+      end = at + 13;
+    }
+    if (end == std::string::npos) {
+      ++at;
+      continue;
+    }
+    // With the directory it is in: the longest run of path characters before it, from its
+    // first '/', that ends in '/'.
+    std::size_t begin = at;
+    if (begin > copied && log[begin - 1] == '/') {
+      std::size_t run = begin - 1;
+      while (run > copied && path_char(log[run - 1]))
+        --run;
+      begin = log.find('/', run);
+    }
+    out.append(log, copied, begin - copied);
+    out += "kernel.cl";
+    copied = at = end;
+  }
+  out.append(log, copied, std::string::npos);
+  out = bounded_compile_log(out);
   if (out.find("program scope variable must reside in constant address space") !=
       std::string::npos) {
     out +=
@@ -136,8 +199,7 @@ std::string readable_build_log(const std::string& log) {
   }
   // Clang's words where half is a storage type only (no cl_khr_fp16): "declaring variable of
   // type '__private half' is not allowed", "casting to type 'half' is not allowed", ...
-  static const std::regex half(R"(type '[^']*\bhalf\d*' is not allowed)");
-  if (std::regex_search(out, half)) {
+  if (names_half_not_allowed(out)) {
     out +=
         "\nhint: this device has no cl_khr_fp16 (see its capabilities), so half is a storage "
         "type only: read and write f16 buffers with vload_half/vstore_half and compute in float";

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/device_backend.hpp"
 #include "tests/device/device_kernels.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/required_device.hpp"
@@ -390,6 +391,36 @@ TEST_P(DeviceTest, ACompileErrorFailsWithTheCompilerLog) {
   EXPECT_EQ(job2["rows"][0]["error"]["type"], "compile_error") << job2.dump();
   EXPECT_NE(job2["rows"][0]["error"]["message"].get<std::string>().find("not_there"),
             std::string::npos);
+}
+
+TEST_P(DeviceTest, AHugeCompilerLogIsACompileErrorOfBoundedSize) {
+  // A diagnostic line of 200,000 characters (an #error's) once overflowed the worker's stack
+  // where the log was rewritten; thousands of errors (PoCL does not stop at 20) made a log of
+  // megabytes that every point stored.
+  json spec = axpy_job("a[i]");
+  spec["kernel"]["source"] =
+      spec["kernel"]["source"].get<std::string>() + "\n#error /" + std::string(200000, 'a') + "\n";
+  spec["sweep"] = {{"N", {4096}}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump().substr(0, 2000);
+  EXPECT_EQ(job["rows"][0]["error"]["type"], "compile_error") << job.dump().substr(0, 2000);
+  EXPECT_LT(job["rows"][0]["error"]["message"].get<std::string>().size(),
+            k_compile_log_bytes + 1024);
+
+  std::string undeclared = "\n";
+  for (int i = 0; i < 20000; ++i)
+    undeclared += "u" + std::to_string(i) + ";\n";
+  json many = axpy_job("", "N", undeclared);
+  many["sweep"] = {{"N", {4096, 8192}}};
+  const json job2 = run(many);
+  ASSERT_EQ(job2["rows"].size(), 2u) << job2.dump().substr(0, 2000);
+  for (const auto& row : job2["rows"]) {
+    const std::string message = row["error"]["message"];
+    EXPECT_EQ(row["error"]["type"], "compile_error") << message.substr(0, 2000);
+    EXPECT_NE(message.find("u0"), std::string::npos) << message.substr(0, 2000);
+    EXPECT_LT(message.size(), k_compile_log_bytes + 1024);
+  }
+  EXPECT_LT(job2["error"]["message"].get<std::string>().size(), k_compile_log_bytes + 1024);
 }
 
 TEST_P(DeviceTest, AnOutOfBoundsWriteIsADeviceFaultAndTheNextJobRuns) {

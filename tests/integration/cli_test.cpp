@@ -473,6 +473,25 @@ TEST_F(cli, FilesAreHeldToTheDaemonsLimits) {
   EXPECT_EQ(fits.exit_code, 0) << describe(fits);
 }
 
+// A kernel source that is not UTF-8 cannot travel in JSON: the file and the byte are named, and
+// nothing is sent (the daemon was once blamed for not answering like a kernelscan daemon).
+TEST_F(cli, ASourceThatIsNotUtf8IsRefusedNamingTheByte) {
+  const std::string bad =
+      write_file("bad.cl", "__kernel void k(__global float* o, int n) {\n  /* caf\xff */ }\n");
+  const std::string why =
+      " is not UTF-8 text: byte 0xFF at line 2, column 9 (a kernel source "
+      "travels in JSON, which holds UTF-8 only; save the file as UTF-8)\n";
+  const auto direct = run({"bench", bad, "k", "--sweep", "n=1", "--size", "o=n"});
+  EXPECT_EQ(direct.exit_code, 2) << describe(direct);
+  EXPECT_EQ(direct.err, "kernelscan bench: FILE: " + bad + why) << describe(direct);
+  const std::string job_file =
+      write_file("job.json", R"({"kernel": {"op": "custom", "source_file": "bad.cl"}})");
+  const auto named = run({"bench", job_file});
+  EXPECT_EQ(named.exit_code, 2) << describe(named);
+  EXPECT_EQ(named.err, "kernelscan bench: source_file: " + bad + why) << describe(named);
+  EXPECT_TRUE(daemon.get("/api/v1/jobs").body["jobs"].empty());
+}
+
 // Arguments a command does not take are named as they were given, first to last.
 TEST_F(cli, UnexpectedArgumentsAreNamedInTheirOrder) {
   const auto many = run({"jobs", "foo", "bar", "baz"});

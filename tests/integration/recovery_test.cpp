@@ -147,6 +147,44 @@ TEST(Recovery, ACrashingKernelFailsItsPointWithDeviceFault) {
   EXPECT_EQ(daemon.wait_job(daemon.submit(stream_job(3, 0)))["status"], "succeeded");
 }
 
+// A kernel that hangs at every point would hold the device for the watchdog's budget at each
+// point of its sweep: after three points in a row take their worker down, the job stops.
+TEST(Recovery, AJobWhosePointsKeepTakingTheirWorkerDownIsStopped) {
+  daemon_process daemon(with_faults({"--point-timeout", "1"}));
+  daemon.start();
+  for (const char* fault : {"hang", "abort"}) {
+    SCOPED_TRACE(fault);
+    json spec = stream_job(10, 0);
+    spec["timing"] = {{"max_time_ms", 50}};
+    spec["mock"]["fault"] = fault;  // every point
+    const auto started = std::chrono::steady_clock::now();
+    const auto id = daemon.submit(spec);
+    const json job = daemon.wait_job(id, 60s);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
+    ASSERT_EQ(job["status"], "failed") << job.dump();
+    const std::string type = std::string(fault) == "hang" ? "timeout" : "device_fault";
+    EXPECT_EQ(job["error"]["message"].get<std::string>().rfind(
+                  "stopped after 3 points in a row timed out or crashed their worker; 7 of 10 "
+                  "points were not measured; the first failure, point 0: " +
+                      type,
+                  0),
+              0u)
+        << job.dump();
+    const auto rows = rows_by_index(daemon, id);
+    ASSERT_EQ(rows.size(), 3u);
+    for (const auto& [index, row] : rows)
+      EXPECT_EQ(row["error"]["type"], type) << index;
+  }
+  // Points that fail now and then do not stop a job: only in a row.
+  json spec = stream_job(8, 0);
+  spec["timing"] = {{"max_time_ms", 50}};
+  spec["mock"]["fault"] = "abort";
+  spec["mock"]["fault_index"] = 2;
+  const json job = daemon.wait_job(daemon.submit(spec), 60s);
+  EXPECT_EQ(job["progress"]["done"], 8) << job.dump();
+  EXPECT_EQ(daemon.wait_job(daemon.submit(stream_job(3, 0)))["status"], "succeeded");
+}
+
 TEST(Recovery, AJobWhosePointsAllFailSaysSoInWords) {
   daemon_process daemon(with_faults());
   daemon.start();

@@ -479,6 +479,11 @@ TEST(WorkerProtocol, ReadyAndFailureLinesRoundTrip) {
   EXPECT_EQ(failure.seq, 5u);
   EXPECT_EQ(failure.error_type, "timeout");
   EXPECT_EQ(failure.error_message, "took \"long\"");
+  EXPECT_FALSE(failure.exiting);
+  const auto last = wp::parse_worker_line(
+      without_newline(wp::failure_line(6, "compile_error", "stopped", /*exiting=*/true)));
+  EXPECT_TRUE(last.exiting);
+  EXPECT_EQ(last.seq, 6u);
 }
 
 TEST(WorkerProtocol, ParseWorkerLineRejectsGarbage) {

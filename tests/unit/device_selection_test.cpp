@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/json.hpp"
 #include "engine/opencl/opencl_errors.hpp"
 
 namespace kernelscan {
@@ -103,6 +104,50 @@ TEST(OpenClErrors, ABuildLogNamesTheSourceKernelClAndHintsAtTheOption) {
   // Other paths (a driver's own header in a note) are left as they are.
   const std::string note = "note: /usr/lib/pocl/include/_kernel.h:12:3: declared here";
   EXPECT_EQ(opencl::readable_build_log(note), note);
+}
+
+TEST(OpenClErrors, AHugeBuildLogIsRewrittenInOnePassAndCut) {
+  // An #error directive's line of 1,000,000 path characters: a recursive matcher overflows the
+  // stack on it.
+  const std::string line = "error: kernel.cl:2:2: /" + std::string(1000000, 'a') + "\n";
+  const std::string out = opencl::readable_build_log(line + line);
+  EXPECT_LE(out.size(), k_compile_log_bytes + 200);
+  EXPECT_EQ(out.rfind("error: kernel.cl:2:2: /aaaa", 0), 0u);
+  EXPECT_NE(out.find("\n... (the log goes on for 1983664 bytes more; its first 16384 are shown)"),
+            std::string::npos)
+      << out.substr(out.size() - 200);
+  // The temporary file is named kernel.cl wherever it is, its directory with it.
+  EXPECT_EQ(opencl::readable_build_log("x /a/b /c/d/tempfile_x1.cl:1:2: y tempfile_z.cl: "
+                                       "'/q/tempfile_w.cl' CompileSourceX /r/CompileSource:"),
+            "x /a/b kernel.cl:1:2: y kernel.cl: 'kernel.cl' CompileSourceX kernel.cl:");
+  // The half hint needs the whole word.
+  EXPECT_EQ(opencl::readable_build_log("error: type 'mhalf' is not allowed").find("hint"),
+            std::string::npos);
+  EXPECT_NE(opencl::readable_build_log("error: type 'half4' is not allowed").find("hint"),
+            std::string::npos);
+}
+
+TEST(CompileLogs, ALongLogKeepsItsFirstLinesAndSaysHowMuchIsCut) {
+  std::string log;
+  for (int i = 0; log.size() < 2 * 1024 * 1024; ++i)
+    log += "error: kernel.cl:" + std::to_string(i) + ":1: use of undeclared identifier 'u'\n";
+  const std::string out = bounded_compile_log(log);
+  EXPECT_LT(out.size(), k_compile_log_bytes + 100);
+  EXPECT_EQ(out.rfind("error: kernel.cl:0:1: use of undeclared identifier 'u'\n", 0), 0u);
+  const auto last = out.rfind('\n');
+  const std::string kept = out.substr(0, last);
+  EXPECT_EQ(kept.back(), '\'') << "cut at a line's end: " << kept.substr(kept.size() - 80);
+  EXPECT_EQ(out.substr(last + 1), "... (the log goes on for " + std::to_string(log.size() - last) +
+                                      " bytes more; its first " + std::to_string(last) +
+                                      " are shown)");
+  EXPECT_EQ(bounded_compile_log("short"), "short");
+}
+
+TEST(CompileLogs, BytesThatAreNotUtf8AreWrittenAsClangWritesThem) {
+  EXPECT_EQ(bounded_compile_log("caf\xc3\xa9 \xff\xfe x \xe2\x82 \xed\xa0\x80 \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 <FF><FE> x <E2><82> <ED><A0><80> \xf0\x9f\x98\x80");
+  // A result carrying it serialises: the worker's JSON encoder throws on invalid UTF-8.
+  EXPECT_NO_THROW((void)json(bounded_compile_log("\x80\xc0\xaf")).dump());
 }
 
 TEST(OpenClErrors, VendorsAreNamedAsHipNamesThem) {
