@@ -11,6 +11,7 @@
 
 #include "engine/compile_watch.hpp"
 #include "engine/element.hpp"
+#include "engine/utf8.hpp"
 
 namespace kernelscan {
 
@@ -29,38 +30,6 @@ kernel_id device_backend::compile_or_recall_failure(const custom_kernel& kernel)
   }
 }
 
-namespace {
-
-// The length of the valid UTF-8 sequence at the start of `s` (1 to 4), or 0 if it is not one:
-// no overlong forms, no surrogates, nothing past U+10FFFF.
-std::size_t utf8_sequence(std::string_view s) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char b = byte(0);
-  if (b < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char low = 0x80, high = 0xbf;  // the range of the second byte
-  if (b >= 0xc2 && b <= 0xdf) {
-    n = 2;
-  } else if (b >= 0xe0 && b <= 0xef) {
-    n = 3;
-    if (b == 0xe0) low = 0xa0;
-    if (b == 0xed) high = 0x9f;
-  } else if (b >= 0xf0 && b <= 0xf4) {
-    n = 4;
-    if (b == 0xf0) low = 0x90;
-    if (b == 0xf4) high = 0x8f;
-  } else {
-    return 0;
-  }
-  if (s.size() < n || byte(1) < low || byte(1) > high) return 0;
-  for (std::size_t i = 2; i < n; ++i) {
-    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
-  }
-  return n;
-}
-
-}  // namespace
-
 std::string bounded_compile_log(std::string_view log) {
   std::string_view kept = log;
   if (log.size() > k_compile_log_bytes) {
@@ -74,7 +43,7 @@ std::string bounded_compile_log(std::string_view log) {
   std::string out;
   out.reserve(kept.size() + 96);
   for (std::size_t i = 0; i < kept.size();) {
-    const std::size_t n = utf8_sequence(kept.substr(i));
+    const std::size_t n = utf8_sequence(kept, i);
     if (n > 0) {
       out.append(kept, i, n);
       i += n;
