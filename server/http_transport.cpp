@@ -24,6 +24,7 @@
 #include "server/detail/client_connection.hpp"
 #include "server/detail/comma_list.hpp"
 #include "server/detail/elastic_pool.hpp"
+#include "server/detail/request_head.hpp"
 #include "storage/storage_error.hpp"
 
 namespace kernelscan {
@@ -155,14 +156,6 @@ bool httplib_method(const std::string& method) {
   static constexpr std::array<std::string_view, 10> k_methods{
       "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"};
   return std::find(k_methods.begin(), k_methods.end(), method) != k_methods.end();
-}
-
-// Whether `method` is a token (RFC 9110 §5.6.2), as a method must be.
-bool is_token(std::string_view method) {
-  return !method.empty() && std::all_of(method.begin(), method.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
-  });
 }
 
 // Whether two header names are the same (names are case-insensitive).
@@ -646,10 +639,8 @@ struct http_transport::impl {
   // unread, a malformed request), counted under the route "unrouted" with its method where it
   // is one the API knows, else "other": what a malformed request calls its method is no label.
   void observe_unrouted(const std::string& method, int status) {
-    static constexpr std::array<std::string_view, 7> k_methods{"GET",    "POST",    "PUT", "PATCH",
-                                                               "DELETE", "OPTIONS", "HEAD"};
-    const bool known = std::find(k_methods.begin(), k_methods.end(), method) != k_methods.end();
-    requests.observe(known ? std::string_view(method) : "other", "unrouted", status, 0);
+    requests.observe(implemented_method(method) ? std::string_view(method) : "other", "unrouted",
+                     status, 0);
   }
 
   // Every request comes here: find its route, or answer 404, or 405 with Allow.
@@ -920,7 +911,7 @@ struct http_transport::impl {
       } else if (res.status == 400 && t_connection &&
                  t_connection->head().first_flaw() != detail::request_head::flaw::none) {
         send_error(400, "bad_request", t_connection->head().describe_flaw(), res);
-      } else if (res.status == 400 && is_token(req.method) && !httplib_method(req.method) &&
+      } else if (res.status == 400 && detail::is_token(req.method) && !httplib_method(req.method) &&
                  (req.version == "HTTP/1.1" || req.version == "HTTP/1.0")) {
         // httplib refuses a request line whose method is not one it knows (a lower-case one,
         // an extension method) before it reads the headers, as malformed.

@@ -23,12 +23,12 @@
 #include <string_view>
 #include <thread>
 
-#include "api/detail/utf8.hpp"
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
 #include "engine/compile_watch.hpp"
 #include "engine/mock_engine.hpp"
 #include "engine/opencl/opencl_backend.hpp"
+#include "engine/utf8.hpp"
 #ifdef KERNELSCAN_HAVE_GPU
 #include "engine/hip/hip_engine.hpp"
 #endif
@@ -57,16 +57,10 @@ std::string escaped_output(std::string_view line) {
   const std::string_view kept = line.substr(0, k_output_line_bytes);
   for (std::size_t i = 0; i < kept.size(); ++i) {
     const auto u = static_cast<unsigned char>(kept[i]);
-    if (u >= 0x80) {
-      const std::size_t n = u >= 0xc2 && u <= 0xdf   ? 2
-                            : u >= 0xe0 && u <= 0xef ? 3
-                            : u >= 0xf0 && u <= 0xf4 ? 4
-                                                     : 0;
-      if (n > 0 && i + n <= kept.size() && detail::valid_utf8(kept.substr(i, n))) {
-        out.append(kept, i, n);
-        i += n - 1;
-        continue;
-      }
+    if (const std::size_t n = u >= 0x80 ? utf8_sequence(kept, i) : 0; n > 0) {
+      out.append(kept, i, n);
+      i += n - 1;
+      continue;
     }
     if (u < 0x20 || u == 0x7f || u >= 0x80) {
       char buf[8];

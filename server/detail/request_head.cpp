@@ -1,5 +1,6 @@
 #include "server/detail/request_head.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kernelscan::detail {
@@ -10,12 +11,6 @@ namespace {
 // at most 64 KiB) is given back rather than held while the connection idles.
 constexpr std::size_t k_kept_capacity = 8 * 1024;
 
-// RFC 9110 §5.6.2: the characters of a token (a field name, a method).
-bool is_tchar(char c) {
-  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
-  return c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
-
 std::string_view trim_whitespace(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
     s.remove_prefix(1);
@@ -25,6 +20,15 @@ std::string_view trim_whitespace(std::string_view s) {
 }
 
 }  // namespace
+
+bool is_tchar(char c) {
+  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
+  return c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+bool is_token(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar);
+}
 
 void request_head::clear() {
   if (m_text.capacity() > k_kept_capacity) {

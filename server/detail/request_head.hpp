@@ -18,6 +18,11 @@
 
 namespace kernelscan::detail {
 
+// Whether `c` may be in a token (RFC 9110 §5.6.2), as a field name's and a method's characters
+// must be; and whether `s` is a token (not empty, all such characters).
+bool is_tchar(char c);
+bool is_token(std::string_view s);
+
 class request_head {
  public:
   // What makes a head unreadable, the first one found.
