@@ -62,7 +62,7 @@ CREATE TABLE results (
 ) WITHOUT ROWID;
 )sql";
 
-// Issue 4: the job's fitness summary, the result cache, and each device's measured roofline.
+// The job's fitness summary, the result cache, and each device's measured roofline.
 constexpr std::string_view k_v2 = R"sql(
 ALTER TABLE jobs ADD COLUMN fitness TEXT;          -- summary JSON, written when the job ends
 ALTER TABLE jobs ADD COLUMN cache_key TEXT;        -- what was measured, where; NULL: not cacheable
