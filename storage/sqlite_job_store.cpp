@@ -1,6 +1,10 @@
 #include "storage/sqlite_job_store.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "storage/detail/store_text.hpp"
 #include "storage/sqlite_migrations.hpp"
@@ -28,7 +32,17 @@ std::vector<stored_result> read_results(statement& q) {
 sqlite_job_store::sqlite_job_store(const std::string& path)
     : m_path(path),
       m_shared_reads(path == ":memory:" || path.empty()),
-      m_db(path, sqlite_migrations()) {}
+      m_db(path, sqlite_migrations()) {
+  // Jobs deleted while a daemon stopped before their result rows were all gone.
+  std::vector<std::int64_t> pending;
+  {
+    auto s = m_db.prepare("SELECT job_id FROM deleted_jobs ORDER BY job_id");
+    while (s->step())
+      pending.push_back(s->int64(0));
+  }
+  for (const std::int64_t id : pending)
+    reap(id);
+}
 
 sqlite_job_store::~sqlite_job_store() = default;
 
@@ -590,28 +604,73 @@ cancel_outcome sqlite_job_store::cancel(std::int64_t id, std::int64_t now_ms) {
 }
 
 delete_outcome sqlite_job_store::delete_job(std::int64_t id) {
-  std::lock_guard lock(m_mutex);
-  database::transaction tx(m_db);
   {
-    auto s = m_db.prepare("SELECT status, task, agent, created_ms FROM jobs WHERE id = ?");
-    s->bind(1, id);
-    if (!s->step()) return delete_outcome::not_found;
-    const auto status = parse_job_status(std::string(s->text(0)));
-    if (!status || !is_terminal(*status)) return delete_outcome::not_finished;
-    const auto task = s->opt_text(1);
-    const auto agent = s->opt_text(2);
-    if (task && agent) {
-      auto keep = m_db.prepare(
-          "INSERT INTO deleted_submissions (task, agent, created_ms) VALUES (?, ?, ?)");
-      keep->bind(1, *task).bind(2, *agent).bind(3, s->int64(3));
-      keep->run();
+    std::lock_guard lock(m_mutex);
+    // The job's row goes in one short transaction; its result rows after it, a few at a time
+    // (reap), so that a job of 100,000 points (hundreds of MB) never holds the store's one
+    // writer for seconds. So the rows must not go with the job by the foreign key's cascade,
+    // which is switched off for that transaction (it can only be outside one).
+    m_db.exec("PRAGMA foreign_keys=OFF");
+    struct restore {
+      database& db;
+      ~restore() {
+        try {
+          db.exec("PRAGMA foreign_keys=ON");
+        } catch (const std::exception& e) {
+          spdlog::error("storage: foreign keys could not be switched on again: {}", e.what());
+        }
+      }
+    } keys_back_on{m_db};
+    database::transaction tx(m_db);
+    {
+      auto s = m_db.prepare("SELECT status, task, agent, created_ms FROM jobs WHERE id = ?");
+      s->bind(1, id);
+      if (!s->step()) return delete_outcome::not_found;
+      const auto status = parse_job_status(std::string(s->text(0)));
+      if (!status || !is_terminal(*status)) return delete_outcome::not_finished;
+      const auto task = s->opt_text(1);
+      const auto agent = s->opt_text(2);
+      if (task && agent) {
+        auto keep = m_db.prepare(
+            "INSERT INTO deleted_submissions (task, agent, created_ms) VALUES (?, ?, ?)");
+        keep->bind(1, *task).bind(2, *agent).bind(3, s->int64(3));
+        keep->run();
+      }
     }
+    for (const char* sql :
+         {"DELETE FROM job_specs WHERE job_id = ?", "DELETE FROM job_labels WHERE job_id = ?",
+          "INSERT INTO deleted_jobs (job_id) VALUES (?)", "DELETE FROM jobs WHERE id = ?"}) {
+      auto s = m_db.prepare(sql);
+      s->bind(1, id);
+      s->run();
+    }
+    tx.commit();
   }
-  auto s = m_db.prepare("DELETE FROM jobs WHERE id = ?");  // its rows go with it (cascade)
-  s->bind(1, id);
-  s->run();
-  tx.commit();
+  reap(id);
   return delete_outcome::deleted;
+}
+
+void sqlite_job_store::reap(std::int64_t id) {
+  for (bool first = true;; first = false) {
+    // A mutex is not fair: without a pause the next chunk would take it again before a writer
+    // waiting for it (a submission, a batch of points) woke.
+    if (!first) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard lock(m_mutex);
+    database::transaction tx(m_db);
+    auto s = m_db.prepare(
+        "DELETE FROM results WHERE job_id = ?1 AND idx IN "
+        "(SELECT idx FROM results WHERE job_id = ?1 ORDER BY idx LIMIT ?2)");
+    s->bind(1, id).bind(2, std::int64_t(k_reap_rows));
+    s->run();
+    const bool done = m_db.changes() < int(k_reap_rows);
+    if (done) {
+      auto d = m_db.prepare("DELETE FROM deleted_jobs WHERE job_id = ?");
+      d->bind(1, id);
+      d->run();
+    }
+    tx.commit();
+    if (done) return;
+  }
 }
 
 std::vector<std::int64_t> sqlite_job_store::ended_before(std::int64_t before_ms,

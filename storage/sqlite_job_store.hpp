@@ -106,6 +106,10 @@ class sqlite_job_store : public job_store {
   std::int64_t insert_job(const job_submission& job, job_status status, std::int64_t now_ms,
                           std::optional<std::int64_t> finished_ms);
   void store_row(const result_row& row, std::int64_t job_id, std::int64_t now_ms);
+  // Deletes the result rows of deleted job `id`, k_reap_rows a transaction, then its entry in
+  // deleted_jobs. Takes m_mutex for each transaction.
+  void reap(std::int64_t id);
+  static constexpr std::size_t k_reap_rows = 1000;
 
   std::string m_path;
   bool m_shared_reads;  // in-memory: another connection would be another database

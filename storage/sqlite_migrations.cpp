@@ -174,8 +174,9 @@ CREATE INDEX jobs_task_agent ON jobs (task, agent, created_ms) WHERE agent IS NO
 )sql";
 
 // Deleting jobs that ended (DELETE /api/v1/jobs/{id}, --retention-days): the jobs by when they
-// ended, for the retention sweep; and a deleted task job's agent and creation time, so that it
-// stays counted against the agent's bound on submissions.
+// ended, for the retention sweep; a deleted task job's agent and creation time, so that it stays
+// counted against the agent's bound on submissions; and the deleted jobs whose result rows are
+// still being deleted (a few at a time, after the job's row).
 constexpr std::string_view k_v10 = R"sql(
 CREATE INDEX jobs_ended ON jobs (finished_ms, id)
   WHERE status IN ('succeeded', 'failed', 'cancelled');
@@ -185,6 +186,9 @@ CREATE TABLE deleted_submissions (
   created_ms INTEGER NOT NULL
 );
 CREATE INDEX deleted_submissions_by_agent ON deleted_submissions (task, agent, created_ms);
+CREATE TABLE deleted_jobs (
+  job_id INTEGER PRIMARY KEY
+);
 )sql";
 
 constexpr std::array<std::string_view, 10> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5,

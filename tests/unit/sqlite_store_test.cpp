@@ -296,5 +296,55 @@ TEST(SqliteStore, ImportIsStoredWholeOrNotAtAll) {
   EXPECT_EQ(store.result_indices(out.id).size(), 2u);
 }
 
+// A deleted job's result rows go after its row, a thousand a transaction; a daemon stopped
+// between the two finishes the deletion when it opens the store again.
+TEST(SqliteStore, ADeletedJobsRowsGoAfterItAndADeletionCutShortIsFinishedAtOpen) {
+  temp_dir dir;
+  const std::string path = dir.file("kernelscan.db");
+  std::int64_t big = 0, cut_short = 0, kept = 0;
+  {
+    sqlite_job_store store(path);
+    auto finished = [&](std::uint64_t points) {
+      const auto id = store.submit(submission("j", {{"team", "perf"}}, points), 1).id;
+      std::vector<result_row> rows;
+      for (std::uint64_t i = 0; i < points; ++i)
+        rows.push_back(row(id, i, true, 1.0 + double(i)));
+      store.add_results(rows, 2);
+      claim_request r;
+      r.node = "n";
+      r.engine = "mock";
+      r.device = 1;
+      r.now_ms = 3;
+      const auto lease = store.claim(r)->lease;
+      EXPECT_EQ(lease.job_id, id);
+      EXPECT_TRUE(store.finish("n", lease, job_status::succeeded, std::nullopt, 4, std::nullopt));
+      return id;
+    };
+    big = finished(2500);
+    cut_short = finished(1500);
+    kept = finished(3);
+    EXPECT_EQ(store.delete_job(big), delete_outcome::deleted);
+  }
+  database db(path, sqlite_migrations());
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM results WHERE job_id = " + std::to_string(big)), 0);
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM deleted_jobs"), 0);
+  // Cut short: the job's row went, and the deletion was recorded, but not one result row.
+  db.exec("PRAGMA foreign_keys=OFF");
+  db.exec("BEGIN; DELETE FROM job_specs WHERE job_id = " + std::to_string(cut_short) +
+          "; DELETE FROM job_labels WHERE job_id = " + std::to_string(cut_short) +
+          "; INSERT INTO deleted_jobs (job_id) VALUES (" + std::to_string(cut_short) +
+          "); DELETE FROM jobs WHERE id = " + std::to_string(cut_short) + "; COMMIT;");
+  db.exec("PRAGMA foreign_keys=ON");
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM results WHERE job_id = " + std::to_string(cut_short)),
+            1500);
+  sqlite_job_store reopened(path);
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM results WHERE job_id = " + std::to_string(cut_short)),
+            0);
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM deleted_jobs"), 0);
+  EXPECT_EQ(reopened.result_indices(kept).size(), 3u);
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM job_labels"), 1);  // the kept job's alone
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM job_specs"), 1);
+}
+
 }  // namespace
 }  // namespace kernelscan
