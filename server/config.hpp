@@ -45,6 +45,7 @@ struct serve_config {
   double compile_timeout_s = 60;
   std::uint64_t compile_memory_bytes = 4ull * 1024 * 1024 * 1024;
   double drain_timeout_s = 30;  // on SIGTERM, how long the current points may take
+  double retention_days = 0;    // jobs that ended longer ago are deleted; 0: kept for ever
   double worker_start_timeout_s = 30;
   std::size_t max_body_bytes = 4 * 1024 * 1024;
   std::string token_file;  // bearer tokens; mutating requests need one

@@ -20,6 +20,7 @@
 #include "server/http_api.hpp"
 #include "server/job_waiters.hpp"
 #include "server/logging.hpp"
+#include "server/retention.hpp"
 #include "server/scheduler.hpp"
 #include "server/worker_process.hpp"
 #include "storage/open_store.hpp"
@@ -277,6 +278,10 @@ int run_serve(serve_config config) {
     if (ec) fatal("cannot write --port-file " + config.port_file + ": " + ec.message());
   }
   sched.start();
+  const system_clock wall;
+  retention sweeper(*store, events, wall,
+                    std::chrono::milliseconds(std::int64_t(config.retention_days * 86'400'000.0)));
+  sweeper.start();
   spdlog::info("kernelscan listening on http://{}:{} (node {}; store: {}; devices: {})",
                address.first, port, config.node, store_description, describe_devices(gpus, config));
 
@@ -289,6 +294,7 @@ int run_serve(serve_config config) {
     if (err) return;
     spdlog::info("signal {}: no longer accepting requests; finishing current points", sig);
     api.stop();
+    sweeper.stop();
     waiters.shutdown();
     events.shutdown();
     sched.shutdown([&io] { io.stop(); });

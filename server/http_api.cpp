@@ -37,6 +37,7 @@ std::vector<http_route> http_api::impl::table(impl* self) {
       {"GET", "/api/v1/jobs/{id}/results", a::read, bind(&impl::results)},
       {"POST", "/api/v1/jobs/{id}/cancel", a::write, bind(&impl::cancel_job)},
       {"POST", "/api/v1/jobs/{id}/confirm", a::operate, bind(&impl::confirm_job)},
+      {"DELETE", "/api/v1/jobs/{id}", a::operate, bind(&impl::delete_job)},
       {"GET", "/api/v1/events", a::read, bind(&impl::events_stream), false},
       {"GET", "/api/v1/tasks", a::read, bind(&impl::list_tasks)},
       {"POST", "/api/v1/tasks", a::operate, bind(&impl::create_task)},

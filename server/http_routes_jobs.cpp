@@ -1,6 +1,8 @@
 #include <charconv>
 #include <memory>
 
+#include <spdlog/spdlog.h>
+
 #include "api/held_out.hpp"
 #include "api/job_codec.hpp"
 #include "api/result_codec.hpp"
@@ -215,6 +217,31 @@ response http_api::impl::confirm_job(const request& req) {
   }
   if (rec.task && !req.operator_access) redact_job(rec, "");
   return text_response(200, job_json_text(rec));
+}
+
+// A job that ended goes, with its results; one that may still change is refused, so that
+// nothing a worker is about to store or a waiter is about to read vanishes under it.
+response http_api::impl::delete_job(const request& req) {
+  const std::int64_t id = job_id_of(req);
+  switch (store.delete_job(id)) {
+    case delete_outcome::not_found:
+      throw api_error(404, "not_found", "no job " + std::to_string(id));
+    case delete_outcome::not_finished: {
+      const auto status = std::string(to_string(find_job(id).status));
+      throw api_error(
+          409, "job_not_finished",
+          "job " + std::to_string(id) + " is " + status + ": cancel it first, then delete it", {},
+          json{{"job_id", id}, {"job_status", status}});
+    }
+    case delete_outcome::deleted:
+      break;
+  }
+  spdlog::info("job {}: deleted", id);
+  events.publish("job_deleted", json{{"job_id", id}}.dump());
+  response r;
+  r.status = 204;
+  r.content_type.clear();
+  return r;
 }
 
 response http_api::impl::results(const request& req) {

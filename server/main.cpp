@@ -466,6 +466,12 @@ int main(int argc, char** argv) {
           ->check(CLI::Range(0.0, 3600.0)),
       "KERNELSCAN_DRAIN_TIMEOUT");
   env(serve
+          ->add_option("--retention-days", sc.retention_days,
+                       "Delete the jobs that ended more than this many days ago, with their "
+                       "results (fractions allowed; 0: keep every job)")
+          ->check(CLI::Range(0.0, 36500.0)),
+      "KERNELSCAN_RETENTION_DAYS");
+  env(serve
           ->add_option("--token-file", sc.token_file,
                        "Bearer tokens, one per line: POST requests then need one")
           ->check(CLI::ExistingFile),
@@ -473,8 +479,8 @@ int main(int argc, char** argv) {
   env(serve
           ->add_option("--operator-token-file", sc.operator_token_file,
                        "Operator tokens, one per line: creating and retiring tasks, seeing "
-                       "held-out points and confirming withheld scores then need one (they are "
-                       "valid write tokens too)")
+                       "held-out points, confirming withheld scores and deleting jobs then need "
+                       "one (they are valid write tokens too)")
           ->check(CLI::ExistingFile),
       "KERNELSCAN_OPERATOR_TOKEN_FILE");
   env(serve->add_flag("--auth-reads", sc.auth_reads, "GET requests need a token too"),

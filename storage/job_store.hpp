@@ -192,6 +192,8 @@ struct stored_result {
 
 enum class cancel_outcome { cancelled, requested, already_finished, not_found };
 
+enum class delete_outcome { deleted, not_finished, not_found };
+
 // A daemon of the fleet (DESIGN.md §7), as the store knows it.
 struct node_record {
   std::string name;
@@ -265,7 +267,7 @@ class job_store {
   virtual std::optional<task_record> task(const std::string& name) = 0;
   virtual std::vector<task_record> tasks() = 0;
   virtual retire_outcome retire_task(const std::string& name, std::int64_t now_ms) = 0;
-  // The jobs `agent` submitted against `task` created at `since_ms` or later.
+  // The jobs `agent` submitted against `task` created at `since_ms` or later, deleted ones too.
   virtual agent_count agent_submissions(const std::string& task, const std::string& agent,
                                         std::int64_t since_ms) = 0;
 
@@ -311,19 +313,29 @@ class job_store {
                                                   std::int64_t except_id) = 0;
   // Copies job `from`'s results into `to`, each read back with {"cache":{"hit":true,
   // "job_id":N}} as its last member, with its progress and best point, in one transaction.
-  // Returns N: the job that measured them.
-  virtual std::int64_t copy_cached_results(std::int64_t from, std::int64_t to,
-                                           std::int64_t now_ms) = 0;
+  // Returns N: the job that measured them, or nothing (and nothing copied) if `from` was
+  // deleted meanwhile.
+  virtual std::optional<std::int64_t> copy_cached_results(std::int64_t from, std::int64_t to,
+                                                          std::int64_t now_ms) = 0;
 
   // Each device's measured roofline, JSON, by a key naming the device.
   virtual std::optional<std::string> roofline(const std::string& device_key) = 0;
   virtual void put_roofline(const std::string& device_key, const std::string& roofline_json,
                             std::int64_t measured_ms) = 0;
   virtual cancel_outcome cancel(std::int64_t id, std::int64_t now_ms) = 0;
+  // Deletes a job that ended (succeeded, failed or cancelled) with its spec, labels and results,
+  // in one transaction; a queued or running one is left as it is (not_finished). A task's job
+  // stays counted against its agent's bound on submissions (agent_submissions). A result cache
+  // row copied from it keeps naming it as the job that measured it.
+  virtual delete_outcome delete_job(std::int64_t id) = 0;
+  // The ids of up to `limit` jobs that ended before `before_ms`, those that ended first first
+  // (for a retention sweep, which deletes them one by one with delete_job).
+  virtual std::vector<std::int64_t> ended_before(std::int64_t before_ms, std::size_t limit) = 0;
 
   // Stores points and advances their jobs' progress, all in one transaction (group commit: one
   // commit costs about as much as tens of rows). A point already stored is left as it was, and
-  // counted once: writing a point twice is harmless.
+  // counted once: writing a point twice is harmless. A point of a job that was deleted is
+  // dropped.
   virtual void add_results(std::span<const result_row> rows, std::int64_t now_ms) = 0;
   virtual std::vector<std::uint64_t> result_indices(std::int64_t job_id) = 0;
   virtual std::vector<stored_result> results(std::int64_t job_id, std::uint64_t offset,

@@ -122,7 +122,8 @@ WITH input AS (
                                   correct, combined_score, speedup, latency_score, flags, variant)
   SELECT job_id, idx, status, median_us, params, result, $12, correct, combined_score, speedup,
          latency_score, flags, variant
-  FROM once ORDER BY ord
+  FROM once WHERE EXISTS (SELECT 1 FROM kernelscan.jobs j WHERE j.id = once.job_id)
+  ORDER BY ord
   ON CONFLICT DO NOTHING
   RETURNING job_id, idx
 ), fresh AS (
@@ -403,8 +404,10 @@ namespace {
 agent_count count_agent(pg_connection& c, const std::string& task, const std::string& agent,
                         std::int64_t since_ms) {
   const auto r = c.exec(
-      "SELECT COUNT(*), MIN(created_ms) FROM kernelscan.jobs "
-      "WHERE task = $1 AND agent = $2 AND created_ms >= $3",
+      "SELECT COUNT(*), MIN(created_ms) FROM ("
+      "SELECT created_ms FROM kernelscan.jobs WHERE task = $1 AND agent = $2 AND created_ms >= $3 "
+      "UNION ALL SELECT created_ms FROM kernelscan.deleted_submissions "
+      "WHERE task = $1 AND agent = $2 AND created_ms >= $3) counted",
       {task, agent, since_ms});
   return {r.int64(0, 0), r.opt_int64(0, 1)};
 }
@@ -716,14 +719,16 @@ std::optional<std::int64_t> postgres_job_store::find_cached(const std::string& k
   return r.int64(0, 0);
 }
 
-std::int64_t postgres_job_store::copy_cached_results(std::int64_t from, std::int64_t to,
-                                                     std::int64_t now_ms) {
+std::optional<std::int64_t> postgres_job_store::copy_cached_results(std::int64_t from,
+                                                                    std::int64_t to,
+                                                                    std::int64_t now_ms) {
   auto c = m_pool.acquire();
   pg_transaction tx(*c);
-  std::int64_t origin = from;  // a cached job's own results came from an earlier one
-  const auto o =
-      c->exec("SELECT coalesce(cached_from, id) FROM kernelscan.jobs WHERE id = $1", {from});
-  if (o.rows() == 1) origin = o.int64(0, 0);
+  // Locked, so that it is not deleted while its rows are copied.
+  const auto o = c->exec(
+      "SELECT coalesce(cached_from, id) FROM kernelscan.jobs WHERE id = $1 FOR SHARE", {from});
+  if (o.rows() != 1) return std::nullopt;     // deleted since it was found
+  const std::int64_t origin = o.int64(0, 0);  // a cached job's own results came from an earlier one
   c->exec(
       "INSERT INTO kernelscan.results (job_id, idx, status, median_us, params, result, "
       "created_ms, correct, combined_score, speedup, latency_score, flags, cache_origin, variant) "
@@ -780,6 +785,40 @@ cancel_outcome postgres_job_store::cancel(std::int64_t id, std::int64_t now_ms) 
     return cancel_outcome::already_finished;
   }
   tx.commit();
+  return out;
+}
+
+delete_outcome postgres_job_store::delete_job(std::int64_t id) {
+  auto c = m_pool.acquire();
+  pg_transaction tx(*c);
+  const auto r = c->exec(
+      "SELECT status, task, agent, created_ms FROM kernelscan.jobs WHERE id = $1 FOR UPDATE", {id});
+  if (r.rows() == 0) return delete_outcome::not_found;
+  const auto status = parse_job_status(std::string(r.text(0, 0)));
+  if (!status || !is_terminal(*status)) return delete_outcome::not_finished;
+  const auto task = r.opt_text(0, 1);
+  const auto agent = r.opt_text(0, 2);
+  if (task && agent) {
+    c->exec(
+        "INSERT INTO kernelscan.deleted_submissions (task, agent, created_ms) "
+        "VALUES ($1, $2, $3)",
+        {*task, *agent, r.int64(0, 3)});
+  }
+  c->exec("DELETE FROM kernelscan.jobs WHERE id = $1", {id});  // its rows go with it (cascade)
+  tx.commit();
+  return delete_outcome::deleted;
+}
+
+std::vector<std::int64_t> postgres_job_store::ended_before(std::int64_t before_ms,
+                                                           std::size_t limit) {
+  auto c = m_pool.acquire();
+  const auto r = c->exec(
+      "SELECT id FROM kernelscan.jobs WHERE status IN ('succeeded', 'failed', 'cancelled') AND "
+      "finished_ms < $1 ORDER BY finished_ms, id LIMIT $2",
+      {before_ms, std::int64_t(limit)});
+  std::vector<std::int64_t> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back(r.int64(i, 0));
   return out;
 }
 

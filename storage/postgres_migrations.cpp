@@ -147,7 +147,22 @@ CREATE INDEX jobs_task_agent ON kernelscan.jobs (task, agent, created_ms)
   WHERE agent IS NOT NULL;
 )sql";
 
-constexpr std::array<std::string_view, 6> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6};
+// Deleting jobs that ended (DELETE /api/v1/jobs/{id}, --retention-days): the jobs by when they
+// ended, for the retention sweep; and a deleted task job's agent and creation time, so that it
+// stays counted against the agent's bound on submissions.
+constexpr std::string_view k_v7 = R"sql(
+CREATE INDEX jobs_ended ON kernelscan.jobs (finished_ms, id)
+  WHERE status IN ('succeeded', 'failed', 'cancelled');
+CREATE TABLE kernelscan.deleted_submissions (
+  task       text   NOT NULL,
+  agent      text   NOT NULL,
+  created_ms bigint NOT NULL
+);
+CREATE INDEX deleted_submissions_by_agent
+  ON kernelscan.deleted_submissions (task, agent, created_ms);
+)sql";
+
+constexpr std::array<std::string_view, 7> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5, k_v6, k_v7};
 
 }  // namespace
 

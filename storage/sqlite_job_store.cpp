@@ -289,8 +289,10 @@ std::vector<task_record> sqlite_job_store::tasks() {
 agent_count sqlite_job_store::count_agent(database& db, const std::string& task,
                                           const std::string& agent, std::int64_t since_ms) {
   auto s = db.prepare(
-      "SELECT COUNT(*), MIN(created_ms) FROM jobs "
-      "WHERE task = ? AND agent = ? AND created_ms >= ?");
+      "SELECT COUNT(*), MIN(created_ms) FROM ("
+      "SELECT created_ms FROM jobs WHERE task = ?1 AND agent = ?2 AND created_ms >= ?3 "
+      "UNION ALL SELECT created_ms FROM deleted_submissions "
+      "WHERE task = ?1 AND agent = ?2 AND created_ms >= ?3)");
   s->bind(1, task).bind(2, agent).bind(3, since_ms);
   agent_count out;
   if (s->step()) {
@@ -503,15 +505,17 @@ std::optional<std::int64_t> sqlite_job_store::find_cached(const std::string& key
   return q->int64(0);
 }
 
-std::int64_t sqlite_job_store::copy_cached_results(std::int64_t from, std::int64_t to,
-                                                   std::int64_t now_ms) {
+std::optional<std::int64_t> sqlite_job_store::copy_cached_results(std::int64_t from,
+                                                                  std::int64_t to,
+                                                                  std::int64_t now_ms) {
   std::lock_guard lock(m_mutex);
   database::transaction tx(m_db);
   std::int64_t origin = from;  // a cached job's own results came from an earlier one
   {
     auto s = m_db.prepare("SELECT COALESCE(cached_from, id) FROM jobs WHERE id = ?");
     s->bind(1, from);
-    if (s->step()) origin = s->int64(0);
+    if (!s->step()) return std::nullopt;  // deleted since it was found
+    origin = s->int64(0);
   }
   {
     auto s = m_db.prepare(
@@ -585,6 +589,44 @@ cancel_outcome sqlite_job_store::cancel(std::int64_t id, std::int64_t now_ms) {
   return out;
 }
 
+delete_outcome sqlite_job_store::delete_job(std::int64_t id) {
+  std::lock_guard lock(m_mutex);
+  database::transaction tx(m_db);
+  {
+    auto s = m_db.prepare("SELECT status, task, agent, created_ms FROM jobs WHERE id = ?");
+    s->bind(1, id);
+    if (!s->step()) return delete_outcome::not_found;
+    const auto status = parse_job_status(std::string(s->text(0)));
+    if (!status || !is_terminal(*status)) return delete_outcome::not_finished;
+    const auto task = s->opt_text(1);
+    const auto agent = s->opt_text(2);
+    if (task && agent) {
+      auto keep = m_db.prepare(
+          "INSERT INTO deleted_submissions (task, agent, created_ms) VALUES (?, ?, ?)");
+      keep->bind(1, *task).bind(2, *agent).bind(3, s->int64(3));
+      keep->run();
+    }
+  }
+  auto s = m_db.prepare("DELETE FROM jobs WHERE id = ?");  // its rows go with it (cascade)
+  s->bind(1, id);
+  s->run();
+  tx.commit();
+  return delete_outcome::deleted;
+}
+
+std::vector<std::int64_t> sqlite_job_store::ended_before(std::int64_t before_ms,
+                                                         std::size_t limit) {
+  reader db(*this);
+  auto s = db->prepare(
+      "SELECT id FROM jobs WHERE status IN ('succeeded', 'failed', 'cancelled') AND "
+      "finished_ms < ? ORDER BY finished_ms, id LIMIT ?");
+  s->bind(1, before_ms).bind(2, std::int64_t(limit));
+  std::vector<std::int64_t> out;
+  while (s->step())
+    out.push_back(s->int64(0));
+  return out;
+}
+
 void sqlite_job_store::add_results(std::span<const result_row> rows, std::int64_t now_ms) {
   if (rows.empty()) return;
   std::lock_guard lock(m_mutex);
@@ -599,7 +641,8 @@ void sqlite_job_store::store_row(const result_row& row, std::int64_t job_id, std
     auto s = m_db.prepare(
         "INSERT INTO results (job_id, idx, status, median_us, params, result, created_ms, "
         "correct, combined_score, speedup, latency_score, flags, variant) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+        "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 "
+        "WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1) ON CONFLICT DO NOTHING");
     s->bind(1, job_id)
         .bind(2, std::int64_t(row.index))
         .bind(3, std::string_view(row.ok ? "ok" : "failed"))

@@ -51,12 +51,14 @@ class sqlite_job_store : public job_store {
   std::vector<scored_point> scored_points(std::int64_t job_id) override;
   void set_cache_key(std::int64_t id, const std::string& key) override;
   std::optional<std::int64_t> find_cached(const std::string& key, std::int64_t except_id) override;
-  std::int64_t copy_cached_results(std::int64_t from, std::int64_t to,
-                                   std::int64_t now_ms) override;
+  std::optional<std::int64_t> copy_cached_results(std::int64_t from, std::int64_t to,
+                                                  std::int64_t now_ms) override;
   std::optional<std::string> roofline(const std::string& device_key) override;
   void put_roofline(const std::string& device_key, const std::string& roofline_json,
                     std::int64_t measured_ms) override;
   cancel_outcome cancel(std::int64_t id, std::int64_t now_ms) override;
+  delete_outcome delete_job(std::int64_t id) override;
+  std::vector<std::int64_t> ended_before(std::int64_t before_ms, std::size_t limit) override;
   void add_results(std::span<const result_row> rows, std::int64_t now_ms) override;
   std::vector<std::uint64_t> result_indices(std::int64_t job_id) override;
   std::vector<stored_result> results(std::int64_t job_id, std::uint64_t offset,

@@ -62,7 +62,7 @@ CREATE TABLE results (
 ) WITHOUT ROWID;
 )sql";
 
-// Issue 4: the job's fitness summary, the result cache, and each device's measured roofline.
+// The job's fitness summary, the result cache, and each device's measured roofline.
 constexpr std::string_view k_v2 = R"sql(
 ALTER TABLE jobs ADD COLUMN fitness TEXT;          -- summary JSON, written when the job ends
 ALTER TABLE jobs ADD COLUMN cache_key TEXT;        -- what was measured, where; NULL: not cacheable
@@ -173,8 +173,22 @@ ALTER TABLE jobs ADD COLUMN agent TEXT;
 CREATE INDEX jobs_task_agent ON jobs (task, agent, created_ms) WHERE agent IS NOT NULL;
 )sql";
 
-constexpr std::array<std::string_view, 9> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5,
-                                                  k_v6, k_v7, k_v8, k_v9};
+// Deleting jobs that ended (DELETE /api/v1/jobs/{id}, --retention-days): the jobs by when they
+// ended, for the retention sweep; and a deleted task job's agent and creation time, so that it
+// stays counted against the agent's bound on submissions.
+constexpr std::string_view k_v10 = R"sql(
+CREATE INDEX jobs_ended ON jobs (finished_ms, id)
+  WHERE status IN ('succeeded', 'failed', 'cancelled');
+CREATE TABLE deleted_submissions (
+  task       TEXT    NOT NULL,
+  agent      TEXT    NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE INDEX deleted_submissions_by_agent ON deleted_submissions (task, agent, created_ms);
+)sql";
+
+constexpr std::array<std::string_view, 10> k_steps{k_v1, k_v2, k_v3, k_v4, k_v5,
+                                                   k_v6, k_v7, k_v8, k_v9, k_v10};
 
 }  // namespace
 

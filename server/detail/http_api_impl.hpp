@@ -59,6 +59,7 @@ struct http_api::impl {
   // An operator confirms the speedups of a job whose score was withheld (excessive_speedup):
   // its summary is scored again, confirmed.
   response confirm_job(const request&);
+  response delete_job(const request&);
   response results(const request&);
   response events_stream(const request&);
   job_record find_job(std::int64_t id);

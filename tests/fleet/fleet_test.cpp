@@ -426,6 +426,29 @@ TEST(Fleet, CancelOnOneNodeStopsTheJobOnTheNodeThatRunsIt) {
   EXPECT_LT(job["progress"]["done"], 40);
 }
 
+TEST(Fleet, AJobDeletedOnOneNodeIsGoneFromEveryNodeAndItsStreams) {
+  fleet f(2, 1);
+  sse_reader on_b(f[1].port());
+  ASSERT_TRUE(on_b.wait_ready());
+  json spec = stream_sweep(3, 1);
+  spec["device"] = {{"node", "b"}};
+  const auto id = f[0].submit(spec);
+  ASSERT_EQ(f[0].wait_job(id, 20s)["status"], "succeeded");
+  const std::string path = "/api/v1/jobs/" + std::to_string(id);
+  const auto r = f[0].del(path);
+  EXPECT_EQ(r.status, 204) << r.text;
+  EXPECT_EQ(f[1].get(path).status, 404);
+  EXPECT_EQ(f[1].get(path + "/results").status, 404);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return on_b.has([&](const sse_event& e) {
+          return e.type == "job_deleted" && e.data == json{{"job_id", id}};
+        });
+      },
+      10s));
+  EXPECT_EQ(f[1].del(path).status, 404);  // once
+}
+
 TEST(Fleet, DevicesOfEveryNodeAndNodeNamesAreUnique) {
   fleet f(2, 2);
   const json devices = f[0].get("/api/v1/devices").body["devices"];

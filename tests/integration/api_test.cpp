@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/sse_reader.hpp"
 
 namespace kernelscan::testing {
 namespace {
@@ -359,6 +360,85 @@ TEST_F(Api, CancelStopsAPointThatRunsOnWithinSeconds) {
   EXPECT_FALSE(device.contains("last_error") && device["last_error"].is_string() &&
                !device["last_error"].get<std::string>().empty())
       << device.dump();
+}
+
+TEST_F(Api, AJobThatEndedIsDeletedWithItsResultsAndEveryStreamIsTold) {
+  const auto done = daemon.submit(slow_job(3, 1));
+  const auto kept = daemon.submit(slow_job(2, 1));
+  ASSERT_EQ(daemon.wait_job(done, 10s)["status"], "succeeded");
+  ASSERT_EQ(daemon.wait_job(kept, 10s)["status"], "succeeded");
+  sse_reader stream(daemon.port());
+  ASSERT_TRUE(stream.wait_ready());
+
+  const std::string path = "/api/v1/jobs/" + std::to_string(done);
+  const auto gone = daemon.del(path);
+  EXPECT_EQ(gone.status, 204) << gone.text;
+  EXPECT_TRUE(gone.text.empty()) << gone.text;
+  expect_error(daemon.get(path), 404, "not_found");
+  expect_error(daemon.get(path + "/results"), 404, "not_found");
+  const auto listed = daemon.get("/api/v1/jobs").body["jobs"];
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  EXPECT_EQ(listed[0]["id"], kept);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + std::to_string(kept) + "/results").body["results"].size(),
+            2u);
+  EXPECT_TRUE(eventually([&] {
+    return stream.has([&](const sse_event& e) {
+      return e.type == "job_deleted" && e.data == json{{"job_id", done}};
+    });
+  }));
+  expect_error(daemon.del(path), 404, "not_found");
+  expect_error(daemon.del("/api/v1/jobs/abc"), 404, "not_found");
+  // A new job takes a new id, never the deleted one's.
+  EXPECT_GT(daemon.submit(slow_job(1, 1)), kept);
+}
+
+TEST_F(Api, AQueuedOrRunningJobIsNotDeletedUntilItEnds) {
+  const auto running = daemon.submit(slow_job(100, 100));
+  const auto queued = daemon.submit(slow_job(5, 100));
+  ASSERT_TRUE(eventually([&] {
+    return daemon.get("/api/v1/jobs/" + std::to_string(running)).body["status"] == "running";
+  }));
+  for (const auto& [id, status] : {std::pair{running, "running"}, std::pair{queued, "queued"}}) {
+    const auto refused = daemon.del("/api/v1/jobs/" + std::to_string(id));
+    expect_error(refused, 409, "job_not_finished");
+    EXPECT_EQ(refused.body["error"]["job_id"], id) << refused.text;
+    EXPECT_EQ(refused.body["error"]["job_status"], status) << refused.text;
+    EXPECT_NE(refused.body["error"]["message"].get<std::string>().find("cancel it first"),
+              std::string::npos)
+        << refused.text;
+  }
+  ASSERT_EQ(daemon.post("/api/v1/jobs/" + std::to_string(running) + "/cancel", "").status, 200);
+  ASSERT_EQ(daemon.wait_job(running, 10s)["status"], "cancelled");
+  EXPECT_EQ(daemon.del("/api/v1/jobs/" + std::to_string(running)).status, 204);
+  // The device goes on to the next job.
+  EXPECT_EQ(daemon.wait_job(queued, 20s)["status"], "succeeded");
+  EXPECT_EQ(daemon.del("/api/v1/jobs/" + std::to_string(queued)).status, 204);
+}
+
+TEST(ApiRetention, JobsThatEndedLongerAgoThanTheRetentionAreDeletedAndOthersKept) {
+  // 0.00003 days: 2.6 s, swept every second.
+  daemon_process daemon({.extra_args = {"--retention-days", "0.00003"}});
+  daemon.start();
+  sse_reader stream(daemon.port());
+  ASSERT_TRUE(stream.wait_ready());
+  const auto old = daemon.submit(slow_job(1, 1));
+  ASSERT_EQ(daemon.wait_job(old, 10s)["status"], "succeeded");
+  const auto ended = std::chrono::steady_clock::now();
+  const auto long_running = daemon.submit(slow_job(1, 9000));
+  ASSERT_TRUE(eventually(
+      [&] { return daemon.get("/api/v1/jobs/" + std::to_string(old)).status == 404; }, 15s));
+  // Not before its time was up (the sweep reads the wall clock: a little slack either way).
+  EXPECT_GE(std::chrono::steady_clock::now() - ended, 2s);
+  EXPECT_TRUE(eventually([&] {
+    return stream.has([&](const sse_event& e) {
+      return e.type == "job_deleted" && e.data == json{{"job_id", old}};
+    });
+  }));
+  // A job still running, however long, is kept.
+  const auto running = daemon.get("/api/v1/jobs/" + std::to_string(long_running));
+  EXPECT_EQ(running.status, 200);
+  EXPECT_EQ(running.body["status"], "running") << running.text;
+  EXPECT_NE(daemon.log().find("retention: deleted 1 job"), std::string::npos) << daemon.log();
 }
 
 TEST_F(Api, IdempotencyKeyReturnsTheSameJobOnRetry) {

@@ -530,6 +530,42 @@ TEST(TasksApi, ATaskTakesAtMostItsBoundFromEachAgent) {
   EXPECT_EQ(left(k_operator), (json{{"per_agent", 2}, {"window_hours", 1}}));
 }
 
+// Deleting a job is an operator's: an agent cannot take back what it submitted (nor another
+// agent's), and a task's deleted job still counts against its agent's bound.
+TEST(TasksApi, OnlyAnOperatorDeletesJobsAndDeletedSubmissionsStayCounted) {
+  daemon_process probe;
+  daemon_process daemon({.extra_args = token_files(probe)});
+  daemon.start();
+  json task = axpy_task();
+  task["submissions"] = {{"per_agent", 2}};
+  ASSERT_EQ(send(daemon, "POST", "/api/v1/tasks", task.dump(), k_operator).status, 201);
+  const std::string candidate = json{{"source", k_hip_axpy}}.dump();
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 2; ++i) {
+    const auto r = send(daemon, "POST", "/api/v1/tasks/axpy/submissions", candidate, k_agent);
+    ASSERT_EQ(r.status, 201) << r.text;
+    ids.push_back(r.body["id"].get<std::int64_t>());
+  }
+  for (const auto id : ids)
+    ASSERT_EQ(daemon.wait_job(id, 30s)["status"], "succeeded");
+  const std::string path = "/api/v1/jobs/" + std::to_string(ids[0]);
+
+  EXPECT_EQ(send(daemon, "DELETE", path).status, 401);
+  const auto agent = send(daemon, "DELETE", path, "", k_agent);
+  EXPECT_EQ(agent.status, 403) << agent.text;
+  EXPECT_EQ(agent.body["error"]["type"], "forbidden") << agent.text;
+  EXPECT_EQ(send(daemon, "GET", path, "", k_agent).status, 200);  // still there
+  for (const auto id : ids) {
+    EXPECT_EQ(send(daemon, "DELETE", "/api/v1/jobs/" + std::to_string(id), "", k_operator).status,
+              204);
+  }
+  EXPECT_EQ(send(daemon, "GET", path, "", k_operator).status, 404);
+  EXPECT_EQ(send(daemon, "GET", "/api/v1/tasks/axpy", "", k_agent).body["submissions"]["used"], 2);
+  const auto refused = send(daemon, "POST", "/api/v1/tasks/axpy/submissions", candidate, k_agent);
+  EXPECT_EQ(refused.status, 429) << refused.text;
+  EXPECT_EQ(refused.body["error"]["type"], "submission_limit") << refused.text;
+}
+
 // On a daemon without tokens everyone may define tasks, and a task's bound holds each client
 // address.
 TEST(TasksApi, WithoutTokensATasksBoundHoldsEachAddress) {

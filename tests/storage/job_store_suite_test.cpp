@@ -823,6 +823,112 @@ TEST_P(JobStore, TheResultCacheCopiesACompleteJobsRowsMarkedWithTheJobThatMeasur
   EXPECT_EQ(store.results(third, 1, 1).at(0).result_json, rows[1].result_json);
 }
 
+TEST_P(JobStore, AJobThatEndedIsDeletedWithItsRowsAndNoOtherIs) {
+  const auto done = store.submit(submission("done", {{"team", "perf"}}, 2), 1).id;
+  const auto kept = store.submit(submission("kept", {{"team", "perf"}}, 2), 1).id;
+  const auto queued = store.submit(submission("queued"), 1).id;
+  const auto running = store.submit(submission("running"), 1).id;
+  store.add_results(std::vector<result_row>{row(done, 0, true, 8.0), row(done, 1, true, 4.0),
+                                            row(kept, 0, true, 2.0)},
+                    2);
+  end(done, job_status::succeeded, 3);
+  end(kept, job_status::failed, 3, point_error{"internal", "boom"});
+  take(running);
+
+  EXPECT_EQ(store.delete_job(done), delete_outcome::deleted);
+  EXPECT_FALSE(store.get(done));
+  EXPECT_FALSE(store.spec_json(done));
+  EXPECT_TRUE(store.results(done, 0, 10).empty());
+  EXPECT_TRUE(store.result_indices(done).empty());
+  list_filter by_label;
+  by_label.labels = {{"team", "perf"}};
+  EXPECT_EQ(ids(store.list(by_label)), (std::vector<std::int64_t>{kept}));
+  EXPECT_EQ(store.delete_job(done), delete_outcome::not_found);
+
+  // The others are as they were; jobs that may still change are not deleted.
+  EXPECT_EQ(store.results(kept, 0, 10).size(), 1u);
+  EXPECT_EQ(store.delete_job(queued), delete_outcome::not_finished);
+  EXPECT_EQ(store.delete_job(running), delete_outcome::not_finished);
+  EXPECT_EQ(store.get(queued)->status, job_status::queued);
+  EXPECT_EQ(store.get(running)->status, job_status::running);
+  EXPECT_EQ(store.delete_job(9999), delete_outcome::not_found);
+  // A new job never takes a deleted job's id.
+  EXPECT_GT(store.submit(submission("after"), 4).id, running);
+  EXPECT_EQ(store.count_by_status()[job_status::succeeded], 0);
+  EXPECT_EQ(store.count_by_status()[job_status::failed], 1);
+}
+
+TEST_P(JobStore, ADeletedTaskJobStaysCountedAgainstItsAgent) {
+  auto from = [](std::string agent) {
+    auto s = submission("candidate");
+    s.task = "axpy";
+    s.agent = std::move(agent);
+    s.agent_bound = job_submission::bound{2, 0};
+    return s;
+  };
+  const auto first = store.submit(from("token:a"), 100).id;
+  const auto second = store.submit(from("token:a"), 200).id;
+  end(first, job_status::succeeded, 150);
+  end(second, job_status::succeeded, 250);
+  ASSERT_EQ(store.delete_job(first), delete_outcome::deleted);
+  ASSERT_EQ(store.delete_job(second), delete_outcome::deleted);
+  const auto counted = store.agent_submissions("axpy", "token:a", 0);
+  EXPECT_EQ(counted.jobs, 2);
+  EXPECT_EQ(counted.oldest_ms, 100);
+  EXPECT_EQ(store.agent_submissions("axpy", "token:a", 150).jobs, 1);
+  EXPECT_EQ(store.agent_submissions("axpy", "token:b", 0).jobs, 0);
+  const auto refused = store.submit(from("token:a"), 300);
+  EXPECT_TRUE(refused.over_bound);
+  EXPECT_EQ(refused.counted.jobs, 2);
+  EXPECT_TRUE(store.submit(from("token:b"), 300).created);
+}
+
+TEST_P(JobStore, JobsThatEndedBeforeATimeComeFirstEndedFirst) {
+  const auto a = store.submit(submission("a"), 1).id;
+  const auto b = store.submit(submission("b"), 1).id;
+  const auto c = store.submit(submission("c"), 1).id;
+  const auto d = store.submit(submission("d"), 1).id;
+  const auto queued = store.submit(submission("queued"), 1).id;
+  end(a, job_status::succeeded, 300);
+  end(b, job_status::failed, 100, point_error{"internal", "boom"});
+  ASSERT_EQ(store.cancel(c, 200), cancel_outcome::cancelled);
+  end(d, job_status::succeeded, 900);
+  EXPECT_EQ(store.ended_before(400, 10), (std::vector<std::int64_t>{b, c, a}));
+  EXPECT_EQ(store.ended_before(400, 2), (std::vector<std::int64_t>{b, c}));
+  EXPECT_EQ(store.ended_before(300, 10), (std::vector<std::int64_t>{b, c}));
+  EXPECT_TRUE(store.ended_before(100, 10).empty());
+  EXPECT_EQ(store.ended_before(1'000'000, 10), (std::vector<std::int64_t>{b, c, a, d}));
+  (void)queued;
+}
+
+TEST_P(JobStore, PointsOfADeletedJobAreDroppedAndTheirBatchStored) {
+  const auto gone = store.submit(submission("gone", {}, 2), 1).id;
+  const auto live = store.submit(submission("live", {}, 2), 1).id;
+  end(gone, job_status::cancelled, 2);
+  ASSERT_EQ(store.delete_job(gone), delete_outcome::deleted);
+  take(live);
+  // A point measured before the job was deleted, stored after (a store that was away).
+  store.add_results(std::vector<result_row>{row(gone, 0, true, 3.0), row(live, 0, true, 5.0)}, 3);
+  EXPECT_FALSE(store.get(gone));
+  EXPECT_TRUE(store.results(gone, 0, 10).empty());
+  EXPECT_EQ(store.get(live)->progress.done, 1u);
+  EXPECT_EQ(store.results(live, 0, 10).size(), 1u);
+}
+
+TEST_P(JobStore, TheResultCacheCopiesNothingFromAJobDeletedSinceItWasFound) {
+  const auto first = store.submit(submission("first", {}, 1), 1).id;
+  store.set_cache_key(first, "key-a");
+  store.add_results(std::vector<result_row>{row(first, 0, true, 8.0)}, 2);
+  end(first, job_status::succeeded, 3);
+  const auto second = store.submit(submission("second", {}, 1), 4).id;
+  ASSERT_EQ(store.find_cached("key-a", second), first);
+  ASSERT_EQ(store.delete_job(first), delete_outcome::deleted);
+  EXPECT_FALSE(store.copy_cached_results(first, second, 5));
+  EXPECT_EQ(store.get(second)->progress.done, 0u);
+  EXPECT_FALSE(store.get(second)->cached_from);
+  EXPECT_FALSE(store.find_cached("key-a", second));
+}
+
 TEST_P(JobStore, RooflinesAreKeptPerDeviceAndReplaced) {
   EXPECT_FALSE(store.roofline("mock|MI300X|0"));
   store.put_roofline("mock|MI300X|0", R"({"bandwidth_gbps":1})", 10);

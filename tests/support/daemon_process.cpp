@@ -219,6 +219,12 @@ http_reply daemon_process::post(const std::string& path, const std::string& body
   return to_reply(c.Post(path.c_str(), headers, body, "application/json"));
 }
 
+http_reply daemon_process::del(const std::string& path, const httplib::Headers& headers) const {
+  httplib::Client c("127.0.0.1", m_port);
+  c.set_read_timeout(std::chrono::seconds(60));
+  return to_reply(c.Delete(path.c_str(), headers));
+}
+
 std::int64_t daemon_process::submit(const json& spec) const {
   const auto r = post_json("/api/v1/jobs", spec);
   if (r.status != 201) {

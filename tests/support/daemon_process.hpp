@@ -68,6 +68,7 @@ class daemon_process {
   http_reply post_json(const std::string& path, const json& body) const {
     return post(path, body.dump());
   }
+  http_reply del(const std::string& path, const httplib::Headers& headers = {}) const;
 
   // Submits a job and expects 201; returns the job id.
   std::int64_t submit(const json& spec) const;
