@@ -10,8 +10,9 @@
 //
 // With --fleet: two daemons (nodes alpha and beta) on one PostgreSQL, a database of the test
 // server that KERNELSCAN_TEST_POSTGRES names (the ctest fixture's); the dashboard served by alpha
-// shows a job that beta runs, with its node, the devices grouped by node, and a submit form that
-// places a job on beta's device. Exits 77 (skipped) where PostgreSQL is not installed.
+// shows a job that beta runs, with its node, the devices grouped by node, a submit form that
+// places a job on beta's device, and the job leaving the list when beta deletes it. Exits 77
+// (skipped) where PostgreSQL is not installed.
 //
 //   node tests/browser/dashboard_test.mjs --binary build/server/kernelscan --artifacts DIR
 //   KERNELSCAN_TEST_POSTGRES=FILE node tests/browser/dashboard_test.mjs --binary ... --fleet
@@ -1637,6 +1638,15 @@ async function fleetMain() {
       const named = await page.waitForFunction(() => (document.querySelector('#job-device')?.textContent || '').startsWith('beta / 0: '),
                                                null, {timeout: 10000}).then(() => true, () => false);
       expect(named, `its page names beta / 0 (${await page.textContent('#job-device')})`);
+    });
+
+    await step('fleet: a job deleted through beta leaves alpha\'s jobs list', async () => {
+      await gotoView(page, a.origin, '#/jobs', `#jobs-table tr[data-id="${id}"]`);
+      await page.waitForSelector('#live.live');
+      await api(nodes.beta, 'DELETE', `/api/v1/jobs/${id}`);
+      const dropped = await page.waitForSelector(`#jobs-table tr[data-id="${id}"]`, {state: 'detached', timeout: 15000})
+        .then(() => true, () => false);
+      expect(dropped, 'the row goes on the job_deleted event beta sent');
     });
 
     await step('fleet: a node that stopped shows offline, as it happens', async () => {
