@@ -1537,6 +1537,13 @@ async function main() {
       expect(refused, `a refused delete shows the daemon's error (${await p.textContent('#view')})`);
       expect(p.url().endsWith(`#/jobs/${job.id}`) && (await api(t, 'GET', `/api/v1/jobs/${job.id}`)).id === job.id,
              'the refused job stays, and so does its page');
+      // An operator deletes it: the task's leaderboard open in the agent's page lets it go.
+      await gotoView(p, t.origin, '#/tasks/axpy', `#leaderboard tr[data-id="${job.id}"]`);
+      await p.waitForSelector('#live.live');
+      await api(t, 'DELETE', `/api/v1/jobs/${job.id}`, undefined, op);
+      const left = await p.waitForSelector(`#leaderboard tr[data-id="${job.id}"]`, {state: 'detached', timeout: 10000})
+        .then(() => true, () => false);
+      expect(left, 'a job an operator deleted leaves the task\'s leaderboard');
       expect(w.errors.length === 0, `no console errors on the task job (${JSON.stringify(w.errors)})`);
     } finally {
       await b.close();
