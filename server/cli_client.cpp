@@ -292,6 +292,20 @@ json api_client::job_action(std::int64_t id, const char* action) {
   return post("/api/v1/jobs/" + std::to_string(id) + "/" + action, "", job_lacks);
 }
 
+void api_client::delete_job(std::int64_t id) {
+  auto& http = m_impl->http;
+  http.set_read_timeout(std::chrono::seconds(std::int64_t(k_read_timeout_s)));
+  const std::string path = "/api/v1/jobs/" + std::to_string(id);
+  const std::string request = "DELETE " + path;
+  const auto res = http.Delete((m_prefix + path).c_str());
+  const std::string body = body_of(request, res);
+  // A web server that is not the daemon may answer 200 to anything; that deletes no job.
+  if (res->status != 204) {
+    throw foreign(request, res->status, res->get_header_value("Content-Type"), body,
+                  "instead of 204 No Content");
+  }
+}
+
 json api_client::post(const std::string& path_and_query, const std::string& body,
                       const std::function<std::string(const json&)>& lacks) {
   auto& http = m_impl->http;

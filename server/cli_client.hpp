@@ -89,6 +89,10 @@ class api_client {
   json cancel(std::int64_t id) { return job_action(id, "cancel"); }
   // POST /api/v1/jobs/{id}/confirm: the job with its withheld score confirmed (an operator's).
   json confirm(std::int64_t id) { return job_action(id, "confirm"); }
+  // DELETE /api/v1/jobs/{id}: the job, its results, spec and labels are gone (a job that ended;
+  // 409 job_not_finished while it is queued or running). Only the API's 204 says so: another
+  // success status is a foreign_answer.
+  void delete_job(std::int64_t id);
 
   // Ends the request running on another thread now (it throws connection_error), and any that
   // begins before resume(). Thread-safe.

@@ -445,6 +445,17 @@ int run_confirm(const client_options& client_opts, const std::vector<std::int64_
       });
 }
 
+int run_delete(const client_options& client_opts, const std::vector<std::int64_t>& ids,
+               std::ostream& out, std::ostream& err) {
+  return for_each_job(
+      client_opts, ids, out, err,
+      [](api_client& c, std::int64_t id) {
+        c.delete_job(id);
+        return json();
+      },
+      [](const json&) { return std::string("deleted"); });
+}
+
 int run_devices(const client_options& client_opts, const std::string& format, std::ostream& out,
                 std::ostream& err) {
   return with_client(client_opts, err, [&](api_client& client) {

@@ -1,6 +1,6 @@
 #pragma once
-// The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, confirm, devices,
-// roofline, compare. main.cpp parses the command
+// The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, confirm, delete,
+// devices, roofline, compare. main.cpp parses the command
 // line into these option structs; each run_* talks to the daemon named by client_options and
 // returns the process exit code: 0 done (for submit --wait and bench: the job succeeded and no
 // point's answers failed verification), 1 the job failed or was cancelled or a point's answers
@@ -84,6 +84,10 @@ int run_cancel(const client_options& client, const std::vector<std::int64_t>& id
 // operator token, a score that is not withheld, an unknown id).
 int run_confirm(const client_options& client, const std::vector<std::int64_t>& ids,
                 std::ostream& out, std::ostream& err);
+// Deletes each job that ended, with its results; exit 1 when any delete was refused (a job queued
+// or running, an unknown id, no operator token where the daemon has them).
+int run_delete(const client_options& client, const std::vector<std::int64_t>& ids,
+               std::ostream& out, std::ostream& err);
 // The devices of the daemon (of the fleet), as a table or JSON.
 int run_devices(const client_options& client, const std::string& format, std::ostream& out,
                 std::ostream& err);

@@ -1,6 +1,6 @@
 // kernelscan: `serve` runs the daemon; `worker` is started by it, one per device; `submit`,
-// `bench`, `jobs`, `results`, `cancel`, `confirm`, `devices`, `roofline` and `compare` are the
-// command-line client of a running daemon.
+// `bench`, `jobs`, `results`, `cancel`, `confirm`, `delete`, `devices`, `roofline` and `compare`
+// are the command-line client of a running daemon.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -116,13 +116,14 @@ std::string unknown_command(const std::vector<std::string>& args, CLI::App& app)
 // whenever the chosen one's option was given.
 struct client_commands {
   kernelscan::client_options submit_client, jobs_client, results_client, bench_client,
-      cancel_client, confirm_client, devices_client, roofline_client, compare_client;
+      cancel_client, confirm_client, delete_client, devices_client, roofline_client, compare_client;
   kernelscan::submit_options submit;
   kernelscan::jobs_options jobs;
   kernelscan::results_options results;
   kernelscan::bench_command_options bench;
   std::vector<std::int64_t> cancel_ids;
   std::vector<std::int64_t> confirm_ids;
+  std::vector<std::int64_t> delete_ids;
   std::string devices_format = "table";
   kernelscan::roofline_options roofline;
   kernelscan::compare_options compare;
@@ -132,6 +133,7 @@ struct client_commands {
   CLI::App* bench_cmd = nullptr;
   CLI::App* cancel_cmd = nullptr;
   CLI::App* confirm_cmd = nullptr;
+  CLI::App* delete_cmd = nullptr;
   CLI::App* devices_cmd = nullptr;
   CLI::App* roofline_cmd = nullptr;
   CLI::App* compare_cmd = nullptr;
@@ -299,6 +301,14 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                          c.confirm_client);
   c.confirm_cmd->add_option("ID", c.confirm_ids, "Job ids")->required()->check(job_id_validator());
 
+  c.delete_cmd = common(app.add_subcommand("delete",
+                                           "Delete jobs that ended, with their results, spec and "
+                                           "labels (it cannot be undone)"),
+                        c.delete_client);
+  c.delete_cmd->add_option("ID", c.delete_ids, "Job ids (cancel a queued or running job first)")
+      ->required()
+      ->check(job_id_validator());
+
   c.devices_cmd = common(app.add_subcommand("devices", "List the devices (of the whole fleet)"),
                          c.devices_client);
   c.devices_cmd->add_option("--format", c.devices_format, "table or json")
@@ -342,6 +352,7 @@ int run_client_command(client_commands& c) {
   if (*c.bench_cmd) return run_bench(c.bench_client, c.bench, std::cout, std::cerr);
   if (*c.cancel_cmd) return run_cancel(c.cancel_client, c.cancel_ids, std::cout, std::cerr);
   if (*c.confirm_cmd) return run_confirm(c.confirm_client, c.confirm_ids, std::cout, std::cerr);
+  if (*c.delete_cmd) return run_delete(c.delete_client, c.delete_ids, std::cout, std::cerr);
   if (*c.devices_cmd) return run_devices(c.devices_client, c.devices_format, std::cout, std::cerr);
   if (*c.roofline_cmd) return run_roofline(c.roofline_client, c.roofline, std::cout, std::cerr);
   if (*c.compare_cmd) return run_compare(c.compare_client, c.compare, std::cout, std::cerr);
@@ -520,7 +531,8 @@ int main(int argc, char** argv) {
   std::set<std::string> client_names;
   for (const CLI::App* cmd :
        {client.submit_cmd, client.jobs_cmd, client.results_cmd, client.bench_cmd, client.cancel_cmd,
-        client.confirm_cmd, client.devices_cmd, client.roofline_cmd, client.compare_cmd})
+        client.confirm_cmd, client.delete_cmd, client.devices_cmd, client.roofline_cmd,
+        client.compare_cmd})
     client_names.insert(cmd->get_name());
   if (const std::string unknown = unknown_command(args, app); !unknown.empty()) {
     std::string commands;

@@ -83,6 +83,8 @@ export async function getRows(path) {
   return body ? JSON.parse(`[${body.split('\n').join(',')}]`) : [];
 }
 export const post = (path, body, extra) => request('POST', path, body, extra);
+// `delete` is a keyword; a 204 answers ''.
+export const del = (path) => request('DELETE', path);
 
 // Saves what `path` answers as a file (a fetch, not a link, so that the token goes along).
 export async function download(path, filename) {

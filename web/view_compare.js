@@ -340,6 +340,7 @@ export function mount(root, {query}) {
   return {
     onEvent(e) {
       if (e.type === 'job' && ids.includes(String(e.data.id)) && ['succeeded', 'failed', 'cancelled'].includes(e.data.status)) load();
+      else if (e.type === 'job_deleted' && ids.includes(String(e.data.job_id))) load();  // says the job is no more
     },
     unmount() { disposed = true; window.removeEventListener('resize', onResize); if (chart) chart.dispose(); },
   };

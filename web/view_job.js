@@ -2,12 +2,13 @@
 // two, speedup, roofline) with selectors for the other parameters, and a sortable results table
 // with CSV/JSON export. Running jobs update live from the event stream. A job with variants
 // (several kernels measured side by side at every point) draws a line, a colour and a table row
-// per variant, and the speedups between them.
+// per variant, and the speedups between them. A job that ended may be deleted from here; one
+// deleted anywhere (another tab, the CLI, the daemon's retention) is said to be gone.
 
-import {download, get, getRows, post} from './api.js';
+import {del, download, get, getRows, post} from './api.js';
 import {METRICS, heatmapOption, isGeometric, kernelsOption, metricOf, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
         variantSpeedup, variantSpeedupOption, wantsLog} from './charts.js';
-import {duration, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, userText, whenECharts} from './dom.js';
+import {duration, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, userText, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
@@ -211,7 +212,7 @@ export function mount(root, {id, query}) {
   // nodes: the fleet's (from the devices list), to name the device "node / index" in a fleet.
   // variants: the job's variant names (null without); baseline: the one speedups are over.
   const state = {job: null, rows: [], device: null, nodes: new Set(), names: [], values: {}, sel: null, variants: null, baseline: null,
-                 sort: {key: 'index', dir: 1}, sorted: null};
+                 sort: {key: 'index', dir: 1}, sorted: null, deleted: false};
   const charts = new Map();  // id -> echarts instance
   let disposed = false;
 
@@ -246,6 +247,7 @@ export function mount(root, {id, query}) {
 
   // ---- header ----
   function renderHead() {
+    if (state.deleted) return;  // an answer that left before the job was deleted
     const j = state.job;
     const active = !TERMINAL.has(j.status);
     const buttons = h('div', {class: 'actions'},
@@ -253,6 +255,8 @@ export function mount(root, {id, query}) {
       j.summary && j.summary.fitness && j.summary.fitness.withheld
         ? h('button', {type: 'button', id: 'confirm-score', title: 'an operator\'s call: score the job as measured (POST /api/v1/jobs/{id}/confirm)',
                        onclick: confirmScore}, 'Confirm score') : '',
+      !active ? h('button', {type: 'button', class: 'danger', id: 'delete-job', title: 'delete the job and its results (DELETE /api/v1/jobs/{id})',
+                             onclick: deleteJob}, 'Delete') : '',
       h('button', {type: 'button', class: 'ghost', id: 'export-csv',
                    onclick: () => download(`/api/v1/jobs/${id}/results?format=csv`, `kernelscan-job-${id}.csv`).catch(showError)}, 'Export CSV'),
       h('button', {type: 'button', class: 'ghost', id: 'export-json',
@@ -331,7 +335,36 @@ export function mount(root, {id, query}) {
     }
   }
 
-  function showError(e) { message.replaceChildren(errorBox(e)); }
+  // Deleted here: on to the jobs list. A job not ended yet (or, where the daemon has operator
+  // tokens, a token that is not one) is refused, said as the daemon says it.
+  async function deleteJob() {
+    if (!confirm(`Delete job ${id} and its results? This cannot be undone.`)) return;
+    try {
+      await del(`/api/v1/jobs/${id}`);
+      location.hash = '#/jobs';
+    } catch (e) {
+      if (e.status === 404) showDeleted(); else showError(e);
+    }
+  }
+
+  // The job is gone (deleted in another tab, by the CLI, on another node, or by the daemon's
+  // retention): nothing of it is left to show or to ask for again.
+  function showDeleted() {
+    if (state.deleted) return;
+    state.deleted = true;
+    disposed = true;
+    charts.forEach((c) => c.dispose());
+    charts.clear();
+    head.replaceChildren(h('h2', {}, `Job ${id}`));
+    for (const el of [controls, grid, tableWrap, detailBox, specBox]) el.remove();
+    message.replaceChildren(h('div', {id: 'job-deleted'},
+      emptyState(`Job ${id} was deleted.`, h('p', {}, h('a', {href: '#/jobs'}, 'All jobs')))));
+  }
+
+  function showError(e) {
+    if (state.deleted) return;
+    if (e.status === 404 && state.job) showDeleted(); else message.replaceChildren(errorBox(e));
+  }
 
   // ---- selections ----
   function updateValues() {
@@ -752,7 +785,9 @@ export function mount(root, {id, query}) {
       if (disposed || (TERMINAL.has(state.job.status) && !TERMINAL.has(job.status))) return;
       state.job = {...job, spec: state.job.spec};
       renderHead();
-    } catch { /* the next points event tries again */ }
+    } catch (e) {
+      if (e.status === 404) showDeleted();  // else the next points event tries again
+    }
   }, 1000);
 
   let fetching = false, again = false;
@@ -788,6 +823,7 @@ export function mount(root, {id, query}) {
       const devicesPromise = get('/api/v1/devices').catch(() => null);
       rowsPromise.catch(() => {});
       const job = await get(`/api/v1/jobs/${id}`);
+      if (disposed) return;
       state.job = job;
       if (job.engine === 'import') state.device = importedDevice(job);
       state.names = Object.keys(job.spec.sweep || {});
@@ -813,6 +849,8 @@ export function mount(root, {id, query}) {
       renderHead();
       renderData();
     } catch (e) {
+      if (state.deleted) return;
+      if (e.status === 404 && state.job) { showDeleted(); return; }  // deleted while it loaded
       head.replaceChildren(h('h2', {}, `Job ${id}`));
       if (e.status === 404) {
         // Nothing to chart or list: no empty boxes, no spec to expand.
@@ -828,7 +866,8 @@ export function mount(root, {id, query}) {
 
   return {
     async onEvent(e) {
-      if (!state.job) return;
+      if (e.type === 'job_deleted' && String(e.data.job_id) === id) { showDeleted(); return; }
+      if (!state.job || state.deleted) return;
       if (e.type === 'job' && String(e.data.id) === id) {
         const startedNow = state.job.device === null && e.data.device !== null;
         state.job = {...e.data, spec: state.job.spec};

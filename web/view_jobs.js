@@ -1,5 +1,5 @@
 // Jobs: a filterable, live list (status, progress, device, labels, age), with cancel buttons and
-// a selection to compare. In a fleet the device is "node / index": the node that runs or ran it.
+// a selection to compare; a job deleted anywhere leaves it. In a fleet the device is "node / index": the node that runs or ran it.
 
 import {get, post} from './api.js';
 import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge, throttle, userText} from './dom.js';
@@ -168,6 +168,16 @@ export function mount(root, {query}) {
     }
   }
 
+  function remove(id) {
+    const i = state.jobs.findIndex((j) => j.id === id);
+    if (i < 0) return;
+    state.jobs.splice(i, 1);
+    if (state.selected.delete(id)) compareButton.disabled = state.selected.size < 2;
+    if (!state.jobs.length) { render(); return; }
+    const tr = tbody.querySelector(`tr[data-id="${id}"]`);
+    if (tr) tr.remove();
+  }
+
   function upsert(job) {
     if (noteNodes([job])) { render(); }
     const i = state.jobs.findIndex((j) => j.id === job.id);
@@ -227,6 +237,7 @@ export function mount(root, {query}) {
   return {
     onEvent(e) {
       if (e.type === 'job') upsert(e.data);
+      else if (e.type === 'job_deleted') remove(e.data.job_id);
       else if (e.type === 'reset') load(false);
       else if (e.type === 'points') {
         const job = state.jobs.find((j) => j.id === e.data.job_id);

@@ -222,6 +222,12 @@ export function mount(root, {name}) {
     onEvent(e) {
       // Events missed, or this task retired (on any node): read it again.
       if (e.type === 'reset' || (e.type === 'task' && e.data.name === name)) { load(); return; }
+      if (e.type === 'job_deleted') {
+        const before = state.jobs.length;
+        state.jobs = state.jobs.filter((j) => j.id !== e.data.job_id);
+        if (state.loaded && state.jobs.length !== before) renderBoard();
+        return;
+      }
       if (e.type !== 'job' || e.data.task !== name) return;
       const i = state.jobs.findIndex((j) => j.id === e.data.id);
       if (i >= 0) state.jobs[i] = e.data; else state.jobs.push(e.data);

@@ -497,6 +497,30 @@ class Client:
         with nothing withheld raises KernelscanError `nothing_to_confirm` (409)."""
         return self._call("POST", f"/api/v1/jobs/{_job_id(job)}/confirm")
 
+    def delete_job(self, job: int | Mapping[str, Any]) -> None:
+        """DELETE /api/v1/jobs/{id}: deletes a job that ended (succeeded, failed or cancelled)
+        with its results, spec and labels; it cannot be undone. A queued or running job raises
+        KernelscanError `job_not_finished` (409: cancel it first), an unknown or already deleted
+        one `not_found` (404); where the daemon has operator tokens, another token raises
+        `forbidden` (403)."""
+        path = f"/api/v1/jobs/{_job_id(job)}"
+        try:
+            with self._open("DELETE", path) as response:
+                status = response.status
+                data = response.read()
+        except (OSError, http.client.HTTPException) as e:  # the connection broke while reading
+            if isinstance(e, KernelscanError):
+                raise
+            raise self._unreachable(e, self.timeout) from e
+        # Only the API's 204 says the job is gone: a server that answers 200 to anything
+        # deleted nothing.
+        if status != 204:
+            excerpt = data[:200].decode("utf-8", "replace")
+            raise KernelscanError(
+                f"the answer to DELETE {path} is HTTP {status}, not 204 No Content: {excerpt!r}",
+                type="bad_answer",
+            )
+
     def iter_results(self, job: int | Mapping[str, Any]) -> Iterator[dict]:
         """The job's result rows, one dict per stored sweep point in index order, read as they
         arrive from one `GET .../results?format=jsonl` stream (a large job is never held whole).

@@ -2,15 +2,17 @@
 // with no console error and no request to another origin, charts hold the expected series and
 // points (read from the ECharts instances), jobs appear and finish live, the submit form creates
 // a job, evaluation tasks are listed and a task's leaderboard ranks its jobs (live), an agent's
-// token sees no held-out size, and the page works against a daemon that needs a token.
+// token sees no held-out size, a finished job is deleted from its page (and leaves the lists and
+// pages of other tabs), and the page works against a daemon that needs a token.
 // Screenshots go to --artifacts.
 // Prints the time from navigation to charts rendered for a 10,000-point job. The daemon is node
 // "solo" (--node), which the page names once and nowhere else.
 //
 // With --fleet: two daemons (nodes alpha and beta) on one PostgreSQL, a database of the test
 // server that KERNELSCAN_TEST_POSTGRES names (the ctest fixture's); the dashboard served by alpha
-// shows a job that beta runs, with its node, the devices grouped by node, and a submit form that
-// places a job on beta's device. Exits 77 (skipped) where PostgreSQL is not installed.
+// shows a job that beta runs, with its node, the devices grouped by node, a submit form that
+// places a job on beta's device, and the job leaving the list when beta deletes it. Exits 77
+// (skipped) where PostgreSQL is not installed.
 //
 //   node tests/browser/dashboard_test.mjs --binary build/server/kernelscan --artifacts DIR
 //   KERNELSCAN_TEST_POSTGRES=FILE node tests/browser/dashboard_test.mjs --binary ... --fleet
@@ -1369,6 +1371,64 @@ async function main() {
       await page.waitForSelector('#compare-table', {timeout: 20000});
     });
 
+    await step('delete: a job that ended is deleted from its page, and leaves the other tabs', async () => {
+      const copy = (name, sweep, extra = {}) => ({name, kernel: {op: 'stream', variant: 'copy', n: 'N'}, sweep: {N: sweep}, cache: false, ...extra});
+      const {id: running} = await api(d, 'POST', '/api/v1/jobs', copy('runs on', [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072], {mock: {delay_ms: 2000}}));
+      const {id: done} = await api(d, 'POST', '/api/v1/jobs', copy('to be deleted', [1024, 2048, 4096]));
+      const {id: other} = await api(d, 'POST', '/api/v1/jobs', copy('deleted elsewhere', [1024, 2048]));
+      await waitJob(d, done);
+      await waitJob(d, other);
+      try {
+        // Not while it runs: it is cancelled first.
+        await gotoView(page, d.origin, `#/jobs/${running}`, '.job-head .status-running');
+        expect(await page.locator('#cancel-job').count() === 1 && await page.locator('#delete-job').count() === 0,
+               'a running job has a Cancel button and no Delete button');
+        // Another tab of this browser on the jobs list: it hears of deletions through the stream
+        // the tabs share.
+        const list = await page.context().newPage();
+        list.on('pageerror', (e) => watch.errors.push(`list tab: ${e.message}`));
+        await gotoView(list, d.origin, '#/jobs', `#jobs-table tr[data-id="${done}"]`);
+        await list.waitForSelector('#live.live');
+
+        await gotoView(page, d.origin, `#/jobs/${done}`, '#view[data-charts-ready]');
+        expect(await page.locator('#delete-job').count() === 1, 'a finished job has a Delete button');
+        await shot(page, 'job-delete-button');
+        // Asked first; "Cancel" in the dialog keeps the job.
+        page.once('dialog', (dialog) => dialog.dismiss());
+        await page.click('#delete-job');
+        await sleep(300);
+        expect(page.url().endsWith(`#/jobs/${done}`) && (await fetch(`${d.origin}/api/v1/jobs/${done}`)).status === 200,
+               'a dismissed dialog deletes nothing');
+        let asked = null;
+        page.once('dialog', (dialog) => { asked = dialog.message(); dialog.accept(); });
+        await page.click('#delete-job');
+        await page.waitForFunction(() => location.hash === '#/jobs', null, {timeout: 10000});
+        expect(asked === `Delete job ${done} and its results? This cannot be undone.`, `the page asks before it deletes (${asked})`);
+        await page.waitForSelector(`#jobs-table tr[data-id="${other}"]`);
+        expect(await page.locator(`#jobs-table tr[data-id="${done}"]`).count() === 0, 'the jobs list it goes to has no deleted job');
+        const gone = await fetch(`${d.origin}/api/v1/jobs/${done}`);
+        expect(gone.status === 404, `the daemon has no such job any more (${gone.status})`);
+        const dropped = await list.waitForSelector(`#jobs-table tr[data-id="${done}"]`, {state: 'detached', timeout: 10000})
+          .then(() => true, () => false);
+        expect(dropped, 'the other tab\'s jobs list drops the row on the job_deleted event');
+        expect(await list.locator(`#jobs-table tr[data-id="${other}"]`).count() === 1, 'and keeps the other rows');
+
+        // A job page open while its job is deleted elsewhere says so, and shows nothing of it.
+        await gotoView(list, d.origin, `#/jobs/${other}`, '#view[data-charts-ready]');
+        await api(d, 'DELETE', `/api/v1/jobs/${other}`);
+        const said = await list.waitForSelector('#job-deleted', {timeout: 10000}).then(() => true, () => false);
+        expect(said && (await list.textContent('#job-deleted')).includes(`Job ${other} was deleted.`),
+               `an open job page says its job was deleted (${said ? await list.textContent('#view') : 'nothing'})`);
+        expect(await list.locator('#view .chart-box, #view .results, #view details, #delete-job').count() === 0,
+               'and shows no charts, table, spec or buttons of it');
+        await shot(list, 'job-deleted');
+        await list.close();
+      } finally {
+        await api(d, 'POST', `/api/v1/jobs/${running}/cancel`).catch(() => {});
+        await waitJob(d, running);
+      }
+    });
+
     expect(watch.errors.length === 0, `no console errors (${JSON.stringify(watch.errors)})`);
     // The only failed requests are the ones the steps provoked: an unknown job, a bad spec.
     const expected = (e) => (e.startsWith('404 ') && (e.includes('/api/v1/jobs/999999') || e.endsWith('/api/v1/tasks/no-such-task'))) ||
@@ -1467,6 +1527,23 @@ async function main() {
       expect(/^5 per agent: you used 1, 4 remaining$/.test(await p.textContent('#task-bound')),
              `the task page tells the agent what is left of its bound (${await p.textContent('#task-bound')})`);
       await shot(p, 'task-agent');
+      // Deleting a job takes an operator's token where the daemon has them: the agent's is
+      // refused, said as the daemon says it, and the job stays.
+      await gotoView(p, t.origin, `#/jobs/${job.id}`, '#delete-job');
+      p.once('dialog', (dialog) => dialog.accept());
+      await p.click('#delete-job');
+      const refused = await p.waitForFunction(() => /^forbidden: /.test(document.querySelector('.error-box')?.textContent || ''),
+                                              null, {timeout: 10000}).then(() => true, () => false);
+      expect(refused, `a refused delete shows the daemon's error (${await p.textContent('#view')})`);
+      expect(p.url().endsWith(`#/jobs/${job.id}`) && (await api(t, 'GET', `/api/v1/jobs/${job.id}`)).id === job.id,
+             'the refused job stays, and so does its page');
+      // An operator deletes it: the task's leaderboard open in the agent's page lets it go.
+      await gotoView(p, t.origin, '#/tasks/axpy', `#leaderboard tr[data-id="${job.id}"]`);
+      await p.waitForSelector('#live.live');
+      await api(t, 'DELETE', `/api/v1/jobs/${job.id}`, undefined, op);
+      const left = await p.waitForSelector(`#leaderboard tr[data-id="${job.id}"]`, {state: 'detached', timeout: 10000})
+        .then(() => true, () => false);
+      expect(left, 'a job an operator deleted leaves the task\'s leaderboard');
       expect(w.errors.length === 0, `no console errors on the task job (${JSON.stringify(w.errors)})`);
     } finally {
       await b.close();
@@ -1568,6 +1645,15 @@ async function fleetMain() {
       const named = await page.waitForFunction(() => (document.querySelector('#job-device')?.textContent || '').startsWith('beta / 0: '),
                                                null, {timeout: 10000}).then(() => true, () => false);
       expect(named, `its page names beta / 0 (${await page.textContent('#job-device')})`);
+    });
+
+    await step('fleet: a job deleted through beta leaves alpha\'s jobs list', async () => {
+      await gotoView(page, a.origin, '#/jobs', `#jobs-table tr[data-id="${id}"]`);
+      await page.waitForSelector('#live.live');
+      await api(nodes.beta, 'DELETE', `/api/v1/jobs/${id}`);
+      const dropped = await page.waitForSelector(`#jobs-table tr[data-id="${id}"]`, {state: 'detached', timeout: 15000})
+        .then(() => true, () => false);
+      expect(dropped, 'the row goes on the job_deleted event beta sent');
     });
 
     await step('fleet: a node that stopped shows offline, as it happens', async () => {

@@ -424,6 +424,8 @@ TEST_F(cli, UsageErrorsExitTwo) {
         {"submit", "/no/such/file.json"},
         {"submit", "/"},
         {"submit"},
+        {"delete"},
+        {"delete", "abc"},
         {"bogus"}}) {
     const auto r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << " " << (args.size() > 1 ? args[1] : "") << "\n"
@@ -1291,6 +1293,108 @@ TEST_F(cli, CancelAndConfirmPrintWholeLinesOnly) {
   EXPECT_EQ(running.out.back(), '\n') << describe(running);
 }
 
+// `delete` removes a job that ended, with its results: the API no longer knows it, nor does the
+// jobs list; deleting it again is refused as for any unknown id.
+TEST_F(cli, DeleteRemovesAFinishedJobAndItsResults) {
+  const std::string id = std::to_string(finished_job());
+  const auto deleted = run({"delete", id});
+  ASSERT_EQ(deleted.exit_code, 0) << describe(deleted);
+  EXPECT_EQ(deleted.out, "job " + id + " deleted\n") << describe(deleted);
+  EXPECT_EQ(deleted.err, "") << describe(deleted);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + id).status, 404);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + id + "/results").status, 404);
+  EXPECT_EQ(run({"jobs"}).out, "no jobs\n");
+  const auto again = run({"delete", id});
+  EXPECT_EQ(again.exit_code, 1) << describe(again);
+  EXPECT_EQ(again.out, "") << describe(again);
+  EXPECT_EQ(again.err, "kernelscan: job " + id + ": not_found (HTTP 404): no job " + id + "\n")
+      << describe(again);
+}
+
+// A job still queued or running is not deleted: the daemon says to cancel it first, and the job
+// goes on. Once cancelled, it is deleted.
+TEST_F(cli, DeleteRefusesAJobThatHasNotEnded) {
+  const std::string running = std::to_string(daemon.submit(stream_sweep(50, 200)));
+  const std::string queued = std::to_string(daemon.submit(stream_sweep(50, 200)));  // one device
+  ASSERT_TRUE(eventually(
+      [&] { return daemon.get("/api/v1/jobs/" + running).body["status"] == "running"; }));
+  const auto refused = run({"delete", running, queued});
+  EXPECT_EQ(refused.exit_code, 1) << describe(refused);
+  EXPECT_EQ(refused.out, "") << describe(refused);
+  EXPECT_EQ(refused.err, "kernelscan: job " + running + ": job_not_finished (HTTP 409): job " +
+                             running + " is running: cancel it first, then delete it\n" +
+                             "kernelscan: job " + queued + ": job_not_finished (HTTP 409): job " +
+                             queued + " is queued: cancel it first, then delete it\n")
+      << describe(refused);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + running).body["status"], "running");
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + queued).body["status"], "queued");
+
+  ASSERT_EQ(run({"cancel", queued, running}).exit_code, 0);
+  for (const std::string& id : {running, queued})
+    EXPECT_EQ(daemon.wait_job(std::stoll(id))["status"], "cancelled");
+  const auto deleted = run({"delete", running, queued});
+  EXPECT_EQ(deleted.exit_code, 0) << describe(deleted);
+  EXPECT_EQ(deleted.out, "job " + running + " deleted\njob " + queued + " deleted\n")
+      << describe(deleted);
+}
+
+// Several ids: each is deleted or refused on its own, a whole line each, in the order given; a
+// refusal makes the exit code 1 but stops none of the others.
+TEST_F(cli, DeleteTakesSeveralIds) {
+  const std::string a = std::to_string(finished_job());
+  const std::string b = std::to_string(finished_job());
+  const auto mixed = run({"delete", a, "424242", b});
+  EXPECT_EQ(mixed.exit_code, 1) << describe(mixed);
+  EXPECT_EQ(mixed.out, "job " + a + " deleted\njob " + b + " deleted\n") << describe(mixed);
+  EXPECT_EQ(mixed.err, "kernelscan: job 424242: not_found (HTTP 404): no job 424242\n")
+      << describe(mixed);
+  for (const std::string& id : {a, b})
+    EXPECT_EQ(daemon.get("/api/v1/jobs/" + id).status, 404) << id;
+
+  const std::string c = std::to_string(finished_job());
+  const std::string d = std::to_string(finished_job());
+  const auto both = run({"delete", d, c});
+  EXPECT_EQ(both.exit_code, 0) << describe(both);
+  EXPECT_EQ(both.out, "job " + d + " deleted\njob " + c + " deleted\n") << describe(both);
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
+}
+
+// Where the daemon has operator tokens, deleting takes one, as confirming a score does: a
+// writer's token is refused and the job stays.
+TEST(cli_delete, DeletingTakesAnOperatorTokenWhereTheDaemonHasThem) {
+  daemon_process probe;  // for a temp dir that outlives the daemon below
+  const std::string writers = probe.data_dir() + "/writers";
+  const std::string operators = probe.data_dir() + "/operators";
+  std::ofstream(writers) << "writer-token-of-the-cli-test\n";
+  std::ofstream(operators) << "operator-token-of-the-cli-test\n";
+  daemon_process daemon(
+      {.mock_devices = 1,
+       .allow_fault_injection = false,
+       .extra_args = {"--token-file", writers, "--operator-token-file", operators}});
+  daemon.start();
+  const std::string url = "http://127.0.0.1:" + std::to_string(daemon.port());
+  const auto submitted = daemon.post("/api/v1/jobs", stream_sweep(1, 0).dump(),
+                                     {{"Authorization", "Bearer writer-token-of-the-cli-test"}});
+  ASSERT_EQ(submitted.status, 201) << submitted.text;
+  const std::int64_t job = submitted.body.at("id").get<std::int64_t>();
+  ASSERT_EQ(daemon.wait_job(job)["status"], "succeeded");
+  const std::string id = std::to_string(job);
+
+  const auto writer =
+      run_cli({"delete", id, "--server", url, "--token", "writer-token-of-the-cli-test"});
+  EXPECT_EQ(writer.exit_code, 1) << describe(writer);
+  EXPECT_EQ(writer.out, "") << describe(writer);
+  EXPECT_EQ(writer.err.rfind("kernelscan: job " + id + ": forbidden (HTTP 403): ", 0), 0u)
+      << describe(writer);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + id).status, 200);
+
+  const auto op =
+      run_cli({"delete", id, "--server", url, "--token", "operator-token-of-the-cli-test"});
+  EXPECT_EQ(op.exit_code, 0) << describe(op);
+  EXPECT_EQ(op.out, "job " + id + " deleted\n") << describe(op);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + id).status, 404);
+}
+
 // A web server at --server that is not a kernelscan daemon: whatever it answers, no command takes
 // it for an answer of the API.
 TEST(cli_foreign_server, AnswersThatAreNotTheApisAreSaidToBeSo) {
@@ -1306,6 +1410,7 @@ TEST(cli_foreign_server, AnswersThatAreNotTheApisAreSaidToBeSo) {
   };
   fake.Get(".*", answer);
   fake.Post(".*", answer);
+  fake.Delete(".*", answer);
   const int port = fake.bind_to_any_port("127.0.0.1");
   std::thread serving([&] { fake.listen_after_bind(); });
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
@@ -1314,6 +1419,7 @@ TEST(cli_foreign_server, AnswersThatAreNotTheApisAreSaidToBeSo) {
     for (const std::vector<std::string>& args : {std::vector<std::string>{"submit", "-"},
                                                  {"cancel", "1"},
                                                  {"confirm", "1"},
+                                                 {"delete", "1"},
                                                  {"jobs"},
                                                  {"results", "1"},
                                                  {"results", "1", "--format", "csv"},
@@ -1335,6 +1441,14 @@ TEST(cli_foreign_server, AnswersThatAreNotTheApisAreSaidToBeSo) {
       EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << describe(r);
     }
   }
+  // A success that is not the API's 204 deletes nothing.
+  mode = 0;
+  const auto deleted = run_cli({"delete", "1", "--server", url});
+  EXPECT_NE(deleted.err.find("(DELETE /api/v1/jobs/1 answered HTTP 200, application/json instead "
+                             "of 204 No Content: {\"jobs\": 5})\n"),
+            std::string::npos)
+      << describe(deleted);
+  mode = 1;
   const auto page = run_cli({"results", "1", "--server", url});
   EXPECT_NE(page.err.find("(GET /api/v1/jobs/1 answered HTTP 404, text/html: <html><body><h1>Not "
                           "Found</h1></body></html>)\n"),
@@ -1351,6 +1465,7 @@ TEST(cli_usage, AnUnknownCommandIsNamed) {
   EXPECT_EQ(r.err.rfind("kernelscan: \"nosuchcmd\" is not a command (commands: serve, submit, ", 0),
             0u)
       << describe(r);
+  EXPECT_NE(r.err.find(", confirm, delete, devices, "), std::string::npos) << describe(r);
   const auto after_server = run_cli({"--server", "http://127.0.0.1:1", "jbos"});
   EXPECT_EQ(after_server.exit_code, 2) << describe(after_server);
   EXPECT_EQ(after_server.err.rfind("kernelscan: \"jbos\" is not a command", 0), 0u)
@@ -1365,6 +1480,11 @@ TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
   const auto jobs_help = run_cli({"jobs", "--help"});
   EXPECT_NE(jobs_help.out.find("Usage: kernelscan jobs [OPTIONS]"), std::string::npos)
       << describe(jobs_help);
+  const auto delete_help = run_cli({"delete", "--help"});
+  EXPECT_NE(delete_help.out.find("Usage: kernelscan delete [OPTIONS] ID..."), std::string::npos)
+      << describe(delete_help);
+  EXPECT_NE(delete_help.out.find("it cannot be undone"), std::string::npos)
+      << describe(delete_help);
   const auto not_an_id = run_cli({"results", "abc"});
   EXPECT_EQ(not_an_id.exit_code, 2) << describe(not_an_id);
   EXPECT_NE(not_an_id.err.find("\"abc\" is not a job id"), std::string::npos)

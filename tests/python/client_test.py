@@ -7,6 +7,7 @@ Run: python3 -B tests/python/client_test.py --binary build/server/kernelscan [-v
 
 from __future__ import annotations
 
+import http.server
 import json
 import math
 import os
@@ -195,6 +196,42 @@ class ClientTest(DaemonTestCase):
         self.assertEqual(again.exception.type, "job_finished")
         self.assertEqual(again.exception.context, {"job_id": job["id"], "job_status": "cancelled"})
         self.assertEqual(again.exception.details, [])
+
+    def test_delete_a_job_that_ended(self) -> None:
+        job = self.client.wait(self.client.submit(stream_sweep(2)), timeout_s=60)
+        self.assertIsNone(self.client.delete_job(job))
+        for call in (self.client.job, self.client.results):
+            with self.assertRaises(KernelscanError) as caught:
+                call(job)
+            self.assertEqual((caught.exception.status, caught.exception.type), (404, "not_found"))
+        self.assertNotIn(job["id"], [j["id"] for j in self.client.jobs()])
+        with self.assertRaises(KernelscanError) as again:
+            self.client.delete_job(job["id"])
+        e = again.exception
+        self.assertEqual((e.status, e.type, e.message), (404, "not_found", f"no job {job['id']}"))
+        with self.assertRaises(ValueError):
+            self.client.delete_job("1/cancel")  # ids go into paths: only integers pass
+
+    def test_a_job_that_has_not_ended_is_not_deleted(self) -> None:
+        # Sizes no other test measures, uncached: the other tests' slow jobs stay slow.
+        spec = dict(stream_sweep(100, delay_ms=100, step=4099), cache=False)
+        job = self.client.submit(spec)
+        try:
+            with self.assertRaises(KernelscanError) as caught:
+                self.client.delete_job(job)
+            e = caught.exception
+            self.assertEqual((e.status, e.type), (409, "job_not_finished"))
+            self.assertEqual(e.context["job_id"], job["id"])
+            self.assertIn(e.context["job_status"], ("queued", "running"))
+            self.assertIn("cancel it first", e.message)
+            self.assertIn(self.client.job(job)["status"], ("queued", "running"))
+        finally:
+            self.client.cancel(job)
+        self.assertEqual(self.client.wait(job, timeout_s=60)["status"], "cancelled")
+        self.client.delete_job(job)
+        with self.assertRaises(KernelscanError) as gone:
+            self.client.job(job)
+        self.assertEqual(gone.exception.status, 404)
 
     def test_an_invalid_spec_names_every_field(self) -> None:
         with self.assertRaises(KernelscanError) as caught:
@@ -465,6 +502,36 @@ class EnvironmentTest(unittest.TestCase):
             with self.assertRaises(KernelscanConnectionError) as caught:
                 Client().devices()
             self.assertIn(url, str(caught.exception))
+
+
+class ForeignServerTest(unittest.TestCase):
+    """A web server that is not the daemon, answering 200 to anything."""
+
+    def test_a_delete_answered_200_is_not_taken_for_done(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_DELETE(self) -> None:
+                body = b'{"jobs": 5}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            client = Client(f"http://127.0.0.1:{server.server_port}", token="")
+            with self.assertRaises(KernelscanError) as caught:
+                client.delete_job(7)
+            self.assertEqual(caught.exception.type, "bad_answer")
+            self.assertIn("DELETE /api/v1/jobs/7 is HTTP 200, not 204 No Content",
+                          str(caught.exception))
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 class PointsSummaryTest(unittest.TestCase):
@@ -802,6 +869,17 @@ class TaskTest(DaemonTestCase):
                          (409, "task_retired"))
         with self.assertRaises(ValueError):
             self.agent.task("no such/name")
+
+    def test_only_an_operator_deletes_a_job(self) -> None:
+        job = self.agent.wait(self.agent.submit(stream_sweep(1)), timeout_s=60)
+        with self.assertRaises(KernelscanError) as caught:
+            self.agent.delete_job(job)
+        self.assertEqual((caught.exception.status, caught.exception.type), (403, "forbidden"))
+        self.assertEqual(self.operator.job(job)["status"], "succeeded")
+        self.assertIsNone(self.operator.delete_job(job))
+        with self.assertRaises(KernelscanError) as gone:
+            self.operator.job(job)
+        self.assertEqual(gone.exception.status, 404)
 
     def test_a_task_bounds_each_agents_submissions_and_the_evaluator_raises_past_it(self) -> None:
         bounded = axpy_task("bounded")

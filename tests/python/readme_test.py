@@ -709,6 +709,13 @@ def _cli_cancel(t: unittest.TestCase, run: Run) -> None:
         t.assertRegex(run.stdout, r"^job 7 (cancelled|cancelling: .*)\n$", run.describe())
 
 
+def _cli_delete(t: unittest.TestCase, run: Run) -> None:
+    # Job 7, cancelled above, has ended by now: its mock point ended in milliseconds, while the
+    # roofline measured since took longer.
+    t.assertEqual(run.exit_code, 0, run.describe())
+    t.assertEqual(run.stdout, "job 7 deleted\n", run.describe())
+
+
 def _cli_devices(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.exit_code, 0, run.describe())
     lines = run.stdout.splitlines()
@@ -860,6 +867,7 @@ CHECKS = [
     Check(r"^kernelscan devices\s+#", _cli_devices),
     Check(r"^kernelscan roofline 0 --wait\s+#", _cli_roofline),
     Check(r"^kernelscan compare 1 6 --base 1\s+#", _cli_compare),
+    Check(r"^kernelscan delete 7\s+#", _cli_delete),
     Check(r"^kernelscan bench matmul.cl matmul_naive matmul_tiled", _cli_bench),
     Check(r"^python3 api/python/examples/openevolve_evaluator.py", _evaluator),
     Check(r"^curl -s -X POST localhost:8080/api/v1/tasks -d", _task_created),
