@@ -46,6 +46,7 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -628,6 +629,15 @@ def _cancel_finished(t: unittest.TestCase, run: Run) -> None:
                                          "succeeded", "job_id": 1, "job_status": "succeeded"}})
 
 
+def _deleted(t: unittest.TestCase, run: Run) -> None:
+    _http(t, run, 204)
+    t.assertEqual(run.stdout, "", run.describe())
+    url = f"{ReadmeExamplesTest.daemon.url}/api/v1/jobs/2"
+    with t.assertRaises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(url, timeout=60)
+    t.assertEqual(gone.exception.code, 404)
+
+
 def _devices(t: unittest.TestCase, run: Run) -> None:
     devices = _ok_json(t, run)["devices"]
     t.assertEqual(len(devices), 2)
@@ -847,6 +857,7 @@ CHECKS = [
     Check(r"jobs\?status=running,queued&label.team=perf&limit=20'$", _listed),
     Check(r"cursor=<next_cursor from the previous page>'$", _next_page),
     Check(r"^curl -s -X POST localhost:8080/api/v1/jobs/1/cancel$", _cancel_finished),
+    Check(r"^curl -s -X DELETE localhost:8080/api/v1/jobs/2\s+#", _deleted),
     Check(r"^curl -s localhost:8080/api/v1/devices$", _devices),
     Check(r"^curl -s localhost:8080/healthz", _text(200, '{"status":"ok"}')),
     Check(r"^curl -s localhost:8080/readyz", _text(200, '"status":"ready"')),
