@@ -13,6 +13,7 @@
 #include "engine/answer_mask.hpp"
 #include "engine/device_catalog.hpp"
 #include "engine/entropy.hpp"
+#include "engine/fault_phase.hpp"
 #include "engine/fill_pattern.hpp"
 #include "engine/fitness.hpp"
 #include "engine/host_tasks.hpp"
@@ -709,13 +710,16 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     if (baseline_instance) need += footprint_bytes(*baseline_instance);
     check_memory(need, plan.describe_point(index));
 
+    std::optional<fault_phase> phase(std::in_place, "compiling the kernel");
     point_kernel candidate(*m_backend, instance);
     std::optional<point_kernel> baseline;
     try {
+      phase.emplace("compiling the baseline");
       if (baseline_instance) baseline.emplace(*m_backend, *baseline_instance);
     } catch (...) {
       rethrow_for("fitness.baseline");
     }
+    phase.emplace("preparing the kernel's buffers");
     const bool defended = m_defences && m_backend->runs_device_code();
     if (defended) {
       begin_canaries(point_seed);
@@ -731,13 +735,16 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     r.simulated = simulated;
     std::vector<kept_answer> kept;
     check_costs costs;
+    phase.emplace("verification (the kernel's launches and the reference's)");
     r.verification =
         m_backend->runs_device_code()
             ? verify(candidate, spec, point_seed, defended ? &kept : nullptr, nullptr, &costs)
             : m_backend->simulate_verification(spec, instance);
     lap(m_phases.verification);
     // Timed launches start from a module no verification launch touched.
+    phase.emplace("loading the kernel afresh for timing");
     if (defended) candidate.load_fresh();
+    phase.emplace("preparing the timed launches");
     init_inputs(candidate, point_seed);
     if (baseline) init_inputs(*baseline, point_seed ^ k_baseline_salt);
 
@@ -792,12 +799,14 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
     share_batch_cap(kernels, m_batch_limit);
     std::vector<sampling_result> sampled;
     lap(m_phases.preparation);
+    phase.emplace("the timed launches and their checks");
     try {
       sampled = sample_interleaved(*m_backend, kernels, spec.timing, &m_fixed_cost);
     } catch (...) {
       if (baseline && kernels[1].threw) rethrow_for("fitness.baseline");
       throw;
     }
+    phase.reset();
     lap(m_phases.sampling);
     m_phases.sampling -= last_check_ms;
     m_phases.checks += last_check_ms;
@@ -961,12 +970,15 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   for (auto& s : live) {
     if (rows[s->v]) continue;
     attempt(*s, [&] {
+      std::optional<fault_phase> phase(std::in_place, "compiling a variant");
       s->kernel.emplace(*m_backend, s->instance);
       if (defended) arm_canaries(*s->kernel, s->kernel->own_buffers());
+      phase.emplace("a variant's verification (its launches and the reference's)");
       s->verification = m_backend->runs_device_code()
                             ? verify(*s->kernel, spec, point_seed, defended ? &s->kept : nullptr,
                                      &shared, &s->costs)
                             : m_backend->simulate_verification(spec, s->instance);
+      phase.emplace("loading a variant afresh for timing");
       if (defended) s->kernel->load_fresh();
       init_inputs(*s->kernel, point_seed);
       s->own = s->kernel->own_buffers();
@@ -1005,6 +1017,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
   std::vector<sampling_result> sampled;
   while (!live.empty()) {
     try {
+      const fault_phase phase("the variants' timed launches and their checks");
       sampled = sample_interleaved(*m_backend, kernels, spec.timing, &m_fixed_cost);
       break;
     } catch (...) {

@@ -129,6 +129,8 @@ struct scheduler::device_slot {
   // A cancelled job's point still running when this fires is stopped: the worker is killed.
   asio::steady_timer cancel_grace;
   bool cancel_killed = false;  // the worker was killed for that, not lost
+  // The step of the point the worker said it was in as a signal ended it (a "fault" line).
+  std::string fault_during;
   std::uint64_t points = 0;
   bool roofline_wanted = false;   // measure the roofline before the next job
   bool roofline_running = false;  // the worker is measuring it
@@ -286,6 +288,10 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     roofline_measured(slot, msg);
     return;
   }
+  if (msg.type == kind::fault) {  // its end follows
+    slot.fault_during = msg.error_message;
+    return;
+  }
   if (slot.window.empty() || msg.seq != slot.window.head().seq || !slot.job) {
     slot.worker->set_last_error("the worker answered out of order");
     spdlog::error("device {}: reply to request {} out of order; replacing the worker", slot.index,
@@ -389,6 +395,9 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
   slot.cancel_grace.cancel();
   const bool timed_out = slot.timed_out;
   slot.timed_out = false;
+  // What the worker was doing with the user's code when a signal ended it, if it could say.
+  const std::string during = std::exchange(slot.fault_during, {});
+  const std::string how_when = during.empty() ? how : how + " during " + during;
   const bool for_cancel = std::exchange(slot.cancel_killed, false) && slot.job && slot.job->cancel;
   if (for_cancel) {
     // Stopped for a cancel: the points at the worker are dropped unmeasured, as a worker drops
@@ -418,16 +427,23 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
         break;
       case verdict::retry:
         spdlog::warn("device {}: worker {} while measuring job {} point {}; retrying it",
-                     slot.index, how, id, death.index);
+                     slot.index, how_when, id, death.index);
         break;
       case verdict::device_fault:
         if (!m_draining) {
-          spdlog::error("device {}: worker {} while measuring job {} point {}", slot.index, how, id,
-                        death.index);
+          spdlog::error("device {}: worker {} while measuring job {} point {}", slot.index,
+                        how_when, id, death.index);
           ++slot.job->lost_in_a_row;
-          record_failure(slot, death.index, "device_fault",
-                         "the worker " + how + " while measuring this point (tried " +
-                             std::to_string(death.attempts) + " times)");
+          std::string message = "the worker " + how + " while measuring this point";
+          if (!during.empty()) message += ", during " + during;
+          message += " (tried " + std::to_string(death.attempts) + " times)";
+          if (!during.empty() && slot.info.type == "cpu") {
+            message +=
+                ". On a CPU device a kernel runs in the worker's own process: one that reads or "
+                "writes outside its buffers, recurses too deeply, or declares more private, "
+                "__local or __constant data than the device can place ends it";
+          }
+          record_failure(slot, death.index, "device_fault", message);
         }
         break;
       case verdict::none:

@@ -26,6 +26,7 @@
 #include "api/job_spec_codec.hpp"
 #include "api/worker_protocol.hpp"
 #include "engine/compile_watch.hpp"
+#include "engine/fault_phase.hpp"
 #include "engine/mock_engine.hpp"
 #include "engine/opencl/opencl_backend.hpp"
 #include "engine/utf8.hpp"
@@ -240,6 +241,38 @@ bool roofline_crashes(const worker_config& config) {
          std::string_view(fault) == "crash";
 }
 
+// The protocol's descriptor, for the fault handler.
+int g_protocol_fd = -1;
+
+// A signal that ends the worker while a user's code runs (a kernel faulting on a CPU device, a
+// compiler crashing on its source): the daemon is told which step of the point it was, then the
+// worker dies of the signal as it would have. Only what a signal handler may do: no allocation,
+// one write(2).
+void on_fatal_signal(int sig) {
+  const char* during = fault_phase::current();
+  if (during && g_protocol_fd >= 0) {
+    char line[256];
+    const std::size_t n = worker_protocol::fault_line(line, sizeof line, during);
+    [[maybe_unused]] const ssize_t written = ::write(g_protocol_fd, line, n);
+  }
+  ::raise(sig);  // the default action, restored by SA_RESETHAND, once this handler returns
+}
+
+// On an alternate stack, so that a stack overflow on the measuring thread is reported too.
+void report_fatal_signals() {
+  static char stack[64 * 1024];
+  stack_t alt{};
+  alt.ss_sp = stack;
+  alt.ss_size = sizeof stack;
+  sigaltstack(&alt, nullptr);
+  struct sigaction act {};
+  act.sa_handler = on_fatal_signal;
+  act.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  sigemptyset(&act.sa_mask);
+  for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT})
+    sigaction(sig, &act, nullptr);
+}
+
 }  // namespace
 
 int run_worker(const worker_config& config) {
@@ -265,6 +298,8 @@ int run_worker(const worker_config& config) {
       lines += worker_protocol::ready_line(d);
     return write_all(out, lines) ? 0 : 1;
   }
+  g_protocol_fd = out;
+  report_fatal_signals();
   auto eng = make_engine(config);
   spdlog::debug("serving device {} ({}, engine {})", config.device, eng->device().name,
                 config.engine);

@@ -9,6 +9,7 @@
 #include "api/json.hpp"
 #include "api/result_codec.hpp"
 #include "api/worker_protocol.hpp"
+#include "engine/fault_phase.hpp"
 #include "server/device_view.hpp"
 
 namespace kernelscan {
@@ -484,6 +485,40 @@ TEST(WorkerProtocol, ReadyAndFailureLinesRoundTrip) {
       without_newline(wp::failure_line(6, "compile_error", "stopped", /*exiting=*/true)));
   EXPECT_TRUE(last.exiting);
   EXPECT_EQ(last.seq, 6u);
+}
+
+TEST(WorkerProtocol, AFaultLineNamesTheStepAndFitsItsBuffer) {
+  char line[256];
+  const std::size_t n = wp::fault_line(line, sizeof line, "the timed launches and their checks");
+  ASSERT_EQ(line[n - 1], '\n');
+  const auto fault = wp::parse_worker_line(std::string_view(line, n - 1));
+  EXPECT_EQ(fault.type, wp::worker_message::kind::fault);
+  EXPECT_EQ(fault.error_message, "the timed launches and their checks");
+
+  const std::string long_step(1000, 'x');
+  char small[64];
+  const std::size_t cut = wp::fault_line(small, sizeof small, long_step.c_str());
+  EXPECT_EQ(cut, sizeof small);
+  const auto shortened = wp::parse_worker_line(std::string_view(small, cut - 1));
+  EXPECT_EQ(shortened.type, wp::worker_message::kind::fault);
+  // 64 bytes less the 26 before the step and the 3 after it.
+  EXPECT_EQ(shortened.error_message, std::string(64 - 26 - 3, 'x'));
+}
+
+TEST(FaultPhase, TheInnermostStepIsCurrentAndTheOuterComesBack) {
+  EXPECT_EQ(fault_phase::current(), nullptr);
+  {
+    const fault_phase outer("compiling the kernel");
+    EXPECT_STREQ(fault_phase::current(), "compiling the kernel");
+    {
+      std::optional<fault_phase> inner(std::in_place, "verification");
+      EXPECT_STREQ(fault_phase::current(), "verification");
+      inner.emplace("the timed launches");
+      EXPECT_STREQ(fault_phase::current(), "the timed launches");
+    }
+    EXPECT_STREQ(fault_phase::current(), "compiling the kernel");
+  }
+  EXPECT_EQ(fault_phase::current(), nullptr);
 }
 
 TEST(WorkerProtocol, ParseWorkerLineRejectsGarbage) {
