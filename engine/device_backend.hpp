@@ -342,8 +342,8 @@ class device_backend {
   // compile_error with the log, or backend_error (unsupported) for a language it cannot run.
   virtual kernel_id compile(const custom_kernel& kernel) = 0;
   // compile(), except that a kernel this backend failed to compile fails again at once with the
-  // same compile_error: the points of a sweep share a source, so a mistake in it is reported by
-  // every point but compiled once (a compile takes from a tenth of a second to seconds).
+  // same compile_error: the points of a sweep share a source, so a mistake in it is compiled once
+  // (a compile takes from a tenth of a second to seconds) whichever points report it.
   kernel_id compile_or_recall_failure(const custom_kernel& kernel);
   // As compile(), but loaded as a module (program) of its own that no launch has touched yet:
   // its global variables hold their initial values. Used after verification, so that timed

@@ -534,6 +534,21 @@ kernel_instance job_plan::resolve(std::uint64_t index) const {
   return m_impl->resolve_kernel(m_impl->kernel, m_impl->spec.kernel, "kernel", index);
 }
 
+bool job_plan::compiles_alike() const {
+  const auto& p = *m_impl;
+  if (!p.spec.variants.empty()) return false;
+  // A kernel whose compile options take no sweep parameter (nor its reference's, when that is a
+  // kernel of its own): nothing else of a point reaches the compiler.
+  const auto alike = [](const compiled_kernel& k) {
+    const auto* c = std::get_if<compiled_custom>(&k);
+    if (!c) return false;
+    const auto* reference = std::get_if<compiled_launch>(&c->reference);
+    return c->launch.substitutions.empty() && (!reference || reference->substitutions.empty());
+  };
+  if (!alike(p.kernel)) return false;
+  return !p.baseline || !std::holds_alternative<compiled_custom>(*p.baseline) || alike(*p.baseline);
+}
+
 std::size_t job_plan::variant_count() const {
   return m_impl->spec.variants.size();
 }

@@ -79,6 +79,10 @@ class job_plan {
   // Variant `variant`'s kernel at point `index`; throws plan_error like resolve() (fields named
   // variants[1].block). Precondition: variant < variant_count().
   kernel_instance resolve_variant(std::size_t variant, std::uint64_t index) const;
+  // Whether every point compiles the same code: a custom kernel without variants whose compile
+  // options (and its reference's and a custom baseline's) take no sweep parameter. Then a kernel
+  // that does not compile at one point compiles at none.
+  bool compiles_alike() const;
   // Throws plan_error when the buffers of all the variants of point `index` together exceed the
   // point's memory limit (they are on the device at once).
   void check_variants_fit(std::uint64_t index) const;

@@ -1133,8 +1133,9 @@ TEST_F(cli_opencl, ACompileErrorsLogIsShownOnceNamingTheFile) {
   if (i < n) out[i] = undefined_var;
 }
 )cl");
+  // Compiled with each point's -DW: the points do not compile alike, so each is tried.
   const auto r = run({"bench", file, "k", "--sweep", "n=64,128,256", "--size", "n", "--block", "64",
-                      "--grid", "cdiv(n,64)"});
+                      "--grid", "cdiv(n,64)", "--option=-DW=n"});
   EXPECT_EQ(r.exit_code, 1) << describe(r);
   std::size_t logs = 0;
   for (auto at = r.out.find("undefined_var"); at != std::string::npos;
@@ -1147,6 +1148,23 @@ TEST_F(cli_opencl, ACompileErrorsLogIsShownOnceNamingTheFile) {
   EXPECT_EQ(count_lines_starting(r.out, "128  failed  compile_error: the kernel did not compile"),
             1u)
       << describe(r);
+
+  // Compiled alike at every point: the job stops at the first, saying so, and shows the log once.
+  const auto alike = run({"bench", file, "k", "--sweep", "n=64,128,256", "--size", "n", "--block",
+                          "64", "--grid", "cdiv(n,64)"});
+  EXPECT_EQ(alike.exit_code, 1) << describe(alike);
+  EXPECT_EQ(
+      count_lines_starting(alike.out,
+                           "error   compile_error: the kernel did not compile at point 0, nor "
+                           "would it at any other (no compile option takes a sweep "
+                           "parameter): 2 of 3 points were not measured; the kernel did not "
+                           "compile"),
+      1u)
+      << describe(alike);
+  EXPECT_NE(alike.out.find("points  1 of 3 measured: 0 ok, 1 failed\n"), std::string::npos)
+      << describe(alike);
+  EXPECT_EQ(count_lines_starting(alike.out, "compile_error at n=64:"), 1u) << describe(alike);
+  EXPECT_EQ(count_lines_starting(alike.out, "error: " + file + ":3:"), 1u) << describe(alike);
 }
 
 // A kernel over float4 buffers is measured and verified over all of their elements.
