@@ -456,6 +456,30 @@ int run_delete(const client_options& client_opts, const std::vector<std::int64_t
       [](const json&) { return std::string("deleted"); });
 }
 
+int run_rerun(const client_options& client_opts, const rerun_options& opts, std::ostream& out,
+              std::ostream& err) {
+  return with_client(client_opts, err, [&](api_client& client) {
+    const json job = client.job(opts.id);
+    const std::string id = std::to_string(opts.id);
+    if (job.value("engine", "") == "import") {
+      err << "kernelscan rerun: job " << id
+          << " was imported (measured elsewhere): there is nothing to run again\n";
+      return k_failed;
+    }
+    if (job.contains("task") && job["task"].is_string()) {
+      const std::string task = job["task"];
+      err << "kernelscan rerun: job " << id << " is a candidate of task \"" << task
+          << "\": submit it to the task again (POST /api/v1/tasks/" << task << "/submissions)\n";
+      return k_failed;
+    }
+    json spec = job.at("spec");
+    spec["cache"] = false;  // measured again, not answered with the results it has
+    spec.erase("seed");     // inputs of a seed the daemon draws
+    return submit_and_report(client, spec.dump(), "", opts.wait, opts.wait_s, on_interrupt::leave,
+                             "rerun", "", out, err);
+  });
+}
+
 int run_devices(const client_options& client_opts, const std::string& format, std::ostream& out,
                 std::ostream& err) {
   return with_client(client_opts, err, [&](api_client& client) {

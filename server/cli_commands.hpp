@@ -1,6 +1,6 @@
 #pragma once
 // The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, confirm, delete,
-// devices, roofline, compare. main.cpp parses the command
+// rerun, devices, roofline, compare. main.cpp parses the command
 // line into these option structs; each run_* talks to the daemon named by client_options and
 // returns the process exit code: 0 done (for submit --wait and bench: the job succeeded and no
 // point's answers failed verification), 1 the job failed or was cancelled or a point's answers
@@ -30,6 +30,12 @@ struct submit_options {
   bool wait = false;
   double wait_s = 60;  // how long each long poll is held, 0 < wait_s <= 600
   std::string idempotency_key;
+};
+
+struct rerun_options {
+  std::int64_t id = 0;
+  bool wait = false;
+  double wait_s = 60;  // as submit's
 };
 
 struct jobs_options {
@@ -88,6 +94,10 @@ int run_confirm(const client_options& client, const std::vector<std::int64_t>& i
 // or running, an unknown id, no operator token where the daemon has them).
 int run_delete(const client_options& client, const std::vector<std::int64_t>& ids,
                std::ostream& out, std::ostream& err);
+// Submits job `id`'s spec again as a new job, measured afresh (`cache: false`, a new seed); an
+// imported job or a task's candidate is refused (exit 1). Then as submit.
+int run_rerun(const client_options& client, const rerun_options& opts, std::ostream& out,
+              std::ostream& err);
 // The devices of the daemon (of the fleet), as a table or JSON.
 int run_devices(const client_options& client, const std::string& format, std::ostream& out,
                 std::ostream& err);

@@ -1,6 +1,6 @@
 // kernelscan: `serve` runs the daemon; `worker` is started by it, one per device; `submit`,
-// `bench`, `jobs`, `results`, `cancel`, `confirm`, `delete`, `devices`, `roofline` and `compare`
-// are the command-line client of a running daemon.
+// `bench`, `jobs`, `results`, `cancel`, `confirm`, `delete`, `rerun`, `devices`, `roofline` and
+// `compare` are the command-line client of a running daemon.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -116,7 +116,8 @@ std::string unknown_command(const std::vector<std::string>& args, CLI::App& app)
 // whenever the chosen one's option was given.
 struct client_commands {
   kernelscan::client_options submit_client, jobs_client, results_client, bench_client,
-      cancel_client, confirm_client, delete_client, devices_client, roofline_client, compare_client;
+      cancel_client, confirm_client, delete_client, rerun_client, devices_client, roofline_client,
+      compare_client;
   kernelscan::submit_options submit;
   kernelscan::jobs_options jobs;
   kernelscan::results_options results;
@@ -124,6 +125,7 @@ struct client_commands {
   std::vector<std::int64_t> cancel_ids;
   std::vector<std::int64_t> confirm_ids;
   std::vector<std::int64_t> delete_ids;
+  kernelscan::rerun_options rerun;
   std::string devices_format = "table";
   kernelscan::roofline_options roofline;
   kernelscan::compare_options compare;
@@ -134,6 +136,7 @@ struct client_commands {
   CLI::App* cancel_cmd = nullptr;
   CLI::App* confirm_cmd = nullptr;
   CLI::App* delete_cmd = nullptr;
+  CLI::App* rerun_cmd = nullptr;
   CLI::App* devices_cmd = nullptr;
   CLI::App* roofline_cmd = nullptr;
   CLI::App* compare_cmd = nullptr;
@@ -309,6 +312,19 @@ void add_client_commands(CLI::App& app, client_commands& c) {
       ->required()
       ->check(job_id_validator());
 
+  c.rerun_cmd = common(app.add_subcommand("rerun",
+                                          "Submit a job's spec again, to be measured afresh "
+                                          "(not from the result cache, with inputs of a new seed)"),
+                       c.rerun_client);
+  c.rerun_cmd->add_option("ID", c.rerun.id, "Job id")->required()->check(job_id_validator());
+  c.rerun_cmd
+      ->add_option("--wait", c.rerun.wait_s,
+                   "Wait for the new job to end, in long polls of SECONDS (default 60), then print "
+                   "its results; exit 1 unless it succeeded and no point failed verification")
+      ->expected(0, 1)
+      ->type_name("[SECONDS]")
+      ->check(number_from(0.001, 600, false));
+
   c.devices_cmd = common(app.add_subcommand("devices", "List the devices (of the whole fleet)"),
                          c.devices_client);
   c.devices_cmd->add_option("--format", c.devices_format, "table or json")
@@ -353,6 +369,10 @@ int run_client_command(client_commands& c) {
   if (*c.cancel_cmd) return run_cancel(c.cancel_client, c.cancel_ids, std::cout, std::cerr);
   if (*c.confirm_cmd) return run_confirm(c.confirm_client, c.confirm_ids, std::cout, std::cerr);
   if (*c.delete_cmd) return run_delete(c.delete_client, c.delete_ids, std::cout, std::cerr);
+  if (*c.rerun_cmd) {
+    c.rerun.wait = c.rerun_cmd->count("--wait") > 0;
+    return run_rerun(c.rerun_client, c.rerun, std::cout, std::cerr);
+  }
   if (*c.devices_cmd) return run_devices(c.devices_client, c.devices_format, std::cout, std::cerr);
   if (*c.roofline_cmd) return run_roofline(c.roofline_client, c.roofline, std::cout, std::cerr);
   if (*c.compare_cmd) return run_compare(c.compare_client, c.compare, std::cout, std::cerr);
@@ -531,8 +551,8 @@ int main(int argc, char** argv) {
   std::set<std::string> client_names;
   for (const CLI::App* cmd :
        {client.submit_cmd, client.jobs_cmd, client.results_cmd, client.bench_cmd, client.cancel_cmd,
-        client.confirm_cmd, client.delete_cmd, client.devices_cmd, client.roofline_cmd,
-        client.compare_cmd})
+        client.confirm_cmd, client.delete_cmd, client.rerun_cmd, client.devices_cmd,
+        client.roofline_cmd, client.compare_cmd})
     client_names.insert(cmd->get_name());
   if (const std::string unknown = unknown_command(args, app); !unknown.empty()) {
     std::string commands;

@@ -426,6 +426,21 @@ class Client:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         return self._call("POST", "/api/v1/jobs", body=body, headers=headers)
 
+    def rerun(self, job: int | Mapping[str, Any]) -> dict:
+        """Submits job `job`'s spec again as a new job, measured afresh: `cache` false (not
+        answered with the results the first run stored) and without its `seed` (the daemon draws
+        new inputs). Returns the new job, as submit() does. An import (nothing to run) or a
+        task's candidate (submit it to the task again) raises ValueError."""
+        old = self.job(job)
+        if old.get("engine") == "import":
+            raise ValueError(f"job {old['id']} was imported (measured elsewhere): nothing to run")
+        if old.get("task") is not None:
+            raise ValueError(f"job {old['id']} is a candidate of task {old['task']!r}: submit it "
+                             "to the task again")
+        spec = dict(old["spec"], cache=False)
+        spec.pop("seed", None)
+        return self.submit(spec)
+
     def job(self, job: int | Mapping[str, Any]) -> dict:
         """GET /api/v1/jobs/{id}: the job now, with its spec, progress, error and summary."""
         return self._call("GET", f"/api/v1/jobs/{_job_id(job)}")

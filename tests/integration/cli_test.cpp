@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/import_samples.hpp"
 #include "tests/support/raw_client.hpp"
 #include "tests/support/required_device.hpp"
 
@@ -1313,6 +1314,58 @@ TEST_F(cli, CancelAndConfirmPrintWholeLinesOnly) {
 
 // `delete` removes a job that ended, with its results: the API no longer knows it, nor does the
 // jobs list; deleting it again is refused as for any unknown id.
+// A job's spec submitted again is measured afresh: not answered from the result cache (which
+// the first run filled), with inputs of a new seed; the rest of the spec as it was.
+TEST_F(cli, RerunSubmitsTheSpecAgainToBeMeasuredAfresh) {
+  const std::int64_t first = finished_job();
+  const json before = daemon.get("/api/v1/jobs/" + std::to_string(first)).body;
+  const auto again = run({"rerun", std::to_string(first), "--wait"});
+  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  const std::int64_t second = first + 1;
+  EXPECT_EQ(again.out.rfind("job " + std::to_string(second) +
+                                " queued: \"five points\", stream, 5 points, device any",
+                            0),
+            0u)
+      << describe(again);
+  EXPECT_NE(again.out.find("points  5 of 5 measured: 5 ok, 0 failed"), std::string::npos)
+      << describe(again);
+  const json after = daemon.get("/api/v1/jobs/" + std::to_string(second)).body;
+  EXPECT_EQ(after["status"], "succeeded") << after.dump();
+  EXPECT_EQ(after["cached_from"], nullptr) << after.dump();  // measured, not copied
+  EXPECT_EQ(after["spec"]["cache"], false);
+  EXPECT_NE(after["spec"]["seed"], before["spec"]["seed"]);
+  for (const char* same : {"name", "labels", "kernel", "sweep", "timing", "verify", "fitness"})
+    EXPECT_EQ(after["spec"][same], before["spec"][same]) << same;
+
+  const auto missing = run({"rerun", "424242"});
+  EXPECT_EQ(missing.exit_code, 1) << describe(missing);
+  EXPECT_NE(missing.err.find("not_found"), std::string::npos) << describe(missing);
+}
+
+// A task's candidate goes through its task again, and an import has nothing to run.
+TEST_F(cli, RerunRefusesATasksCandidateAndAnImport) {
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", copy_task()).status, 201);
+  const std::string candidate = std::to_string(submitted_candidate(daemon, "axpy"));
+  const auto task = run({"rerun", candidate});
+  EXPECT_EQ(task.exit_code, 1) << describe(task);
+  EXPECT_EQ(task.out, "") << describe(task);
+  EXPECT_EQ(task.err, "kernelscan rerun: job " + candidate +
+                          " is a candidate of task \"axpy\": submit it to the task again (POST "
+                          "/api/v1/tasks/axpy/submissions)\n")
+      << describe(task);
+
+  const auto imported =
+      daemon.post_json("/api/v1/imports", {{"format", "nsys_cuda_gpu_kern_sum"}, {"data", k_nsys}});
+  ASSERT_EQ(imported.status, 201) << imported.text;
+  const std::string id = std::to_string(imported.body["id"].get<std::int64_t>());
+  const auto refused = run({"rerun", id});
+  EXPECT_EQ(refused.exit_code, 1) << describe(refused);
+  EXPECT_EQ(refused.err, "kernelscan rerun: job " + id +
+                             " was imported (measured elsewhere): there is nothing to run again\n")
+      << describe(refused);
+  EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 2u);  // nothing submitted
+}
+
 TEST_F(cli, DeleteRemovesAFinishedJobAndItsResults) {
   const std::string id = std::to_string(finished_job());
   const auto deleted = run({"delete", id});
@@ -1483,7 +1536,7 @@ TEST(cli_usage, AnUnknownCommandIsNamed) {
   EXPECT_EQ(r.err.rfind("kernelscan: \"nosuchcmd\" is not a command (commands: serve, submit, ", 0),
             0u)
       << describe(r);
-  EXPECT_NE(r.err.find(", confirm, delete, devices, "), std::string::npos) << describe(r);
+  EXPECT_NE(r.err.find(", confirm, delete, rerun, devices, "), std::string::npos) << describe(r);
   const auto after_server = run_cli({"--server", "http://127.0.0.1:1", "jbos"});
   EXPECT_EQ(after_server.exit_code, 2) << describe(after_server);
   EXPECT_EQ(after_server.err.rfind("kernelscan: \"jbos\" is not a command", 0), 0u)

@@ -197,6 +197,17 @@ class ClientTest(DaemonTestCase):
         self.assertEqual(again.exception.context, {"job_id": job["id"], "job_status": "cancelled"})
         self.assertEqual(again.exception.details, [])
 
+    def test_rerun_measures_a_jobs_spec_again(self) -> None:
+        first = self.client.wait(self.client.submit(stream_sweep(2)), timeout_s=60)
+        second = self.client.wait(self.client.rerun(first), timeout_s=60)
+        self.assertNotEqual(second["id"], first["id"])
+        self.assertEqual(second["status"], "succeeded")
+        self.assertIsNone(second["cached_from"])  # measured, not copied from the first
+        self.assertFalse(second["spec"]["cache"])
+        self.assertNotEqual(second["spec"]["seed"], first["spec"]["seed"])
+        for same in ("name", "labels", "kernel", "sweep", "timing", "verify"):
+            self.assertEqual(second["spec"][same], first["spec"][same], same)
+
     def test_delete_a_job_that_ended(self) -> None:
         job = self.client.wait(self.client.submit(stream_sweep(2)), timeout_s=60)
         self.assertIsNone(self.client.delete_job(job))

@@ -878,6 +878,8 @@ CHECKS = [
     Check(r"^kernelscan devices\s+#", _cli_devices),
     Check(r"^kernelscan roofline 0 --wait\s+#", _cli_roofline),
     Check(r"^kernelscan compare 1 6 --base 1\s+#", _cli_compare),
+    Check(r"^kernelscan rerun 1\s+#",
+          _cli(0, r"^job \d+ queued: \"f16 gemm\", gemm, 12 points, device any, priority 0\n$")),
     Check(r"^kernelscan delete 7\s+#", _cli_delete),
     Check(r"^kernelscan bench matmul.cl matmul_naive matmul_tiled", _cli_bench),
     Check(r"^python3 api/python/examples/openevolve_evaluator.py", _evaluator),
