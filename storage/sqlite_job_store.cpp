@@ -33,15 +33,7 @@ sqlite_job_store::sqlite_job_store(const std::string& path)
     : m_path(path),
       m_shared_reads(path == ":memory:" || path.empty()),
       m_db(path, sqlite_migrations()) {
-  // Jobs deleted while a daemon stopped before their result rows were all gone.
-  std::vector<std::int64_t> pending;
-  {
-    auto s = m_db.prepare("SELECT job_id FROM deleted_jobs ORDER BY job_id");
-    while (s->step())
-      pending.push_back(s->int64(0));
-  }
-  for (const std::int64_t id : pending)
-    reap(id);
+  reap_deleted();  // jobs deleted while a daemon stopped before their result rows were all gone
 }
 
 sqlite_job_store::~sqlite_job_store() = default;
@@ -646,8 +638,26 @@ delete_outcome sqlite_job_store::delete_job(std::int64_t id) {
     }
     tx.commit();
   }
-  reap(id);
+  try {
+    reap_deleted();  // this job's rows, and any an earlier deletion left
+  } catch (const storage_error& e) {
+    // The job is gone; its rows go when a later deletion or the next start reaps them.
+    spdlog::warn("storage: the result rows of deleted job {} were not all deleted: {}", id,
+                 e.what());
+  }
   return delete_outcome::deleted;
+}
+
+void sqlite_job_store::reap_deleted() {
+  std::vector<std::int64_t> pending;
+  {
+    std::lock_guard lock(m_mutex);
+    auto s = m_db.prepare("SELECT job_id FROM deleted_jobs ORDER BY job_id");
+    while (s->step())
+      pending.push_back(s->int64(0));
+  }
+  for (const std::int64_t id : pending)
+    reap(id);
 }
 
 void sqlite_job_store::reap(std::int64_t id) {
