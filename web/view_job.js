@@ -255,6 +255,9 @@ export function mount(root, {id, query}) {
       j.summary && j.summary.fitness && j.summary.fitness.withheld
         ? h('button', {type: 'button', id: 'confirm-score', title: 'an operator\'s call: score the job as measured (POST /api/v1/jobs/{id}/confirm)',
                        onclick: confirmScore}, 'Confirm score') : '',
+      j.engine !== 'import' && !j.task
+        ? h('button', {type: 'button', class: 'ghost', id: 'rerun-job', title: 'submit this job\'s spec again, measured afresh (a new seed, not from the result cache)',
+                       onclick: () => { location.hash = `#/submit?from=${id}`; }}, 'Run again') : '',
       !active ? h('button', {type: 'button', class: 'danger', id: 'delete-job', title: 'delete the job and its results (DELETE /api/v1/jobs/{id})',
                              onclick: deleteJob}, 'Delete') : '',
       h('button', {type: 'button', class: 'ghost', id: 'export-csv',

@@ -1,5 +1,6 @@
 // Submit: start from a template (GEMM sweep, stream, custom kernel) made for the daemon's
-// devices, adjust the spec, post it.
+// devices, or from a job to run again (#/submit?from=ID: its spec, measured afresh), adjust the
+// spec, post it.
 // Errors from the API are shown with every field they name; a created job opens its page. In a
 // fleet the device picker offers every node's devices (placement {"node", "index"}) and "any
 // device of" each node.
@@ -88,8 +89,11 @@ export function templatesFor(devices = []) {
   };
 }
 
-export function mount(root) {
+export function mount(root, {query} = {}) {
   let disposed = false;
+  // A job to run again: its id, as the job view links it.
+  const from = query && /^\d{1,19}$/.test(query.get('from') || '') ? query.get('from') : null;
+  let prefilled = false;  // the form holds that job's spec: no template replaces it
   let templates = templatesFor();
   const template = h('select', {id: 'submit-template', 'aria-label': 'template'},
                      Object.entries(templates).map(([k, t]) => h('option', {value: k}, t.label)));
@@ -168,13 +172,30 @@ export function mount(root) {
     h('a', {href: '/api/v1/openapi.yaml'}, 'the API contract'), ')', spec),
   message,
   h('div', {class: 'row'}, button));
-  root.append(h('div', {class: 'view-head'}, h('h2', {}, 'Submit a job')), form);
+  const title = h('h2', {}, from ? `Run job ${from} again` : 'Submit a job');
+  root.append(h('div', {class: 'view-head'}, title), form);
   fill();
+  if (from) {
+    get(`/api/v1/jobs/${from}`).then((job) => {
+      if (disposed) return;
+      if (job.engine === 'import') throw {type: 'not_runnable', message: `Job ${from} was imported (measured elsewhere): there is nothing to run again.`};
+      if (job.task) throw {type: 'not_runnable', message: `Job ${from} is a candidate of task ${job.task}: submit it to the task again.`};
+      // Measured afresh: not answered with the rows it has, and with inputs of a new seed.
+      const {name: jobName, seed: _seed, ...rest} = job.spec;
+      rest.cache = false;
+      name.value = jobName;
+      spec.value = JSON.stringify(rest, null, 2);
+      prefilled = true;
+      form.dataset.prefilled = from;
+      message.replaceChildren(h('div', {class: 'note-box', id: 'submit-from'},
+        `Job ${from}'s spec, to be measured afresh: "cache" is false and the daemon draws a new seed.`));
+    }).catch((e) => { if (!disposed) message.replaceChildren(errorBox(e)); });
+  }
   get('/api/v1/devices').then(({devices}) => {
     if (disposed) return;
     // The templates for these devices, in the form unless someone has already changed it.
     templates = templatesFor(devices);
-    if (name.value === filled.name && spec.value === filled.spec) fill();
+    if (!prefilled && name.value === filled.name && spec.value === filled.spec) fill();
     form.dataset.devicesReady = '1';
     const nodes = [...nodesOf(devices)];
     if (nodes.length <= 1) {

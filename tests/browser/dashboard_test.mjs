@@ -513,6 +513,7 @@ async function main() {
       expect(t.status === 'succeeded' && t.engine === 'import', 'an import is stored finished');
       await gotoView(page, d.origin, `#/jobs/${t.id}`, '#view[data-charts-ready]');
       expect((await page.textContent('#import-format')) === 'rocprofv3_kernel_trace', 'the job head names the source format');
+      expect(await page.locator('#rerun-job').count() === 0, 'an import has nothing to run again');
       expect((await page.textContent('.job-head .facts')).includes('AMD Instinct MI300X (measured elsewhere)'), 'the imported device is shown');
       expect(await page.locator('#results-table th[data-key="name"]').count() === 1, 'the results table has a kernel name column');
       expect((await page.textContent('#results-table tbody tr:not(.spacer) td.name')).includes('gemm<float, 64>'), 'the first row names the GEMM');
@@ -1369,6 +1370,32 @@ async function main() {
       expect(/Job \d+ has no successful point yet \((queued|running)\); the comparison is made again when it ends/.test(pending),
              `the compare view says a running job has no point yet (${pending})`);
       await page.waitForSelector('#compare-table', {timeout: 20000});
+    });
+
+    await step('run again: a job\'s spec in the submit form, measured afresh', async () => {
+      const first = await api(d, 'POST', '/api/v1/jobs', {name: 'once more', labels: {team: 'perf'}, kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                          sweep: {N: [1024, 2048]}});
+      await waitJob(d, first.id);
+      const before = await api(d, 'GET', `/api/v1/jobs/${first.id}`);
+      await gotoView(page, d.origin, `#/jobs/${first.id}`, '#view[data-charts-ready]');
+      await page.click('#rerun-job');
+      await page.waitForSelector(`#submit-form[data-prefilled="${first.id}"]`, {timeout: 10000});
+      expect((await page.textContent('#view h2')) === `Run job ${first.id} again`, 'the form says which job it runs again');
+      const shown = JSON.parse(await page.inputValue('#submit-spec'));
+      expect(shown.cache === false && !('seed' in shown) && !('name' in shown) &&
+             JSON.stringify(shown.sweep) === JSON.stringify(before.spec.sweep) && shown.labels.team === 'perf',
+             `the form holds the job's spec, cache off and no seed (${JSON.stringify(shown)})`);
+      expect((await page.inputValue('#submit-name')) === 'once more', 'and its name');
+      // The devices arriving later do not put a template over it.
+      await page.waitForSelector('#submit-form[data-devices-ready]');
+      expect(JSON.parse(await page.inputValue('#submit-spec')).sweep.N.length === 2, 'the devices leave the spec as it was');
+      await page.click('#submit-button');
+      await page.waitForFunction((old) => /^#\/jobs\/\d+$/.test(location.hash) && location.hash !== `#/jobs/${old}`, first.id, {timeout: 10000});
+      const again = Number(page.url().split('/').pop());
+      const second = await waitJob(d, again);
+      expect(second.status === 'succeeded' && second.cached_from === null && second.spec.cache === false &&
+             second.spec.seed !== before.spec.seed && second.name === 'once more',
+             `the new job is measured afresh (${JSON.stringify({status: second.status, cached_from: second.cached_from, cache: second.spec.cache})})`);
     });
 
     await step('delete: a job that ended is deleted from its page, and leaves the other tabs', async () => {
