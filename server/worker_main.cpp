@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -244,18 +245,27 @@ bool roofline_crashes(const worker_config& config) {
 // The protocol's descriptor, for the fault handler.
 int g_protocol_fd = -1;
 
+// The signals that end a worker when the user's code faults, and what handled them before.
+constexpr std::array<int, 5> k_fatal_signals{SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct sigaction g_previous[k_fatal_signals.size()];
+
 // A signal that ends the worker while a user's code runs (a kernel faulting on a CPU device, a
 // compiler crashing on its source): the daemon is told which step of the point it was, then the
-// worker dies of the signal as it would have. Only what a signal handler may do: no allocation,
-// one write(2).
-void on_fatal_signal(int sig) {
+// handler there was before (the default: death by the signal; a sanitizer's report) takes the
+// signal again: a fault happens again when its instruction runs again, and a signal that was
+// sent (raise, abort, kill) is sent again, to be delivered once this handler returns. Only what
+// a signal handler may do: no allocation, one write(2).
+void on_fatal_signal(int sig, siginfo_t* info, void*) {
   const char* during = fault_phase::current();
   if (during && g_protocol_fd >= 0) {
     char line[256];
     const std::size_t n = worker_protocol::fault_line(line, sizeof line, during);
     [[maybe_unused]] const ssize_t written = ::write(g_protocol_fd, line, n);
   }
-  ::raise(sig);  // the default action, restored by SA_RESETHAND, once this handler returns
+  for (std::size_t i = 0; i < k_fatal_signals.size(); ++i) {
+    if (k_fatal_signals[i] == sig) sigaction(sig, &g_previous[i], nullptr);
+  }
+  if (info == nullptr || info->si_code <= 0) ::raise(sig);  // sent, not a fault
 }
 
 // On an alternate stack, so that a stack overflow on the measuring thread is reported too.
@@ -266,11 +276,11 @@ void report_fatal_signals() {
   alt.ss_size = sizeof stack;
   sigaltstack(&alt, nullptr);
   struct sigaction act {};
-  act.sa_handler = on_fatal_signal;
-  act.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  act.sa_sigaction = on_fatal_signal;
+  act.sa_flags = SA_ONSTACK | SA_SIGINFO;
   sigemptyset(&act.sa_mask);
-  for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT})
-    sigaction(sig, &act, nullptr);
+  for (std::size_t i = 0; i < k_fatal_signals.size(); ++i)
+    sigaction(k_fatal_signals[i], &act, &g_previous[i]);
 }
 
 }  // namespace
@@ -299,8 +309,8 @@ int run_worker(const worker_config& config) {
     return write_all(out, lines) ? 0 : 1;
   }
   g_protocol_fd = out;
-  report_fatal_signals();
   auto eng = make_engine(config);
+  report_fatal_signals();  // after the runtimes' own, which it passes the signal on to
   spdlog::debug("serving device {} ({}, engine {})", config.device, eng->device().name,
                 config.engine);
   if (!write_all(out, worker_protocol::ready_line(eng->device()))) return 1;
