@@ -105,6 +105,68 @@ function errorBars(name, data, color) {
   };
 }
 
+// A line of more points than its plot has pixels across is drawn decimated: its x axis is cut
+// into DECIMATE_SLICES slices (of equal width on the axis's scale) and each slice keeps its
+// lowest and highest point (so no peak or dip is lost, and each kept point is a real one, with
+// its tooltip), and a failed point as a gap; its CI bars, which at that density drew over each
+// other as a smear (and cost ECharts three elements a point: seconds for 100,000), become one
+// band spanning the lowest and highest interval end of each slice.
+const DECIMATE_ABOVE = 1000, DECIMATE_SLICES = 500;
+
+// `pts` ({x, ...}, sorted by x) decimated as above; `of(p)` is a point's {v, lo, hi}, or null for
+// a failed point. Returns {pts: the points kept, band: [x, lo, hi] vertices in x order}.
+export function decimate(pts, logX, of) {
+  const pos = (x) => (logX ? (x > 0 ? Math.log2(x) : -Infinity) : x);
+  let x0 = Infinity, x1 = -Infinity;
+  for (const p of pts) {
+    const u = pos(p.x);
+    if (Number.isFinite(u)) { x0 = Math.min(x0, u); x1 = Math.max(x1, u); }
+  }
+  const width = x1 - x0 || 1;
+  const kept = [], band = [];
+  let slice = null;
+  const flush = () => {
+    if (!slice) return;
+    const out = [slice.min, slice.max, slice.gap].filter((p, i, all) => p && all.indexOf(p) === i);
+    kept.push(...out.sort((a, b) => a.x - b.x));
+    if (slice.lo <= slice.hi) band.push([slice.first, slice.lo, slice.hi], [slice.last, slice.lo, slice.hi]);
+  };
+  for (const p of pts) {
+    const u = pos(p.x);
+    const k = Number.isFinite(u) ? Math.min(DECIMATE_SLICES - 1, Math.floor(((u - x0) / width) * DECIMATE_SLICES)) : 0;
+    if (!slice || slice.k !== k) {
+      flush();
+      slice = {k, min: null, max: null, gap: null, lo: Infinity, hi: -Infinity, first: p.x, last: p.x};
+    }
+    slice.last = p.x;
+    const m = of(p);
+    if (!m) { slice.gap = slice.gap || p; continue; }
+    if (!slice.min || m.v < of(slice.min).v) slice.min = p;
+    if (!slice.max || m.v > of(slice.max).v) slice.max = p;
+    if (Number.isFinite(m.lo) && Number.isFinite(m.hi)) {
+      slice.lo = Math.min(slice.lo, m.lo);
+      slice.hi = Math.max(slice.hi, m.hi);
+    }
+  }
+  flush();
+  return {pts: kept, band};
+}
+
+// A decimated line's 95% intervals as one shaded band: `band` holds [x, lo, hi] vertices. Drawn
+// once, as a polygon, for the first vertex in the zoom window (the others draw nothing).
+function ciBand(name, band, color) {
+  return {
+    name, type: 'custom', data: band, z: 1, silent: true, legendHoverLink: false,
+    itemStyle: {color}, encode: {x: 0, y: [1, 2]}, clip: true,
+    renderItem(params, api) {
+      if (params.dataIndexInside !== 0) return null;
+      const points = band.map(([x, , hi]) => api.coord([x, hi]));
+      for (let i = band.length - 1; i >= 0; --i) points.push(api.coord([band[i][0], band[i][1]]));
+      return {type: 'polygon', shape: {points}, style: {fill: api.visual('color'), opacity: 0.25}};
+    },
+  };
+}
+
 function paramsText(params, name) {
   const text = Object.entries(params).map(([k, v]) => `${escapeHtml(k)}=${escapeHtml(v)}`).join(', ');
   return name ? `${text} <b>${escapeHtml(name.length > 80 ? `${name.slice(0, 80)}…` : name)}</b>` : text;
@@ -138,19 +200,18 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
   const keys = variants ? variants.filter((v) => groups.has(v)) : [...groups.keys()].sort((a, b) => a - b);
   const series = [];
   keys.forEach((key, i) => {
-    // (A line of more points than LARGE is downsampled, which takes no gaps: its failed points
-    // are left out.)
-    const all = groups.get(key);
-    const pts = (all.length > LARGE ? all.filter((p) => p.m) : all).sort((a, b) => a.x - b.x);
+    const all = groups.get(key).sort((a, b) => a.x - b.x);
+    const dense = all.length > DECIMATE_ABOVE ? decimate(all, logX, (p) => p.m) : null;
+    const pts = dense ? dense.pts : all;
     const color = variants ? variantColor(variants, key) : PALETTE[i % PALETTE.length];
     const name = variants ? key : by ? `${by}=${key}` : METRICS[metric].short;
     series.push({
       name, type: 'line', color, showSymbol: pts.length <= 200, symbolSize: 5,
-      sampling: pts.length > LARGE ? 'lttb' : undefined,
       data: pts.map((p) => (p.m ? {value: [p.x, p.m.v], params: p.r.params, name: p.r.name || p.r.variant, ci: [p.m.lo, p.m.hi]}
                                 : {value: [p.x, null], params: p.r.params, failed: true})),
     });
-    const bars = pts.filter((p) => p.m && Number.isFinite(p.m.lo) && Number.isFinite(p.m.hi));
+    const bars = dense ? [] : pts.filter((p) => p.m && Number.isFinite(p.m.lo) && Number.isFinite(p.m.hi));
+    if (dense && dense.band.length) series.push(ciBand(`${name} 95% CI`, dense.band, color));
     if (bars.length) series.push(errorBars(`${name} 95% CI`, bars.map((p) => [p.x, p.m.lo, p.m.hi]), color));
   });
   const legend = Boolean(by || variants);
@@ -162,7 +223,7 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
       : p.data && p.data.params
       ? `${paramsText(p.data.params, p.data.name)}<br>${METRICS[metric].label}: <b>${fmt(p.data.value[1])}</b>` +
         (Number.isFinite(p.data.ci[0]) ? `<br>95% CI ${fmt(p.data.ci[0])} – ${fmt(p.data.ci[1])}` : '') : ''},
-    xAxis: valueXAxis(x, logX, [...groups.values()].flat().map((p) => p.x)),
+    xAxis: valueXAxis(x, logX, [...groups.values()].flatMap((g) => [g[0].x, g[g.length - 1].x])),
     yAxis: {type: 'value', name: METRICS[metric].label, scale: metric === 'time' ? false : true,
             nameTextStyle: {align: 'left'}, axisLabel: {formatter: axisNumber}},
     dataZoom: [{type: 'inside', xAxisIndex: 0}],
@@ -221,8 +282,9 @@ function valueXAxis(x, logX, values) {
   const axis = {type: logX ? 'log' : 'value', logBase: 2, name: logX ? `${x} (log scale)` : x, nameLocation: 'middle', nameGap: 30,
                 scale: true, axisLabel: {formatter: axisNumber}};
   if (logX) {
-    const exps = values.filter((v) => v > 0).map(Math.log2);
-    const span = exps.length ? Math.max(...exps) - Math.min(...exps) : 0;
+    let lo = Infinity, hi = -Infinity;
+    for (const v of values) if (v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    const span = lo <= hi ? Math.log2(hi) - Math.log2(lo) : 0;
     if (span >= 6) axis.interval = Math.ceil(span / 6);
   }
   return axis;
@@ -259,15 +321,19 @@ export function variantSpeedupOption({rows, x, variants, baseline, logX, animate
     }
     if (!pts.length) continue;
     pts.sort((a, b) => a.x - b.x);
-    xs.push(...pts.map((p) => p.x));
+    xs.push(pts[0].x, pts[pts.length - 1].x);
+    for (const p of pts) top = Math.max(top, p.s.ci ? p.s.ci[1] : p.s.v);
+    const dense = pts.length > DECIMATE_ABOVE
+      ? decimate(pts, logX, (p) => ({v: p.s.v, lo: p.s.ci ? p.s.ci[0] : NaN, hi: p.s.ci ? p.s.ci[1] : NaN})) : null;
+    const shown = dense ? dense.pts : pts;
     const color = variantColor(variants, v);
     series.push({
-      name: v, type: 'line', color, showSymbol: pts.length <= 200, symbolSize: 5,
-      data: pts.map((p) => ({value: [p.x, p.s.v], params: p.r.params, variant: v, over: p.s.over, ci: p.s.ci})),
+      name: v, type: 'line', color, showSymbol: shown.length <= 200, symbolSize: 5,
+      data: shown.map((p) => ({value: [p.x, p.s.v], params: p.r.params, variant: v, over: p.s.over, ci: p.s.ci})),
     });
-    const bars = pts.filter((p) => p.s.ci);
+    const bars = dense ? [] : pts.filter((p) => p.s.ci);
+    if (dense && dense.band.length) series.push(ciBand(`${v} 95% CI`, dense.band, color));
     if (bars.length) series.push(errorBars(`${v} 95% CI`, bars.map((p) => [p.x, p.s.ci[0], p.s.ci[1]]), color));
-    for (const p of pts) top = Math.max(top, p.s.ci ? p.s.ci[1] : p.s.v);
   }
   if (series.length) {
     series[0].markLine = {silent: true, symbol: 'none', data: [{yAxis: 1}], lineStyle: {color: '#6b7280'},
