@@ -667,15 +667,24 @@ const JOB_COLORS = ['#2563eb', '#7c3aed', '#d97706', '#0891b2', '#db2777', '#475
 
 // Speedup of each job over a baseline job, per shared-parameter key (compare view). With one job
 // compared, each bar has its verdict's colour (`verdicts[0][k]`); with several, each job its own
-// colour (the table gives the verdicts).
+// colour (the table gives the verdicts). One job's bars beyond LARGE are three series, one per
+// verdict, each holding its bars and a gap at the others', drawn over each other: ECharts'
+// large mode (one path a series) takes no colour per bar, and without it 100,000 bars of their
+// own colour took seconds.
 export function compareOption({keys, jobs, speedups, verdicts, animate}) {
   const one = jobs.length === 1;
-  const series = jobs.map((j, i) => ({
-    name: visibleText(`#${j.id} ${j.name}`), type: 'bar', color: JOB_COLORS[i % JOB_COLORS.length],
-    data: one ? speedups[i].map((v, k) => ({value: v, itemStyle: {color: VERDICT_COLORS[verdicts[i][k]]}}))
-              : speedups[i],
-    large: keys.length > LARGE && !one, barMaxWidth: 30,
-  }));
+  const large = keys.length > LARGE;
+  const series = one && large
+    ? ['faster', 'slower', 'same'].map((verdict) => ({
+      name: verdict, type: 'bar', color: VERDICT_COLORS[verdict], large: true, barMaxWidth: 30, barGap: '-100%',
+      data: speedups[0].map((v, k) => (verdicts[0][k] === verdict ? v : NaN)),
+    }))
+    : jobs.map((j, i) => ({
+      name: visibleText(`#${j.id} ${j.name}`), type: 'bar', color: JOB_COLORS[i % JOB_COLORS.length],
+      data: one ? speedups[i].map((v, k) => ({value: v, itemStyle: {color: VERDICT_COLORS[verdicts[i][k]]}}))
+                : speedups[i],
+      large, barMaxWidth: 30,
+    }));
   if (series.length) {
     series[0].markLine = {silent: true, symbol: 'none', data: [{yAxis: 1}],
                           lineStyle: {color: '#6b7280'}, label: {formatter: '1×'}};
@@ -683,7 +692,10 @@ export function compareOption({keys, jobs, speedups, verdicts, animate}) {
   return {
     ...baseOption(animate),
     legend: one ? undefined : legendBand(series.map((s) => s.name)),
-    tooltip: {trigger: 'axis', confine: true, valueFormatter: (v) => `${fmt(v)}×`},
+    tooltip: {trigger: 'axis', confine: true, valueFormatter: (v) => `${fmt(v)}×`,
+              // Of a bar split by verdict, only the series that holds it.
+              formatter: one && large ? (ps) => ps.filter((p) => Number.isFinite(p.value)).map((p) =>
+                `${escapeHtml(p.axisValueLabel)}<br>${p.marker}${p.seriesName}: <b>${fmt(p.value)}×</b>`).join('') : undefined},
     // ECharts' automatic label interval let rotated labels of a thousand points run into each other
     // (it measured them unrotated): at most about 40 labels, each with room for its text.
     xAxis: {type: 'category', data: keys.map(visibleText),

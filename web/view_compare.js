@@ -20,6 +20,11 @@ function voidingFlags(r) {
   return (r.flags || []).filter((f) => VOIDING.has(f));
 }
 
+// The members of a result row this view reads: a sixth of each row's bytes, so that two jobs of
+// 100,000 points load as 41 MB rather than 272 (and parse in a fraction of the time).
+const ROW_FIELDS = ['params', 'name', 'status', 'flags', 'time_us.median', 'time_us.ci95_low', 'time_us.ci95_high',
+                    'metrics.flops', 'metrics.bytes'].join(',');
+
 function geomean(xs) {
   const v = xs.filter((x) => x > 0);
   return v.length ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : NaN;
@@ -187,7 +192,7 @@ export function mount(root, {query}) {
         const job = await get(`/api/v1/jobs/${encodeURIComponent(id)}`).catch((e) => {
           throw e.status === 404 ? {type: 'not_found', message: `There is no job ${id}.`} : e;
         });
-        return {job, rows: await getRows(`/api/v1/jobs/${job.id}/results?format=jsonl`)};
+        return {job, rows: await getRows(`/api/v1/jobs/${job.id}/results?format=jsonl&fields=${ROW_FIELDS}`)};
       }));
     } catch (e) {
       body.replaceChildren(errorBox(e));
