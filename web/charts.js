@@ -285,7 +285,13 @@ function valueXAxis(x, logX, values) {
     let lo = Infinity, hi = -Infinity;
     for (const v of values) if (v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
     const span = lo <= hi ? Math.log2(hi) - Math.log2(lo) : 0;
-    if (span >= 6) axis.interval = Math.ceil(span / 6);
+    if (span >= 6) {
+      axis.interval = Math.ceil(span / 6);
+      // Ends at the powers of two around the values: with an interval, ECharts rounded a sweep
+      // to 10,240,000 (2^23.3) up to 2^30, leaving a third of the plot empty.
+      axis.min = 2 ** Math.floor(Math.log2(lo));
+      axis.max = 2 ** Math.ceil(Math.log2(hi));
+    }
   }
   return axis;
 }
