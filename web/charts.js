@@ -463,6 +463,16 @@ function imageHeatmap({name, cells, nx, ny, lo, hi, colors, pointer, tooltip}) {
   };
 }
 
+// The interval between the labels of a heatmap's x axis of `values`: as many labels as fit side
+// by side in the plot (about 360 px wide), each as wide as its text. Twelve labels whatever
+// their length ran into each other as soon as they had seven digits (a sweep to 10,240,000).
+function labelInterval(values) {
+  let chars = 1;
+  for (const v of values) chars = Math.max(chars, axisNumber(v).length);
+  const fit = Math.max(2, Math.min(12, Math.floor(360 / (7 * chars + 16))));
+  return Math.max(0, Math.ceil(values.length / fit) - 1);
+}
+
 // What a heatmap shows: a metric (METRICS), or `value` ({label, unit, short, lowerBetter, of(row)},
 // a variant's speedup).
 function heatValue(metric, value) {
@@ -524,9 +534,9 @@ export function heatmapOption({rows, x, y, metric, value, animate, pointer}) {
     grid: {left: 80, right: 180, top: 40, bottom: 60, outerBoundsMode: 'none'},
     tooltip: {confine: true, formatter: (p) => (cellRows[p.dataIndex] ? cellText(p.dataIndex) : '')},
     xAxis: {type: 'category', data: xs.map(String), name: x, nameLocation: 'middle', nameGap: 35,
-            splitArea: {show: xs.length <= 50}, axisLabel: {interval: Math.max(0, Math.ceil(xs.length / 12) - 1)}},
+            splitArea: {show: xs.length <= 50}, axisLabel: {interval: labelInterval(xs), formatter: (v) => axisNumber(Number(v))}},
     yAxis: {type: 'category', data: ys.map(String), name: y, splitArea: {show: ys.length <= 50},
-            axisLabel: {interval: Math.max(0, Math.ceil(ys.length / 10) - 1)}},
+            axisLabel: {interval: Math.max(0, Math.ceil(ys.length / 10) - 1), formatter: (v) => axisNumber(Number(v))}},
     visualMap: {min: lo, max: hi, calculable: true, orient: 'vertical', right: 10, top: 'center',
                 inverse: time, text: time ? ['slower', 'faster'] : ['faster', 'slower'],
                 formatter: (v) => `${axisNumber(v)} ${q.unit}`,
