@@ -112,10 +112,26 @@ function errorBars(name, data, color) {
 // other as a smear (and cost ECharts three elements a point: seconds for 100,000), become one
 // band spanning the lowest and highest interval end of each slice.
 const DECIMATE_ABOVE = 1000, DECIMATE_SLICES = 500;
+// The options that hold a decimated line (a zoom into them is worth decimating again).
+const DECIMATED = new WeakSet();
+export const isDecimated = (option) => DECIMATED.has(option);
 
 // `pts` ({x, ...}, sorted by x) decimated as above; `of(p)` is a point's {v, lo, hi}, or null for
 // a failed point. Returns {pts: the points kept, band: [x, lo, hi] vertices in x order}.
-export function decimate(pts, logX, of) {
+// `zoom` ([lo, hi] of x, or null): the window of a chart zoomed into, over which the points in it
+// are decimated; of the points outside it are kept only the nearest on each side (the line runs
+// on to the plot's edge) and the first and last (the axis keeps its extent, and so the zoom
+// window its place).
+export function decimate(pts, logX, of, zoom = null) {
+  if (zoom) {
+    let i0 = 0, i1 = pts.length - 1;
+    while (i0 < pts.length && pts[i0].x < zoom[0]) ++i0;
+    while (i1 >= 0 && pts[i1].x > zoom[1]) --i1;
+    const inner = i0 <= i1 ? decimate(pts.slice(i0, i1 + 1), logX, of) : {pts: [], band: []};
+    const left = [pts[0], pts[i0 - 1]].filter((p, i, all) => p && i0 > 0 && all.indexOf(p) === i);
+    const right = [pts[i1 + 1], pts[pts.length - 1]].filter((p, i, all) => p && i1 < pts.length - 1 && all.indexOf(p) === i);
+    return {pts: [...left, ...inner.pts, ...right], band: inner.band};
+  }
   const pos = (x) => (logX ? (x > 0 ? Math.log2(x) : -Infinity) : x);
   let x0 = Infinity, x1 = -Infinity;
   for (const p of pts) {
@@ -149,6 +165,9 @@ export function decimate(pts, logX, of) {
     }
   }
   flush();
+  // The first and last points too, so that the line ends where its values do.
+  if (kept[0] !== pts[0]) kept.unshift(pts[0]);
+  if (kept[kept.length - 1] !== pts[pts.length - 1]) kept.push(pts[pts.length - 1]);
   return {pts: kept, band};
 }
 
@@ -156,7 +175,7 @@ export function decimate(pts, logX, of) {
 // once, as a polygon, for the first vertex in the zoom window (the others draw nothing).
 function ciBand(name, band, color) {
   return {
-    name, type: 'custom', data: band, z: 1, silent: true, legendHoverLink: false,
+    name, type: 'custom', data: band, z: 1, silent: true, legendHoverLink: false, band: true,
     itemStyle: {color}, encode: {x: 0, y: [1, 2]}, clip: true,
     renderItem(params, api) {
       if (params.dataIndexInside !== 0) return null;
@@ -185,7 +204,7 @@ export function variantColor(variants, name) {
 // The metric against parameter `x`, one line per value of `by`, or per variant of a job with
 // `variants` (their names, in the job's order), or one line; CI95 bars. `rows` are already
 // restricted to the slice the selectors fix.
-export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
+export function sweepOption({rows, x, by, variants, metric, logX, animate, zoom}) {
   const keyOf = variants ? (r) => r.variant : by ? (r) => r.params[by] : () => '';
   const groups = new Map();
   for (const r of rows) {
@@ -201,7 +220,7 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
   const series = [];
   keys.forEach((key, i) => {
     const all = groups.get(key).sort((a, b) => a.x - b.x);
-    const dense = all.length > DECIMATE_ABOVE ? decimate(all, logX, (p) => p.m) : null;
+    const dense = all.length > DECIMATE_ABOVE ? decimate(all, logX, (p) => p.m, zoom) : null;
     const pts = dense ? dense.pts : all;
     const color = variants ? variantColor(variants, key) : PALETTE[i % PALETTE.length];
     const name = variants ? key : by ? `${by}=${key}` : METRICS[metric].short;
@@ -215,7 +234,7 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
     if (bars.length) series.push(errorBars(`${name} 95% CI`, bars.map((p) => [p.x, p.m.lo, p.m.hi]), color));
   });
   const legend = Boolean(by || variants);
-  return {
+  return decimatedIf(series, {
     ...baseOption(animate),
     grid: {...baseOption(animate).grid, top: legend ? TOP_LEGEND : TOP_PLAIN},
     legend: legend ? legendBand(series.filter((s) => s.type === 'line').map((s) => s.name)) : undefined,
@@ -228,7 +247,14 @@ export function sweepOption({rows, x, by, variants, metric, logX, animate}) {
             nameTextStyle: {align: 'left'}, axisLabel: {formatter: axisNumber}},
     dataZoom: [{type: 'inside', xAxisIndex: 0}],
     series,
-  };
+  });
+}
+
+// `option`, noted as decimated where one of its `series` is a decimated line's band.
+function decimatedIf(series, option) {
+  if (series.some((s) => s.band)) DECIMATED.add(option);
+  for (const s of series) delete s.band;
+  return option;
 }
 
 // A kernel's name as an axis label: its function, without the return type, template arguments
@@ -313,7 +339,7 @@ export function variantSpeedup(row, basis) {
 // Each variant's speedup against parameter `x`, over the baseline variant (or the slowest variant
 // of each point), with the 95% interval of the interleaved samples' paired ratios. The baseline
 // itself is the 1× line. `rows` are restricted to the slice the selectors fix.
-export function variantSpeedupOption({rows, x, variants, baseline, logX, animate}) {
+export function variantSpeedupOption({rows, x, variants, baseline, logX, animate, zoom}) {
   const basis = speedupBasis(baseline);
   const series = [];
   const xs = [];
@@ -330,7 +356,7 @@ export function variantSpeedupOption({rows, x, variants, baseline, logX, animate
     xs.push(pts[0].x, pts[pts.length - 1].x);
     for (const p of pts) top = Math.max(top, p.s.ci ? p.s.ci[1] : p.s.v);
     const dense = pts.length > DECIMATE_ABOVE
-      ? decimate(pts, logX, (p) => ({v: p.s.v, lo: p.s.ci ? p.s.ci[0] : NaN, hi: p.s.ci ? p.s.ci[1] : NaN})) : null;
+      ? decimate(pts, logX, (p) => ({v: p.s.v, lo: p.s.ci ? p.s.ci[0] : NaN, hi: p.s.ci ? p.s.ci[1] : NaN}), zoom) : null;
     const shown = dense ? dense.pts : pts;
     const color = variantColor(variants, v);
     series.push({
@@ -345,7 +371,7 @@ export function variantSpeedupOption({rows, x, variants, baseline, logX, animate
     series[0].markLine = {silent: true, symbol: 'none', data: [{yAxis: 1}], lineStyle: {color: '#6b7280'},
                           label: {formatter: baseline ? `1× ${baseline}` : '1×', position: 'insideStartTop'}};
   }
-  return {
+  return decimatedIf(series, {
     ...baseOption(animate),
     grid: {...baseOption(animate).grid, top: TOP_LEGEND},
     legend: legendBand(series.filter((s) => s.type === 'line').map((s) => s.name)),
@@ -358,7 +384,7 @@ export function variantSpeedupOption({rows, x, variants, baseline, logX, animate
             max: headroom({max: top}), axisLabel: {formatter: axisNumber}},
     dataZoom: [{type: 'inside', xAxisIndex: 0}],
     series,
-  };
+  });
 }
 
 // Made when first needed: a page's first Intl object costs ~25 ms (ICU's data), which at

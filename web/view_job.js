@@ -6,7 +6,7 @@
 // deleted anywhere (another tab, the CLI, the daemon's retention) is said to be gone.
 
 import {del, download, get, getRows, post} from './api.js';
-import {METRICS, heatmapOption, isGeometric, kernelsOption, metricOf, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
+import {METRICS, heatmapOption, isDecimated, isGeometric, kernelsOption, metricOf, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
         variantSpeedup, variantSpeedupOption, wantsLog} from './charts.js';
 import {duration, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, userText, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
@@ -539,10 +539,28 @@ export function mount(root, {id, query}) {
       chartBox('chart-roofline', 'Roofline'),
     ];
   }
+  // A decimated line (charts.js) zoomed into is decimated again over the window, so that a zoom
+  // shows the points there rather than those kept for the whole axis: `zoomed` holds, per chart,
+  // its option for a window of x, as last drawn.
+  const zoomed = new Map();
+  function followZoom(chart) {
+    let timer = null;
+    chart.on('datazoom', () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        const draw = zoomed.get(chart);
+        if (!draw || disposed) return;
+        const range = chart.getModel().getComponent('xAxis', 0).axis.scale.getExtent();
+        chart.setOption({series: draw(range).series}, {replaceMerge: ['series']});
+      }, 100);
+    });
+  }
   function ensureCharts() {
     if (sweepChart) return;
     ensureBoxes();
     [sweepChart, heatChart, speedChart, roofChart] = boxes.map(initChart);
+    followZoom(sweepChart);
+    if (speedChart) followZoom(speedChart);
     if (heatChart) {
       heatPointer = trackPointer(heatChart.getDom());
       // An image heatmap (charts.js) is redrawn for the range the visualMap's handles select.
@@ -602,8 +620,10 @@ export function mount(root, {id, query}) {
     };
     const sweepRows = slice([s.x, s.by].filter(Boolean));
     const variants = state.variants;
-    set(sweepChart, imported() ? kernelsOption({rows: sweepRows, x: s.x, metric: s.metric, animate})
-                               : sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric, logX: xScale() === 'log', animate}));
+    const sweepOf = (zoom) => sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric, logX: xScale() === 'log', animate, zoom});
+    const sweep = imported() ? kernelsOption({rows: sweepRows, x: s.x, metric: s.metric, animate}) : sweepOf(null);
+    zoomed.set(sweepChart, isDecimated(sweep) ? sweepOf : null);
+    set(sweepChart, sweep);
     if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
       const option = heatmapOption({...heatRows(slice([s.hx, s.hy]).filter((r) => r.status === 'ok')), x: s.hx, y: s.hy, metric: s.metric,
                                     animate, pointer: heatPointer});
@@ -611,8 +631,11 @@ export function mount(root, {id, query}) {
       set(heatChart, option);
     }
     if (speedChart) {
-      set(speedChart, variants ? variantSpeedupOption({rows: slice([s.x]), x: s.x, variants, baseline: state.baseline, logX: xScale() === 'log', animate})
-                               : speedupOption({rows: slice([s.x]), x: s.x, animate}));
+      const speedRows = slice([s.x]);
+      const speedOf = (zoom) => variantSpeedupOption({rows: speedRows, x: s.x, variants, baseline: state.baseline, logX: xScale() === 'log', animate, zoom});
+      const speed = variants ? speedOf(null) : speedupOption({rows: speedRows, x: s.x, animate});
+      zoomed.set(speedChart, isDecimated(speed) ? speedOf : null);
+      set(speedChart, speed);
     }
     set(roofChart, rooflineOption({rows: charted(), device: state.device, ...roofDtypes(state.job.spec, variants), variants, animate}));
     if (firstRender) {
