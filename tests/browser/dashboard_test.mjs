@@ -1303,6 +1303,98 @@ async function main() {
       await shot(page, 'job-10k');
     });
 
+    // A big job, scaled down to run in seconds: 20,000 points, 2,000 values of N (to 2,048,000)
+    // for each of 10 values of M.
+    await step('a 20,000-point job: live page, decimated lines and their zoom, axes, compare', async () => {
+      const spec = (variant) => ({name: `20k ${variant}`, kernel: {op: 'stream', variant, n: 'N*M'}, cache: false,
+                                  sweep: {M: {from: 1, to: 10}, N: {from: 1024, to: 2048000, step: 1024}}, mock: {delay_ms: 0}});
+      const {id} = await api(d, 'POST', '/api/v1/jobs', spec('triad'));
+      // Its page while it runs: it keeps answering (a round trip through the page's main thread),
+      // and holds every row once the job ends.
+      await gotoView(page, d.origin, `#/jobs/${id}`, '.job-head h2');
+      let slowest = 0, count = '';
+      for (const deadline = Date.now() + 60000; Date.now() < deadline;) {
+        const t0 = Date.now();
+        count = await page.evaluate(() => (document.getElementById('results-count') || {}).textContent || '');
+        slowest = Math.max(slowest, Date.now() - t0);
+        if (count.startsWith('20000 points')) break;
+        await sleep(100);
+      }
+      expect(count.startsWith('20000 points'), `a running job's page comes to hold its 20,000 rows (${count})`);
+      expect(slowest < 2500, `a running job's page answers while its rows stream in (slowest ${slowest} ms)`);
+      expect(await page.locator('#results-table tbody tr').count() < 100, 'only visible rows of 20,000 are in the DOM');
+      await waitJob(d, id);
+
+      // Ten lines of 2,000 points: each drawn from the lowest and highest point of its 500 slices,
+      // its 95% intervals one band (an I-beam per point took seconds at 100,000).
+      await gotoView(page, d.origin, `#/jobs/${id}?x=N&by=M`, '#view[data-charts-ready]');
+      const sweep = await series(page, 'chart-sweep');
+      const lines = sweep.filter((s) => s.type === 'line'), bands = sweep.filter((s) => s.type === 'custom');
+      expect(lines.length === 10 && lines.every((s) => s.n >= 200 && s.n <= 1002) && bands.length === 10 && bands.every((s) => s.n > 0 && s.n <= 1000),
+             `ten decimated lines of 2,000 points with a CI band each (got ${JSON.stringify(sweep)})`);
+      // The log x axis ends at the power of two above the last N (2^21), not orders beyond.
+      const xExtent = () => page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep'))
+        .getModel().getComponent('xAxis', 0).axis.scale.getExtent());
+      const [, xmax] = await xExtent();
+      expect(xmax >= 2048000 && xmax <= 2 * 2048000, `the log x axis ends near the last value (${xmax})`);
+      await shot(page, 'job-20k');
+      // Zoomed into, a line holds every point in the window again.
+      await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).dispatchAction({type: 'dataZoom', dataZoomIndex: 0, start: 90, end: 95}));
+      const inWindow = async () => {
+        const [lo, hi] = await xExtent();
+        const shown = await page.evaluate(([a, b]) => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series[0].data
+          .filter((p) => p.value[0] >= a && p.value[0] <= b).length, [lo, hi]);
+        return {shown, all: Math.floor(hi / 1024) - Math.ceil(lo / 1024) + 1};
+      };
+      let zoom = {};
+      for (let i = 0; i < 30 && !(zoom.all > 0 && zoom.shown === zoom.all); ++i) { await sleep(100); zoom = await inWindow(); }
+      expect(zoom.all > 20 && zoom.shown === zoom.all, `a zoomed line shows every point in its window (${JSON.stringify(zoom)})`);
+      // Heatmap labels over 2,000 values up to seven digits: compact, and clear of each other.
+      const ho = await overlaps(page, 'chart-heatmap'), hl = await longNumbers(page, 'chart-heatmap');
+      expect(ho.length === 0 && hl.length === 0, `heatmap axis labels of 2,000 columns readable (${ho.join('; ')} ${hl})`);
+
+      // Compare: the rows' members it reads, and a large-mode series per verdict.
+      const {id: other} = await api(d, 'POST', '/api/v1/jobs', spec('copy'));
+      await waitJob(d, other);
+      const reads = [];
+      const onRequest = (r) => { if (r.url().includes('/results')) reads.push(r.url()); };
+      page.on('request', onRequest);
+      await gotoView(page, d.origin, `#/compare?jobs=${id},${other}`, '#view[data-charts-ready]');
+      page.off('request', onRequest);
+      expect(reads.length >= 2 && reads.every((u) => u.includes("fields=")), `the compare view reads only the members it uses (${reads})`);
+      const bars = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series
+        .map((s) => ({name: s.name, large: s.large, n: s.data.length, color: s.color})));
+      expect(bars.length === 3 && bars.map((b) => b.name).join() === 'faster,slower,same' && bars.every((b) => b.large && b.n === 20000) &&
+             bars.map((b) => b.color).join() === '#059669,#dc2626,#9ca3af',
+             `20,000 bars as three large series by verdict, in the verdicts' colours (${JSON.stringify(bars)})`);
+      await shot(page, 'compare-20k');
+    });
+
+    // A daemon of its own: 101 jobs submitted at once are beyond the rate limit of this one.
+    await step('jobs view: Load more adds the next page below the rows shown', async () => {
+      const p = await startDaemon(['--rate-limit', '0'], {devices: 1});
+      const w = {errors: [], foreign: []};
+      const tab = await openPage(browser, p.origin, w);
+      try {
+        const one = {name: 'paged', kernel: {op: 'stream', variant: 'copy', n: 1024}};
+        let last;
+        for (let i = 0; i < 101; ++i) last = (await api(p, 'POST', '/api/v1/jobs', one)).id;
+        await waitJob(p, last);
+        await gotoView(tab, p.origin, '#/jobs', '#jobs-table tbody tr');
+        await tab.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 100);
+        await tab.evaluate(() => { document.querySelector('#jobs-table tbody tr').dataset.kept = '1'; });
+        await tab.click('text=Load more');
+        await tab.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 101, null, {timeout: 10000});
+        expect(await tab.evaluate(() => document.querySelector('#jobs-table tbody tr').dataset.kept === '1'),
+               'the rows shown stay as they are (a page more is appended, not the list made anew)');
+        expect(await tab.isHidden('text=Load more'), 'no Load more after the last page');
+        expect(w.errors.length === 0 && w.foreign.length === 0, `no console errors or foreign requests (${JSON.stringify(w)})`);
+      } finally {
+        await tab.context().close();
+        await p.stop();
+      }
+    });
+
     await step('long and right-to-left user text: the page keeps its width, a name its order', async () => {
       // One unbroken word in a name, a label, an imported kernel's name and a task's
       // description; an override (U+202E) in a name and a label.
