@@ -1,7 +1,8 @@
 // Jobs: a filterable, live list (status, progress, device, labels, age), with cancel buttons and
-// a selection to compare; a job deleted anywhere leaves it. In a fleet the device is "node / index": the node that runs or ran it.
+// a selection to compare or delete; a job deleted anywhere leaves it. In a fleet the device is
+// "node / index": the node that runs or ran it.
 
-import {get, post} from './api.js';
+import {del, get, post} from './api.js';
 import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge, throttle, userText} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
@@ -29,9 +30,19 @@ export function mount(root, {query}) {
   const compareButton = h('button', {id: 'compare-selected', type: 'button', disabled: true,
                                      onclick: () => { location.hash = `#/compare?jobs=${[...state.selected].join(',')}`; }},
                           'Compare selected');
+  // Jobs that ended may be deleted, several at once (one request each; the daemon refuses what
+  // it must, such as a job without an operator's token where it has operator tokens).
+  const deleteButton = h('button', {id: 'delete-selected', type: 'button', class: 'danger', disabled: true,
+                                    title: 'delete the selected jobs, which must have ended, and their results',
+                                    onclick: () => deleteSelected()}, 'Delete selected');
+  function selectionChanged() {
+    compareButton.disabled = state.selected.size < 2;
+    const chosen = state.jobs.filter((j) => state.selected.has(j.id));
+    deleteButton.disabled = chosen.length === 0 || chosen.some((j) => !TERMINAL.has(j.status));
+  }
   const filters = h('form', {class: 'toolbar', onsubmit: (ev) => { ev.preventDefault(); apply(); }},
                     statusSelect, labelInput, h('button', {type: 'submit'}, 'Filter'),
-                    h('span', {class: 'spacer'}), compareButton,
+                    h('span', {class: 'spacer'}), compareButton, deleteButton,
                     h('a', {class: 'button', href: '#/submit'}, 'New job'));
   statusSelect.addEventListener('change', apply);
   const message = h('div');
@@ -122,7 +133,7 @@ export function mount(root, {query}) {
                                  checked: state.selected.has(job.id),
                                  onchange: (ev) => {
                                    ev.target.checked ? state.selected.add(job.id) : state.selected.delete(job.id);
-                                   compareButton.disabled = state.selected.size < 2;
+                                   selectionChanged();
                                  }});
     const active = job.status === 'queued' || job.status === 'running';
     const cancel = active && !job.cancel_requested
@@ -176,11 +187,31 @@ export function mount(root, {query}) {
     }
   }
 
+  async function deleteSelected() {
+    const ids = state.jobs.filter((j) => state.selected.has(j.id)).map((j) => j.id);
+    if (!ids.length || !confirm(`Delete ${ids.length === 1 ? `job ${ids[0]}` : `${ids.length} jobs`} and their results? This cannot be undone.`)) return;
+    deleteButton.disabled = true;
+    const refused = [];
+    for (const id of ids) {
+      try {
+        await del(`/api/v1/jobs/${id}`);
+        remove(id);  // its job_deleted event may come later
+      } catch (e) {
+        if (e.status === 404) remove(id); else refused.push([id, e]);
+      }
+    }
+    if (refused.length) {
+      const [id, e] = refused[0];
+      showError({...e, message: `job ${id}: ${e.message}${refused.length > 1 ? ` (and ${refused.length - 1} more jobs not deleted)` : ''}`});
+    }
+    selectionChanged();
+  }
+
   function remove(id) {
     const i = state.jobs.findIndex((j) => j.id === id);
     if (i < 0) return;
     state.jobs.splice(i, 1);
-    if (state.selected.delete(id)) compareButton.disabled = state.selected.size < 2;
+    if (state.selected.delete(id)) selectionChanged();
     if (!state.jobs.length) { render(); return; }
     const tr = tbody.querySelector(`tr[data-id="${id}"]`);
     if (tr) tr.remove();
@@ -200,6 +231,7 @@ export function mount(root, {query}) {
     } else {
       return;
     }
+    if (state.selected.has(job.id)) selectionChanged();  // it may have ended, or left the list
     if (!state.jobs.length || state.jobs.length === 1) { render(); return; }
     const old = tbody.querySelector(`tr[data-id="${job.id}"]`);
     if (i < 0) {

@@ -1490,6 +1490,40 @@ async function main() {
              `the new job is measured afresh (${JSON.stringify({status: second.status, cached_from: second.cached_from, cache: second.spec.cache})})`);
     });
 
+    await step('delete selected: jobs that ended, several at once, from the jobs list', async () => {
+      const copy = (name, extra = {}) => ({name, kernel: {op: 'stream', variant: 'copy', n: 'N'}, sweep: {N: [1024]}, cache: false, ...extra});
+      const {id: a} = await api(d, 'POST', '/api/v1/jobs', copy('select a'));
+      const {id: b} = await api(d, 'POST', '/api/v1/jobs', copy('select b'));
+      await waitJob(d, a);
+      await waitJob(d, b);
+      const {id: slow} = await api(d, 'POST', '/api/v1/jobs', copy('select slow', {sweep: {N: [1024, 2048, 4096]}, mock: {delay_ms: 2000}}));
+      try {
+        await gotoView(page, d.origin, '#/jobs', `#jobs-table tr[data-id="${slow}"]`);
+        const tick = (id) => page.click(`#jobs-table tr[data-id="${id}"] input[type=checkbox]`);
+        expect(await page.isDisabled('#delete-selected'), 'nothing selected: nothing to delete');
+        await tick(a);
+        await tick(b);
+        expect(!(await page.isDisabled('#delete-selected')), 'two jobs that ended may be deleted');
+        await tick(slow);
+        expect(await page.isDisabled('#delete-selected'), 'not with a job still running among them');
+        await tick(slow);
+        let asked = null;
+        page.once('dialog', (dialog) => { asked = dialog.message(); dialog.accept(); });
+        await page.click('#delete-selected');
+        const gone = await page.waitForFunction((ids) => ids.every((id) => !document.querySelector(`#jobs-table tr[data-id="${id}"]`)),
+                                                [a, b], {timeout: 10000}).then(() => true, () => false);
+        expect(asked === 'Delete 2 jobs and their results? This cannot be undone.', `the list asks first (${asked})`);
+        expect(gone, 'the deleted jobs leave the list');
+        expect((await fetch(`${d.origin}/api/v1/jobs/${a}`)).status === 404 && (await fetch(`${d.origin}/api/v1/jobs/${b}`)).status === 404,
+               'the daemon has neither');
+        expect(await page.locator(`#jobs-table tr[data-id="${slow}"]`).count() === 1, 'the running job stays');
+        expect(await page.isDisabled('#delete-selected'), 'and nothing is left selected to delete');
+      } finally {
+        await api(d, 'POST', `/api/v1/jobs/${slow}/cancel`).catch(() => {});
+        await waitJob(d, slow);
+      }
+    });
+
     await step('delete: a job that ended is deleted from its page, and leaves the other tabs', async () => {
       const copy = (name, sweep, extra = {}) => ({name, kernel: {op: 'stream', variant: 'copy', n: 'N'}, sweep: {N: sweep}, cache: false, ...extra});
       const {id: running} = await api(d, 'POST', '/api/v1/jobs', copy('runs on', [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072], {mock: {delay_ms: 2000}}));
