@@ -806,6 +806,7 @@ delete_outcome postgres_job_store::delete_job(std::int64_t id) {
   }
   c->exec("DELETE FROM kernelscan.jobs WHERE id = $1", {id});  // its rows go with it (cascade)
   tx.commit();
+  ++m_deleted;
   return delete_outcome::deleted;
 }
 
@@ -995,7 +996,8 @@ std::vector<store_metric> postgres_job_store::metrics() {
           {"kernelscan_database_connects_total",
            "Connections made to PostgreSQL since the daemon started (more than the pool size: "
            "reconnects).",
-           "counter", double(m_pool.connects())}};
+           "counter", double(m_pool.connects())},
+          detail::deleted_jobs_metric(m_deleted.load())};
 }
 
 }  // namespace kernelscan

@@ -14,6 +14,7 @@
 // the server is unreachable throws storage_error (unavailable); the pool reconnects by itself
 // once it is back.
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -110,7 +111,8 @@ class postgres_job_store final : public job_store {
 
   detail::pg_pool m_pool;
   std::function<void(const store_event&)> m_on_event;
-  std::unique_ptr<session> m_session;  // from join() on
+  std::unique_ptr<session> m_session;       // from join() on
+  std::atomic<std::uint64_t> m_deleted{0};  // jobs this process deleted
 };
 
 // Migrates the schema on `c` (see postgres_migrations.hpp). Throws storage_error.

@@ -645,6 +645,7 @@ delete_outcome sqlite_job_store::delete_job(std::int64_t id) {
     spdlog::warn("storage: the result rows of deleted job {} were not all deleted: {}", id,
                  e.what());
   }
+  ++m_deleted;
   return delete_outcome::deleted;
 }
 
@@ -895,7 +896,8 @@ std::map<job_status, std::int64_t> sqlite_job_store::count_by_status() {
 
 std::vector<store_metric> sqlite_job_store::metrics() {
   return {{"kernelscan_sqlite_memory_bytes", "Memory SQLite holds: page caches, statements.",
-           "gauge", double(sqlite_memory_used())}};
+           "gauge", double(sqlite_memory_used())},
+          detail::deleted_jobs_metric(m_deleted.load())};
 }
 
 }  // namespace kernelscan

@@ -6,6 +6,7 @@
 // use a pool of further connections, so HTTP threads read while the scheduler writes (WAL) and
 // do not queue behind each other. An in-memory database has one connection for both.
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -118,6 +119,7 @@ class sqlite_job_store : public job_store {
   database m_db;
   std::mutex m_pool_mutex;
   std::vector<std::unique_ptr<database>> m_idle_readers;
+  std::atomic<std::uint64_t> m_deleted{0};  // jobs this process deleted
 };
 
 }  // namespace kernelscan

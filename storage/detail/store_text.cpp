@@ -67,4 +67,10 @@ std::string with_cache_hit(std::string_view result_json, std::int64_t origin_job
   return out;
 }
 
+store_metric deleted_jobs_metric(std::uint64_t deleted) {
+  return {"kernelscan_jobs_deleted_total",
+          "Jobs this daemon deleted since it started (DELETE /api/v1/jobs/{id}, --retention-days).",
+          "counter", double(deleted)};
+}
+
 }  // namespace kernelscan::detail

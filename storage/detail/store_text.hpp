@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/job_spec.hpp"
+#include "storage/job_store.hpp"
 
 namespace kernelscan::detail {
 
@@ -29,6 +30,9 @@ std::vector<std::string> split_flags(std::string_view text);
 // The text a row copied from the result cache is read as: the measured row with
 // "cache":{"hit":true,"job_id":N} as its last member.
 std::string with_cache_hit(std::string_view result_json, std::int64_t origin_job);
+
+// The count of jobs a store deleted since the process started, as GET /metrics shows it.
+store_metric deleted_jobs_metric(std::uint64_t deleted);
 
 // The jobs table's columns as both stores select them; read_row() reads them by position and a
 // query may add columns after them (k_column_count).

@@ -388,6 +388,8 @@ TEST_F(Api, AJobThatEndedIsDeletedWithItsResultsAndEveryStreamIsTold) {
   }));
   expect_error(daemon.del(path), 404, "not_found");
   expect_error(daemon.del("/api/v1/jobs/abc"), 404, "not_found");
+  const std::string metrics = daemon.get("/metrics").text;
+  EXPECT_NE(metrics.find("\nkernelscan_jobs_deleted_total 1\n"), std::string::npos) << metrics;
   // A new job takes a new id, never the deleted one's.
   EXPECT_GT(daemon.submit(slow_job(1, 1)), kept);
 }
