@@ -350,6 +350,13 @@ response http_api::impl::results(const request& req) {
     }
     st->remaining -= rows.size();
     if (rows.size() < k_results_page || st->remaining == 0) {
+      // A job deleted while it was read lost rows the pages had not reached: the answer ends
+      // unfinished (the client sees it cut off), never complete with rows missing.
+      if (!s->exists(id)) {
+        throw std::runtime_error("job " + std::to_string(id) +
+                                 " was deleted while its results "
+                                 "were read");
+      }
       if (format == "json") chunk += "]}";
       st->finished = true;
     }

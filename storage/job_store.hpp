@@ -254,6 +254,8 @@ class job_store {
   virtual submit_outcome import_job(const job_submission& job, std::span<const result_row> rows,
                                     std::int64_t now_ms) = 0;
   virtual std::optional<job_record> get(std::int64_t id) = 0;
+  // Whether job `id` is stored (not deleted), without reading it.
+  virtual bool exists(std::int64_t id) = 0;
   // Newest first; records carry no spec_json.
   virtual std::vector<job_record> list(const list_filter& filter) = 0;
   virtual std::optional<std::string> spec_json(std::int64_t id) = 0;

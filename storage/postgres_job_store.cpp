@@ -459,6 +459,11 @@ submit_outcome postgres_job_store::import_job(const job_submission& job,
   return out;
 }
 
+bool postgres_job_store::exists(std::int64_t id) {
+  auto c = m_pool.acquire();
+  return c->exec("SELECT 1 FROM kernelscan.jobs WHERE id = $1", {id}).rows() == 1;
+}
+
 std::optional<job_record> postgres_job_store::get(std::int64_t id) {
   auto c = m_pool.acquire();
   const auto r = c->exec("SELECT " + detail::k_columns +

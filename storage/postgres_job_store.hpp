@@ -43,6 +43,7 @@ class postgres_job_store final : public job_store {
   submit_outcome import_job(const job_submission& job, std::span<const result_row> rows,
                             std::int64_t now_ms) override;
   std::optional<job_record> get(std::int64_t id) override;
+  bool exists(std::int64_t id) override;
   std::vector<job_record> list(const list_filter& filter) override;
   std::optional<std::string> spec_json(std::int64_t id) override;
   std::optional<std::pair<std::int64_t, std::string>> find_by_idempotency_key(

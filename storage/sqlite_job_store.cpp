@@ -195,6 +195,13 @@ submit_outcome sqlite_job_store::import_job(const job_submission& job,
   return submit_outcome::stored(id);
 }
 
+bool sqlite_job_store::exists(std::int64_t id) {
+  reader db(*this);
+  auto s = db->prepare("SELECT 1 FROM jobs WHERE id = ?");
+  s->bind(1, id);
+  return s->step();
+}
+
 std::optional<job_record> sqlite_job_store::get(std::int64_t id) {
   reader db(*this);
   auto s = db->prepare("SELECT " + detail::k_columns +

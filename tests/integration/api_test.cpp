@@ -642,6 +642,50 @@ class raw_connection {
   int m_fd;
 };
 
+// Results read while their job is deleted end unfinished, never complete with rows missing: the
+// rows go a thousand at a time after the job, under a reader paging through them.
+TEST_F(Api, ResultsReadWhileTheJobIsDeletedEndUnfinished) {
+  const auto id = daemon.submit(json::parse(R"({
+    "name": "20,000 points", "kernel": {"op": "stream", "variant": "triad", "n": "N*M"},
+    "sweep": {"M": {"from": 1, "to": 4}, "N": {"from": 1024, "to": 5120000, "step": 1024}},
+    "mock": {"delay_ms": 0}})"));
+  ASSERT_EQ(daemon.wait_job(id, 60s)["status"], "succeeded");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;  // a small receive buffer, so that the daemon waits on this reader
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(std::uint16_t(daemon.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string request = "GET /api/v1/jobs/" + std::to_string(id) +
+                              "/results HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(send(fd, request.data(), request.size(), 0), ssize_t(request.size()));
+  std::string in;
+  auto read_some = [&](std::size_t until, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (in.size() < until && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;  // the end
+      in.append(buf, std::size_t(n));
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_some(64 * 1024, 10s));
+  ASSERT_NE(in.find("200 OK"), std::string::npos) << in.substr(0, 200);
+  EXPECT_EQ(daemon.del("/api/v1/jobs/" + std::to_string(id)).status, 204);
+  while (read_some(std::string::npos, 30s)) {
+  }
+  close(fd);
+  // No last chunk, and the JSON is not closed.
+  EXPECT_EQ(in.find("\r\n0\r\n\r\n"), std::string::npos) << in.substr(in.size() - 200);
+  EXPECT_EQ(in.find("]}"), std::string::npos) << in.substr(in.size() - 200);
+  EXPECT_NE(daemon.log().find("was deleted while its results were read"), std::string::npos);
+}
+
 TEST_F(Api, APostWithoutABodyOrContentLengthIsAnsweredAtOnce) {
   // `curl -X POST .../cancel` sends neither Content-Length nor a body and keeps the connection
   // open: the request has an empty body (RFC 9112 6.3). httplib alone waits for a body until its

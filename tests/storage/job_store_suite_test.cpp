@@ -835,7 +835,10 @@ TEST_P(JobStore, AJobThatEndedIsDeletedWithItsRowsAndNoOtherIs) {
   end(kept, job_status::failed, 3, point_error{"internal", "boom"});
   take(running);
 
+  EXPECT_TRUE(store.exists(done));
   EXPECT_EQ(store.delete_job(done), delete_outcome::deleted);
+  EXPECT_FALSE(store.exists(done));
+  EXPECT_TRUE(store.exists(kept));
   EXPECT_FALSE(store.get(done));
   EXPECT_FALSE(store.spec_json(done));
   EXPECT_TRUE(store.results(done, 0, 10).empty());
