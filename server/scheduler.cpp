@@ -105,9 +105,9 @@ struct scheduler::active_job {
   std::optional<point_error> first_failure;
   std::uint64_t first_failure_index = 0;
   int lost_in_a_row = 0;  // points that timed out or crashed their worker since one was answered
-  // A point's kernel did not compile, and every point compiles it alike (job_plan::compiles_alike):
-  // the job stops there (first_failure says why).
-  bool uncompilable = false;
+  // The first point whose kernel did not compile, where every point compiles it alike
+  // (job_plan::compiles_alike): the job stops there, with its error.
+  std::optional<std::pair<std::uint64_t, point_error>> uncompilable;
   bool cancel = false;
   bool lost = false;  // another node owns it now: stop, and store nothing of its end
   // Its end, while the store does not take it.
@@ -365,8 +365,9 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     }
     if (!ok && !many && r.contains("error") && r["error"].is_object() &&
         r["error"].value("type", "") == "compile_error" && slot.job->plan &&
-        slot.job->plan->compiles_alike()) {
-      slot.job->uncompilable = true;
+        !slot.job->uncompilable && slot.job->plan->compiles_alike()) {
+      slot.job->uncompilable.emplace(index,
+                                     point_error{"compile_error", r["error"].value("message", "")});
     }
     result_row row;
     row.index = index * per_point + v;
@@ -641,17 +642,17 @@ void scheduler::advance(device_slot& slot) {
                                             std::to_string(job.total) + " points"});
     return;
   }
-  if (job.uncompilable && job.next < job.todo.size() && job.first_failure) {
+  if (job.uncompilable && job.next < job.todo.size()) {
     if (!slot.window.empty()) return;  // the points at the worker first (each fails at once)
     if (!flush_results()) return;      // the flush retry calls back here
     const std::uint64_t skipped = job.todo.size() - job.next;
     job.next = job.todo.size();
     const std::string msg =
-        "the kernel did not compile at point " + std::to_string(job.first_failure_index) +
+        "the kernel did not compile at point " + std::to_string(job.uncompilable->first) +
         ", nor would it at any other (no compile option takes a sweep "
         "parameter): " +
         std::to_string(skipped) + " of " + std::to_string(job.total / job.per_point) +
-        " points were not measured; " + job.first_failure->message;
+        " points were not measured; " + job.uncompilable->second.message;
     spdlog::warn("job {}: stopped: its kernel does not compile ({} points not measured)",
                  job.lease.job_id, skipped);
     finish_job(slot, job_status::failed, point_error{"compile_error", msg});
