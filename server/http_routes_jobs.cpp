@@ -10,6 +10,7 @@
 #include "server/detail/comma_list.hpp"
 #include "server/detail/http_api_impl.hpp"
 #include "server/event_stream.hpp"
+#include "server/retention.hpp"
 
 namespace kernelscan {
 namespace {
@@ -223,7 +224,7 @@ response http_api::impl::confirm_job(const request& req) {
 // nothing a worker is about to store or a waiter is about to read vanishes under it.
 response http_api::impl::delete_job(const request& req) {
   const std::int64_t id = job_id_of(req);
-  switch (store.delete_job(id)) {
+  switch (delete_and_announce(store, events, id)) {
     case delete_outcome::not_found:
       throw api_error(404, "not_found", "no job " + std::to_string(id));
     case delete_outcome::not_finished: {
@@ -237,7 +238,6 @@ response http_api::impl::delete_job(const request& req) {
       break;
   }
   spdlog::info("job {}: deleted", id);
-  events.publish("job_deleted", json{{"job_id", id}}.dump());
   response r;
   r.status = 204;
   r.content_type.clear();

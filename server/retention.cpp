@@ -15,6 +15,12 @@ constexpr std::size_t k_batch = 100;
 
 }  // namespace
 
+delete_outcome delete_and_announce(job_store& store, event_hub& events, std::int64_t id) {
+  const delete_outcome out = store.delete_job(id);
+  if (out == delete_outcome::deleted) events.publish("job_deleted", json{{"job_id", id}}.dump());
+  return out;
+}
+
 retention::retention(job_store& store, event_hub& events, const clock& time,
                      std::chrono::milliseconds keep)
     : m_store(store), m_events(events), m_clock(time), m_keep(keep) {}
@@ -52,9 +58,8 @@ std::size_t retention::sweep() {
           std::lock_guard lock(m_mutex);
           if (m_stopping) return deleted;
         }
-        if (m_store.delete_job(id) != delete_outcome::deleted) continue;  // another node's
-        ++deleted;
-        m_events.publish("job_deleted", json{{"job_id", id}}.dump());
+        // One gone already was deleted by another node's sweep or a request.
+        if (delete_and_announce(m_store, m_events, id) == delete_outcome::deleted) ++deleted;
       }
       if (ids.size() < k_batch) break;
     }

@@ -21,6 +21,10 @@
 
 namespace kernelscan {
 
+// Deletes job `id` (job_store::delete_job) and, if it went, tells every event stream
+// (`job_deleted`): a deletion by request and one by the sweep are announced alike.
+delete_outcome delete_and_announce(job_store& store, event_hub& events, std::int64_t id);
+
 class retention {
  public:
   // `keep`: how long a job is kept after it ended; zero or less keeps every job.
