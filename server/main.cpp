@@ -186,18 +186,22 @@ void add_client_commands(CLI::App& app, client_commands& c) {
         ->envname("KERNELSCAN_TOKEN");
     return cmd;
   };
+  // --wait [SECONDS] of a command that makes a job (`which`: "the job", "the new job").
+  auto wait_for_job = [](CLI::App* cmd, double& wait_s, const std::string& which) {
+    cmd->add_option("--wait", wait_s,
+                    "Wait for " + which +
+                        " to end, in long polls of SECONDS (default 60), then print its results; "
+                        "exit 1 unless it succeeded and no point failed verification")
+        ->expected(0, 1)
+        ->type_name("[SECONDS]")
+        ->check(number_from(0.001, 600, false));
+  };
 
   auto& s = c.submit;
   c.submit_cmd =
       common(app.add_subcommand("submit", "Submit a job to a running daemon"), c.submit_client);
   c.submit_cmd->add_option("FILE", s.file, "Job spec (JSON); - reads standard input")->required();
-  c.submit_cmd
-      ->add_option("--wait", s.wait_s,
-                   "Wait for the job to end, in long polls of SECONDS (default 60), then print "
-                   "its results; exit 1 unless it succeeded and no point failed verification")
-      ->expected(0, 1)
-      ->type_name("[SECONDS]")
-      ->check(number_from(0.001, 600, false));
+  wait_for_job(c.submit_cmd, s.wait_s, "the job");
   c.submit_cmd->add_option("--idempotency-key", s.idempotency_key,
                            "Sent as Idempotency-Key: a retry with the same key and spec returns "
                            "the job already created");
@@ -317,13 +321,7 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                                           "(not from the result cache, with inputs of a new seed)"),
                        c.rerun_client);
   c.rerun_cmd->add_option("ID", c.rerun.id, "Job id")->required()->check(job_id_validator());
-  c.rerun_cmd
-      ->add_option("--wait", c.rerun.wait_s,
-                   "Wait for the new job to end, in long polls of SECONDS (default 60), then print "
-                   "its results; exit 1 unless it succeeded and no point failed verification")
-      ->expected(0, 1)
-      ->type_name("[SECONDS]")
-      ->check(number_from(0.001, 600, false));
+  wait_for_job(c.rerun_cmd, c.rerun.wait_s, "the new job");
 
   c.devices_cmd = common(app.add_subcommand("devices", "List the devices (of the whole fleet)"),
                          c.devices_client);
