@@ -622,6 +622,16 @@ bool scheduler::start_job(device_slot& slot, claimed_job&& claimed) {
   return true;
 }
 
+std::optional<std::string> scheduler::skip_the_rest(device_slot& slot) {
+  if (!slot.window.empty()) return std::nullopt;  // the points at the worker first
+  if (!flush_results()) return std::nullopt;      // the flush retry calls advance() again
+  auto& job = *slot.job;
+  const std::uint64_t skipped = job.todo.size() - job.next;
+  job.next = job.todo.size();
+  return std::to_string(skipped) + " of " + std::to_string(job.total / job.per_point) +
+         " points were not measured";
+}
+
 void scheduler::advance(device_slot& slot) {
   auto& job = *slot.job;
   if (m_draining) {
@@ -643,30 +653,22 @@ void scheduler::advance(device_slot& slot) {
     return;
   }
   if (job.uncompilable && job.next < job.todo.size()) {
-    if (!slot.window.empty()) return;  // the points at the worker first (each fails at once)
-    if (!flush_results()) return;      // the flush retry calls back here
-    const std::uint64_t skipped = job.todo.size() - job.next;
-    job.next = job.todo.size();
+    const auto not_measured = skip_the_rest(slot);  // each point at the worker fails at once
+    if (!not_measured) return;
     const std::string msg =
         "the kernel did not compile at point " + std::to_string(job.uncompilable->first) +
-        ", nor would it at any other (no compile option takes a sweep "
-        "parameter): " +
-        std::to_string(skipped) + " of " + std::to_string(job.total / job.per_point) +
-        " points were not measured; " + job.uncompilable->second.message;
-    spdlog::warn("job {}: stopped: its kernel does not compile ({} points not measured)",
-                 job.lease.job_id, skipped);
+        ", nor would it at any other (no compile option takes a sweep parameter): " +
+        *not_measured + "; " + job.uncompilable->second.message;
+    spdlog::warn("job {}: stopped: its kernel does not compile ({})", job.lease.job_id,
+                 *not_measured);
     finish_job(slot, job_status::failed, point_error{"compile_error", msg});
     return;
   }
   if (job.lost_in_a_row >= k_lost_points_in_a_row && job.next < job.todo.size()) {
-    if (!slot.window.empty()) return;  // the points at the worker first
-    if (!flush_results()) return;      // the flush retry calls back here
-    const std::uint64_t skipped = job.todo.size() - job.next;
-    job.next = job.todo.size();
+    const auto not_measured = skip_the_rest(slot);
+    if (!not_measured) return;
     std::string msg = "stopped after " + std::to_string(k_lost_points_in_a_row) +
-                      " points in a row timed out or crashed their worker; " +
-                      std::to_string(skipped) + " of " + std::to_string(job.total / job.per_point) +
-                      " points were not measured";
+                      " points in a row timed out or crashed their worker; " + *not_measured;
     if (job.first_failure) {
       msg += "; the first failure, point " + std::to_string(job.first_failure_index) + ": " +
              job.first_failure->type + ": " + job.first_failure->message;

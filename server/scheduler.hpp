@@ -100,6 +100,10 @@ class scheduler {
   bool start_job(device_slot& slot, claimed_job&& claimed);
   // Sends the job's next points, or ends the job when none are left.
   void advance(device_slot& slot);
+  // Gives up the points of the slot's job not yet sent, once those at its worker are answered and
+  // every measured point is stored: "S of N points were not measured"; nothing while it waits
+  // for those (advance() runs again then).
+  std::optional<std::string> skip_the_rest(device_slot& slot);
   void arm_watchdog(device_slot& slot);
   // Commits the measured points held; false (and a retry armed) if storage failed.
   bool flush_results();
