@@ -96,14 +96,6 @@ std::string shown(std::string_view v) {
   return "\"" + s + (v.size() > s.size() ? "...\"" : "\"");
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // Digit groups ("5,850,000", as some nsys versions write totals) become plain digits; anything
 // else with a comma is not a number.
 std::optional<std::string> without_group_commas(std::string_view s) {
@@ -130,7 +122,7 @@ std::optional<std::string> without_group_commas(std::string_view s) {
 
 // A finite, non-negative decimal number filling the whole cell (spaces around it allowed).
 std::optional<double> parse_number(std::string_view cell) {
-  const auto plain = without_group_commas(trim(cell));
+  const auto plain = without_group_commas(trim_blanks(cell));
   if (!plain || plain->empty()) return std::nullopt;
   double v = 0;
   const char* end = plain->data() + plain->size();
@@ -140,7 +132,7 @@ std::optional<double> parse_number(std::string_view cell) {
 }
 
 std::optional<std::uint64_t> parse_count(std::string_view cell) {
-  const auto plain = without_group_commas(trim(cell));
+  const auto plain = without_group_commas(trim_blanks(cell));
   if (!plain || plain->empty() || plain->find('.') != std::string::npos) return std::nullopt;
   std::uint64_t v = 0;
   const char* end = plain->data() + plain->size();
@@ -249,7 +241,7 @@ struct csv_columns {
   std::optional<std::size_t> find(std::initializer_list<std::string_view> aliases) const {
     for (auto alias : aliases) {
       for (std::size_t i = 0; i < names.size(); ++i) {
-        if (trim(names[i]) == alias) return i;
+        if (trim_blanks(names[i]) == alias) return i;
       }
     }
     return std::nullopt;
@@ -287,11 +279,11 @@ std::optional<double> unit_to_us(std::string_view unit) {
 
 // "Avg (ns)" -> ("avg", "ns"); "Time(%)" -> ("time", "%"); "Name" -> ("name", "").
 std::pair<std::string, std::string> label_and_unit(std::string_view header) {
-  header = trim(header);
+  header = trim_blanks(header);
   std::string_view unit;
   if (const auto open = header.rfind('('); open != std::string_view::npos && header.back() == ')') {
-    unit = trim(header.substr(open + 1, header.size() - open - 2));
-    header = trim(header.substr(0, open));
+    unit = trim_blanks(header.substr(open + 1, header.size() - open - 2));
+    header = trim_blanks(header.substr(0, open));
   }
   std::string label;
   for (char c : header)
@@ -403,7 +395,7 @@ std::vector<imported_kernel> read_rocprofv3_kernel_trace(std::string_view text) 
                              std::to_string(cols.names.size()));
         continue;
       }
-      if (kind_col && trim(rec->fields[*kind_col]) != "KERNEL_DISPATCH") continue;
+      if (kind_col && trim_blanks(rec->fields[*kind_col]) != "KERNEL_DISPATCH") continue;
       const auto& name = rec->fields[*name_col];
       bool ok = true;
       valid_name(name, [&](std::string m) {

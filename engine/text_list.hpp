@@ -1,5 +1,6 @@
 #pragma once
-// Lists in messages and reports: "a, b, c". Pure; thread-safe.
+// Lists in messages and reports ("a, b, c"), and the blanks around what is read. Pure;
+// thread-safe.
 
 #include <string>
 #include <string_view>
@@ -17,6 +18,16 @@ std::string comma_joined(const Range& items) {
     first = false;
   }
   return out;
+}
+
+// `s` without the spaces and tabs it begins and ends with (a header value's optional whitespace,
+// a CSV cell's padding).
+inline std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
 }
 
 }  // namespace kernelscan

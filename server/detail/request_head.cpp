@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/text_list.hpp"
+
 namespace kernelscan::detail {
 
 namespace {
@@ -10,14 +12,6 @@ namespace {
 // A head is kept between the requests of a connection; one that grew past this (a head takes
 // at most 64 KiB) is given back rather than held while the connection idles.
 constexpr std::size_t k_kept_capacity = 8 * 1024;
-
-std::string_view trim_whitespace(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
 
 }  // namespace
 
@@ -125,7 +119,7 @@ std::vector<std::pair<std::string_view, std::string_view>> request_head::fields(
     rest.remove_prefix(end + 2);
     const auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;  // a flaw: no_colon
-    out.emplace_back(line.substr(0, colon), trim_whitespace(line.substr(colon + 1)));
+    out.emplace_back(line.substr(0, colon), trim_blanks(line.substr(colon + 1)));
   }
   return out;
 }
