@@ -112,8 +112,9 @@ class postgres_job_store final : public job_store {
 
   detail::pg_pool m_pool;
   std::function<void(const store_event&)> m_on_event;
-  std::unique_ptr<session> m_session;       // from join() on
-  std::atomic<std::uint64_t> m_deleted{0};  // jobs this process deleted
+  std::unique_ptr<session> m_session;  // from join() on
+  // Jobs this process deleted.
+  std::atomic<std::uint64_t> m_deleted{0};
 };
 
 // Migrates the schema on `c` (see postgres_migrations.hpp). Throws storage_error.
