@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -46,6 +47,51 @@ asio::steady_timer::duration seconds(double s) {
 // Failures that doom every point of the job: stop at once instead of repeating them.
 bool fatal_to_job(const std::string& type) {
   return type == "invalid_spec" || type == "compile_error";
+}
+
+// Compile errors a job remembers, so that a variant or a set of -D options that does not compile
+// at any point stores its log once (100,000 points of a 16 KiB log would be 1.6 GB), and the
+// shortest one worth shortening.
+constexpr std::size_t k_remembered_compile_logs = 64;
+constexpr std::size_t k_compile_log_worth_naming = 512;
+
+// A row's compile error whose log the row of point `stored_at` holds already, in one line: the
+// log's first line (the compiler's verdict), then where the rest is.
+std::string repeated_compile_error(std::string_view message, std::uint64_t stored_at) {
+  constexpr std::size_t k_first_line_bytes = 240;
+  std::string_view first = message.substr(0, message.find('\n'));
+  if (first.size() > k_first_line_bytes) {
+    std::size_t cut = k_first_line_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(first[cut]) & 0xC0) == 0x80)
+      --cut;  // not inside a UTF-8 sequence
+    first = first.substr(0, cut);
+  }
+  while (!first.empty() && (first.back() == ':' || first.back() == ' ' || first.back() == '\r'))
+    first.remove_suffix(1);
+  return std::string(first) + ": the same log as at point " + std::to_string(stored_at) +
+         ", stored with that point's row";
+}
+
+// Shortens `row`'s compile error where the job stored the same one already (see
+// repeated_compile_error), else remembers it; true where it changed the row.
+bool shorten_repeated_compile_error(
+    std::map<std::pair<std::string, std::string>, std::uint64_t>& logs, json& row,
+    std::uint64_t point) {
+  if (!row.contains("error") || !row["error"].is_object()) return false;
+  json& error = row["error"];
+  if (error.value("type", "") != "compile_error" || !error.contains("message") ||
+      !error["message"].is_string())
+    return false;
+  const std::string& message = error["message"].get_ref<const std::string&>();
+  if (message.size() < k_compile_log_worth_naming) return false;
+  std::pair<std::string, std::string> key{row.value("variant", ""), message};
+  if (const auto known = logs.find(key); known != logs.end()) {
+    if (known->second == point) return false;  // the same point again (a resumed job)
+    error["message"] = repeated_compile_error(message, known->second);
+    return true;
+  }
+  if (logs.size() < k_remembered_compile_logs) logs.emplace(std::move(key), point);
+  return false;
 }
 
 // The summary of a job's variants from its stored rows (nullopt for a job without variants).
@@ -108,6 +154,9 @@ struct scheduler::active_job {
   // The first point whose kernel did not compile, where every point compiles it alike
   // (job_plan::compiles_alike): the job stops there, with its error.
   std::optional<std::pair<std::uint64_t, point_error>> uncompilable;
+  // Compile errors stored with their whole log, by variant and message, and the point whose row
+  // holds each: a later row failing with the same one stores a line naming that point instead.
+  std::map<std::pair<std::string, std::string>, std::uint64_t> compile_logs;
   bool cancel = false;
   bool lost = false;  // another node owns it now: stop, and store nothing of its end
   // Its end, while the store does not take it.
@@ -351,7 +400,7 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
   const bool rankable = !spec || !spec->private_held_out_scores || spec->sweep.held_out().empty() ||
                         index < spec->sweep.public_size();
   for (std::size_t v = 0; v < count; ++v) {
-    const json& r = many ? msg.result[v] : msg.result;
+    json& r = many ? msg.result[v] : msg.result;
     const bool ok = r.value("status", "") == "ok";
     std::optional<double> median;
     if (ok && r.contains("time_us") && r["time_us"].is_object()) {
@@ -369,6 +418,7 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
       slot.job->uncompilable.emplace(index,
                                      point_error{"compile_error", r["error"].value("message", "")});
     }
+    const bool shortened = !ok && shorten_repeated_compile_error(slot.job->compile_logs, r, index);
     result_row row;
     row.index = index * per_point + v;
     if (r.contains("variant") && r["variant"].is_string()) {
@@ -379,7 +429,7 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
     row.median_us = median;
     row.cost = cost_of(r);
     row.params_json = r.contains("params") ? r["params"].dump() : "{}";
-    row.result_json = many ? r.dump() : std::move(msg.result_text);
+    row.result_json = many || shortened ? r.dump() : std::move(msg.result_text);
     row.score = score_of(r);
     row.flags = flags_of(r);
     row.rankable = rankable;

@@ -287,5 +287,47 @@ TEST(VariantsOpenCL, AVariantThatDoesNotCompileFailsItsRowsOnly) {
   EXPECT_TRUE(rows[2]["comparison"]["over_baseline"].is_object());
 }
 
+// A variant that does not compile at any point stores its compiler's log once: the rows of the
+// points after the first name the point whose row holds it.
+TEST(VariantsOpenCL, AVariantThatNeverCompilesStoresItsLogOnce) {
+  daemon_process daemon(opencl_daemon());
+  try {
+    daemon.start();
+  } catch (const std::exception& e) {
+    if (opencl_required()) throw;
+    GTEST_SKIP() << "no OpenCL device: " << e.what();
+  }
+  json spec = opencl_variants_job();
+  std::string broken =
+      std::string(k_matmul_source) + "\n__kernel void matmul_broken(__global float* c) {\n";
+  for (int i = 0; i < 40; ++i)
+    broken += "  c[0] = undeclared_" + std::to_string(i) + ";\n";
+  broken += "}\n";
+  spec["variants"][1]["entry"] = "matmul_broken";
+  spec["variants"][1]["source"] = broken;
+  spec["sweep"]["N"] = json::array({64, 72, 80});
+  spec["timing"]["max_time_ms"] = 50;
+  const auto id = daemon.submit(spec);
+  const json job = daemon.wait_job(id, 180s);
+  EXPECT_EQ(job["status"], "failed") << job.dump().substr(0, 2000);
+  const json rows = rows_of(daemon, id);
+  ASSERT_EQ(rows.size(), 9u);
+  const std::string first = rows[1]["error"]["message"];
+  EXPECT_EQ(rows[1]["error"]["type"], "compile_error");
+  EXPECT_NE(first.find("undeclared_39"), std::string::npos) << first.substr(0, 2000);
+  for (const int row : {4, 7}) {
+    EXPECT_EQ(rows[row]["variant"], "tiled");
+    EXPECT_EQ(rows[row]["error"]["type"], "compile_error");
+    const std::string later = rows[row]["error"]["message"];
+    EXPECT_EQ(later, first.substr(0, first.find(':')) +
+                         ": the same log as at point 0, stored with that point's row")
+        << later;
+  }
+  for (const int row : {0, 2, 3, 5, 6, 8})
+    EXPECT_EQ(rows[row]["status"], "ok") << rows[row].dump().substr(0, 2000);
+  // The job's error carries the whole log, from the first point.
+  EXPECT_NE(job["error"]["message"].get<std::string>().find("undeclared_39"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kernelscan::testing
