@@ -102,19 +102,6 @@ daemon_message parse_daemon_line(std::string_view line) {
   }
 }
 
-std::size_t fault_line(char* out, std::size_t capacity, const char* during) noexcept {
-  constexpr std::string_view head = R"({"type":"fault","during":")";
-  constexpr std::string_view tail = "\"}\n";
-  std::size_t n = 0;
-  for (const char c : head)
-    out[n++] = c;
-  while (*during && n + tail.size() < capacity)
-    out[n++] = *during++;
-  for (const char c : tail)
-    out[n++] = c;
-  return n;
-}
-
 worker_message parse_worker_line(std::string_view line) {
   try {
     json j = json::parse(line);
@@ -170,9 +157,6 @@ worker_message parse_worker_line(std::string_view line) {
       m.error_type = j.at("error").at("type").get<std::string>();
       m.error_message = j.at("error").at("message").get<std::string>();
       m.exiting = j.value("exiting", false);
-    } else if (type == "fault") {
-      m.type = worker_message::kind::fault;
-      m.error_message = j.at("during").get<std::string>();
     } else {
       throw protocol_error("unknown message type \"" + type + "\"");
     }

@@ -18,8 +18,6 @@
 //                     with "exiting":true where the worker ends right after it (a compile
 //                     stopped at its limit): nothing more is to be sent to it
 //   worker -> daemon  {"type":"dropped","seq":13}                 not measured, by request
-//   worker -> daemon  {"type":"fault","during":"..."}             the worker is dying of a
-//                     signal (SIGSEGV, ...) in this step of the point being measured
 //
 // A worker measures one point at a time and answers every measure request, in order. The
 // daemon may send several requests at once and a worker may hold its answers while more
@@ -63,10 +61,6 @@ std::string failure_line(std::uint64_t seq, std::string_view type, std::string_v
 std::string dropped_line(std::uint64_t seq);
 std::string roofline_line(const measured_roofline& roofline);
 std::string roofline_failure_line(std::string_view message);
-// The fault line, written into `out` (at most `capacity` bytes, at least 64) without allocating,
-// for a signal handler: `during` (quotes and backslashes are not escaped: a phase's literal has
-// none) is cut to fit. Returns its length, its '\n' included.
-std::size_t fault_line(char* out, std::size_t capacity, const char* during) noexcept;
 
 struct daemon_message {
   enum class kind { job, measure, drop, roofline } type = kind::measure;
@@ -80,7 +74,7 @@ struct daemon_message {
 daemon_message parse_daemon_line(std::string_view line);
 
 struct worker_message {
-  enum class kind { ready, result, failure, dropped, roofline, fault } type = kind::result;
+  enum class kind { ready, result, failure, dropped, roofline } type = kind::result;
   std::uint64_t seq = 0;
   device_info device;          // ready
   measured_roofline roofline;  // roofline, unless error_message says why not
@@ -88,7 +82,7 @@ struct worker_message {
   std::string result_text;     // ... as the worker wrote it
   double wall_ms = 0;
   std::string error_type;     // failure
-  std::string error_message;  // failure; fault: the step of the point ("during")
+  std::string error_message;  // failure
   bool exiting = false;       // failure: the worker ends after this line
 };
 // Throws protocol_error.

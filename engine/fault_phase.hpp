@@ -1,20 +1,36 @@
 #pragma once
-// What a worker is doing with a user's code, named in the word it leaves when that code takes
-// its process down. On a CPU device (PoCL) a kernel runs in the worker's own process, so one
-// that writes far out of its buffers, overflows its stack or holds more program-scope data than
-// the device can place ends the worker with a signal, and all the daemon would otherwise know is
-// the signal. A phase is set on the measuring thread around each step of a point and read by
-// the worker's signal handler, hence a string literal behind a lock-free atomic pointer.
+// What a worker is doing with a user's code, named for the daemon when that code takes the
+// worker's process down. On a CPU device (PoCL) a kernel runs in the worker's own process, so one
+// that writes far out of its buffers, overflows a stack (its own, or one of the runtime's
+// threads') or holds more program-scope data than the device can place ends the worker with a
+// signal, and all the daemon would otherwise know is the signal; a point that outlives its
+// watchdog is killed without a word too. A phase is set on the measuring thread around each step
+// of a point and written, as it opens and as it closes, into a page the daemon shares with the
+// worker: the daemon reads the last one after the worker ended, however it ended.
 //
-// Threading: scopes open and close on one thread; current() may be read from any thread and
-// from a signal handler.
+// Threading: scopes open and close on one thread. The page is read by another process once the
+// writer is dead; what it holds is written by a process running untrusted code, so the reader
+// bounds and cleans it.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
 
 namespace kernelscan {
 
+// The shared page's layout (a memfd both processes map).
+struct fault_phase_page {
+  static constexpr std::size_t k_text_bytes = 248;
+  std::atomic<std::uint32_t> size;  // bytes of text; 0: no phase (or one being written)
+  char text[k_text_bytes];
+};
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared between processes");
+
 class fault_phase {
  public:
-  // `what`: a string literal without quotes or backslashes ("the kernel's timed launches"); the
-  // phase until this scope ends, when the enclosing one's is again.
+  // `what`: a string literal ("the kernel's timed launches"); the phase until this scope ends,
+  // when the enclosing one's is again.
   explicit fault_phase(const char* what) noexcept;
   ~fault_phase();
   fault_phase(const fault_phase&) = delete;
@@ -22,6 +38,10 @@ class fault_phase {
 
   // The innermost open phase, or nullptr outside every one.
   static const char* current() noexcept;
+  // Where phases are written from now on (nullptr: nowhere): the worker's shared page.
+  static void publish_to(fault_phase_page* page) noexcept;
+  // The phase `page` holds, as printable ASCII of at most k_text_bytes ("" for none).
+  static std::string read(const fault_phase_page& page);
 
  private:
   const char* m_outer;

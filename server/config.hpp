@@ -70,6 +70,7 @@ struct worker_config {
   double point_timeout_s = 30;    // the daemon's --point-timeout: the points' watchdog budget
   double compile_timeout_s = 60;  // --compile-timeout; 0: none
   std::uint64_t compile_memory_bytes = 4ull * 1024 * 1024 * 1024;  // --compile-memory; 0: none
+  int phase_fd = -1;  // the page shared with the daemon (worker_process::k_phase_fd); -1: none
 };
 
 // Whether the daemon serves mock devices, given how many real devices it serves (--engine: mock

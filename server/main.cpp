@@ -540,6 +540,7 @@ int main(int argc, char** argv) {
   worker->add_option("--point-timeout", wc.point_timeout_s);
   worker->add_option("--compile-timeout", wc.compile_timeout_s);
   worker->add_option("--compile-memory", wc.compile_memory_bytes);
+  worker->add_option("--phase-fd", wc.phase_fd);
 
   client_commands client;
   add_client_commands(app, client);

@@ -181,8 +181,6 @@ struct scheduler::device_slot {
   // A cancelled job's point still running when this fires is stopped: the worker is killed.
   asio::steady_timer cancel_grace;
   bool cancel_killed = false;  // the worker was killed for that, not lost
-  // The step of the point the worker said it was in as a signal ended it (a "fault" line).
-  std::string fault_during;
   std::uint64_t points = 0;
   bool roofline_wanted = false;   // measure the roofline before the next job
   bool roofline_running = false;  // the worker is measuring it
@@ -303,7 +301,9 @@ std::vector<std::string> scheduler::worker_argv(const device_slot& slot) const {
                                 "--compile-timeout",
                                 std::to_string(m_config.compile_timeout_s),
                                 "--compile-memory",
-                                std::to_string(m_config.compile_memory_bytes)};
+                                std::to_string(m_config.compile_memory_bytes),
+                                "--phase-fd",
+                                std::to_string(worker_process::k_phase_fd)};
   if (m_config.allow_fault_injection) argv.push_back("--allow-fault-injection");
   return argv;
 }
@@ -338,10 +338,6 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
   }
   if (msg.type == kind::roofline) {
     roofline_measured(slot, msg);
-    return;
-  }
-  if (msg.type == kind::fault) {  // its end follows
-    slot.fault_during = msg.error_message;
     return;
   }
   if (slot.window.empty() || msg.seq != slot.window.head().seq || !slot.job) {
@@ -454,8 +450,8 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
   slot.cancel_grace.cancel();
   const bool timed_out = slot.timed_out;
   slot.timed_out = false;
-  // What the worker was doing with the user's code when a signal ended it, if it could say.
-  const std::string during = std::exchange(slot.fault_during, {});
+  // What the worker was doing with the user's code as it ended, where it was doing anything.
+  const std::string& during = slot.worker->exit_phase();
   const std::string how_when = during.empty() ? how : how + " during " + during;
   const bool for_cancel = std::exchange(slot.cancel_killed, false) && slot.job && slot.job->cancel;
   if (for_cancel) {
@@ -481,8 +477,9 @@ void scheduler::on_worker_exit(device_slot& slot, const std::string& how) {
                       death.index);
         ++slot.job->lost_in_a_row;
         record_failure(slot, death.index, "timeout",
-                       "the point did not finish within its watchdog deadline; the worker was "
-                       "killed and replaced");
+                       "the point did not finish within its watchdog deadline" +
+                           (during.empty() ? std::string() : ", stopped during " + during) +
+                           "; the worker was killed and replaced");
         break;
       case verdict::retry:
         spdlog::warn("device {}: worker {} while measuring job {} point {}; retrying it",

@@ -3,12 +3,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -242,45 +243,24 @@ bool roofline_crashes(const worker_config& config) {
          std::string_view(fault) == "crash";
 }
 
-// The protocol's descriptor, for the fault handler.
-int g_protocol_fd = -1;
-
-// The signals that end a worker when the user's code faults, and what handled them before.
-constexpr std::array<int, 5> k_fatal_signals{SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
-struct sigaction g_previous[k_fatal_signals.size()];
-
-// A signal that ends the worker while a user's code runs (a kernel faulting on a CPU device, a
-// compiler crashing on its source): the daemon is told which step of the point it was, then the
-// handler there was before (the default: death by the signal; a sanitizer's report) takes the
-// signal again: a fault happens again when its instruction runs again, and a signal that was
-// sent (raise, abort, kill) is sent again, to be delivered once this handler returns. Only what
-// a signal handler may do: no allocation, one write(2).
-void on_fatal_signal(int sig, siginfo_t* info, void*) {
-  const char* during = fault_phase::current();
-  if (during && g_protocol_fd >= 0) {
-    char line[256];
-    const std::size_t n = worker_protocol::fault_line(line, sizeof line, during);
-    [[maybe_unused]] const ssize_t written = ::write(g_protocol_fd, line, n);
+// Maps the page the daemon shares with this worker (worker_process::k_phase_fd), where the steps
+// of a point are named as they begin (engine/fault_phase.hpp): the daemon reads there what the
+// worker was doing once it ended, whatever ended it (a kernel faulting on a CPU device, a stack
+// overflow on one of the runtime's threads, the watchdog's SIGKILL). Nothing where the descriptor
+// is not such a page.
+void share_fault_phases(int fd) {
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::size_t>(st.st_size) < sizeof(fault_phase_page))
+    return;
+  void* at = mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
+                  fd, 0);
+  ::close(fd);
+  if (at == MAP_FAILED) {
+    spdlog::warn("cannot map the page shared with the daemon: {}", std::strerror(errno));
+    return;
   }
-  for (std::size_t i = 0; i < k_fatal_signals.size(); ++i) {
-    if (k_fatal_signals[i] == sig) sigaction(sig, &g_previous[i], nullptr);
-  }
-  if (info == nullptr || info->si_code <= 0) ::raise(sig);  // sent, not a fault
-}
-
-// On an alternate stack, so that a stack overflow on the measuring thread is reported too.
-void report_fatal_signals() {
-  static char stack[64 * 1024];
-  stack_t alt{};
-  alt.ss_sp = stack;
-  alt.ss_size = sizeof stack;
-  sigaltstack(&alt, nullptr);
-  struct sigaction act {};
-  act.sa_sigaction = on_fatal_signal;
-  act.sa_flags = SA_ONSTACK | SA_SIGINFO;
-  sigemptyset(&act.sa_mask);
-  for (std::size_t i = 0; i < k_fatal_signals.size(); ++i)
-    sigaction(k_fatal_signals[i], &act, &g_previous[i]);
+  fault_phase::publish_to(static_cast<fault_phase_page*>(at));
 }
 
 }  // namespace
@@ -308,9 +288,8 @@ int run_worker(const worker_config& config) {
       lines += worker_protocol::ready_line(d);
     return write_all(out, lines) ? 0 : 1;
   }
-  g_protocol_fd = out;
+  share_fault_phases(config.phase_fd);
   auto eng = make_engine(config);
-  report_fatal_signals();  // after the runtimes' own, which it passes the signal on to
   spdlog::debug("serving device {} ({}, engine {})", config.device, eng->device().name,
                 config.engine);
   if (!write_all(out, worker_protocol::ready_line(eng->device()))) return 1;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 #include <cstring>
 #include <system_error>
 #include <thread>
+
+#include "engine/fault_phase.hpp"
 
 extern char** environ;
 
@@ -45,6 +48,42 @@ std::string reap(pid_t pid) {
   return "closed its output and was killed";
 }
 
+constexpr std::size_t k_phase_page_bytes = 4096;
+static_assert(sizeof(fault_phase_page) <= k_phase_page_bytes);
+
+}  // namespace
+
+// The shared page: a memfd, and this process's mapping of it.
+struct worker_process::phase_page {
+  int fd = -1;
+  fault_phase_page* page = nullptr;
+
+  phase_page() {
+    fd = memfd_create("kernelscan-phase", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, k_phase_page_bytes) != 0) {
+      spdlog::warn(
+          "cannot share a page with a worker ({}): a worker that dies will not say in "
+          "which step",
+          std::strerror(errno));
+      return;
+    }
+    void* at = mmap(nullptr, k_phase_page_bytes, PROT_READ, MAP_SHARED, fd, 0);
+    if (at == MAP_FAILED) {
+      spdlog::warn("cannot map a page shared with a worker: {}", std::strerror(errno));
+      return;
+    }
+    page = static_cast<fault_phase_page*>(at);
+  }
+  ~phase_page() {
+    if (page) munmap(page, k_phase_page_bytes);
+    if (fd >= 0) ::close(fd);
+  }
+  phase_page(const phase_page&) = delete;
+  phase_page& operator=(const phase_page&) = delete;
+};
+
+namespace {
+
 struct spawn_guard {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
@@ -66,7 +105,8 @@ worker_process::worker_process(asio::io_context& io, const std::vector<std::stri
       m_out(io),
       m_buffer(k_max_line),
       m_on_line(std::move(on_line)),
-      m_on_exit(std::move(on_exit)) {
+      m_on_exit(std::move(on_exit)),
+      m_phase(std::make_unique<phase_page>()) {
   int to_child[2], from_child[2];
   if (pipe2(to_child, O_CLOEXEC) != 0)
     throw std::system_error(errno, std::generic_category(), "pipe");
@@ -79,8 +119,10 @@ worker_process::worker_process(asio::io_context& io, const std::vector<std::stri
   spawn_guard g;
   posix_spawn_file_actions_adddup2(&g.actions, to_child[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&g.actions, from_child[1], STDOUT_FILENO);
+  static_assert(k_phase_fd == STDERR_FILENO + 1);
+  if (m_phase->page) posix_spawn_file_actions_adddup2(&g.actions, m_phase->fd, k_phase_fd);
   // Nothing else of the daemon's (listening socket, database) leaks into the worker.
-  posix_spawn_file_actions_addclosefrom_np(&g.actions, STDERR_FILENO + 1);
+  posix_spawn_file_actions_addclosefrom_np(&g.actions, m_phase->page ? k_phase_fd + 1 : k_phase_fd);
   sigset_t defaults;
   sigemptyset(&defaults);
   sigaddset(&defaults, SIGPIPE);
@@ -123,6 +165,10 @@ worker_process::~worker_process() {
     while (waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
+}
+
+std::string worker_process::phase() const {
+  return m_phase->page ? fault_phase::read(*m_phase->page) : std::string();
 }
 
 void worker_process::send(std::string line) {

@@ -4,6 +4,10 @@
 // process group, so a terminal's Ctrl-C reaches only the daemon, which then shuts workers down
 // in order.
 //
+// The child also gets, as descriptor k_phase_fd, a page of shared memory where a worker names the
+// step of a point it is in (engine/fault_phase.hpp): what it was doing when it died, whatever
+// killed it, is read there afterwards.
+//
 // Threading: every method and every callback runs on the io_context's thread.
 // Ownership: the destructor kills (SIGKILL) and reaps a child still running.
 
@@ -32,7 +36,13 @@ class worker_process {
   worker_process& operator=(const worker_process&) = delete;
   ~worker_process();
 
+  // The descriptor the shared page has in the child (`kernelscan worker --phase-fd`).
+  static constexpr int k_phase_fd = 3;
+
   pid_t pid() const { return m_pid; }
+  // The step the child last named in the shared page ("" for none, or where the page could not be
+  // made); read once it ended, it is the step it died in.
+  std::string phase() const;
   bool running() const { return m_pid > 0; }
   // Queues a line (must end in '\n') for the child's stdin.
   void send(std::string line);
@@ -54,6 +64,8 @@ class worker_process {
   line_handler m_on_line;
   exit_handler m_on_exit;
   std::shared_ptr<bool> m_alive = std::make_shared<bool>(true);
+  struct phase_page;
+  std::unique_ptr<phase_page> m_phase;
 };
 
 }  // namespace kernelscan

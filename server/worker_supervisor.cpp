@@ -84,6 +84,7 @@ void worker_supervisor::on_exit(const std::string& how) {
   if (!m_ready) ++m_start_failures;
   m_ready = false;
   m_start_timer.cancel();
+  m_exit_phase = m_proc ? m_proc->phase() : std::string();
   // Destroy the process object once its callback has returned.
   asio::post(m_io, [p = std::move(m_proc)] {});
   m_handlers.exited(how);

@@ -26,8 +26,8 @@ class worker_supervisor {
  public:
   struct handlers {
     std::function<void(std::string_view line)> line;
-    // The worker is gone; `how` says how ("was killed by signal 9 (Killed)"). A restart follows
-    // unless stop() was called.
+    // The worker is gone; `how` says how ("was killed by signal 9 (Killed)"), exit_phase() in
+    // which step of a point. A restart follows unless stop() was called.
     std::function<void(const std::string& how)> exited;
     // Starting, restarting or failed changed (for views).
     std::function<void()> changed;
@@ -57,6 +57,9 @@ class worker_supervisor {
   // Five starts in a row did not reach ready.
   bool failed() const { return m_start_failures >= 5; }
   const std::string& last_error() const { return m_last_error; }
+  // The step of a point the last worker to end was in as it ended ("" outside every one): see
+  // worker_process::phase().
+  const std::string& exit_phase() const { return m_exit_phase; }
   void set_last_error(std::string e) { m_last_error = std::move(e); }
 
  private:
@@ -76,6 +79,7 @@ class worker_supervisor {
   int m_start_failures = 0;
   std::uint64_t m_restarts = 0;
   std::string m_last_error;
+  std::string m_exit_phase;
 };
 
 }  // namespace kernelscan

@@ -452,6 +452,30 @@ TEST_P(DeviceTest, AnOutOfBoundsWriteIsADeviceFaultAndTheNextJobRuns) {
   EXPECT_EQ(m_daemon->get("/readyz").status, 200);
 }
 
+// A private array larger than a thread's stack: on a CPU device the kernel overflows the stack of
+// one of the runtime's threads, where no signal handler can run (only the worker's main thread has
+// an alternate stack), and the worker still says in which step it died.
+TEST_P(DeviceTest, AKernelOverflowingARuntimeThreadsStackNamesItsStep) {
+  if (m_device["type"] != "cpu") GTEST_SKIP() << "a GPU refuses such a kernel before it runs";
+  json big =
+      axpy_job("", "N",
+               "volatile float big[4 << 20];\n"
+               "  for (int j = 0; j < (4 << 20); j += 1024) big[j] = a[i] + j;\n"
+               "  if (i < n) out[i] = a[i] + s * b[i] + big[(i * 1024) % (4 << 20)] * 0.0f;");
+  big["sweep"] = {{"N", {1024}}};
+  const json job = run(big);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  ASSERT_EQ(row["error"]["type"], "device_fault") << row.dump();
+  const std::string message = row["error"]["message"];
+  EXPECT_NE(message.find("killed by signal"), std::string::npos) << message;
+  EXPECT_NE(message.find(", during "), std::string::npos) << message;
+  EXPECT_NE(message.find("On a CPU device a kernel runs in the worker's own process"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(run(axpy_job("a[i] + s * b[i]"))["status"], "succeeded");
+}
+
 TEST_P(DeviceTest, AHangingKernelTimesOutAndTheDaemonCarriesOn) {
   // A daemon of its own with a short watchdog.
   auto d = start_daemon({"--point-timeout", "5"});
@@ -463,6 +487,11 @@ TEST_P(DeviceTest, AHangingKernelTimesOutAndTheDaemonCarriesOn) {
   ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
   EXPECT_EQ(job["rows"][0]["error"]["type"], "timeout") << job.dump();
   EXPECT_TRUE(has_flag(job["rows"][0], "timeout"));
+  // The worker named the step in the page it shares with the daemon before the watchdog killed it.
+  EXPECT_NE(job["rows"][0]["error"]["message"].get<std::string>().find(
+                ", stopped during verification (the kernel's launches and the reference's)"),
+            std::string::npos)
+      << job.dump();
   const json good = run(axpy_job("a[i] + s * b[i]"), d.get());
   EXPECT_EQ(good["status"], "succeeded") << good.dump();
 }

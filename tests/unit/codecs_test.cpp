@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -487,24 +489,6 @@ TEST(WorkerProtocol, ReadyAndFailureLinesRoundTrip) {
   EXPECT_EQ(last.seq, 6u);
 }
 
-TEST(WorkerProtocol, AFaultLineNamesTheStepAndFitsItsBuffer) {
-  char line[256];
-  const std::size_t n = wp::fault_line(line, sizeof line, "the timed launches and their checks");
-  ASSERT_EQ(line[n - 1], '\n');
-  const auto fault = wp::parse_worker_line(std::string_view(line, n - 1));
-  EXPECT_EQ(fault.type, wp::worker_message::kind::fault);
-  EXPECT_EQ(fault.error_message, "the timed launches and their checks");
-
-  const std::string long_step(1000, 'x');
-  char small[64];
-  const std::size_t cut = wp::fault_line(small, sizeof small, long_step.c_str());
-  EXPECT_EQ(cut, sizeof small);
-  const auto shortened = wp::parse_worker_line(std::string_view(small, cut - 1));
-  EXPECT_EQ(shortened.type, wp::worker_message::kind::fault);
-  // 64 bytes less the 26 before the step and the 3 after it.
-  EXPECT_EQ(shortened.error_message, std::string(64 - 26 - 3, 'x'));
-}
-
 TEST(FaultPhase, TheInnermostStepIsCurrentAndTheOuterComesBack) {
   EXPECT_EQ(fault_phase::current(), nullptr);
   {
@@ -519,6 +503,32 @@ TEST(FaultPhase, TheInnermostStepIsCurrentAndTheOuterComesBack) {
     EXPECT_STREQ(fault_phase::current(), "compiling the kernel");
   }
   EXPECT_EQ(fault_phase::current(), nullptr);
+}
+
+TEST(FaultPhase, ThePageHoldsTheOpenPhaseAndIsReadBoundedAndClean) {
+  fault_phase_page page{};
+  const fault_phase outer("compiling the kernel");
+  fault_phase::publish_to(&page);  // what is open already is written at once
+  EXPECT_EQ(fault_phase::read(page), "compiling the kernel");
+  {
+    const fault_phase inner("the kernel's timed launches");
+    EXPECT_EQ(fault_phase::read(page), "the kernel's timed launches");
+  }
+  EXPECT_EQ(fault_phase::read(page), "compiling the kernel");
+  fault_phase::publish_to(nullptr);
+  EXPECT_EQ(fault_phase::read(page), "compiling the kernel");  // no longer written
+
+  // Written by a process that runs untrusted code: a size past the text and bytes that are not
+  // printable are not believed.
+  page.size.store(1u << 30);
+  std::memset(page.text, 'x', sizeof page.text);
+  page.text[3] = '\n';
+  page.text[4] = static_cast<char>(0xff);
+  const std::string read = fault_phase::read(page);
+  EXPECT_EQ(read.size(), fault_phase_page::k_text_bytes);
+  EXPECT_EQ(read.substr(0, 6), "xxx??x");
+  page.size.store(0);  // a write the process died inside
+  EXPECT_EQ(fault_phase::read(page), "");
 }
 
 TEST(WorkerProtocol, ParseWorkerLineRejectsGarbage) {
