@@ -354,21 +354,22 @@ json api_client::job(std::int64_t id, std::optional<double> wait_s) {
   }
 }
 
-json api_client::jobs(const job_filter& filter, std::int64_t limit) {
-  std::string query;
-  if (!filter.status.empty()) query += "&status=" + percent_encode(filter.status);
-  if (!filter.task.empty()) query += "&task=" + percent_encode(filter.task);
+json api_client::jobs_page(const job_filter& filter, std::int64_t limit, const json& cursor) {
+  std::string path = "/api/v1/jobs?limit=" + std::to_string(limit);
+  if (!filter.status.empty()) path += "&status=" + percent_encode(filter.status);
+  if (!filter.task.empty()) path += "&task=" + percent_encode(filter.task);
   for (const auto& [key, value] : filter.labels)
-    query += "&" + percent_encode("label." + key) + "=" + percent_encode(value);
+    path += "&" + percent_encode("label." + key) + "=" + percent_encode(value);
+  if (cursor.is_string()) path += "&cursor=" + percent_encode(cursor.get<std::string>());
+  return json_of("GET " + path, get(path, k_read_timeout_s),
+                 [](const json& j) { return lacks_list(j, "jobs"); });
+}
 
+json api_client::jobs(const job_filter& filter, std::int64_t limit) {
   json all = json::array();
   json cursor = nullptr;
   while (std::int64_t(all.size()) < limit) {
-    const std::int64_t page = std::min(k_jobs_page, limit - std::int64_t(all.size()));
-    std::string path = "/api/v1/jobs?limit=" + std::to_string(page) + query;
-    if (cursor.is_string()) path += "&cursor=" + percent_encode(cursor.get<std::string>());
-    json body = json_of("GET " + path, get(path, k_read_timeout_s),
-                        [](const json& j) { return lacks_list(j, "jobs"); });
+    json body = jobs_page(filter, std::min(k_jobs_page, limit - std::int64_t(all.size())), cursor);
     for (auto& j : body["jobs"])
       all.push_back(std::move(j));
     cursor = body.value("next_cursor", json());

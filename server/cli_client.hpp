@@ -78,6 +78,8 @@ class api_client {
   // shape of one page, {"jobs": [...], "next_cursor": ...}, with the cursor of the last page
   // read (null when there are no more jobs).
   json jobs(const job_filter& filter, std::int64_t limit);
+  // One page of at most `limit` jobs after `cursor` (a page's `next_cursor`; null: the newest).
+  json jobs_page(const job_filter& filter, std::int64_t limit, const json& cursor);
 
   // GET /api/v1/jobs/{id}/results, every row, `page_size` rows per request. json: one
   // ResultsPage (job_id, status and progress from the first page) holding all rows; csv: the

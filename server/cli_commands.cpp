@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 #include <tuple>
+#include <variant>
 
 #include "api/detail/utf8.hpp"
 #include "api/json.hpp"
@@ -445,15 +446,120 @@ int run_confirm(const client_options& client_opts, const std::vector<std::int64_
       });
 }
 
-int run_delete(const client_options& client_opts, const std::vector<std::int64_t>& ids,
-               std::ostream& out, std::ostream& err) {
-  return for_each_job(
-      client_opts, ids, out, err,
-      [](api_client& c, std::int64_t id) {
-        c.delete_job(id);
-        return json();
-      },
-      [](const json&) { return std::string("deleted"); });
+namespace {
+
+// The filter of a `delete` by filters, or the reason it is refused: only states a job has ended
+// in, succeeded, failed and cancelled (all three when none is given).
+std::variant<job_filter, std::string> ended_jobs_filter(const delete_options& opts) {
+  static const std::set<std::string> ended{"succeeded", "failed", "cancelled"};
+  job_filter filter{
+      opts.status.empty() ? "succeeded,failed,cancelled" : opts.status, {}, opts.task};
+  std::size_t at = 0;
+  while (!opts.status.empty() && at <= opts.status.size()) {
+    const std::size_t end = std::min(opts.status.find(',', at), opts.status.size());
+    const std::string state = opts.status.substr(at, end - at);
+    if (state == "queued" || state == "running") {
+      return "--status: " + state +
+             " jobs are not deleted (cancel them first); jobs that ended are succeeded, failed "
+             "or cancelled";
+    }
+    if (!ended.count(state))
+      return "--status: \"" + state +
+             "\" is not a state a job ends in (succeeded, failed, cancelled)";
+    at = end + 1;
+  }
+  for (const auto& l : opts.labels) {
+    try {
+      filter.labels.push_back(label_pair(l));
+    } catch (const bench_error& e) {
+      return e.what();
+    }
+  }
+  return filter;
+}
+
+// Every job that ended matching `filter` (and, with older_than_days, that ended so long ago),
+// deleted or, with dry_run, listed; page by page, newest first.
+int delete_matching(api_client& client, const job_filter& filter, const delete_options& opts,
+                    std::ostream& out, std::ostream& err) {
+  constexpr std::int64_t k_page = 500;
+  const std::int64_t cutoff_ms =
+      now_ms() - static_cast<std::int64_t>(std::max(0.0, opts.older_than_days) * 86'400'000.0);
+  int code = k_ok;
+  std::int64_t done = 0;
+  json cursor = nullptr;
+  do {
+    const json page = client.jobs_page(filter, k_page, cursor);
+    for (const json& job : page["jobs"]) {
+      const std::int64_t id = job.value("id", std::int64_t(0));
+      if (opts.older_than_days >= 0) {
+        const auto ended = parse_timestamp_ms(job.value("finished_at", ""));
+        if (!ended || *ended > cutoff_ms) continue;
+      }
+      if (opts.dry_run) {
+        out << "job " << id << " would be deleted (" << job.value("status", "?") << ")\n";
+        ++done;
+        continue;
+      }
+      try {
+        client.delete_job(id);
+        out << "job " << id << " deleted\n";
+        ++done;
+      } catch (const api_failure& e) {
+        if (e.status() == 404) continue;  // deleted meanwhile (another client, retention)
+        print_failure(err, e, "job " + std::to_string(id));
+        code = k_failed;
+        if (e.status() == 401 || e.status() == 403) return code;  // so will every other be
+      }
+    }
+    cursor = page.value("next_cursor", json());
+  } while (cursor.is_string());
+  if (done == 0) {
+    out << "no job that ended matches\n";
+  } else {
+    out << done << (done == 1 ? " job" : " jobs")
+        << (opts.dry_run ? " would be deleted" : " deleted") << "\n";
+  }
+  return code;
+}
+
+}  // namespace
+
+int run_delete(const client_options& client_opts, const delete_options& opts, std::ostream& out,
+               std::ostream& err) {
+  const bool filtered = !opts.status.empty() || !opts.labels.empty() || !opts.task.empty() ||
+                        opts.older_than_days >= 0;
+  const char* filters = "filters (--status, --label, --task, --older-than-days)";
+  if (!opts.ids.empty() && filtered) {
+    err << "kernelscan delete: give job ids or " << filters << ", not both\n";
+    return k_usage;
+  }
+  if (opts.ids.empty() && !filtered) {
+    err << "kernelscan delete: give job ids, or " << filters
+        << " to delete every job that ended matching them\n";
+    return k_usage;
+  }
+  if (!filtered) {
+    if (opts.dry_run) {
+      err << "kernelscan delete: --dry-run lists what " << filters << " match; ids need none\n";
+      return k_usage;
+    }
+    return for_each_job(
+        client_opts, opts.ids, out, err,
+        [](api_client& c, std::int64_t id) {
+          c.delete_job(id);
+          return json();
+        },
+        [](const json&) { return std::string("deleted"); });
+  }
+  auto filter = ended_jobs_filter(opts);
+  if (const auto* why = std::get_if<std::string>(&filter)) {
+    err << "kernelscan delete: " << *why << "\n";
+    return k_usage;
+  }
+  return with_client(client_opts, err, [&](api_client& client) {
+    return delete_matching(client, std::get<job_filter>(filter), opts, out, err);
+  });
 }
 
 int run_rerun(const client_options& client_opts, const rerun_options& opts, std::ostream& out,

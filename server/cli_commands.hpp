@@ -46,6 +46,16 @@ struct jobs_options {
   std::string format = "table";  // table, json
 };
 
+// Jobs to delete: by id, or every job that ended matching filters (as `jobs` takes them).
+struct delete_options {
+  std::vector<std::int64_t> ids;
+  std::string status;               // comma-separated ended states; empty: every ended state
+  std::vector<std::string> labels;  // KEY=VALUE, all must match
+  std::string task;                 // an evaluation task's name; empty: any
+  double older_than_days = -1;      // only jobs that ended longer ago than this; -1: any
+  bool dry_run = false;             // list what would be deleted, delete nothing
+};
+
 struct results_options {
   std::int64_t id = 0;
   std::string format = "table";   // table, csv, json
@@ -90,10 +100,11 @@ int run_cancel(const client_options& client, const std::vector<std::int64_t>& id
 // operator token, a score that is not withheld, an unknown id).
 int run_confirm(const client_options& client, const std::vector<std::int64_t>& ids,
                 std::ostream& out, std::ostream& err);
-// Deletes each job that ended, with its results; exit 1 when any delete was refused (a job queued
-// or running, an unknown id, no operator token where the daemon has them).
-int run_delete(const client_options& client, const std::vector<std::int64_t>& ids,
-               std::ostream& out, std::ostream& err);
+// Deletes each job given, or every job that ended matching the filters, with its results; exit 1
+// when any delete was refused (a job queued or running, an unknown id, no operator token where
+// the daemon has them), 2 for ids and filters together, neither, or a state that has not ended.
+int run_delete(const client_options& client, const delete_options& opts, std::ostream& out,
+               std::ostream& err);
 // Submits job `id`'s spec again as a new job, measured afresh (`cache: false`, a new seed); an
 // imported job or a task's candidate is refused (exit 1). Then as submit.
 int run_rerun(const client_options& client, const rerun_options& opts, std::ostream& out,

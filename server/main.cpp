@@ -124,7 +124,7 @@ struct client_commands {
   kernelscan::bench_command_options bench;
   std::vector<std::int64_t> cancel_ids;
   std::vector<std::int64_t> confirm_ids;
-  std::vector<std::int64_t> delete_ids;
+  kernelscan::delete_options del;
   kernelscan::rerun_options rerun;
   std::string devices_format = "table";
   kernelscan::roofline_options roofline;
@@ -310,11 +310,26 @@ void add_client_commands(CLI::App& app, client_commands& c) {
 
   c.delete_cmd = common(app.add_subcommand("delete",
                                            "Delete jobs that ended, with their results, spec and "
-                                           "labels (it cannot be undone)"),
+                                           "labels (it cannot be undone): by id, or every one "
+                                           "matching filters"),
                         c.delete_client);
-  c.delete_cmd->add_option("ID", c.delete_ids, "Job ids (cancel a queued or running job first)")
-      ->required()
+  c.delete_cmd->add_option("ID", c.del.ids, "Job ids (cancel a queued or running job first)")
       ->check(job_id_validator());
+  c.delete_cmd->add_option("--status", c.del.status,
+                           "Every job that ended in these states, comma-separated (succeeded, "
+                           "failed, cancelled; default: all three)");
+  c.delete_cmd
+      ->add_option("--label", c.del.labels,
+                   "Every job that ended with this label, KEY=VALUE; repeat to require several")
+      ->allow_extra_args(false);
+  c.delete_cmd->add_option("--task", c.del.task,
+                           "Every job that ended submitted to this evaluation task");
+  c.delete_cmd
+      ->add_option("--older-than-days", c.del.older_than_days,
+                   "Every job that ended more than this many days ago (fractions allowed)")
+      ->check(number_from(0, 36500, false));
+  c.delete_cmd->add_flag("--dry-run", c.del.dry_run,
+                         "List the jobs the filters match, delete nothing");
 
   c.rerun_cmd = common(app.add_subcommand("rerun",
                                           "Submit a job's spec again, to be measured afresh "
@@ -366,7 +381,7 @@ int run_client_command(client_commands& c) {
   if (*c.bench_cmd) return run_bench(c.bench_client, c.bench, std::cout, std::cerr);
   if (*c.cancel_cmd) return run_cancel(c.cancel_client, c.cancel_ids, std::cout, std::cerr);
   if (*c.confirm_cmd) return run_confirm(c.confirm_client, c.confirm_ids, std::cout, std::cerr);
-  if (*c.delete_cmd) return run_delete(c.delete_client, c.delete_ids, std::cout, std::cerr);
+  if (*c.delete_cmd) return run_delete(c.delete_client, c.del, std::cout, std::cerr);
   if (*c.rerun_cmd) {
     c.rerun.wait = c.rerun_cmd->count("--wait") > 0;
     return run_rerun(c.rerun_client, c.rerun, std::cout, std::cerr);

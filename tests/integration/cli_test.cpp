@@ -1430,6 +1430,79 @@ TEST_F(cli, DeleteTakesSeveralIds) {
   EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
 }
 
+// Filters instead of ids: every job that ended matching them is deleted, page by page; a job
+// still running is not, whatever the filters; --dry-run lists and deletes nothing.
+TEST_F(cli, DeleteByFiltersTakesEveryJobThatEndedMatchingThem) {
+  const std::string a1 = std::to_string(finished_job());  // labels run=a
+  const std::string a2 = std::to_string(finished_job());
+  json other = stream_sweep(2, 0);
+  other["labels"] = {{"run", "b"}};
+  const std::string b = std::to_string(daemon.submit(other));
+  ASSERT_EQ(daemon.wait_job(std::stoll(b))["status"], "succeeded");
+  json slow = stream_sweep(50, 200);
+  slow["labels"] = {{"run", "a"}};
+  const std::string running = std::to_string(daemon.submit(slow));
+  ASSERT_TRUE(eventually(
+      [&] { return daemon.get("/api/v1/jobs/" + running).body["status"] == "running"; }));
+
+  const auto listed = run({"delete", "--label", "run=a", "--dry-run"});
+  EXPECT_EQ(listed.exit_code, 0) << describe(listed);
+  EXPECT_EQ(listed.out, "job " + a2 + " would be deleted (succeeded)\njob " + a1 +
+                            " would be deleted (succeeded)\n2 jobs would be deleted\n")
+      << describe(listed);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + a1).status, 200);
+
+  // Ended a moment ago, not a day ago.
+  const auto young = run({"delete", "--label", "run=a", "--older-than-days", "1"});
+  EXPECT_EQ(young.exit_code, 0) << describe(young);
+  EXPECT_EQ(young.out, "no job that ended matches\n") << describe(young);
+
+  const auto deleted = run({"delete", "--label", "run=a", "--status", "succeeded,failed"});
+  EXPECT_EQ(deleted.exit_code, 0) << describe(deleted);
+  EXPECT_EQ(deleted.out, "job " + a2 + " deleted\njob " + a1 + " deleted\n2 jobs deleted\n")
+      << describe(deleted);
+  for (const std::string& id : {a1, a2})
+    EXPECT_EQ(daemon.get("/api/v1/jobs/" + id).status, 404) << id;
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + b).status, 200);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + running).body["status"], "running");
+
+  const auto all = run({"delete", "--older-than-days", "0"});
+  EXPECT_EQ(all.exit_code, 0) << describe(all);
+  EXPECT_EQ(all.out, "job " + b + " deleted\n1 job deleted\n") << describe(all);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + running).body["status"], "running");
+  ASSERT_EQ(run({"cancel", running}).exit_code, 0);
+}
+
+// What a delete cannot be asked: ids and filters at once, neither, a state jobs do not end in.
+TEST_F(cli, DeleteRefusesIdsWithFiltersAndStatesThatHaveNotEnded) {
+  const std::string id = std::to_string(finished_job());
+  const std::pair<std::vector<std::string>, std::string> refused[] = {
+      {{"delete"},
+       "kernelscan delete: give job ids, or filters (--status, --label, --task, "
+       "--older-than-days) to delete every job that ended matching them\n"},
+      {{"delete", id, "--label", "run=a"},
+       "kernelscan delete: give job ids or filters (--status, --label, --task, "
+       "--older-than-days), not both\n"},
+      {{"delete", "--status", "succeeded,queued"},
+       "kernelscan delete: --status: queued jobs are not deleted (cancel them first); jobs that "
+       "ended are succeeded, failed or cancelled\n"},
+      {{"delete", "--status", "done"},
+       "kernelscan delete: --status: \"done\" is not a state a job ends in (succeeded, failed, "
+       "cancelled)\n"},
+      {{"delete", "--label", "run"}, "kernelscan delete: --label: \"run\": expected KEY=VALUE\n"},
+      {{"delete", id, "--dry-run"},
+       "kernelscan delete: --dry-run lists what filters (--status, --label, --task, "
+       "--older-than-days) match; ids need none\n"},
+  };
+  for (const auto& [args, message] : refused) {
+    const auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_EQ(r.err, message) << describe(r);
+    EXPECT_EQ(r.out, "") << describe(r);
+  }
+  EXPECT_EQ(daemon.get("/api/v1/jobs/" + id).status, 200);
+}
+
 // Where the daemon has operator tokens, deleting takes one, as confirming a score does: a
 // writer's token is refused and the job stays.
 TEST(cli_delete, DeletingTakesAnOperatorTokenWhereTheDaemonHasThem) {

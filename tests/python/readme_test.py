@@ -726,6 +726,12 @@ def _cli_delete(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.stdout, "job 7 deleted\n", run.describe())
 
 
+def _cli_delete_filtered(t: unittest.TestCase, run: Run) -> None:
+    # Nothing failed a week ago on a daemon started minutes ago: the dry run lists nothing.
+    t.assertEqual(run.exit_code, 0, run.describe())
+    t.assertEqual(run.stdout, "no job that ended matches\n", run.describe())
+
+
 def _cli_devices(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.exit_code, 0, run.describe())
     lines = run.stdout.splitlines()
@@ -881,6 +887,7 @@ CHECKS = [
     Check(r"^kernelscan rerun 1\s+#",
           _cli(0, r"^job \d+ queued: \"f16 gemm\", gemm, 12 points, device any, priority 0\n$")),
     Check(r"^kernelscan delete 7\s+#", _cli_delete),
+    Check(r"^kernelscan delete --status failed --older-than-days 7 --dry-run", _cli_delete_filtered),
     Check(r"^kernelscan bench matmul.cl matmul_naive matmul_tiled", _cli_bench),
     Check(r"^python3 api/python/examples/openevolve_evaluator.py", _evaluator),
     Check(r"^curl -s -X POST localhost:8080/api/v1/tasks -d", _task_created),
