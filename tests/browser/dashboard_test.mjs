@@ -17,6 +17,10 @@
 //   node tests/browser/dashboard_test.mjs --binary build/server/kernelscan --artifacts DIR
 //   KERNELSCAN_TEST_POSTGRES=FILE node tests/browser/dashboard_test.mjs --binary ... --fleet
 //   node tests/browser/dashboard_test.mjs --binary ... --bench 5     (only the 10k figure, 5 runs)
+//
+// --web-root DIR has the daemons serve the page from DIR (the daemon's --web-root) instead of the
+// copy built into the binary, to test the page being edited without building the daemon again;
+// --only TEXT runs only the steps whose names contain TEXT (and the one that fills the daemon).
 
 import {spawn, spawnSync} from 'node:child_process';
 import fs from 'node:fs';
@@ -37,6 +41,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 const binary = path.resolve(args.binary || path.join(root, 'build/server/kernelscan'));
 const artifacts = path.resolve(args.artifacts || path.join(root, 'build/test-artifacts'));
 const chromiumPath = args.chromium || '/usr/bin/chromium';
+const webRoot = args['web-root'] ? ['--web-root', path.resolve(args['web-root'])] : [];
 fs.mkdirSync(artifacts, {recursive: true});
 
 // ---- a daemon of our own ----
@@ -46,7 +51,7 @@ async function startDaemon(extra = [], {devices = 2} = {}) {
   const log = fs.openSync(path.join(dir, 'daemon.log'), 'w');
   const proc = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--port-file', portFile,
                               '--data-dir', path.join(dir, 'data'), '--mock-devices', String(devices),
-                              '--allow-fault-injection', ...extra],
+                              '--allow-fault-injection', ...webRoot, ...extra],
                      {stdio: ['ignore', log, log]});
   const deadline = Date.now() + 20000;
   while (!fs.existsSync(portFile)) {
@@ -122,6 +127,7 @@ function expect(cond, what) {
   console.log(`  FAIL ${what}`);
 }
 async function step(name, fn) {
+  if (args.only && !name.includes(args.only) && name !== 'fill the daemon') return;
   console.log(`- ${name}`);
   try {
     await fn();
