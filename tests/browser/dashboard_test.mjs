@@ -1176,6 +1176,56 @@ async function main() {
              `the running job's x axis is M, as once it ended (running: ${wasRunning}, ${JSON.stringify(live)}; ended: ${JSON.stringify(ended)})`);
     });
 
+    await step('job view: a zoom stays through a running job\'s redraws and a selector that keeps the x axis', async () => {
+      // 25 values of M on a linear axis, two of N: points come every 100 ms, the line per M grows.
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'zoomed while running', kernel: {op: 'gemm', m: 'M', n: 'N', k: 256, dtype: 'f16'},
+                                                       sweep: {M: {from: 1024, to: 4096, step: 128}, N: [256, 512]},
+                                                       mock: {delay_ms: 100}, cache: false});
+      try {
+        for (let t = Date.now(); Date.now() - t < 15000; await sleep(50)) {
+          if ((await api(d, 'GET', `/api/v1/jobs/${id}`)).progress.done >= 24) break;
+        }
+        await gotoView(page, d.origin, `#/jobs/${id}?x=M`, '#view[data-charts-ready]');
+        const chartOf = 'echarts.getInstanceByDom(document.getElementById("chart-sweep"))';
+        const extent = () => page.evaluate(`${chartOf}.getModel().getComponent('xAxis', 0).axis.scale.getExtent()`);
+        const points = () => page.evaluate(`${chartOf}.getOption().series[0].data.length`);
+        await page.evaluate(`${chartOf}.dispatchAction({type: 'dataZoom', dataZoomIndex: 0, startValue: 1280, endValue: 1664})`);
+        await sleep(300);  // the view notes a zoom 100 ms after it
+        const zoomed = await extent();
+        const same = (e) => Math.abs(e[0] - 1280) < 1e-6 && Math.abs(e[1] - 1664) < 1e-6;
+        expect(same(zoomed), `the sweep chart zooms to M 1280-1664 (${zoomed})`);
+        // A redraw with new points: the line holds more of them, over the same window.
+        const before = await points();
+        let after = before;
+        for (let t = Date.now(); Date.now() - t < 15000 && after < before + 2; await sleep(100)) after = await points();
+        const live = await extent();
+        expect(after >= before + 2 && same(live), `a running job's redraw (${before} to ${after} points) keeps the zoom (${live})`);
+        await page.selectOption('#sel-metric', 'time');
+        const metric = await extent();
+        expect(same(metric), `a metric change keeps the zoom (${metric})`);
+        await page.selectOption('#sel-by', 'N');
+        const lines = await extent();
+        expect(same(lines), `lines per another parameter keep the zoom (${lines})`);
+        await page.selectOption('#sel-by', '');
+        await page.selectOption('#fix-N', '512');
+        const fixed = await extent();
+        expect(same(fixed), `another value of a fixed parameter keeps the zoom (${fixed})`);
+        // The toolbox's reset shows the whole axis again, and later redraws keep it whole.
+        await page.evaluate(`${chartOf}.dispatchAction({type: 'restore'})`);
+        await sleep(300);
+        const whole = await extent();
+        expect(whole[0] <= 1024 && whole[1] >= 1664 + 128, `the reset shows every M again (${whole})`);
+        await page.evaluate(`${chartOf}.dispatchAction({type: 'dataZoom', dataZoomIndex: 0, startValue: 1280, endValue: 1664})`);
+        await sleep(300);
+        await page.selectOption('#sel-xscale', 'log');
+        const rescaled = await extent();
+        expect(rescaled[0] <= 1024 && rescaled[1] >= 1664 + 128, `another x scale shows the whole axis (${rescaled})`);
+      } finally {
+        await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {});
+        await waitJob(d, id);
+      }
+    });
+
     await step('tasks: the list, a task\'s page and its leaderboard, live', async () => {
       await gotoView(page, d.origin, '#/tasks', '.empty');
       expect((await page.textContent('.empty')).includes('No tasks yet'), 'an empty tasks list says so');
