@@ -207,6 +207,22 @@ function importedDevice(job) {
 
 const MAX_ID = 2n ** 63n - 1n;
 
+// Past this many values, a fixed parameter is picked with a number rather than a list.
+const MANY_VALUES = 50;
+
+// The place in sorted `values` of the one nearest `v` (the smaller of two as near).
+function nearestIndex(values, v) {
+  let lo = 0, hi = values.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (values[mid] < v) lo = mid + 1; else hi = mid;
+  }
+  return lo > 0 && v - values[lo - 1] <= values[lo] - v ? lo - 1 : lo;
+}
+
+// A count with its thousands grouped ("10,000"), without the Intl object's start-up cost.
+const grouped = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+
 // `id`: the job's id, a digit string without leading zeros.
 export function mount(root, {id, query}) {
   // nodes: the fleet's (from the devices list), to name the device "node / index" in a fleet.
@@ -469,6 +485,40 @@ export function mount(root, {id, query}) {
     return h('label', {}, `${label} `, el);
   }
 
+  // A fixed parameter of many values (a sweep of 10,000 sizes has 10,000): a list that long is
+  // no use to pick from, so a number, snapped to the nearest value the job has, with steps to the
+  // values either side (the buttons, or the arrow keys) and the value's place among them.
+  function valuePicker(n, values, value, onchange) {
+    const input = h('input', {type: 'number', id: `fix-${n}`, class: 'value-picker', step: 'any',
+                              min: String(values[0]), max: String(values[values.length - 1])});
+    const place = h('span', {class: 'muted', id: `fix-${n}-place`});
+    const prev = h('button', {type: 'button', class: 'ghost small', id: `fix-${n}-prev`, title: `the next smaller ${n}`, onclick: () => go(i - 1)}, '‹');
+    const next = h('button', {type: 'button', class: 'ghost small', id: `fix-${n}-next`, title: `the next larger ${n}`, onclick: () => go(i + 1)}, '›');
+    let i = Math.max(0, values.indexOf(value));
+    const show = () => {
+      input.value = String(values[i]);
+      place.textContent = `value ${grouped(i + 1)} of ${grouped(values.length)}`;
+      prev.disabled = i === 0;
+      next.disabled = i === values.length - 1;
+    };
+    function go(j) {
+      i = Math.min(values.length - 1, Math.max(0, j));
+      show();
+      onchange(values[i]);
+      saveSelections();
+      renderCharts();
+    }
+    input.addEventListener('change', () => {
+      const v = Number(input.value);
+      if (input.value.trim() === '' || !Number.isFinite(v)) show(); else go(nearestIndex(values, v));
+    });
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'ArrowUp' || e.key === 'ArrowDown') { e.preventDefault(); go(i + (e.key === 'ArrowUp' ? 1 : -1)); }
+    });
+    show();
+    return h('span', {class: 'value-pick'}, h('label', {}, `${n} = `, input), prev, next, place);
+  }
+
   function renderControls() {
     const s = state.sel, names = state.names;
     const metric = select('sel-metric', 'metric', shownMetrics().map((k) => [k, METRICS[k].short]), s.metric, (v) => { s.metric = v; });
@@ -498,8 +548,9 @@ export function mount(root, {id, query}) {
     // lines, the heatmap all but its axes, the speedup chart all but the x.
     const heat = names.length >= 2;
     const held = (n) => (n !== s.x && n !== s.by) || (heat && n !== s.hx && n !== s.hy) || (hasSpeedupChart() && n !== s.x);
-    const fixes = names.filter((n) => state.values[n].length > 1 && held(n)).map((n) =>
-      select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n], (v) => { s.fixed[n] = Number(v); }));
+    const fixes = names.filter((n) => state.values[n].length > 1 && held(n)).map((n) => (state.values[n].length > MANY_VALUES
+      ? valuePicker(n, state.values[n], s.fixed[n], (v) => { s.fixed[n] = v; })
+      : select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n], (v) => { s.fixed[n] = Number(v); })));
     controls.replaceChildren(h('div', {class: 'row'}, parts),
                              fixes.length ? h('div', {class: 'row'}, h('span', {class: 'muted'}, 'fix the others:'), fixes) : '');
   }
@@ -864,7 +915,9 @@ export function mount(root, {id, query}) {
     fitMetric(state.sel);  // as points come: until one is measured, every metric is offered
     for (const n of state.names) if (!state.values[n].includes(state.sel.fixed[n])) state.sel.fixed[n] = state.values[n][0];
     state.sorted = null;
-    if (state.rows.length) renderControls();
+    // A number being typed into a picker (valuePicker) is left alone until it is done.
+    const typing = controls.contains(document.activeElement) && document.activeElement.tagName === 'INPUT';
+    if (state.rows.length && !typing) renderControls();
     renderCharts();
     renderTable();
   }

@@ -1226,6 +1226,45 @@ async function main() {
       }
     });
 
+    await step('job view: a fixed parameter of many values is picked with a number, snapped to its values', async () => {
+      // 120 values of M (64 to 7680), fixed while N is the x axis; two of N keep their list.
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'many values', kernel: {op: 'gemm', m: 'M', n: 'N', k: 256, dtype: 'f16'},
+                                                       sweep: {M: {from: 64, to: 7680, step: 64}, N: [256, 512]}});
+      await waitJob(d, id);
+      await gotoView(page, d.origin, `#/jobs/${id}?x=N&fix.M=640`, '#view[data-charts-ready]');
+      const tag = await page.$eval('#fix-M', (el) => `${el.tagName} ${el.type}`);
+      expect(tag === 'INPUT number', `120 values of M: a number, not a list of 120 (${tag})`);
+      const state = () => page.evaluate(() => ({
+        value: document.getElementById('fix-M').value, place: document.getElementById('fix-M-place').textContent,
+        drawn: [...new Set(echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series[0].data.map((p) => p.params.M))],
+        url: location.hash}));
+      let now = await state();
+      expect(now.value === '640' && now.place === 'value 10 of 120' && now.drawn.join() === '640',
+             `the URL's M is shown, with its place among the values, and drawn (${JSON.stringify(now)})`);
+      await page.fill('#fix-M', '1000');
+      await page.press('#fix-M', 'Enter');
+      now = await state();
+      expect(now.value === '1024' && now.place === 'value 16 of 120' && now.drawn.join() === '1024' && now.url.includes('fix.M=1024'),
+             `a number between values snaps to the nearest (1000 to 1024), drawn and in the URL (${JSON.stringify(now)})`);
+      await page.click('#fix-M-next');
+      now = await state();
+      expect(now.value === '1088' && now.place === 'value 17 of 120' && now.drawn.join() === '1088', `next goes to the value above (${JSON.stringify(now)})`);
+      await page.focus('#fix-M');
+      await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('ArrowDown');
+      now = await state();
+      expect(now.value === '960' && now.drawn.join() === '960', `the arrow keys step through the values (${JSON.stringify(now)})`);
+      await page.fill('#fix-M', '999999');
+      await page.press('#fix-M', 'Enter');
+      now = await state();
+      expect(now.value === '7680' && now.place === 'value 120 of 120' && await page.isDisabled('#fix-M-next'),
+             `a number past the last value is the last (${JSON.stringify(now)})`);
+      await shot(page, 'job-many-values');
+      // With M the x axis, N's two values are a list.
+      await page.selectOption('#sel-x', 'M');
+      expect(await page.$eval('#fix-N', (el) => el.tagName) === 'SELECT', 'a parameter of two values keeps its list');
+    });
+
     await step('tasks: the list, a task\'s page and its leaderboard, live', async () => {
       await gotoView(page, d.origin, '#/tasks', '.empty');
       expect((await page.textContent('.empty')).includes('No tasks yet'), 'an empty tasks list says so');
