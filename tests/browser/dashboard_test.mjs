@@ -1466,23 +1466,57 @@ async function main() {
     });
 
     // A daemon of its own: 101 jobs submitted at once are beyond the rate limit of this one.
-    await step('jobs view: Load more adds the next page below the rows shown', async () => {
+    await step('jobs view: Load more adds the next page below, only the rows in view are in the page', async () => {
       const p = await startDaemon(['--rate-limit', '0'], {devices: 1});
       const w = {errors: [], foreign: []};
       const tab = await openPage(browser, p.origin, w);
       try {
         const one = {name: 'paged', kernel: {op: 'stream', variant: 'copy', n: 1024}};
-        let last;
-        for (let i = 0; i < 101; ++i) last = (await api(p, 'POST', '/api/v1/jobs', one)).id;
-        await waitJob(p, last);
+        const ids = [];
+        for (let i = 0; i < 101; ++i) ids.push((await api(p, 'POST', '/api/v1/jobs', one)).id);
+        await waitJob(p, ids[100]);
         await gotoView(tab, p.origin, '#/jobs', '#jobs-table tbody tr');
-        await tab.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 100);
-        await tab.evaluate(() => { document.querySelector('#jobs-table tbody tr').dataset.kept = '1'; });
+        const drawn = () => tab.evaluate(() => [...document.querySelectorAll('#jobs-table tbody tr[data-id]')].map((tr) => Number(tr.dataset.id)));
+        const bottom = () => tab.evaluate(() => new Promise((r) => {
+          window.scrollTo(0, document.documentElement.scrollHeight);
+          requestAnimationFrame(() => requestAnimationFrame(r));
+        }));
+        const top = () => tab.evaluate(() => new Promise((r) => { window.scrollTo(0, 0); requestAnimationFrame(() => requestAnimationFrame(r)); }));
+        let rows = await drawn();
+        expect(rows[0] === ids[100] && rows.length < 100 && await tab.locator('#jobs-table tr.spacer').count() === 1,
+               `of the first 100 jobs, the rows in view and a spacer for the rest (${rows.length} rows)`);
+        // Ticked at the top, out of the page at the bottom, still ticked on the way back.
+        await tab.check(`#jobs-table tr[data-id="${ids[100]}"] input[type=checkbox]`);
+        await bottom();
+        rows = await drawn();
+        expect(rows.includes(ids[1]) && !rows.includes(ids[100]), `scrolled down, the last rows are drawn and the first are not (${rows[0]}-${rows[rows.length - 1]})`);
+        await tab.check(`#jobs-table tr[data-id="${ids[1]}"] input[type=checkbox]`);
+        await tab.evaluate((id) => { document.querySelector(`#jobs-table tr[data-id="${id}"]`).dataset.kept = '1'; }, ids[1]);
         await tab.click('text=Load more');
-        await tab.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 101, null, {timeout: 10000});
-        expect(await tab.evaluate(() => document.querySelector('#jobs-table tbody tr').dataset.kept === '1'),
-               'the rows shown stay as they are (a page more is appended, not the list made anew)');
+        await tab.waitForSelector(`#jobs-table tr[data-id="${ids[0]}"]`, {timeout: 10000});
+        const kept = await tab.evaluate((id) => { const tr = document.querySelector(`#jobs-table tr[data-id="${id}"]`); return tr ? tr.dataset.kept || 'new' : 'none'; }, ids[1]);
+        expect(kept === '1', `the rows shown stay as they are (a page more is appended, not the list made anew: ${kept})`);
         expect(await tab.isHidden('text=Load more'), 'no Load more after the last page');
+        await top();
+        expect(await tab.isChecked(`#jobs-table tr[data-id="${ids[100]}"] input[type=checkbox]`), 'a row drawn again keeps its tick');
+        // A job submitted while the list is scrolled down comes in at the top.
+        await bottom();
+        const {id: fresh} = await api(p, 'POST', '/api/v1/jobs', one);
+        await waitJob(p, fresh);
+        await top();
+        const came = await tab.waitForSelector(`#jobs-table tr[data-id="${fresh}"]`, {timeout: 10000}).then(() => true, () => false);
+        expect(came && (await drawn())[0] === fresh, 'a job that comes live is the first row');
+        // Delete selected takes the ticked rows whether or not they are drawn.
+        tab.once('dialog', (dialog) => dialog.accept());
+        await tab.click('#delete-selected');
+        for (let t = Date.now(); Date.now() - t < 10000; await sleep(100)) {
+          if ((await fetch(`${p.origin}/api/v1/jobs/${ids[1]}`)).status === 404) break;
+        }
+        const gone = await Promise.all([ids[100], ids[1]].map(async (id) => (await fetch(`${p.origin}/api/v1/jobs/${id}`)).status));
+        expect(gone.join() === '404,404', `the ticked rows, one of them out of the page, are deleted (${gone})`);
+        await bottom();
+        rows = await drawn();
+        expect(rows.includes(ids[0]) && !rows.includes(ids[1]) && rows.includes(ids[2]), 'a deleted row out of view leaves the list');
         expect(w.errors.length === 0 && w.foreign.length === 0, `no console errors or foreign requests (${JSON.stringify(w)})`);
       } finally {
         await tab.context().close();
