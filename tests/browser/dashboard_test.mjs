@@ -1463,6 +1463,32 @@ async function main() {
              bars.map((b) => b.color).join() === '#059669,#dc2626,#9ca3af',
              `20,000 bars as three large series by verdict, in the verdicts' colours (${JSON.stringify(bars)})`);
       await shot(page, 'compare-20k');
+      // Every matched point is in the table: a page at a time, sorted by any column.
+      const listed = () => page.evaluate(() => ({
+        page: (document.getElementById('compare-page') || {}).textContent,
+        rows: [...document.querySelectorAll('#compare-table tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent))}));
+      let table = await listed();
+      expect(table.page === 'points 1–500 of 20000' && table.rows.length === 500 && table.rows[0][0] === '1' && table.rows[0][1] === '1024',
+             `the first page of the 20,000 matched points (${table.page}, ${table.rows.length} rows, first ${table.rows[0]})`);
+      await page.click('#compare-next');
+      table = await listed();
+      expect(table.page === 'points 501–1000 of 20000' && table.rows[0][1] === String(501 * 1024), `the next page (${table.page}, first ${table.rows[0]})`);
+      // Sorted by M, then N, downwards: the last point in the parameters' order comes first.
+      await page.click('#compare-table th:nth-child(2)');
+      await page.click('#compare-table th:nth-child(2)');
+      await page.click('#compare-table th:nth-child(1)');
+      await page.click('#compare-table th:nth-child(1)');
+      table = await listed();
+      expect(table.page === 'points 1–500 of 20000' && table.rows[0][0] === '10' && table.rows[0][1] === '2048000',
+             `sorted by M downwards, the point M=10, N=2048000 first (${table.rows[0]})`);
+      const speedupOf = (row) => parseFloat(row[row.length - 1]);
+      await page.click('#compare-table th:last-child');
+      table = await listed();
+      const up = table.rows.map(speedupOf);
+      expect(up.every((v, i) => i === 0 || up[i - 1] <= v), `sorted by speedup upwards (${up.slice(0, 5)})`);
+      const least = await page.evaluate(() => Math.min(...echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series
+        .flatMap((x) => x.data).filter(Number.isFinite)));
+      expect(Math.abs(up[0] - least) <= least * 0.01, `the first row is the least speedup of the chart's 20,000 (${up[0]}, ${least})`);
     });
 
     // A daemon of its own: 101 jobs submitted at once are beyond the rate limit of this one.
