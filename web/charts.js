@@ -41,7 +41,10 @@ function baseOption(animate) {
     // every chart's axes out twice to fit their labels into the container, which these margins do.
     grid: {left: 70, right: 30, top: TOP_PLAIN, bottom: 55, containLabel: false, outerBoundsMode: 'none'},
     tooltip: {trigger: 'item', confine: true},
-    toolbox: {right: 10, top: 0, feature: {saveAsImage: {title: 'PNG'}, dataZoom: {title: {zoom: 'zoom', back: 'reset'}}}},
+    // Back undoes the box zooms made since the chart was last drawn; reset shows the whole axes
+    // (the job view keeps a zoom across redraws until then).
+    toolbox: {right: 10, top: 0, feature: {saveAsImage: {title: 'PNG'}, dataZoom: {title: {zoom: 'zoom', back: 'back'}},
+                                           restore: {title: 'reset'}}},
   };
 }
 

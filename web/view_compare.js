@@ -25,6 +25,9 @@ function voidingFlags(r) {
 const ROW_FIELDS = ['params', 'name', 'status', 'flags', 'time_us.median', 'time_us.ci95_low', 'time_us.ci95_high',
                     'metrics.flops', 'metrics.bytes'].join(',');
 
+// Matched points listed a page at a time: a table of 100,000 rows is seconds of the browser's time.
+const COMPARE_PAGE = 500;
+
 function geomean(xs) {
   const v = xs.filter((x) => x > 0);
   return v.length ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : NaN;
@@ -300,24 +303,68 @@ export function mount(root, {query}) {
                  h('td', {class: 'num'}, `${sig(Math.min(...s), 3)}×`),
                  anyVoided ? h('td', {class: 'num bad'}, `${voided[o]} of ${v.length}`) : '');
       })));
-    const detail = h('div', {class: 'table-scroll tall'}, h('table', {class: 'data', id: 'compare-table'},
-      h('thead', {}, h('tr', {}, shared.map((n) => h('th', {class: byName ? '' : 'num'}, n)),
-                      jobs.map((j, i) => h('th', {class: 'num'}, `#${j.job.id} median`)),
-                      others.map((i) => h('th', {class: 'num'}, `#${jobs[i].job.id} speedup`)))),
-      h('tbody', {}, keys.slice(0, 2000).map((k, row) => h('tr', {},
-        parts(k).map((v) => h('td', {class: byName ? 'name' : 'num', title: byName ? v : undefined}, v)),
-        jobs.map((j, i) => {
-          const r = perJob[i].get(k), flags = voidingFlags(r);
-          return flags.length
-            ? h('td', {class: 'num voided', title: `flagged ${flags.join(', ')}: its score is void`}, fmtTime(r.time_us.median), ` ⚠ ${flags.join(', ')}`)
-            : h('td', {class: 'num'}, fmtTime(r.time_us.median));
-        }),
-        others.map((i, o) => {
-          const v = verdicts[o][row];
-          const title = pairs[o][row].sameWork ? v : `${v}, in throughput: the two points do different work`;
-          return h('td', {class: `num ${v === 'faster' ? 'good' : v === 'slower' ? 'bad' : 'same'}`, title},
-                   `${sig(speedups[o][row], 3)}×`, v === 'same' ? ' same' : '');
-        }))))));
+    // Every matched point, a page at a time, sorted by any column (by the parameters at first).
+    const columns = [
+      ...shared.map((n, p) => ({label: n, num: !byName, get: (row) => (byName ? keys[row] : Number(parts(keys[row])[p]))})),
+      ...jobs.map((j, i) => ({label: `#${j.job.id} median`, num: true, get: (row) => perJob[i].get(keys[row]).time_us.median})),
+      ...others.map((i, o) => ({label: `#${jobs[i].job.id} speedup`, num: true, get: (row) => speedups[o][row]})),
+    ];
+    const table = {sort: null, dir: 1, page: 0, order: keys.map((k, row) => row)};
+    const tbody = h('tbody');
+    const head = h('tr', {}, columns.map((c, col) => h('th', {class: `${c.num ? 'num ' : ''}sortable`, dataset: {col: String(col)},
+      title: 'sort by this column (again: the other way)', onclick: () => sortBy(col)}, c.label)));
+    const pageText = h('span', {class: 'muted', id: 'compare-page'});
+    const prev = h('button', {type: 'button', class: 'ghost small', id: 'compare-prev', onclick: () => turn(-1)}, '‹ previous');
+    const next = h('button', {type: 'button', class: 'ghost small', id: 'compare-next', onclick: () => turn(1)}, 'next ›');
+    const detail = h('div', {},
+      h('div', {class: 'table-scroll tall'}, h('table', {class: 'data', id: 'compare-table'}, h('thead', {}, head), tbody)),
+      keys.length > COMPARE_PAGE ? h('div', {class: 'toolbar pager'}, prev, pageText, next) : '');
+    function sortBy(col) {
+      table.dir = table.sort === col ? -table.dir : 1;
+      table.sort = col;
+      const get = columns[col].get, dir = table.dir;
+      // Ties keep the order they had, so that sorting by N and then by M lists M, then N within each M;
+      // a point without a value goes last.
+      const keyed = table.order.map((row, at) => [get(row), row, at]);
+      const missing = (v) => typeof v === 'number' && !Number.isFinite(v);
+      keyed.sort((a, b) => (a[0] === b[0] ? a[2] - b[2] : missing(a[0]) ? 1 : missing(b[0]) ? -1 : (a[0] < b[0] ? -1 : 1) * dir));
+      table.order = keyed.map((x) => x[1]);
+      table.page = 0;
+      drawPage();
+    }
+    function turn(step) {
+      table.page = Math.min(Math.max(0, table.page + step), Math.ceil(keys.length / COMPARE_PAGE) - 1);
+      drawPage();
+    }
+    function drawPage() {
+      head.querySelectorAll('th').forEach((th) => {
+        th.classList.toggle('sorted-asc', Number(th.dataset.col) === table.sort && table.dir > 0);
+        th.classList.toggle('sorted-desc', Number(th.dataset.col) === table.sort && table.dir < 0);
+      });
+      const from = table.page * COMPARE_PAGE, to = Math.min(keys.length, from + COMPARE_PAGE);
+      pageText.textContent = `points ${from + 1}–${to} of ${keys.length}`;
+      prev.disabled = from === 0;
+      next.disabled = to === keys.length;
+      tbody.replaceChildren(...table.order.slice(from, to).map((row) => {
+        const k = keys[row];
+        return h('tr', {},
+          parts(k).map((v) => h('td', {class: byName ? 'name' : 'num', title: byName ? v : undefined}, v)),
+          jobs.map((j, i) => {
+            const r = perJob[i].get(k), flags = voidingFlags(r);
+            return flags.length
+              ? h('td', {class: 'num voided', title: `flagged ${flags.join(', ')}: its score is void`}, fmtTime(r.time_us.median), ` ⚠ ${flags.join(', ')}`)
+              : h('td', {class: 'num'}, fmtTime(r.time_us.median));
+          }),
+          others.map((i, o) => {
+            const v = verdicts[o][row];
+            const title = pairs[o][row].sameWork ? v : `${v}, in throughput: the two points do different work`;
+            return h('td', {class: `num ${v === 'faster' ? 'good' : v === 'slower' ? 'bad' : 'same'}`, title},
+                     `${sig(speedups[o][row], 3)}×`, v === 'same' ? ' same' : '');
+          }));
+      }));
+      detail.querySelector('.table-scroll').scrollTop = 0;
+    }
+    drawPage();
     const chartEl = h('div', {class: 'chart wide', id: 'chart-compare'});
     body.replaceChildren(
       joinNotice(jobs.map((j) => j.job), shared, byName, jobs[b].job),
@@ -329,8 +376,7 @@ export function mount(root, {query}) {
       h('section', {class: 'chart-box'}, h('h3', {}, 'Speedup over the baseline',
         others.length === 1 ? h('span', {class: 'muted'}, ' ', ...['faster', 'slower', 'same'].map((v) =>
           h('span', {class: 'legend-key'}, h('span', {class: 'swatch', style: `background:${VERDICT_COLORS[v]}`}), v))) : ''), chartEl),
-      h('h3', {}, 'Per point'), detail,
-      keys.length > 2000 ? h('p', {class: 'muted'}, `The first 2000 of ${keys.length} matched points are listed; the chart has them all.`) : '');
+      h('h3', {}, 'Per point'), detail);
     await whenECharts();
     if (disposed) return;
     if (chart) chart.dispose();

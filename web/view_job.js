@@ -207,6 +207,22 @@ function importedDevice(job) {
 
 const MAX_ID = 2n ** 63n - 1n;
 
+// Past this many values, a fixed parameter is picked with a number rather than a list.
+const MANY_VALUES = 50;
+
+// The place in sorted `values` of the one nearest `v` (the smaller of two as near).
+function nearestIndex(values, v) {
+  let lo = 0, hi = values.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (values[mid] < v) lo = mid + 1; else hi = mid;
+  }
+  return lo > 0 && v - values[lo - 1] <= values[lo] - v ? lo - 1 : lo;
+}
+
+// A count with its thousands grouped ("10,000"), without the Intl object's start-up cost.
+const grouped = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+
 // `id`: the job's id, a digit string without leading zeros.
 export function mount(root, {id, query}) {
   // nodes: the fleet's (from the devices list), to name the device "node / index" in a fleet.
@@ -469,6 +485,40 @@ export function mount(root, {id, query}) {
     return h('label', {}, `${label} `, el);
   }
 
+  // A fixed parameter of many values (a sweep of 10,000 sizes has 10,000): a list that long is
+  // no use to pick from, so a number, snapped to the nearest value the job has, with steps to the
+  // values either side (the buttons, or the arrow keys) and the value's place among them.
+  function valuePicker(n, values, value, onchange) {
+    const input = h('input', {type: 'number', id: `fix-${n}`, class: 'value-picker', step: 'any',
+                              min: String(values[0]), max: String(values[values.length - 1])});
+    const place = h('span', {class: 'muted', id: `fix-${n}-place`});
+    const prev = h('button', {type: 'button', class: 'ghost small', id: `fix-${n}-prev`, title: `the next smaller ${n}`, onclick: () => go(i - 1)}, '‹');
+    const next = h('button', {type: 'button', class: 'ghost small', id: `fix-${n}-next`, title: `the next larger ${n}`, onclick: () => go(i + 1)}, '›');
+    let i = Math.max(0, values.indexOf(value));
+    const show = () => {
+      input.value = String(values[i]);
+      place.textContent = `value ${grouped(i + 1)} of ${grouped(values.length)}`;
+      prev.disabled = i === 0;
+      next.disabled = i === values.length - 1;
+    };
+    function go(j) {
+      i = Math.min(values.length - 1, Math.max(0, j));
+      show();
+      onchange(values[i]);
+      saveSelections();
+      renderCharts();
+    }
+    input.addEventListener('change', () => {
+      const v = Number(input.value);
+      if (input.value.trim() === '' || !Number.isFinite(v)) show(); else go(nearestIndex(values, v));
+    });
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'ArrowUp' || e.key === 'ArrowDown') { e.preventDefault(); go(i + (e.key === 'ArrowUp' ? 1 : -1)); }
+    });
+    show();
+    return h('span', {class: 'value-pick'}, h('label', {}, `${n} = `, input), prev, next, place);
+  }
+
   function renderControls() {
     const s = state.sel, names = state.names;
     const metric = select('sel-metric', 'metric', shownMetrics().map((k) => [k, METRICS[k].short]), s.metric, (v) => { s.metric = v; });
@@ -498,8 +548,9 @@ export function mount(root, {id, query}) {
     // lines, the heatmap all but its axes, the speedup chart all but the x.
     const heat = names.length >= 2;
     const held = (n) => (n !== s.x && n !== s.by) || (heat && n !== s.hx && n !== s.hy) || (hasSpeedupChart() && n !== s.x);
-    const fixes = names.filter((n) => state.values[n].length > 1 && held(n)).map((n) =>
-      select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n], (v) => { s.fixed[n] = Number(v); }));
+    const fixes = names.filter((n) => state.values[n].length > 1 && held(n)).map((n) => (state.values[n].length > MANY_VALUES
+      ? valuePicker(n, state.values[n], s.fixed[n], (v) => { s.fixed[n] = v; })
+      : select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n], (v) => { s.fixed[n] = Number(v); })));
     controls.replaceChildren(h('div', {class: 'row'}, parts),
                              fixes.length ? h('div', {class: 'row'}, h('span', {class: 'muted'}, 'fix the others:'), fixes) : '');
   }
@@ -539,28 +590,92 @@ export function mount(root, {id, query}) {
       chartBox('chart-roofline', 'Roofline'),
     ];
   }
-  // A decimated line (charts.js) zoomed into is decimated again over the window, so that a zoom
-  // shows the points there rather than those kept for the whole axis: `zoomed` holds, per chart,
-  // its option for a window of x, as last drawn.
-  const zoomed = new Map();
+  // A zoom the user set (the wheel, the toolbox's box) is kept, per chart and axis, as a window
+  // of the axis's values (of its categories on a heatmap's): a running job's redraw, and a
+  // selector that leaves the axis as it was (the metric, lines per, a fixed parameter's value),
+  // draw the chart again over the same window. The window goes when the axis changes (another x
+  // parameter or scale; for the y axis any other selection, whose values are others) or with the
+  // toolbox's reset. `drawn` holds, per chart, how it was last drawn: `keys` name its axes as
+  // drawn, `make(xWindow)` makes its option, `windows` are the zoom's ({key, range} per axis).
+  const drawn = new Map();
+  // The window of a chart's axis (`dim`, 'x' or 'y') that a zoom shows, or null when not zoomed.
+  function zoomWindow(chart, dim) {
+    const model = chart.getModel();
+    const zoomed = model.queryComponents({mainType: 'dataZoom'}).some((z) => {
+      const axes = z.option[`${dim}AxisIndex`];
+      const [a, b] = z.getPercentRange();
+      return (Array.isArray(axes) ? axes.includes(0) : axes === 0) && (a > 0 || b < 100);
+    });
+    const axisModel = zoomed && model.getComponent(`${dim}Axis`, 0);
+    if (!axisModel) return null;
+    const [lo, hi] = axisModel.axis.scale.getExtent();
+    if (axisModel.axis.type !== 'category') return [lo, hi];
+    const names = axisModel.option.data || [];
+    return [names[Math.round(lo)], names[Math.round(hi)]].map(String);
+  }
+  // `option` zoomed to `range` on its axis `dim`: its own dataZoom of that axis set to the window,
+  // else one added that only holds it (as the toolbox's box zoom does).
+  function zoomTo(option, dim, range) {
+    const axis = option[`${dim}Axis`];
+    let [start, end] = range;
+    if (axis.type === 'category') {
+      const names = (axis.data || []).map(String);
+      [start, end] = [names.indexOf(range[0]), names.indexOf(range[1])];
+      if (start < 0 || end < 0) return;  // a category gone: the whole axis
+    }
+    const list = [...(option.dataZoom || [])];
+    const own = list.findIndex((z) => z[`${dim}AxisIndex`] === 0);
+    if (own >= 0) {
+      list[own] = {...list[own], startValue: start, endValue: end};
+    } else {
+      const filterMode = (((option.toolbox || {}).feature || {}).dataZoom || {}).filterMode || 'filter';
+      list.push({type: 'select', [`${dim}AxisIndex`]: 0, startValue: start, endValue: end, filterMode});
+    }
+    option.dataZoom = list;
+  }
+  // Draws `chart` anew, over the windows of a zoom kept for axes that are still the same.
+  function draw(chart, keys, make) {
+    const windows = (drawn.get(chart) || {}).windows || {};
+    for (const dim of ['x', 'y']) if (windows[dim] && windows[dim].key !== keys[dim]) delete windows[dim];
+    const made = make(windows.x ? windows.x.range : null);
+    const option = {...made};  // made may be drawn again (the reset), without this zoom
+    for (const dim of ['x', 'y']) if (windows[dim]) zoomTo(option, dim, windows[dim].range);
+    drawn.set(chart, {keys, make, windows, decimated: isDecimated(made)});
+    chart.setOption(option, {notMerge: true, lazyUpdate: false});
+  }
+  // A zoom noted as it is made; a decimated line (charts.js) zoomed into is decimated again over
+  // the window, so that a zoom shows the points there rather than those kept for the whole axis.
   function followZoom(chart) {
     let timer = null;
     chart.on('datazoom', () => {
+      const d = drawn.get(chart);
+      if (!d || disposed) return;
+      // Noted at once: a redraw may come before the line is decimated again.
+      for (const dim of ['x', 'y']) {
+        const range = zoomWindow(chart, dim);
+        if (range) d.windows[dim] = {key: d.keys[dim], range}; else delete d.windows[dim];
+      }
       clearTimeout(timer);
       timer = setTimeout(() => {
-        const draw = zoomed.get(chart);
-        if (!draw || disposed) return;
+        const now = drawn.get(chart);
+        if (!now || !now.decimated || disposed) return;
         const range = chart.getModel().getComponent('xAxis', 0).axis.scale.getExtent();
-        chart.setOption({series: draw(range).series}, {replaceMerge: ['series']});
+        chart.setOption({series: now.make(range).series}, {replaceMerge: ['series']});
       }, 100);
+    });
+    // The toolbox's reset: the chart over its whole axes, as the selectors draw it.
+    chart.on('restore', () => {
+      const d = drawn.get(chart);
+      if (!d || disposed) return;
+      d.windows = {};
+      draw(chart, d.keys, d.make);
     });
   }
   function ensureCharts() {
     if (sweepChart) return;
     ensureBoxes();
     [sweepChart, heatChart, speedChart, roofChart] = boxes.map(initChart);
-    followZoom(sweepChart);
-    if (speedChart) followZoom(speedChart);
+    for (const chart of [sweepChart, heatChart, speedChart, roofChart]) if (chart) followZoom(chart);
     if (heatChart) {
       heatPointer = trackPointer(heatChart.getDom());
       // An image heatmap (charts.js) is redrawn for the range the visualMap's handles select.
@@ -614,30 +729,34 @@ export function mount(root, {id, query}) {
     const s = state.sel;
     const animate = state.rows.length <= 1000 && !firstRender;
     const pending = [];
-    const set = (chart, option) => {
+    const set = (chart, keys, make) => {
       pending.push(new Promise((resolve) => chart.on('finished', function done() { chart.off('finished', done); resolve(); })));
-      chart.setOption(option, {notMerge: true, lazyUpdate: false});
+      draw(chart, keys, make);
     };
+    // The x axis of the sweep and speedup charts is the x parameter on its scale; their y axes
+    // are the same only for the same selections.
+    const xKey = `${s.x} ${xScale()}`;
+    const yKey = JSON.stringify([s.metric, s.x, s.xscale, s.by, s.hv, s.fixed]);
     const sweepRows = slice([s.x, s.by].filter(Boolean));
     const variants = state.variants;
-    const sweepOf = (zoom) => sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric, logX: xScale() === 'log', animate, zoom});
-    const sweep = imported() ? kernelsOption({rows: sweepRows, x: s.x, metric: s.metric, animate}) : sweepOf(null);
-    zoomed.set(sweepChart, isDecimated(sweep) ? sweepOf : null);
-    set(sweepChart, sweep);
+    set(sweepChart, {x: imported() ? 'kernels' : xKey, y: yKey}, imported()
+      ? () => kernelsOption({rows: sweepRows, x: s.x, metric: s.metric, animate})
+      : (zoom) => sweepOption({rows: sweepRows, x: s.x, by: s.by, variants, metric: s.metric, logX: xScale() === 'log', animate, zoom}));
     if (heatChart && s.hx && s.hy && s.hx !== s.hy) {
       const option = heatmapOption({...heatRows(slice([s.hx, s.hy]).filter((r) => r.status === 'ok')), x: s.hx, y: s.hy, metric: s.metric,
                                     animate, pointer: heatPointer});
       heatImage = option.series[0].setRange ? option.series[0] : null;
-      set(heatChart, option);
+      set(heatChart, {x: s.hx, y: s.hy}, () => option);
     }
     if (speedChart) {
       const speedRows = slice([s.x]);
-      const speedOf = (zoom) => variantSpeedupOption({rows: speedRows, x: s.x, variants, baseline: state.baseline, logX: xScale() === 'log', animate, zoom});
-      const speed = variants ? speedOf(null) : speedupOption({rows: speedRows, x: s.x, animate});
-      zoomed.set(speedChart, isDecimated(speed) ? speedOf : null);
-      set(speedChart, speed);
+      set(speedChart, {x: variants ? xKey : `${s.x} categories`, y: yKey}, variants
+        ? (zoom) => variantSpeedupOption({rows: speedRows, x: s.x, variants, baseline: state.baseline, logX: xScale() === 'log', animate, zoom})
+        : () => speedupOption({rows: speedRows, x: s.x, animate}));
     }
-    set(roofChart, rooflineOption({rows: charted(), device: state.device, ...roofDtypes(state.job.spec, variants), variants, animate}));
+    // The roofline's axes are every point's, whatever the selectors say.
+    const roof = rooflineOption({rows: charted(), device: state.device, ...roofDtypes(state.job.spec, variants), variants, animate});
+    set(roofChart, {x: 'roofline', y: 'roofline'}, () => roof);
     if (firstRender) {
       firstRender = false;
       Promise.all(pending).then(() => {
@@ -796,7 +915,9 @@ export function mount(root, {id, query}) {
     fitMetric(state.sel);  // as points come: until one is measured, every metric is offered
     for (const n of state.names) if (!state.values[n].includes(state.sel.fixed[n])) state.sel.fixed[n] = state.values[n][0];
     state.sorted = null;
-    if (state.rows.length) renderControls();
+    // A number being typed into a picker (valuePicker) is left alone until it is done.
+    const typing = controls.contains(document.activeElement) && document.activeElement.tagName === 'INPUT';
+    if (state.rows.length && !typing) renderControls();
     renderCharts();
     renderTable();
   }

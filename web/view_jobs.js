@@ -1,6 +1,8 @@
 // Jobs: a filterable, live list (status, progress, device, labels, age), with cancel buttons and
 // a selection to compare or delete; a job deleted anywhere leaves it. In a fleet the device is
-// "node / index": the node that runs or ran it.
+// "node / index": the node that runs or ran it. Only the rows near the window's view are in the
+// page (spacer rows keep the list's height), so thousands of jobs loaded cost the DOM of a few
+// dozen rows.
 
 import {del, get, post} from './api.js';
 import {age, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, statusBadge, throttle, userText} from './dom.js';
@@ -9,6 +11,8 @@ import {deviceLabel, nodesOf, placementText} from './fleet.js';
 const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const PAGE = 100;
+// Rows drawn above and below those in view: a scroll of a screen or so needs no new rows.
+const MARGIN_ROWS = 30;
 
 export function mount(root, {query}) {
   const state = {
@@ -99,10 +103,9 @@ export function mount(root, {query}) {
       state.next = page.next_cursor;
       const turned = noteNodes(page.jobs);
       message.replaceChildren();
-      // A page more goes below the rows shown: made anew, the 4,000 rows of 40 pages had taken
-      // 1-3 s a click.
+      // A page more goes below the rows shown, which stay as they are.
       if (append && known && !turned && !table.hidden) {
-        tbody.append(...page.jobs.map(row));
+        drawRows();
         more.hidden = !state.next;
       } else {
         render();
@@ -152,7 +155,8 @@ export function mount(root, {query}) {
                job.engine === 'import' ? h('span', {class: 'muted'}, 'imported')
                : job.device === null ? h('span', {class: 'muted'}, placementText(job.requested_device, fleet()))
                : deviceLabel(job.node, job.device, fleet())),
-             h('td', {class: 'labels-cell'}, labelChips(job.labels)),
+             h('td', {class: 'labels-cell', title: Object.entries(job.labels || {}).map(([k, v]) => `${k}=${v}`).join(', ') || undefined},
+               h('div', {}, labelChips(job.labels))),
              h('td', {class: 'num'}, best),
              h('td', {title: job.created_at, dataset: {created: job.created_at}}, age(job.created_at)),
              h('td', {}, cancel));
@@ -173,10 +177,51 @@ export function mount(root, {query}) {
       // A job that came live to an empty list: the "No jobs yet" note goes.
       if (message.querySelector('.empty')) message.replaceChildren();
       table.hidden = false;
-      tbody.replaceChildren(...state.jobs.map(row));
+      shown.clear();  // every row made anew (the devices are named otherwise in a fleet)
+      drawRows();
     }
     more.hidden = !state.next;
   }
+
+  // The rows drawn, by job id: kept while they stay near the view (a checkbox, a focused button,
+  // the row's place), made anew when their job changes.
+  const shown = new Map();
+  let rowHeight = 34;  // until rows are drawn and measured
+  // Draws the rows near the window's view, and spacers for those above and below.
+  function drawRows(measure = true) {
+    if (table.hidden) return;
+    const n = state.jobs.length;
+    const top = tbody.getBoundingClientRect().top;  // of the rows, in the window's view
+    const first = Math.min(n, Math.max(0, Math.floor(-top / rowHeight) - MARGIN_ROWS));
+    const last = Math.min(n, Math.max(first, Math.ceil((window.innerHeight - top) / rowHeight) + MARGIN_ROWS));
+    const now = new Map();
+    const out = [];
+    if (first > 0) out.push(h('tr', {class: 'spacer', style: `height:${first * rowHeight}px`}));
+    for (let i = first; i < last; ++i) {
+      const job = state.jobs[i];
+      const tr = shown.get(job.id) || row(job);
+      now.set(job.id, tr);
+      out.push(tr);
+    }
+    if (last < n) out.push(h('tr', {class: 'spacer', style: `height:${(n - last) * rowHeight}px`}));
+    shown.clear();
+    for (const [id, tr] of now) shown.set(id, tr);
+    tbody.replaceChildren(...out);
+    // The rows' height as drawn (the spacers stand for rows of the same height).
+    if (last - first >= 2) {
+      const a = out[first > 0 ? 1 : 0], b = out[out.length - (last < n ? 2 : 1)];
+      const measured = (b.offsetTop + b.offsetHeight - a.offsetTop) / (last - first);
+      if (measure && measured > 0 && Math.abs(measured - rowHeight) > 0.5) { rowHeight = measured; drawRows(false); }
+    }
+  }
+  let drawQueued = false;
+  const onScroll = () => {
+    if (drawQueued) return;
+    drawQueued = true;
+    requestAnimationFrame(() => { drawQueued = false; if (loading !== -1) drawRows(); });
+  };
+  window.addEventListener('scroll', onScroll, {passive: true});
+  window.addEventListener('resize', onScroll);
 
   async function cancelJob(id) {
     try {
@@ -213,8 +258,8 @@ export function mount(root, {query}) {
     state.jobs.splice(i, 1);
     if (state.selected.delete(id)) selectionChanged();
     if (!state.jobs.length) { render(); return; }
-    const tr = tbody.querySelector(`tr[data-id="${id}"]`);
-    if (tr) tr.remove();
+    shown.delete(id);
+    drawRows();
   }
 
   function upsert(job) {
@@ -233,18 +278,8 @@ export function mount(root, {query}) {
     }
     if (state.selected.has(job.id)) selectionChanged();  // it may have ended, or left the list
     if (!state.jobs.length || state.jobs.length === 1) { render(); return; }
-    const old = tbody.querySelector(`tr[data-id="${job.id}"]`);
-    if (i < 0) {
-      const next = state.jobs[state.jobs.indexOf(job) + 1];
-      const before = next && tbody.querySelector(`tr[data-id="${next.id}"]`);
-      if (before) before.before(row(job)); else tbody.append(row(job));
-    } else if (!matches(job)) {
-      if (old) old.remove();
-    } else if (old) {
-      old.replaceWith(row(job));
-    } else {
-      render();
-    }
+    shown.delete(job.id);  // its row is made anew where it is in view
+    drawRows();
   }
 
   // A running job's best point changes with its points, which come without it: its row is read
@@ -290,11 +325,16 @@ export function mount(root, {query}) {
         if (!job) return;
         job.progress = {...job.progress, done: e.data.done, total: e.data.total,
                         failed: (job.progress.failed || 0) + e.data.failed};
-        const tr = tbody.querySelector(`tr[data-id="${job.id}"]`);
+        const tr = shown.get(job.id);  // a row out of view is drawn with the progress when it comes
         if (tr) tr.children[5].replaceChildren(progressBar(job.progress));
         refreshSoon(job.id);
       }
     },
-    unmount() { clearInterval(ages); loading = -1; },
+    unmount() {
+      clearInterval(ages);
+      loading = -1;
+      window.removeEventListener('scroll', onScroll);
+      window.removeEventListener('resize', onScroll);
+    },
   };
 }

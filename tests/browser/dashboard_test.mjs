@@ -17,6 +17,10 @@
 //   node tests/browser/dashboard_test.mjs --binary build/server/kernelscan --artifacts DIR
 //   KERNELSCAN_TEST_POSTGRES=FILE node tests/browser/dashboard_test.mjs --binary ... --fleet
 //   node tests/browser/dashboard_test.mjs --binary ... --bench 5     (only the 10k figure, 5 runs)
+//
+// --web-root DIR has the daemons serve the page from DIR (the daemon's --web-root) instead of the
+// copy built into the binary, to test the page being edited without building the daemon again;
+// --only TEXT runs only the steps whose names contain TEXT (and the one that fills the daemon).
 
 import {spawn, spawnSync} from 'node:child_process';
 import fs from 'node:fs';
@@ -37,6 +41,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 const binary = path.resolve(args.binary || path.join(root, 'build/server/kernelscan'));
 const artifacts = path.resolve(args.artifacts || path.join(root, 'build/test-artifacts'));
 const chromiumPath = args.chromium || '/usr/bin/chromium';
+const webRoot = args['web-root'] ? ['--web-root', path.resolve(args['web-root'])] : [];
 fs.mkdirSync(artifacts, {recursive: true});
 
 // ---- a daemon of our own ----
@@ -46,7 +51,7 @@ async function startDaemon(extra = [], {devices = 2} = {}) {
   const log = fs.openSync(path.join(dir, 'daemon.log'), 'w');
   const proc = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--port-file', portFile,
                               '--data-dir', path.join(dir, 'data'), '--mock-devices', String(devices),
-                              '--allow-fault-injection', ...extra],
+                              '--allow-fault-injection', ...webRoot, ...extra],
                      {stdio: ['ignore', log, log]});
   const deadline = Date.now() + 20000;
   while (!fs.existsSync(portFile)) {
@@ -122,6 +127,7 @@ function expect(cond, what) {
   console.log(`  FAIL ${what}`);
 }
 async function step(name, fn) {
+  if (args.only && !name.includes(args.only) && name !== 'fill the daemon') return;
   console.log(`- ${name}`);
   try {
     await fn();
@@ -1170,6 +1176,95 @@ async function main() {
              `the running job's x axis is M, as once it ended (running: ${wasRunning}, ${JSON.stringify(live)}; ended: ${JSON.stringify(ended)})`);
     });
 
+    await step('job view: a zoom stays through a running job\'s redraws and a selector that keeps the x axis', async () => {
+      // 25 values of M on a linear axis, two of N: points come every 100 ms, the line per M grows.
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'zoomed while running', kernel: {op: 'gemm', m: 'M', n: 'N', k: 256, dtype: 'f16'},
+                                                       sweep: {M: {from: 1024, to: 4096, step: 128}, N: [256, 512]},
+                                                       mock: {delay_ms: 100}, cache: false});
+      try {
+        for (let t = Date.now(); Date.now() - t < 15000; await sleep(50)) {
+          if ((await api(d, 'GET', `/api/v1/jobs/${id}`)).progress.done >= 24) break;
+        }
+        await gotoView(page, d.origin, `#/jobs/${id}?x=M`, '#view[data-charts-ready]');
+        const chartOf = 'echarts.getInstanceByDom(document.getElementById("chart-sweep"))';
+        const extent = () => page.evaluate(`${chartOf}.getModel().getComponent('xAxis', 0).axis.scale.getExtent()`);
+        const points = () => page.evaluate(`${chartOf}.getOption().series[0].data.length`);
+        await page.evaluate(`${chartOf}.dispatchAction({type: 'dataZoom', dataZoomIndex: 0, startValue: 1280, endValue: 1664})`);
+        await sleep(300);  // the view notes a zoom 100 ms after it
+        const zoomed = await extent();
+        const same = (e) => Math.abs(e[0] - 1280) < 1e-6 && Math.abs(e[1] - 1664) < 1e-6;
+        expect(same(zoomed), `the sweep chart zooms to M 1280-1664 (${zoomed})`);
+        // A redraw with new points: the line holds more of them, over the same window.
+        const before = await points();
+        let after = before;
+        for (let t = Date.now(); Date.now() - t < 15000 && after < before + 2; await sleep(100)) after = await points();
+        const live = await extent();
+        expect(after >= before + 2 && same(live), `a running job's redraw (${before} to ${after} points) keeps the zoom (${live})`);
+        await page.selectOption('#sel-metric', 'time');
+        const metric = await extent();
+        expect(same(metric), `a metric change keeps the zoom (${metric})`);
+        await page.selectOption('#sel-by', 'N');
+        const lines = await extent();
+        expect(same(lines), `lines per another parameter keep the zoom (${lines})`);
+        await page.selectOption('#sel-by', '');
+        await page.selectOption('#fix-N', '512');
+        const fixed = await extent();
+        expect(same(fixed), `another value of a fixed parameter keeps the zoom (${fixed})`);
+        // The toolbox's reset shows the whole axis again, and later redraws keep it whole.
+        await page.evaluate(`${chartOf}.dispatchAction({type: 'restore'})`);
+        await sleep(300);
+        const whole = await extent();
+        expect(whole[0] <= 1024 && whole[1] >= 1664 + 128, `the reset shows every M again (${whole})`);
+        await page.evaluate(`${chartOf}.dispatchAction({type: 'dataZoom', dataZoomIndex: 0, startValue: 1280, endValue: 1664})`);
+        await sleep(300);
+        await page.selectOption('#sel-xscale', 'log');
+        const rescaled = await extent();
+        expect(rescaled[0] <= 1024 && rescaled[1] >= 1664 + 128, `another x scale shows the whole axis (${rescaled})`);
+      } finally {
+        await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {});
+        await waitJob(d, id);
+      }
+    });
+
+    await step('job view: a fixed parameter of many values is picked with a number, snapped to its values', async () => {
+      // 120 values of M (64 to 7680), fixed while N is the x axis; two of N keep their list.
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'many values', kernel: {op: 'gemm', m: 'M', n: 'N', k: 256, dtype: 'f16'},
+                                                       sweep: {M: {from: 64, to: 7680, step: 64}, N: [256, 512]}});
+      await waitJob(d, id);
+      await gotoView(page, d.origin, `#/jobs/${id}?x=N&fix.M=640`, '#view[data-charts-ready]');
+      const tag = await page.$eval('#fix-M', (el) => `${el.tagName} ${el.type}`);
+      expect(tag === 'INPUT number', `120 values of M: a number, not a list of 120 (${tag})`);
+      const state = () => page.evaluate(() => ({
+        value: document.getElementById('fix-M').value, place: document.getElementById('fix-M-place').textContent,
+        drawn: [...new Set(echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().series[0].data.map((p) => p.params.M))],
+        url: location.hash}));
+      let now = await state();
+      expect(now.value === '640' && now.place === 'value 10 of 120' && now.drawn.join() === '640',
+             `the URL's M is shown, with its place among the values, and drawn (${JSON.stringify(now)})`);
+      await page.fill('#fix-M', '1000');
+      await page.press('#fix-M', 'Enter');
+      now = await state();
+      expect(now.value === '1024' && now.place === 'value 16 of 120' && now.drawn.join() === '1024' && now.url.includes('fix.M=1024'),
+             `a number between values snaps to the nearest (1000 to 1024), drawn and in the URL (${JSON.stringify(now)})`);
+      await page.click('#fix-M-next');
+      now = await state();
+      expect(now.value === '1088' && now.place === 'value 17 of 120' && now.drawn.join() === '1088', `next goes to the value above (${JSON.stringify(now)})`);
+      await page.focus('#fix-M');
+      await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('ArrowDown');
+      now = await state();
+      expect(now.value === '960' && now.drawn.join() === '960', `the arrow keys step through the values (${JSON.stringify(now)})`);
+      await page.fill('#fix-M', '999999');
+      await page.press('#fix-M', 'Enter');
+      now = await state();
+      expect(now.value === '7680' && now.place === 'value 120 of 120' && await page.isDisabled('#fix-M-next'),
+             `a number past the last value is the last (${JSON.stringify(now)})`);
+      await shot(page, 'job-many-values');
+      // With M the x axis, N's two values are a list.
+      await page.selectOption('#sel-x', 'M');
+      expect(await page.$eval('#fix-N', (el) => el.tagName) === 'SELECT', 'a parameter of two values keeps its list');
+    });
+
     await step('tasks: the list, a task\'s page and its leaderboard, live', async () => {
       await gotoView(page, d.origin, '#/tasks', '.empty');
       expect((await page.textContent('.empty')).includes('No tasks yet'), 'an empty tasks list says so');
@@ -1368,26 +1463,86 @@ async function main() {
              bars.map((b) => b.color).join() === '#059669,#dc2626,#9ca3af',
              `20,000 bars as three large series by verdict, in the verdicts' colours (${JSON.stringify(bars)})`);
       await shot(page, 'compare-20k');
+      // Every matched point is in the table: a page at a time, sorted by any column.
+      const listed = () => page.evaluate(() => ({
+        page: (document.getElementById('compare-page') || {}).textContent,
+        rows: [...document.querySelectorAll('#compare-table tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent))}));
+      let table = await listed();
+      expect(table.page === 'points 1–500 of 20000' && table.rows.length === 500 && table.rows[0][0] === '1' && table.rows[0][1] === '1024',
+             `the first page of the 20,000 matched points (${table.page}, ${table.rows.length} rows, first ${table.rows[0]})`);
+      await page.click('#compare-next');
+      table = await listed();
+      expect(table.page === 'points 501–1000 of 20000' && table.rows[0][1] === String(501 * 1024), `the next page (${table.page}, first ${table.rows[0]})`);
+      // Sorted by M, then N, downwards: the last point in the parameters' order comes first.
+      await page.click('#compare-table th:nth-child(2)');
+      await page.click('#compare-table th:nth-child(2)');
+      await page.click('#compare-table th:nth-child(1)');
+      await page.click('#compare-table th:nth-child(1)');
+      table = await listed();
+      expect(table.page === 'points 1–500 of 20000' && table.rows[0][0] === '10' && table.rows[0][1] === '2048000',
+             `sorted by M downwards, the point M=10, N=2048000 first (${table.rows[0]})`);
+      const speedupOf = (row) => parseFloat(row[row.length - 1]);
+      await page.click('#compare-table th:last-child');
+      table = await listed();
+      const up = table.rows.map(speedupOf);
+      expect(up.every((v, i) => i === 0 || up[i - 1] <= v), `sorted by speedup upwards (${up.slice(0, 5)})`);
+      const least = await page.evaluate(() => Math.min(...echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series
+        .flatMap((x) => x.data).filter(Number.isFinite)));
+      expect(Math.abs(up[0] - least) <= least * 0.01, `the first row is the least speedup of the chart's 20,000 (${up[0]}, ${least})`);
     });
 
     // A daemon of its own: 101 jobs submitted at once are beyond the rate limit of this one.
-    await step('jobs view: Load more adds the next page below the rows shown', async () => {
+    await step('jobs view: Load more adds the next page below, only the rows in view are in the page', async () => {
       const p = await startDaemon(['--rate-limit', '0'], {devices: 1});
       const w = {errors: [], foreign: []};
       const tab = await openPage(browser, p.origin, w);
       try {
         const one = {name: 'paged', kernel: {op: 'stream', variant: 'copy', n: 1024}};
-        let last;
-        for (let i = 0; i < 101; ++i) last = (await api(p, 'POST', '/api/v1/jobs', one)).id;
-        await waitJob(p, last);
+        const ids = [];
+        for (let i = 0; i < 101; ++i) ids.push((await api(p, 'POST', '/api/v1/jobs', one)).id);
+        await waitJob(p, ids[100]);
         await gotoView(tab, p.origin, '#/jobs', '#jobs-table tbody tr');
-        await tab.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 100);
-        await tab.evaluate(() => { document.querySelector('#jobs-table tbody tr').dataset.kept = '1'; });
+        const drawn = () => tab.evaluate(() => [...document.querySelectorAll('#jobs-table tbody tr[data-id]')].map((tr) => Number(tr.dataset.id)));
+        const bottom = () => tab.evaluate(() => new Promise((r) => {
+          window.scrollTo(0, document.documentElement.scrollHeight);
+          requestAnimationFrame(() => requestAnimationFrame(r));
+        }));
+        const top = () => tab.evaluate(() => new Promise((r) => { window.scrollTo(0, 0); requestAnimationFrame(() => requestAnimationFrame(r)); }));
+        let rows = await drawn();
+        expect(rows[0] === ids[100] && rows.length < 100 && await tab.locator('#jobs-table tr.spacer').count() === 1,
+               `of the first 100 jobs, the rows in view and a spacer for the rest (${rows.length} rows)`);
+        // Ticked at the top, out of the page at the bottom, still ticked on the way back.
+        await tab.check(`#jobs-table tr[data-id="${ids[100]}"] input[type=checkbox]`);
+        await bottom();
+        rows = await drawn();
+        expect(rows.includes(ids[1]) && !rows.includes(ids[100]), `scrolled down, the last rows are drawn and the first are not (${rows[0]}-${rows[rows.length - 1]})`);
+        await tab.check(`#jobs-table tr[data-id="${ids[1]}"] input[type=checkbox]`);
+        await tab.evaluate((id) => { document.querySelector(`#jobs-table tr[data-id="${id}"]`).dataset.kept = '1'; }, ids[1]);
         await tab.click('text=Load more');
-        await tab.waitForFunction(() => document.querySelectorAll('#jobs-table tbody tr').length === 101, null, {timeout: 10000});
-        expect(await tab.evaluate(() => document.querySelector('#jobs-table tbody tr').dataset.kept === '1'),
-               'the rows shown stay as they are (a page more is appended, not the list made anew)');
+        await tab.waitForSelector(`#jobs-table tr[data-id="${ids[0]}"]`, {timeout: 10000});
+        const kept = await tab.evaluate((id) => { const tr = document.querySelector(`#jobs-table tr[data-id="${id}"]`); return tr ? tr.dataset.kept || 'new' : 'none'; }, ids[1]);
+        expect(kept === '1', `the rows shown stay as they are (a page more is appended, not the list made anew: ${kept})`);
         expect(await tab.isHidden('text=Load more'), 'no Load more after the last page');
+        await top();
+        expect(await tab.isChecked(`#jobs-table tr[data-id="${ids[100]}"] input[type=checkbox]`), 'a row drawn again keeps its tick');
+        // A job submitted while the list is scrolled down comes in at the top.
+        await bottom();
+        const {id: fresh} = await api(p, 'POST', '/api/v1/jobs', one);
+        await waitJob(p, fresh);
+        await top();
+        const came = await tab.waitForSelector(`#jobs-table tr[data-id="${fresh}"]`, {timeout: 10000}).then(() => true, () => false);
+        expect(came && (await drawn())[0] === fresh, 'a job that comes live is the first row');
+        // Delete selected takes the ticked rows whether or not they are drawn.
+        tab.once('dialog', (dialog) => dialog.accept());
+        await tab.click('#delete-selected');
+        for (let t = Date.now(); Date.now() - t < 10000; await sleep(100)) {
+          if ((await fetch(`${p.origin}/api/v1/jobs/${ids[1]}`)).status === 404) break;
+        }
+        const gone = await Promise.all([ids[100], ids[1]].map(async (id) => (await fetch(`${p.origin}/api/v1/jobs/${id}`)).status));
+        expect(gone.join() === '404,404', `the ticked rows, one of them out of the page, are deleted (${gone})`);
+        await bottom();
+        rows = await drawn();
+        expect(rows.includes(ids[0]) && !rows.includes(ids[1]) && rows.includes(ids[2]), 'a deleted row out of view leaves the list');
         expect(w.errors.length === 0 && w.foreign.length === 0, `no console errors or foreign requests (${JSON.stringify(w)})`);
       } finally {
         await tab.context().close();
