@@ -150,7 +150,9 @@ struct scheduler::active_job {
   }
   std::optional<point_error> first_failure;
   std::uint64_t first_failure_index = 0;
-  int lost_in_a_row = 0;  // points that timed out or crashed their worker since one was answered
+  // Points that timed out, crashed their worker or had their compile stopped at its limit since
+  // one was answered.
+  int lost_in_a_row = 0;
   // The first point whose kernel did not compile, where every point compiles it alike
   // (job_plan::compiles_alike): the job stops there, with its error.
   std::optional<std::pair<std::uint64_t, point_error>> uncompilable;
@@ -364,7 +366,12 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
       slot.worker_ready = false;
       slot.state = device_state::restarting;
     }
-    if (fatal_to_job(msg.error_type)) {
+    // A compile stopped at its limit dooms the job only where every point compiles the kernel
+    // alike; where a sweep parameter reaches the compiler (-DUNROLL=U) other points may compile
+    // in a moment, so only this one fails, and three in a row stop the job as crashes do.
+    const bool one_point = msg.exiting && msg.error_type == "compile_error" && slot.job->plan &&
+                           !slot.job->plan->compiles_alike();
+    if (fatal_to_job(msg.error_type) && !one_point) {
       flush_results();
       slot.window.clear();
       slot.watchdog.cancel();
@@ -372,6 +379,13 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
       return;
     }
     slot.window.answered(std::nullopt);
+    if (msg.exiting) {
+      // The points sent after it go to the worker that replaces it, as never sent.
+      slot.job->next -= slot.window.size();
+      slot.window.clear();
+      slot.watchdog.cancel();
+    }
+    if (one_point) ++slot.job->lost_in_a_row;
     record_failure(slot, index, msg.error_type, msg.error_message);
     return;
   }
@@ -715,7 +729,9 @@ void scheduler::advance(device_slot& slot) {
     const auto not_measured = skip_the_rest(slot);
     if (!not_measured) return;
     std::string msg = "stopped after " + std::to_string(k_lost_points_in_a_row) +
-                      " points in a row timed out or crashed their worker; " + *not_measured;
+                      " points in a row timed out, crashed their worker or had their compile "
+                      "stopped at its limit; " +
+                      *not_measured;
     if (job.first_failure) {
       msg += "; the first failure, point " + std::to_string(job.first_failure_index) + ": " +
              job.first_failure->type + ": " + job.first_failure->message;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "tests/support/daemon_process.hpp"
@@ -96,6 +97,65 @@ TEST(CompileLimits, ACompilePastItsMemoryIsStoppedAndTheNextJobRuns) {
 TEST(CompileLimits, ACompileOutlivingItsPointsWatchdogIsStoppedFirst) {
   expect_stopped(doubling_source(20), {"--point-timeout", "5"},
                  "the point's watchdog budget of 5.2 s, and was stopped");
+}
+
+// Where a sweep parameter reaches the compiler (-DB=B), a compile stopped at its limit fails only
+// its point: B=1 is a bomb, B=0 and B=2 compile at once and are measured, each on a worker of its
+// own after the bomb's.
+TEST(CompileLimits, WhereASweepParameterReachesTheCompilerOnlyThatPointFails) {
+  daemon_process daemon(
+      {.mock_devices = 1,
+       .engine = "opencl",
+       .extra_args = {"--compile-timeout", "5", "--compile-memory", "0", "--point-timeout", "60"}});
+  daemon.start();
+  json spec =
+      custom_job("#if B == 1\n" + doubling_source(20) + "#else\n" + k_honest + "\n#endif\n");
+  spec["kernel"]["compile_options"].push_back("-DB=B");
+  spec["sweep"] = {{"B", {0, 1, 2}}};
+  spec["kernel"]["args"][0]["count"] = 1024;
+  spec["kernel"]["grid"] = {16, 1, 1};
+  const json job = daemon.wait_job(daemon.submit(spec), 90s);
+  EXPECT_EQ(job["status"], "failed") << job.dump();
+  EXPECT_EQ(job["error"]["type"], "points_failed") << job.dump();
+  const json rows =
+      daemon.get("/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>()) + "/results")
+          .body["results"];
+  ASSERT_EQ(rows.size(), 3u) << rows.dump();
+  std::map<int, json> by_b;
+  for (const auto& r : rows)
+    by_b[r["params"]["B"].get<int>()] = r;
+  EXPECT_EQ(by_b[0]["status"], "ok") << by_b[0].dump();
+  EXPECT_EQ(by_b[2]["status"], "ok") << by_b[2].dump();
+  EXPECT_EQ(by_b[1]["error"]["type"], "compile_error") << by_b[1].dump();
+  EXPECT_NE(by_b[1]["error"]["message"].get<std::string>().find(
+                "the compiler ran for more than 5 s (the limit on one compile) and was stopped"),
+            std::string::npos)
+      << by_b[1].dump();
+  EXPECT_EQ(daemon.get("/readyz").status, 200);
+}
+
+// Where every point's compile is stopped at its limit, three in a row stop the job.
+TEST(CompileLimits, ThreeCompilesInARowStoppedAtTheirLimitStopTheJob) {
+  daemon_process daemon(
+      {.mock_devices = 1,
+       .engine = "opencl",
+       .extra_args = {"--compile-timeout", "3", "--compile-memory", "0", "--point-timeout", "60"}});
+  daemon.start();
+  json spec = custom_job(doubling_source(20) + "#define UNUSED_B B\n");
+  spec["kernel"]["compile_options"].push_back("-DB=B");
+  spec["sweep"] = {{"B", {1, 2, 3, 4, 5}}};
+  spec["kernel"]["args"][0]["count"] = 1024;
+  spec["kernel"]["grid"] = {16, 1, 1};
+  const json job = daemon.wait_job(daemon.submit(spec), 90s);
+  EXPECT_EQ(job["status"], "failed") << job.dump();
+  EXPECT_EQ(job["error"]["message"].get<std::string>().rfind(
+                "stopped after 3 points in a row timed out, crashed their worker or had their "
+                "compile stopped at its limit; 2 of 5 points were not measured; the first "
+                "failure, point 0: compile_error: the compiler ran for more than 3 s",
+                0),
+            0u)
+      << job.dump();
+  EXPECT_EQ(job["progress"]["done"], 3) << job.dump();
 }
 
 TEST(KernelOutput, BytesThatAreNotUtf8AreEscapedAndTheLogStaysJson) {

@@ -164,7 +164,8 @@ TEST(Recovery, AJobWhosePointsKeepTakingTheirWorkerDownIsStopped) {
     ASSERT_EQ(job["status"], "failed") << job.dump();
     const std::string type = std::string(fault) == "hang" ? "timeout" : "device_fault";
     EXPECT_EQ(job["error"]["message"].get<std::string>().rfind(
-                  "stopped after 3 points in a row timed out or crashed their worker; 7 of 10 "
+                  "stopped after 3 points in a row timed out, crashed their worker or had their "
+                  "compile stopped at its limit; 7 of 10 "
                   "points were not measured; the first failure, point 0: " +
                       type,
                   0),
