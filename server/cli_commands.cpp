@@ -750,9 +750,26 @@ int run_compare(const client_options& client_opts, const compare_options& opts, 
           spec["baseline"].is_string()) {
         base = spec["baseline"].get<std::string>();
       }
-      const std::string report = compare_report(series, base);
+      std::optional<double> gate;
+      if (opts.max_slowdown_pct >= 0) gate = opts.max_slowdown_pct / 100;
+      std::vector<std::string> regressions;
+      const std::string report = compare_report(series, base, gate, &regressions);
       if (!unfinished.empty()) out << unfinished << "compared on the points measured so far\n";
       out << report;
+      if (gate) {
+        std::ostringstream limit_text;  // as given: 10%, 2.5%
+        limit_text << opts.max_slowdown_pct << "%";
+        const std::string limit = limit_text.str();
+        if (regressions.empty()) {
+          out << "no regression past --max-slowdown " << limit << "\n";
+        } else {
+          out << regressions.size() << (regressions.size() == 1 ? " regression" : " regressions")
+              << " past --max-slowdown " << limit << ":\n";
+          for (const auto& r : regressions)
+            out << "  " << r << "\n";
+          return k_failed;
+        }
+      }
     } catch (const std::invalid_argument& e) {
       err << "kernelscan compare: " << e.what() << "\n";
       return k_usage;

@@ -81,6 +81,7 @@ struct compare_options {
   std::vector<std::int64_t> ids;  // two or more jobs, or one job with variants
   std::string base;               // a job id or a variant's name; empty: the first
   std::int64_t page_size = 1000;
+  double max_slowdown_pct = -1;  // a performance gate (compare_report's); -1: none
 };
 
 int run_submit(const client_options& client, const submit_options& opts, std::istream& in,

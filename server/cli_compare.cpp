@@ -297,7 +297,10 @@ std::vector<compare_series> series_of(const std::vector<std::pair<json, json>>& 
   return out;
 }
 
-std::string compare_report(const std::vector<compare_series>& series, const std::string& base) {
+std::string compare_report(const std::vector<compare_series>& series, const std::string& base,
+                           std::optional<double> max_slowdown,
+                           std::vector<std::string>* regressions) {
+  std::vector<std::string> broken;  // what --max-slowdown fails on
   // The parameters every series has.
   std::vector<std::string> shared;
   for (const auto& s : series) {
@@ -337,6 +340,7 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
   std::vector<std::string> keys;
   std::map<std::string, std::vector<std::string>> key_values;
   std::vector<std::map<std::string, point>> best(series.size());
+  std::vector<std::set<std::string>> failed(series.size());  // keys with only failed rows
   for (std::size_t i = 0; i < series.size(); ++i) {
     for (const auto& r : series[i].rows) {
       std::vector<std::string> values;
@@ -353,8 +357,12 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       if (const auto p = point_of(r)) {
         auto [it, fresh] = best[i].emplace(key, *p);
         if (!fresh && better(*p, it->second)) it->second = *p;
+      } else if (r.value("status", "") == "failed") {
+        failed[i].insert(key);
       }
     }
+    for (const auto& [key, p] : best[i])
+      failed[i].erase(key);
   }
 
   std::map<std::string, std::vector<double>> key_numbers;
@@ -394,6 +402,9 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
   int paired_count = 0, unpaired_count = 0;  // variants' speedups from paired ratios, or not
   for (const auto& key : keys) {
     std::vector<std::string> cells = key_values[key];
+    std::string where;  // "N=256, T=16"
+    for (std::size_t k = 0; k < shared.size(); ++k)
+      where += (k ? ", " : "") + shared[k] + "=" + cells[k];
     const auto b = best[base_at].find(key);
     for (const std::size_t i : order) {
       const auto p = best[i].find(key);
@@ -406,6 +417,10 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       cells.push_back(median);
       if (i == base_at) continue;
       if (p == best[i].end() || b == best[base_at].end()) {
+        if (b != best[base_at].end() && failed[i].count(key)) {
+          broken.push_back(series[i].label + (where.empty() ? "" : " at " + where) +
+                           ": failed where " + series[base_at].label + " was measured");
+        }
         cells.push_back("-");
         continue;
       }
@@ -421,6 +436,15 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       work_differs |= !c.same_work;
       speedups[i].push_back(c.speedup);
       cells.push_back(speedup_text(c.speedup) + " " + c.verdict + (c.same_work ? "" : " *"));
+      const std::string at = series[i].label + (where.empty() ? "" : " at " + where) + ": ";
+      if (max_slowdown && std::string_view(c.verdict) == "slower" &&
+          c.speedup < 1 - *max_slowdown) {
+        broken.push_back(at + speedup_text(c.speedup) + " slower");
+      }
+      if (!p->second.voiding.empty() && b->second.voiding.empty()) {
+        broken.push_back(at + "flags that void its score (" + comma_joined(p->second.voiding) +
+                         ") where " + series[base_at].label + "'s are sound");
+      }
     }
     table.add_row(std::move(cells));
   }
@@ -470,16 +494,21 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
     double log_sum = 0;
     for (double s : speedups[i])
       log_sum += std::log(s);
-    out += series[i].label + ": " + speedup_text(std::exp(log_sum / double(speedups[i].size()))) +
-           " the speed of " + series[base_at].label + " (geometric mean over " +
-           counted(static_cast<long long>(speedups[i].size()), "point") +
+    const double mean = std::exp(log_sum / double(speedups[i].size()));
+    out += series[i].label + ": " + speedup_text(mean) + " the speed of " + series[base_at].label +
+           " (geometric mean over " + counted(static_cast<long long>(speedups[i].size()), "point") +
            "): " + std::to_string(counts[i][0]) + " faster, " + std::to_string(counts[i][1]) +
            " slower, " + std::to_string(counts[i][2]) + " the same" +
            (counts[i][3] ? "; " + std::to_string(counts[i][3]) +
                                " of them with a point whose flags void its score (void:)"
                          : std::string()) +
            "\n";
+    if (max_slowdown && mean < 1 - *max_slowdown) {
+      broken.push_back(series[i].label + ": " + speedup_text(mean) + " the speed of " +
+                       series[base_at].label + " (geometric mean)");
+    }
   }
+  if (max_slowdown && regressions) *regressions = std::move(broken);
   return out;
 }
 

@@ -14,6 +14,7 @@
 // ops or a shared parameter sets different fields in them, or they share no parameter at all
 // (each one's best point against the other's), the report says so above the table.
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +45,14 @@ std::vector<compare_series> series_of(const std::vector<std::pair<json, json>>& 
 // The report, with `base` (a series' label, or "" for the first) as the baseline. Throws
 // std::invalid_argument naming `base` when no series has that label, nothing_to_compare when the
 // series share no point.
-std::string compare_report(const std::vector<compare_series>& series, const std::string& base);
+//
+// With `max_slowdown` (a fraction: 0.03 for 3%), `regressions` receives, a line each, what a
+// performance gate fails on: a point slower than the baseline's beyond both intervals by more
+// than that, a geometric mean of the speedups below 1 - max_slowdown, a point whose flags void
+// its score where the baseline's are sound, and a point that failed where the baseline's was
+// measured ("job 6 at N=256: 0.91x slower").
+std::string compare_report(const std::vector<compare_series>& series, const std::string& base,
+                           std::optional<double> max_slowdown = std::nullopt,
+                           std::vector<std::string>* regressions = nullptr);
 
 }  // namespace kernelscan

@@ -367,6 +367,12 @@ void add_client_commands(CLI::App& app, client_commands& c) {
       ->check(job_id_validator());
   c.compare_cmd->add_option("--base", c.compare.base,
                             "The baseline: a job id, or a variant's name (default: the first)");
+  c.compare_cmd
+      ->add_option("--max-slowdown", c.compare.max_slowdown_pct,
+                   "A gate: exit 1 where a point is slower than the baseline's by more than "
+                   "this many percent beyond their 95% intervals, the geometric mean is, or a "
+                   "point failed or had its score voided where the baseline's did not")
+      ->check(number_from(0, 100, false));
 }
 
 // The exit code of the client subcommand that was chosen, or -1 when none was.

@@ -1254,6 +1254,38 @@ TEST_F(cli, CompareWarnsWhenTheJobsShareNoParameter) {
       << describe(r);
 }
 
+// --max-slowdown gates a comparison: the same kernel measured again passes, one measured twice
+// as slow (the mock's model told so) fails, exit 1, naming each point and the geometric mean.
+TEST_F(cli, CompareMaxSlowdownIsAPerformanceGate) {
+  const std::int64_t a = daemon.submit(stream_sweep(3, 0));
+  json again = stream_sweep(3, 0);
+  again["cache"] = false;
+  const std::int64_t b = daemon.submit(again);
+  json slower = stream_sweep(3, 0);
+  slower["cache"] = false;
+  slower["mock"] = {{"speedup", 0.5}};
+  const std::int64_t c = daemon.submit(slower);
+  for (const std::int64_t id : {a, b, c})
+    ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  const std::string ja = std::to_string(a), jb = std::to_string(b), jc = std::to_string(c);
+
+  const auto pass = run({"compare", ja, jb, "--max-slowdown", "10"});
+  EXPECT_EQ(pass.exit_code, 0) << describe(pass);
+  EXPECT_TRUE(pass.out.ends_with("\nno regression past --max-slowdown 10%\n")) << describe(pass);
+
+  const auto fail = run({"compare", ja, jc, "--max-slowdown", "10"});
+  EXPECT_EQ(fail.exit_code, 1) << describe(fail);
+  const auto at = fail.out.find("4 regressions past --max-slowdown 10%:\n  job " + jc + " at N=");
+  EXPECT_NE(at, std::string::npos) << describe(fail);
+  EXPECT_NE(fail.out.find("x slower\n", at), std::string::npos) << describe(fail);
+  EXPECT_TRUE(
+      fail.out.ends_with("  job " + jc + ": 0.50x the speed of job " + ja + " (geometric mean)\n"))
+      << describe(fail);
+
+  const auto usage = run({"compare", ja, jc, "--max-slowdown", "-1"});
+  EXPECT_EQ(usage.exit_code, 2) << describe(usage);
+}
+
 // A job still running is compared on its points so far, and said to be running; one with no
 // point yet is said to be running, not to have nothing in common with the others.
 TEST_F(cli, CompareSaysWhichJobsAreStillRunning) {

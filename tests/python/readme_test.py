@@ -761,6 +761,12 @@ def _cli_compare(t: unittest.TestCase, run: Run) -> None:
                "0 slower, 12 the same", run.stdout, run.describe())
 
 
+def _cli_compare_gate(t: unittest.TestCase, run: Run) -> None:
+    # The same medians: no regression.
+    t.assertEqual(run.exit_code, 0, run.describe())
+    t.assertTrue(run.stdout.endswith("\nno regression past --max-slowdown 5%\n"), run.describe())
+
+
 def _cli_bench(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(run.exit_code, 0, run.describe())
     t.assertRegex(run.stdout, r"^job \d+ queued: \"matmul.cl: matmul_naive, matmul_tiled\", "
@@ -884,6 +890,7 @@ CHECKS = [
     Check(r"^kernelscan devices\s+#", _cli_devices),
     Check(r"^kernelscan roofline 0 --wait\s+#", _cli_roofline),
     Check(r"^kernelscan compare 1 6 --base 1\s+#", _cli_compare),
+    Check(r"^kernelscan compare 1 6 --max-slowdown 5\s+#", _cli_compare_gate),
     Check(r"^kernelscan rerun 1\s+#",
           _cli(0, r"^job \d+ queued: \"f16 gemm\", gemm, 12 points, device any, priority 0\n$")),
     Check(r"^kernelscan delete 7\s+#", _cli_delete),

@@ -220,5 +220,39 @@ TEST(CompareReport, APointWhoseFlagsVoidItsScoreIsMarkedAndNotPickedOverASoundOn
   EXPECT_EQ(compare_report(warned, "job 1").find("void"), std::string::npos);
 }
 
+// --max-slowdown: a point slower beyond both intervals by more than the limit, a geometric mean
+// below it, a point voided or failed where the baseline's was sound; noise and small slowdowns
+// pass.
+TEST(CompareReport, APerformanceGateNamesWhatBrokeIt) {
+  const json base = json::array({row({{"N", 64}}, 10, 0.1), row({{"N", 128}}, 20, 0.1),
+                                 row({{"N", 256}}, 40, 0.1), row({{"N", 512}}, 80, 0.1)});
+  // N=64: 2% slower beyond the intervals; N=128: 20% slower, but within its own wide interval;
+  // N=256: 10% slower; N=512 failed.
+  json fail = row({{"N", 512}}, 0, 0, nullptr, "failed");
+  const json next = json::array(
+      {row({{"N", 64}}, 10.2, 0.05), row({{"N", 128}}, 24, 5), row({{"N", 256}}, 44.4, 0.1), fail});
+  const auto series = series_of({{json{{"id", 1}}, base}, {json{{"id", 2}}, next}});
+  std::vector<std::string> broken;
+  compare_report(series, "", 0.05, &broken);
+  EXPECT_EQ(broken, (std::vector<std::string>{"job 2 at N=256: 0.90x slower",
+                                              "job 2 at N=512: failed where job 1 was measured",
+                                              "job 2: 0.90x the speed of job 1 (geometric mean)"}));
+  compare_report(series, "", 0.01, &broken);
+  EXPECT_EQ(broken.front(), "job 2 at N=64: 0.98x slower");
+  EXPECT_EQ(broken.size(), 4u);
+  // Measured the same within the limit: nothing.
+  const auto same = series_of({{json{{"id", 1}}, base}, {json{{"id", 3}}, base}});
+  compare_report(same, "", 0.0, &broken);
+  EXPECT_TRUE(broken.empty());
+
+  json voided = row({{"N", 64}}, 5, 0.1);
+  voided["flags"] = json::array({"verification_failed"});
+  const auto wrong = series_of({{json{{"id", 1}}, json::array({row({{"N", 64}}, 10, 0.1)})},
+                                {json{{"id", 4}}, json::array({voided})}});
+  compare_report(wrong, "", 0.05, &broken);
+  EXPECT_EQ(broken, (std::vector<std::string>{"job 4 at N=64: flags that void its score "
+                                              "(verification_failed) where job 1's are sound"}));
+}
+
 }  // namespace
 }  // namespace kernelscan
