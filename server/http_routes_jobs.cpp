@@ -8,6 +8,7 @@
 #include "api/result_codec.hpp"
 #include "api/result_fields.hpp"
 #include "server/detail/comma_list.hpp"
+#include "server/detail/gzip_stream.hpp"
 #include "server/detail/http_api_impl.hpp"
 #include "server/event_stream.hpp"
 #include "server/retention.hpp"
@@ -362,6 +363,16 @@ response http_api::impl::results(const request& req) {
     }
     return true;
   };
+  // Compressed here, at zlib's fastest level: httplib would leave JSON lines (what the dashboard
+  // reads) as they are and compress JSON and CSV at level 6. A 100,000-point job's rows as the
+  // dashboard asks for them are 53 MB, 13.8 MB at level 1 and 12.3 MB at level 6; level 1
+  // compressed them at about 150 MB/s on a 2-core VM, faster than a gigabit link carries them,
+  // level 6 at 33 MB/s.
+  r.headers.emplace_back("Vary", "Accept-Encoding");
+  if (accepts_gzip(req.header("Accept-Encoding"))) {
+    r.headers.emplace_back("Content-Encoding", "gzip");
+    r.stream = detail::gzip_stream(std::move(r.stream), 1);
+  }
   return r;
 }
 

@@ -584,6 +584,35 @@ TEST_F(Api, ServesThePageTheAssetsAndTheContract) {
   EXPECT_EQ(contract.text.rfind("openapi:", 0), 0u);
 }
 
+// Result rows go out gzipped, in every format, to a client that takes gzip (the dashboard's
+// browser, curl --compressed), once: they inflate to what a client without it reads.
+TEST_F(Api, ResultsAreCompressedForAClientThatTakesGzip) {
+  const auto id = daemon.submit(json::parse(R"({
+    "kernel": {"op": "stream", "variant": "triad", "n": "N"},
+    "sweep": {"N": {"from": 1024, "to": 1024000, "step": 1024}}, "mock": {"delay_ms": 0}})"));
+  ASSERT_EQ(daemon.wait_job(id, 60s)["status"], "succeeded");
+  httplib::Client c("127.0.0.1", daemon.port());
+  const std::string base = "/api/v1/jobs/" + std::to_string(id) + "/results?format=";
+  for (const std::string format : {"jsonl", "json", "csv", "jsonl&fields=index,time_us.median"}) {
+    c.set_decompress(false);  // then httplib's client offers no encoding
+    const auto plain = c.Get(base + format);
+    ASSERT_TRUE(plain);
+    ASSERT_EQ(plain->status, 200) << format;
+    EXPECT_FALSE(plain->has_header("Content-Encoding")) << format;
+    EXPECT_EQ(plain->get_header_value("Vary"), "Accept-Encoding") << format;
+    const auto raw = c.Get(base + format, {{"Accept-Encoding", "gzip"}});
+    ASSERT_TRUE(raw);
+    EXPECT_EQ(raw->get_header_value("Content-Encoding"), "gzip") << format;
+    EXPECT_EQ(raw->get_header_value_count("Content-Encoding"), 1u) << format;
+    EXPECT_EQ(raw->body.substr(0, 2), "\x1f\x8b") << format;
+    EXPECT_LT(raw->body.size(), plain->body.size() / 2) << format;
+    c.set_decompress(true);
+    const auto zipped = c.Get(base + format, {{"Accept-Encoding", "gzip"}});
+    ASSERT_TRUE(zipped);
+    EXPECT_TRUE(zipped->body == plain->body) << format << ": not the same rows";
+  }
+}
+
 TEST_F(Api, CurlStyleFormContentTypeIsReadAsJson) {
   // curl -d @job.json sends application/x-www-form-urlencoded; bodies over 8 KB must work too.
   json spec = gemm_sweep();

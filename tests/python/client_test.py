@@ -116,9 +116,20 @@ class ClientTest(DaemonTestCase):
         job = self.client.wait(self.client.submit(stream_sweep(3000, step=64)), timeout_s=120)
         self.assertEqual(job["status"], "succeeded", job)
         count = 0
+        rows = []
         for count, row in enumerate(self.client.iter_results(job), start=1):
             self.assertEqual(row["index"], count - 1)
+            rows.append(row)
         self.assertEqual(count, 3000)
+        # They came gzipped, and are the rows a client that does not take gzip reads.
+        url = f"{self.client.server}/api/v1/jobs/{job['id']}/results?format=jsonl"
+        zipped = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(zipped) as r:
+            self.assertEqual(r.headers.get("Content-Encoding"), "gzip")
+        with urllib.request.urlopen(url) as r:
+            self.assertIsNone(r.headers.get("Content-Encoding"))
+            plain = [json.loads(line) for line in r if line.strip()]
+        self.assertEqual(rows, plain)
 
     def test_jobs_filters_and_follows_cursors(self) -> None:
         ids = []
