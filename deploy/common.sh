@@ -11,7 +11,7 @@ KERNELSCAN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KERNELSCAN_PACKAGES=(
   cmake ninja-build g++ pkg-config
   libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libspdlog-dev libasio-dev
-  libcli11-dev libmuparser-dev libpq-dev libssl-dev
+  libcli11-dev libmuparser-dev libpq-dev libssl-dev zlib1g-dev
   ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd
 )
 # What the tests add: GoogleTest, the format check, clang with libFuzzer for the fuzzers, wrk
