@@ -33,6 +33,7 @@ threads. Units: seconds for timeouts, microseconds (`*_us`) in the API's data.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import gzip
 import http.client
 import json
@@ -538,6 +539,54 @@ class Client:
                 f"the answer to DELETE {path} is HTTP {status}, not 204 No Content: {excerpt!r}",
                 type="bad_answer",
             )
+
+    def delete_jobs(
+        self,
+        status: str | Iterable[str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        task: str | None = None,
+        older_than_days: float | None = None,
+        dry_run: bool = False,
+    ) -> list[int]:
+        """Deletes every job that ended matching all the filters given (at least one), as
+        `kernelscan delete` with filters does: `status` among succeeded, failed and cancelled
+        (all three when None), `labels` and `task` as jobs() takes them, `older_than_days` for
+        jobs that ended longer ago than that. Queued and running jobs are never deleted. Returns
+        the ids deleted, newest first (with `dry_run`, those that would be, deleting nothing).
+        A job deleted meanwhile by someone else is passed over; any other refusal raises."""
+        ended = ("succeeded", "failed", "cancelled")
+        states = [status] if isinstance(status, str) else list(status or [])
+        states = [s for item in states for s in item.split(",")]
+        for state in states:
+            if state not in ended:
+                raise ValueError(
+                    f"status {state!r}: only jobs that ended are deleted ({', '.join(ended)})"
+                )
+        if not (states or labels or task or older_than_days is not None):
+            raise ValueError("give a filter: status, labels, task or older_than_days")
+        if older_than_days is not None and not (
+            isinstance(older_than_days, (int, float)) and older_than_days >= 0
+        ):
+            raise ValueError(f"older_than_days must be a number >= 0, not {older_than_days!r}")
+        cutoff = time.time() - 86400.0 * (older_than_days or 0)
+        done: list[int] = []
+        for job in self.jobs(status=states or ended, labels=labels, task=task):
+            if older_than_days is not None:
+                finished = job.get("finished_at")
+                if not isinstance(finished, str):
+                    continue
+                stamp = datetime.datetime.fromisoformat(finished.replace("Z", "+00:00"))
+                if stamp.timestamp() > cutoff:
+                    continue
+            if not dry_run:
+                try:
+                    self.delete_job(job)
+                except KernelscanError as e:
+                    if e.status != 404:
+                        raise
+                    continue
+            done.append(job["id"])
+        return done
 
     def iter_results(self, job: int | Mapping[str, Any]) -> Iterator[dict]:
         """The job's result rows, one dict per stored sweep point in index order, read as they

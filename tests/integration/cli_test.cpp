@@ -1657,7 +1657,7 @@ TEST(cli_help, HelpNamesTheProgramAndAJobIdIsAskedForByName) {
   EXPECT_NE(jobs_help.out.find("Usage: kernelscan jobs [OPTIONS]"), std::string::npos)
       << describe(jobs_help);
   const auto delete_help = run_cli({"delete", "--help"});
-  EXPECT_NE(delete_help.out.find("Usage: kernelscan delete [OPTIONS] ID..."), std::string::npos)
+  EXPECT_NE(delete_help.out.find("Usage: kernelscan delete [OPTIONS] [ID...]"), std::string::npos)
       << describe(delete_help);
   EXPECT_NE(delete_help.out.find("it cannot be undone"), std::string::npos)
       << describe(delete_help);

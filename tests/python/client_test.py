@@ -234,6 +234,26 @@ class ClientTest(DaemonTestCase):
         with self.assertRaises(ValueError):
             self.client.delete_job("1/cancel")  # ids go into paths: only integers pass
 
+    def test_delete_jobs_by_filters(self) -> None:
+        ids = []
+        for run in ("old", "old", "kept"):
+            spec = dict(stream_sweep(1, step=4111), labels={"suite": "delete-jobs", "run": run})
+            ids.append(self.client.wait(self.client.submit(spec), timeout_s=60)["id"])
+        old = {"suite": "delete-jobs", "run": "old"}
+        self.assertEqual(self.client.delete_jobs(labels=old, dry_run=True), ids[1::-1])
+        self.assertEqual(self.client.delete_jobs(labels=old, older_than_days=1), [])
+        self.assertEqual(self.client.delete_jobs(labels=old, status="succeeded"), ids[1::-1])
+        self.assertEqual(self.client.delete_jobs(labels=old), [])
+        listed = self.client.jobs(labels={"suite": "delete-jobs"})
+        self.assertEqual([j["id"] for j in listed], [ids[2]])
+        self.assertEqual(
+            self.client.delete_jobs(labels={"suite": "delete-jobs"}, older_than_days=0), [ids[2]]
+        )
+        for bad in ({}, {"status": "running"}, {"status": ["failed", "queued"]},
+                    {"labels": old, "older_than_days": -1}):
+            with self.assertRaises(ValueError):
+                self.client.delete_jobs(**bad)
+
     def test_a_job_that_has_not_ended_is_not_deleted(self) -> None:
         # Sizes no other test measures, uncached: the other tests' slow jobs stay slow.
         spec = dict(stream_sweep(100, delay_ms=100, step=4099), cache=False)
