@@ -55,9 +55,9 @@ bool fatal_to_job(const std::string& type) {
 constexpr std::size_t k_remembered_compile_logs = 64;
 constexpr std::size_t k_compile_log_worth_naming = 512;
 
-// A row's compile error whose log the row of point `stored_at` holds already, in one line: the
-// log's first line (the compiler's verdict), then where the rest is.
-std::string repeated_compile_error(std::string_view message, std::uint64_t stored_at) {
+// A row's compile error whose log the row of `stored_at` ("point 1 (n=128)") holds already, in
+// one line: the log's first line (the compiler's verdict), then where the rest is.
+std::string repeated_compile_error(std::string_view message, const std::string& stored_at) {
   constexpr std::size_t k_first_line_bytes = 240;
   std::string_view first = message.substr(0, message.find('\n'));
   if (first.size() > k_first_line_bytes) {
@@ -68,15 +68,17 @@ std::string repeated_compile_error(std::string_view message, std::uint64_t store
   }
   while (!first.empty() && (first.back() == ':' || first.back() == ' ' || first.back() == '\r'))
     first.remove_suffix(1);
-  return std::string(first) + ": the same log as at point " + std::to_string(stored_at) +
+  return std::string(first) + ": the same log as at " + stored_at +
          ", stored with that point's row";
 }
 
 // Shortens `row`'s compile error where the job stored the same one already (see
-// repeated_compile_error), else remembers it; true where it changed the row.
+// repeated_compile_error), else remembers it; true where it changed the row. The point that
+// holds the log is named with its parameters where `plan` shows them to all (not a task's
+// held-out point).
 bool shorten_repeated_compile_error(
     std::map<std::pair<std::string, std::string>, std::uint64_t>& logs, json& row,
-    std::uint64_t point) {
+    std::uint64_t point, const job_plan* plan) {
   if (!row.contains("error") || !row["error"].is_object()) return false;
   json& error = row["error"];
   if (error.value("type", "") != "compile_error" || !error.contains("message") ||
@@ -87,7 +89,11 @@ bool shorten_repeated_compile_error(
   std::pair<std::string, std::string> key{row.value("variant", ""), message};
   if (const auto known = logs.find(key); known != logs.end()) {
     if (known->second == point) return false;  // the same point again (a resumed job)
-    error["message"] = repeated_compile_error(message, known->second);
+    const auto& sweep = plan ? &plan->spec().sweep : nullptr;
+    const bool shown = sweep && (sweep->held_out().empty() || known->second < sweep->public_size());
+    error["message"] =
+        repeated_compile_error(message, shown ? plan->describe_point(known->second)
+                                              : "point " + std::to_string(known->second));
     return true;
   }
   if (logs.size() < k_remembered_compile_logs) logs.emplace(std::move(key), point);
@@ -428,7 +434,8 @@ void scheduler::on_worker_line(device_slot& slot, std::string_view line) {
       slot.job->uncompilable.emplace(index,
                                      point_error{"compile_error", r["error"].value("message", "")});
     }
-    const bool shortened = !ok && shorten_repeated_compile_error(slot.job->compile_logs, r, index);
+    const bool shortened = !ok && shorten_repeated_compile_error(slot.job->compile_logs, r, index,
+                                                                 slot.job->plan.get());
     result_row row;
     row.index = index * per_point + v;
     if (r.contains("variant") && r["variant"].is_string()) {

@@ -320,7 +320,7 @@ TEST(VariantsOpenCL, AVariantThatNeverCompilesStoresItsLogOnce) {
     EXPECT_EQ(rows[row]["error"]["type"], "compile_error");
     const std::string later = rows[row]["error"]["message"];
     EXPECT_EQ(later, first.substr(0, first.find(':')) +
-                         ": the same log as at point 0, stored with that point's row")
+                         ": the same log as at point 0 (N=64), stored with that point's row")
         << later;
   }
   for (const int row : {0, 2, 3, 5, 6, 8})
