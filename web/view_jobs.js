@@ -39,10 +39,23 @@ export function mount(root, {query}) {
   const deleteButton = h('button', {id: 'delete-selected', type: 'button', class: 'danger', disabled: true,
                                     title: 'delete the selected jobs, which must have ended, and their results',
                                     onclick: () => deleteSelected()}, 'Delete selected');
+  // Every job loaded (those the filters match, as far as Load more went), or none: with a
+  // status filter, the jobs that failed can go at once.
+  const selectAll = h('input', {type: 'checkbox', id: 'select-all', 'aria-label': 'select every job listed',
+                                title: 'select every job listed (as far as Load more went)',
+                                onchange: (ev) => {
+                                  state.selected.clear();
+                                  if (ev.target.checked) for (const j of state.jobs) state.selected.add(j.id);
+                                  shown.clear();  // the rows drawn again, ticked as chosen
+                                  drawRows();
+                                  selectionChanged();
+                                }});
   function selectionChanged() {
     compareButton.disabled = state.selected.size < 2;
     const chosen = state.jobs.filter((j) => state.selected.has(j.id));
     deleteButton.disabled = chosen.length === 0 || chosen.some((j) => !TERMINAL.has(j.status));
+    selectAll.checked = chosen.length > 0 && chosen.length === state.jobs.length;
+    selectAll.indeterminate = chosen.length > 0 && chosen.length < state.jobs.length;
   }
   const filters = h('form', {class: 'toolbar', onsubmit: (ev) => { ev.preventDefault(); apply(); }},
                     statusSelect, labelInput, h('button', {type: 'submit'}, 'Filter'),
@@ -53,7 +66,7 @@ export function mount(root, {query}) {
   const tbody = h('tbody');
   const table = h('table', {id: 'jobs-table', class: 'data'},
                   h('thead', {}, h('tr', {},
-                    h('th', {}, ''), h('th', {}, 'id'), h('th', {}, 'name'), h('th', {}, 'op'),
+                    h('th', {}, selectAll), h('th', {}, 'id'), h('th', {}, 'name'), h('th', {}, 'op'),
                     h('th', {}, 'status'), h('th', {class: 'progress-col'}, 'progress'),
                     h('th', {}, 'device'), h('th', {}, 'labels'),
                     h('th', {class: 'num', title: 'the median time of the job\'s best point: the one with the highest throughput (least time per FLOP, else per byte)'}, 'best point'),
@@ -110,6 +123,7 @@ export function mount(root, {query}) {
       } else {
         render();
       }
+      selectionChanged();  // "every job listed" is no longer so with a page more
     } catch (e) {
       if (ticket === loading) showError(e);
     }
@@ -166,6 +180,8 @@ export function mount(root, {query}) {
     if (!state.jobs.length) {
       const filtered = state.status || state.labels.length;
       table.hidden = true;
+      tbody.replaceChildren();  // no row of a job that left stays behind, hidden
+      shown.clear();
       message.replaceChildren(filtered
         ? emptyState('No jobs match these filters.', h('p', {}, h('a', {href: '#/jobs', onclick: () => {
             statusSelect.value = ''; labelInput.value = ''; setTimeout(apply); }}, 'Show all jobs')))
@@ -276,7 +292,7 @@ export function mount(root, {query}) {
     } else {
       return;
     }
-    if (state.selected.has(job.id)) selectionChanged();  // it may have ended, or left the list
+    selectionChanged();  // a selected job may have ended or left the list; a new one is not selected
     if (!state.jobs.length || state.jobs.length === 1) { render(); return; }
     shown.delete(job.id);  // its row is made anew where it is in view
     drawRows();

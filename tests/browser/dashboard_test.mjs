@@ -1679,6 +1679,34 @@ async function main() {
       }
     });
 
+    await step('select all: every job listed, for a filter\'s jobs deleted at once', async () => {
+      const copy = (name) => ({name, labels: {sweep: 'select-all'}, kernel: {op: 'stream', variant: 'copy', n: 'N'}, sweep: {N: [1024]}, cache: false});
+      const ids = [];
+      for (const name of ['all a', 'all b', 'all c']) ids.push((await api(d, 'POST', '/api/v1/jobs', copy(name))).id);
+      for (const id of ids) await waitJob(d, id);
+      await gotoView(page, d.origin, '#/jobs?label=sweep=select-all', `#jobs-table tr[data-id="${ids[0]}"]`);
+      const ticked = () => page.$$eval('#jobs-table tbody input[type=checkbox]', (boxes) => boxes.filter((b) => b.checked).length);
+      const head = () => page.$eval('#select-all', (b) => (b.indeterminate ? 'some' : b.checked ? 'all' : 'none'));
+      expect(await head() === 'none' && await ticked() === 0, 'nothing selected at first');
+      await page.click('#select-all');
+      expect(await ticked() === 3 && await head() === 'all', `every job listed is ticked (${await ticked()})`);
+      expect(!(await page.isDisabled('#delete-selected')), 'and may be deleted');
+      await page.click(`#jobs-table tr[data-id="${ids[1]}"] input[type=checkbox]`);
+      expect(await head() === 'some', 'one unticked: the head says some');
+      await page.click('#select-all');
+      expect(await ticked() === 3 && await head() === 'all', 'ticked again: all of them');
+      await page.click('#select-all');
+      expect(await ticked() === 0 && await head() === 'none' && await page.isDisabled('#delete-selected'), 'unticked: none');
+      await page.click('#select-all');
+      let asked = null;
+      page.once('dialog', (dialog) => { asked = dialog.message(); dialog.accept(); });
+      await page.click('#delete-selected');
+      const gone = await page.waitForFunction((list) => list.every((id) => !document.querySelector(`#jobs-table tr[data-id="${id}"]`)),
+                                              ids, {timeout: 10000}).then(() => true, () => false);
+      expect(asked === 'Delete 3 jobs and their results? This cannot be undone.' && gone, `the three are deleted (${asked})`);
+      expect(await head() === 'none', 'and the head is unticked');
+    });
+
     await step('delete: a job that ended is deleted from its page, and leaves the other tabs', async () => {
       const copy = (name, sweep, extra = {}) => ({name, kernel: {op: 'stream', variant: 'copy', n: 'N'}, sweep: {N: sweep}, cache: false, ...extra});
       const {id: running} = await api(d, 'POST', '/api/v1/jobs', copy('runs on', [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072], {mock: {delay_ms: 2000}}));
