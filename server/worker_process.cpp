@@ -60,6 +60,12 @@ struct worker_process::phase_page {
 
   phase_page() {
     fd = memfd_create("kernelscan-phase", MFD_CLOEXEC);
+    if (fd == k_phase_fd) {
+      // dup2 onto itself would leave it close-on-exec: the child must find it at k_phase_fd.
+      const int other = fcntl(fd, F_DUPFD_CLOEXEC, k_phase_fd + 1);
+      ::close(fd);
+      fd = other;
+    }
     if (fd < 0 || ftruncate(fd, k_phase_page_bytes) != 0) {
       spdlog::warn(
           "cannot share a page with a worker ({}): a worker that dies will not say in "
