@@ -136,6 +136,9 @@ database::database(const std::string& path, std::span<const std::string_view> mi
   try {
     sqlite3_busy_timeout(m_db, 5000);
     sqlite3_extended_result_codes(m_db, 1);
+    // A new file frees pages incrementally (give_back_free_pages), so that deleting jobs
+    // shrinks it; this can only be chosen before its first page is written (WAL writes one).
+    if (page_count() == 0) exec("PRAGMA auto_vacuum=INCREMENTAL");
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=NORMAL");
     exec("PRAGMA foreign_keys=ON");
@@ -203,6 +206,23 @@ std::int64_t database::last_insert_rowid() const {
 
 int database::changes() const {
   return sqlite3_changes(m_db);
+}
+
+std::int64_t database::page_count() {
+  statement s(m_db, "PRAGMA page_count");
+  s.step();
+  return s.int64(0);
+}
+
+std::int64_t database::give_back_free_pages(std::int64_t most) {
+  statement count(m_db, "PRAGMA freelist_count");
+  count.step();
+  const std::int64_t before = count.int64(0);
+  if (before == 0) return 0;
+  exec("PRAGMA incremental_vacuum(" + std::to_string(most) + ")");
+  statement after(m_db, "PRAGMA freelist_count");
+  after.step();
+  return before - after.int64(0);
 }
 
 int database::user_version() {

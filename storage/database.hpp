@@ -97,6 +97,11 @@ class database {
   std::int64_t last_insert_rowid() const;
   int changes() const;
   int user_version();
+  std::int64_t page_count();
+  // Gives up to `most` free pages back to the file system (the file shrinks at the next
+  // checkpoint); the number given. None in a file made before it freed pages incrementally
+  // (PRAGMA auto_vacuum=NONE, until a VACUUM after setting it INCREMENTAL).
+  std::int64_t give_back_free_pages(std::int64_t most);
 
   class transaction {
    public:

@@ -687,7 +687,14 @@ void sqlite_job_store::reap(std::int64_t id) {
       d->run();
     }
     tx.commit();
-    if (done) return;
+    if (done) break;
+  }
+  // The pages the rows held go back to the file system, a few hundred at a time (a step moves
+  // pages from the file's end into the holes: milliseconds).
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard lock(m_mutex);
+    if (m_db.give_back_free_pages(k_vacuum_pages) < k_vacuum_pages) return;
   }
 }
 

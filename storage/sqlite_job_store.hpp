@@ -109,10 +109,12 @@ class sqlite_job_store : public job_store {
                           std::optional<std::int64_t> finished_ms);
   void store_row(const result_row& row, std::int64_t job_id, std::int64_t now_ms);
   // Deletes the result rows of deleted job `id`, k_reap_rows a transaction, then its entry in
-  // deleted_jobs; reap_deleted() those of every job there. Take m_mutex for each transaction.
+  // deleted_jobs, then gives the free pages back to the file system k_vacuum_pages at a time;
+  // reap_deleted() those of every job there. Take m_mutex for each transaction.
   void reap(std::int64_t id);
   void reap_deleted();
   static constexpr std::size_t k_reap_rows = 1000;
+  static constexpr std::int64_t k_vacuum_pages = 256;
 
   std::string m_path;
   bool m_shared_reads;  // in-memory: another connection would be another database

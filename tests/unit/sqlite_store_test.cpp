@@ -346,5 +346,49 @@ TEST(SqliteStore, ADeletedJobsRowsGoAfterItAndADeletionCutShortIsFinishedAtOpen)
   EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM job_specs"), 1);
 }
 
+// A new database frees pages incrementally: a deleted job's rows give their pages back to the
+// file system, and the file shrinks at the next checkpoint. One made before (auto_vacuum NONE)
+// keeps them, as it did, until a VACUUM.
+TEST(SqliteStore, ADeletedJobsPagesGoBackToTheFileSystem) {
+  temp_dir dir;
+  const std::string path = dir.file("kernelscan.db");
+  std::int64_t big = 0;
+  {
+    sqlite_job_store store(path);
+    big = store.submit(submission("j", {}, 4000), 1).id;
+    const auto kept = store.submit(submission("k", {}, 3), 1).id;
+    std::vector<result_row> rows;
+    for (std::uint64_t i = 0; i < 4000; ++i) {
+      rows.push_back(row(big, i, true, 1.0));
+      rows.back().result_json =
+          R"({"index":)" + std::to_string(i) + R"(,"pad":")" + std::string(2000, 'x') + R"("})";
+    }
+    store.add_results(rows, 2);
+    const std::vector<result_row> one{row(kept, 0, true, 1.0)};
+    store.add_results(one, 2);
+    for (std::int64_t id : {big, kept}) {
+      claim_request r;
+      r.node = "n";
+      r.engine = "mock";
+      r.device = 1;
+      r.now_ms = 3;
+      const auto lease = store.claim(r)->lease;
+      EXPECT_EQ(lease.job_id, id);
+      EXPECT_TRUE(store.finish("n", lease, job_status::succeeded, std::nullopt, 4, std::nullopt));
+    }
+    raw_exec(path, "PRAGMA wal_checkpoint(TRUNCATE)");
+    const auto full = std::filesystem::file_size(path);
+    EXPECT_GT(full, 8'000'000u);
+    EXPECT_EQ(store.delete_job(big), delete_outcome::deleted);
+    raw_exec(path, "PRAGMA wal_checkpoint(TRUNCATE)");
+    EXPECT_LT(std::filesystem::file_size(path), full / 4) << "the freed pages stayed in the file";
+    EXPECT_EQ(store.result_indices(kept).size(), 1u);
+  }
+  database db(path, sqlite_migrations());
+  EXPECT_EQ(scalar(db, "PRAGMA auto_vacuum"), 2);  // incremental
+  EXPECT_EQ(scalar(db, "PRAGMA freelist_count"), 0);
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM results WHERE job_id = " + std::to_string(big)), 0);
+}
+
 }  // namespace
 }  // namespace kernelscan
