@@ -109,7 +109,23 @@ class connection_stream final : public httplib::Stream {
   bool is_readable() const override { return m_connection.readable(); }
   bool is_writable() const override { return m_connection.writable(); }
   ssize_t read(char* ptr, size_t size) override { return m_connection.read(ptr, size); }
-  ssize_t write(const char* ptr, size_t size) override { return m_connection.write(ptr, size); }
+  ssize_t write(const char* ptr, size_t size) override {
+    std::string_view data(ptr, size);
+    // httplib writes a response's head in one call and states a length even where RFC 9110
+    // forbids one (8.6: never in a 204; in a 304 only the length a 200 would have had, not
+    // its own empty body's): "Content-Length: 0" is dropped from those heads.
+    constexpr std::string_view k_zero_length = "\r\nContent-Length: 0\r\n";
+    if (data.starts_with("HTTP/1.1 204 ") || data.starts_with("HTTP/1.1 304 ")) {
+      const auto head_end = data.find("\r\n\r\n");
+      const auto at = data.find(k_zero_length);
+      if (at != std::string_view::npos && head_end != std::string_view::npos && at < head_end) {
+        std::string head(data.substr(0, at + 2));
+        head += data.substr(at + k_zero_length.size());
+        return write_all(head) ? ssize_t(size) : -1;
+      }
+    }
+    return m_connection.write(ptr, size);
+  }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
     m_connection.peer_address(ip, port);
   }
@@ -119,6 +135,15 @@ class connection_stream final : public httplib::Stream {
   socket_t socket() const override { return m_connection.fd(); }
 
  private:
+  bool write_all(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = m_connection.write(data.data(), data.size());
+      if (n < 0) return false;
+      data.remove_prefix(std::size_t(n));
+    }
+    return true;
+  }
+
   detail::client_connection& m_connection;
 };
 

@@ -715,6 +715,28 @@ TEST_F(Api, ResultsReadWhileTheJobIsDeletedEndUnfinished) {
   EXPECT_NE(daemon.log().find("was deleted while its results were read"), std::string::npos);
 }
 
+// RFC 9110 8.6: a 204 carries no Content-Length, nor does a 304 carry the length of its own
+// empty body (httplib wrote "Content-Length: 0" in both); the connection goes on after either.
+TEST_F(Api, A204AndA304StateNoLengthAndTheConnectionGoesOn) {
+  const std::int64_t id = daemon.submit(slow_job(1, 0));
+  ASSERT_EQ(daemon.wait_job(id)["status"], "succeeded");
+  const std::string etag = daemon.get("/").header("ETag");
+  ASSERT_FALSE(etag.empty());
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(daemon.port()) + "\r\n";
+  raw_connection c(daemon.port());
+  const auto deleted =
+      c.exchange("DELETE /api/v1/jobs/" + std::to_string(id) + " HTTP/1.1\r\n" + host + "\r\n", 5s);
+  EXPECT_EQ(deleted.rfind("HTTP/1.1 204 No Content\r\n", 0), 0u) << deleted;
+  EXPECT_EQ(deleted.find("Content-Length"), std::string::npos) << deleted;
+  const auto cached =
+      c.exchange("GET / HTTP/1.1\r\n" + host + "If-None-Match: " + etag + "\r\n\r\n", 5s);
+  EXPECT_EQ(cached.rfind("HTTP/1.1 304 Not Modified\r\n", 0), 0u) << cached;
+  EXPECT_EQ(cached.find("Content-Length"), std::string::npos) << cached;
+  EXPECT_NE(cached.find("ETag: " + etag + "\r\n"), std::string::npos) << cached;
+  const auto after = c.exchange("GET /healthz HTTP/1.1\r\n" + host + "\r\n", 5s);
+  EXPECT_EQ(after.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << after;
+}
+
 TEST_F(Api, APostWithoutABodyOrContentLengthIsAnsweredAtOnce) {
   // `curl -X POST .../cancel` sends neither Content-Length nor a body and keeps the connection
   // open: the request has an empty body (RFC 9112 6.3). httplib alone waits for a body until its
