@@ -402,9 +402,13 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
   int paired_count = 0, unpaired_count = 0;  // variants' speedups from paired ratios, or not
   for (const auto& key : keys) {
     std::vector<std::string> cells = key_values[key];
-    std::string where;  // "N=256, T=16"
-    for (std::size_t k = 0; k < shared.size(); ++k)
-      where += (k ? ", " : "") + shared[k] + "=" + cells[k];
+    // "job 6 at N=256, T=16: ", the start of a line of what --max-slowdown fails on.
+    const auto at = [&](std::size_t i) {
+      std::string text = series[i].label;
+      for (std::size_t k = 0; k < shared.size(); ++k)
+        text += (k ? ", " : " at ") + shared[k] + "=" + key_values[key][k];
+      return text + ": ";
+    };
     const auto b = best[base_at].find(key);
     for (const std::size_t i : order) {
       const auto p = best[i].find(key);
@@ -417,10 +421,8 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       cells.push_back(median);
       if (i == base_at) continue;
       if (p == best[i].end() || b == best[base_at].end()) {
-        if (b != best[base_at].end() && failed[i].count(key)) {
-          broken.push_back(series[i].label + (where.empty() ? "" : " at " + where) +
-                           ": failed where " + series[base_at].label + " was measured");
-        }
+        if (max_slowdown && b != best[base_at].end() && failed[i].count(key))
+          broken.push_back(at(i) + "failed where " + series[base_at].label + " was measured");
         cells.push_back("-");
         continue;
       }
@@ -436,13 +438,11 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       work_differs |= !c.same_work;
       speedups[i].push_back(c.speedup);
       cells.push_back(speedup_text(c.speedup) + " " + c.verdict + (c.same_work ? "" : " *"));
-      const std::string at = series[i].label + (where.empty() ? "" : " at " + where) + ": ";
-      if (max_slowdown && std::string_view(c.verdict) == "slower" &&
-          c.speedup < 1 - *max_slowdown) {
-        broken.push_back(at + speedup_text(c.speedup) + " slower");
-      }
+      if (!max_slowdown) continue;
+      if (std::string_view(c.verdict) == "slower" && c.speedup < 1 - *max_slowdown)
+        broken.push_back(at(i) + speedup_text(c.speedup) + " slower");
       if (!p->second.voiding.empty() && b->second.voiding.empty()) {
-        broken.push_back(at + "flags that void its score (" + comma_joined(p->second.voiding) +
+        broken.push_back(at(i) + "flags that void its score (" + comma_joined(p->second.voiding) +
                          ") where " + series[base_at].label + "'s are sound");
       }
     }
