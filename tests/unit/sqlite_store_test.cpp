@@ -73,6 +73,18 @@ std::int64_t scalar(database& db, const std::string& sql) {
   return s->int64(0);
 }
 
+// Claims the store's next queued job, which must be `id`, and ends it succeeded.
+void claim_and_finish(sqlite_job_store& store, std::int64_t id) {
+  claim_request r;
+  r.node = "n";
+  r.engine = "mock";
+  r.device = 1;
+  r.now_ms = 3;
+  const auto lease = store.claim(r)->lease;
+  EXPECT_EQ(lease.job_id, id);
+  EXPECT_TRUE(store.finish("n", lease, job_status::succeeded, std::nullopt, 4, std::nullopt));
+}
+
 // Runs `sql` on a plain SQLite connection to `path`.
 void raw_exec(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
@@ -310,14 +322,7 @@ TEST(SqliteStore, ADeletedJobsRowsGoAfterItAndADeletionCutShortIsFinishedAtOpen)
       for (std::uint64_t i = 0; i < points; ++i)
         rows.push_back(row(id, i, true, 1.0 + double(i)));
       store.add_results(rows, 2);
-      claim_request r;
-      r.node = "n";
-      r.engine = "mock";
-      r.device = 1;
-      r.now_ms = 3;
-      const auto lease = store.claim(r)->lease;
-      EXPECT_EQ(lease.job_id, id);
-      EXPECT_TRUE(store.finish("n", lease, job_status::succeeded, std::nullopt, 4, std::nullopt));
+      claim_and_finish(store, id);
       return id;
     };
     big = finished(2500);
@@ -366,16 +371,8 @@ TEST(SqliteStore, ADeletedJobsPagesGoBackToTheFileSystem) {
     store.add_results(rows, 2);
     const std::vector<result_row> one{row(kept, 0, true, 1.0)};
     store.add_results(one, 2);
-    for (std::int64_t id : {big, kept}) {
-      claim_request r;
-      r.node = "n";
-      r.engine = "mock";
-      r.device = 1;
-      r.now_ms = 3;
-      const auto lease = store.claim(r)->lease;
-      EXPECT_EQ(lease.job_id, id);
-      EXPECT_TRUE(store.finish("n", lease, job_status::succeeded, std::nullopt, 4, std::nullopt));
-    }
+    for (std::int64_t id : {big, kept})
+      claim_and_finish(store, id);
     raw_exec(path, "PRAGMA wal_checkpoint(TRUNCATE)");
     const auto full = std::filesystem::file_size(path);
     EXPECT_GT(full, 8'000'000u);
