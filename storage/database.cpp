@@ -138,14 +138,12 @@ database::database(const std::string& path, std::span<const std::string_view> mi
     sqlite3_extended_result_codes(m_db, 1);
     // A new file frees pages incrementally (give_back_free_pages), so that deleting jobs
     // shrinks it; this can only be chosen before its first page is written (WAL writes one).
-    if (page_count() == 0) exec("PRAGMA auto_vacuum=INCREMENTAL");
+    if (pragma("page_count") == 0) exec("PRAGMA auto_vacuum=INCREMENTAL");
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=NORMAL");
     exec("PRAGMA foreign_keys=ON");
 
-    statement app(m_db, "PRAGMA application_id");
-    app.step();
-    const auto id = app.int64(0);
+    const auto id = pragma("application_id");
     const int version = user_version();
     if (id != 0 && id != k_application_id) {
       throw sqlite_error(SQLITE_NOTADB, path + " is not a kernelscan database (application_id " +
@@ -208,27 +206,21 @@ int database::changes() const {
   return sqlite3_changes(m_db);
 }
 
-std::int64_t database::page_count() {
-  statement s(m_db, "PRAGMA page_count");
+std::int64_t database::pragma(const char* name) {
+  statement s(m_db, std::string("PRAGMA ") + name);
   s.step();
   return s.int64(0);
 }
 
 std::int64_t database::give_back_free_pages(std::int64_t most) {
-  statement count(m_db, "PRAGMA freelist_count");
-  count.step();
-  const std::int64_t before = count.int64(0);
+  const std::int64_t before = pragma("freelist_count");
   if (before == 0) return 0;
   exec("PRAGMA incremental_vacuum(" + std::to_string(most) + ")");
-  statement after(m_db, "PRAGMA freelist_count");
-  after.step();
-  return before - after.int64(0);
+  return before - pragma("freelist_count");
 }
 
 int database::user_version() {
-  statement s(m_db, "PRAGMA user_version");
-  s.step();
-  return int(s.int64(0));
+  return int(pragma("user_version"));
 }
 
 database::transaction::transaction(database& db) : m_db(db) {

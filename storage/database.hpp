@@ -97,7 +97,6 @@ class database {
   std::int64_t last_insert_rowid() const;
   int changes() const;
   int user_version();
-  std::int64_t page_count();
   // Gives up to `most` free pages back to the file system (the file shrinks at the next
   // checkpoint); the number given. None in a file made before it freed pages incrementally
   // (PRAGMA auto_vacuum=NONE, until a VACUUM after setting it INCREMENTAL).
@@ -119,6 +118,9 @@ class database {
   };
 
  private:
+  // The value of `PRAGMA name` (page_count, freelist_count, user_version, ...).
+  std::int64_t pragma(const char* name);
+
   sqlite3* m_db = nullptr;
   std::unordered_map<std::string, std::unique_ptr<statement>> m_cache;
 };
