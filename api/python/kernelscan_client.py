@@ -240,6 +240,11 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
+def _gzipped(headers: Any) -> bool:
+    """Whether an answer's body came gzipped (asked for with Accept-Encoding: gzip)."""
+    return (headers.get("Content-Encoding") or "").strip().lower() == "gzip"
+
+
 def _failure(status: int, body: bytes, headers: Any) -> KernelscanError:
     """The API's error from an error answer; a body in another shape (a proxy's page) gives
     type `http_error` and the start of the body, as the CLI does."""
@@ -368,7 +373,7 @@ class Client:
             with e:
                 try:
                     body = e.read()
-                    if (e.headers.get("Content-Encoding") or "").strip().lower() == "gzip":
+                    if _gzipped(e.headers):
                         body = gzip.decompress(body)  # asked with Accept-Encoding: gzip
                 except (OSError, EOFError, http.client.HTTPException):
                     body = b""  # the status says enough
@@ -600,7 +605,7 @@ class Client:
         try:
             with response:
                 lines = response
-                if response.headers.get("Content-Encoding", "").strip().lower() == "gzip":
+                if _gzipped(response.headers):
                     lines = gzip.GzipFile(fileobj=response)
                 for line in lines:
                     if line.strip():
