@@ -181,6 +181,18 @@ json to_json(const point_result& r) {
   } else {
     j["metrics"] = nullptr;
   }
+  if (const auto& k = r.resources) {
+    json res = json::object();
+    if (k->registers) res["registers"] = *k->registers;
+    if (k->shared_bytes) res["shared_bytes"] = *k->shared_bytes;
+    if (k->local_bytes) res["local_bytes"] = *k->local_bytes;
+    if (k->max_block_threads) res["max_block_threads"] = *k->max_block_threads;
+    if (k->block_multiple) res["block_multiple"] = *k->block_multiple;
+    if (k->blocks_per_unit) res["blocks_per_unit"] = *k->blocks_per_unit;
+    if (k->occupancy) res["occupancy"] = *k->occupancy;
+    if (!k->limited_by.empty()) res["limited_by"] = k->limited_by;
+    j["resources"] = std::move(res);
+  }
   const auto& v = r.verification;
   j["verification"] = {{"status", v.status},           {"trials", v.trials},
                        {"max_abs_err", v.max_abs_err}, {"max_rel_err", v.max_rel_err},

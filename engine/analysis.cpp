@@ -23,6 +23,42 @@ bool is_custom(const kernel_instance& k) {
   return std::holds_alternative<custom_instance>(k);
 }
 
+// The occupancy advice of a kernel too short of warps to hide memory latency: with its
+// measured occupancy and what limits it where the platform tells, the general advice otherwise;
+// none where half the unit's warps or more are resident.
+std::optional<std::string> occupancy_advice(const std::optional<kernel_resources>& k) {
+  if (!k || !k->occupancy) {
+    return "check occupancy: too few waves in flight cannot hide memory latency; use more, "
+           "smaller blocks or fewer registers per thread";
+  }
+  if (*k->occupancy >= 0.5) return std::nullopt;
+  std::string text = "occupancy " + percent(*k->occupancy * 100);
+  if (k->blocks_per_unit) text += " (" + std::to_string(*k->blocks_per_unit) + " blocks per unit";
+  const auto& limits = k->limited_by;
+  const auto limited = [&](const char* what) {
+    return std::find(limits.begin(), limits.end(), what) != limits.end();
+  };
+  if (!limits.empty()) {
+    text += ", limited by";
+    for (std::size_t i = 0; i < limits.size(); ++i)
+      text += (i ? " and " : " ") + limits[i];
+  }
+  if (k->blocks_per_unit) text += ")";
+  text += ": too few warps in flight to hide memory latency; ";
+  if (limited("registers")) {
+    text += "use fewer registers per thread (" + std::to_string(k->registers.value_or(0)) +
+            " now; __launch_bounds__, less live state)";
+  } else if (limited("shared_memory")) {
+    text += "use less shared memory per block (" + std::to_string(k->shared_bytes.value_or(0)) +
+            " bytes now)";
+  } else if (limited("blocks")) {
+    text += "use blocks of more threads";
+  } else {
+    text += "use fewer registers or less shared memory per thread, or more blocks";
+  }
+  return text;
+}
+
 }  // namespace
 
 std::vector<std::string> verification_flags(const verification_result& v, dtype out_type) {
@@ -61,7 +97,8 @@ double narrow_arithmetic_error(dtype out_type) {
   return out_type == dtype::f64 ? 1e-9 : 1e-4;
 }
 
-std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k, l2_mode l2) {
+std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k, l2_mode l2,
+                                const std::optional<kernel_resources>& resources) {
   std::vector<std::string> out;
   const double pct = m.roof_pct;
   if (m.bound == "latency") {
@@ -74,9 +111,7 @@ std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k
       out.emplace_back("memory-bound at " + percent(pct) +
                        " of bandwidth: coalesce accesses (adjacent threads, adjacent "
                        "addresses) and vectorise loads and stores to 128 bits");
-      out.emplace_back(
-          "check occupancy: too few waves in flight cannot hide memory latency; use more, "
-          "smaller blocks or fewer registers per thread");
+      if (auto text = occupancy_advice(resources)) out.push_back(std::move(*text));
     } else {
       out.emplace_back("memory-bound at " + percent(pct) +
                        " of bandwidth: only less traffic helps now; fuse with the kernels "
@@ -107,6 +142,12 @@ std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k
                        " of peak: near the roof; only fewer operations (a better algorithm) or "
                        "a lower precision will go much faster");
     }
+  }
+  if (resources && resources->local_bytes.value_or(0) > 0) {
+    out.emplace_back("the kernel keeps " + std::to_string(*resources->local_bytes) +
+                     " bytes per thread in local memory (spilled registers, or private arrays "
+                     "indexed at run time), which is device memory behind the caches: index "
+                     "arrays with constants, keep less state live, or allow more registers");
   }
   if (l2 == l2_mode::hot) {
     out.emplace_back(
@@ -197,7 +238,7 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
         add_flag(r.flags, "faster_than_verification");
       }
     }
-    r.advice = advise(*r.metrics, k, r.l2);
+    r.advice = advise(*r.metrics, k, r.l2, r.resources);
     if (!ceiling_note.empty()) r.advice.push_back(std::move(ceiling_note));
   }
   r.fitness = score_point(r, spec.fitness, speedup);

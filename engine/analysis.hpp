@@ -77,7 +77,10 @@ inline constexpr double k_verification_launch_min_us = 50;
 std::vector<std::string> verification_flags(const verification_result& v, dtype out_type);
 
 // Prioritised advice for a measured point, most useful first.
-std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k, l2_mode l2);
+// `resources` (a user kernel's registers, memory and occupancy, where the platform tells) make
+// the occupancy advice specific and add the local memory a kernel spills to.
+std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k, l2_mode l2,
+                                const std::optional<kernel_resources>& resources = std::nullopt);
 
 // Fills r.metrics, r.flags, r.advice and r.fitness of a point that measured (r.time_us set);
 // a failed point gets only its fitness (score 0). `speedup` is set when the job has a baseline.

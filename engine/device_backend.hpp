@@ -351,6 +351,13 @@ class device_backend {
   // backend that runs no device code has no such state: compile() is enough.
   virtual kernel_id compile_fresh(const custom_kernel& kernel) { return compile(kernel); }
   virtual void launch(const kernel_call& call) = 0;
+  // What compiling `function` gave it (registers, shared and local memory) and its occupancy at
+  // `launch`'s block size; nullopt where the platform says nothing. Asked after the kernel ran
+  // with the point's arguments: OpenCL counts a `local` argument's memory once it is set.
+  virtual std::optional<kernel_resources> resources(kernel_id /*function*/,
+                                                    const custom_launch& /*launch*/) {
+    return std::nullopt;
+  }
   virtual void gemm(const gemm_call& call) = 0;
   virtual void stream(const stream_call& call) = 0;
   // `threads` work-items (a multiple of 256), each running 8 independent FMA chains for

@@ -154,6 +154,12 @@ void point_kernel::load_fresh() {
   }
 }
 
+std::optional<kernel_resources> point_kernel::resources() const {
+  const auto* c = std::get_if<custom_instance>(m_instance);
+  if (!c) return std::nullopt;
+  return m_backend.resources(m_function, c->launch);
+}
+
 std::size_t point_kernel::bound(const std::string& name, dtype t, std::int64_t count,
                                 const char* role) const {
   for (std::size_t i = 0; i < m_buffers.size(); ++i) {

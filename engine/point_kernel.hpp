@@ -70,6 +70,10 @@ class point_kernel {
   // A user kernel is loaded again, as a module of its own whose globals hold their initial
   // values (device_backend::compile_fresh); later launches use it. Built-in ops have no state.
   void load_fresh();
+  // A user kernel's registers, shared and local memory and occupancy at its launch, as the
+  // backend reports them (device_backend::resources); nullopt for built-in ops. Asked once the
+  // kernel has run with the point's arguments.
+  std::optional<kernel_resources> resources() const;
   // Enqueues one launch of the reference on `buffers`. Precondition: has_reference().
   void launch_reference(const buffer_set& buffers);
 

@@ -108,6 +108,25 @@ struct point_metrics {
   std::string roof_source;          // datasheet
 };
 
+// What the device's compiler gave a user kernel, and what that allows at the point's launch
+// size, as the platform reports it (the HIP engine: hipFuncGetAttribute and the occupancy
+// calculator, CUDA's the same; OpenCL: clGetKernelWorkGroupInfo). nullopt where the platform
+// does not say: OpenCL has no register count or occupancy, and a CPU device's private memory
+// figure is not the kernel's (PoCL answers the same 1 KiB for every kernel), so it is left out.
+struct kernel_resources {
+  std::optional<int> registers;                   // per thread
+  std::optional<std::uint64_t> shared_bytes;      // per block at this launch: declared and dynamic
+  std::optional<std::uint64_t> local_bytes;       // per thread: spilled registers, private arrays
+  std::optional<std::int64_t> max_block_threads;  // the most a block of this kernel may have
+  std::optional<std::int64_t> block_multiple;     // OpenCL: preferred work-group size multiple
+  // The launch's blocks one compute unit (SM, CU) holds at once, their warps (wavefronts) over
+  // the most it can hold, and the limits that allow no more (registers, shared_memory, threads,
+  // blocks; engine/occupancy.hpp): empty where its arithmetic does not agree with the runtime's.
+  std::optional<int> blocks_per_unit;
+  std::optional<double> occupancy;
+  std::vector<std::string> limited_by;
+};
+
 struct point_environment {
   std::string device;
   std::string driver;
@@ -175,6 +194,8 @@ struct point_result {
   std::optional<batch_correction> batch_corrected;
   l2_mode l2 = l2_mode::cold;
   std::optional<point_metrics> metrics;
+  // A user kernel's registers, shared and local memory and occupancy (custom kernels only).
+  std::optional<kernel_resources> resources;
   verification_result verification;
   std::vector<std::string> flags;
   std::vector<std::string> advice;

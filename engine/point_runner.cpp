@@ -832,6 +832,7 @@ point_result point_runner::measure(const job_plan& plan, std::uint64_t index, st
       speedup = paired_speedup(main.samples_us, sampled[1].samples_us);
     }
     fill_sampled(r, main, kernels[0]);
+    r.resources = candidate.resources();
     analyse_point(r, instance, spec, m_analysis, speedup);
     add_sampling_advice(r, main, !checks || checks->rotates());
     return r;
@@ -1107,6 +1108,7 @@ std::vector<point_result> point_runner::measure_variants(const job_plan& plan, s
     r.simulated = simulated;
     r.verification = std::move(s.verification);
     fill_sampled(r, sampled[i], kernels[i]);
+    r.resources = s.kernel->resources();
     const auto over_baseline = speedup_over(i, baseline);
     const auto over_slowest = speedup_over(i, slowest);
     variant_comparison c;

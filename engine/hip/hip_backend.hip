@@ -24,6 +24,7 @@
 #include "engine/hip/log.hpp"
 #include "engine/hip/rtc.hpp"
 #include "engine/hip/telemetry.hpp"
+#include "engine/occupancy.hpp"
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
 
@@ -89,6 +90,26 @@ device_info describe(int ordinal) {
     d.capabilities.gemm_library_types.clear();
   }
   return d;
+}
+
+// What one SM (CU) of `ordinal` holds, for naming the limit on a kernel's occupancy. HIP 5's
+// properties do not give a CU's registers: on AMD that limit is not modelled.
+unit_limits unit_limits_of(int ordinal) {
+  hipDeviceProp_t p{};
+  unit_limits u;
+  if (hipGetDeviceProperties(&p, ordinal) != hipSuccess) return u;
+  u.warp_size = p.warpSize;
+  u.max_threads = p.maxThreadsPerMultiProcessor;
+#if defined(KERNELSCAN_GPU_CUDA)
+  u.max_blocks = p.maxBlocksPerMultiProcessor;
+  u.registers = p.regsPerMultiprocessor;
+  u.register_granule = 256;  // per warp, on every architecture since Maxwell
+  u.shared_bytes = p.sharedMemPerMultiprocessor;
+  u.shared_reserved = p.reservedSharedMemPerBlock;
+#else
+  u.shared_bytes = p.maxSharedMemoryPerMultiProcessor;
+#endif
+  return u;
 }
 
 void* ptr(const device_buffer* b) {
@@ -379,6 +400,8 @@ class hip_backend final : public device_backend {
     return m_functions.size() - 1;
   }
   void launch(const kernel_call& call) override;
+  std::optional<kernel_resources> resources(kernel_id function,
+                                            const custom_launch& launch) override;
   void gemm(const gemm_call& call) override;
   void stream(const stream_call& call) override {
     const auto& st = *call.stream;
@@ -438,6 +461,7 @@ class hip_backend final : public device_backend {
   int m_ordinal;
   device_info m_info;
   std::int64_t m_max_shared;  // dynamic shared memory a block may ask for, in bytes
+  unit_limits m_unit;         // what one SM (CU) holds
   gpu::stream m_stream;
   event m_start, m_stop;
   // Recorded after each launch a sample marks (mark_launch), the first m_marked of them this
@@ -511,7 +535,8 @@ gpu::shared_scrub_plan plan_scrub(int ordinal, const device_info& info, std::int
 hip_backend::hip_backend(int ordinal)
     : m_ordinal(select_device(ordinal)),
       m_info(describe(ordinal)),
-      m_max_shared(max_shared_bytes(ordinal)) {
+      m_max_shared(max_shared_bytes(ordinal)),
+      m_unit(unit_limits_of(ordinal)) {
   // Reading twice the caches' size evicts what a previous sample left in them.
   m_flush = buffer(cache_flush_bytes(m_info));
   m_blas.bind(s());
@@ -573,6 +598,34 @@ void hip_backend::launch(const kernel_call& call) {
                               unsigned(l.block[1]), unsigned(l.block[2]), unsigned(l.shared_bytes),
                               s(), m_arg_pointers.data(), nullptr),
         "launching the kernel");
+}
+
+std::optional<kernel_resources> hip_backend::resources(kernel_id function,
+                                                       const custom_launch& launch) {
+  const hipFunction_t f = m_functions.at(function);
+  gpu_function_attributes a;
+  if (gpu_function_attributes_of(f, a) != hipSuccess) {
+    (void)hipGetLastError();
+    return std::nullopt;
+  }
+  kernel_resources r;
+  r.registers = a.registers;
+  r.shared_bytes = std::uint64_t(a.shared_bytes) + std::uint64_t(launch.shared_bytes);
+  r.local_bytes = std::uint64_t(a.local_bytes);
+  r.max_block_threads = a.max_threads;
+  const std::int64_t threads = launch.block[0] * launch.block[1] * launch.block[2];
+  int blocks = 0;
+  if (threads > 0 && threads <= a.max_threads &&
+      gpu_occupancy(&blocks, f, int(threads), std::size_t(launch.shared_bytes)) == hipSuccess &&
+      blocks > 0) {
+    const block_use use{threads, a.registers, *r.shared_bytes};
+    r.blocks_per_unit = blocks;
+    if (const double o = occupancy_of(m_unit, use, blocks); o > 0) r.occupancy = o;
+    r.limited_by = occupancy_limits(m_unit, use, blocks);
+  } else {
+    (void)hipGetLastError();
+  }
+  return r;
 }
 
 void hip_backend::gemm(const gemm_call& call) {

@@ -8,6 +8,15 @@
 // host and device.
 
 #include <type_traits>
+#include <utility>
+
+// What the compiler gave a runtime-compiled kernel (gpu_function_attributes_of below).
+struct gpu_function_attributes {
+  int registers = 0;     // per thread
+  int shared_bytes = 0;  // static shared memory per block
+  int local_bytes = 0;   // local memory per thread (spills, private arrays)
+  int max_threads = 0;   // the most threads a block of it may have
+};
 
 #if defined(KERNELSCAN_GPU_CUDA)
 
@@ -115,6 +124,26 @@ inline hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned g
   return cudaLaunchKernel(fn, dim3(gx, gy, gz), dim3(bx, by, bz), args, shared, stream);
 }
 
+// Library kernels (cudaKernel_t) go to the runtime's function calls as their address.
+inline hipError_t gpu_function_attributes_of(hipFunction_t f, gpu_function_attributes& out) {
+  cudaFuncAttributes a{};
+  const cudaError_t e = cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(f));
+  if (e != cudaSuccess) return e;
+  out = {a.numRegs, int(a.sharedSizeBytes), int(a.localSizeBytes), a.maxThreadsPerBlock};
+  return cudaSuccess;
+}
+// Resident blocks of `f` per SM at `threads` a block; over 48 KiB of dynamic shared memory the
+// kernel opts in first, as for a launch.
+inline hipError_t gpu_occupancy(int* blocks, hipFunction_t f, int threads, size_t shared) {
+  const void* fn = reinterpret_cast<const void*>(f);
+  if (shared > 48u * 1024u) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (e != cudaSuccess) return e;
+  }
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, fn, threads, shared);
+}
+
 using hiprtcResult = nvrtcResult;
 using hiprtcProgram = nvrtcProgram;
 inline constexpr hiprtcResult HIPRTC_SUCCESS = NVRTC_SUCCESS;
@@ -146,6 +175,22 @@ using gpu_bf16 = __nv_bfloat16;
 #include <hip/hiprtc.h>
 
 #define KERNELSCAN_PLATFORM_NAME "HIP"
+
+inline hipError_t gpu_function_attributes_of(hipFunction_t f, gpu_function_attributes& out) {
+  const std::pair<int*, hipFunction_attribute> asked[] = {
+      {&out.registers, HIP_FUNC_ATTRIBUTE_NUM_REGS},
+      {&out.shared_bytes, HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES},
+      {&out.local_bytes, HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES},
+      {&out.max_threads, HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK}};
+  for (const auto& [value, attribute] : asked) {
+    const hipError_t e = hipFuncGetAttribute(value, attribute, f);
+    if (e != hipSuccess) return e;
+  }
+  return hipSuccess;
+}
+inline hipError_t gpu_occupancy(int* blocks, hipFunction_t f, int threads, size_t shared) {
+  return hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f, threads, shared);
+}
 
 using gpu_f16 = __half;
 using gpu_bf16 = hip_bfloat16;

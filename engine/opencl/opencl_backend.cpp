@@ -363,6 +363,8 @@ class opencl_backend final : public device_backend {
   kernel_id compile(const custom_kernel& kernel) override;
   kernel_id compile_fresh(const custom_kernel& kernel) override;
   void launch(const kernel_call& call) override;
+  std::optional<kernel_resources> resources(kernel_id function,
+                                            const custom_launch& launch) override;
   void gemm(const gemm_call& call) override;
   void stream(const stream_call& call) override;
   void fma(const device_buffer& out, std::int64_t threads, int iterations) override;
@@ -1128,6 +1130,37 @@ void opencl_backend::launch(const kernel_call& call) {
   run(k, 3, global, local, "launching the kernel");
 }
 
+// OpenCL tells a kernel's work-group limits and memory, not its registers or occupancy. Its
+// local memory size counts the `local` arguments the last launch set. A CPU device's private
+// memory size is not the kernel's (PoCL answers 1 KiB for 8 bytes and for 16 KiB of arrays).
+std::optional<kernel_resources> opencl_backend::resources(kernel_id function,
+                                                          const custom_launch& /*launch*/) {
+  const cl_kernel k = m_functions.at(function);
+  kernel_resources r;
+  std::size_t size = 0;
+  if (clGetKernelWorkGroupInfo(k, m_device, CL_KERNEL_WORK_GROUP_SIZE, sizeof size, &size,
+                               nullptr) == CL_SUCCESS &&
+      size > 0) {
+    r.max_block_threads = std::int64_t(size);
+  }
+  if (clGetKernelWorkGroupInfo(k, m_device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                               sizeof size, &size, nullptr) == CL_SUCCESS &&
+      size > 0) {
+    r.block_multiple = std::int64_t(size);
+  }
+  cl_ulong bytes = 0;
+  if (clGetKernelWorkGroupInfo(k, m_device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof bytes, &bytes,
+                               nullptr) == CL_SUCCESS) {
+    r.shared_bytes = bytes;
+  }
+  if (m_info.type != "cpu" &&
+      clGetKernelWorkGroupInfo(k, m_device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof bytes, &bytes,
+                               nullptr) == CL_SUCCESS) {
+    r.local_bytes = bytes;
+  }
+  return r;
+}
+
 // What the device would refuse (or, some drivers, crash on) is refused here with the limits
 // named: the work-group size for this kernel and per dimension, and local memory per group.
 void opencl_backend::check_launch(cl_kernel k, const kernel_call& call,
@@ -1155,6 +1188,9 @@ void opencl_backend::check_launch(cl_kernel k, const kernel_call& call,
       }
     }
   }
+  // The kernel's local memory size counts its `local` arguments once they are set (they are,
+  // by now): the total per work-group, the kernel's own arrays included. An implementation
+  // that left them out would count at least the arguments.
   cl_ulong kernel_local = 0;
   clGetKernelWorkGroupInfo(k, m_device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof kernel_local,
                            &kernel_local, nullptr);
@@ -1162,9 +1198,10 @@ void opencl_backend::check_launch(cl_kernel k, const kernel_call& call,
   for (const auto& a : call.args) {
     if (a.what == launch_argument::kind::local) asked += a.size;
   }
-  if (asked + kernel_local > m_local_memory) {
+  const std::uint64_t total = std::max<std::uint64_t>(kernel_local, asked);
+  if (total > m_local_memory) {
     throw backend_error(fault_kind::invalid_launch,
-                        "the kernel asks for " + std::to_string((asked + kernel_local) >> 10) +
+                        "the kernel asks for " + std::to_string(total >> 10) +
                             " KiB of local memory per work-group; " + m_info.name + " has " +
                             std::to_string(m_local_memory >> 10) + " KiB");
   }

@@ -572,4 +572,27 @@ constexpr const char* k_rms_reduce =
     "float s = 0.0f; for (int c = 0; c < cols; ++c) s += in[c] * in[c]; "
     "k = 1.0f / sqrt(s / cols + 1e-6f);";
 
+// The axpy with 4 KiB of static shared memory and the launch's dynamic shared memory (`extra`).
+constexpr const char* k_hip_shared_tile = R"(#include <hip/hip_runtime.h>
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  __shared__ float tile[1024];
+  extern __shared__ float extra[];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x] = a[i];
+  extra[threadIdx.x] = b[i];
+  __syncthreads();
+  if (i < n) out[i] = tile[threadIdx.x] + s * extra[threadIdx.x];
+})";
+
+// The axpy with a 2 KiB private array it indexes at run time, which cannot live in registers.
+constexpr const char* k_hip_local_array = R"(#include <hip/hip_runtime.h>
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  float stash[512];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  for (int k = 0; k < 512; ++k) stash[k] = b[(i + k) % n];
+  int j = int(a[i] * 1000.0f) & 511;  // known only at run time
+  out[i] = a[i] + s * b[i] + 0.0f * stash[j];
+})";
+
 }  // namespace kernelscan::testing

@@ -567,6 +567,52 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
   EXPECT_EQ(job["rows"][1]["verification"]["status"], "passed") << job["rows"][1].dump();
 }
 
+// A user kernel's row tells what its compile gave it: on the GPU engine its registers, its
+// shared memory (4 KiB of its own and 2 KiB the launch asks for), the most threads a block of it
+// may have and its occupancy; through OpenCL its work-group limit and local memory (4 KiB of its
+// own, 2 KiB of argument). A built-in op's row has none.
+TEST_P(DeviceTest, AUserKernelsRowTellsItsRegistersMemoryAndOccupancy) {
+  json spec = axpy_job("a[i] + s * b[i]");
+  spec["sweep"] = {{"N", {65536}}};
+  if (engine() == "hip") {
+    spec["kernel"]["source"] = testing::k_hip_shared_tile;
+    spec["kernel"]["shared_bytes"] = 2048;
+  } else {
+    spec["kernel"]["source"] =
+        "__kernel void axpy(__global float* out, __global const float* a, __global const float* "
+        "b, float s, int n, __local float* extra) { __local float tile[1024]; int l = "
+        "get_local_id(0); int i = get_global_id(0); tile[l] = a[i]; extra[l] = b[i]; "
+        "barrier(CLK_LOCAL_MEM_FENCE); if (i < n) out[i] = tile[l] + s * extra[l]; }";
+    spec["kernel"]["args"].push_back(
+        {{"name", "extra"}, {"type", "f32*"}, {"count", 512}, {"local", true}});
+  }
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  ASSERT_EQ(row["status"], "ok") << row.dump();
+  ASSERT_TRUE(row.contains("resources")) << row.dump();
+  const json& res = row["resources"];
+  EXPECT_GE(res["shared_bytes"].get<std::int64_t>(), 4096 + 2048) << res.dump();
+  EXPECT_LE(res["shared_bytes"].get<std::int64_t>(), 2 * (4096 + 2048)) << res.dump();
+  EXPECT_GE(res["max_block_threads"].get<std::int64_t>(), 256) << res.dump();
+  if (engine() == "hip") {
+    EXPECT_GT(res["registers"].get<int>(), 0) << res.dump();
+    EXPECT_LE(res["registers"].get<int>(), 255) << res.dump();
+    EXPECT_GE(res["blocks_per_unit"].get<int>(), 1) << res.dump();
+    EXPECT_GT(res["occupancy"].get<double>(), 0.0) << res.dump();
+    EXPECT_LE(res["occupancy"].get<double>(), 1.0) << res.dump();
+    std::printf("[ resources ] %s\n", res.dump().c_str());
+  } else {
+    EXPECT_FALSE(res.contains("registers")) << res.dump();
+    EXPECT_FALSE(res.contains("occupancy")) << res.dump();
+  }
+
+  const json stream = run(parse_json(
+      R"({"kernel": {"op": "stream", "variant": "triad", "n": 65536, "dtype": "f32"}})"));
+  ASSERT_EQ(stream["rows"].size(), 1u) << stream.dump();
+  EXPECT_FALSE(stream["rows"][0].contains("resources")) << stream["rows"][0].dump();
+}
+
 TEST_P(DeviceTest, TheReferenceGemmTakesMoreRowsThanAGridDimensionHolds) {
   // m = 70000: beyond 65535, the grid's limit in y, where a reference with one row of threads
   // per block row would stop.
@@ -1057,6 +1103,22 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
   const auto reply = m_daemon->post_json("/api/v1/jobs", spec);
   EXPECT_EQ(reply.status, 422) << reply.text;
   EXPECT_NE(reply.text.find("runs on NVIDIA GPUs only"), std::string::npos) << reply.text;
+}
+
+// A private array indexed at run time lives in local memory (a stack frame in device memory):
+// the row says how many bytes a thread keeps there, and the advice says what that costs.
+TEST_P(HipDeviceTest, AKernelKeepingAnArrayInLocalMemoryIsToldSo) {
+  json spec = axpy_job("a[i] + s * b[i]");
+  spec["sweep"] = {{"N", {65536}}};
+  spec["kernel"]["source"] = testing::k_hip_local_array;
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 1u) << job.dump();
+  const json& row = job["rows"][0];
+  ASSERT_EQ(row["status"], "ok") << row.dump();
+  ASSERT_TRUE(row.contains("resources")) << row.dump();
+  EXPECT_GE(row["resources"]["local_bytes"].get<std::int64_t>(), 2048) << row.dump();
+  const std::string advice = row["advice"].dump();
+  EXPECT_NE(advice.find("bytes per thread in local memory"), std::string::npos) << advice;
 }
 
 INSTANTIATE_TEST_SUITE_P(Hip, HipDeviceTest, ::testing::Values("hip"), engine_name);

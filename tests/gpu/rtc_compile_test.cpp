@@ -126,6 +126,8 @@ TEST(RtcCompile, TheDeviceSuitesHipKernelsCompile) {
       {testing::k_hip_scratch_batch, "axpy"},
       {testing::k_hip_stash_batch, "axpy"},
       {testing::k_hip_drawn_batch, "axpy"},
+      {testing::k_hip_shared_tile, "axpy"},
+      {testing::k_hip_local_array, "axpy"},
       {replace_all(middle, "ELEM", "float"), "axpy"},
       {replace_all(middle, "ELEM", "int"), "axpy"},
       {replace_all(rms, "ROW_SCALE", testing::k_rms_reduce), "rms"},

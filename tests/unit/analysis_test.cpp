@@ -77,6 +77,54 @@ TEST(Analysis, MemoryBoundStream) {
   EXPECT_TRUE(mentions({slow.advice.front()}, "coalesce"));
 }
 
+// A user kernel's registers and occupancy, where the platform tells them, make the occupancy
+// advice name the occupancy and what limits it; local memory it spills to is advice of its own.
+TEST(Analysis, OccupancyAdviceNamesTheMeasuredOccupancyAndItsLimit) {
+  const auto ctx = mi300x();
+  custom_instance c;
+  c.bytes = 12.0 * (1 << 26);
+  c.flops = 2.0 * (1 << 26);
+  c.launch.block = {256, 1, 1};
+  const kernel_instance k = c;
+  const double at_40pct = *c.bytes / (0.40 * 5300e3);
+
+  auto unknown = at(at_40pct);  // OpenCL: no occupancy told
+  analyse_point(unknown, k, {}, ctx, std::nullopt);
+  EXPECT_TRUE(mentions(unknown.advice, "check occupancy"));
+
+  auto low = at(at_40pct);
+  kernel_resources res;
+  res.registers = 128;
+  res.local_bytes = 0;
+  res.blocks_per_unit = 2;
+  res.occupancy = 0.25;
+  res.limited_by = {"registers"};
+  low.resources = res;
+  analyse_point(low, k, {}, ctx, std::nullopt);
+  EXPECT_TRUE(mentions(low.advice,
+                       "occupancy 25% (2 blocks per unit, limited by registers): too few warps"))
+      << low.advice.front();
+  EXPECT_TRUE(mentions(low.advice, "fewer registers per thread (128 now"));
+  EXPECT_FALSE(mentions(low.advice, "check occupancy"));
+  EXPECT_FALSE(mentions(low.advice, "local memory"));
+
+  auto shared = at(at_40pct);
+  res.limited_by = {"shared_memory"};
+  res.shared_bytes = 49152;
+  shared.resources = res;
+  analyse_point(shared, k, {}, ctx, std::nullopt);
+  EXPECT_TRUE(mentions(shared.advice, "less shared memory per block (49152 bytes now)"));
+
+  // Half the unit's warps or more: occupancy is not what holds the kernel back.
+  auto full = at(at_40pct);
+  res.occupancy = 0.75;
+  res.local_bytes = 256;
+  full.resources = res;
+  analyse_point(full, k, {}, ctx, std::nullopt);
+  EXPECT_FALSE(mentions(full.advice, "occupancy"));
+  EXPECT_TRUE(mentions(full.advice, "keeps 256 bytes per thread in local memory"));
+}
+
 TEST(Analysis, ComputeBoundLargeF16Gemm) {
   const auto ctx = mi300x();
   const kernel_instance k = gemm_f16(8192);

@@ -159,6 +159,33 @@ TEST(ResultCodec, PointResultHasTheDocumentedKeys) {
   EXPECT_FALSE(j["environment"].contains("power_w"));
 }
 
+// A user kernel's resources follow its metrics, with only what the platform told.
+TEST(ResultCodec, AKernelsResourcesFollowItsMetricsWithWhatThePlatformTold) {
+  point_result r = ok_result();
+  kernel_resources k;
+  k.registers = 40;
+  k.shared_bytes = 8192;
+  k.local_bytes = 0;
+  k.max_block_threads = 1024;
+  k.blocks_per_unit = 12;
+  k.occupancy = 0.75;
+  k.limited_by = {"registers"};
+  r.resources = k;
+  const json j = to_json(r);
+  EXPECT_EQ(j["resources"], json::parse(R"({"registers":40,"shared_bytes":8192,"local_bytes":0,
+      "max_block_threads":1024,"blocks_per_unit":12,"occupancy":0.75,"limited_by":["registers"]})"));
+  auto it = j.find("metrics");
+  EXPECT_EQ((++it).key(), "resources");
+  // OpenCL on a CPU: its work-group limit, preferred multiple and local memory only.
+  kernel_resources cl;
+  cl.shared_bytes = 6144;
+  cl.max_block_threads = 4096;
+  cl.block_multiple = 8;
+  r.resources = cl;
+  EXPECT_EQ(to_json(r)["resources"],
+            json::parse(R"({"shared_bytes":6144,"max_block_threads":4096,"block_multiple":8})"));
+}
+
 TEST(ResultCodec, FailedPointHasErrorAndNulls) {
   const auto r = failed_point(5, {{"M", 1}}, "timeout", "outlived its deadline");
   const json j = to_json(r);

@@ -3,6 +3,8 @@
 // local memory scrub leaves nothing of a launch's local memory to the next, and a guarded buffer's
 // guards are apart from its data but where a kernel writing outside it lands. The rest of its
 // behaviour is checked through a real daemon by the device suite.
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -233,6 +235,74 @@ TEST_F(OpenClBackend, AKernelWritingOutsideAGuardedBufferWritesIntoItsGuards) {
   EXPECT_EQ(first, 2.0f) << "out[n] is the trailing guard's first element";
   EXPECT_TRUE(std::all_of(lead.begin(), lead.end() - 4, [](unsigned char c) { return c == 0; }));
   EXPECT_TRUE(std::all_of(trail.begin() + 4, trail.end(), [](unsigned char c) { return c == 0; }));
+}
+
+// The kernel's work-group limit and its local memory at the launch: its own __local array and
+// the `local` argument the launch set (OpenCL tells no registers or occupancy; a CPU device's
+// private memory size is not the kernel's, so it is left out there).
+TEST_F(OpenClBackend, ReportsAKernelsWorkGroupLimitAndTheLocalMemoryOfItsLaunch) {
+  const json spec = json::parse(R"js({
+    "kernel": {"op": "custom", "language": "opencl", "entry": "tiles",
+      "source": "__kernel void tiles(__global float* out, __local float* dyn) { __local float tile[256]; int l = get_local_id(0); tile[l] = l; dyn[l] = 2 * l; barrier(CLK_LOCAL_MEM_FENCE); out[get_global_id(0)] = tile[255 - l] + dyn[l]; }",
+      "block": [256, 1, 1], "grid": [2, 1, 1],
+      "args": [{"name": "out", "type": "f32*", "count": 512, "output": true},
+               {"name": "dyn", "type": "f32*", "count": 512, "local": true}]}})js");
+  const job_plan plan =
+      compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  const kernel_instance instance = plan.resolve(0);
+  point_kernel k(backend(), instance);
+  k.launch(k.own_buffers());
+  backend().synchronize();
+  const auto r = k.resources();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_TRUE(r->shared_bytes.has_value());
+  EXPECT_GE(*r->shared_bytes, 256u * 4 + 512u * 4) << "the array and the argument";
+  EXPECT_LE(*r->shared_bytes, 2 * (256u * 4 + 512u * 4));
+  ASSERT_TRUE(r->max_block_threads.has_value());
+  EXPECT_GE(*r->max_block_threads, 256);
+  EXPECT_FALSE(r->registers.has_value());
+  EXPECT_FALSE(r->occupancy.has_value());
+  if (backend().device().type == "cpu") {
+    EXPECT_FALSE(r->local_bytes.has_value());
+  }
+
+  // A built-in op has none.
+  stream_instance st;
+  st.n = 1024;
+  const kernel_instance builtin = st;
+  point_kernel b(backend(), builtin);
+  EXPECT_FALSE(b.resources().has_value());
+}
+
+// A `local` argument of most of the device's local memory per work-group launches: the kernel's
+// local memory size already counts it, and is not added to it again.
+TEST_F(OpenClBackend, ALocalArgumentOfMostOfTheLocalMemoryLaunches) {
+  cl_platform_id platform = nullptr;
+  cl_device_id device = nullptr;
+  ASSERT_EQ(clGetPlatformIDs(1, &platform, nullptr), CL_SUCCESS);
+  ASSERT_EQ(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr), CL_SUCCESS);
+  cl_ulong local = 0;
+  ASSERT_EQ(clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, nullptr),
+            CL_SUCCESS);
+  const std::int64_t floats = std::int64_t(local / 4 * 3 / 4);  // three quarters of it
+  json spec = json::parse(R"js({
+    "kernel": {"op": "custom", "language": "opencl", "entry": "big",
+      "source": "__kernel void big(__global float* out, __local float* scratch) { int l = get_local_id(0); scratch[l] = l; barrier(CLK_LOCAL_MEM_FENCE); out[get_global_id(0)] = scratch[63 - l]; }",
+      "block": [64, 1, 1], "grid": [1, 1, 1],
+      "args": [{"name": "out", "type": "f32*", "count": 64, "output": true},
+               {"name": "scratch", "type": "f32*", "local": true}]}})js");
+  spec["kernel"]["args"][1]["count"] = floats;
+  const job_plan plan =
+      compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  const kernel_instance instance = plan.resolve(0);
+  point_kernel k(backend(), instance);
+  EXPECT_NO_THROW({
+    k.launch(k.own_buffers());
+    backend().synchronize();
+  });
+  const auto r = k.resources();
+  ASSERT_TRUE(r && r->shared_bytes);
+  EXPECT_GE(*r->shared_bytes, std::uint64_t(floats) * 4);
 }
 
 // A released buffer's allocation is kept for the next allocation of the same size and guard
