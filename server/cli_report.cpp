@@ -287,6 +287,36 @@ class error_logs {
   std::vector<kept_log> m_logs;
 };
 
+// A user kernel's registers and occupancy, as columns where any row has them (the GPU engine
+// tells them; OpenCL and the built-in ops do not).
+class resource_columns {
+ public:
+  explicit resource_columns(const json& rows) {
+    for (const auto& r : rows) {
+      m_registers = m_registers || number_at(r, "/resources/registers").has_value();
+      m_occupancy = m_occupancy || number_at(r, "/resources/occupancy").has_value();
+    }
+  }
+  void add_to(std::vector<text_table::column>& columns) const {
+    if (m_registers) columns.push_back({"regs", text_table::align::right});
+    if (m_occupancy) columns.push_back({"occupancy", text_table::align::right});
+  }
+  void add_cells(const json& r, std::vector<std::string>& cells) const {
+    if (m_registers) {
+      const auto n = number_at(r, "/resources/registers");
+      cells.push_back(n ? std::to_string(static_cast<long long>(*n)) : "-");
+    }
+    if (m_occupancy) {
+      const auto o = number_at(r, "/resources/occupancy");
+      cells.push_back(o ? percent(*o * 100) : "-");
+    }
+  }
+
+ private:
+  bool m_registers = false;
+  bool m_occupancy = false;
+};
+
 // A job with variants: per point a table of its variants, fastest first, with their speedups
 // over the slowest variant there and over the baseline variant (and that speedup's 95%
 // interval); then the best variant of each point, and overall.
@@ -315,6 +345,8 @@ std::string variants_report(const json& job, const json& rows,
       col{"roof", right},   col{"vs slowest", right}};
   if (!baseline.empty()) columns.push_back(col{"vs " + baseline, right});
   columns.push_back(col{"speedup CI", right});
+  const resource_columns resources(rows);
+  resources.add_to(columns);
   text_table table(std::move(columns));
   const char* compared =
       baseline.empty() ? "/comparison/over_slowest" : "/comparison/over_baseline";
@@ -373,6 +405,7 @@ std::string variants_report(const json& job, const json& rows,
       }
       const json::json_pointer ci{std::string(compared) + "/ci95"};
       cells.push_back(r.contains(ci) ? ci_text(r[ci]) : "-");
+      resources.add_cells(r, cells);
       table.add_row(std::move(cells), voiding_note(r));
     }
     // The fastest of the point whose flags do not void its score: sorted, the first such one.
@@ -556,6 +589,8 @@ std::string results_report(const json& job, const json& rows, const std::string&
   // Kernels of an import are different kernels, not sizes of one: their share of the GPU time.
   if (imported) columns.push_back(col{"time", right});
   if (baseline) columns.push_back(col{"vs baseline", right});
+  const resource_columns resources(rows);
+  resources.add_to(columns);
   text_table table(std::move(columns));
 
   // Sections by all parameters but the last, in order of first appearance (rows arrive in
@@ -615,6 +650,7 @@ std::string results_report(const json& job, const json& rows, const std::string&
         const auto x = number_at(r, "/fitness/speedup");
         cells.push_back(x ? speedup(*x) : "-");
       }
+      resources.add_cells(r, cells);
       // An imported kernel's name runs on after the columns: C++ names are long. A point whose
       // flags void its score (a wrong answer) says so there, as `compare` marks it.
       std::string note = kernel_name(r, 200);

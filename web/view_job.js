@@ -8,7 +8,7 @@
 import {del, download, get, getRows, post} from './api.js';
 import {METRICS, heatmapOption, isDecimated, isGeometric, kernelsOption, metricOf, rooflineOption, speedupBasis, speedupOption, sweepOption, trackPointer, variantColor,
         variantSpeedup, variantSpeedupOption, wantsLog} from './charts.js';
-import {duration, emptyState, errorBox, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, userText, whenECharts} from './dom.js';
+import {duration, emptyState, errorBox, fmtBytes, fmtTime, h, labelChips, progressBar, setQuery, sig, statusBadge, throttle, userText, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf, placementText} from './fleet.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
@@ -22,7 +22,8 @@ const speedupRange = (ci) => `${sig(ci[0], 3)}–${sig(ci[1], 3)}×`;
 const ROW_FIELDS = ['index', 'held_out', 'params', 'variant', 'comparison', 'name', 'status', 'simulated', 'error', 'samples', 'flags', 'fitness.speedup', 'fitness.speedup_ci95',
   'verification.status',
   ...['median', 'ci95_low', 'ci95_high', 'p5', 'p95'].map((f) => `time_us.${f}`),
-  ...['flops', 'bytes', 'tflops', 'gbps', 'arithmetic_intensity', 'roof_pct', 'bound'].map((f) => `metrics.${f}`)].join(',');
+  ...['flops', 'bytes', 'tflops', 'gbps', 'arithmetic_intensity', 'roof_pct', 'bound'].map((f) => `metrics.${f}`),
+  'resources.registers', 'resources.occupancy'].join(',');
 
 // The parts of a whole result row a reader of one point wants, as headed boxes: its time and how
 // it was sampled (a held batch and its correction included), its verification, its score (and a
@@ -35,6 +36,7 @@ function pointDetail(row, close, scored) {
   const c = row.batch_correction;
   const v = row.verification || {};
   const env = row.environment || {};
+  const res = row.resources;  // a user kernel's registers, memory and occupancy, as its platform tells
   // A job that asked for no score scores every correct point 1: nothing to show but speedups.
   const f = scored ? row.fitness : (row.comparison ? {} : null);
   const cmp = row.comparison || {};
@@ -80,6 +82,17 @@ function pointDetail(row, close, scored) {
         ['score', Number.isFinite(f.combined_score) ? sig(f.combined_score, 3) : undefined],
         ['vs the slowest', overVariant(cmp.over_slowest)],
         ['vs the baseline', overVariant(cmp.over_baseline)],
+      ])) : '',
+      res ? h('div', {id: 'point-resources'}, h('h4', {}, 'Kernel'), facts([
+        ['registers', res.registers !== undefined ? `${res.registers} a thread` : undefined],
+        ['shared memory', res.shared_bytes !== undefined ? `${fmtBytes(res.shared_bytes)} a block` : undefined],
+        ['local memory', res.local_bytes !== undefined ? `${fmtBytes(res.local_bytes)} a thread` : undefined],
+        ['threads a block', res.max_block_threads !== undefined ? `at most ${res.max_block_threads}` : undefined],
+        ['work-group multiple', res.block_multiple],
+        ['occupancy', Number.isFinite(res.occupancy)
+          ? `${Math.round(res.occupancy * 100)}%` + (res.blocks_per_unit !== undefined ? ` (${res.blocks_per_unit} blocks a unit` +
+            (res.limited_by && res.limited_by.length ? `, limited by ${res.limited_by.join(' and ').replace('shared_memory', 'shared memory')})` : ')') : '')
+          : undefined],
       ])) : '',
       h('div', {}, h('h4', {}, 'Ran on'), facts([
         ['device', env.device],
@@ -791,6 +804,11 @@ export function mount(root, {id, query}) {
     {key: 'ai', label: 'FLOP/B', get: (r) => r.metrics && r.metrics.arithmetic_intensity, fmt: (v) => sig(v, 3), num: true},
     {key: 'roof', label: '% roof', get: (r) => r.metrics && r.metrics.roof_pct, fmt: (v) => sig(v, 3), num: true},
     {key: 'bound', label: 'bound', get: (r) => r.metrics && r.metrics.bound},
+    // A user kernel's registers and occupancy, where its platform tells them (the GPU engine).
+    ...(state.rows.some((r) => r.resources && r.resources.registers !== undefined)
+      ? [{key: 'regs', label: 'regs', get: (r) => r.resources && r.resources.registers, num: true}] : []),
+    ...(state.rows.some((r) => r.resources && Number.isFinite(r.resources.occupancy))
+      ? [{key: 'occupancy', label: 'occupancy', get: (r) => r.resources && r.resources.occupancy, fmt: (v) => `${Math.round(v * 100)}%`, num: true}] : []),
     {key: 'verify', label: 'verified', get: (r) => r.verification && r.verification.status},
     ...(state.variants ? speedupColumns(speedupBasis(state.baseline)) : []),
     {key: 'flags', label: 'flags', get: (r) => (r.flags || []).join(' ')},

@@ -352,6 +352,42 @@ async function main() {
       expect((await page.textContent('.empty')).includes('No jobs match'), 'empty filter result says so');
     });
 
+    await step('job view: a user kernel\'s registers, memory and occupancy', async () => {
+      // The mock runs no kernel, so its rows have no resources: no such columns.
+      await gotoView(page, d.origin, `#/jobs/${ids.a}`, '#view[data-charts-ready]');
+      expect(await page.locator('#results-table th[data-key="regs"], #results-table th[data-key="occupancy"]').count() === 0,
+             'no registers or occupancy columns for rows without them');
+      // Rows as the GPU engine writes them for a user kernel (the API's KernelResources).
+      const resultsUrl = new RegExp(`/api/v1/jobs/${ids.a}/results`);
+      await page.route(resultsUrl, async (route) => {
+        const response = await route.fetch();
+        const rows = (await response.text()).trim().split('\n').map((l) => JSON.parse(l));
+        for (const r of rows) {
+          r.resources = {registers: 40, shared_bytes: 6144, local_bytes: 2048, max_block_threads: 1024,
+                         blocks_per_unit: 12, occupancy: 0.75, limited_by: ['registers']};
+        }
+        await route.fulfill({response, body: rows.map((r) => JSON.stringify(r)).join('\n')});
+      });
+      try {
+        await page.goto('about:blank');
+        await gotoView(page, d.origin, `#/jobs/${ids.a}`, '#view[data-charts-ready]');
+        const heads = await page.$$eval('#results-table th', (ths) => ths.map((th) => th.dataset.key));
+        expect(heads.includes('regs') && heads.includes('occupancy'), `registers and occupancy columns (${heads})`);
+        const cells = await page.$$eval('#results-table tbody tr:not(.spacer)', (trs) => trs.slice(0, 1).map((tr) => tr.textContent));
+        expect(cells[0].includes('40') && cells[0].includes('75%'), `a row shows its registers and occupancy (${cells[0]})`);
+        await page.locator('#results-table tbody tr:not(.spacer)').first().click();
+        await page.waitForSelector('#point-detail:not([hidden]) #point-resources');
+        const kernel = await page.textContent('#point-resources');
+        for (const part of ['Kernel', '40 a thread', '6.00 KiB a block', '2.00 KiB a thread', 'at most 1024', '75% (12 blocks a unit, limited by registers)']) {
+          expect(kernel.includes(part), `the point's details show "${part}" (${kernel})`);
+        }
+        await shot(page, 'point-detail-resources');
+        await page.click('#point-detail-close');
+      } finally {
+        await page.unroute(resultsUrl);
+      }
+    });
+
     await step('job view: charts, selectors, table, export', async () => {
       await gotoView(page, d.origin, `#/jobs/${ids.a}`, '#view[data-charts-ready]');
       const [node, device] = [await page.textContent('#job-node'), await page.textContent('#job-device')];

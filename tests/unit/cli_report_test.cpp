@@ -630,6 +630,31 @@ TEST(cli_report, VariantsGetATablePerPointSortedByTime) {
       << report;
 }
 
+// A user kernel's registers and occupancy are columns where the rows carry them (the GPU
+// engine), per variant; a row without them (a library GEMM) shows a dash.
+TEST(cli_report, RegistersAndOccupancyAreColumnsWhereTheRowsHaveThem) {
+  json rows = json::array({variant_row(0, 64, "naive", 40, 1, "naive", 1, "naive"),
+                           variant_row(0, 64, "tiled", 10, 4, "naive", 4, "naive"),
+                           variant_row(0, 64, "library", 20, 2, "naive", 2, "naive")});
+  EXPECT_EQ(results_report(variants_job(), rows).find("occupancy"), std::string::npos);
+  rows[0]["resources"] = {{"registers", 32}, {"occupancy", 1.0}};
+  rows[1]["resources"] = {{"registers", 128}, {"occupancy", 0.25}, {"limited_by", {"registers"}}};
+  const std::string report = results_report(variants_job(), rows);
+  EXPECT_NE(line_starting(report, "variant").find("speedup CI  regs  occupancy"), std::string::npos)
+      << report;
+  EXPECT_NE(line_starting(report, "tiled").find("128      25.0%"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "naive").find("32     100.0%"), std::string::npos) << report;
+  EXPECT_NE(line_starting(report, "library").find("-          -"), std::string::npos) << report;
+
+  // A plain sweep, too.
+  const json job = job_with({{"N", {1024}}}, "succeeded", 1);
+  json plain = json::array({ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01)});
+  plain[0]["resources"] = {{"registers", 40}, {"occupancy", 0.75}};
+  const std::string one = results_report(job, plain);
+  EXPECT_NE(line_starting(one, "N ").find("bound    regs  occupancy"), std::string::npos) << one;
+  EXPECT_NE(line_starting(one, "1024").find("40      75.0%"), std::string::npos) << one;
+}
+
 // A variant whose flags void its score says which, whatever the flag: a wrong answer under
 // timing is as wrong as one in the check before it.
 TEST(cli_report, AVariantWhoseFlagsVoidItsScoreIsMarked) {
