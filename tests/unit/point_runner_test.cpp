@@ -1147,11 +1147,12 @@ TEST(PointRunner, AProbeHoldsTheQueueAsLongAsASamplesBatch) {
   if (probes.size() + 1 == std::size_t(r.verification.batch_probes))
     probes.push_back(candidate[first - 1].enqueue_us);
   ASSERT_EQ(probes.size(), std::size_t(r.verification.batch_probes));
-  std::sort(batched.begin(), batched.end());
-  const double typical = batched[batched.size() / 2];
-  EXPECT_GT(typical, 300.0 * double(r.batch - 1));
+  // Against the shortest sample's hold: on a busy machine the host is preempted in its 300 µs
+  // and some holds run long, the probes' as the samples'; none runs short.
+  const double shortest = *std::min_element(batched.begin(), batched.end());
+  EXPECT_GT(shortest, 300.0 * double(r.batch - 1));
   for (const double p : probes)
-    EXPECT_GT(p, 0.75 * typical) << "a probe held " << p << " µs, a sample " << typical;
+    EXPECT_GT(p, 0.75 * shortest) << "a probe held " << p << " µs, the shortest sample " << shortest;
 }
 
 // A kernel that leaves the other sets' answers in their scratch buffers at a sample's first
