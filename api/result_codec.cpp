@@ -8,7 +8,7 @@ namespace kernelscan {
 namespace {
 
 // Columns after the sweep parameters: (header, JSON pointer into the row).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 30> k_columns{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 34> k_columns{{
     {"index", "/index"},
     {"status", "/status"},
     {"error_type", "/error/type"},
@@ -40,6 +40,11 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> k_column
     {"name", "/name"},  // imported points' kernel names; after the older columns, which keep
                         // their place
     {"simulated", "/simulated"},
+    // A user kernel's resources, where its platform tells them (empty otherwise).
+    {"registers", "/resources/registers"},
+    {"shared_bytes", "/resources/shared_bytes"},
+    {"local_bytes", "/resources/local_bytes"},
+    {"occupancy", "/resources/occupancy"},
 }};
 
 // Columns a job with variants adds after them.

@@ -101,7 +101,7 @@ TEST_F(Imports, RocmProfilerResultsBecomeAFinishedJobWithTheSameAnalysis) {
   const auto lines = csv_lines(id);
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0].rfind("component,index,status,error_type,median_us,", 0), 0u) << lines[0];
-  EXPECT_NE(lines[0].find(",flags,correct,speedup,latency_score,combined_score,name,simulated\r"),
+  EXPECT_NE(lines[0].find(",flags,correct,speedup,latency_score,combined_score,name,simulated,"),
             std::string::npos)
       << lines[0];
   EXPECT_EQ(lines[1].rfind("0,0,ok,,9.8,9.87,9.21,14.08,0.41,,10.52,11.93,,,,,,,", 0), 0u)

@@ -131,8 +131,8 @@ TEST(ResultCodec, PointResultHasTheDocumentedKeys) {
   point_result modelled = ok_result();
   modelled.simulated = true;
   EXPECT_EQ(to_json(modelled)["simulated"], true);
-  EXPECT_EQ(csv_line(to_json(modelled), {}).substr(csv_line(to_json(modelled), {}).size() - 7),
-            ",true\r\n");
+  EXPECT_EQ(csv_line(to_json(modelled), {}).substr(csv_line(to_json(modelled), {}).size() - 11),
+            ",true,,,,\r\n");
   EXPECT_EQ(j["time_us"]["median"], 12.5);
   EXPECT_EQ(j["time_us"]["ci95_high"], 13.0);
   EXPECT_EQ(j["time_us"]["rel_noise"], 0.01);
@@ -184,6 +184,12 @@ TEST(ResultCodec, AKernelsResourcesFollowItsMetricsWithWhatThePlatformTold) {
   r.resources = cl;
   EXPECT_EQ(to_json(r)["resources"],
             json::parse(R"({"shared_bytes":6144,"max_block_threads":4096,"block_multiple":8})"));
+  // CSV: the four resource columns last, empty where the platform did not tell.
+  const std::string line = csv_line(to_json(r), {});
+  EXPECT_TRUE(line.ends_with(",false,,6144,,\r\n")) << line;
+  r.resources = k;
+  const std::string gpu = csv_line(to_json(r), {});
+  EXPECT_TRUE(gpu.ends_with(",false,40,8192,0,0.75\r\n")) << gpu;
 }
 
 TEST(ResultCodec, FailedPointHasErrorAndNulls) {
@@ -230,7 +236,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
             "M,N,index,status,error_type,median_us,mean_us,min_us,max_us,stddev_us,p5_us,p95_us,"
             "p99_us,ci95_low_us,ci95_high_us,rel_noise,samples,converged,l2,tflops,gbps,"
             "arithmetic_intensity,roof_pct,bound,verification,flags,correct,speedup,latency_score,"
-            "combined_score,name,simulated\r\n");
+            "combined_score,name,simulated,registers,shared_bytes,local_bytes,occupancy\r\n");
   // No parameters: the fixed columns alone.
   EXPECT_EQ(csv_header({}).rfind("index,status,", 0), 0u);
 }
@@ -238,7 +244,7 @@ TEST(ResultCodec, CsvHeaderNamesParamsThenFixedColumns) {
 TEST(ResultCodec, CsvLineOfAnOkPoint) {
   EXPECT_EQ(csv_line(to_json(ok_result()), {"M", "N"}),
             "128,64,3,ok,,12.5,13,10,20,1.5,10.5,18,19.5,12,13,0.01,100,true,hot,1.25,300,4.5,50,"
-            "compute,skipped,\"faster_than_roofline;x,y\",false,,,0,,false\r\n");
+            "compute,skipped,\"faster_than_roofline;x,y\",false,,,0,,false,,,,\r\n");
   // Parameters follow the requested order; a missing one is an empty cell.
   EXPECT_EQ(csv_line(to_json(ok_result()), {"N", "Q", "M"}).rfind("64,,128,3,ok,", 0), 0u);
 }
@@ -248,7 +254,7 @@ TEST(ResultCodec, CsvLineOfAFailedPointQuotesFields) {
   const std::string line = csv_line(to_json(r), {"M"});
   EXPECT_EQ(line,
             "7,9,failed,\"odd \"\"type\"\", really\",,,,,,,,,,,,0,false,cold,,,,,,skipped,,false,,,"
-            "0,,false\r\n");
+            "0,,false,,,,\r\n");
   // As many cells as header columns.
   const auto count_cells = [](const std::string& s) {
     std::size_t n = 1;
