@@ -117,6 +117,16 @@ export function emptyState(title, ...body) {
 }
 
 // Calls fn at most once per `ms`, always with the latest arguments, and once more after a burst.
+// Runs `fn` in a task of its own, after the tasks queued now (input among them); unlike a timer,
+// not held back to one a second in a background tab.
+const taskChannel = new MessageChannel();
+const taskQueue = [];
+taskChannel.port1.onmessage = () => taskQueue.shift()();
+export function nextTask(fn) {
+  taskQueue.push(fn);
+  taskChannel.port2.postMessage(0);
+}
+
 export function throttle(fn, ms) {
   let last = 0, timer = null, pending = null;
   return (...args) => {
