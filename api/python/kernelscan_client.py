@@ -15,7 +15,8 @@ code or put this folder on PYTHONPATH.
 For agent loops (OpenEvolve and the like), `Client.evaluate(spec)` submits a job, waits for it
 and returns a metrics dict of floats that always holds `combined_score` (0.0 on any failure of
 the candidate); `Client.evaluate_detailed(spec)` returns the same metrics with text artifacts
-saying why (job id, errors, flags, a per-point summary) and the raw job and rows.
+saying why (job id, errors, flags, a per-point summary with each user kernel's registers and
+occupancy where the platform tells them, the daemon's advice) and the raw job and rows.
 
 Against an evaluation task an operator defined on the daemon, an agent sends only its
 candidate: `client.submit_to_task("matmul", source, entry="mm", block=[16, 16, 1])` returns the
@@ -79,6 +80,8 @@ _LONG_POLL_SLACK_S = 30.0
 _JOBS_PAGE = 1000
 # Lines of per-point summary in evaluation artifacts; failed and flagged points come first.
 _SUMMARY_LINES = 40
+# Lines of advice in evaluation artifacts.
+_ADVICE_LINES = 8
 # A point that failed in a kernel other than the candidate's says whose, as the field that
 # holds it: "kernel.reference: the kernel did not compile ...", "fitness.baseline: ...".
 _FAILED_FOR_FIELD = re.compile(r"([a-z_]+(?:\.[a-z_]+|\[\d+\])+): ")
@@ -1000,6 +1003,8 @@ class Client:
             )
         if rows:
             artifacts["points"] = _points_summary(rows)
+            if advice := _advice(rows):
+                artifacts["advice"] = advice
             flags = sorted({f for r in rows for f in (r.get("flags") or []) if isinstance(f, str)})
             if flags:
                 artifacts["flags"] = ", ".join(flags)
@@ -1137,6 +1142,7 @@ def _point_line(row: dict, said: dict[tuple[Any, Any], Any] | None = None) -> st
         if verification.get("status") == "failed":
             text += (f", verification failed (max abs err {verification.get('max_abs_err')}, "
                      f"max rel err {verification.get('max_rel_err')})")
+        text += _resources_text(row.get("resources"))
         # What the errors alone do not say: outputs never written, an input the kernel changed,
         # timed samples that differ from the verified ones.
         note = verification.get("note")
@@ -1148,6 +1154,39 @@ def _point_line(row: dict, said: dict[tuple[Any, Any], Any] | None = None) -> st
     if isinstance(row.get("cache"), dict) and row["cache"].get("hit"):
         text += f", from the cache (job {row['cache'].get('job_id')})"
     return text
+
+
+def _resources_text(resources: Any) -> str:
+    """A user kernel's registers, memory and occupancy in words, as far as its platform told
+    them (the row's `resources`); "" without them."""
+    if not isinstance(resources, dict):
+        return ""
+    parts = []
+    registers = _number(resources.get("registers"))
+    if registers is not None:
+        parts.append(f"{registers:.0f} registers a thread")
+    shared = _number(resources.get("shared_bytes"))
+    if shared:
+        parts.append(f"{shared:.0f} B shared memory a block")
+    local = _number(resources.get("local_bytes"))
+    if local:
+        parts.append(f"{local:.0f} B local memory a thread (spilled registers or private arrays)")
+    occupancy = _number(resources.get("occupancy"))
+    if occupancy is not None:
+        limits = [str(x).replace("_", " ") for x in resources.get("limited_by") or []]
+        parts.append(f"occupancy {occupancy * 100:.0f}%"
+                     + (f" (limited by {' and '.join(limits)})" if limits else ""))
+    return ", " + ", ".join(parts) if parts else ""
+
+
+def _advice(rows: list[dict]) -> str:
+    """The daemon's advice over the rows, each line once, in the order first given."""
+    lines: list[str] = []
+    for r in rows:
+        for a in r.get("advice") or []:
+            if isinstance(a, str) and a not in lines:
+                lines.append(a)
+    return "\n".join(lines[:_ADVICE_LINES])
 
 
 def _points_summary(rows: list[dict]) -> str:

@@ -1000,6 +1000,53 @@ class KernelOutputTest(DaemonTestCase):
                             for line in lines))
 
 
+class OpenClEvaluationTest(DaemonTestCase):
+    """An evaluation on a real device, PoCL's: the per-point summary says what the kernel's
+    compile gave it, as far as OpenCL tells (its local memory; no registers or occupancy), and
+    the daemon's advice comes along."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.daemon = Daemon(engine="opencl")
+        try:
+            cls.daemon.start()
+        except BaseException:
+            cls.daemon.stop()
+            raise
+
+    def test_the_summary_tells_the_kernels_local_memory_and_the_advice(self) -> None:
+        source = (
+            "__kernel void axpy(__global float* out, __global const float* x, "
+            "__global const float* y, float a, int n) { __local float tile[1024];"
+            " int l = get_local_id(0); int i = get_global_id(0); tile[l] = x[i];"
+            " barrier(CLK_LOCAL_MEM_FENCE); if (i < n) out[i] = a * tile[l] + y[i]; }"
+        )
+        spec = {
+            "engine": "opencl",
+            "kernel": {
+                "op": "custom", "language": "opencl", "entry": "axpy", "source": source,
+                "block": [64, 1, 1], "grid": ["ceil(N/64)", 1, 1],
+                "args": [{"name": "out", "type": "f32*", "count": "N", "output": True},
+                         {"name": "x", "type": "f32*", "count": "N"},
+                         {"name": "y", "type": "f32*", "count": "N"},
+                         {"name": "a", "type": "f32", "value": 2},
+                         {"name": "n", "type": "i32", "value": "N"}],
+                "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32",
+                              "scalar": 2, "a": "out", "b": "y", "c": "x"},
+            },
+            "sweep": {"N": [4096]},
+            "timing": {"max_time_ms": 200},
+        }
+        ev = Client(self.daemon.url, token="").evaluate_detailed(spec, timeout_s=120)
+        self.assertEqual(ev.job["status"], "succeeded", ev.artifacts)
+        self.assertIn("4096 B shared memory a block", ev.artifacts["points"])
+        self.assertNotIn("registers", ev.artifacts["points"])
+        self.assertNotIn("occupancy", ev.artifacts["points"])
+        # A kernel without declared flops is told to declare them.
+        self.assertIn("declare kernel.flops", ev.artifacts["advice"])
+        self.assertEqual(ev.artifacts["advice"].count("declare kernel.flops"), 1)
+
+
 class FailedJobTest(DaemonTestCase):
     """Points that crash their worker (fault injection): the job fails and scores 0."""
 
