@@ -29,7 +29,26 @@ struct point {
   double flops = 0, bytes = 0;       // its work, where the row counts it
   std::vector<std::string> voiding;  // its flags that void its score
   json paired;                       // a variant's row's `comparison`, else null
+  // A user kernel's registers and occupancy, where its platform told them (`resources`).
+  std::optional<double> registers, occupancy;
 };
+
+// What changed in a kernel's resources from `base` to `other` ("registers 32 -> 64, occupancy
+// 100% -> 50%"), where both rows tell them; "" where nothing did. A slower point's likely cause.
+std::string resource_change(const point& base, const point& other) {
+  std::string out;
+  const auto add = [&](const char* what, const std::optional<double>& a,
+                       const std::optional<double>& b, double scale, const char* unit) {
+    if (!a || !b || *a == *b) return;
+    char text[96];
+    std::snprintf(text, sizeof text, "%s%s %.0f%s -> %.0f%s", out.empty() ? "" : ", ", what,
+                  *a * scale, unit, *b * scale, unit);
+    out += text;
+  };
+  add("registers", base.registers, other.registers, 1, "");
+  add("occupancy", base.occupancy, other.occupancy, 100, "%");
+  return out;
+}
 
 // Of two points at one key, the one that stands for its series: a sound one over one whose
 // flags void its score (as a job's best point is never such a one), then the one of the
@@ -64,6 +83,15 @@ std::optional<point> point_of(const json& row) {
   }
   p.voiding = voiding_flags(flags_of(row));
   if (const auto c = row.find("comparison"); c != row.end() && c->is_object()) p.paired = *c;
+  if (const auto r = row.find("resources"); r != row.end() && r->is_object()) {
+    const auto number = [&](const char* key) -> std::optional<double> {
+      const auto it = r->find(key);
+      if (it == r->end() || !it->is_number()) return std::nullopt;
+      return it->get<double>();
+    };
+    p.registers = number("registers");
+    p.occupancy = number("occupancy");
+  }
   return p;
 }
 
@@ -439,8 +467,11 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       speedups[i].push_back(c.speedup);
       cells.push_back(speedup_text(c.speedup) + " " + c.verdict + (c.same_work ? "" : " *"));
       if (!max_slowdown) continue;
-      if (std::string_view(c.verdict) == "slower" && c.speedup < 1 - *max_slowdown)
-        broken.push_back(at(i) + speedup_text(c.speedup) + " slower");
+      if (std::string_view(c.verdict) == "slower" && c.speedup < 1 - *max_slowdown) {
+        const std::string change = resource_change(b->second, p->second);
+        broken.push_back(at(i) + speedup_text(c.speedup) + " slower" +
+                         (change.empty() ? "" : " (" + change + ")"));
+      }
       if (!p->second.voiding.empty() && b->second.voiding.empty()) {
         broken.push_back(at(i) + "flags that void its score (" + comma_joined(p->second.voiding) +
                          ") where " + series[base_at].label + "'s are sound");

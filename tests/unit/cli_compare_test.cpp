@@ -245,6 +245,22 @@ TEST(CompareReport, APerformanceGateNamesWhatBrokeIt) {
   compare_report(same, "", 0.0, &broken);
   EXPECT_TRUE(broken.empty());
 
+  // A slower point whose kernel's registers or occupancy changed says so: the likely cause.
+  json fewer = row({{"N", 256}}, 40, 0.1);
+  fewer["resources"] = {{"registers", 32}, {"occupancy", 1.0}};
+  json more = row({{"N", 256}}, 48, 0.1);
+  more["resources"] = {{"registers", 64}, {"occupancy", 0.5}};
+  json same_regs = row({{"N", 64}}, 12, 0.1);
+  same_regs["resources"] = {{"registers", 32}, {"occupancy", 1.0}};
+  json base_regs = row({{"N", 64}}, 10, 0.1);
+  base_regs["resources"] = {{"registers", 32}, {"occupancy", 1.0}};
+  const auto spilled = series_of({{json{{"id", 1}}, json::array({base_regs, fewer})},
+                                  {json{{"id", 5}}, json::array({same_regs, more})}});
+  compare_report(spilled, "", 0.05, &broken);
+  ASSERT_GE(broken.size(), 2u);
+  EXPECT_EQ(broken[0], "job 5 at N=64: 0.83x slower");
+  EXPECT_EQ(broken[1], "job 5 at N=256: 0.83x slower (registers 32 -> 64, occupancy 100% -> 50%)");
+
   json voided = row({{"N", 64}}, 5, 0.1);
   voided["flags"] = json::array({"verification_failed"});
   const auto wrong = series_of({{json{{"id", 1}}, json::array({row({{"N", 64}}, 10, 0.1)})},
