@@ -941,13 +941,27 @@ class TaskTest(DaemonTestCase):
             self.agent.evaluate_task("bounded", HIP_AXPY, 60, entry="axpy")
 
 
-class KernelOutputTest(DaemonTestCase):
-    """What a user kernel prints (device printf) on a real device, PoCL's: it reaches the
-    daemon's log only as escaped "kernel output:" lines, and only so much of it, so that a
-    kernel anyone may submit can neither write lines that read as the daemon's own nor fill the
-    log."""
+def opencl_axpy(source: str) -> dict:
+    """A job of `source`'s axpy(out, x, y, a, n) over 4096 floats, checked as out = 2x + y."""
+    return {
+        "engine": "opencl",
+        "kernel": {
+            "op": "custom", "language": "opencl", "entry": "axpy", "source": source,
+            "block": [64, 1, 1], "grid": ["ceil(N/64)", 1, 1],
+            "args": [{"name": "out", "type": "f32*", "count": "N", "output": True},
+                     {"name": "x", "type": "f32*", "count": "N"},
+                     {"name": "y", "type": "f32*", "count": "N"},
+                     {"name": "a", "type": "f32", "value": 2},
+                     {"name": "n", "type": "i32", "value": "N"}],
+            "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32",
+                          "scalar": 2, "a": "out", "b": "y", "c": "x"},
+        },
+        "sweep": {"N": [4096]},
+    }
 
-    FORGED = "2030-01-01T00:00:00.000 [kernelscan] info job 99 succeeded"
+
+class OpenClDaemonTestCase(DaemonTestCase):
+    """Tests on a daemon of the OpenCL engine: a real device, PoCL's where there is no GPU."""
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -958,6 +972,15 @@ class KernelOutputTest(DaemonTestCase):
             cls.daemon.stop()
             raise
 
+
+class KernelOutputTest(OpenClDaemonTestCase):
+    """What a user kernel prints (device printf) on a real device, PoCL's: it reaches the
+    daemon's log only as escaped "kernel output:" lines, and only so much of it, so that a
+    kernel anyone may submit can neither write lines that read as the daemon's own nor fill the
+    log."""
+
+    FORGED = "2030-01-01T00:00:00.000 [kernelscan] info job 99 succeeded"
+
     def test_a_kernels_printf_is_escaped_prefixed_and_bounded(self) -> None:
         source = (
             "__kernel void axpy(__global float* out, __global const float* x, "
@@ -965,22 +988,8 @@ class KernelOutputTest(DaemonTestCase):
             f' if (i < 64) printf("{self.FORGED}\\x1b[31m %d\\n", i);\n'
             " if (i < n) out[i] = a * x[i] + y[i]; }"
         )
-        spec = {
-            "engine": "opencl",
-            "kernel": {
-                "op": "custom", "language": "opencl", "entry": "axpy", "source": source,
-                "block": [64, 1, 1], "grid": ["ceil(N/64)", 1, 1],
-                "args": [{"name": "out", "type": "f32*", "count": "N", "output": True},
-                         {"name": "x", "type": "f32*", "count": "N"},
-                         {"name": "y", "type": "f32*", "count": "N"},
-                         {"name": "a", "type": "f32", "value": 2},
-                         {"name": "n", "type": "i32", "value": "N"}],
-                "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32",
-                              "scalar": 2, "a": "out", "b": "y", "c": "x"},
-            },
-            "sweep": {"N": [4096]},
-            "timing": {"l2": "hot", "max_time_ms": 200},
-        }
+        spec = opencl_axpy(source)
+        spec["timing"] = {"l2": "hot", "max_time_ms": 200}
         client = Client(self.daemon.url, token="")
         job = client.wait(client.submit(spec), timeout_s=120)
         self.assertEqual(job["status"], "succeeded", job)
@@ -1000,19 +1009,10 @@ class KernelOutputTest(DaemonTestCase):
                             for line in lines))
 
 
-class OpenClEvaluationTest(DaemonTestCase):
+class OpenClEvaluationTest(OpenClDaemonTestCase):
     """An evaluation on a real device, PoCL's: the per-point summary says what the kernel's
     compile gave it, as far as OpenCL tells (its local memory; no registers or occupancy), and
     the daemon's advice comes along."""
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.daemon = Daemon(engine="opencl")
-        try:
-            cls.daemon.start()
-        except BaseException:
-            cls.daemon.stop()
-            raise
 
     def test_the_summary_tells_the_kernels_local_memory_and_the_advice(self) -> None:
         source = (
@@ -1021,22 +1021,8 @@ class OpenClEvaluationTest(DaemonTestCase):
             " int l = get_local_id(0); int i = get_global_id(0); tile[l] = x[i];"
             " barrier(CLK_LOCAL_MEM_FENCE); if (i < n) out[i] = a * tile[l] + y[i]; }"
         )
-        spec = {
-            "engine": "opencl",
-            "kernel": {
-                "op": "custom", "language": "opencl", "entry": "axpy", "source": source,
-                "block": [64, 1, 1], "grid": ["ceil(N/64)", 1, 1],
-                "args": [{"name": "out", "type": "f32*", "count": "N", "output": True},
-                         {"name": "x", "type": "f32*", "count": "N"},
-                         {"name": "y", "type": "f32*", "count": "N"},
-                         {"name": "a", "type": "f32", "value": 2},
-                         {"name": "n", "type": "i32", "value": "N"}],
-                "reference": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f32",
-                              "scalar": 2, "a": "out", "b": "y", "c": "x"},
-            },
-            "sweep": {"N": [4096]},
-            "timing": {"max_time_ms": 200},
-        }
+        spec = opencl_axpy(source)
+        spec["timing"] = {"max_time_ms": 200}
         ev = Client(self.daemon.url, token="").evaluate_detailed(spec, timeout_s=120)
         self.assertEqual(ev.job["status"], "succeeded", ev.artifacts)
         self.assertIn("4096 B shared memory a block", ev.artifacts["points"])

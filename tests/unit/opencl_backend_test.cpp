@@ -33,6 +33,11 @@
 namespace kernelscan {
 namespace {
 
+// The plan of `spec`, which must outlive the kernel instances resolved from it.
+job_plan plan_of(const json& spec) {
+  return compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+}
+
 class OpenClBackend : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -116,8 +121,7 @@ TEST_F(OpenClBackend, TheLocalMemoryScrubLeavesNoMarkForTheNextLaunch) {
       "args": [{"name": "seen", "type": "u32*", "count": 16384, "output": true},
                {"name": "id", "type": "u32", "value": "ID"}]},
     "sweep": {"ID": [4096, 8192, 12288, 16384, 20480, 24576]}})js");
-  const job_plan plan =
-      compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  const job_plan plan = plan_of(spec);
   // Runs the launches in turn, scrubbing before each or not; the work-groups that found the mark
   // of the launch before, over all of them.
   auto found = [&](bool scrub) {
@@ -212,8 +216,7 @@ TEST_F(OpenClBackend, AKernelWritingOutsideAGuardedBufferWritesIntoItsGuards) {
       "block": [64, 1, 1], "grid": [1, 1, 1],
       "args": [{"name": "out", "type": "f32*", "count": 1000, "output": true},
                {"name": "n", "type": "i32", "value": 1000}]}})js");
-  const job_plan plan =
-      compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  const job_plan plan = plan_of(spec);
   const kernel_instance instance = plan.resolve(0);
   point_kernel k(backend(), instance);
   const auto buffers = k.own_buffers();
@@ -247,8 +250,7 @@ TEST_F(OpenClBackend, ReportsAKernelsWorkGroupLimitAndTheLocalMemoryOfItsLaunch)
       "block": [256, 1, 1], "grid": [2, 1, 1],
       "args": [{"name": "out", "type": "f32*", "count": 512, "output": true},
                {"name": "dyn", "type": "f32*", "count": 512, "local": true}]}})js");
-  const job_plan plan =
-      compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  const job_plan plan = plan_of(spec);
   const kernel_instance instance = plan.resolve(0);
   point_kernel k(backend(), instance);
   k.launch(k.own_buffers());
@@ -292,8 +294,7 @@ TEST_F(OpenClBackend, ALocalArgumentOfMostOfTheLocalMemoryLaunches) {
       "args": [{"name": "out", "type": "f32*", "count": 64, "output": true},
                {"name": "scratch", "type": "f32*", "local": true}]}})js");
   spec["kernel"]["args"][1]["count"] = floats;
-  const job_plan plan =
-      compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  const job_plan plan = plan_of(spec);
   const kernel_instance instance = plan.resolve(0);
   point_kernel k(backend(), instance);
   EXPECT_NO_THROW({
@@ -341,16 +342,15 @@ TEST_F(OpenClBackend, AReleasedBufferIsHandedOutAgainForTheSameSize) {
 // them before any launch, so a kernel that writes nothing finds the unwritten pattern, not the
 // answers of the point before on the same inputs (the same seed).
 TEST_F(OpenClBackend, AKernelFindsNothingOfThePreviousPointInItsReusedBuffers) {
-  auto plan_of = [](const std::string& statement) {
-    const json spec = {{"kernel", testing::opencl_axpy_kernel(statement)},
-                       {"sweep", {{"N", {65536}}}},
-                       {"timing", {{"l2", "hot"}, {"max_time_ms", 50}}}};
-    return compile_plan(parse_job_spec(spec, spec_limits::stored()), spec_limits::stored().plan);
+  auto axpy_plan = [](const std::string& statement) {
+    return plan_of({{"kernel", testing::opencl_axpy_kernel(statement)},
+                    {"sweep", {{"N", {65536}}}},
+                    {"timing", {{"l2", "hot"}, {"max_time_ms", 50}}}});
   };
   const point_result honest =
-      m_engine->measure(plan_of("if (i < n) out[i] = a[i] + s * b[i];"), 0, 42);
+      m_engine->measure(axpy_plan("if (i < n) out[i] = a[i] + s * b[i];"), 0, 42);
   ASSERT_EQ(honest.verification.status, "passed") << honest.verification.note;
-  const point_result lazy = m_engine->measure(plan_of("if (i < n) out[i] = out[i];"), 0, 42);
+  const point_result lazy = m_engine->measure(axpy_plan("if (i < n) out[i] = out[i];"), 0, 42);
   EXPECT_EQ(lazy.verification.status, "failed");
   EXPECT_EQ(lazy.verification.unwritten, 65536u) << lazy.verification.note;
 }
