@@ -21,6 +21,7 @@ json to_json(const device_info& d) {
             {"driver", d.driver},
             {"pci_bus_id", d.pci_bus_id.empty() ? json(nullptr) : json(d.pci_bus_id)}};
   j["capabilities"] = to_json(d.capabilities);
+  j["limits"] = to_json(d.limits);
   j["datasheet"] = d.datasheet ? to_json(*d.datasheet) : json(nullptr);
   j["measured"] = d.measured ? to_json(*d.measured) : json(nullptr);
   return j;
@@ -38,6 +39,34 @@ json to_json(const device_capabilities& c) {
           {"gemm_library", c.gemm_library.empty() ? json(nullptr) : json(c.gemm_library)},
           {"gemm_library_dtypes", names(c.gemm_library_types)},
           {"gemm_builtin_dtypes", names(c.gemm_builtin_types)}};
+}
+
+// Each limit the platform told, null where it told none.
+json to_json(const device_limits& l) {
+  const auto told = [](auto v) { return v > 0 ? json(v) : json(nullptr); };
+  return {{"block_threads", told(l.block_threads)},
+          {"block_shared_bytes", told(l.block_shared_bytes)},
+          {"warp_size", told(l.warp_size)},
+          {"unit_threads", told(l.unit_threads)},
+          {"unit_registers", told(l.unit_registers)},
+          {"unit_shared_bytes", told(l.unit_shared_bytes)}};
+}
+
+// A device described before its limits were reported has none told.
+device_limits device_limits_from_json(const json& j) {
+  device_limits l;
+  if (!j.is_object()) return l;
+  const auto number = [&](const char* key, auto& out) {
+    const auto it = j.find(key);
+    if (it != j.end() && it->is_number()) out = it->get<std::remove_reference_t<decltype(out)>>();
+  };
+  number("block_threads", l.block_threads);
+  number("block_shared_bytes", l.block_shared_bytes);
+  number("warp_size", l.warp_size);
+  number("unit_threads", l.unit_threads);
+  number("unit_registers", l.unit_registers);
+  number("unit_shared_bytes", l.unit_shared_bytes);
+  return l;
 }
 
 // A device described before capabilities were reported has a GPU's: everything.
@@ -123,6 +152,7 @@ device_info device_info_from_json(const json& j) {
     if (j.contains("capabilities")) {
       d.capabilities = device_capabilities_from_json(j["capabilities"]);
     }
+    if (j.contains("limits")) d.limits = device_limits_from_json(j["limits"]);
     if (const auto& p = j.at("datasheet"); !p.is_null()) d.datasheet = device_peaks_from_json(p);
     if (j.contains("measured") && !j["measured"].is_null()) {
       d.measured = measured_roofline_from_json(j["measured"]);

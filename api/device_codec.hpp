@@ -14,6 +14,8 @@ device_info device_info_from_json(const json& j);
 // for null; it throws json::exception on a missing key.
 json to_json(const device_capabilities& c);
 device_capabilities device_capabilities_from_json(const json& j);
+json to_json(const device_limits& l);
+device_limits device_limits_from_json(const json& j);
 
 // Ceilings with the keys of "datasheet" (f16_tflops, bandwidth_gbps, ...). The reader throws
 // json::exception on a missing key.

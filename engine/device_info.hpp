@@ -30,6 +30,19 @@ struct device_capabilities {
   bool operator==(const device_capabilities&) const = default;
 };
 
+// What a block (work-group) may have and what one compute unit (SM, CU) holds, as the platform
+// reports them; 0 where it says nothing (the mock; OpenCL tells a work-group's limits only). A
+// user kernel's resources (point_result.hpp) are read against them.
+struct device_limits {
+  std::int64_t block_threads = 0;
+  std::uint64_t block_shared_bytes = 0;  // the most a block may ask for (CUDA: opting in)
+  int warp_size = 0;
+  int unit_threads = 0;
+  int unit_registers = 0;
+  std::uint64_t unit_shared_bytes = 0;
+  bool operator==(const device_limits&) const = default;
+};
+
 struct device_info {
   int index = 0;
   engine_kind engine = engine_kind::mock;  // mock, hip or opencl
@@ -49,6 +62,7 @@ struct device_info {
   std::string driver;
   std::string pci_bus_id;  // "0000:41:00.0" where the platform tells; a GPU is served once by it
   device_capabilities capabilities;
+  device_limits limits;
   std::optional<device_peaks> datasheet;
   std::optional<measured_roofline> measured;
 };

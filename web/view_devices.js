@@ -8,6 +8,19 @@ import {deviceRooflineOption, hasPeaks, measuredWord} from './charts.js';
 import {age, emptyState, errorBox, fmtBytes, h, sig, throttle, whenECharts} from './dom.js';
 import {deviceLabel, nodesOf} from './fleet.js';
 
+// What a block may have and what a compute unit holds, as the platform told them (null where it
+// told nothing: the mock; OpenCL's compute units).
+function limitsFacts(l) {
+  if (!l) return '';
+  const block = [l.block_threads && `${l.block_threads} threads`,
+                 l.block_shared_bytes && `${fmtBytes(l.block_shared_bytes)} shared memory`].filter(Boolean);
+  const unit = [l.unit_threads && `${l.unit_threads} threads`, l.unit_registers && `${l.unit_registers} registers`,
+                l.unit_shared_bytes && `${fmtBytes(l.unit_shared_bytes)} shared memory`,
+                l.warp_size && `warps of ${l.warp_size}`].filter(Boolean);
+  return [block.length ? [h('dt', {}, 'a block at most'), h('dd', {class: 'limits-block'}, block.join(', '))] : '',
+          unit.length ? [h('dt', {}, 'a unit holds'), h('dd', {class: 'limits-unit'}, unit.join(', '))] : ''];
+}
+
 const PEAKS = [['f64_tflops', 'f64', 'TFLOP/s'], ['f32_tflops', 'f32 (matrix)', 'TFLOP/s'],
                ['vector_f32_tflops', 'f32 (vector)', 'TFLOP/s'], ['f16_tflops', 'f16', 'TFLOP/s'],
                ['bf16_tflops', 'bf16', 'TFLOP/s'], ['i8_tops', 'int8', 'TOP/s'],
@@ -88,6 +101,7 @@ export function mount(root) {
           h('dt', {}, 'GEMM library'), h('dd', {class: 'capabilities-library'}, d.capabilities.gemm_library
             ? `${d.capabilities.gemm_library}: ${d.capabilities.gemm_library_dtypes.join(', ') || 'no type'}` : 'none in this build'),
           h('dt', {}, 'built-in GEMM'), h('dd', {}, d.capabilities.gemm_builtin_dtypes.join(', ') || 'none')] : '',
+        limitsFacts(d.limits),
         h('dt', {}, 'worker'), h('dd', {}, d.worker_pid ? `pid ${d.worker_pid}, ${d.worker_restarts} restart${d.worker_restarts === 1 ? '' : 's'}` : 'not running'),
         h('dt', {}, 'points measured'), h('dd', {}, String(d.points_measured)),
         fleet ? [h('dt', {}, 'last heartbeat'), h('dd', {title: d.last_heartbeat_at}, age(d.last_heartbeat_at))] : '',

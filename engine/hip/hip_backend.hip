@@ -72,6 +72,22 @@ device_info describe(int ordinal) {
   }
   d.memory_bytes = p.totalGlobalMem;
   d.l2_bytes = std::uint64_t(p.l2CacheSize);
+  device_limits& l = d.limits;
+  l.block_threads = p.maxThreadsPerBlock;
+  int block_shared = 0;
+  if (hipDeviceGetAttribute(&block_shared, hipDeviceAttributeMaxSharedMemoryPerBlock, ordinal) ==
+      hipSuccess) {
+    l.block_shared_bytes = std::uint64_t(block_shared);
+  }
+  l.warp_size = p.warpSize;
+  l.unit_threads = p.maxThreadsPerMultiProcessor;
+#if defined(KERNELSCAN_GPU_CUDA)
+  l.unit_registers = p.regsPerMultiprocessor;
+  l.unit_shared_bytes = p.sharedMemPerMultiprocessor;
+#else
+  // HIP 5's properties do not give a CU's registers.
+  l.unit_shared_bytes = p.maxSharedMemoryPerMultiProcessor;
+#endif
   d.pci_bus_id = pci_bus_id(ordinal);
   int driver = 0, runtime = 0;
   (void)hipDriverGetVersion(&driver);
@@ -92,22 +108,24 @@ device_info describe(int ordinal) {
   return d;
 }
 
-// What one SM (CU) of `ordinal` holds, for naming the limit on a kernel's occupancy. HIP 5's
-// properties do not give a CU's registers: on AMD that limit is not modelled.
-unit_limits unit_limits_of(int ordinal) {
-  hipDeviceProp_t p{};
+// What one SM (CU) of the device holds, for naming the limit on a kernel's occupancy: its limits
+// (describe()) and, on CUDA, what its properties add. Without a CU's registers (HIP 5 does not
+// give them) that limit is not modelled.
+unit_limits unit_limits_of(const device_info& d, int ordinal) {
   unit_limits u;
-  if (hipGetDeviceProperties(&p, ordinal) != hipSuccess) return u;
-  u.warp_size = p.warpSize;
-  u.max_threads = p.maxThreadsPerMultiProcessor;
+  u.warp_size = d.limits.warp_size;
+  u.max_threads = d.limits.unit_threads;
+  u.registers = d.limits.unit_registers;
+  u.shared_bytes = d.limits.unit_shared_bytes;
 #if defined(KERNELSCAN_GPU_CUDA)
-  u.max_blocks = p.maxBlocksPerMultiProcessor;
-  u.registers = p.regsPerMultiprocessor;
-  u.register_granule = 256;  // per warp, on every architecture since Maxwell
-  u.shared_bytes = p.sharedMemPerMultiprocessor;
-  u.shared_reserved = p.reservedSharedMemPerBlock;
+  hipDeviceProp_t p{};
+  if (hipGetDeviceProperties(&p, ordinal) == hipSuccess) {
+    u.max_blocks = p.maxBlocksPerMultiProcessor;
+    u.register_granule = 256;  // per warp, on every architecture since Maxwell
+    u.shared_reserved = p.reservedSharedMemPerBlock;
+  }
 #else
-  u.shared_bytes = p.maxSharedMemoryPerMultiProcessor;
+  (void)ordinal;
 #endif
   return u;
 }
@@ -536,7 +554,7 @@ hip_backend::hip_backend(int ordinal)
     : m_ordinal(select_device(ordinal)),
       m_info(describe(ordinal)),
       m_max_shared(max_shared_bytes(ordinal)),
-      m_unit(unit_limits_of(ordinal)) {
+      m_unit(unit_limits_of(m_info, ordinal)) {
   // Reading twice the caches' size evicts what a previous sample left in them.
   m_flush = buffer(cache_flush_bytes(m_info));
   m_blas.bind(s());

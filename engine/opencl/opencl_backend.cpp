@@ -217,6 +217,10 @@ device_info describe(const cl_device_ref& ref, int index) {
   info.clock_mhz = double(device_value<cl_uint>(d, CL_DEVICE_MAX_CLOCK_FREQUENCY));
   info.memory_bytes = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
   info.l2_bytes = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
+  // OpenCL tells a work-group's limits, not a compute unit's.
+  info.limits.block_threads =
+      std::int64_t(device_value<std::size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  info.limits.block_shared_bytes = device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE);
   if (info.type == "cpu") {
     // A CPU device runs on this host: its work-items' data stays in its cores' L2s, nearer than
     // the shared cache the driver reports (and that sysconf tells where it reports none).

@@ -973,6 +973,11 @@ async function main() {
         const body = await response.json();
         // ... with the peaks of a CPU (PoCL on a 2-core VM): its ceilings reach 1e-6 TFLOP/s.
         for (const dev of body.devices) {
+          // Device 0 with the limits an H100 reports (the mock's devices tell none).
+          if (dev.index === 0) {
+            dev.limits = {block_threads: 1024, block_shared_bytes: 232448, warp_size: 32, unit_threads: 2048,
+                          unit_registers: 65536, unit_shared_bytes: 233472};
+          }
           if (dev.index !== 1) continue;
           dev.datasheet = null;
           for (const k of Object.keys(dev.measured)) if (k.endsWith('_tflops')) dev.measured[k] *= 3e-6;
@@ -992,6 +997,12 @@ async function main() {
         expect(long.length === 0, `the axis of a CPU's tiny peaks is labelled short (${long})`);
         const other = (await series(page, 'chart-device-solo-0') || []).map((x) => x.name);
         expect(other.some((n) => n.startsWith('datasheet')), `device 0 keeps its datasheet ceilings (${other})`);
+        const block = await page.$$eval('.device-card .limits-block', (els) => els.map((e) => e.textContent));
+        const unit = await page.$$eval('.device-card .limits-unit', (els) => els.map((e) => e.textContent));
+        expect(block.length === 1 && block[0] === '1024 threads, 227 KiB shared memory',
+               `a block's limits, on the device that told them (${block})`);
+        expect(unit.length === 1 && unit[0] === '2048 threads, 65536 registers, 228 KiB shared memory, warps of 32',
+               `a unit's (${unit})`);
         await shot(page, 'devices-measured-only');
       } finally {
         await page.unroute(devicesUrl);

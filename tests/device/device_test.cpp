@@ -204,6 +204,20 @@ TEST_P(DeviceTest, DiscoversTheDeviceAndMeasuresItsRoofline) {
   EXPECT_GT(m_device["compute_units"].get<int>(), 0);
   EXPECT_GT(m_device["memory_bytes"].get<double>(), 1e8);
   EXPECT_GT(m_device["clock_mhz"].get<double>(), 100);
+  // A block's limits from every platform; a unit's from the GPU engine (its registers on CUDA).
+  const json& limits = m_device["limits"];
+  EXPECT_GE(limits["block_threads"].get<std::int64_t>(), 256) << limits.dump();
+  EXPECT_GE(limits["block_shared_bytes"].get<std::int64_t>(), 16 * 1024) << limits.dump();
+  if (engine() == "hip") {
+    EXPECT_GE(limits["warp_size"].get<int>(), 32) << limits.dump();
+    EXPECT_GE(limits["unit_threads"].get<int>(), 1024) << limits.dump();
+    EXPECT_GE(limits["unit_shared_bytes"].get<std::int64_t>(), 64 * 1024) << limits.dump();
+    if (m_device["vendor"] == "NVIDIA") {
+      EXPECT_GE(limits["unit_registers"].get<int>(), 65536) << limits.dump();
+    }
+  } else {
+    EXPECT_TRUE(limits["unit_registers"].is_null()) << limits.dump();
+  }
   if (engine() == "hip") {
     const std::string arch = m_device["arch"];
     EXPECT_TRUE(arch.rfind("gfx", 0) == 0 || arch.rfind("sm_", 0) == 0) << arch;

@@ -100,6 +100,7 @@ void expect_same_device(const device_info& a, const device_info& b) {
   EXPECT_EQ(a.core_caches_bytes, b.core_caches_bytes);
   EXPECT_EQ(a.driver, b.driver);
   EXPECT_EQ(a.capabilities, b.capabilities);
+  EXPECT_EQ(a.limits, b.limits);
   ASSERT_EQ(a.datasheet.has_value(), b.datasheet.has_value());
   if (a.datasheet) {
     EXPECT_EQ(a.datasheet->f64_tflops, b.datasheet->f64_tflops);
@@ -356,6 +357,27 @@ TEST(DeviceCodec, RoundTrips) {
     // Through text, as between processes.
     expect_same_device(device_info_from_json(json::parse(j.dump())), d);
   }
+}
+
+// A GPU's limits as its platform told them; OpenCL's work-group limits alone, the rest null; a
+// description from before limits were reported has none.
+TEST(DeviceCodec, LimitsRoundTripNullWhereNotTold) {
+  device_info d = sample_device(false);
+  d.limits = {1024, 232448, 32, 2048, 65536, 233472};
+  json j = to_json(d);
+  EXPECT_EQ(j["limits"], json::parse(R"({"block_threads": 1024, "block_shared_bytes": 232448,
+    "warp_size": 32, "unit_threads": 2048, "unit_registers": 65536,
+    "unit_shared_bytes": 233472})"));
+  expect_same_device(device_info_from_json(json::parse(j.dump())), d);
+  d.limits = {};
+  d.limits.block_threads = 4096;
+  d.limits.block_shared_bytes = 1 << 20;
+  j = to_json(d);
+  EXPECT_TRUE(j["limits"]["unit_registers"].is_null());
+  EXPECT_EQ(j["limits"]["block_threads"], 4096);
+  expect_same_device(device_info_from_json(json::parse(j.dump())), d);
+  j.erase("limits");
+  EXPECT_EQ(device_info_from_json(j).limits, device_limits{});
 }
 
 TEST(DeviceCodec, CapabilitiesRoundTripAndADescriptionWithoutThemIsAGpus) {
