@@ -93,7 +93,8 @@ TEST(AnalysisApi, ACustomKernelWithABaselineGetsMetricsAdviceAndFitness) {
   EXPECT_TRUE(summary["simulated"].get<bool>());
   // CSV carries the score columns.
   const auto csv = daemon.get("/api/v1/jobs/" + std::to_string(id) + "/results?format=csv");
-  EXPECT_NE(csv.text.find(",correct,speedup,latency_score,combined_score,name,simulated,registers,shared_bytes,local_bytes,occupancy\r\n"),
+  EXPECT_NE(csv.text.find(",correct,speedup,latency_score,combined_score,name,simulated,registers,"
+                          "shared_bytes,local_bytes,occupancy\r\n"),
             std::string::npos);
 }
 

@@ -106,7 +106,8 @@ TEST_F(Imports, RocmProfilerResultsBecomeAFinishedJobWithTheSameAnalysis) {
       << lines[0];
   EXPECT_EQ(lines[1].rfind("0,0,ok,,9.8,9.87,9.21,14.08,0.41,,10.52,11.93,,,,,,,", 0), 0u)
       << lines[1];
-  EXPECT_NE(lines[1].find(",latency,skipped,,,,,,hip_topk,false,,,,\r"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find(",latency,skipped,,,,,,hip_topk,false,,,,\r"), std::string::npos)
+      << lines[1];
 
   const auto listed = daemon.get("/api/v1/jobs?label.team=moe&status=succeeded");
   ASSERT_EQ(listed.body["jobs"].size(), 1u);

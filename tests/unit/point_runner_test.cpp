@@ -1152,7 +1152,8 @@ TEST(PointRunner, AProbeHoldsTheQueueAsLongAsASamplesBatch) {
   const double shortest = *std::min_element(batched.begin(), batched.end());
   EXPECT_GT(shortest, 300.0 * double(r.batch - 1));
   for (const double p : probes)
-    EXPECT_GT(p, 0.75 * shortest) << "a probe held " << p << " µs, the shortest sample " << shortest;
+    EXPECT_GT(p, 0.75 * shortest) << "a probe held " << p << " µs, the shortest sample "
+                                  << shortest;
 }
 
 // A kernel that leaves the other sets' answers in their scratch buffers at a sample's first
