@@ -662,6 +662,21 @@ async function main() {
 
       // The summary is redrawn for the new base: wait for it to change, not only to be there.
       const before = await page.textContent('#compare-summary tbody td:nth-child(3)');
+      // The chart is drawn in a task of its own, after the join and the table: a message posted
+      // again each time it is handled counts the tasks between them.
+      await page.evaluate(() => {
+        window.compareTicks = {};
+        window.ticking = true;
+        let tick = 0;
+        const channel = new MessageChannel();
+        channel.port1.onmessage = () => { ++tick; if (window.ticking) channel.port2.postMessage(0); };
+        channel.port2.postMessage(0);
+        const init = echarts.init;
+        echarts.init = (...args) => { window.compareTicks.chart = tick; return init(...args); };
+        new MutationObserver(() => {
+          if (document.querySelector('#compare-table') && window.compareTicks.table === undefined) window.compareTicks.table = tick;
+        }).observe(document.getElementById('view'), {childList: true, subtree: true});
+      });
       await page.selectOption('#compare-base', String(ids.b));
       await page.waitForFunction((b) => location.hash.includes(`base=${b}`), ids.b);
       await page.waitForFunction((old) => {
@@ -670,6 +685,10 @@ async function main() {
       }, before);
       const geo = parseFloat((await page.textContent('#compare-summary tbody td:nth-child(3)')));
       expect(geo > 1, `f16 over an f32 baseline is faster (geomean ${geo})`);
+      await page.waitForFunction(() => window.compareTicks.chart !== undefined);
+      const ticks = await page.evaluate(() => { window.ticking = false; return window.compareTicks; });
+      expect(ticks.table !== undefined && ticks.chart > ticks.table,
+             `the chart is drawn in a task after the table's (${JSON.stringify(ticks)})`);
       await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${ids.stream}`, '.error-box');
       expect((await page.textContent('.error-box')).includes('share no sweep parameter'), 'jobs with nothing in common say so');
       // The same measurement under another name (served from the result cache): the same at
