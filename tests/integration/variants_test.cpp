@@ -227,18 +227,22 @@ daemon_process::options opencl_daemon() {
   return o;
 }
 
-bool opencl_required() {
-  return device_required("KERNELSCAN_REQUIRE_OPENCL");
-}
-
-TEST(VariantsOpenCL, ANaiveAndATiledMatmulAndTheBuiltinGemmSideBySide) {
-  daemon_process daemon(opencl_daemon());
-  try {
-    daemon.start();
-  } catch (const std::exception& e) {
-    if (opencl_required()) throw;
-    GTEST_SKIP() << "no OpenCL device: " << e.what();
+// Each test on a daemon of its own on the OpenCL engine; skipped without an OpenCL device
+// unless KERNELSCAN_REQUIRE_OPENCL asks for one.
+class VariantsOpenCL : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      daemon.start();
+    } catch (const std::exception& e) {
+      if (device_required("KERNELSCAN_REQUIRE_OPENCL")) throw;
+      GTEST_SKIP() << "no OpenCL device: " << e.what();
+    }
   }
+  daemon_process daemon{opencl_daemon()};
+};
+
+TEST_F(VariantsOpenCL, ANaiveAndATiledMatmulAndTheBuiltinGemmSideBySide) {
   const auto id = daemon.submit(opencl_variants_job());
   const json job = daemon.wait_job(id, 180s);
   ASSERT_EQ(job["status"], "succeeded") << job.dump() << "\n" << daemon.log();
@@ -262,14 +266,7 @@ TEST(VariantsOpenCL, ANaiveAndATiledMatmulAndTheBuiltinGemmSideBySide) {
   EXPECT_TRUE(job["summary"]["variants"]["best"].is_string());
 }
 
-TEST(VariantsOpenCL, AVariantThatDoesNotCompileFailsItsRowsOnly) {
-  daemon_process daemon(opencl_daemon());
-  try {
-    daemon.start();
-  } catch (const std::exception& e) {
-    if (opencl_required()) throw;
-    GTEST_SKIP() << "no OpenCL device: " << e.what();
-  }
+TEST_F(VariantsOpenCL, AVariantThatDoesNotCompileFailsItsRowsOnly) {
   json spec = opencl_variants_job();
   spec["variants"][1]["entry"] = "matmul_missing";
   spec["sweep"]["N"] = json::array({64});
@@ -289,14 +286,7 @@ TEST(VariantsOpenCL, AVariantThatDoesNotCompileFailsItsRowsOnly) {
 
 // A variant that does not compile at any point stores its compiler's log once: the rows of the
 // points after the first name the point whose row holds it.
-TEST(VariantsOpenCL, AVariantThatNeverCompilesStoresItsLogOnce) {
-  daemon_process daemon(opencl_daemon());
-  try {
-    daemon.start();
-  } catch (const std::exception& e) {
-    if (opencl_required()) throw;
-    GTEST_SKIP() << "no OpenCL device: " << e.what();
-  }
+TEST_F(VariantsOpenCL, AVariantThatNeverCompilesStoresItsLogOnce) {
   json spec = opencl_variants_job();
   std::string broken =
       std::string(k_matmul_source) + "\n__kernel void matmul_broken(__global float* c) {\n";
