@@ -728,11 +728,11 @@ export function mount(root, {id, query}) {
 
   // The charts are drawn one a task (a 100,000-point job's four took 0.3–0.5 s in one), so that
   // input and the live stream are answered between them. A render drops the draws of an earlier
-  // one still waiting; `stepwise` resolves with the main thread's time its steps took (ms), or
-  // null where a later render took their place.
+  // one still waiting: each render takes the next `drawRound`, and `stepwise` runs a round's
+  // steps while it is the latest, resolving with the main thread's time they took (ms), or null
+  // where a later render took their place.
   let drawRound = 0;
-  function stepwise(steps) {
-    const round = ++drawRound;
+  function stepwise(round, steps) {
     return new Promise((resolve) => {
       let busy = 0, i = 0;
       const run = () => {
@@ -795,8 +795,8 @@ export function mount(root, {id, query}) {
     // The roofline's axes are every point's, whatever the selectors say.
     set(roofChart, {x: 'roofline', y: 'roofline'},
         once(() => rooflineOption({rows: charted(), device: state.device, ...roofDtypes(state.job.spec, variants), variants, animate})));
-    const round = drawRound + 1;  // stepwise's
-    return stepwise(steps).then((busy) => {
+    const round = ++drawRound;
+    return stepwise(round, steps).then((busy) => {
       if (busy === null) return null;
       const first = firstRender;
       firstRender = false;
