@@ -270,6 +270,19 @@ const axpySource = 'extern "C" __global__ void axpy(float* out, const float* a, 
 // 28672 is the held-out size of axpyTask: an agent must not see it anywhere.
 const showsNoHeldOut = (text) => !/28672|28,672|28\.7k|28\.67/.test(text);
 
+// Counts the page's tasks in window.tasks, until window.tasksCounted is set false: a message
+// posted again each time it is handled runs between any two tasks queued after it, so two steps
+// that read the same count ran in one task.
+function countTasks(page) {
+  return page.evaluate(() => {
+    window.tasks = 0;
+    window.tasksCounted = true;
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => { ++window.tasks; if (window.tasksCounted) channel.port2.postMessage(0); };
+    channel.port2.postMessage(0);
+  });
+}
+
 // Navigation to charts drawn for the 10,000-point job, in ms (the page's own mark).
 async function renderTime(browser, d, id) {
   const watch = {errors: [], foreign: []};
@@ -662,19 +675,14 @@ async function main() {
 
       // The summary is redrawn for the new base: wait for it to change, not only to be there.
       const before = await page.textContent('#compare-summary tbody td:nth-child(3)');
-      // The chart is drawn in a task of its own, after the join and the table: a message posted
-      // again each time it is handled counts the tasks between them.
+      // The chart is drawn in a task of its own, after the join and the table.
+      await countTasks(page);
       await page.evaluate(() => {
         window.compareTicks = {};
-        window.ticking = true;
-        let tick = 0;
-        const channel = new MessageChannel();
-        channel.port1.onmessage = () => { ++tick; if (window.ticking) channel.port2.postMessage(0); };
-        channel.port2.postMessage(0);
         const init = echarts.init;
-        echarts.init = (...args) => { window.compareTicks.chart = tick; return init(...args); };
+        echarts.init = (...args) => { window.compareTicks.chart = window.tasks; return init(...args); };
         new MutationObserver(() => {
-          if (document.querySelector('#compare-table') && window.compareTicks.table === undefined) window.compareTicks.table = tick;
+          if (document.querySelector('#compare-table') && window.compareTicks.table === undefined) window.compareTicks.table = window.tasks;
         }).observe(document.getElementById('view'), {childList: true, subtree: true});
       });
       await page.selectOption('#compare-base', String(ids.b));
@@ -686,7 +694,7 @@ async function main() {
       const geo = parseFloat((await page.textContent('#compare-summary tbody td:nth-child(3)')));
       expect(geo > 1, `f16 over an f32 baseline is faster (geomean ${geo})`);
       await page.waitForFunction(() => window.compareTicks.chart !== undefined);
-      const ticks = await page.evaluate(() => { window.ticking = false; return window.compareTicks; });
+      const ticks = await page.evaluate(() => { window.tasksCounted = false; return window.compareTicks; });
       expect(ticks.table !== undefined && ticks.chart > ticks.table,
              `the chart is drawn in a task after the table's (${JSON.stringify(ticks)})`);
       await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${ids.stream}`, '.error-box');
@@ -1469,19 +1477,14 @@ async function main() {
       const roof = await series(page, 'chart-roofline');
       expect(heat[0].n === 10000, `heatmap holds 100x100 cells (${heat[0].n})`);
       expect(roof.find((s) => s.type === 'scatter').n === 10000, 'roofline holds 10000 points');
-      // Each chart is drawn in a task of its own: a message posted again each time it is
-      // handled counts the tasks between the charts' draws.
+      // Each chart is drawn in a task of its own.
+      await countTasks(page);
       await page.evaluate(() => {
         window.drawTicks = [];
-        window.ticking = true;
-        let tick = 0;
-        const channel = new MessageChannel();
-        channel.port1.onmessage = () => { ++tick; if (window.ticking) channel.port2.postMessage(0); };
-        channel.port2.postMessage(0);
         for (const id of ['chart-sweep', 'chart-heatmap', 'chart-roofline']) {
           const chart = echarts.getInstanceByDom(document.getElementById(id));
           const setOption = chart.setOption.bind(chart);
-          chart.setOption = (...args) => { window.drawTicks.push([id, tick]); return setOption(...args); };
+          chart.setOption = (...args) => { window.drawTicks.push([id, window.tasks]); return setOption(...args); };
         }
       });
       const round = await page.$eval('#view', (el) => el.dataset.drawnRound);
@@ -1490,7 +1493,7 @@ async function main() {
       await page.waitForFunction((r) => document.getElementById('view').dataset.drawnRound !== r, round);
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
       console.log(`  dashboard: 10000-point job, metric change redrawn in ${Date.now() - t0} ms`);
-      const ticks = await page.evaluate(() => { window.ticking = false; return window.drawTicks; });
+      const ticks = await page.evaluate(() => { window.tasksCounted = false; return window.drawTicks; });
       const firstTick = new Map();
       for (const [chart, tick] of ticks) if (!firstTick.has(chart)) firstTick.set(chart, tick);
       expect(firstTick.size === 3 && new Set(firstTick.values()).size === 3,
