@@ -75,10 +75,9 @@ device_info describe(int ordinal) {
   device_limits& l = d.limits;
   l.block_threads = p.maxThreadsPerBlock;
   int block_shared = 0;
-  if (hipDeviceGetAttribute(&block_shared, hipDeviceAttributeMaxSharedMemoryPerBlock, ordinal) ==
-      hipSuccess) {
-    l.block_shared_bytes = std::uint64_t(block_shared);
-  }
+  check(hipDeviceGetAttribute(&block_shared, hipDeviceAttributeMaxSharedMemoryPerBlock, ordinal),
+        "hipDeviceGetAttribute(max shared memory per block)");
+  l.block_shared_bytes = std::uint64_t(block_shared);
   l.warp_size = p.warpSize;
   l.unit_threads = p.maxThreadsPerMultiProcessor;
 #if defined(KERNELSCAN_GPU_CUDA)
@@ -118,11 +117,14 @@ unit_limits unit_limits_of(const device_info& d, int ordinal) {
   u.registers = d.limits.unit_registers;
   u.shared_bytes = d.limits.unit_shared_bytes;
 #if defined(KERNELSCAN_GPU_CUDA)
-  hipDeviceProp_t p{};
-  if (hipGetDeviceProperties(&p, ordinal) == hipSuccess) {
-    u.max_blocks = p.maxBlocksPerMultiProcessor;
+  int blocks = 0, reserved = 0;
+  if (cudaDeviceGetAttribute(&blocks, cudaDevAttrMaxBlocksPerMultiprocessor, ordinal) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, ordinal) ==
+          cudaSuccess) {
+    u.max_blocks = blocks;
     u.register_granule = 256;  // per warp, on every architecture since Maxwell
-    u.shared_reserved = p.reservedSharedMemPerBlock;
+    u.shared_reserved = std::uint64_t(reserved);
   }
 #else
   (void)ordinal;
@@ -468,6 +470,8 @@ class hip_backend final : public device_backend {
     return reinterpret_cast<void*>(side == guard_side::before ? b.base() : b.handle() + b.bytes());
   }
   hipStream_t s() const { return m_stream.get(); }
+  // The shared memory a block may ask for, its static shared memory included (bytes).
+  std::int64_t max_shared() const { return std::int64_t(m_info.limits.block_shared_bytes); }
   // At least `bytes` of page-locked staging memory (the stream waited for).
   void stage(std::uint64_t bytes) {
     if (m_guard_staging.bytes() < bytes) {
@@ -478,8 +482,7 @@ class hip_backend final : public device_backend {
 
   int m_ordinal;
   device_info m_info;
-  std::int64_t m_max_shared;  // dynamic shared memory a block may ask for, in bytes
-  unit_limits m_unit;         // what one SM (CU) holds
+  unit_limits m_unit;  // what one SM (CU) holds
   gpu::stream m_stream;
   event m_start, m_stop;
   // Recorded after each launch a sample marks (mark_launch), the first m_marked of them this
@@ -516,13 +519,6 @@ int select_device(int ordinal) {
 
 // The most shared memory a block may have: on CUDA once the kernel opts in above 48 KiB, as
 // runtime.hpp's launch does.
-std::int64_t max_shared_bytes(int ordinal) {
-  int bytes = 0;
-  check(hipDeviceGetAttribute(&bytes, hipDeviceAttributeMaxSharedMemoryPerBlock, ordinal),
-        "hipDeviceGetAttribute(max shared memory per block)");
-  return bytes;
-}
-
 // How the local memory scrub takes all of each unit's shared memory: with blocks as large as a
 // block may be (the scrub opts in to that on CUDA), or, where the device refuses the scrub that,
 // of the 48 KiB every device gives.
@@ -553,14 +549,13 @@ gpu::shared_scrub_plan plan_scrub(int ordinal, const device_info& info, std::int
 hip_backend::hip_backend(int ordinal)
     : m_ordinal(select_device(ordinal)),
       m_info(describe(ordinal)),
-      m_max_shared(max_shared_bytes(ordinal)),
       m_unit(unit_limits_of(m_info, ordinal)) {
   // Reading twice the caches' size evicts what a previous sample left in them.
   m_flush = buffer(cache_flush_bytes(m_info));
   m_blas.bind(s());
   // The flush buffer is written once so its pages are resident; each flush then reads it.
   check(hipMemsetAsync(m_flush.get(), 0, m_flush.bytes(), s()), "preparing the cache flush");
-  m_scrub = plan_scrub(ordinal, m_info, m_max_shared);
+  m_scrub = plan_scrub(ordinal, m_info, max_shared());
   check(hipMemsetAsync(m_scrub_arrivals.get(), 0, m_scrub_arrivals.bytes(), s()),
         "preparing the local memory scrub");
   m_modules.emplace(m_info.arch);
@@ -602,13 +597,13 @@ void hip_backend::launch(const kernel_call& call) {
     m_arg_pointers[i] = &m_arg_storage[i];
   }
   const custom_launch& l = *call.launch;
-  if (l.shared_bytes > m_max_shared) {
+  if (l.shared_bytes > max_shared()) {
     // The runtime would say only "invalid argument".
     throw backend_error(fault_kind::invalid_launch,
                         "kernel.shared_bytes: the kernel asks for " +
                             std::to_string(l.shared_bytes) +
                             " bytes of dynamic shared memory per block; " + m_info.name +
-                            " gives a block at most " + std::to_string(m_max_shared) +
+                            " gives a block at most " + std::to_string(max_shared()) +
                             ", its static shared memory included");
   }
   check(hipModuleLaunchKernel(m_functions.at(call.function), unsigned(l.grid[0]),
