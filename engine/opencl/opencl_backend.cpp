@@ -463,6 +463,9 @@ class opencl_backend final : public device_backend {
     guard(clSetKernelArg(k, i, sizeof v, &v), what, cl_phase::enqueue);
   }
 
+  // Local memory a work-group may have (bytes), as the device's description tells it.
+  std::uint64_t local_memory() const { return m_info.limits.block_shared_bytes; }
+
   device_info m_info;
   cl_device_id m_device{};
   cl_context m_context{};
@@ -471,8 +474,7 @@ class opencl_backend final : public device_backend {
   bool m_fp16 = false;
   bool m_lost = false;
   std::uint64_t m_max_allocation = 0;
-  std::uint64_t m_local_memory = 0;  // per work-group
-  std::uint64_t m_base_align = 1;    // bytes a sub-buffer's origin must be a multiple of
+  std::uint64_t m_base_align = 1;  // bytes a sub-buffer's origin must be a multiple of
   std::uint32_t m_scrubs = 0;
   std::uint64_t m_allocated = 0;  // live buffers and the pool's
   // A quarter of the device's memory at most (set once the device is known).
@@ -513,7 +515,6 @@ opencl_backend::opencl_backend(int index) {
   m_fp64 = m_info.capabilities.fp64;
   m_fp16 = m_info.capabilities.fp16;
   m_max_allocation = device_value<cl_ulong>(m_device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-  m_local_memory = device_value<cl_ulong>(m_device, CL_DEVICE_LOCAL_MEM_SIZE);
   // Given in bits.
   m_base_align = std::max<std::uint64_t>(
       1, device_value<cl_uint>(m_device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
@@ -1203,11 +1204,11 @@ void opencl_backend::check_launch(cl_kernel k, const kernel_call& call,
     if (a.what == launch_argument::kind::local) asked += a.size;
   }
   const std::uint64_t total = std::max<std::uint64_t>(kernel_local, asked);
-  if (total > m_local_memory) {
+  if (total > local_memory()) {
     throw backend_error(fault_kind::invalid_launch,
                         "the kernel asks for " + std::to_string(total >> 10) +
                             " KiB of local memory per work-group; " + m_info.name + " has " +
-                            std::to_string(m_local_memory >> 10) + " KiB");
+                            std::to_string(local_memory() >> 10) + " KiB");
   }
 }
 
@@ -1241,7 +1242,7 @@ void opencl_backend::flush_caches() {
 }
 
 void opencl_backend::scrub_local_memory() {
-  const std::uint64_t words = std::min<std::uint64_t>(m_local_memory / 4, 1u << 20);
+  const std::uint64_t words = std::min<std::uint64_t>(local_memory() / 4, 1u << 20);
   if (words == 0) return;
   if (!m_flush_sink) {
     cl_int status = CL_SUCCESS;
