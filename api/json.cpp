@@ -148,4 +148,12 @@ std::string untagged_json_error(const std::string& message) {
              : message;
 }
 
+std::optional<double> number_at(const json& j, const char* pointer) {
+  const json::json_pointer p{pointer};
+  if (!j.is_object() || !j.contains(p)) return std::nullopt;
+  const json& v = j[p];
+  if (!v.is_number()) return std::nullopt;
+  return v.get<double>();
+}
+
 }  // namespace kernelscan

@@ -3,6 +3,7 @@
 // parameters enumerate in that order) and responses list fields in a readable order.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace kernelscan {
 
@@ -22,5 +23,9 @@ json parse_json(std::string_view text);
 
 // A JSON library error's message without its "[json.exception.parse_error.101] " tag.
 std::string untagged_json_error(const std::string& message);
+
+// The number at JSON pointer `pointer` in `j`; nullopt where `j` is no object, or holds no
+// number there.
+std::optional<double> number_at(const json& j, const char* pointer);
 
 }  // namespace kernelscan

@@ -83,15 +83,8 @@ std::optional<point> point_of(const json& row) {
   }
   p.voiding = voiding_flags(flags_of(row));
   if (const auto c = row.find("comparison"); c != row.end() && c->is_object()) p.paired = *c;
-  if (const auto r = row.find("resources"); r != row.end() && r->is_object()) {
-    const auto number = [&](const char* key) -> std::optional<double> {
-      const auto it = r->find(key);
-      if (it == r->end() || !it->is_number()) return std::nullopt;
-      return it->get<double>();
-    };
-    p.registers = number("registers");
-    p.occupancy = number("occupancy");
-  }
+  p.registers = number_at(row, "/resources/registers");
+  p.occupancy = number_at(row, "/resources/occupancy");
   return p;
 }
 

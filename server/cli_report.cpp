@@ -34,15 +34,6 @@ std::string text_of(const json& v) {
   return v.dump();
 }
 
-// A number at `ptr` in `j`, if there is one.
-std::optional<double> number_at(const json& j, const char* ptr) {
-  const json::json_pointer p{ptr};
-  if (!j.is_object() || !j.contains(p)) return std::nullopt;
-  const json& v = j[p];
-  if (!v.is_number()) return std::nullopt;
-  return v.get<double>();
-}
-
 std::string string_at(const json& j, const char* ptr, std::string fallback = "") {
   const json::json_pointer p{ptr};
   if (!j.is_object() || !j.contains(p) || !j[p].is_string()) return fallback;
