@@ -679,6 +679,10 @@ async function main() {
       await countTasks(page);
       await page.evaluate(() => {
         window.compareTicks = {};
+        // The chart drawn again, or made anew (as the view once did).
+        const chart = echarts.getInstanceByDom(document.getElementById('chart-compare'));
+        const setOption = chart.setOption.bind(chart);
+        chart.setOption = (...args) => { window.compareTicks.chart = window.tasks; return setOption(...args); };
         const init = echarts.init;
         echarts.init = (...args) => { window.compareTicks.chart = window.tasks; return init(...args); };
         new MutationObserver(() => {
