@@ -154,6 +154,30 @@ step device_tests "${TEST_LIMIT:-300}" "$here/device_tests" --gtest_color=no \
 if [ -z "${SKIP_BENCH:-}" ]; then
   step bench_gpu "${BENCH_LIMIT:-180}" python3 -u "$here/bench_gpu.py" --binary "$here/kernelscan"
 fi
+# The OpenCL engine on the GPU, last: the device suite's OpenCL half through the driver's own
+# OpenCL library (OPENCL_ICD_LIB, else libnvidia-opencl found on the machine), which the bundle's
+# ICD loader reads from a vendors folder made here, since the machine may have no
+# /etc/OpenCL/vendors. The cheats that count launches in program-scope globals ask for
+# `-cl-std=CL2.0`: where the driver refuses it they fail with a compile_error saying so.
+if [ -z "${SKIP_OPENCL:-}" ]; then
+  icd_lib="${OPENCL_ICD_LIB:-}"
+  if [ -z "$icd_lib" ]; then
+    icd_lib="$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1/ {print $NF; exit}')"
+  fi
+  if [ -z "$icd_lib" ]; then
+    icd_lib="$(find /usr/lib /usr/lib64 /usr/local/nvidia /usr/local/cuda/compat \
+      -name 'libnvidia-opencl.so.1' -print -quit 2>/dev/null || true)"
+  fi
+  if [ -n "$icd_lib" ]; then
+    vendors="$(mktemp -d)"
+    echo "$icd_lib" >"$vendors/gpu.icd"
+    step opencl_device_tests "${OPENCL_LIMIT:-150}" env OCL_ICD_VENDORS="$vendors" \
+      KERNELSCAN_REQUIRE_OPENCL=1 "$here/device_tests" --gtest_color=no \
+      --gtest_filter="${OPENCL_TEST_FILTER:-*/opencl}"
+  else
+    echo "opencl_device_tests: no OpenCL library of the GPU's driver (libnvidia-opencl.so.1)"
+  fi
+fi
 RUN
 chmod +x "$out/run.sh"
 # What the bundle loads from where, checked here: every library of the executables resolves
