@@ -637,22 +637,27 @@ export function rooflineOption({rows, device, dtypes, dtypeColors, variants, ani
   const large = n > LARGE;
   const sheet = device && device.datasheet;
   const measured = device && device.measured;
-  const ridges = [sheet, measured].flatMap((p) => dtypes.filter((d) => ceilingOf(p, d))
-    .map((d) => (p[`${d}_tflops`] * 1000) / p.bandwidth_gbps));
+  const bounded = (p, d) => !!p && boundOf(p, d) > 0 && p.bandwidth_gbps > 0;
+  const ridges = [sheet, measured].flatMap((p) => dtypes.filter((d) => bounded(p, d))
+    .map((d) => (boundOf(p, d) * 1000) / p.bandwidth_gbps));
   // Whole decades, so the log axis ends on round labels.
   const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, aiMin / 4, ...ridges.map((r) => r / 100))));
   const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, n ? aiMax * 4 : 0, ...ridges.map((r) => r * 10))));
   const series = [];
   // Each source's ceilings: one line per peak, its dtypes named together (f16/bf16 share one).
+  // A dtype's ceiling is the peak its points are judged by: the vector units' f32 peak where that
+  // is the higher (a CPU, a weak GEMM library), so that a point's height against its line reads
+  // as its % of roof.
   const several = dtypes.length > 1;
   const ceilings = (peaks, word, style, fmtPeak) => {
     const drawn = new Set();
     for (const d of dtypes) {
-      if (!ceilingOf(peaks, d) || drawn.has(peaks[`${d}_tflops`])) continue;
-      const peak = peaks[`${d}_tflops`];
+      if (!bounded(peaks, d) || drawn.has(boundOf(peaks, d))) continue;
+      const peak = boundOf(peaks, d);
       drawn.add(peak);
-      const same = dtypes.filter((e) => ceilingOf(peaks, e) && peaks[`${e}_tflops`] === peak).join('/');
-      series.push(ceiling(`${word} ${same} (${fmtPeak(peak)} TFLOP/s, ${fmtPeak(peaks.bandwidth_gbps)} GB/s)`,
+      const same = dtypes.filter((e) => bounded(peaks, e) && boundOf(peaks, e) === peak).join('/');
+      const units = onVectorUnits(peaks, d) ? ' on the vector units' : '';
+      series.push(ceiling(`${word} ${same}${units} (${fmtPeak(peak)} TFLOP/s, ${fmtPeak(peaks.bandwidth_gbps)} GB/s)`,
                           peak, peaks.bandwidth_gbps, xmin, xmax,
                           {...style, color: several && dtypeColors && dtypeColors[d] ? dtypeColors[d] : style.color}));
     }
@@ -758,9 +763,23 @@ export function compareOption({keys, jobs, speedups, verdicts, animate}) {
 // Device view: its ceilings for each dtype it has a peak for.
 const FLOAT_DTYPES = ['f64', 'f32', 'f16', 'bf16'];
 
-// Whether `peaks` (a datasheet's or a measured roofline) has a ceiling for `dtype`.
+// Whether `peaks` (a datasheet's or a measured roofline) has a ceiling for `dtype` (or
+// `vector_f32`, the vector units' f32 peak).
 function ceilingOf(peaks, dtype) {
   return !!peaks && peaks[`${dtype}_tflops`] > 0 && peaks.bandwidth_gbps > 0;
+}
+
+// The peak that judges a kernel of `dtype` in `peaks`, as the analysis takes it: an f32, f16 or
+// bf16 kernel may compute on the vector units, whose f32 peak then bounds it where it is the
+// higher.
+function boundOf(peaks, dtype) {
+  const own = peaks[`${dtype}_tflops`] || 0;
+  return dtype === 'f64' ? own : Math.max(own, peaks.vector_f32_tflops || 0);
+}
+
+// Whether `dtype`'s bound in `peaks` is the vector units' peak, above its own.
+function onVectorUnits(peaks, dtype) {
+  return dtype !== 'f64' && (peaks.vector_f32_tflops || 0) > (peaks[`${dtype}_tflops`] || 0);
 }
 
 // Whether a device has a ceiling to draw: datasheet or measured peaks for a floating dtype, with
@@ -776,8 +795,15 @@ export function deviceRooflineOption(device) {
   const measured = device.measured || {};
   const series = [];
   const dtypes = FLOAT_DTYPES.filter((d) => ceilingOf(sheet, d) || ceilingOf(measured, d));
-  const ridges = [sheet, measured].flatMap((p) => dtypes.filter((d) => ceilingOf(p, d))
-    .map((d) => (p[`${d}_tflops`] * 1000) / p.bandwidth_gbps));
+  // The vector units' measured f32 peak has a line of its own where it judges some dtype's
+  // kernels above that dtype's GEMM (a CPU, a weak or missing library).
+  const measuredDtypes = dtypes.filter((d) => ceilingOf(measured, d));
+  if (ceilingOf(measured, 'vector_f32') && dtypes.some((d) => onVectorUnits(measured, d))) {
+    measuredDtypes.push('vector_f32');
+  }
+  const ridges = [...dtypes.filter((d) => ceilingOf(sheet, d)).map((d) => [sheet, d]),
+                  ...measuredDtypes.map((d) => [measured, d])]
+    .map(([p, d]) => (p[`${d}_tflops`] * 1000) / p.bandwidth_gbps);
   // Whole decades, so the log axis ends on round labels.
   const xmin = 10 ** Math.floor(Math.log10(Math.min(0.05, ...ridges.map((r) => r / 100))));
   const xmax = 10 ** Math.ceil(Math.log10(Math.max(1000, ...ridges.map((r) => r * 10))));
@@ -791,18 +817,18 @@ export function deviceRooflineOption(device) {
     series.push(ceiling(`datasheet ${same}: ${peak} TFLOP/s`, peak, sheet.bandwidth_gbps, xmin,
                         xmax, {color: PALETTE[i % PALETTE.length]}));
   });
-  // Measured ceilings: dtypes within 2% of each other share a dashed line, as on the datasheet.
+  // Measured ceilings: peaks within 2% of each other share a dashed line, as on the datasheet.
   const drawn = [];
-  dtypes.forEach((d, i) => {
-    if (!ceilingOf(measured, d)) return;
+  measuredDtypes.forEach((d) => {
     const peak = measured[`${d}_tflops`];
     if (drawn.some((p) => Math.abs(p - peak) <= 0.02 * p)) return;
     drawn.push(peak);
-    const same = dtypes.filter((e) => ceilingOf(measured, e) &&
-                                      Math.abs(measured[`${e}_tflops`] - peak) <= 0.02 * peak);
+    const same = measuredDtypes.filter((e) => Math.abs(measured[`${e}_tflops`] - peak) <= 0.02 * peak)
+      .map((e) => (e === 'vector_f32' ? 'f32 vector units' : e));
     series.push(ceiling(`${measuredWord(measured)} ${same.join('/')}: ${fmt(peak)} TFLOP/s`, peak,
                         measured.bandwidth_gbps, xmin, xmax,
-                        {color: PALETTE[i % PALETTE.length], type: 'dashed'}));
+                        {color: PALETTE[dtypes.indexOf(d) >= 0 ? dtypes.indexOf(d) : dtypes.length],
+                         type: 'dashed'}));
   });
   return {
     animation: false, color: PALETTE,

@@ -160,6 +160,19 @@ async function openPage(browser, origin, watch) {
   return page;
 }
 
+// A route handler that rewrites an answer: a request the page dropped while its answer was
+// fetched (it went on to another view) cannot be fulfilled any more, and a handler that throws
+// ends the whole run; such a request is let go, with a line saying so.
+function guarded(handler) {
+  return async (route) => {
+    try {
+      await handler(route);
+    } catch (e) {
+      console.log(`  (a routed request ${route.request().url()} ended before its answer: ${String(e).split('\n')[0]})`);
+    }
+  };
+}
+
 async function series(page, id) {
   return page.evaluate((chartId) => {
     const el = document.getElementById(chartId);
@@ -387,7 +400,7 @@ async function main() {
              'no registers or occupancy columns for rows without them');
       // Rows as the GPU engine writes them for a user kernel (the API's KernelResources).
       const resultsUrl = new RegExp(`/api/v1/jobs/${ids.a}/results`);
-      await page.route(resultsUrl, async (route) => {
+      await page.route(resultsUrl, guarded(async (route) => {
         const response = await route.fetch();
         const rows = (await response.text()).trim().split('\n').map((l) => JSON.parse(l));
         for (const r of rows) {
@@ -395,7 +408,7 @@ async function main() {
                          blocks_per_unit: 12, occupancy: 0.75, limited_by: ['registers']};
         }
         await route.fulfill({response, body: rows.map((r) => JSON.stringify(r)).join('\n')});
-      });
+      }));
       try {
         await page.goto('about:blank');
         await gotoView(page, d.origin, `#/jobs/${ids.a}`, '#view[data-charts-ready]');
@@ -537,12 +550,12 @@ async function main() {
       // Its error as the OpenCL engine words a compile error: the driver's log on lines of its own.
       const log = "error: kernel.cl:1:121: use of undeclared identifier 'q'\n  out[i] = q[i];\n           ^";
       const jobUrl = `${d.origin}/api/v1/jobs/${id}`;
-      await page.route(jobUrl, async (route) => {
+      await page.route(jobUrl, guarded(async (route) => {
         const response = await route.fetch();
         const body = await response.json();
         body.error.message = `its only point failed; point 0: compile_error: the kernel did not compile:\n${log}`;
         await route.fulfill({response, json: body});
-      });
+      }));
       try {
         await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
         const pre = await page.textContent('.job-head .error-box pre.error-log');
@@ -749,12 +762,12 @@ async function main() {
       // A point whose flags void its score (a wrong answer, a time under the physical floor) is
       // never the one a job contributes where it has another, and is marked where it is compared.
       const resultsUrl = new RegExp(`/api/v1/jobs/${ids.a}/results`);
-      await page.route(resultsUrl, async (route) => {
+      await page.route(resultsUrl, guarded(async (route) => {
         const response = await route.fetch();
         const rows = (await response.text()).trim().split('\n').map((l) => JSON.parse(l));
         for (const r of rows) if (r.params.K === 4096 || (r.params.M === 256 && r.params.N === 256)) r.flags = ['faster_than_roofline'];
         await route.fulfill({response, body: rows.map((r) => JSON.stringify(r)).join('\n')});
-      });
+      }));
       try {
         await page.goto('about:blank');  // a fresh load: the page shows this comparison already
         await gotoView(page, d.origin, `#/compare?jobs=${ids.a},${k1024}`, '#view[data-charts-ready]');
@@ -999,7 +1012,7 @@ async function main() {
     await step('devices view: a device without a datasheet is charted by its measured roofline', async () => {
       // As a CPU or a GPU missing from the catalog is: device 1 served without its datasheet.
       const devicesUrl = `${d.origin}/api/v1/devices`;
-      await page.route(devicesUrl, async (route) => {
+      await page.route(devicesUrl, guarded(async (route) => {
         const response = await route.fetch();
         const body = await response.json();
         // ... with the peaks of a CPU (PoCL on a 2-core VM): its ceilings reach 1e-6 TFLOP/s.
@@ -1012,17 +1025,22 @@ async function main() {
           if (dev.index !== 1) continue;
           dev.datasheet = null;
           for (const k of Object.keys(dev.measured)) if (k.endsWith('_tflops')) dev.measured[k] *= 3e-6;
+          // As on a CPU, the vector units outrun the f32 GEMM (PoCL's FMA kernel: 13 times
+          // CLBlast's): f32 kernels are judged against that peak.
+          dev.measured.vector_f32_tflops = dev.measured.f32_tflops * 4;
           dev.measured.bandwidth_gbps = 18.96;
         }
         await route.fulfill({response, json: body});
-      });
+      }));
       try {
         await page.goto('about:blank');  // a fresh load: the devices view is the page's view already
         await gotoView(page, d.origin, '#/devices', '#view[data-charts-ready]');
         const s = await series(page, 'chart-device-solo-1');
         const names = (s || []).map((x) => x.name);
-        expect(names.length === 2 && names.every((n) => n.startsWith('simulated')),
+        expect(names.length === 3 && names.every((n) => n.startsWith('simulated')),
                `device 1: its simulated ceilings alone (got ${JSON.stringify(s)})`);
+        expect(names.some((n) => n.startsWith('simulated f32 vector units: ')),
+               `device 1: its vector units' f32 peak, above its f32 GEMM, has a line (${names})`);
         // (The legend's peaks have 3 significant digits: 0.000402 TFLOP/s.)
         const long = (await longNumbers(page, 'chart-device-solo-1')).filter((t) => !t.includes('TFLOP/s'));
         expect(long.length === 0, `the axis of a CPU's tiny peaks is labelled short (${long})`);
@@ -1035,6 +1053,20 @@ async function main() {
         expect(unit.length === 1 && unit[0] === '2048 threads, 65536 registers, 228 KiB shared memory, warps of 32',
                `a unit's (${unit})`);
         await shot(page, 'devices-measured-only');
+        // A job's roofline draws the ceiling that judges its points: an f32 triad on device 1
+        // is bounded by the vector units' peak, so a point's height against the line is its % of
+        // roof.
+        const triad = (await api(d, 'POST', '/api/v1/jobs', {name: 'triad on vector units', device: 1,
+          kernel: {op: 'stream', variant: 'triad', n: 'N', dtype: 'f32'}, sweep: {N: [1048576]}})).id;
+        await waitJob(d, triad);
+        await gotoView(page, d.origin, `#/jobs/${triad}`, '#view[data-charts-ready]');
+        const lines = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-roofline'))
+          .getOption().series.filter((x) => x.type === 'line').map((x) => ({name: x.name, top: Math.max(...x.data.map((p) => p[1]))})));
+        const {devices} = await api(d, 'GET', '/api/v1/devices');  // unrouted: as the daemon tells it
+        const vectorPeak = devices.find((x) => x.index === 1).measured.f32_tflops * 3e-6 * 4;
+        expect(lines.length === 1 && lines[0].name.startsWith('simulated f32 on the vector units (') &&
+               Math.abs(lines[0].top - vectorPeak) < 1e-3 * vectorPeak,
+               `the job's roofline: the vector units' ceiling, ${vectorPeak} TFLOP/s (got ${JSON.stringify(lines)})`);
       } finally {
         await page.unroute(devicesUrl);
       }
@@ -1079,7 +1111,7 @@ async function main() {
       // The daemon's devices as PoCL shows them: a HIP kernel would be refused, an f16 GEMM of
       // 8192 too much for a CPU.
       const devicesUrl = `${d.origin}/api/v1/devices`;
-      await page.route(devicesUrl, async (route) => {
+      await page.route(devicesUrl, guarded(async (route) => {
         const response = await route.fetch();
         const body = await response.json();
         for (const dev of body.devices) {
@@ -1087,7 +1119,7 @@ async function main() {
           Object.assign(dev.capabilities, {fp16: false, gemm_library: 'CLBlast', gemm_library_dtypes: ['f64', 'f32']});
         }
         await route.fulfill({response, json: body});
-      });
+      }));
       try {
         await gotoView(page, d.origin, '#/devices', '#view[data-charts-ready]');
         const facts = [await page.textContent('.device-card .capabilities-arithmetic'),
@@ -1111,7 +1143,7 @@ async function main() {
       }
       // OpenCL GPUs whose library has no f16 (NVIDIA's OpenCL has no cl_khr_fp16): an f32 GEMM
       // of GPU sizes, which they run.
-      await page.route(devicesUrl, async (route) => {
+      await page.route(devicesUrl, guarded(async (route) => {
         const response = await route.fetch();
         const body = await response.json();
         for (const dev of body.devices) {
@@ -1119,7 +1151,7 @@ async function main() {
           Object.assign(dev.capabilities, {fp16: false, gemm_library: 'CLBlast', gemm_library_dtypes: ['f64', 'f32']});
         }
         await route.fulfill({response, json: body});
-      });
+      }));
       try {
         await page.goto('about:blank');
         await gotoView(page, d.origin, '#/submit', '#submit-form[data-devices-ready]');
