@@ -28,6 +28,22 @@ const ROW_FIELDS = ['params', 'name', 'status', 'flags', 'time_us.median', 'time
 // Matched points listed a page at a time: a table of 100,000 rows is seconds of the browser's time.
 const COMPARE_PAGE = 500;
 
+// Rows joined a task, in slices of this many (10-40 ms on a 2-core VM).
+const JOIN_SLICE = 10000;
+
+// Runs work(start, end) over [0, n) a slice a task, each marked `compare-join` (the browser test
+// counts their tasks), the first too, since what came before may have been a slice; false where
+// `stale()` said a later load took over in between.
+async function inSlices(n, stale, work) {
+  for (let start = 0; start < n; start += JOIN_SLICE) {
+    await new Promise((resolve) => nextTask(resolve));
+    if (stale()) return false;
+    performance.mark('compare-join');
+    work(start, Math.min(n, start + JOIN_SLICE));
+  }
+  return true;
+}
+
 function geomean(xs) {
   const v = xs.filter((x) => x > 0);
   return v.length ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : NaN;
@@ -223,25 +239,37 @@ export function mount(root, {query}) {
       const work = m.flops > 0 ? m.flops : m.bytes > 0 ? m.bytes : 1;
       return r.time_us.median / work;
     };
-    const perJob = jobs.map(({rows}) => {
+    // The join goes a slice of rows a task (two 100,000-point jobs took 0.3 s in one), so that a
+    // click or the live stream is answered between them; a later load stops it.
+    const sound = (x) => voidingFlags(x).length === 0;
+    const perJob = [];
+    for (const {rows} of jobs) {
       const m = new Map();
-      for (const r of rows) {
-        if (r.status !== 'ok') continue;
-        const key = byName ? r.name : shared.map((n) => r.params[n]).join('|');
-        const cur = m.get(key);
-        const sound = (x) => voidingFlags(x).length === 0;
-        if (!cur || (sound(r) && !sound(cur)) || (sound(r) === sound(cur) && cost(r) < cost(cur))) m.set(key, r);
-      }
-      return m;
-    });
+      const joined = await inSlices(rows.length, stale, (start, end) => {
+        for (let i = start; i < end; ++i) {
+          const r = rows[i];
+          if (r.status !== 'ok') continue;
+          const key = byName ? r.name : shared.map((n) => r.params[n]).join('|');
+          const cur = m.get(key);
+          if (!cur || (sound(r) && !sound(cur)) || (sound(r) === sound(cur) && cost(r) < cost(cur))) m.set(key, r);
+        }
+      });
+      if (!joined) return;
+      perJob.push(m);
+    }
     const keys = [...perJob[0].keys()].filter((k) => perJob.every((m) => m.has(k)));
     const parts = (k) => (byName ? [k] : k.split('|'));
-    keys.sort((a, b) => {
-      if (byName) return a < b ? -1 : a > b ? 1 : 0;
-      const x = a.split('|').map(Number), y = b.split('|').map(Number);
-      for (let i = 0; i < x.length; ++i) if (x[i] !== y[i]) return x[i] - y[i];
-      return 0;
-    });
+    if (byName) {
+      keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    } else {
+      // Each key's numbers once, not once a comparison.
+      const numbers = new Map(keys.map((k) => [k, k.split('|').map(Number)]));
+      keys.sort((a, b) => {
+        const x = numbers.get(a), y = numbers.get(b);
+        for (let i = 0; i < x.length; ++i) if (x[i] !== y[i]) return x[i] - y[i];
+        return 0;
+      });
+    }
     // A job without a successful point has nothing to match: that is what to say of it, and,
     // of one still queued or running, that it has none yet (the view reloads when it ends).
     const emptyJobs = jobs.filter((j, i) => !perJob[i].size).map((j) => j.job);
@@ -271,14 +299,23 @@ export function mount(root, {query}) {
     if (b < 0) b = 0;
     base = String(jobs[b].job.id);
     const others = jobs.map((j, i) => i).filter((i) => i !== b);
-    const pairs = others.map((i) => keys.map((k) => compareRows(perJob[b].get(k), perJob[i].get(k))));
+    const label = (k) => (byName ? k : k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', '));
+    // Each matched point's comparisons, and its name for the chart (0.08 s for 100,000).
+    const pairs = others.map(() => new Array(keys.length));
+    const labels = new Array(keys.length);
+    const compared = await inSlices(keys.length, stale, (start, end) => {
+      others.forEach((i, o) => {
+        for (let row = start; row < end; ++row) pairs[o][row] = compareRows(perJob[b].get(keys[row]), perJob[i].get(keys[row]));
+      });
+      for (let row = start; row < end; ++row) labels[row] = label(keys[row]);
+    });
+    if (!compared) return;
     const speedups = pairs.map((p) => p.map((x) => x.speedup));
     const verdicts = pairs.map((p) => p.map((x) => x.verdict));
     const workDiffers = pairs.some((p) => p.some((x) => !x.sameWork));
     // Pairs of which either point's flags void its score (its speedup is not a kernel's).
     const voided = others.map((i) => keys.filter((k) => voidingFlags(perJob[b].get(k)).length || voidingFlags(perJob[i].get(k)).length).length);
     const anyVoided = voided.some((n) => n > 0);
-    const label = (k) => (byName ? k : k.split('|').map((v, i) => `${shared[i]}=${v}`).join(', '));
 
     const baseSelect = h('select', {id: 'compare-base', 'aria-label': 'baseline'},
                          jobs.map((j) => h('option', {value: String(j.job.id)}, `#${j.job.id} ${j.job.name}`)));
@@ -387,7 +424,7 @@ export function mount(root, {query}) {
     await new Promise((resolve) => nextTask(resolve));
     if (stale()) return;
     if (!chart) chart = echarts.init(chartEl);
-    chart.setOption(compareOption({keys: keys.map(label), jobs: others.map((i) => jobs[i].job), speedups, verdicts,
+    chart.setOption(compareOption({keys: labels, jobs: others.map((i) => jobs[i].job), speedups, verdicts,
                                    animate: keys.length < 500}), {notMerge: true});
     root.dataset.chartsReady = '1';
   }
