@@ -313,13 +313,41 @@ std::chrono::seconds body_time(const httplib::Request& req, std::size_t limit) {
   return k_body_timeout + std::chrono::seconds((length + k_min_body_rate - 1) / k_min_body_rate);
 }
 
-// Makes the answer to `req` say "Connection: close", and the connection end after it
-// (http_server), since what follows on it is not known to be a request. The request is httplib's
-// own non-const object (the handlers' const is only the signature's).
-void closes_after(const httplib::Request& req) {
+// Whether the client of `req` asks that its connection end after the answer, by its Connection
+// fields as sent (RFC 9112 §9.3): a `close` option, in any case; for HTTP/1.0, no `keep-alive`
+// option. httplib decides on the percent-decoded value ("clos%65" closed) and on the spelling
+// "close" alone ("Close" kept the connection), and its answer then said nothing of closing.
+bool asks_to_close(const httplib::Request& req) {
+  const auto is = [](std::string_view option, std::string_view word) {
+    return option.size() == word.size() &&
+           std::equal(option.begin(), option.end(), word.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == b;
+           });
+  };
+  bool close = false, keep_alive = false;
+  const auto [first, last] = req.headers.equal_range("Connection");
+  for (auto it = first; it != last; ++it) {
+    for (const auto option : detail::split_commas(it->second)) {
+      close = close || is(detail::trim_spaces(option), "close");
+      keep_alive = keep_alive || is(detail::trim_spaces(option), "keep-alive");
+    }
+  }
+  return close || (req.version == "HTTP/1.0" && !keep_alive);
+}
+
+// Makes httplib's answer to `req` say "Connection: close" (it says so where the request's field
+// reads "close"). The request is httplib's own non-const object (the handlers' const is only the
+// signature's).
+void says_close(const httplib::Request& req) {
   auto& r = const_cast<httplib::Request&>(req);
   r.headers.erase("Connection");
   r.headers.emplace("Connection", "close");
+}
+
+// Makes the answer to `req` say "Connection: close", and the connection end after it
+// (http_server), since what follows on it is not known to be a request.
+void closes_after(const httplib::Request& req) {
+  says_close(req);
   t_closes = true;
 }
 
@@ -437,6 +465,10 @@ class http_server final : public httplib::Server {
       ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
         connection.end_head();
         restore_sent_fields(req, connection.head());
+        // httplib has decided whether to close from the fields as it read them: decided again
+        // from them as sent, and an answer after which the connection ends says so.
+        closed = asks_to_close(req);
+        if (closed) says_close(req);
         if (!implemented_method(req.method) || refused_body(req, m_max_body)) {
           // Answered before the body (see configure()); then the connection ends, as what
           // follows on it is the body (or, for a method the API does not implement, is not

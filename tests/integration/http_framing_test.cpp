@@ -295,6 +295,42 @@ TEST(HttpFraming, HeaderValuesAreReadAsSentNotPercentDecoded) {
   EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 2u);
 }
 
+// Whether the connection ends after an answer is read from the Connection field as sent, its
+// options in any case, and an answer after which it ends says "Connection: close".
+TEST(HttpFraming, TheConnectionFieldIsReadAsSent) {
+  daemon_process daemon;
+  daemon.start();
+  // Asked to close, in any spelling the standard allows: one answer, which says so; the request
+  // after it is not read.
+  for (const std::string field : {"Connection: Close", "Connection: keep-alive, CLOSE",
+                                  "Connection: x\r\nConnection: close"}) {
+    SCOPED_TRACE(field);
+    const auto received = answered_and_closed(
+        daemon, "GET /healthz HTTP/1.1\r\nHost: x\r\n" + field + "\r\n\r\n" + k_healthz);
+    EXPECT_EQ(received.rfind("HTTP/1.1 200", 0), 0u) << received;
+  }
+  // "clos%65" is no "close" (httplib percent-decodes header values): the connection is kept,
+  // and the request after it answered.
+  const int fd = connect_to(daemon.port());
+  const std::string two =
+      "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: clos%65\r\n\r\n"
+      "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  send(fd, two.data(), two.size(), MSG_NOSIGNAL);
+  const auto both = read_until_closed(fd, 10s);
+  EXPECT_EQ(answers(both), 2u) << both;
+  const auto first = both.substr(0, both.find("HTTP/1.1 ", 1));
+  EXPECT_EQ(first.find("Connection: close"), std::string::npos) << both;
+  // HTTP/1.0 closes unless kept alive, in any case; an answer before closing says so.
+  const auto closing = answered_and_closed(daemon, "GET /healthz HTTP/1.0\r\n\r\n" + k_healthz);
+  EXPECT_EQ(closing.rfind("HTTP/1.1 200", 0), 0u) << closing;
+  const int kept = connect_to(daemon.port());
+  const std::string kept_two =
+      "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+      "GET /healthz HTTP/1.0\r\n\r\n";
+  send(kept, kept_two.data(), kept_two.size(), MSG_NOSIGNAL);
+  EXPECT_EQ(answers(read_until_closed(kept, 10s)), 2u);
+}
+
 TEST(HttpFraming, ABodyWithAContentCodingOrMultipartIsRefused415Unread) {
   daemon_process daemon;
   daemon.start();
