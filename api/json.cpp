@@ -156,4 +156,10 @@ std::optional<double> number_at(const json& j, const char* pointer) {
   return v.get<double>();
 }
 
+std::string text_of(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "-";
+  return v.dump();
+}
+
 }  // namespace kernelscan

@@ -28,4 +28,7 @@ std::string untagged_json_error(const std::string& message);
 // number there.
 std::optional<double> number_at(const json& j, const char* pointer);
 
+// A value as a text report shows it: a string as it is, null as "-", anything else as JSON.
+std::string text_of(const json& v);
+
 }  // namespace kernelscan

@@ -606,14 +606,8 @@ class spec_builder {
                                       comma_joined(m_opts.entries) + ")");
         }
       }
-      const auto parts = split_top_level(text);
-      if (parts.size() > 3) throw bench_error(flag, "\"" + g + "\": at most three sizes, X,Y,Z");
-      json dims = json::array();
-      for (const auto& p : parts)
-        dims.push_back(expression(p, flag));
-      while (dims.size() < 3)
-        dims.push_back(1);
-      out[kernel] = dims;
+      out[kernel] =
+          launch_dims(text, flag, [&](const std::string& size) { return expression(size, flag); });
     }
   }
 
@@ -804,6 +798,27 @@ class spec_builder {
 };
 
 }  // namespace
+
+json launch_dims(const std::string& text, const std::string& flag,
+                 const std::function<json(const std::string&)>& size) {
+  const auto parts = split_top_level(text);
+  if (parts.size() > 3) throw bench_error(flag, "\"" + text + "\": at most three sizes, X,Y,Z");
+  json dims = json::array();
+  for (const auto& p : parts)
+    dims.push_back(size(p));
+  while (dims.size() < 3)
+    dims.push_back(1);
+  return dims;
+}
+
+json launch_dims(const std::string& text, const std::string& flag) {
+  return launch_dims(text, flag, [&](const std::string& size) -> json {
+    const std::string t = trim(size);
+    if (t.empty()) throw bench_error(flag, "\"" + text + "\": a size is empty");
+    if (auto n = number_of(t)) return *n;
+    return t;
+  });
+}
 
 std::pair<std::string, std::string> label_pair(const std::string& text) {
   const auto eq = text.find('=');

@@ -70,6 +70,13 @@ json bench_spec(const bench_options& opts, const std::string& source);
 // The job's `device` for --device: any, an index, or NODE/INDEX (a device of a fleet's node).
 json device_placement(const std::string& text);
 
+// A launch's --block or --grid, X[,Y[,Z]] padded with 1s to three: each size as `size` makes
+// it, or (the two-argument form) a number, else an expression sent as its text. Throws
+// bench_error naming `flag` for more than three sizes or an empty one.
+json launch_dims(const std::string& text, const std::string& flag,
+                 const std::function<json(const std::string&)>& size);
+json launch_dims(const std::string& text, const std::string& flag);
+
 // --label KEY=VALUE as its key and value; throws bench_error (flag --label) for anything else.
 std::pair<std::string, std::string> label_pair(const std::string& text);
 

@@ -276,16 +276,33 @@ std::string api_client::get(const std::string& path_and_query, double read_timeo
 }
 
 api_client::submitted api_client::submit(const std::string& spec_text,
-                                         const std::string& idempotency_key) {
+                                         const std::string& idempotency_key,
+                                         const std::string& task) {
   auto& http = m_impl->http;
   http.set_read_timeout(std::chrono::seconds(std::int64_t(k_read_timeout_s)));
   httplib::Headers headers;
   if (!idempotency_key.empty()) headers.emplace("Idempotency-Key", idempotency_key);
-  const auto res =
-      http.Post((m_prefix + "/api/v1/jobs").c_str(), headers, spec_text, "application/json");
-  const std::string request = "POST /api/v1/jobs";
+  const std::string path =
+      task.empty() ? "/api/v1/jobs" : "/api/v1/tasks/" + percent_encode(task) + "/submissions";
+  const auto res = http.Post((m_prefix + path).c_str(), headers, spec_text, "application/json");
+  const std::string request = "POST " + path;
   return {json_of(request, body_of(request, res), job_lacks),
           res->get_header_value("Idempotent-Replayed") == "true"};
+}
+
+json api_client::tasks() {
+  return json_of("GET /api/v1/tasks", get("/api/v1/tasks", k_read_timeout_s),
+                 [](const json& j) { return lacks_list(j, "tasks"); });
+}
+
+json api_client::task(const std::string& name) {
+  const std::string path = "/api/v1/tasks/" + percent_encode(name);
+  return json_of("GET " + path, get(path, k_read_timeout_s), [](const json& j) -> std::string {
+    return j.contains("name") && j["name"].is_string() && j.contains("kernel") &&
+                   j["kernel"].is_object()
+               ? ""
+               : "a task's name and kernel";
+  });
 }
 
 json api_client::job_action(std::int64_t id, const char* action) {

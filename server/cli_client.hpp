@@ -67,8 +67,15 @@ class api_client {
     json job;
     bool replayed = false;  // an earlier submission with the same Idempotency-Key
   };
-  // POST /api/v1/jobs with the spec text as given.
-  submitted submit(const std::string& spec_text, const std::string& idempotency_key);
+  // POST /api/v1/jobs with the spec text as given; with `task`, the body is a candidate's
+  // submission to that evaluation task (POST /api/v1/tasks/{task}/submissions).
+  submitted submit(const std::string& spec_text, const std::string& idempotency_key,
+                   const std::string& task = "");
+
+  // GET /api/v1/tasks: {"tasks": [...]}, retired ones included.
+  json tasks();
+  // GET /api/v1/tasks/{name}: what a candidate needs (held-out sizes only for an operator).
+  json task(const std::string& name);
 
   // GET /api/v1/jobs/{id}, with ?wait=S when `wait_s` is set (0 < S <= 600). A 429
   // `too_many_waiters` is retried after its Retry-After.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "server/cli_interrupt.hpp"
 #include "server/cli_job_table.hpp"
 #include "server/cli_report.hpp"
+#include "server/cli_task_report.hpp"
 #include "server/config.hpp"
 #include "server/detail/text_table.hpp"
 
@@ -166,12 +168,16 @@ int interrupted(api_client& client, const json& job, on_interrupt what, const ch
 // Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report
 // (`source_name`: the file its kernel came from, where one did). A signal during the wait ends it
 // as `if_interrupted` says.
+// `task`, where given, names the evaluation task `spec` is a candidate's submission to: the
+// exit code then says whether the candidate is correct everywhere (its fitness), not only
+// whether its answers passed verification.
 int submit_and_report(api_client& client, const std::string& spec, const std::string& key,
                       bool wait, double wait_s, on_interrupt if_interrupted, const char* command,
-                      const std::string& source_name, std::ostream& out, std::ostream& err) {
+                      const std::string& source_name, std::ostream& out, std::ostream& err,
+                      const std::string& task = "") {
   std::optional<interrupt_watch> watch;
   if (wait) watch.emplace();  // before the submission: its job is then known to the wait
-  auto [job, replayed] = client.submit(spec, key);
+  auto [job, replayed] = client.submit(spec, key, task);
   out << job_summary_line(job) << (replayed ? " (submitted before with this Idempotency-Key)" : "")
       << "\n";
   if (!wait) return k_ok;
@@ -191,6 +197,12 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
   watch->restore();
   out << "\n";
   const json rows = print_report(client, job, results_options{}.page_size, out, source_name);
+  if (!task.empty()) {
+    const json::json_pointer correct{"/summary/fitness/correct"};
+    return job.value("status", "") == "succeeded" && job.contains(correct) && job[correct] == true
+               ? k_ok
+               : k_failed;
+  }
   return outcome(job, rows);
 }
 
@@ -583,6 +595,65 @@ int run_rerun(const client_options& client_opts, const rerun_options& opts, std:
     spec.erase("seed");     // inputs of a seed the daemon draws
     return submit_and_report(client, spec.dump(), "", opts.wait, opts.wait_s, on_interrupt::leave,
                              "rerun", "", out, err);
+  });
+}
+
+int run_tasks(const client_options& client_opts, const tasks_options& opts, std::ostream& out,
+              std::ostream& err) {
+  return with_client(client_opts, err, [&](api_client& client) {
+    const json answer = opts.name.empty() ? client.tasks() : client.task(opts.name);
+    if (opts.format == "json") {
+      out << answer.dump(2) << "\n";
+    } else {
+      out << (opts.name.empty() ? task_table(answer.at("tasks")) : task_report(answer));
+    }
+    return k_ok;
+  });
+}
+
+int run_evaluate(const client_options& client_opts, const evaluate_options& opts, std::ostream& out,
+                 std::ostream& err) {
+  std::string source;
+  if (const read_result read = read_text_file(opts.file, k_max_source_bytes, source);
+      read != read_result::ok) {
+    err << "kernelscan evaluate: FILE: "
+        << unread_reason(read, opts.file, k_max_source_bytes,
+                         "a kernel source (--max-source-bytes)")
+        << "\n";
+    return k_usage;
+  }
+  if (const auto why = not_utf8_reason(opts.file, source)) {
+    err << "kernelscan evaluate: FILE: " << *why << "\n";
+    return k_usage;
+  }
+  // Only what the candidate's author gave: the task fills in the rest.
+  json submission = {{"source", std::move(source)}};
+  try {
+    if (!opts.entry.empty()) submission["entry"] = opts.entry;
+    if (!opts.block.empty()) submission["block"] = launch_dims(opts.block, "--block");
+    if (!opts.grid.empty()) submission["grid"] = launch_dims(opts.grid, "--grid");
+    if (!opts.shared_bytes.empty()) {
+      // A whole number, else an expression over the sizes, sent as its text.
+      std::int64_t bytes = 0;
+      const char* end = opts.shared_bytes.data() + opts.shared_bytes.size();
+      const auto [at, ec] = std::from_chars(opts.shared_bytes.data(), end, bytes);
+      submission["shared_bytes"] =
+          ec == std::errc() && at == end ? json(bytes) : json(opts.shared_bytes);
+    }
+    if (!opts.compile_options.empty()) submission["compile_options"] = opts.compile_options;
+    if (!opts.name.empty()) submission["name"] = opts.name;
+    for (const auto& l : opts.labels) {
+      const auto [key, value] = label_pair(l);
+      submission["labels"][key] = value;
+    }
+  } catch (const bench_error& e) {
+    err << "kernelscan evaluate: " << e.what() << "\n";
+    return k_usage;
+  }
+  return with_client(client_opts, err, [&](api_client& client) {
+    return submit_and_report(client, submission.dump(), opts.idempotency_key, !opts.no_wait,
+                             opts.wait_s, on_interrupt::leave, "evaluate", opts.file, out, err,
+                             opts.task);
   });
 }
 

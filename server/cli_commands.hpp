@@ -1,6 +1,6 @@
 #pragma once
 // The client subcommands of `kernelscan`: submit, bench, jobs, results, cancel, confirm, delete,
-// rerun, devices, roofline, compare. main.cpp parses the command
+// rerun, tasks, evaluate, devices, roofline, compare. main.cpp parses the command
 // line into these option structs; each run_* talks to the daemon named by client_options and
 // returns the process exit code: 0 done (for submit --wait and bench: the job succeeded and no
 // point's answers failed verification), 1 the job failed or was cancelled or a point's answers
@@ -69,6 +69,26 @@ struct bench_command_options {
   double wait_s = 60;
 };
 
+// `kernelscan tasks [NAME]`: every task, or the one named.
+struct tasks_options {
+  std::string name;              // empty: list them all
+  std::string format = "table";  // table, json
+};
+
+// `kernelscan evaluate TASK FILE`: a candidate's source and launch settings submitted to an
+// evaluation task; what is not given is the task's default.
+struct evaluate_options {
+  std::string task;
+  std::string file;  // the candidate's source
+  std::string entry, shared_bytes, name;
+  std::string block, grid;                   // X[,Y[,Z]], numbers or expressions
+  std::vector<std::string> compile_options;  // replace the task's, where given
+  std::vector<std::string> labels;           // KEY=VALUE
+  std::string idempotency_key;
+  bool no_wait = false;  // submit and return
+  double wait_s = 60;
+};
+
 struct roofline_options {
   std::int64_t index = 0;  // the device's index on its node
   std::string node;        // empty: the answering daemon's own
@@ -110,6 +130,16 @@ int run_delete(const client_options& client, const delete_options& opts, std::os
 // imported job or a task's candidate is refused (exit 1). Then as submit.
 int run_rerun(const client_options& client, const rerun_options& opts, std::ostream& out,
               std::ostream& err);
+// The daemon's evaluation tasks as a table, or one task as a candidate's author reads it (or
+// either as JSON). Exit 1 for an unknown task.
+int run_tasks(const client_options& client, const tasks_options& opts, std::ostream& out,
+              std::ostream& err);
+// Submits a candidate to a task, then waits and prints its report and score as submit --wait
+// does; exit 0 only where the job succeeded and every point is correct (its score is given, or
+// withheld for an operator's confirmation), 1 otherwise or where the daemon refused the
+// candidate (its fields named), 2 for a flag at fault or a source that cannot be sent.
+int run_evaluate(const client_options& client, const evaluate_options& opts, std::ostream& out,
+                 std::ostream& err);
 // The devices of the daemon (of the fleet), as a table or JSON.
 int run_devices(const client_options& client, const std::string& format, std::ostream& out,
                 std::ostream& err);

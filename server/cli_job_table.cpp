@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/job_codec.hpp"
+#include "api/json.hpp"
 #include "server/detail/text_table.hpp"
 
 namespace kernelscan {
@@ -15,12 +16,6 @@ using detail::one_line;
 // Long names and label lists are cut so a row stays on one terminal line.
 constexpr std::size_t k_max_name = 32;
 constexpr std::size_t k_max_labels = 40;
-
-std::string text_of(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "-";
-  return v.dump();
-}
 
 std::string field(const json& job, const char* ptr) {
   const json::json_pointer p{ptr};

@@ -28,12 +28,6 @@ using detail::text_table;
 constexpr int k_digits = 4;
 constexpr int k_ci_digits = 2;
 
-std::string text_of(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "-";
-  return v.dump();
-}
-
 std::string string_at(const json& j, const char* ptr, std::string fallback = "") {
   const json::json_pointer p{ptr};
   if (!j.is_object() || !j.contains(p) || !j[p].is_string()) return fallback;
@@ -458,6 +452,60 @@ bool failed_verification(const json& row) {
   });
 }
 
+// The job's score where it has one (a task's candidate, a job with a fitness baseline or
+// target): the combined score an agent loop optimises, how many points were correct, and what
+// the score was made of; "" for a job without one.
+std::string score_text(const json& job) {
+  const json::json_pointer at{"/summary/fitness"};
+  if (!job.contains(at) || !job[at].is_object()) return "";
+  // Only a job that asked to be scored has a score worth reading: without a baseline or a
+  // target every correct point scores 1 by definition (a task's candidate is always scored).
+  const json::json_pointer baseline{"/spec/fitness/baseline"}, target{"/spec/fitness/target_us"};
+  const bool asked =
+      (job.contains(baseline) && !job[baseline].is_null() && job[baseline] != false) ||
+      (job.contains(target) && job[target].is_number()) ||
+      (job.contains("task") && job["task"].is_string());
+  if (!asked) return "";
+  const json& f = job[at];
+  const auto score = number_at(f, "/combined_score");
+  if (!score) return "";
+  std::string out;
+  if (f.value("withheld", false)) {
+    out =
+        "withheld: a speedup over 10x the baseline awaits an operator's confirmation "
+        "(kernelscan confirm " +
+        text_of(job.value("id", json())) + ")";
+  } else {
+    out = format_significant(*score, 3);
+  }
+  std::vector<std::string> parts;
+  const auto points = number_at(f, "/points"), correct = number_at(f, "/correct_points");
+  if (points && correct) {
+    parts.push_back("correct at " + std::to_string(static_cast<long long>(*correct)) + " of " +
+                    counted(static_cast<long long>(*points), "point"));
+  }
+  if (const auto speedup = number_at(f, "/speedup"))
+    parts.push_back("speedup " + format_significant(*speedup, 3) + "x");
+  if (const auto latency = number_at(f, "/latency_score"))
+    parts.push_back("latency score " + format_significant(*latency, 3));
+  if (f.value("confirmed", false)) parts.push_back("confirmed by an operator");
+  if (string_at(f, "/held_out") == "private")
+    parts.push_back("over the public points: the task keeps its held-out scores private");
+  if (f.contains("flags") && f["flags"].is_array() && !f["flags"].empty()) {
+    std::string flags;
+    for (const auto& flag : f["flags"])
+      flags += (flags.empty() ? "" : ", ") + text_of(flag);
+    parts.push_back("flags " + flags);
+  }
+  if (!parts.empty()) {
+    out += " (";
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      out += (i ? "; " : "") + parts[i];
+    out += ")";
+  }
+  return out;
+}
+
 std::string results_report(const json& job, const json& rows, const std::string& source_name) {
   const std::vector<std::string> names = parameter_names(job, rows);
   error_logs logs(source_name);
@@ -524,6 +572,7 @@ std::string results_report(const json& job, const json& rows, const std::string&
                        (wrong ? " (" + std::to_string(wrong) + " failed verification)" : "") +
                        ", " + std::to_string(failed) + " failed" +
                        (held_out ? ", " + std::to_string(held_out) + " held out (not shown)" : ""));
+  if (const std::string score = score_text(job); !score.empty()) header("score", one_line(score));
   const std::size_t simulated =
       static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const json& r) {
         return r.is_object() && r.value("simulated", false) == true;

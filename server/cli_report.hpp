@@ -32,6 +32,12 @@ namespace kernelscan {
 // engine gives the source in such logs (kernel.cl, kernel.cu, kernel.hip).
 std::string results_report(const json& job, const json& rows, const std::string& source_name = "");
 
+// The job's score, as the report's `score` line says it: its combined score (or why it is
+// withheld), then how many points were correct, the speedup, the latency score and the flags;
+// "" for a job that did not ask to be scored (no fitness baseline or target, not a task's
+// candidate) or has no fitness summary.
+std::string score_text(const json& job);
+
 // An ok point whose answers are wrong: its verification failed, or a checked timed sample's
 // outputs (or unwritten elements) said so.
 bool failed_verification(const json& row);

@@ -116,8 +116,8 @@ std::string unknown_command(const std::vector<std::string>& args, CLI::App& app)
 // whenever the chosen one's option was given.
 struct client_commands {
   kernelscan::client_options submit_client, jobs_client, results_client, bench_client,
-      cancel_client, confirm_client, delete_client, rerun_client, devices_client, roofline_client,
-      compare_client;
+      cancel_client, confirm_client, delete_client, rerun_client, tasks_client, evaluate_client,
+      devices_client, roofline_client, compare_client;
   kernelscan::submit_options submit;
   kernelscan::jobs_options jobs;
   kernelscan::results_options results;
@@ -126,6 +126,8 @@ struct client_commands {
   std::vector<std::int64_t> confirm_ids;
   kernelscan::delete_options del;
   kernelscan::rerun_options rerun;
+  kernelscan::tasks_options tasks;
+  kernelscan::evaluate_options evaluate;
   std::string devices_format = "table";
   kernelscan::roofline_options roofline;
   kernelscan::compare_options compare;
@@ -137,6 +139,8 @@ struct client_commands {
   CLI::App* confirm_cmd = nullptr;
   CLI::App* delete_cmd = nullptr;
   CLI::App* rerun_cmd = nullptr;
+  CLI::App* tasks_cmd = nullptr;
+  CLI::App* evaluate_cmd = nullptr;
   CLI::App* devices_cmd = nullptr;
   CLI::App* roofline_cmd = nullptr;
   CLI::App* compare_cmd = nullptr;
@@ -338,6 +342,46 @@ void add_client_commands(CLI::App& app, client_commands& c) {
   c.rerun_cmd->add_option("ID", c.rerun.id, "Job id")->required()->check(job_id_validator());
   wait_for_job(c.rerun_cmd, c.rerun.wait_s, "the new job");
 
+  c.tasks_cmd = common(app.add_subcommand("tasks",
+                                          "List the evaluation tasks, or show one: what a "
+                                          "candidate kernel must take and how it is scored"),
+                       c.tasks_client);
+  c.tasks_cmd->add_option("NAME", c.tasks.name, "A task's name (default: list them all)");
+  c.tasks_cmd->add_option("--format", c.tasks.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+
+  auto& e = c.evaluate;
+  c.evaluate_cmd = common(app.add_subcommand("evaluate",
+                                             "Submit a candidate kernel to an evaluation task, "
+                                             "wait, and print its results and score"),
+                          c.evaluate_client);
+  c.evaluate_cmd->add_option("TASK", e.task, "The task's name (kernelscan tasks lists them)")
+      ->required();
+  c.evaluate_cmd->add_option("FILE", e.file, "The candidate's source")->required();
+  c.evaluate_cmd->add_option("--entry", e.entry, "The kernel's name (default: the task's)");
+  c.evaluate_cmd->add_option("--block", e.block,
+                             "X[,Y[,Z]]: threads a block, numbers or expressions of the sizes "
+                             "(default: the task's)");
+  c.evaluate_cmd->add_option("--grid", e.grid,
+                             "X[,Y[,Z]]: blocks, numbers or expressions (default: the task's)");
+  c.evaluate_cmd->add_option("--shared-bytes", e.shared_bytes,
+                             "Dynamic shared memory a block, a number or an expression");
+  c.evaluate_cmd
+      ->add_option("--option", e.compile_options,
+                   "A compiler option; repeat for several (replaces the task's)")
+      ->allow_extra_args(false);
+  c.evaluate_cmd->add_option("--name", e.name, "The job's name");
+  c.evaluate_cmd->add_option("--label", e.labels, "KEY=VALUE; repeat for several")
+      ->allow_extra_args(false);
+  c.evaluate_cmd->add_option("--idempotency-key", e.idempotency_key,
+                             "Sent as Idempotency-Key: a retry with the same key is answered "
+                             "with the job already made, and counts once");
+  c.evaluate_cmd->add_flag("--no-wait", e.no_wait, "Submit and return, without the report");
+  c.evaluate_cmd->add_option("--wait", e.wait_s, "Seconds each long poll is held")
+      ->check(number_from(0.001, 600, false))
+      ->capture_default_str();
+
   c.devices_cmd = common(app.add_subcommand("devices", "List the devices (of the whole fleet)"),
                          c.devices_client);
   c.devices_cmd->add_option("--format", c.devices_format, "table or json")
@@ -392,6 +436,8 @@ int run_client_command(client_commands& c) {
     c.rerun.wait = c.rerun_cmd->count("--wait") > 0;
     return run_rerun(c.rerun_client, c.rerun, std::cout, std::cerr);
   }
+  if (*c.tasks_cmd) return run_tasks(c.tasks_client, c.tasks, std::cout, std::cerr);
+  if (*c.evaluate_cmd) return run_evaluate(c.evaluate_client, c.evaluate, std::cout, std::cerr);
   if (*c.devices_cmd) return run_devices(c.devices_client, c.devices_format, std::cout, std::cerr);
   if (*c.roofline_cmd) return run_roofline(c.roofline_client, c.roofline, std::cout, std::cerr);
   if (*c.compare_cmd) return run_compare(c.compare_client, c.compare, std::cout, std::cerr);

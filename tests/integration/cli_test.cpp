@@ -316,6 +316,152 @@ TEST_F(cli, JobsListsATasksJobsWithTheirScores) {
   EXPECT_EQ(run({"jobs", "--task", "nope"}).out, "no jobs\n");
 }
 
+// The copy task with a description, a held-out size and a target.
+json described_task() {
+  json task = copy_task();
+  task["description"] = "out = a over N floats";
+  task["held_out"] = {{"N", {8192}}};
+  task["fitness"] = {{"target_us", 5}};
+  return task;
+}
+
+// `tasks` lists the evaluation tasks, and shows one as the author of a candidate reads it.
+TEST_F(cli, TasksListsTheTasksAndShowsOne) {
+  EXPECT_EQ(run({"tasks"}).out, "no tasks\n");
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", described_task()).status, 201);
+  const auto listed = run({"tasks"});
+  ASSERT_EQ(listed.exit_code, 0) << describe(listed);
+  EXPECT_EQ(listed.out.rfind("name  status  language", 0), 0u) << describe(listed);
+  EXPECT_NE(listed.out.find("\naxpy  active  hip       1 + 1 held out  5 µs    -            "
+                            "out = a over N floats\n"),
+            std::string::npos)
+      << describe(listed);
+
+  const auto shown = run({"tasks", "axpy"});
+  ASSERT_EQ(shown.exit_code, 0) << describe(shown);
+  for (const char* line :
+       {"task         axpy: active\n", "description  out = a over N floats\n",
+        "kernel       hip, entry axpy, block 256,1,1, grid ceil(N/256),1,1 (defaults a "
+        "submission may change)\n",
+        "             out       f32*  N elements, output (compared with the reference's)\n",
+        "             n         i32   = N\n", "sizes        N: 4096\n",
+        // Without tokens every caller is an operator, and is shown the held-out sizes.
+        "held out     N: 8192 (shown to an operator only)\n",
+        "work         flops N, bytes 8*N a launch\n", "reference    stream copy f32\n",
+        "verify       2 trials, atol 0.0001, rtol 0.0001\n",
+        "fitness      target 5 µs, correctness weight 0.5\n", "submissions  not bounded\n",
+        "submit       kernelscan evaluate axpy FILE"}) {
+    EXPECT_NE(shown.out.find(line), std::string::npos) << line << describe(shown);
+  }
+  // The arguments in the kernel's order.
+  EXPECT_LT(shown.out.find("             out "), shown.out.find("             a "));
+  EXPECT_LT(shown.out.find("             a "), shown.out.find("             n "));
+
+  const auto as_json = run({"tasks", "axpy", "--format", "json"});
+  ASSERT_EQ(as_json.exit_code, 0) << describe(as_json);
+  EXPECT_EQ(json::parse(as_json.out), daemon.get("/api/v1/tasks/axpy").body);
+  const auto missing = run({"tasks", "nope"});
+  EXPECT_EQ(missing.exit_code, 1) << describe(missing);
+  EXPECT_EQ(missing.err.rfind("kernelscan: not_found (HTTP 404): ", 0), 0u) << describe(missing);
+
+  ASSERT_EQ(daemon.del("/api/v1/tasks/axpy").status, 200);
+  const auto retired = run({"tasks", "axpy"});
+  EXPECT_NE(retired.out.find("task         axpy: retired\n"), std::string::npos)
+      << describe(retired);
+  EXPECT_NE(retired.out.find("submit       the task is retired"), std::string::npos)
+      << describe(retired);
+}
+
+// `evaluate` submits a candidate's source and launch settings to a task, waits, and prints its
+// report with the score; its exit code says whether the candidate is correct everywhere.
+TEST_F(cli, EvaluateSubmitsACandidateAndPrintsItsScore) {
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", described_task()).status, 201);
+  const std::string source =
+      "extern \"C\" __global__ void axpy(float* out, const float* a, int n) {}";
+  const std::string file = write_file("candidate.hip", source);
+  const auto scored = run({"evaluate", "axpy", file, "--block", "128", "--grid", "ceil(N/128)",
+                           "--label", "agent=cli", "--name", "first try"});
+  ASSERT_EQ(scored.exit_code, 0) << describe(scored);
+  const json jobs = daemon.get("/api/v1/jobs?task=axpy").body["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  const std::int64_t id = jobs[0]["id"];
+  const json job = daemon.get("/api/v1/jobs/" + std::to_string(id)).body;
+  EXPECT_EQ(job["name"], "first try");
+  EXPECT_EQ(job["labels"]["agent"], "cli");
+  EXPECT_EQ(job["spec"]["kernel"]["source"], source);
+  EXPECT_EQ(job["spec"]["kernel"]["block"], json::parse("[128, 1, 1]"));
+  EXPECT_EQ(job["spec"]["kernel"]["grid"], json::parse(R"js(["ceil(N/128)", 1, 1])js"));
+  // The report's score line is the job's fitness, as `jobs --task` ranks it (3 digits).
+  const double combined = job["summary"]["fitness"]["combined_score"];
+  const auto at = scored.out.find("\nscore   ");
+  ASSERT_NE(at, std::string::npos) << describe(scored);
+  EXPECT_NEAR(std::stod(scored.out.substr(at + 9)), combined, combined * 0.005) << describe(scored);
+  EXPECT_NE(scored.out.find("(correct at 2 of 2 points; "), std::string::npos) << describe(scored);
+  EXPECT_EQ(scored.out.rfind("job " + std::to_string(id) + " queued: \"first try\"", 0), 0u)
+      << describe(scored);
+
+  // A candidate the task's mock devices answer wrongly: measured, scored 0, exit 1.
+  json wrong_task = described_task();
+  wrong_task["name"] = "wrong";
+  wrong_task["mock"] = {{"output", "wrong"}};
+  ASSERT_EQ(daemon.post_json("/api/v1/tasks", wrong_task).status, 201);
+  const auto wrong = run({"evaluate", "wrong", file});
+  EXPECT_EQ(wrong.exit_code, 1) << describe(wrong);
+  EXPECT_NE(wrong.out.find("\nscore   0 (correct at 0 of 2 points; "), std::string::npos)
+      << describe(wrong);
+
+  // What the task fixes is refused naming the field; a flag at fault exits 2, a missing file too.
+  const auto unknown = run({"evaluate", "nope", file});
+  EXPECT_EQ(unknown.exit_code, 1) << describe(unknown);
+  EXPECT_EQ(unknown.err.rfind("kernelscan: not_found (HTTP 404): ", 0), 0u) << describe(unknown);
+  const auto dims = run({"evaluate", "axpy", file, "--block", "1,2,3,4"});
+  EXPECT_EQ(dims.exit_code, 2) << describe(dims);
+  EXPECT_EQ(dims.err, "kernelscan evaluate: --block: \"1,2,3,4\": at most three sizes, X,Y,Z\n");
+  const auto absent = run({"evaluate", "axpy", daemon.data_dir() + "/absent.hip"});
+  EXPECT_EQ(absent.exit_code, 2) << describe(absent);
+  EXPECT_NE(absent.err.find("cannot read "), std::string::npos) << describe(absent);
+  const auto no_wait = run({"evaluate", "axpy", file, "--no-wait"});
+  EXPECT_EQ(no_wait.exit_code, 0) << describe(no_wait);
+  EXPECT_EQ(no_wait.out.find("score"), std::string::npos) << describe(no_wait);
+}
+
+// A candidate's author without an operator token is told how many held-out points there are,
+// not their sizes, and how many of its submissions the task's bound has left.
+TEST(cli_tasks, AnAgentSeesNoHeldOutSizeAndItsRemainingSubmissions) {
+  daemon_process probe;  // for a temp dir that outlives the daemon below
+  const std::string writers = probe.data_dir() + "/writers";
+  const std::string operators = probe.data_dir() + "/operators";
+  std::ofstream(writers) << "agent-token-of-the-cli-test\n";
+  std::ofstream(operators) << "operator-token-of-the-cli-test\n";
+  daemon_process daemon(
+      {.mock_devices = 1,
+       .allow_fault_injection = false,
+       .extra_args = {"--token-file", writers, "--operator-token-file", operators}});
+  daemon.start();
+  json task = described_task();
+  task["submissions"] = {{"per_agent", 5}, {"window_hours", 24}};
+  ASSERT_EQ(daemon
+                .post("/api/v1/tasks", task.dump(),
+                      {{"Authorization", "Bearer operator-token-of-the-cli-test"}})
+                .status,
+            201);
+  const std::vector<std::string> as_agent{"--server",
+                                          "http://127.0.0.1:" + std::to_string(daemon.port()),
+                                          "--token", "agent-token-of-the-cli-test"};
+  const auto shown = run_cli(std::vector<std::string>{"tasks", "axpy"} + as_agent);
+  ASSERT_EQ(shown.exit_code, 0) << describe(shown);
+  EXPECT_NE(shown.out.find("held out     1 point at sizes not shown, measured and scored with "
+                           "the public ones\n"),
+            std::string::npos)
+      << describe(shown);
+  EXPECT_EQ(shown.out.find("8192"), std::string::npos) << describe(shown);
+  EXPECT_NE(shown.out.find("submissions  5 per agent in 24 h: 0 used, 5 remaining\n"),
+            std::string::npos)
+      << describe(shown);
+  const auto listed = run_cli(std::vector<std::string>{"tasks"} + as_agent);
+  EXPECT_NE(listed.out.find("5 in 24 h"), std::string::npos) << describe(listed);
+}
+
 // `confirm` scores a withheld job as measured; a job with nothing withheld is refused.
 TEST_F(cli, ConfirmScoresAWithheldJob) {
   json task = copy_task();
@@ -1641,7 +1787,8 @@ TEST(cli_usage, AnUnknownCommandIsNamed) {
   EXPECT_EQ(r.err.rfind("kernelscan: \"nosuchcmd\" is not a command (commands: serve, submit, ", 0),
             0u)
       << describe(r);
-  EXPECT_NE(r.err.find(", confirm, delete, rerun, devices, "), std::string::npos) << describe(r);
+  EXPECT_NE(r.err.find(", confirm, delete, rerun, tasks, evaluate, devices, "), std::string::npos)
+      << describe(r);
   const auto after_server = run_cli({"--server", "http://127.0.0.1:1", "jbos"});
   EXPECT_EQ(after_server.exit_code, 2) << describe(after_server);
   EXPECT_EQ(after_server.err.rfind("kernelscan: \"jbos\" is not a command", 0), 0u)

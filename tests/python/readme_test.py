@@ -21,7 +21,8 @@ come out as the README numbers them. What the test substitutes, and nothing else
   spec of the README's first example, taken from the README), `results.json`,
   `kernel_trace.csv` and `kern_sum.csv` (samples of each import format: the trace is the one
   the README's import row and report come from), `matmul.cl` (the two kernels the
-  `kernelscan bench` example measures) and `token`;
+  `kernelscan bench` example measures), `axpy.hip` (the candidate `kernelscan evaluate`
+  submits) and `token`;
 - commands run in a temporary directory where `api/` is the repository's (the README's commands
   run from the repository root);
 - the example under "Access and safety" runs against a second daemon started with
@@ -70,6 +71,14 @@ SKIPPED = [
 ]
 
 TOKEN = "readme-example-token-0123456789"
+
+# The candidate `kernelscan evaluate` submits to the README's task: the source its curl sends.
+AXPY_HIP = """\
+extern "C" __global__ void axpy(float* out, const float* a, const float* b, float s, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + s * b[i];
+}
+"""
 
 # The kernels the `kernelscan bench` example measures: a naive and a tiled matmul in OpenCL C.
 MATMUL_CL = """\
@@ -352,6 +361,7 @@ class ReadmeExamplesTest(unittest.TestCase):
         (self.work / "kernel_trace.csv").write_text(KERNEL_TRACE, newline="")
         (self.work / "kern_sum.csv").write_text(KERN_SUM)
         (self.work / "matmul.cl").write_text(MATMUL_CL)
+        (self.work / "axpy.hip").write_text(AXPY_HIP)
 
     def run_command(self, command: Command, text: str, daemon: Daemon) -> Run:
         text = text.replace("localhost:8080", f"127.0.0.1:{daemon.port}")
@@ -814,6 +824,40 @@ def _task_submitted(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(job["spec"]["verify"]["trials"], 3, "the task's, not the candidate's")
 
 
+def _cli_tasks(t: unittest.TestCase, run: Run) -> None:
+    t.assertEqual(run.exit_code, 0, run.describe())
+    lines = run.stdout.splitlines()
+    t.assertEqual(lines[0].split(), ["name", "status", "language", "points", "target",
+                                     "submissions", "description"], run.describe())
+    t.assertRegex(lines[1], r"^axpy\s+active\s+hip\s+2 \+ 1 held out\s+50 µs\s+1 of 100 in 24 h"
+                  r"|^axpy\s+active\s+hip\s+2 \+ 1 held out\s+50 µs\s+100 in 24 h", run.describe())
+
+
+def _cli_task(t: unittest.TestCase, run: Run) -> None:
+    t.assertEqual(run.exit_code, 0, run.describe())
+    for line in ("task         axpy: active\n",
+                 "             out       f32*  N elements, output (compared with the reference's)\n",
+                 "             s         f32   = 3\n",
+                 "sizes        N: 1048576, 16777216\n",
+                 # This daemon has no tokens: everyone is an operator and sees the held-out sizes.
+                 "held out     N: 3000000 (shown to an operator only)\n",
+                 "reference    stream triad f32\n",
+                 "verify       3 trials, atol 0.0001, rtol 0.0001\n",
+                 "fitness      target 50 µs, correctness weight 0.5\n",
+                 "submissions  100 per agent in 24 h: 1 used, 99 remaining\n"):
+        t.assertIn(line, run.stdout, run.describe())
+
+
+def _cli_evaluate(t: unittest.TestCase, run: Run) -> None:
+    # The mock devices verify nothing: measured at its three sizes, scored 0, exit 1.
+    t.assertEqual(run.exit_code, 1, run.describe())
+    t.assertRegex(run.stdout, r"^job \d+ queued: \"axpy candidate\", custom, 3 points", run.describe())
+    t.assertIn("\nscore   0 (correct at 0 of 3 points; ", run.stdout, run.describe())
+    t.assertIn("points  3 of 3 measured: 3 ok, 0 failed, 1 held out (not shown)\n"
+               if "held out (not shown)" in run.stdout else "points  3 of 3 measured: 3 ok",
+               run.stdout, run.describe())
+
+
 def _task_score(t: unittest.TestCase, run: Run) -> None:
     _http(t, run, 200)
     t.assertEqual(float(run.stdout), 0.0, "the mock verifies nothing: 0 " + run.describe())
@@ -901,6 +945,9 @@ CHECKS = [
     Check(r"^curl -s localhost:8080/api/v1/tasks/axpy\s+#", _task_read),
     Check(r"/api/v1/tasks/axpy/submissions", _task_submitted, _job_id),
     Check(r"\?wait=60' \| jq \.summary\.fitness\.combined_score$", _task_score),
+    Check(r"^kernelscan tasks\s+#", _cli_tasks),
+    Check(r"^kernelscan tasks axpy\s+#", _cli_task),
+    Check(r"^kernelscan evaluate axpy axpy.hip", _cli_evaluate),
     Check(r"Authorization: Bearer \$\(cat token\)\" -d @job.json$",
           lambda t, run: t.assertEqual(_ok_json(t, run, 201)["name"], "f16 gemm")),
     Check(r"^curl -N localhost:8080/api/v1/events$", _events),

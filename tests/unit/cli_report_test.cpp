@@ -693,5 +693,49 @@ TEST(cli_report, VariantsWithoutABaselineCompareWithTheSlowest) {
   EXPECT_NE(report.find("overall tiled: 4.00x the slowest"), std::string::npos) << report;
 }
 
+// The score line: the combined score and what made it; why a withheld one is not given; that a
+// task keeping its held-out scores private shows the public points' score; none without a
+// fitness summary.
+TEST(cli_report, TheScoreSaysWhatMadeItOrWhyItIsWithheld) {
+  json job = {{"id", 7},
+              {"spec", {{"fitness", {{"target_us", 50}}}}},
+              {"summary",
+               {{"fitness",
+                 {{"correct", true},
+                  {"points", 3},
+                  {"correct_points", 3},
+                  {"speedup", 1.2345},
+                  {"latency_score", 0.5},
+                  {"combined_score", 0.61234},
+                  {"withheld", false},
+                  {"flags", json::array()}}}}}};
+  EXPECT_EQ(score_text(job),
+            "0.612 (correct at 3 of 3 points; speedup 1.23x; latency score 0.500)");
+  job["summary"]["fitness"]["withheld"] = true;
+  job["summary"]["fitness"]["flags"] = {"excessive_speedup"};
+  EXPECT_EQ(score_text(job),
+            "withheld: a speedup over 10x the baseline awaits an operator's confirmation "
+            "(kernelscan confirm 7) (correct at 3 of 3 points; speedup 1.23x; latency score "
+            "0.500; flags excessive_speedup)");
+  job["summary"]["fitness"]["withheld"] = false;
+  job["summary"]["fitness"]["held_out"] = "private";
+  job["summary"]["fitness"]["flags"] = json::array();
+  EXPECT_NE(score_text(job).find("; over the public points: the task keeps its held-out scores "
+                                 "private)"),
+            std::string::npos);
+  EXPECT_EQ(score_text(json{{"id", 8}, {"summary", {{"fitness", nullptr}}}}), "");
+  // A job that did not ask to be scored: its summary's score means nothing.
+  json unasked = job;
+  unasked["spec"] = {{"fitness", {{"baseline", nullptr}}}};
+  EXPECT_EQ(score_text(unasked), "");
+  unasked["task"] = "axpy";  // a task's candidate is always scored
+  EXPECT_NE(score_text(unasked), "");
+  EXPECT_EQ(score_text(json{{"id", 9}}), "");
+  // In the report, beneath the points.
+  const std::string report = results_report(job, json::array({ok_row(0, {{"N", 1}}, 10, 9, 11)}));
+  EXPECT_NE(report.find("\nscore   0.612 (correct at 3 of 3 points; "), std::string::npos)
+      << report;
+}
+
 }  // namespace
 }  // namespace kernelscan
