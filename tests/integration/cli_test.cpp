@@ -316,6 +316,24 @@ TEST_F(cli, JobsListsATasksJobsWithTheirScores) {
   EXPECT_EQ(run({"jobs", "--task", "nope"}).out, "no jobs\n");
 }
 
+// A started daemon (one mock device) whose writers hold `writer` and whose operators hold
+// operator-token-of-the-cli-test.
+struct tokens_daemon {
+  explicit tokens_daemon(const std::string& writer) {
+    const std::string writers = files.data_dir() + "/writers";
+    const std::string operators = files.data_dir() + "/operators";
+    std::ofstream(writers) << writer << "\n";
+    std::ofstream(operators) << "operator-token-of-the-cli-test\n";
+    daemon = std::make_unique<daemon_process>(daemon_process::options{
+        .mock_devices = 1,
+        .allow_fault_injection = false,
+        .extra_args = {"--token-file", writers, "--operator-token-file", operators}});
+    daemon->start();
+  }
+  daemon_process files;  // not started: its temp dir holds the token files, and outlives `daemon`
+  std::unique_ptr<daemon_process> daemon;
+};
+
 // The copy task with a description, a held-out size and a target.
 json described_task() {
   json task = copy_task();
@@ -428,16 +446,8 @@ TEST_F(cli, EvaluateSubmitsACandidateAndPrintsItsScore) {
 // A candidate's author without an operator token is told how many held-out points there are,
 // not their sizes, and how many of its submissions the task's bound has left.
 TEST(cli_tasks, AnAgentSeesNoHeldOutSizeAndItsRemainingSubmissions) {
-  daemon_process probe;  // for a temp dir that outlives the daemon below
-  const std::string writers = probe.data_dir() + "/writers";
-  const std::string operators = probe.data_dir() + "/operators";
-  std::ofstream(writers) << "agent-token-of-the-cli-test\n";
-  std::ofstream(operators) << "operator-token-of-the-cli-test\n";
-  daemon_process daemon(
-      {.mock_devices = 1,
-       .allow_fault_injection = false,
-       .extra_args = {"--token-file", writers, "--operator-token-file", operators}});
-  daemon.start();
+  const tokens_daemon tokens("agent-token-of-the-cli-test");
+  const daemon_process& daemon = *tokens.daemon;
   json task = described_task();
   task["submissions"] = {{"per_agent", 5}, {"window_hours", 24}};
   ASSERT_EQ(daemon
@@ -1684,16 +1694,8 @@ TEST_F(cli, DeleteRefusesIdsWithFiltersAndStatesThatHaveNotEnded) {
 // Where the daemon has operator tokens, deleting takes one, as confirming a score does: a
 // writer's token is refused and the job stays.
 TEST(cli_delete, DeletingTakesAnOperatorTokenWhereTheDaemonHasThem) {
-  daemon_process probe;  // for a temp dir that outlives the daemon below
-  const std::string writers = probe.data_dir() + "/writers";
-  const std::string operators = probe.data_dir() + "/operators";
-  std::ofstream(writers) << "writer-token-of-the-cli-test\n";
-  std::ofstream(operators) << "operator-token-of-the-cli-test\n";
-  daemon_process daemon(
-      {.mock_devices = 1,
-       .allow_fault_injection = false,
-       .extra_args = {"--token-file", writers, "--operator-token-file", operators}});
-  daemon.start();
+  const tokens_daemon tokens("writer-token-of-the-cli-test");
+  const daemon_process& daemon = *tokens.daemon;
   const std::string url = "http://127.0.0.1:" + std::to_string(daemon.port());
   const auto submitted = daemon.post("/api/v1/jobs", stream_sweep(1, 0).dump(),
                                      {{"Authorization", "Bearer writer-token-of-the-cli-test"}});
