@@ -587,7 +587,7 @@ int run_rerun(const client_options& client_opts, const rerun_options& opts, std:
     if (job.contains("task") && job["task"].is_string()) {
       const std::string task = job["task"];
       err << "kernelscan rerun: job " << id << " is a candidate of task \"" << task
-          << "\": submit it to the task again (POST /api/v1/tasks/" << task << "/submissions)\n";
+          << "\": submit its source to the task again (kernelscan evaluate " << task << " FILE)\n";
       return k_failed;
     }
     json spec = job.at("spec");

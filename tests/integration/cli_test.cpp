@@ -1538,8 +1538,8 @@ TEST_F(cli, RerunRefusesATasksCandidateAndAnImport) {
   EXPECT_EQ(task.exit_code, 1) << describe(task);
   EXPECT_EQ(task.out, "") << describe(task);
   EXPECT_EQ(task.err, "kernelscan rerun: job " + candidate +
-                          " is a candidate of task \"axpy\": submit it to the task again (POST "
-                          "/api/v1/tasks/axpy/submissions)\n")
+                          " is a candidate of task \"axpy\": submit its source to the task "
+                          "again (kernelscan evaluate axpy FILE)\n")
       << describe(task);
 
   const auto imported =
