@@ -92,8 +92,7 @@ std::string submissions_text(const json& task, bool long_form) {
   const auto per_agent = number_at(s, "/per_agent");
   if (!per_agent) return long_form ? "not bounded" : "-";
   const auto window = number_at(s, "/window_hours");
-  const std::string over =
-      window ? " in " + plain(*window) + " h" : " over the task's life";
+  const std::string over = window ? " in " + plain(*window) + " h" : " over the task's life";
   const auto used = number_at(s, "/used");
   const auto remaining = number_at(s, "/remaining");
   const auto n = [](double v) { return std::to_string(static_cast<std::int64_t>(v)); };
