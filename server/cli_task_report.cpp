@@ -66,22 +66,33 @@ std::string points_text(const json& task) {
          (held ? " + " + std::to_string(held) + " held out" : "");
 }
 
-// "50 µs", "over baseline triad", "50 µs, over baseline ..." or "-".
+// A reference or baseline kernel in words: "stream triad f32", "gemm f16", or "the task's
+// kernel ENTRY" (a custom one).
+std::string kernel_text(const json& k) {
+  const std::string op = string_or(k, "op", "?");
+  if (op == "custom") return "the task's kernel " + string_or(k, "entry", "?");
+  std::string out = op;
+  if (k.contains("variant")) out += " " + text_of(k["variant"]);
+  if (k.contains("dtype")) out += " " + text_of(k["dtype"]);
+  return one_line(out);
+}
+
+// The reference the candidate's answers are compared with, or "none".
+std::string reference_text(const json& kernel) {
+  const json::json_pointer at{"/reference"};
+  return kernel.contains(at) && kernel[at].is_object() ? kernel_text(kernel[at]) : "none";
+}
+
+// What the task scores a candidate against: "50 µs" (a target time), "over gemm f16" (a
+// baseline's speedup), both, or "-".
 std::string target_text(const json& task) {
-  std::vector<std::string> parts;
-  if (const auto target = number_at(task, "/fitness/target_us"))
-    parts.push_back(plain(*target) + " µs");
-  const json::json_pointer baseline{"/fitness/baseline"};
-  if (task.contains(baseline) && !task[baseline].is_null()) {
-    const json& b = task[baseline];
-    parts.push_back("over baseline " + (b.is_object() ? string_or(b, "op", "kernel") + " " +
-                                                            string_or(b, "variant", "")
-                                                      : text_of(b)));
-  }
   std::string out;
-  for (const auto& p : parts)
-    out += (out.empty() ? "" : ", ") + p;
-  return out.empty() ? "-" : one_line(out);
+  if (const auto target = number_at(task, "/fitness/target_us")) out = plain(*target) + " µs";
+  const json::json_pointer baseline{"/fitness/baseline"};
+  if (task.contains(baseline) && task[baseline].is_object()) {
+    out += (out.empty() ? "" : ", ") + std::string("over ") + kernel_text(task[baseline]);
+  }
+  return out.empty() ? "-" : out;
 }
 
 // The caller's submissions against the task's bound: "3 of 100 in 24 h", or "-" unbounded.
@@ -117,20 +128,6 @@ std::vector<std::string> argument_cells(const json& arg) {
     what = "= " + text_of(arg.value("value", json()));
   }
   return {string_or(arg, "name", "?"), type, one_line(what)};
-}
-
-// The reference the candidate's answers are compared with: "stream triad f32", "gemm f16", or
-// "a kernel of its own" (a custom reference).
-std::string reference_text(const json& kernel) {
-  const json::json_pointer at{"/reference"};
-  if (!kernel.contains(at) || !kernel[at].is_object()) return "none";
-  const json& r = kernel[at];
-  const std::string op = string_or(r, "op", "?");
-  if (op == "custom") return "a kernel of the task's (" + string_or(r, "entry", "?") + ")";
-  std::string out = op;
-  if (r.contains("variant")) out += " " + text_of(r["variant"]);
-  if (r.contains("dtype")) out += " " + text_of(r["dtype"]);
-  return out;
 }
 
 }  // namespace
@@ -204,10 +201,14 @@ std::string task_report(const json& task) {
   if (const auto rtol = number_at(verify, "/rtol"))
     checks += (checks.empty() ? "" : ", ") + std::string("rtol ") + plain(*rtol);
   if (!checks.empty()) line("verify", checks);
-  std::string fitness = "target " + target_text(task);
+  std::vector<std::string> fitness;
+  if (const auto target = number_at(task, "/fitness/target_us"))
+    fitness.push_back("target " + plain(*target) + " µs");
+  if (const json::json_pointer b{"/fitness/baseline"}; task.contains(b) && task[b].is_object())
+    fitness.push_back("speedup over " + kernel_text(task[b]));
   if (const auto weight = number_at(task, "/fitness/correctness_weight"))
-    fitness += ", correctness weight " + plain(*weight);
-  line("fitness", fitness);
+    fitness.push_back("correctness weight " + plain(*weight));
+  line("fitness", fitness.empty() ? "-" : joined(json(fitness)));
   line("submissions", submissions_text(task, true));
   if (string_or(task, "status", "") == "active") {
     line("submit", "kernelscan evaluate " + name + " FILE (--entry, --block, --grid, " +
