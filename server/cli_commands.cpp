@@ -170,17 +170,23 @@ int interrupted(api_client& client, const json& job, on_interrupt what, const ch
 // as `if_interrupted` says.
 // `task`, where given, names the evaluation task `spec` is a candidate's submission to: the
 // exit code then says whether the candidate is correct everywhere (its fitness), not only
-// whether its answers passed verification.
+// whether its answers passed verification. `as_json`: stdout gets the job as the API gives it,
+// once (the ended job where it waits), and nothing else.
 int submit_and_report(api_client& client, const std::string& spec, const std::string& key,
                       bool wait, double wait_s, on_interrupt if_interrupted, const char* command,
                       const std::string& source_name, std::ostream& out, std::ostream& err,
-                      const std::string& task = "") {
+                      const std::string& task = "", bool as_json = false) {
   std::optional<interrupt_watch> watch;
   if (wait) watch.emplace();  // before the submission: its job is then known to the wait
   auto [job, replayed] = client.submit(spec, key, task);
-  out << job_summary_line(job) << (replayed ? " (submitted before with this Idempotency-Key)" : "")
-      << "\n";
-  if (!wait) return k_ok;
+  if (!as_json) {
+    out << job_summary_line(job)
+        << (replayed ? " (submitted before with this Idempotency-Key)" : "") << "\n";
+  }
+  if (!wait) {
+    if (as_json) out << job.dump() << "\n";
+    return k_ok;
+  }
   out.flush();  // the summary shows while the job runs
   const std::int64_t id = job.at("id").get<std::int64_t>();
   while (!terminal(job)) {
@@ -195,8 +201,13 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
     job = std::move(*now);
   }
   watch->restore();
-  out << "\n";
-  const json rows = print_report(client, job, results_options{}.page_size, out, source_name);
+  json rows = json::array();
+  if (as_json) {
+    out << job.dump() << "\n";
+  } else {
+    out << "\n";
+    rows = print_report(client, job, results_options{}.page_size, out, source_name);
+  }
   if (!task.empty()) {
     const json::json_pointer correct{"/summary/fitness/correct"};
     return job.value("status", "") == "succeeded" && job.contains(correct) && job[correct] == true
@@ -653,7 +664,7 @@ int run_evaluate(const client_options& client_opts, const evaluate_options& opts
   return with_client(client_opts, err, [&](api_client& client) {
     return submit_and_report(client, submission.dump(), opts.idempotency_key, !opts.no_wait,
                              opts.wait_s, on_interrupt::leave, "evaluate", opts.file, out, err,
-                             opts.task);
+                             opts.task, opts.format == "json");
   });
 }
 

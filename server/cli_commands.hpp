@@ -87,6 +87,7 @@ struct evaluate_options {
   std::string idempotency_key;
   bool no_wait = false;  // submit and return
   double wait_s = 60;
+  std::string format = "table";  // table (the report), json (the job, for a script)
 };
 
 struct roofline_options {

@@ -378,6 +378,12 @@ void add_client_commands(CLI::App& app, client_commands& c) {
                              "Sent as Idempotency-Key: a retry with the same key is answered "
                              "with the job already made, and counts once");
   c.evaluate_cmd->add_flag("--no-wait", e.no_wait, "Submit and return, without the report");
+  c.evaluate_cmd
+      ->add_option("--format", e.format,
+                   "table (the report and its score) or json (the job, its summary.fitness "
+                   "included, for a script)")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
   c.evaluate_cmd->add_option("--wait", e.wait_s, "Seconds each long poll is held")
       ->check(number_from(0.001, 600, false))
       ->capture_default_str();

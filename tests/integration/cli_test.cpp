@@ -438,6 +438,18 @@ TEST_F(cli, EvaluateSubmitsACandidateAndPrintsItsScore) {
   const auto absent = run({"evaluate", "axpy", daemon.data_dir() + "/absent.hip"});
   EXPECT_EQ(absent.exit_code, 2) << describe(absent);
   EXPECT_NE(absent.err.find("cannot read "), std::string::npos) << describe(absent);
+  // For a script: the ended job alone on stdout, its fitness as the API gives it.
+  const auto as_json = run({"evaluate", "axpy", file, "--format", "json"});
+  ASSERT_EQ(as_json.exit_code, 0) << describe(as_json);
+  const json ended = json::parse(as_json.out);
+  EXPECT_EQ(ended["status"], "succeeded") << as_json.out;
+  EXPECT_EQ(ended["task"], "axpy") << as_json.out;
+  EXPECT_EQ(ended["summary"]["fitness"],
+            daemon.get("/api/v1/jobs/" + std::to_string(ended["id"].get<std::int64_t>()))
+                .body["summary"]["fitness"]);
+  const auto wrong_json = run({"evaluate", "wrong", file, "--format", "json"});
+  EXPECT_EQ(wrong_json.exit_code, 1) << describe(wrong_json);
+  EXPECT_EQ(json::parse(wrong_json.out)["summary"]["fitness"]["combined_score"], 0);
   const auto no_wait = run({"evaluate", "axpy", file, "--no-wait"});
   EXPECT_EQ(no_wait.exit_code, 0) << describe(no_wait);
   EXPECT_EQ(no_wait.out.find("score"), std::string::npos) << describe(no_wait);
