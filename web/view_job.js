@@ -241,7 +241,11 @@ export function mount(root, {id, query}) {
   // nodes: the fleet's (from the devices list), to name the device "node / index" in a fleet.
   // variants: the job's variant names (null without); baseline: the one speedups are over.
   const state = {job: null, rows: [], device: null, nodes: new Set(), names: [], values: {}, sel: null, variants: null, baseline: null,
-                 sort: {key: 'index', dir: 1}, sorted: null, keys: null, deleted: false};
+                 sort: {key: 'index', dir: 1}, sorted: null, keys: null, deleted: false,
+                 // A fixed value asked for (the URL's fix.N, else the best point's) that no row
+                 // had when the selections were made: taken once a row has it, unless one is
+                 // picked first.
+                 wantedFixed: {}, rowsLoaded: false};
   const charts = new Map();  // id -> echarts instance
   let disposed = false;
 
@@ -435,9 +439,11 @@ export function mount(root, {id, query}) {
     if (sel.xscale !== 'log' && sel.xscale !== 'linear') sel.xscale = '';  // '': by the values (xScale)
     for (const n of names) {
       const q = query.get(`fix.${n}`);
+      const wanted = q !== null && Number.isFinite(Number(q)) ? Number(q) : best[n];
       const vals = state.values[n];
-      sel.fixed[n] = q !== null && vals.includes(Number(q)) ? Number(q)
-                   : best[n] !== undefined && vals.includes(best[n]) ? best[n] : vals[0];
+      sel.fixed[n] = wanted !== undefined && vals.includes(wanted) ? wanted : vals[0];
+      // The selections may be made before every row has come (an event drew the page first).
+      if (wanted !== undefined && !vals.includes(wanted)) state.wantedFixed[n] = wanted;
     }
     state.sel = sel;
   }
@@ -562,8 +568,9 @@ export function mount(root, {id, query}) {
     const heat = names.length >= 2;
     const held = (n) => (n !== s.x && n !== s.by) || (heat && n !== s.hx && n !== s.hy) || (hasSpeedupChart() && n !== s.x);
     const fixes = names.filter((n) => state.values[n].length > 1 && held(n)).map((n) => (state.values[n].length > MANY_VALUES
-      ? valuePicker(n, state.values[n], s.fixed[n], (v) => { s.fixed[n] = v; })
-      : select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n], (v) => { s.fixed[n] = Number(v); })));
+      ? valuePicker(n, state.values[n], s.fixed[n], (v) => { s.fixed[n] = v; delete state.wantedFixed[n]; })
+      : select(`fix-${n}`, `${n} =`, state.values[n].map((v) => [v, String(v)]), s.fixed[n],
+               (v) => { s.fixed[n] = Number(v); delete state.wantedFixed[n]; })));
     controls.replaceChildren(h('div', {class: 'row'}, parts),
                              fixes.length ? h('div', {class: 'row'}, h('span', {class: 'muted'}, 'fix the others:'), fixes) : '');
   }
@@ -961,9 +968,22 @@ export function mount(root, {id, query}) {
   function renderData() {
     if (disposed) return;
     updateValues();
-    if (!state.sel) initSelections();
+    if (!state.sel) {
+      // An event (the job's end, say) may ask for a drawing before the rows have come: the
+      // selections are made from the rows, so they wait for them.
+      if (!state.rows.length && !state.rowsLoaded) return undefined;
+      initSelections();
+    }
     fitMetric(state.sel);  // as points come: until one is measured, every metric is offered
-    for (const n of state.names) if (!state.values[n].includes(state.sel.fixed[n])) state.sel.fixed[n] = state.values[n][0];
+    for (const n of state.names) {
+      const wanted = state.wantedFixed[n];
+      if (wanted !== undefined && state.values[n].includes(wanted)) {
+        state.sel.fixed[n] = wanted;
+        delete state.wantedFixed[n];
+      } else if (!state.values[n].includes(state.sel.fixed[n])) {
+        state.sel.fixed[n] = state.values[n][0];
+      }
+    }
     state.sorted = null;
     // A number being typed into a picker (valuePicker) is left alone until it is done.
     const typing = controls.contains(document.activeElement) && document.activeElement.tagName === 'INPUT';
@@ -1071,6 +1091,7 @@ export function mount(root, {id, query}) {
       state.rows = results;
       state.keys = null;
       loaded = true;
+      state.rowsLoaded = true;
       if (devices) state.nodes = nodesOf(devices.devices);
       state.device = job.engine === 'import' ? importedDevice(job)
                    : devices && job.device !== null

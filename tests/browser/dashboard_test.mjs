@@ -1390,6 +1390,27 @@ async function main() {
       expect(await page.$eval('#fix-N', (el) => el.tagName) === 'SELECT', 'a parameter of two values keeps its list');
     });
 
+    await step('job view: a fixed value the URL asks for is taken once its point is measured', async () => {
+      // A running job whose M=640 comes last: the page opens before it is measured, shows the
+      // values it has, and moves to 640 when its point comes (not left on the first value).
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'asked for early', kernel: {op: 'gemm', m: 'M', n: 'N', k: 256, dtype: 'f16'},
+                                                       sweep: {M: {from: 64, to: 640, step: 64}, N: [256]}, mock: {delay_ms: 250}});
+      try {
+        await gotoView(page, d.origin, `#/jobs/${id}?x=N&fix.M=640`, '#fix-M');
+        const early = await page.$eval('#fix-M', (el) => el.value);
+        const taken = await page.waitForFunction(() => {
+          const el = document.getElementById('fix-M');
+          return el && el.value === '640' && location.hash.includes('fix.M=640');
+        }, null, {timeout: 20000}).then(() => true, () => false);
+        const at = await page.evaluate(() => ({value: document.getElementById('fix-M').value, url: location.hash}));
+        expect(early !== '640' && taken,
+               `the page opened before M=640 was measured (showing ${early}), and took it once it was (${JSON.stringify(at)})`);
+      } finally {
+        await api(d, 'POST', `/api/v1/jobs/${id}/cancel`).catch(() => {});
+        await waitJob(d, id);
+      }
+    });
+
     await step('tasks: the list, a task\'s page and its leaderboard, live', async () => {
       await gotoView(page, d.origin, '#/tasks', '.empty');
       expect((await page.textContent('.empty')).includes('No tasks yet'), 'an empty tasks list says so');
