@@ -491,12 +491,8 @@ std::string score_text(const json& job) {
   if (f.value("confirmed", false)) parts.push_back("confirmed by an operator");
   if (string_at(f, "/held_out") == "private")
     parts.push_back("over the public points: the task keeps its held-out scores private");
-  if (f.contains("flags") && f["flags"].is_array() && !f["flags"].empty()) {
-    std::string flags;
-    for (const auto& flag : f["flags"])
-      flags += (flags.empty() ? "" : ", ") + text_of(flag);
-    parts.push_back("flags " + flags);
-  }
+  if (const auto flags = flags_of(f); !flags.empty())
+    parts.push_back("flags " + comma_joined(flags));
   if (!parts.empty()) {
     out += " (";
     for (std::size_t i = 0; i < parts.size(); ++i)

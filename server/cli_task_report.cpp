@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "engine/text_list.hpp"
 #include "server/detail/text_table.hpp"
 
 namespace kernelscan {
@@ -29,15 +30,8 @@ std::string string_or(const json& j, const char* key, const std::string& fallbac
                                                                 : fallback;
 }
 
-// [256, 1, 1] as "256,1,1"; ["ceil(N/256)", 1, 1] as "ceil(N/256),1,1".
-std::string dims_text(const json& dims) {
-  if (!dims.is_array()) return text_of(dims);
-  std::string out;
-  for (const auto& d : dims)
-    out += (out.empty() ? "" : ",") + text_of(d);
-  return out;
-}
-
+// The values of a JSON array as text, between `separator`s: [256, 1, 1] as "256,1,1" with ",";
+// anything else as it is.
 std::string joined(const json& values, const char* separator = ", ") {
   if (!values.is_array()) return text_of(values);
   std::string out;
@@ -159,8 +153,8 @@ std::string task_report(const json& task) {
     line("description", one_line(d));
   line("kernel",
        string_or(kernel, "language", "hip") + ", entry " + string_or(kernel, "entry", "?") +
-           ", block " + dims_text(kernel.value("block", json())) + ", grid " +
-           dims_text(kernel.value("grid", json())) +
+           ", block " + joined(kernel.value("block", json()), ",") + ", grid " +
+           joined(kernel.value("grid", json()), ",") +
            (kernel.contains("shared_bytes") ? ", shared_bytes " + text_of(kernel["shared_bytes"])
                                             : "") +
            " (defaults a submission may change)");
@@ -190,17 +184,15 @@ std::string task_report(const json& task) {
   std::vector<std::string> work;
   if (kernel.contains("flops")) work.push_back("flops " + text_of(kernel["flops"]));
   if (kernel.contains("bytes")) work.push_back("bytes " + text_of(kernel["bytes"]));
-  if (!work.empty()) line("work", joined(json(work)) + " a launch");
+  if (!work.empty()) line("work", comma_joined(work) + " a launch");
   line("reference", reference_text(kernel));
   const json verify = task.value("verify", json::object());
-  std::string checks;
+  std::vector<std::string> checks;
   if (const auto trials = number_at(verify, "/trials"))
-    checks = counted(static_cast<long long>(*trials), "trial");
-  if (const auto atol = number_at(verify, "/atol"))
-    checks += (checks.empty() ? "" : ", ") + std::string("atol ") + plain(*atol);
-  if (const auto rtol = number_at(verify, "/rtol"))
-    checks += (checks.empty() ? "" : ", ") + std::string("rtol ") + plain(*rtol);
-  if (!checks.empty()) line("verify", checks);
+    checks.push_back(counted(static_cast<long long>(*trials), "trial"));
+  if (const auto atol = number_at(verify, "/atol")) checks.push_back("atol " + plain(*atol));
+  if (const auto rtol = number_at(verify, "/rtol")) checks.push_back("rtol " + plain(*rtol));
+  if (!checks.empty()) line("verify", comma_joined(checks));
   std::vector<std::string> fitness;
   if (const auto target = number_at(task, "/fitness/target_us"))
     fitness.push_back("target " + plain(*target) + " µs");
@@ -208,7 +200,7 @@ std::string task_report(const json& task) {
     fitness.push_back("speedup over " + kernel_text(task[b]));
   if (const auto weight = number_at(task, "/fitness/correctness_weight"))
     fitness.push_back("correctness weight " + plain(*weight));
-  line("fitness", fitness.empty() ? "-" : joined(json(fitness)));
+  line("fitness", fitness.empty() ? "-" : comma_joined(fitness));
   line("submissions", submissions_text(task, true));
   if (string_or(task, "status", "") == "active") {
     line("submit", "kernelscan evaluate " + name + " FILE (--entry, --block, --grid, " +

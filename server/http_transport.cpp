@@ -183,7 +183,8 @@ bool httplib_method(const std::string& method) {
   return std::find(k_methods.begin(), k_methods.end(), method) != k_methods.end();
 }
 
-// Whether two header names are the same (names are case-insensitive).
+// Whether two header names, or two options of a header's list, are the same (both are
+// case-insensitive).
 bool same_name(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
@@ -318,18 +319,12 @@ std::chrono::seconds body_time(const httplib::Request& req, std::size_t limit) {
 // option. httplib decides on the percent-decoded value ("clos%65" closed) and on the spelling
 // "close" alone ("Close" kept the connection), and its answer then said nothing of closing.
 bool asks_to_close(const httplib::Request& req) {
-  const auto is = [](std::string_view option, std::string_view word) {
-    return option.size() == word.size() &&
-           std::equal(option.begin(), option.end(), word.begin(), [](char a, char b) {
-             return std::tolower(static_cast<unsigned char>(a)) == b;
-           });
-  };
   bool close = false, keep_alive = false;
   const auto [first, last] = req.headers.equal_range("Connection");
   for (auto it = first; it != last; ++it) {
     for (const auto option : detail::split_commas(it->second)) {
-      close = close || is(detail::trim_spaces(option), "close");
-      keep_alive = keep_alive || is(detail::trim_spaces(option), "keep-alive");
+      close = close || same_name(detail::trim_spaces(option), "close");
+      keep_alive = keep_alive || same_name(detail::trim_spaces(option), "keep-alive");
     }
   }
   return close || (req.version == "HTTP/1.0" && !keep_alive);

@@ -244,7 +244,7 @@ export function mount(root, {id, query}) {
                  sort: {key: 'index', dir: 1}, sorted: null, keys: null, deleted: false,
                  // A fixed value asked for (the URL's fix.N, else the best point's) that no row
                  // had when the selections were made: taken once a row has it, unless one is
-                 // picked first.
+                 // picked first. rowsLoaded: the job's results have come once.
                  wantedFixed: {}, rowsLoaded: false};
   const charts = new Map();  // id -> echarts instance
   let disposed = false;
@@ -1081,16 +1081,14 @@ export function mount(root, {id, query}) {
       ensureBoxes();
       // Whichever comes first, ECharts or the results, waits for the other; the table and the
       // selectors go in as soon as the results do, while ECharts may still be compiling.
-      let loaded = false;
       whenECharts().then(() => {
         if (disposed) return;
-        if (loaded) renderCharts(); else placeholders();
+        if (state.rowsLoaded) renderCharts(); else placeholders();
       }, showError);
       const [results, devices] = await Promise.all([rowsPromise, devicesPromise]);
       if (disposed) return;
       state.rows = results;
       state.keys = null;
-      loaded = true;
       state.rowsLoaded = true;
       if (devices) state.nodes = nodesOf(devices.devices);
       state.device = job.engine === 'import' ? importedDevice(job)

@@ -144,12 +144,10 @@ TEST(HttpFraming, ABodyWithoutAContentLengthIsNeverReadAsARequest) {
                                       std::to_string(k_healthz.size()) + "\r\n\r\n" + k_healthz);
   EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
   // Requests that say how long their body is keep their connection.
-  const int fd = connect_to(daemon.port());
   const std::string two = "POST /api/v1/jobs/" + std::to_string(id) +
                           "/cancel HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" +
                           "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  send(fd, two.data(), two.size(), MSG_NOSIGNAL);
-  const auto both = read_until_closed(fd, 10s);
+  const auto both = exchange_until_closed(daemon.port(), two, 10s);
   EXPECT_EQ(answers(both), 2u) << both;
 }
 
@@ -311,24 +309,22 @@ TEST(HttpFraming, TheConnectionFieldIsReadAsSent) {
   }
   // "clos%65" is no "close" (httplib percent-decodes header values): the connection is kept,
   // and the request after it answered.
-  const int fd = connect_to(daemon.port());
-  const std::string two =
-      "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: clos%65\r\n\r\n"
-      "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  send(fd, two.data(), two.size(), MSG_NOSIGNAL);
-  const auto both = read_until_closed(fd, 10s);
+  const auto both =
+      exchange_until_closed(daemon.port(),
+                            "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: clos%65\r\n\r\n"
+                            "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                            10s);
   EXPECT_EQ(answers(both), 2u) << both;
   const auto first = both.substr(0, both.find("HTTP/1.1 ", 1));
   EXPECT_EQ(first.find("Connection: close"), std::string::npos) << both;
   // HTTP/1.0 closes unless kept alive, in any case; an answer before closing says so.
   const auto closing = answered_and_closed(daemon, "GET /healthz HTTP/1.0\r\n\r\n" + k_healthz);
   EXPECT_EQ(closing.rfind("HTTP/1.1 200", 0), 0u) << closing;
-  const int kept = connect_to(daemon.port());
-  const std::string kept_two =
-      "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
-      "GET /healthz HTTP/1.0\r\n\r\n";
-  send(kept, kept_two.data(), kept_two.size(), MSG_NOSIGNAL);
-  EXPECT_EQ(answers(read_until_closed(kept, 10s)), 2u);
+  EXPECT_EQ(answers(exchange_until_closed(daemon.port(),
+                                          "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                                          "GET /healthz HTTP/1.0\r\n\r\n",
+                                          10s)),
+            2u);
 }
 
 TEST(HttpFraming, ABodyWithAContentCodingOrMultipartIsRefused415Unread) {
