@@ -1620,11 +1620,28 @@ async function main() {
       await gotoView(page, d.origin, `#/compare?jobs=${id},${other}`, '#view[data-charts-ready]');
       page.off('request', onRequest);
       expect(reads.length >= 2 && reads.every((u) => u.includes("fields=")), `the compare view reads only the members it uses (${reads})`);
+      // Each series holds (point, speedup) pairs in a typed array, the verdict's bars and a gap
+      // (NaN) at the others' points, so that every point has one bar.
       const bars = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series
-        .map((s) => ({name: s.name, large: s.large, n: s.data.length, color: s.color})));
-      expect(bars.length === 3 && bars.map((b) => b.name).join() === 'faster,slower,same' && bars.every((b) => b.large && b.n === 20000) &&
+        .map((s) => ({name: s.name, large: s.large, typed: ArrayBuffer.isView(s.data), n: s.data.length / 2,
+                      drawn: s.data.filter((v, i) => i % 2 === 1 && Number.isFinite(v)).length, color: s.color})));
+      expect(bars.length === 3 && bars.map((b) => b.name).join() === 'faster,slower,same' &&
+             bars.every((b) => b.large && b.typed && b.n === 20000) && bars.reduce((sum, b) => sum + b.drawn, 0) === 20000 &&
              bars.map((b) => b.color).join() === '#059669,#dc2626,#9ca3af',
              `20,000 bars as three large series by verdict, in the verdicts' colours (${JSON.stringify(bars)})`);
+      // The tooltip of a point names it and gives its speedup, from the one series that holds it.
+      const tip = await page.evaluate(async () => {
+        const chart = echarts.getInstanceByDom(document.getElementById('chart-compare'));
+        const data = chart.getOption().series.map((s) => s.data);
+        const k = 1234, s = data.findIndex((xy) => Number.isFinite(xy[2 * k + 1]));
+        chart.dispatchAction({type: 'showTip', seriesIndex: s, dataIndex: k});
+        await new Promise((r) => setTimeout(r, 200));
+        const el = [...document.querySelectorAll('#chart-compare div')].find((e) => e.style.zIndex === '9999999' || /×/.test(e.textContent));
+        return {text: el ? el.textContent : '', speedup: data[s][2 * k + 1], label: chart.getOption().xAxis[0].data[k]};
+      });
+      const shown = (tip.text.match(/([0-9.]+)×/g) || []).map(parseFloat);
+      expect(tip.text.startsWith(tip.label) && shown.length === 1 && Math.abs(shown[0] - tip.speedup) <= tip.speedup * 0.01,
+             `a bar's tooltip: its point and its one speedup (${JSON.stringify(tip)})`);
       await shot(page, 'compare-20k');
       // The join of their 40,000 rows goes a slice a task (marked by the page), so that the page
       // answers between them: made again for another baseline.
@@ -1666,7 +1683,7 @@ async function main() {
       const up = table.rows.map(speedupOf);
       expect(up.every((v, i) => i === 0 || up[i - 1] <= v), `sorted by speedup upwards (${up.slice(0, 5)})`);
       const least = await page.evaluate(() => Math.min(...echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series
-        .flatMap((x) => x.data).filter(Number.isFinite)));
+        .flatMap((x) => [...x.data].filter((v, i) => i % 2 === 1 && Number.isFinite(v)))));
       expect(Math.abs(up[0] - least) <= least * 0.01, `the first row is the least speedup of the chart's 20,000 (${up[0]}, ${least})`);
     });
 
