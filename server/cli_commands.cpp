@@ -165,20 +165,35 @@ int interrupted(api_client& client, const json& job, on_interrupt what, const ch
   return 128 + signal_number;
 }
 
-// Submits `spec`, prints the job's line, and with `wait` waits for its end and prints its report
-// (`source_name`: the file its kernel came from, where one did). A signal during the wait ends it
-// as `if_interrupted` says.
-// `task`, where given, names the evaluation task `spec` is a candidate's submission to: the
-// exit code then says whether the candidate is correct everywhere (its fitness), not only
-// whether its answers passed verification. `as_json`: stdout gets the job as the API gives it,
-// once (the ended job where it waits), and nothing else.
-int submit_and_report(api_client& client, const std::string& spec, const std::string& key,
-                      bool wait, double wait_s, on_interrupt if_interrupted, const char* command,
-                      const std::string& source_name, std::ostream& out, std::ostream& err,
-                      const std::string& task = "", bool as_json = false) {
+// What a command submits.
+struct job_request {
+  std::string body{};             // the job spec, or a candidate's submission to `task`
+  std::string idempotency_key{};  // "" for none
+  // The evaluation task `body` is a candidate's submission to, where one is: the exit code then
+  // says whether the candidate is correct everywhere (its fitness), not only whether its answers
+  // passed verification.
+  std::string task{};
+  std::string source_name{};  // the file its kernel came from, where one did, for the report
+};
+
+// How a command waits for the job it submitted, and what it prints.
+struct report_options {
+  bool wait = true;
+  double wait_s = 60;                                 // how long each long poll is held
+  on_interrupt if_interrupted = on_interrupt::leave;  // what a signal during the wait does
+  const char* command = "";                           // the command's name, for messages
+  bool as_json = false;  // stdout gets the job as the API gives it, once (the ended job where
+                         // it waits), and nothing else
+};
+
+// Submits `what`, prints the job's line, and with `how.wait` waits for its end and prints its
+// report.
+int submit_and_report(api_client& client, const job_request& what, const report_options& how,
+                      std::ostream& out, std::ostream& err) {
+  const bool wait = how.wait, as_json = how.as_json;
   std::optional<interrupt_watch> watch;
   if (wait) watch.emplace();  // before the submission: its job is then known to the wait
-  auto [job, replayed] = client.submit(spec, key, task);
+  auto [job, replayed] = client.submit(what.body, what.idempotency_key, what.task);
   if (!as_json) {
     out << job_summary_line(job)
         << (replayed ? " (submitted before with this Idempotency-Key)" : "") << "\n";
@@ -191,12 +206,12 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
   const std::int64_t id = job.at("id").get<std::int64_t>();
   while (!terminal(job)) {
     std::optional<json> now;
-    if (!watch->received()) now = poll_job(client, id, wait_s, *watch);
+    if (!watch->received()) now = poll_job(client, id, how.wait_s, *watch);
     if (!now) {
       const int signal_number = watch->received();
       watch->restore();  // a second Ctrl-C ends the client at once
       out.flush();
-      return interrupted(client, job, if_interrupted, command, signal_number, err);
+      return interrupted(client, job, how.if_interrupted, how.command, signal_number, err);
     }
     job = std::move(*now);
   }
@@ -206,9 +221,9 @@ int submit_and_report(api_client& client, const std::string& spec, const std::st
     out << job.dump() << "\n";
   } else {
     out << "\n";
-    rows = print_report(client, job, results_options{}.page_size, out, source_name);
+    rows = print_report(client, job, results_options{}.page_size, out, what.source_name);
   }
-  if (!task.empty()) {
+  if (!what.task.empty()) {
     const json::json_pointer correct{"/summary/fitness/correct"};
     return job.value("status", "") == "succeeded" && job.contains(correct) && job[correct] == true
                ? k_ok
@@ -302,8 +317,9 @@ int run_submit(const client_options& client_opts, const submit_options& opts, st
     return k_usage;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, spec, opts.idempotency_key, opts.wait, opts.wait_s,
-                             on_interrupt::leave, "submit", "", out, err);
+    return submit_and_report(client, {.body = spec, .idempotency_key = opts.idempotency_key},
+                             {.wait = opts.wait, .wait_s = opts.wait_s, .command = "submit"}, out,
+                             err);
   });
 }
 
@@ -420,8 +436,12 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
     return k_ok;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, spec.dump(), "", !opts.no_wait, opts.wait_s,
-                             on_interrupt::cancel, "bench", source_name, out, err);
+    return submit_and_report(client, {.body = spec.dump(), .source_name = source_name},
+                             {.wait = !opts.no_wait,
+                              .wait_s = opts.wait_s,
+                              .if_interrupted = on_interrupt::cancel,
+                              .command = "bench"},
+                             out, err);
   });
 }
 
@@ -604,8 +624,9 @@ int run_rerun(const client_options& client_opts, const rerun_options& opts, std:
     json spec = job.at("spec");
     spec["cache"] = false;  // measured again, not answered with the results it has
     spec.erase("seed");     // inputs of a seed the daemon draws
-    return submit_and_report(client, spec.dump(), "", opts.wait, opts.wait_s, on_interrupt::leave,
-                             "rerun", "", out, err);
+    return submit_and_report(client, {.body = spec.dump()},
+                             {.wait = opts.wait, .wait_s = opts.wait_s, .command = "rerun"}, out,
+                             err);
   });
 }
 
@@ -662,9 +683,16 @@ int run_evaluate(const client_options& client_opts, const evaluate_options& opts
     return k_usage;
   }
   return with_client(client_opts, err, [&](api_client& client) {
-    return submit_and_report(client, submission.dump(), opts.idempotency_key, !opts.no_wait,
-                             opts.wait_s, on_interrupt::leave, "evaluate", opts.file, out, err,
-                             opts.task, opts.format == "json");
+    return submit_and_report(client,
+                             {.body = submission.dump(),
+                              .idempotency_key = opts.idempotency_key,
+                              .task = opts.task,
+                              .source_name = opts.file},
+                             {.wait = !opts.no_wait,
+                              .wait_s = opts.wait_s,
+                              .command = "evaluate",
+                              .as_json = opts.format == "json"},
+                             out, err);
   });
 }
 
