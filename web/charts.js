@@ -616,16 +616,23 @@ function ceiling(name, peakTflops, bandwidthGbps, xmin, xmax, style) {
 // been measured) for the kernel's dtype, and the job's points.
 // `dtypes`: the dtypes whose peaks bound the points, one per variant where they differ (an f32
 // variant's points sit under the f32 ceiling, not the f16 one); `dtypeColors` colours each
-// dtype's ceilings as its first variant when there are several.
-export function rooflineOption({rows, device, dtypes, dtypeColors, variants, animate}) {
+// dtype's ceilings as its first variant when there are several. Points without a FLOP count are
+// not drawn, and the chart says so, with `flopsHint` where the job could have given one.
+export function rooflineOption({rows, device, dtypes, dtypeColors, variants, flopsHint, animate}) {
   // (intensity, TFLOP/s) pairs per group (a variant, or all the points), with rows beside them
   // for tooltips. Many points go to ECharts as one typed array, which it takes as it is where it
   // would clone thousands of little arrays.
   const groups = new Map((variants || ['points']).map((v) => [v, {xy: [], rows: []}]));
-  let aiMin = Infinity, aiMax = -Infinity, n = 0;
+  let aiMin = Infinity, aiMax = -Infinity, n = 0, unplaced = 0;
   for (const r of rows) {
     const m = r.metrics || {};
-    if (r.status !== 'ok' || !(m.arithmetic_intensity > 0) || !(m.tflops > 0)) continue;
+    if (r.status !== 'ok') continue;
+    // A point without FLOPs (a copy, a custom kernel that gives no kernel.flops) has no place on
+    // a log axis of FLOP/byte: counted, so that the chart says why it is missing.
+    if (!(m.arithmetic_intensity > 0) || !(m.tflops > 0)) {
+      ++unplaced;
+      continue;
+    }
     const g = groups.get(variants ? r.variant : 'points');
     if (!g) continue;
     g.xy.push(m.arithmetic_intensity, m.tflops);
@@ -649,6 +656,7 @@ export function rooflineOption({rows, device, dtypes, dtypeColors, variants, ani
   // is the higher (a CPU, a weak GEMM library), so that a point's height against its line reads
   // as its % of roof.
   const several = dtypes.length > 1;
+  const gridBottom = several ? 125 : 100;  // several dtypes: a longer legend under the plot
   const ceilings = (peaks, word, style, fmtPeak) => {
     const drawn = new Set();
     for (const d of dtypes) {
@@ -686,7 +694,7 @@ export function rooflineOption({rows, device, dtypes, dtypeColors, variants, ani
     // The ceilings' names are long: their legend goes under the plot, wrapping, where it is clear
     // of the toolbox and the axis names. Variants, however many, have the other charts' legend
     // in its band above the plot, scrolling.
-    grid: {...baseOption(animate).grid, top: variants ? TOP_LEGEND : TOP_PLAIN, bottom: several ? 125 : 100},  // several dtypes: a longer legend
+    grid: {...baseOption(animate).grid, top: variants ? TOP_LEGEND : TOP_PLAIN, bottom: gridBottom},
     legend: [{bottom: 0, left: 10, right: 10, type: 'plain',
               data: series.filter((s) => !variants || s.type === 'line').map((s) => s.name)},
              ...(variants ? [legendBand(series.filter((s) => s.type === 'scatter').map((s) => s.name))] : [])],
@@ -699,8 +707,22 @@ export function rooflineOption({rows, device, dtypes, dtypeColors, variants, ani
     xAxis: {type: 'log', name: 'arithmetic intensity (FLOP/byte)', nameLocation: 'middle',
             nameGap: 30, min: xmin, max: xmax, axisLabel: {formatter: axisNumber}},
     yAxis: {type: 'log', name: 'TFLOP/s', nameTextStyle: {align: 'left'}, axisLabel: {formatter: axisNumber}},
+    graphic: unplaced ? [unplacedNote(unplaced, n, flopsHint, gridBottom)] : undefined,
     series,
   };
+}
+
+// What the roofline says of the `unplaced` measured points it cannot draw (no FLOP count), beside
+// the `placed` ones: at the plot's bottom right (`bottom`: the plot's bottom edge), under every
+// ceiling, where a point is seldom (much work per byte, done slowly). `hint`: how the job could
+// give its points a FLOP count, where it could.
+function unplacedNote(unplaced, placed, hint, bottom) {
+  const which = placed ? `${unplaced} of the points` : unplaced === 1 ? 'The point' : `The ${unplaced} points`;
+  const text = `${which} ${unplaced === 1 ? 'has' : 'have'} no FLOP count, so no place on this chart` +
+    (hint ? `:\n${hint}` : '');
+  return {type: 'text', silent: true, z: 100, right: 38, bottom: bottom + 8,
+          style: {text, fill: '#4b5563', font: '13px sans-serif', backgroundColor: 'rgba(255,255,255,0.9)',
+                  lineHeight: 18, padding: [4, 8], borderRadius: 4}};
 }
 
 // What a device's non-datasheet roofline is: measured on the GPU, or simulated by the mock engine

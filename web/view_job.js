@@ -210,6 +210,15 @@ function roofDtypes(spec, variants) {
   return {dtypes, dtypeColors};
 }
 
+// How the job's points could have a FLOP count on the roofline: a custom kernel's is its
+// kernel.flops, which one of its kernels does not give. Null where every point's is known (a
+// builtin op without floating-point work, a copy, does none).
+function flopsHint(spec, variants) {
+  const kernels = variants ? spec.variants.map((v) => (v.op && v.op !== (spec.kernel || {}).op ? v : {...spec.kernel, ...v}))
+                           : [spec.kernel || {}];
+  return kernels.some((k) => k.op === 'custom' && !k.flops) ? 'a custom kernel gives its work as kernel.flops' : null;
+}
+
 // An imported job's device: not one of this daemon's, but the catalog model its results were
 // analysed against (with its datasheet ceilings for the roofline), or just the name its source
 // gave. Null when the import named none.
@@ -801,7 +810,8 @@ export function mount(root, {id, query}) {
     }
     // The roofline's axes are every point's, whatever the selectors say.
     set(roofChart, {x: 'roofline', y: 'roofline'},
-        once(() => rooflineOption({rows: charted(), device: state.device, ...roofDtypes(state.job.spec, variants), variants, animate})));
+        once(() => rooflineOption({rows: charted(), device: state.device, ...roofDtypes(state.job.spec, variants), variants,
+                                   flopsHint: flopsHint(state.job.spec, variants), animate})));
     const round = ++drawRound;
     return stepwise(round, steps).then((busy) => {
       if (busy === null) return null;

@@ -659,7 +659,35 @@ async function main() {
       expect(gbps.length === 4 && gbps.every((c) => parseFloat(c) > 0), `GB/s for a kernel with bytes (${gbps})`);
       expect(await page.$eval('#sel-metric', (el) => el.value) === 'gbps' && !(await options()).includes('tflops'),
              `the metric selector offers no TFLOP/s and shows GB/s (${await options()})`);
+      // The roofline places a point by its FLOP per byte: it says why it draws none.
+      const note = (id_) => page.evaluate((el) => {
+        const o = echarts.getInstanceByDom(document.getElementById(el)).getOption();
+        return {text: ((o.graphic || [])[0] || {}).elements?.map((g) => g.style && g.style.text).join(' ') || '',
+                drawn: o.series.filter((x) => x.type === 'scatter').reduce((n, x) => n + x.data.length, 0)};
+      }, id_);
+      let roof = await note('chart-roofline');
+      expect(roof.drawn === 0 && roof.text.includes('The 4 points have no FLOP count') && !roof.text.includes('kernel.flops'),
+             `the roofline of a copy says its points have no FLOP count, and gives no hint a builtin op cannot use (${JSON.stringify(roof)})`);
       await shot(page, 'job-copy');
+      // A custom kernel that gives no kernel.flops is told how to.
+      const custom = await api(d, 'POST', '/api/v1/jobs', {name: 'axpy without flops', engine: 'mock', mock: {output: 'correct'},
+        kernel: {...axpyTask('unused').kernel, op: 'custom', source: axpySource, flops: undefined}, sweep: {N: [4096, 8192]}});
+      await waitJob(d, custom.id);
+      await gotoView(page, d.origin, `#/jobs/${custom.id}`, '#view[data-charts-ready]');
+      roof = await note('chart-roofline');
+      expect(roof.drawn === 0 && roof.text.includes('The 2 points have no FLOP count') && roof.text.includes('kernel.flops'),
+             `a custom kernel without kernel.flops is told to give it (${JSON.stringify(roof)})`);
+      await shot(page, 'job-custom-without-flops');
+      // Points with and without FLOPs in one job: those it draws, and a count of the others.
+      const mixed = await page.evaluate(async () => {
+        const c = await import('/assets/charts.js');
+        const row = (flops) => ({status: 'ok', params: {}, time_us: {median: 1},
+                                 metrics: {tflops: flops, arithmetic_intensity: flops ? 2 : 0}});
+        const o = c.rooflineOption({rows: [row(1), row(0), row(0), {status: 'failed', params: {}}], device: null, dtypes: ['f32']});
+        return {text: o.graphic && o.graphic[0].style.text, drawn: o.series.filter((x) => x.type === 'scatter')[0].data.length};
+      });
+      expect(mixed.drawn === 1 && /^2 of the points have no FLOP count/.test(mixed.text) && !mixed.text.includes('kernel.flops'),
+             `a roofline drawing some points counts the others, not the failed one (${JSON.stringify(mixed)})`);
       // A URL asking for TFLOP/s gets a chart of what the kernel did, not an empty one.
       await gotoView(page, d.origin, `#/jobs/${id}?metric=tflops`, '#view[data-charts-ready]');
       const line = (await series(page, 'chart-sweep')).find((x) => x.type === 'line');
