@@ -167,9 +167,11 @@ namespace {
 // ceilings `roof`, and where those are measured, by the vector f32 peak measured again where
 // its work alone puts the floor that high (analysis_context::vector_peak_again), and by the
 // bandwidth measured again over the point's own working set where its bytes do
-// (analysis_context::bandwidth_at); `note` then reports the ceilings measured again.
+// (analysis_context::bandwidth_at). A ceiling measured again higher than `roof`'s replaces it in
+// `judged` (which starts as `roof`), and `note` reports it.
 bool beats_roofline(const point_result& r, const kernel_instance& k, const device_peaks& roof,
-                    bool from_dram, const analysis_context& ctx, std::string& note) {
+                    bool from_dram, const analysis_context& ctx, device_peaks& judged,
+                    std::string& note) {
   const double median = r.time_us->median;
   const double flops = r.metrics->flops, bytes = r.metrics->bytes;
   const double under = 1 - ctx.roofline_allowance;
@@ -181,7 +183,6 @@ bool beats_roofline(const point_result& r, const kernel_instance& k, const devic
     return false;
   }
   if (!ctx.measured) return true;
-  device_peaks judged = roof;
   char line[256];
   if (beaten(judged, false)) {
     // Its work alone puts the floor above the median: no bandwidth would clear it.
@@ -225,8 +226,14 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
     // larger than the caches.
     const bool from_dram = r.l2 == l2_mode::cold || r.metrics->bytes > double(ctx.cache_bytes);
     std::string ceiling_note;
-    if (beats_roofline(r, k, roof, from_dram, ctx, ceiling_note)) {
+    device_peaks judged = roof;
+    if (beats_roofline(r, k, roof, from_dram, ctx, judged, ceiling_note)) {
       add_flag(r.flags, "faster_than_roofline");
+    }
+    // Placed against the ceilings that judged it: a point over a stored bandwidth that a triad
+    // over its own working set reaches was not at 134% of what the device can do.
+    if (!ceiling_note.empty()) {
+      r.metrics = compute_metrics(k, median, judged, ctx.launch_latency_us, "measured_again");
     }
     if (speedup && speedup->speedup > k_excessive_speedup) add_flag(r.flags, "excessive_speedup");
     // Batched, or long enough and read from the memory verification's launches read from

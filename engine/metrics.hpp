@@ -18,7 +18,8 @@ dtype roof_dtype(const kernel_instance& k);
 // as long as it takes no more than k_latency_bound_launches launches' time (one that takes far
 // longer is limited by its own code, and is bound as its intensity says).
 // `flops` and `bytes` are per launch; `roof_type` picks the compute ceiling (roof_dtype).
-// `roof_source` names where `peaks` come from: "datasheet" or "measured".
+// `roof_source` names where `peaks` come from: "datasheet", "measured", or "measured_again"
+// (the device's measured roofline with a ceiling measured again for the point: analysis.hpp).
 inline constexpr double k_latency_bound_launches = 4;
 
 point_metrics compute_metrics(double flops, double bytes, dtype roof_type, double median_us,

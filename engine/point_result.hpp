@@ -105,7 +105,7 @@ struct point_metrics {
   double roof_tflops = 0;           // attainable at this intensity: min(peak, AI * bandwidth)
   double roof_pct = 0;              // achieved / attainable, percent
   std::string bound;                // memory, compute, latency
-  std::string roof_source;          // datasheet
+  std::string roof_source;          // datasheet, measured, measured_again (metrics.hpp)
 };
 
 // What the device's compiler gave a user kernel, and what that allows at the point's launch

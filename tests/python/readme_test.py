@@ -868,7 +868,8 @@ def _opencl_results(t: unittest.TestCase, run: Run) -> None:
     t.assertEqual(len(rows), 2)
     for row in rows:
         t.assertEqual(row["verification"]["status"], "passed", row)
-        t.assertEqual(row["metrics"]["roof_source"], "measured", row)
+        # A point beyond PoCL's stored bandwidth is judged by one measured again for it.
+        t.assertIn(row["metrics"]["roof_source"], ("measured", "measured_again"), row)
         t.assertGreater(row["time_us"]["median"], 0, row)
 
 

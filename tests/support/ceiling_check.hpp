@@ -41,7 +41,10 @@ inline void expect_a_beaten_bandwidth_ceiling_measured_again(engine& e, json axp
   EXPECT_FALSE(has(honest.flags, "faster_than_roofline"));
   EXPECT_TRUE(honest.fitness.correct);
   EXPECT_TRUE(has(honest.advice, "measured again, reached")) << honest.advice.back();
-  EXPECT_EQ(honest.metrics->roof_source, "measured");
+  // Placed against the ceiling that judged it, not at hundreds of times the one set low.
+  EXPECT_EQ(honest.metrics->roof_source, "measured_again");
+  EXPECT_GT(honest.metrics->roof_pct, 0);
+  EXPECT_LE(honest.metrics->roof_pct, 100 / (1 - 0.25));  // the larger, a CPU device's, allowance
 
   json overclaim = {{"kernel", axpy}, {"sweep", {{"N", {1 << 18}}}}, {"timing", cold}};
   overclaim["kernel"]["bytes"] = "1200*N";
@@ -50,6 +53,8 @@ inline void expect_a_beaten_bandwidth_ceiling_measured_again(engine& e, json axp
   EXPECT_TRUE(has(cheat.flags, "faster_than_roofline"));
   EXPECT_EQ(cheat.fitness.combined_score, 0);
   EXPECT_TRUE(has(cheat.advice, "measured again, reached")) << cheat.advice.back();
+  EXPECT_EQ(cheat.metrics->roof_source, "measured_again");
+  EXPECT_GT(cheat.metrics->roof_pct, 100 / (1 - 0.25));
 }
 
 }  // namespace kernelscan::testing

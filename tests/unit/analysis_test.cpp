@@ -214,6 +214,11 @@ TEST(Analysis, ABeatenMeasuredBandwidthCeilingIsMeasuredAgainBeforeAPointIsFlagg
   EXPECT_TRUE(mentions(honest.advice, "measured again, reached 3200.0 GB/s"))
       << honest.advice.back();
   EXPECT_TRUE(mentions(honest.advice, "(2000.0 GB/s)"));
+  // Placed against the ceiling that judged it: 3000 of 3200 GB/s, not 150% of 2000.
+  EXPECT_EQ(honest.metrics->roof_source, "measured_again");
+  EXPECT_NEAR(honest.metrics->roof_pct, 100.0 * 3000 / 3200, 0.01);
+  EXPECT_EQ(honest.metrics->bound, "memory");
+  EXPECT_TRUE(mentions(honest.advice, "memory-bound at 94% of bandwidth")) << honest.advice[0];
 
   // Measured again no faster, slower, or not at all: the flag stands.
   for (const double a : {2100.0, 1500.0, 0.0}) {
@@ -222,6 +227,10 @@ TEST(Analysis, ABeatenMeasuredBandwidthCeilingIsMeasuredAgainBeforeAPointIsFlagg
     analyse_point(r, k, {}, ctx, std::nullopt);
     EXPECT_TRUE(has(r.flags, "faster_than_roofline")) << a;
     EXPECT_EQ(r.fitness.combined_score, 0) << a;
+    // Against the higher of the two ceilings, and named so only where it was the new one.
+    const double judging = std::max(a, 2000.0);
+    EXPECT_NEAR(r.metrics->roof_pct, 100.0 * 3000 / judging, 0.01) << a;
+    EXPECT_EQ(r.metrics->roof_source, a > 2000 ? "measured_again" : "measured") << a;
   }
 
   // Within the allowance of the ceiling, or hot over a working set the caches hold: nothing
@@ -230,6 +239,7 @@ TEST(Analysis, ABeatenMeasuredBandwidthCeilingIsMeasuredAgainBeforeAPointIsFlagg
   auto close = at(workload_bytes(k) / 2100e3);
   analyse_point(close, k, {}, ctx, std::nullopt);
   EXPECT_FALSE(has(close.flags, "faster_than_roofline"));
+  EXPECT_EQ(close.metrics->roof_source, "measured");
   const kernel_instance small = triad(1 << 20);
   auto hot = at(workload_bytes(small) / 4000e3, l2_mode::hot);
   analyse_point(hot, small, {}, ctx, std::nullopt);
@@ -276,6 +286,8 @@ TEST(Analysis, ABeatenMeasuredComputeCeilingIsMeasuredAgainBeforeAPointIsFlagged
   EXPECT_TRUE(honest.fitness.correct);
   EXPECT_TRUE(mentions(honest.advice, "measured again, reached 0.05 TFLOP/s"))
       << honest.advice.back();
+  EXPECT_EQ(honest.metrics->roof_source, "measured_again");
+  EXPECT_NEAR(honest.metrics->roof_pct, 100.0 * 0.02 / 0.05, 0.01);
 
   // Measured again no faster than the point, slower, or not at all: the flag stands.
   for (const double a : {0.015, 0.005, 0.0}) {
