@@ -1670,6 +1670,17 @@ async function main() {
       const shown = (tip.text.match(/([0-9.]+)×/g) || []).map(parseFloat);
       expect(tip.text.startsWith(tip.label) && shown.length === 1 && Math.abs(shown[0] - tip.speedup) <= tip.speedup * 0.01,
              `a bar's tooltip: its point and its one speedup (${JSON.stringify(tip)})`);
+      // Several jobs over as many points: a series of pairs each, and a tooltip line per job.
+      const several = await page.evaluate(async () => {
+        const c = await import('/assets/charts.js');
+        const keys = Array.from({length: 3000}, (_, k) => `N=${k}`);
+        const o = c.compareOption({keys, jobs: [{id: 2, name: 'b'}, {id: 3, name: 'c<i>'}],
+                                   speedups: [keys.map((_, k) => 1 + k / 1000), keys.map(() => 0.5)], verdicts: [[], []]});
+        const tipText = o.tooltip.formatter(o.series.map((x, i) => ({axisValueLabel: keys[7], marker: '', seriesName: x.name, value: [7, x.data[15]]})));
+        return {typed: o.series.map((x) => ArrayBuffer.isView(x.data) && x.data.length === 6000 && x.data[14] === 7), tipText};
+      });
+      expect(several.typed.join() === 'true,true' && several.tipText === 'N=7<br>#2 b: <b>1.01×</b><br>#3 c&lt;i&gt;: <b>0.500×</b>',
+             `several jobs' large series hold pairs; the tooltip gives each job's speedup, its name escaped (${JSON.stringify(several)})`);
       await shot(page, 'compare-20k');
       // The join of their 40,000 rows goes a slice a task (marked by the page), so that the page
       // answers between them: made again for another baseline.
