@@ -713,6 +713,15 @@ std::string results_report(const json& job, const json& rows, const std::string&
   if (const auto p = number_at(b, "/metrics/roof_pct"))
     line += ", " + percent(*p) + " of roof (" + string_at(b, "/metrics/bound", "?") + " bound)";
   header("best", line);
+  // What the analysis advises for the best point, most useful first: where the kernel could go.
+  if (const auto a = b.find("advice"); a != b.end() && a->is_array()) {
+    const char* key = "advice";
+    for (const auto& text : *a) {
+      if (!text.is_string()) continue;
+      header(key, one_line(text.get<std::string>()));
+      key = "";
+    }
+  }
   return out;
 }
 

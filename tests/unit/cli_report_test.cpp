@@ -154,6 +154,25 @@ TEST(cli_report, OneParameterGivesPlainRowsAndNoSpeedupBetweenSizes) {
       << report;
 }
 
+// The best point's advice follows the best line, one piece a line, none from the other points.
+TEST(cli_report, TheBestPointsAdviceFollowsIt) {
+  const json job = job_with({{"N", {1024, 2048}}}, "succeeded", 2);
+  json rows = json::array(
+      {ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01), ok_row(1, {{"N", 2048}}, 30, 29.9, 30.1)});
+  rows[0]["advice"] = {"memory-bound at 89% of bandwidth: only less traffic helps now",
+                       "faster than the measured bandwidth ceiling (35.1 GB/s): measured\nagain"};
+  rows[1]["advice"] = {"compute-bound at 20% of peak"};
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("best    N=1024: 10.00 µs, 200.0 TFLOP/s, 100.0 GB/s, 50.0% of roof "
+                        "(compute bound)\n"
+                        "advice  memory-bound at 89% of bandwidth: only less traffic helps now\n"
+                        "        faster than the measured bandwidth ceiling (35.1 GB/s): measured "
+                        "again\n"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("compute-bound at 20%"), std::string::npos) << report;
+}
+
 TEST(cli_report, SimulatedRowsAreSaidToBeSo) {
   const json job = job_with({{"N", {1024, 2048}}}, "succeeded", 2);
   json rows = json::array(
