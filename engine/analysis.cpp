@@ -113,9 +113,16 @@ std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k
                        "addresses) and vectorise loads and stores to 128 bits");
       if (auto text = occupancy_advice(resources)) out.push_back(std::move(*text));
     } else {
-      out.emplace_back("memory-bound at " + percent(pct) +
-                       " of bandwidth: only less traffic helps now; fuse with the kernels "
-                       "that produce or consume this data, or store it in a narrower type");
+      // Over the ceiling (within the allowance faster_than_roofline gives it): say what that
+      // means rather than let the figure read as a kernel beyond the hardware.
+      const std::string above =
+          pct > 100 ? ", above that ceiling (part of the traffic came from the caches, or the "
+                      "ceiling was measured while the device ran slower: kernelscan roofline "
+                      "measures it again)"
+                    : "";
+      out.emplace_back("memory-bound at " + percent(pct) + " of bandwidth" + above +
+                       ": only less traffic helps now; fuse with the kernels that produce or "
+                       "consume this data, or store it in a narrower type");
     }
     if (m.arithmetic_intensity > 0 && is_custom(k)) {
       out.emplace_back(

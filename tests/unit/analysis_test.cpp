@@ -75,6 +75,16 @@ TEST(Analysis, MemoryBoundStream) {
   auto slow = at(workload_bytes(k) / (0.40 * 5300e3));
   analyse_point(slow, k, {}, ctx, std::nullopt);
   EXPECT_TRUE(mentions({slow.advice.front()}, "coalesce"));
+  EXPECT_FALSE(mentions(r.advice, "above that ceiling"));
+
+  // Above the ceiling by less than the allowance (unflagged): the advice says what that means.
+  auto above = at(workload_bytes(k) / (1.05 * 5300e3));
+  analyse_point(above, k, {}, ctx, std::nullopt);
+  EXPECT_TRUE(above.flags.empty());
+  EXPECT_TRUE(mentions({above.advice.front()},
+                       "memory-bound at 105% of bandwidth, above that "
+                       "ceiling (part of the traffic came from the caches"))
+      << above.advice.front();
 }
 
 // A user kernel's registers and occupancy, where the platform tells them, make the occupancy
