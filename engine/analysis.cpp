@@ -98,16 +98,24 @@ double narrow_arithmetic_error(dtype out_type) {
 }
 
 std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k, l2_mode l2,
-                                const std::optional<kernel_resources>& resources) {
+                                const std::optional<kernel_resources>& resources, bool cpu) {
   std::vector<std::string> out;
   const double pct = m.roof_pct;
   if (m.bound == "latency") {
-    out.emplace_back(
-        "latency-bound: the work takes less time than a kernel launch; fuse it with its "
-        "neighbours, batch small problems into one launch, or use a persistent kernel or a "
-        "graph of launches");
+    out.emplace_back(cpu ? "latency-bound: the work takes less time than a kernel launch; fuse "
+                           "it with its neighbours, or batch small problems into one launch"
+                         : "latency-bound: the work takes less time than a kernel launch; fuse "
+                           "it with its neighbours, batch small problems into one launch, or use "
+                           "a persistent kernel or a graph of launches");
   } else if (m.bound == "memory") {
-    if (pct < 60) {
+    if (pct < 60 && cpu) {
+      // A CPU driver runs a work-group's work-items as a loop on one core: SIMD comes from
+      // that loop (or from vector types), and the cores from the work-groups.
+      out.emplace_back("memory-bound at " + percent(pct) +
+                       " of bandwidth: vectorise (each work-item a run of neighbouring "
+                       "elements, or vector types such as float8, so that its loop compiles to "
+                       "SIMD loads and stores), and give every core work-groups of its own");
+    } else if (pct < 60) {
       out.emplace_back("memory-bound at " + percent(pct) +
                        " of bandwidth: coalesce accesses (adjacent threads, adjacent "
                        "addresses) and vectorise loads and stores to 128 bits");
@@ -125,8 +133,11 @@ std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k
                        "consume this data, or store it in a narrower type");
     }
     if (m.arithmetic_intensity > 0 && is_custom(k)) {
-      out.emplace_back(
-          "reuse data through LDS/shared memory or registers to raise arithmetic intensity");
+      out.emplace_back(cpu ? "reuse data while the core's caches and registers hold it (block "
+                             "the loops; __local memory is ordinary cached memory on a CPU) to "
+                             "raise arithmetic intensity"
+                           : "reuse data through LDS/shared memory or registers to raise "
+                             "arithmetic intensity");
     }
   } else if (m.bound == "compute") {
     const auto* g = std::get_if<gemm_instance>(&k);
@@ -136,7 +147,12 @@ std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k
       out.emplace_back("compute-bound at " + percent(pct) +
                        " of peak: the library GEMM (impl: library) is the bar to beat");
     }
-    if (pct < 50 && matrix_type) {
+    if (pct < 70 && cpu) {
+      out.emplace_back("compute-bound at " + percent(pct) +
+                       " of peak: vectorise the inner loops (SIMD), keep several independent "
+                       "accumulations in flight, block the loops for the caches, and give every "
+                       "core work-groups of its own");
+    } else if (pct < 50 && matrix_type) {
       out.emplace_back("compute-bound at " + percent(pct) +
                        " of the matrix-core peak: use matrix cores (MFMA/WMMA on AMD, "
                        "tensor cores/WGMMA on NVIDIA)");
@@ -252,7 +268,7 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
         add_flag(r.flags, "faster_than_verification");
       }
     }
-    r.advice = advise(*r.metrics, k, r.l2, r.resources);
+    r.advice = advise(*r.metrics, k, r.l2, r.resources, ctx.cpu);
     if (!ceiling_note.empty()) r.advice.push_back(std::move(ceiling_note));
   }
   r.fitness = score_point(r, spec.fitness, speedup);

@@ -25,6 +25,7 @@ struct analysis_context {
   double launch_latency_us = 0;          // below this ideal time a kernel is latency-bound
   std::uint64_t cache_bytes = 0;         // L2 plus any last-level cache
   double roofline_allowance = 0.10;      // see k_roofline_allowance
+  bool cpu = false;                      // a CPU device: advice for one (advise)
   // Where set, measures the device's cold bandwidth (GB/s) again over about `bytes` of working
   // set; 0 where it could not. A point that beats a measured bandwidth ceiling is judged by the
   // higher of the two before it is flagged faster_than_roofline: a ceiling measured once, while
@@ -78,9 +79,12 @@ std::vector<std::string> verification_flags(const verification_result& v, dtype 
 
 // Prioritised advice for a measured point, most useful first.
 // `resources` (a user kernel's registers, memory and occupancy, where the platform tells) make
-// the occupancy advice specific and add the local memory a kernel spills to.
+// the occupancy advice specific and add the local memory a kernel spills to. `cpu`: the device
+// is a CPU (an OpenCL CPU driver), whose advice speaks of SIMD loops and cores, not of
+// coalescing, warps, occupancy or matrix cores.
 std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k, l2_mode l2,
-                                const std::optional<kernel_resources>& resources = std::nullopt);
+                                const std::optional<kernel_resources>& resources = std::nullopt,
+                                bool cpu = false);
 
 // Fills r.metrics, r.flags, r.advice and r.fitness of a point that measured (r.time_us set);
 // a failed point gets only its fitness (score 0). `speedup` is set when the job has a baseline.

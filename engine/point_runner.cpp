@@ -182,7 +182,10 @@ point_runner::point_runner(std::unique_ptr<device_backend> backend, bool defence
   if (m_info.datasheet) m_analysis.datasheet = *m_info.datasheet;
   m_analysis.launch_latency_us = m_backend->launch_latency_us();
   m_analysis.cache_bytes = m_info.l2_bytes + m_info.llc_bytes;
-  if (m_info.type == "cpu") m_analysis.roofline_allowance = k_cpu_roofline_allowance;
+  if (m_info.type == "cpu") {
+    m_analysis.roofline_allowance = k_cpu_roofline_allowance;
+    m_analysis.cpu = true;
+  }
   if (m_backend->runs_device_code()) {
     m_analysis.bandwidth_at = [this](double bytes) {
       // Kept a while per working set: a sweep's or a task's submissions' points of one size

@@ -87,6 +87,41 @@ TEST(Analysis, MemoryBoundStream) {
       << above.advice.front();
 }
 
+// On a CPU device the advice speaks of SIMD loops, caches and cores: no coalescing, warps,
+// occupancy, LDS, matrix cores or graphs of launches, which a CPU driver has not.
+TEST(Analysis, ACpuDeviceIsAdvisedAsACpu) {
+  custom_instance c;
+  c.bytes = 4.0 * (1 << 20);
+  c.flops = 1 << 20;
+  const kernel_instance k = c;
+  const auto advice_at = [&](const std::string& bound, double pct, const kernel_instance& of,
+                             bool cpu) {
+    point_metrics m;
+    m.bound = bound;
+    m.roof_pct = pct;
+    m.arithmetic_intensity = 0.25;
+    return advise(m, of, l2_mode::cold, std::nullopt, cpu);
+  };
+  const auto slow = advice_at("memory", 2, k, true);
+  EXPECT_TRUE(mentions(slow, "memory-bound at 2% of bandwidth: vectorise (each work-item a run"))
+      << slow.front();
+  EXPECT_TRUE(mentions(slow, "give every core work-groups of its own"));
+  EXPECT_TRUE(mentions(slow, "block the loops"));
+  const auto matrix = advice_at("compute", 10, gemm_f16(1024), true);
+  EXPECT_TRUE(mentions(matrix, "compute-bound at 10% of peak: vectorise the inner loops"));
+  const auto latency = advice_at("latency", 1, k, true);
+  for (const auto& advice : {slow, matrix, latency}) {
+    for (const char* gpu : {"coalesce", "occupancy", "warps", "waves", "LDS/shared", "matrix core",
+                            "graph of launches"}) {
+      EXPECT_FALSE(mentions(advice, gpu)) << gpu;
+    }
+  }
+  // The same points on a GPU keep the GPU's advice.
+  EXPECT_TRUE(mentions(advice_at("memory", 2, k, false), "coalesce"));
+  EXPECT_TRUE(mentions(advice_at("compute", 10, gemm_f16(1024), false), "matrix cores"));
+  EXPECT_TRUE(mentions(advice_at("latency", 1, k, false), "graph of launches"));
+}
+
 // A user kernel's registers and occupancy, where the platform tells them, make the occupancy
 // advice name the occupancy and what limits it; local memory it spills to is advice of its own.
 TEST(Analysis, OccupancyAdviceNamesTheMeasuredOccupancyAndItsLimit) {
