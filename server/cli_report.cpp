@@ -595,6 +595,12 @@ std::string results_report(const json& job, const json& rows, const std::string&
                        " timed in hot batches held short by their buffer sets, read as the free "
                        "batch would read them (batch_correction)");
   }
+  // Answered at once by an identical job's measurement: say whose, and how to measure again.
+  if (const auto from = job.find("cached_from"); from != job.end() && from->is_number_integer()) {
+    header("note", "from the result cache: job " + text_of(*from) +
+                       " measured these points; kernelscan rerun " +
+                       text_of(job.value("id", json())) + " measures them again");
+  }
   if (job.contains("labels") && job["labels"].is_object() && !job["labels"].empty()) {
     std::string labels;
     for (const auto& [k, v] : job["labels"].items())

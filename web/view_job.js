@@ -332,6 +332,10 @@ export function mount(root, {id, query}) {
       h('dt', {}, imported ? 'imported' : 'submitted'), h('dd', {title: j.created_at}, new Date(j.created_at).toLocaleString()),
       imported ? [h('dt', {}, 'from'), h('dd', {id: 'import-format'}, j.spec && j.spec.import ? j.spec.import.format : '—')]
                : [h('dt', {}, 'ran for'), h('dd', {}, j.started_at ? duration(j.started_at, j.finished_at) : '—')],
+      // Answered at once by an identical job's measurement (the result cache).
+      Number.isInteger(j.cached_from) ? [h('dt', {}, 'measured by'), h('dd', {id: 'job-cached-from'},
+        h('a', {href: `#/jobs/${j.cached_from}`}, `job #${j.cached_from}`),
+        h('span', {class: 'muted'}, ': the result cache answered this job with its points (Run again measures afresh)'))] : '',
       state.variants ? [h('dt', {}, 'variants'), h('dd', {id: 'job-variants'}, state.variants.flatMap((v, i) => [i ? ', ' : '',
         h('span', {class: 'variant-name', style: `color:${variantColor(state.variants, v)}`}, v)]),
         state.baseline ? ` (speedups over ${state.baseline})` : ' (speedups over the slowest at each point)')] : '',

@@ -758,6 +758,14 @@ async function main() {
       const grey = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-compare')).getOption().series[0].data.every((d) => d.itemStyle.color === '#9ca3af'));
       expect(grey, 'bars of points that are the same are grey');
       await shot(page, 'compare-same');
+      // The copy's own page names the job that measured its points, and links to it; the
+      // original says nothing of the kind.
+      await gotoView(page, d.origin, `#/jobs/${copy}`, '#view[data-charts-ready]');
+      const cached = await page.$eval('#job-cached-from', (el) => ({text: el.textContent, href: el.querySelector('a').getAttribute('href')}));
+      expect(cached.text.startsWith(`job #${ids.a}: the result cache answered this job`) && cached.href === `#/jobs/${ids.a}`,
+             `a job the result cache answered names and links the job that measured it (${JSON.stringify(cached)})`);
+      await gotoView(page, d.origin, `#/jobs/${ids.a}`, '#view[data-charts-ready]');
+      expect(await page.locator('#job-cached-from').count() === 0, 'a job measured afresh names no other');
       // Two jobs that use a shared name for different things: said prominently.
       const swapped = (await api(d, 'POST', '/api/v1/jobs', {...gemm('swapped gemm', 'f16'),
                                                               kernel: {op: 'gemm', m: 'N', n: 'M', k: 'K', dtype: 'f16'}})).id;

@@ -173,6 +173,19 @@ TEST(cli_report, TheBestPointsAdviceFollowsIt) {
   EXPECT_EQ(report.find("compute-bound at 20%"), std::string::npos) << report;
 }
 
+// A job the result cache answered says which job measured its points, and how to measure again.
+TEST(cli_report, AJobAnsweredFromTheCacheSaysSo) {
+  json job = job_with({{"N", {1024}}}, "succeeded", 1);
+  const json rows = json::array({ok_row(0, {{"N", 1024}}, 10, 9.99, 10.01)});
+  EXPECT_EQ(results_report(job, rows).find("result cache"), std::string::npos);
+  job["cached_from"] = 3;
+  const std::string report = results_report(job, rows);
+  EXPECT_NE(report.find("note    from the result cache: job 3 measured these points; kernelscan "
+                        "rerun 7 measures them again\n"),
+            std::string::npos)
+      << report;
+}
+
 TEST(cli_report, SimulatedRowsAreSaidToBeSo) {
   const json job = job_with({{"N", {1024, 2048}}}, "succeeded", 2);
   json rows = json::array(
