@@ -103,7 +103,7 @@ export function mount(root) {
           h('dt', {}, 'built-in GEMM'), h('dd', {}, d.capabilities.gemm_builtin_dtypes.join(', ') || 'none')] : '',
         limitsFacts(d.limits),
         h('dt', {}, 'worker'), h('dd', {}, d.worker_pid ? `pid ${d.worker_pid}, ${d.worker_restarts} restart${d.worker_restarts === 1 ? '' : 's'}` : 'not running'),
-        h('dt', {}, 'points measured'), h('dd', {}, String(d.points_measured)),
+        h('dt', {}, 'points measured'), h('dd', {class: 'points-measured'}, `${d.points_measured} since the daemon started`),
         fleet ? [h('dt', {}, 'last heartbeat'), h('dd', {title: d.last_heartbeat_at}, age(d.last_heartbeat_at))] : '',
         d.last_error ? [h('dt', {}, 'last error'), h('dd', {class: 'error'}, d.last_error)] : ''),
       h('div', {class: 'device-peaks'}, peaks,

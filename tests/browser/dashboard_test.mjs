@@ -1006,6 +1006,10 @@ async function main() {
       expect(heads.includes('simulated') && !heads.includes('measured'), `a mock device's peaks are called simulated (${heads})`);
       const library = await page.textContent('.device-card .capabilities-library');
       expect(await page.locator('.device-card .core-caches').count() === 0, "a GPU shows no cores' caches");
+      // The count of points measured says since when it counts (a restart begins it again).
+      const counted = await page.$$eval('.device-card .points-measured', (dds) => dds.map((dd) => dd.textContent));
+      expect(counted.length > 0 && counted.every((t) => /^\d+ since the daemon started$/.test(t)) && counted.some((t) => !t.startsWith('0 ')),
+             `points measured since the daemon started (${counted})`);
       expect(library === 'simulated: f64, f32, f16, bf16', `a device says what its GEMM library computes (${library})`);
       // Measure again: the card's time of its roofline moves on once the device has measured.
       const at = '.device-card[data-index="1"] .measured-at';
