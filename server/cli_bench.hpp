@@ -48,6 +48,7 @@ struct bench_options {
   std::string reference;     // a kernel of the file, or a JSON object
   std::string baseline;      // one of the kernels
   std::string engine, device, name, l2;
+  bool no_cache = false;  // measured afresh, not answered by an identical job's results
 };
 
 // A parameter of a kernel as its source declares it.

@@ -427,6 +427,7 @@ int run_bench(const client_options& client_opts, const bench_command_options& op
       if (auto why = not_utf8_reason(b.file, text)) throw bench_error("FILE", *why);
       spec = bench_spec(b, text);
     }
+    if (b.no_cache) spec["cache"] = false;
   } catch (const bench_error& e) {
     err << "kernelscan bench: " << e.what() << "\n";
     return k_usage;

@@ -294,6 +294,9 @@ void add_client_commands(CLI::App& app, client_commands& c) {
   c.bench_cmd->add_option("--device", bo.device, "any, an index, or NODE/INDEX in a fleet");
   c.bench_cmd->add_option("--l2", bo.l2, "cold (caches flushed before each sample) or hot")
       ->check(CLI::IsMember({"cold", "hot"}));
+  c.bench_cmd->add_flag("--no-cache", bo.no_cache,
+                        "Measure afresh, even where an identical job's results could answer "
+                        "(the result cache)");
   c.bench_cmd->add_option("--name", bo.name, "The job's name (default: file and kernels)");
   c.bench_cmd->add_option("--label", bo.labels, "KEY=VALUE; repeat for several")
       ->allow_extra_args(false);

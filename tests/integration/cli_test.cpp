@@ -935,6 +935,26 @@ TEST_F(cli, BenchSubmitsTheKernelAndPrintsItsReport) {
   EXPECT_EQ(job["spec"]["kernel"]["entry"], "matmul_naive");
 }
 
+// The same bench again is answered by the first job's results, and says so; --no-cache
+// measures afresh.
+TEST_F(cli, BenchAgainIsAnsweredFromTheCacheUnlessAskedNotTo) {
+  const std::string file = write_file("matmul.cl", k_matmul_cl);
+  ASSERT_EQ(run(matmul_bench_args(file)).exit_code, 0);
+  const auto again = run(matmul_bench_args(file));
+  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  EXPECT_NE(again.out.find("note    from the result cache: job 1 measured these points; "
+                           "kernelscan rerun 2 measures them again\n"),
+            std::string::npos)
+      << describe(again);
+  EXPECT_EQ(daemon.get("/api/v1/jobs/2").body["cached_from"], 1);
+  const auto fresh = run(matmul_bench_args(file) + std::vector<std::string>{"--no-cache"});
+  ASSERT_EQ(fresh.exit_code, 0) << describe(fresh);
+  EXPECT_EQ(fresh.out.find("result cache"), std::string::npos) << describe(fresh);
+  const json job = daemon.get("/api/v1/jobs/3").body;
+  EXPECT_TRUE(job["cached_from"].is_null()) << job.dump();
+  EXPECT_EQ(job["spec"]["cache"], false);
+}
+
 TEST_F(cli, BenchRunsAJobFileWithItsSourceFileReadIn) {
   write_file("matmul.cl", k_matmul_cl);
   const auto dry = run(matmul_bench_args(daemon.data_dir() + "/matmul.cl") +
