@@ -11,12 +11,13 @@ std::string device_kind(const device_info& d) {
   return std::string(to_string(d.engine)) + "|" + d.name + "|" + d.arch + "|" + d.driver;
 }
 
-std::string cache_key(const job_spec& spec, const device_info& d) {
+std::string cache_key(const job_spec& spec, const device_info& d, std::string_view version) {
   json j = to_json(spec);
   for (const char* k : {"name", "labels", "priority", "device", "engine", "seed", "cache"})
     j.erase(k);
   return j.dump() + "\n" + device_kind(d) + "|" +
-         (d.measured ? to_json(d.measured->peaks).dump() : "datasheet");
+         (d.measured ? to_json(d.measured->peaks).dump() : "datasheet") + "\nkernelscan " +
+         std::string(version);
 }
 
 std::optional<std::int64_t> result_cache::answer(std::int64_t id, const job_spec& spec,

@@ -4,13 +4,14 @@
 // spec without what does not change a measurement (name, labels, priority, placement, the
 // seed, the cache switch), on the same kind of device (engine, part, driver: any of identical
 // GPUs, on any node of the fleet) judged against the same roofline (its ceilings: re-measuring
-// one that comes out different changes the analysis).
+// one that comes out different changes the analysis), by the same version of kernelscan.
 //
 // Threading: not thread-safe; the scheduler uses it on its io thread.
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "engine/device_info.hpp"
 #include "engine/job_spec.hpp"
@@ -22,8 +23,10 @@ namespace kernelscan {
 // The kind of device: engine, part, architecture and driver.
 std::string device_kind(const device_info& d);
 // What a job measures and where, kept as text rather than a hash, so that no two different
-// measurements can share a key.
-std::string cache_key(const job_spec& spec, const device_info& d);
+// measurements can share a key. `version`: the daemon's, whose measurement and analysis made the
+// results: those of another version (before an upgrade, another node's) answer no job.
+std::string cache_key(const job_spec& spec, const device_info& d,
+                      std::string_view version = KERNELSCAN_VERSION);
 
 class result_cache {
  public:

@@ -65,6 +65,11 @@ TEST(ResultCache, TheKeyLeavesOutWhatDoesNotChangeAMeasurement) {
   auto other = mi300x(0, 5000);
   other.driver = "rocm-6.4";
   EXPECT_NE(cache_key(spec("a"), other), cache_key(spec("a"), mi300x(0, 5000)));
+  // Results of another version of kernelscan (its measurement, its analysis) answer no job.
+  EXPECT_EQ(cache_key(spec("a"), mi300x(0, 5000)),
+            cache_key(spec("a"), mi300x(0, 5000), KERNELSCAN_VERSION));
+  EXPECT_NE(cache_key(spec("a"), mi300x(0, 5000), "0.1.0"),
+            cache_key(spec("a"), mi300x(0, 5000), "0.2.0"));
 }
 
 TEST(ResultCache, AnIdenticalJobIsAnsweredFromTheStoreUnlessItAsksNotToBe) {
