@@ -196,15 +196,19 @@ function roofDtype(spec) {
   return 'f32';
 }
 
-// The dtypes whose peaks bound a job's points: each variant's (a variant is the kernel with its
-// fields laid over it, or with another op a kernel of its own), with the colour of the first
-// variant of each.
+// A variant's kernel: the job's kernel with the variant's fields laid over it, or, with another
+// op, a kernel of its own.
+function variantKernel(spec, v) {
+  return v.op && v.op !== (spec.kernel || {}).op ? v : {...spec.kernel, ...v};
+}
+
+// The dtypes whose peaks bound a job's points: each variant's kernel's, with the colour of the
+// first variant of each.
 function roofDtypes(spec, variants) {
   if (!variants) return {dtypes: [roofDtype(spec)]};
   const dtypes = [], dtypeColors = {};
   for (const v of spec.variants) {
-    const kernel = v.op && v.op !== (spec.kernel || {}).op ? v : {...spec.kernel, ...v};
-    const d = roofDtype({kernel});
+    const d = roofDtype({kernel: variantKernel(spec, v)});
     if (!dtypes.includes(d)) { dtypes.push(d); dtypeColors[d] = variantColor(variants, v.name); }
   }
   return {dtypes, dtypeColors};
@@ -214,8 +218,7 @@ function roofDtypes(spec, variants) {
 // kernel.flops, which one of its kernels does not give. Null where every point's is known (a
 // builtin op without floating-point work, a copy, does none).
 function flopsHint(spec, variants) {
-  const kernels = variants ? spec.variants.map((v) => (v.op && v.op !== (spec.kernel || {}).op ? v : {...spec.kernel, ...v}))
-                           : [spec.kernel || {}];
+  const kernels = variants ? spec.variants.map((v) => variantKernel(spec, v)) : [spec.kernel || {}];
   return kernels.some((k) => k.op === 'custom' && !k.flops) ? 'a custom kernel gives its work as kernel.flops' : null;
 }
 
