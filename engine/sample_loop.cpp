@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/fault_phase.hpp"
 #include "engine/statistics.hpp"
 
 namespace kernelscan {
@@ -197,15 +198,20 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
                                                 const timing_options& timing,
                                                 fixed_cost_memo* memo) {
   const bool cold = timing.l2 == l2_mode::cold;
-  for (auto& k : kernels) {
-    as_kernel(k, [&] {
-      const int warmup = std::max(1, timing.warmup);
-      if (k.before) k.before(warmup, false);
-      for (int i = 0; i < warmup; ++i)
-        k.launch();
-      if (k.after) k.after(timed_sample{});
-      backend.synchronize();
-    });
+  {
+    // Named apart from the timed launches that follow: a kernel that never ends its first
+    // launch (and had no verification before it) is told so.
+    const fault_phase phase("the warm-up launches, before any was timed");
+    for (auto& k : kernels) {
+      as_kernel(k, [&] {
+        const int warmup = std::max(1, timing.warmup);
+        if (k.before) k.before(warmup, false);
+        for (int i = 0; i < warmup; ++i)
+          k.launch();
+        if (k.after) k.after(timed_sample{});
+        backend.synchronize();
+      });
+    }
   }
   for (auto& k : kernels) {
     k.batch = 1;

@@ -508,6 +508,16 @@ TEST_P(DeviceTest, AHangingKernelTimesOutAndTheDaemonCarriesOn) {
       << job.dump();
   const json good = run(axpy_job("a[i] + s * b[i]"), d.get());
   EXPECT_EQ(good["status"], "succeeded") << good.dump();
+  // Without a reference nothing verifies it first: it hangs at its first launch, the warm-up,
+  // and is told so rather than that it stopped among its timed launches.
+  hang["kernel"].erase("reference");
+  const json unverified = run(hang, d.get());
+  ASSERT_EQ(unverified["rows"].size(), 1u) << unverified.dump();
+  EXPECT_EQ(unverified["rows"][0]["error"]["type"], "timeout") << unverified.dump();
+  EXPECT_NE(unverified["rows"][0]["error"]["message"].get<std::string>().find(
+                ", stopped during the warm-up launches, before any was timed"),
+            std::string::npos)
+      << unverified.dump();
 }
 
 TEST_P(DeviceTest, APointLargerThanTheDeviceCanAllocateIsOutOfMemoryAndTheNextPointRuns) {
