@@ -765,8 +765,6 @@ export function compareOption({keys, jobs, speedups, verdicts, animate}) {
                      : speedups[i]}),
       large, barMaxWidth: 30,
     }));
-  // A bar's speedup: a pair's second member where the series holds pairs.
-  const speedupOf = (p) => (large ? p.value[1] : p.value);
   if (series.length) {
     series[0].markLine = {silent: true, symbol: 'none', data: [{yAxis: 1}],
                           lineStyle: {color: '#6b7280'}, label: {formatter: '1×'}};
@@ -775,11 +773,12 @@ export function compareOption({keys, jobs, speedups, verdicts, animate}) {
     ...baseOption(animate),
     legend: one ? undefined : legendBand(series.map((s) => s.name)),
     tooltip: {trigger: 'axis', confine: true, valueFormatter: (v) => `${fmt(v)}×`,
-              // Of a bar split by verdict, only the series that holds it.
+              // Large series hold (point, speedup) pairs: each bar's speedup is its pair's second
+              // member, and of a bar split by verdict only the series that holds it is shown.
               formatter: large ? (ps) => {
-                const shown = ps.filter((p) => Number.isFinite(speedupOf(p)));
+                const shown = ps.filter((p) => Number.isFinite(p.value[1]));
                 return shown.length ? escapeHtml(shown[0].axisValueLabel) + shown.map((p) =>
-                  `<br>${p.marker}${escapeHtml(p.seriesName)}: <b>${fmt(speedupOf(p))}×</b>`).join('') : '';
+                  `<br>${p.marker}${escapeHtml(p.seriesName)}: <b>${fmt(p.value[1])}×</b>`).join('') : '';
               } : undefined},
     // ECharts' automatic label interval let rotated labels of a thousand points run into each other
     // (it measured them unrotated): at most about 40 labels, each with room for its text.
