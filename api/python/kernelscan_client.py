@@ -1179,14 +1179,28 @@ def _resources_text(resources: Any) -> str:
     return ", " + ", ".join(parts) if parts else ""
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
 def _advice(rows: list[dict]) -> str:
-    """The daemon's advice over the rows, each line once, in the order first given."""
-    lines: list[str] = []
+    """The daemon's advice over the rows, each line once, in the order first given. Lines that
+    differ only in their figures are one line, each figure that differs given as its range
+    ("compute-bound at 1–2% of peak: ..."), so that a sweep's points do not fill the artifact
+    with one piece of advice."""
+    groups: dict[str, list[list[str]]] = {}
     for r in rows:
         for a in r.get("advice") or []:
-            if isinstance(a, str) and a not in lines:
-                lines.append(a)
-    return "\n".join(lines[:_ADVICE_LINES])
+            if isinstance(a, str):
+                groups.setdefault(_NUMBER.sub("#", a), []).append(_NUMBER.findall(a))
+    lines = []
+    for shape, figures in list(groups.items())[:_ADVICE_LINES]:
+        parts = shape.split("#")
+        line = parts[0]
+        for i, part in enumerate(parts[1:]):
+            seen = sorted({f[i] for f in figures}, key=float)
+            line += (seen[0] if len(seen) == 1 else f"{seen[0]}\u2013{seen[-1]}") + part
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _points_summary(rows: list[dict]) -> str:
