@@ -632,6 +632,32 @@ class PointsSummaryTest(unittest.TestCase):
                          "point 0 (N=64): ok, median 4.5 us, score 1")
 
 
+class AdviceArtifactTest(unittest.TestCase):
+    """The artifacts' advice: each piece of advice once over a sweep, the figures in which its
+    points' lines differ given as ranges, so that nine sizes do not fill the artifact's eight
+    lines with one piece of advice and push the rest out."""
+
+    COMPUTE = "compute-bound at {}% of peak: vectorise the inner loops (SIMD)"
+    MEMORY = "memory-bound at {}% of the 35.1 GB/s ceiling: read each byte once"
+
+    def test_lines_that_differ_only_in_their_figures_are_one(self) -> None:
+        rows = [{"advice": [self.COMPUTE.format(p)]} for p in (2, 1, 12, 2)]
+        rows.append({"advice": [self.MEMORY.format(80), "declare kernel.flops"]})
+        rows.append({"advice": [self.MEMORY.format(7.5)]})
+        rows.append({"advice": None})
+        self.assertEqual(kernelscan_client._advice(rows).splitlines(), [
+            self.COMPUTE.format("1\u201312"),
+            self.MEMORY.format("7.5\u201380"),
+            "declare kernel.flops",
+        ])
+
+    def test_at_most_eight_lines(self) -> None:
+        rows = [{"advice": [f"advice number {chr(97 + i)}: {i}%"]} for i in range(12)]
+        lines = kernelscan_client._advice(rows).splitlines()
+        self.assertEqual(len(lines), 8)
+        self.assertEqual(lines[0], "advice number a: 0%")
+
+
 class OperatorFailureTest(unittest.TestCase):
     """A job that failed in a kernel the candidate did not write (the task's reference, the
     evaluator's baseline) is the evaluator's to fix: scoring it 0 would score every candidate
@@ -1031,6 +1057,98 @@ class OpenClEvaluationTest(OpenClDaemonTestCase):
         # A kernel without declared flops is told to declare them.
         self.assertIn("declare kernel.flops", ev.artifacts["advice"])
         self.assertEqual(ev.artifacts["advice"].count("declare kernel.flops"), 1)
+
+
+class OpenEvolveOnOpenClTest(OpenClDaemonTestCase):
+    """The example OpenEvolve evaluator with OpenCL candidates (`.cl` files) on a real device,
+    PoCL's: the tasks it defines for them, the starting candidate verified and scored above 0,
+    a wrong candidate and one that does not compile scored 0 with the reason."""
+
+    CANDIDATE = ROOT / "api" / "python" / "examples" / "matmul_candidate.cl"
+    WRITES_PAST_C = (
+        '// kernelscan: {"block": [16, 16, 1], "grid": ["cdiv(M, 16)", "cdiv(N, 16)", 1]}\n'
+        "__kernel void matmul(__global const float* a, __global const float* b,\n"
+        "                     __global float* c, int N, int M, int K) {\n"
+        "  const int row = get_global_id(1), col = get_global_id(0);\n"
+        "  float sum = 0.0f;\n"
+        "  for (int k = 0; k < K; ++k) sum += a[row * K + k] * b[k * M + col];\n"
+        "  c[row * M + col] = sum;  /* no edge test */\n"
+        "}\n"
+    )
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        client = Client(cls.daemon.url, token="")
+        cls.tasks = example.define_tasks(client, language="opencl")
+        # The task's own sizes take about a minute on a 2-core CPU: a twin with small ones, a
+        # held-out size among them, stands for it.
+        small = example.task_definition("matmul.small", language="opencl")
+        small["sweep"] = {"N": [100, 128], "M": [96], "K": [64]}
+        small["held_out"] = {"N": [70], "M": [80], "K": [48]}
+        client.create_task(small)
+
+    def setUp(self) -> None:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("KERNELSCAN_TASK", "KERNELSCAN_EVAL_LANGUAGE", "KERNELSCAN_EVAL_ENGINE")}
+        env["KERNELSCAN_SERVER"] = self.daemon.url
+        patch = mock.patch.dict(os.environ, env, clear=True)
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def candidate(self, name: str, text: str) -> str:
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        path = Path(tmp.name, name)
+        path.write_text(text)
+        return str(path)
+
+    def test_the_tasks_take_opencl_on_the_opencl_engine(self) -> None:
+        self.assertEqual([t["name"] for t in self.tasks],
+                         ["matmul.f32.opencl", "matmul.f32.opencl.quick"])
+        for task in self.tasks:
+            self.assertEqual((task["kernel"]["language"], task["engine"]), ("opencl", "opencl"))
+            self.assertIn("__kernel void matmul(__global const float* a", task["description"])
+        self.assertEqual(self.tasks[0]["held_out"], example.HELD_OUT)
+
+    def test_the_starting_candidate_is_correct_and_scores(self) -> None:
+        quick = example.evaluate_stage1(str(self.CANDIDATE))
+        self.assertEqual((quick["correct"], quick["points"]), (1.0, 1.0), quick)
+        self.assertGreater(quick["combined_score"], 0.0)
+        ev = example.evaluate_detailed(str(self.CANDIDATE), "matmul.small")
+        self.assertEqual(ev.job["status"], "succeeded", ev.artifacts)
+        self.assertEqual(ev.job["task"], "matmul.small")
+        self.assertEqual((ev.metrics["points"], ev.metrics["correct"]), (3.0, 1.0), ev.artifacts)
+        self.assertGreater(ev.metrics["combined_score"], 0.0)
+        self.assertGreater(ev.metrics["speedup"], 0.0, "against the engine's GEMM")
+        self.assertIn("2048 B shared memory a block", ev.artifacts["points"])
+        self.assertEqual(ev.job["spec"]["kernel"]["block"], [16, 16, 1], "the launch line's")
+
+    def test_a_candidate_that_writes_past_c_scores_zero(self) -> None:
+        path = self.candidate("past.cl", self.WRITES_PAST_C)
+        ev = example.evaluate_detailed(path, "matmul.f32.opencl.quick")
+        self.assertEqual(ev.metrics["combined_score"], 0.0, ev.artifacts)
+        self.assertEqual(ev.metrics["correct"], 0.0)
+        self.assertIn("out_of_bounds_write", ev.artifacts["flags"])
+        self.assertIn("the kernel wrote past the end of c", ev.artifacts["points"])
+
+    def test_a_hip_candidate_in_a_cl_file_fails_to_compile_and_scores_zero(self) -> None:
+        hip = (ROOT / "api" / "python" / "examples" / "matmul_candidate.hip").read_text()
+        ev = example.evaluate_detailed(self.candidate("hip.cl", hip), "matmul.f32.opencl.quick")
+        self.assertEqual(ev.metrics["combined_score"], 0.0, ev.artifacts)
+        self.assertEqual(ev.job["status"], "failed")
+        self.assertIn("compile", ev.artifacts["error"])
+
+    def test_the_language_comes_from_the_file_or_the_environment(self) -> None:
+        self.assertEqual(example.language_of("x/cand.cl"), "opencl")
+        self.assertEqual(example.language_of("x/cand.hip"), "hip")
+        self.assertEqual(example.task_name(example.language_of("cand.cl")), "matmul.f32.opencl")
+        with mock.patch.dict(os.environ, {"KERNELSCAN_EVAL_LANGUAGE": "hip"}):
+            self.assertEqual(example.language_of("x/cand.cl"), "hip")
+        with mock.patch.dict(os.environ, {"KERNELSCAN_EVAL_LANGUAGE": "cuda"}):
+            with self.assertRaises(kernelscan_client.EvaluatorError) as raised:
+                example.evaluate(str(self.CANDIDATE))
+            self.assertIn("KERNELSCAN_EVAL_LANGUAGE is 'cuda'", str(raised.exception))
 
 
 class FailedJobTest(DaemonTestCase):

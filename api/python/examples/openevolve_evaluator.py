@@ -1,11 +1,16 @@
-"""An OpenEvolve evaluator that scores candidate HIP matmul kernels against a kernelscan task.
+"""An OpenEvolve evaluator that scores candidate matmul kernels, in HIP or OpenCL, against a
+kernelscan task.
 
 OpenEvolve calls `evaluate(program_path)` with a file holding one candidate: HIP device code
 defining `extern "C" __global__ void matmul(const float* a, const float* b, float* c, int N,
-int M, int K)` (C = A x B, f32, row-major; see matmul_candidate.hip). The candidate may carry
+int M, int K)` (C = A x B, f32, row-major; see matmul_candidate.hip), or, in a `.cl` file,
+OpenCL C defining `__kernel void matmul(__global const float* a, __global const float* b,
+__global float* c, int N, int M, int K)` (see matmul_candidate.cl), measured by the daemon's
+OpenCL engine on any OpenCL device (a GPU's driver, or PoCL on the CPU). The candidate may carry
 one launch line, `// kernelscan: {"block": [...], "grid": [...], "shared_bytes": ...,
-"compile_options": [...]}` (one line of JSON), so that evolution can change its tiling; the
-task's default is 16 x 16 blocks over C.
+"compile_options": [...]}` (one line of JSON; no `shared_bytes` in OpenCL, whose kernels
+declare their local memory), so that evolution can change its tiling; the task's default is
+16 x 16 blocks over C, the grid counted in blocks (work-groups).
 
 The candidate is submitted to an evaluation task defined on the daemon (`task_definition()`:
 the kernel's arguments, its sizes and held-out sizes the candidate never sees, verification
@@ -32,18 +37,22 @@ Settings, from the environment:
 
     KERNELSCAN_SERVER        the daemon, default http://127.0.0.1:8080
     KERNELSCAN_TOKEN         its bearer token, if it was started with --token-file
-    KERNELSCAN_TASK          the task to evaluate against, default matmul.f32 (or --task)
+    KERNELSCAN_TASK          the task to evaluate against, default matmul.f32 for a HIP
+                             candidate and matmul.f32.opencl for an OpenCL one (or --task)
+    KERNELSCAN_EVAL_LANGUAGE the candidates' language, hip or opencl; default: opencl for a
+                             `.cl` file, else hip
     KERNELSCAN_EVAL_TIMEOUT  seconds to wait for one candidate's job, default 240; keep it below
                              OpenEvolve's evaluator.timeout (default 300), so that a slow job is
                              cancelled and scored 0 here rather than abandoned there
-    KERNELSCAN_EVAL_ENGINE   the engine of a task defined here: auto (default: a GPU if the
-                             daemon has one, else its mock), hip or mock
+    KERNELSCAN_EVAL_ENGINE   the engine of a task defined here: for HIP auto (default: a GPU if
+                             the daemon has one, else its mock), hip or mock; for OpenCL opencl
+                             (default) or mock
 
 For OpenEvolve's cascade evaluation, `evaluate_stage1` submits to the quick task (one small
 size: a compile and correctness check) and `evaluate_stage2` to the task itself.
 
 Run it by hand: `python3 openevolve_evaluator.py [--define-task] [--task NAME]
-matmul_candidate.hip` prints the metrics and artifacts.
+matmul_candidate.hip` (or `matmul_candidate.cl`) prints the metrics and artifacts.
 """
 
 from __future__ import annotations
@@ -62,7 +71,10 @@ except ImportError:  # run from a checkout: the client is one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import kernelscan_client
 
-TASK = "matmul.f32"
+LANGUAGES = ("hip", "opencl")
+# The default task of each language's candidates.
+TASKS = {"hip": "matmul.f32", "opencl": "matmul.f32.opencl"}
+TASK = TASKS["hip"]
 # The sizes each candidate is measured at: square and not, and N not a multiple of common tile
 # sizes, so that a kernel that ignores edges fails verification. The held-out size is measured
 # and scored too, but never shown to the candidate: a kernel tuned to the public sizes alone
@@ -114,9 +126,32 @@ def launch_of(source: str) -> dict:
     return launch
 
 
-def task_name() -> str:
-    """The task candidates are submitted to: KERNELSCAN_TASK, else TASK."""
-    return os.environ.get("KERNELSCAN_TASK") or TASK
+SIGNATURES = {
+    "hip": 'extern "C" __global__ void matmul(const float* a, const float* b, float* c, '
+           "int N, int M, int K)` in HIP",
+    "opencl": "__kernel void matmul(__global const float* a, __global const float* b, "
+              "__global float* c, int N, int M, int K)` in OpenCL C",
+}
+
+
+def language_of(program_path: str | None = None) -> str:
+    """The candidates' language: KERNELSCAN_EVAL_LANGUAGE, else opencl for a `.cl` file, else
+    hip. A language the evaluator does not know is its own mistake: it raises EvaluatorError."""
+    given = os.environ.get("KERNELSCAN_EVAL_LANGUAGE")
+    if given:
+        if given not in LANGUAGES:
+            raise kernelscan_client.EvaluatorError(
+                f"KERNELSCAN_EVAL_LANGUAGE is {given!r}, not one of {list(LANGUAGES)}"
+            )
+        return given
+    if program_path and Path(program_path).suffix == ".cl":
+        return "opencl"
+    return "hip"
+
+
+def task_name(language: str = "hip") -> str:
+    """The task candidates are submitted to: KERNELSCAN_TASK, else the language's in TASKS."""
+    return os.environ.get("KERNELSCAN_TASK") or TASKS[language]
 
 
 def quick_task_name(name: str) -> str:
@@ -124,17 +159,19 @@ def quick_task_name(name: str) -> str:
     return name + ".quick"
 
 
-def task_definition(name: str | None = None, quick: bool = False) -> dict:
-    """The task an operator defines for these candidates (POST /api/v1/tasks)."""
-    name = name or task_name()
+def task_definition(name: str | None = None, quick: bool = False,
+                    language: str = "hip") -> dict:
+    """The task an operator defines for these candidates (POST /api/v1/tasks), in `language`
+    (hip or opencl)."""
+    name = name or task_name(language)
+    default_engine = "auto" if language == "hip" else "opencl"
     task = {
         "name": quick_task_name(name) if quick else name,
         "description": "C = A x B, f32, row-major: A is N x K, B is K x M, C is N x M. Write "
-                       "`extern \"C\" __global__ void matmul(const float* a, const float* b, "
-                       "float* c, int N, int M, int K)` in HIP.",
-        "engine": os.environ.get("KERNELSCAN_EVAL_ENGINE") or "auto",
+                       f"`{SIGNATURES[language]}.",
+        "engine": os.environ.get("KERNELSCAN_EVAL_ENGINE") or default_engine,
         "kernel": {
-            "language": "hip",
+            "language": language,
             "entry": ENTRY,
             **LAUNCH,
             "args": ARGS,
@@ -152,13 +189,14 @@ def task_definition(name: str | None = None, quick: bool = False) -> dict:
 
 
 def define_tasks(client: kernelscan_client.Client | None = None,
-                 name: str | None = None) -> list[dict]:
-    """Defines the task and its quick twin on the daemon (the operator's step); a task that
-    exists already is left as it is. Returns both as the daemon has them."""
+                 name: str | None = None, language: str = "hip") -> list[dict]:
+    """Defines the task of `language`'s candidates and its quick twin on the daemon (the
+    operator's step); a task that exists already is left as it is. Returns both as the daemon
+    has them."""
     client = client or kernelscan_client.Client()
     out = []
     for quick in (False, True):
-        definition = task_definition(name, quick)
+        definition = task_definition(name, quick, language)
         try:
             out.append(client.create_task(definition))
         except kernelscan_client.KernelscanError as e:
@@ -194,6 +232,7 @@ def evaluate_detailed(program_path: str, task: str | None = None) -> kernelscan_
     """Scores the candidate in `program_path` against `task` (default task_name()): metrics and
     artifacts (see kernelscan_client)."""
     path = Path(program_path)
+    language = language_of(program_path)
     try:
         source = path.read_text(encoding="utf-8")
         launch = submission(source, path.name)
@@ -202,7 +241,7 @@ def evaluate_detailed(program_path: str, task: str | None = None) -> kernelscan_
         return kernelscan_client.Evaluation(metrics, {"error": f"the candidate: {e}"})
     timeout_s = float(os.environ.get("KERNELSCAN_EVAL_TIMEOUT") or 240)
     return kernelscan_client.Client().evaluate_task_detailed(
-        task or task_name(), source, timeout_s, **launch
+        task or task_name(language), source, timeout_s, **launch
     )
 
 
@@ -213,7 +252,8 @@ def evaluate(program_path: str):
 
 def evaluate_stage1(program_path: str):
     """Cascade stage 1: one small size (the quick task)."""
-    return _result(evaluate_detailed(program_path, quick_task_name(task_name())))
+    quick = quick_task_name(task_name(language_of(program_path)))
+    return _result(evaluate_detailed(program_path, quick))
 
 
 def evaluate_stage2(program_path: str):
@@ -223,14 +263,15 @@ def evaluate_stage2(program_path: str):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Scores one candidate against a kernelscan task.")
-    parser.add_argument("candidate", help="the candidate's HIP file")
-    parser.add_argument("--task", help=f"the task (default: KERNELSCAN_TASK, else {TASK})")
+    parser.add_argument("candidate", help="the candidate's HIP file, or OpenCL `.cl` file")
+    parser.add_argument("--task", help="the task (default: KERNELSCAN_TASK, else "
+                                       f"{TASKS['hip']}, or {TASKS['opencl']} for a `.cl` file)")
     parser.add_argument("--define-task", action="store_true",
                         help="define the task and its quick twin first (the operator's step)")
     args = parser.parse_args()
     try:
         if args.define_task:
-            define_tasks(name=args.task)
+            define_tasks(name=args.task, language=language_of(args.candidate))
         result = evaluate_detailed(args.candidate, args.task)
     except kernelscan_client.KernelscanError as e:
         sys.exit(f"{sys.argv[0]}: {e}")
