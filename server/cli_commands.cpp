@@ -46,8 +46,15 @@ bool terminal(const json& job) {
 void print_failure(std::ostream& err, const api_failure& e, const std::string& about = "") {
   err << "kernelscan: " << (about.empty() ? "" : about + ": ") << e.type() << " (HTTP "
       << e.status() << "): " << e.what() << "\n";
-  for (const auto& d : e.details()) {  // one {field, message} per problem
-    err << "  " << (d.field.empty() ? "" : d.field + ": ") << d.message << "\n";
+  // One {field, message} per problem; the message already says the first, so one problem
+  // that it says is not said again.
+  const auto& details = e.details();
+  const auto line = [](const auto& d) {
+    return (d.field.empty() ? "" : d.field + ": ") + d.message;
+  };
+  if (details.size() > 1 || (details.size() == 1 && line(details.front()) != e.what())) {
+    for (const auto& d : details)
+      err << "  " << line(d) << "\n";
   }
   if (e.status() == 401) {
     err << "  the token is given with --token TOKEN, or KERNELSCAN_TOKEN in the environment\n";

@@ -575,6 +575,19 @@ TEST_F(cli, AnInvalidSpecPrintsEveryFieldErrorAndExitsOne) {
   EXPECT_EQ(daemon.get("/api/v1/jobs").body["jobs"].size(), 0u);
 }
 
+TEST_F(cli, ASpecWithOneProblemSaysItOnce) {
+  const std::string path = write_file(
+      "one.json",
+      R"({"kernel": {"op": "stream", "variant": "triad", "n": "N", "dtype": "f17"}, "sweep": {"N": [1]}})");
+  const auto r = run({"submit", path});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_EQ(
+      r.err.rfind("kernelscan: invalid_spec (HTTP 422): kernel.dtype: \"f17\" is not one of", 0),
+      0u)
+      << describe(r);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << describe(r);
+}
+
 TEST_F(cli, AnUnknownJobIsA404) {
   const auto r = run({"results", "424242"});
   EXPECT_EQ(r.exit_code, 1) << describe(r);
