@@ -472,6 +472,7 @@ class hip_backend final : public device_backend {
   hipStream_t s() const { return m_stream.get(); }
   // The shared memory a block may ask for, its static shared memory included (bytes).
   std::int64_t max_shared() const { return std::int64_t(m_info.limits.block_shared_bytes); }
+  void explain_refused_block(const kernel_call& call);
   // At least `bytes` of page-locked staging memory (the stream waited for).
   void stage(std::uint64_t bytes) {
     if (m_guard_staging.bytes() < bytes) {
@@ -606,11 +607,36 @@ void hip_backend::launch(const kernel_call& call) {
                             " gives a block at most " + std::to_string(max_shared()) +
                             ", its static shared memory included");
   }
-  check(hipModuleLaunchKernel(m_functions.at(call.function), unsigned(l.grid[0]),
-                              unsigned(l.grid[1]), unsigned(l.grid[2]), unsigned(l.block[0]),
-                              unsigned(l.block[1]), unsigned(l.block[2]), unsigned(l.shared_bytes),
-                              s(), m_arg_pointers.data(), nullptr),
-        "launching the kernel");
+  const hipError_t status = hipModuleLaunchKernel(
+      m_functions.at(call.function), unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2]),
+      unsigned(l.block[0]), unsigned(l.block[1]), unsigned(l.block[2]), unsigned(l.shared_bytes),
+      s(), m_arg_pointers.data(), nullptr);
+  if (status != hipSuccess) {
+    explain_refused_block(call);
+    check(status, "launching the kernel");
+  }
+}
+
+// The runtime refuses a block over the kernel's own limit (its __launch_bounds__, or more
+// threads than its registers allow) as "invalid value" or "too many resources requested for
+// launch"; a refused launch asks the kernel its limit and names it.
+void hip_backend::explain_refused_block(const kernel_call& call) {
+  gpu_function_attributes a;
+  if (gpu_function_attributes_of(m_functions.at(call.function), a) != hipSuccess) {
+    (void)hipGetLastError();
+    return;
+  }
+  const auto& block = call.launch->block;
+  const std::int64_t threads = block[0] * block[1] * block[2];
+  if (a.max_threads <= 0 || threads <= a.max_threads) return;
+  (void)hipGetLastError();
+  throw backend_error(fault_kind::invalid_launch,
+                      "a block of " + std::to_string(threads) + " threads (" +
+                          std::to_string(block[0]) + "×" + std::to_string(block[1]) + "×" +
+                          std::to_string(block[2]) + ") is more than kernel " +
+                          call.launch->kernel->entry + " may have on " + m_info.name + " (" +
+                          std::to_string(a.max_threads) + ": its __launch_bounds__, or " +
+                          std::to_string(a.registers) + " registers a thread)");
 }
 
 std::optional<kernel_resources> hip_backend::resources(kernel_id function,

@@ -1181,6 +1181,19 @@ void opencl_backend::check_launch(cl_kernel k, const kernel_call& call,
                             std::to_string(local[2]) + ") is more than this kernel may have on " +
                             m_info.name + " (" + std::to_string(kernel_max) + ")");
   }
+  // A kernel compiled with reqd_work_group_size runs in work-groups of that size only; the
+  // driver says no more than CL_INVALID_WORK_GROUP_SIZE.
+  std::size_t required[3] = {};
+  if (clGetKernelWorkGroupInfo(k, m_device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof required,
+                               required, nullptr) == CL_SUCCESS &&
+      required[0] * required[1] * required[2] > 0 && !std::equal(required, required + 3, local)) {
+    throw backend_error(fault_kind::invalid_launch,
+                        "kernel " + call.launch->kernel->entry + " declares reqd_work_group_size(" +
+                            std::to_string(required[0]) + ", " + std::to_string(required[1]) +
+                            ", " + std::to_string(required[2]) + "), but the launch's block is " +
+                            std::to_string(local[0]) + "×" + std::to_string(local[1]) + "×" +
+                            std::to_string(local[2]));
+  }
   std::size_t dims[3] = {};
   if (clGetDeviceInfo(m_device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, nullptr) ==
       CL_SUCCESS) {

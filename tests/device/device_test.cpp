@@ -591,6 +591,41 @@ extern "C" __global__ void axpy(float* out, const float* a, const float* b, floa
   EXPECT_EQ(job["rows"][1]["verification"]["status"], "passed") << job["rows"][1].dump();
 }
 
+// A kernel that fixes its block size (HIP's __launch_bounds__(64), OpenCL's
+// reqd_work_group_size(64, 1, 1)), launched with blocks of 128, is refused with the kernel's
+// limit named, where the runtime says only "invalid value" or CL_INVALID_WORK_GROUP_SIZE; the
+// point after it, launched as the kernel says, runs.
+TEST_P(DeviceTest, ABlockTheKernelDoesNotTakeIsRefusedWithItsLimitNamed) {
+  json spec = axpy_job("a[i] + s * b[i]");
+  std::string source = spec["kernel"]["source"];
+  source = engine() == "hip"
+               ? replace(source, "extern \"C\" __global__ void axpy",
+                         "extern \"C\" __global__ void __launch_bounds__(64) axpy")
+               : replace(source, "__kernel void axpy",
+                         "__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void axpy");
+  spec["kernel"]["source"] = source;
+  spec["kernel"]["block"] = {"B", 1, 1};
+  spec["kernel"]["grid"] = {"ceil(N/B)", 1, 1};
+  spec["sweep"] = {{"N", {4096}}, {"B", {128, 64}}};
+  const json job = run(spec);
+  ASSERT_EQ(job["rows"].size(), 2u) << job.dump();
+  const json& refused = job["rows"][0];
+  ASSERT_EQ(refused["status"], "failed") << refused.dump();
+  EXPECT_EQ(refused["error"]["type"], "invalid_point") << refused.dump();
+  const std::string message = refused["error"]["message"];
+  EXPECT_NE(message.find(engine() == "hip" ? "a block of 128 threads (128×1×1) is more than "
+                                             "kernel axpy may have on "
+                                           : "kernel axpy declares reqd_work_group_size(64, 1, "
+                                             "1), but the launch's block is 128×1×1"),
+            std::string::npos)
+      << message;
+  if (engine() == "hip") {
+    EXPECT_NE(message.find("(64: its __launch_bounds__"), std::string::npos) << message;
+  }
+  EXPECT_EQ(job["rows"][1]["status"], "ok") << job["rows"][1].dump();
+  EXPECT_EQ(job["rows"][1]["verification"]["status"], "passed") << job["rows"][1].dump();
+}
+
 // A user kernel's row tells what its compile gave it: on the GPU engine its registers, its
 // shared memory (4 KiB of its own and 2 KiB the launch asks for), the most threads a block of it
 // may have and its occupancy; through OpenCL its work-group limit and local memory (4 KiB of its
