@@ -203,8 +203,11 @@ std::string task_report(const json& task) {
   line("fitness", fitness.empty() ? "-" : comma_joined(fitness));
   line("submissions", submissions_text(task, true));
   if (string_or(task, "status", "") == "active") {
+    // OpenCL has no dynamic shared memory: its kernels declare their local memory.
+    const bool opencl =
+        string_or(task.value("kernel", json::object()), "language", "hip") == "opencl";
     line("submit", "kernelscan evaluate " + name + " FILE (--entry, --block, --grid, " +
-                       "--shared-bytes, --option to change the defaults)");
+                       (opencl ? "" : "--shared-bytes, ") + "--option to change the defaults)");
   } else {
     line("submit", "the task is retired: it takes no more submissions");
   }

@@ -50,6 +50,18 @@ TEST(cli_task_report, AnAgentReadsWhatItsKernelMustTakeAndHowItIsScored) {
         "submit       kernelscan evaluate gemm FILE"}) {
     EXPECT_NE(report.find(line), std::string::npos) << line << "\n" << report;
   }
+  EXPECT_NE(report.find("(--entry, --block, --grid, --shared-bytes, --option to change the "
+                        "defaults)\n"),
+            std::string::npos)
+      << report;
+  // An OpenCL kernel declares its local memory: there is no --shared-bytes to give.
+  json opencl = gemm_task();
+  opencl["kernel"]["language"] = "opencl";
+  opencl["kernel"].erase("shared_bytes");
+  EXPECT_NE(task_report(opencl).find("(--entry, --block, --grid, --option to change the "
+                                     "defaults)\n"),
+            std::string::npos)
+      << task_report(opencl);
   json retired = gemm_task();
   retired["status"] = "retired";
   EXPECT_NE(task_report(retired).find("submit       the task is retired"), std::string::npos);
