@@ -47,6 +47,19 @@ function sizesText(sweep) {
   return parts.length ? parts.join('; ') : 'none';
 }
 
+// A built-in kernel of the task (its reference, its baseline) in words, "gemm f32 (m=N, n=M,
+// k=K, a=a, b=b, c=c)", the spec itself in the title; a custom one by its entry.
+function kernelSpec(k) {
+  if (k.op === 'custom') return h('span', {title: JSON.stringify(k)}, `the task's kernel `, h('code', {}, k.entry ?? '?'));
+  const name = [k.op, k.variant, k.dtype].filter((v) => v !== undefined).join(' ');
+  const shape = ['m', 'n', 'k'];  // the sizes first, then the rest as the daemon gave them
+  const order = ([key]) => (shape.includes(key) ? shape.indexOf(key) : shape.length);
+  const rest = Object.entries(k).filter(([key]) => !['op', 'variant', 'dtype'].includes(key))
+    .sort((x, y) => order(x) - order(y))
+    .map(([key, v]) => `${key}=${typeof v === 'object' ? JSON.stringify(v) : v}`);
+  return h('span', {title: JSON.stringify(k)}, name, rest.length ? h('span', {class: 'muted'}, ` (${rest.join(', ')})`) : '');
+}
+
 function plural(n, word) { return `${n} ${word}${n === 1 ? '' : 's'}`; }
 
 function launchText(v) {
@@ -95,14 +108,14 @@ export function mount(root, {name}) {
         h('span', {class: 'muted'}, ' (defaults a submission may override)')),
       h('dt', {}, 'dtypes'), h('dd', {}, (t.dtypes || []).join(', ') || '—'),
       h('dt', {}, 'work'), h('dd', {}, `flops ${k.flops ?? '—'}, bytes ${k.bytes ?? '—'}`),
-      k.reference ? [h('dt', {}, 'reference'), h('dd', {}, h('code', {}, JSON.stringify(k.reference)))] : '',
+      k.reference ? [h('dt', {}, 'reference'), h('dd', {id: 'task-reference'}, kernelSpec(k.reference))] : '',
       h('dt', {}, 'public sweep'), h('dd', {id: 'task-sweep'}, `${sizesText(t.sweep)} (${plural(t.public_points, 'point')})`),
       h('dt', {title: 'sizes every submission is also measured and scored at'}, 'held out'), h('dd', {id: 'task-held-out'}, heldOut),
       h('dt', {}, 'verify'), h('dd', {id: 'task-verify'},
         `${plural(v.trials, 'trial')}, atol ${v.atol ?? 'default'}, rtol ${v.rtol ?? 'default'}`),
       h('dt', {}, 'fitness'), h('dd', {id: 'task-fitness'},
         `target ${Number.isFinite(f.target_us) ? `${f.target_us} µs` : 'none'}, baseline `,
-        f.baseline ? h('code', {}, JSON.stringify(f.baseline)) : 'none',
+        f.baseline ? kernelSpec(f.baseline) : 'none',
         Number.isFinite(f.correctness_weight) ? `, correctness weight ${f.correctness_weight}` : ''),
       h('dt', {}, 'placement'), h('dd', {}, `engine ${t.engine}, device ${typeof t.device === 'object' ? JSON.stringify(t.device) : t.device}`),
       h('dt', {}, 'submissions'), h('dd', {id: 'task-bound'}, boundText(s),

@@ -12,9 +12,11 @@ export function oneLine(text, max = 90) {
 }
 
 // The bound on each agent's submissions in words: "100 per agent per 24 h", "5 per agent", "none".
+// The task's bound on each agent's submissions, as the CLI words it: "20 per agent per 24 h",
+// "5 per agent over the task's life", or "not bounded".
 export function boundText(s) {
-  if (!s) return 'none';
-  const per = s.window_hours === undefined || s.window_hours === null ? '' : ` per ${s.window_hours} h`;
+  if (!s || !Number.isFinite(s.per_agent)) return 'not bounded';
+  const per = Number.isFinite(s.window_hours) ? ` per ${s.window_hours} h` : ' over the task\'s life';
   return `${s.per_agent} per agent${per}`;
 }
 

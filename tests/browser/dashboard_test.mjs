@@ -1481,7 +1481,8 @@ async function main() {
       const cells = await page.$$eval('#tasks-table tr[data-name="axpy"] td', (tds) => tds.map((td) => td.textContent));
       expect(cells[0] === 'axpy' && cells[1] === 'active' && cells[3] === 'f32, i32' && cells[4] === '2' && cells[5] === '1' &&
              cells[6] === '20 per agent per 24 h', `the tasks list shows the task, its counts and bound (${JSON.stringify(cells)})`);
-      expect(await page.textContent('#tasks-table tr[data-name="axpy-vs-gemm"] td.bound') === 'none', 'a task without a bound says none');
+      expect(await page.textContent('#tasks-table tr[data-name="axpy-vs-gemm"] td.bound') === 'not bounded',
+             'a task without a bound says it is not bounded');
       expect(await page.locator('header nav a.active').textContent() === 'Tasks', 'the nav marks Tasks');
       await shot(page, 'tasks');
 
@@ -1494,6 +1495,11 @@ async function main() {
       expect((await page.textContent('#task-sweep')).startsWith('N: 4096, 8192'), 'the task page shows the public sweep');
       expect(await page.textContent('#task-held-out-sizes') === 'N: 28672', 'an operator sees the held-out sizes');
       expect((await page.textContent('#task-bound')).startsWith('20 per agent per 24 h'), 'the task page shows the bound');
+      // The reference in words, its sizes first, the spec itself in the title.
+      expect(await page.textContent('#task-reference') === 'stream triad f32 (n=N, a=out, b=a, c=b, scalar=3)',
+             `the task page says what the reference is (${await page.textContent('#task-reference')})`);
+      expect(JSON.parse(await page.getAttribute('#task-reference > span', 'title')).variant === 'triad',
+             'the reference\'s spec is its title');
       // Ranked by combined score, highest first, ties by the earlier submission, as the API scores them.
       const ranked = async () => page.$$eval('#leaderboard tbody tr', (trs) => trs.map((tr) => ({
         id: Number(tr.dataset.id), rank: tr.querySelector('td.rank').textContent,
@@ -2107,7 +2113,7 @@ async function main() {
              `the agent's leaderboard says it ranks by the public points (${await p.textContent('#leaderboard-basis')})`);
       expect(/scores are private/.test(await p.textContent('#task-held-out')),
              `the task page says its held-out scores are private (${await p.textContent('#task-held-out')})`);
-      expect(/^5 per agent: you used 1, 4 remaining$/.test(await p.textContent('#task-bound')),
+      expect(/^5 per agent over the task's life: you used 1, 4 remaining$/.test(await p.textContent('#task-bound')),
              `the task page tells the agent what is left of its bound (${await p.textContent('#task-bound')})`);
       await shot(p, 'task-agent');
       // Deleting a job takes an operator's token where the daemon has them: the agent's is
