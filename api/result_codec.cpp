@@ -85,6 +85,10 @@ std::string csv_cell(const json& v) {
   return v.dump();
 }
 
+json or_null(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
 json summary_json(const time_summary& t) {
   return {{"mean", t.mean},
           {"median", t.median},
@@ -94,9 +98,9 @@ json summary_json(const time_summary& t) {
           {"p5", t.p5},
           {"p95", t.p95},
           {"p99", t.p99},
-          {"ci95_low", t.ci95_low},
-          {"ci95_high", t.ci95_high},
-          {"rel_noise", t.rel_noise}};
+          {"ci95_low", or_null(t.ci95_low)},
+          {"ci95_high", or_null(t.ci95_high)},
+          {"rel_noise", or_null(t.rel_noise)}};
 }
 
 // An imported point's statistics: only those its source gave or its data allowed computing.
@@ -118,10 +122,6 @@ json stats_json(const imported_stats& t) {
     if (*value) j[key] = **value;
   }
   return j;
-}
-
-json or_null(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
 }
 
 }  // namespace
@@ -239,7 +239,8 @@ json to_json(const point_result& r) {
       if (!e) return json(nullptr);
       return json{{"variant", e->over},
                   {"speedup", e->speedup},
-                  {"ci95", json::array({e->ci95_low, e->ci95_high})}};
+                  {"ci95", e->ci95_low && e->ci95_high ? json::array({*e->ci95_low, *e->ci95_high})
+                                                       : json(nullptr)}};
     };
     j["comparison"] = r.comparison ? json{{"over_slowest", speedup(r.comparison->over_slowest)},
                                           {"over_baseline", speedup(r.comparison->over_baseline)}}

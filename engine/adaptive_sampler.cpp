@@ -6,7 +6,8 @@
 namespace kernelscan {
 
 adaptive_sampler::adaptive_sampler(const timing_options& options)
-    : m_options(options), m_next_check(std::size_t(std::max(2, options.min_samples))) {
+    : m_options(options),
+      m_next_check(std::max(k_ci95_min_samples, std::size_t(std::max(0, options.min_samples)))) {
   m_samples.reserve(std::size_t(std::min(options.max_samples, 4096)));
 }
 
@@ -29,8 +30,9 @@ bool adaptive_sampler::should_stop(double elapsed_ms) {
   const bool at_max_time = elapsed_ms >= m_options.max_time_ms;
   // The noise estimate costs O(n): it is computed only once the rule could stop (enough samples
   // and time), and then on a geometric schedule, which keeps a long measurement at O(n log n)
-  // overall while stopping within ~6% of the first sample count that converges.
-  if (n >= 2 && (at_max_samples || at_max_time || (enough && n >= m_next_check))) {
+  // overall while stopping within ~6% of the first sample count that converges. Below
+  // k_ci95_min_samples the median has no 95% interval, so nothing has converged.
+  if (n >= k_ci95_min_samples && (at_max_samples || at_max_time || (enough && n >= m_next_check))) {
     m_scratch.assign(m_samples.begin(), m_samples.end());
     m_last_noise = relative_noise(m_scratch);
     m_next_check = n + std::max<std::size_t>(1, n / 16);

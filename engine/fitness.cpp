@@ -29,9 +29,11 @@ speedup_estimate paired_speedup(std::span<const double> candidate_us,
   if (ratios.empty()) return e;
   std::sort(ratios.begin(), ratios.end());
   e.speedup = percentile_sorted(ratios, 50);
-  const auto [lo, hi] = median_ci_ranks(ratios.size());
-  e.ci95_low = ratios[lo];
-  e.ci95_high = ratios[hi];
+  if (ratios.size() >= k_ci95_min_samples) {
+    const auto [lo, hi] = median_ci_ranks(ratios.size());
+    e.ci95_low = ratios[lo];
+    e.ci95_high = ratios[hi];
+  }
   std::vector<double> base(baseline_us.begin(), baseline_us.begin() + std::ptrdiff_t(n));
   std::sort(base.begin(), base.end());
   e.baseline_us = percentile_sorted(base, 50);
@@ -57,7 +59,9 @@ point_fitness score_point(const point_result& r, const fitness_options& options,
       r.status == point_status::ok && r.time_us && r.verification.status == "passed" && !voided;
   if (speedup && speedup->speedup > 0) {
     f.speedup = speedup->speedup;
-    f.speedup_ci95 = std::pair{speedup->ci95_low, speedup->ci95_high};
+    if (speedup->ci95_low && speedup->ci95_high) {
+      f.speedup_ci95 = std::pair{*speedup->ci95_low, *speedup->ci95_high};
+    }
     f.baseline_us = speedup->baseline_us;
   }
   // Not capped at 1: beating the target by more still scores more, so an optimising loop keeps

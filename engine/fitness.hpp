@@ -36,7 +36,8 @@ std::vector<std::string> voiding_flags(std::vector<std::string> flags);
 
 struct speedup_estimate {
   double speedup = 0;
-  double ci95_low = 0, ci95_high = 0;
+  // None with fewer than k_ci95_min_samples pairs, too few for a 95% interval.
+  std::optional<double> ci95_low, ci95_high;
   double baseline_us = 0;  // the baseline's median
 };
 

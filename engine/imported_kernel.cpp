@@ -54,7 +54,12 @@ point_result imported_point(const imported_kernel& k, std::uint64_t index,
                       " for this kernel (give them in \"work\")");
   }
   if (!o.time_us.ci95_low) {
-    o.notes.push_back("no confidence interval: the source gives a summary, not each call's time");
+    o.notes.push_back(
+        k.samples_us.empty()
+            ? "no confidence interval: the source gives a summary, not each call's time"
+            : "no confidence interval: " + std::to_string(k.samples_us.size()) +
+                  " calls are too few for a 95% interval of the median (it takes " +
+                  std::to_string(k_ci95_min_samples) + ")");
   }
   r.origin = std::move(o);
   return r;

@@ -161,7 +161,7 @@ struct point_origin {
 struct variant_speedup {
   std::string over;  // the other variant's name
   double speedup = 0;
-  double ci95_low = 0, ci95_high = 0;
+  std::optional<double> ci95_low, ci95_high;  // none with too few samples for a 95% interval
 };
 
 // How a variant compares with the others at its point: over the slowest variant there (1 for

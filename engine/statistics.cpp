@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -97,15 +98,17 @@ time_summary summarize(std::span<const double> samples) {
   s.p5 = percentile_sorted(sorted, 5);
   s.p95 = percentile_sorted(sorted, 95);
   s.p99 = percentile_sorted(sorted, 99);
-  const auto [lo, hi] = median_ci_ranks(sorted.size());
-  s.ci95_low = sorted[lo];
-  s.ci95_high = sorted[hi];
-  s.rel_noise = s.median > 0 ? (s.ci95_high - s.ci95_low) / (2 * k_z95 * s.median) : 0.0;
+  if (sorted.size() >= k_ci95_min_samples) {
+    const auto [lo, hi] = median_ci_ranks(sorted.size());
+    s.ci95_low = sorted[lo];
+    s.ci95_high = sorted[hi];
+    s.rel_noise = s.median > 0 ? (sorted[hi] - sorted[lo]) / (2 * k_z95 * s.median) : 0.0;
+  }
   return s;
 }
 
 double relative_noise(std::span<double> scratch) {
-  if (scratch.size() < 2) return 0;  // undefined; as summarize() reports it
+  if (scratch.size() < k_ci95_min_samples) return std::numeric_limits<double>::infinity();
   const auto [lo, hi] = median_ci_ranks(scratch.size());
   const double median = select_median(scratch);
   std::nth_element(scratch.begin(), scratch.begin() + std::ptrdiff_t(lo), scratch.end());

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -133,7 +134,7 @@ struct figure {
 
 figure summarise(std::vector<double> us) {
   const auto s = kernelscan::summarize(us);
-  return {s.median, s.rel_noise};
+  return {s.median, s.rel_noise.value_or(std::numeric_limits<double>::quiet_NaN())};
 }
 
 figure raw_triad(raw_opencl& cl, int launches) {

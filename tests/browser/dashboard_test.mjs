@@ -590,6 +590,10 @@ async function main() {
       const trace = '"Kind","Agent_Id","Queue_Id","Kernel_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp"\r\n' +
         `"KERNEL_DISPATCH","Agent 4",1,18,"${gemmName}",1,1614963488155186,1614963488167186\r\n` +
         `"KERNEL_DISPATCH","Agent 4",1,18,"${gemmName}",2,1614963488170000,1614963488184000\r\n` +
+        [13000, 12000, 14000, 13000].map((ns, i) => {
+          const start = 1614963488190000 + 20000 * i;
+          return `"KERNEL_DISPATCH","Agent 4",1,18,"${gemmName}",${4 + i},${start},${start + ns}\r\n`;
+        }).join('') +
         '"KERNEL_DISPATCH","Agent 4",1,33,"__amd_rocclr_fillBufferAligned",3,1614963487781917,1614963487785917\r\n';
       const t = await api(d, 'POST', '/api/v1/imports', {format: 'rocprofv3_kernel_trace', name: 'imported trace', device: 'MI300X',
                                                        work: {[gemmName]: {flops: 1e9, bytes: 8e6}}, data: trace});
@@ -601,8 +605,9 @@ async function main() {
       expect(await page.locator('#results-table th[data-key="name"]').count() === 1, 'the results table has a kernel name column');
       expect((await page.textContent('#results-table tbody tr:not(.spacer) td.name')).includes('gemm<float, 64>'), 'the first row names the GEMM');
       const sweep = await series(page, 'chart-sweep');
-      expect(sweep.length === 2 && sweep[0].n === 2 && sweep[1].type === 'custom' && sweep[1].n === 2,
-             `a trace's points have CI bars (got ${JSON.stringify(sweep)})`);
+      // The GEMM's six dispatches give its median a 95% interval; the fill's one does not.
+      expect(sweep.length === 2 && sweep[0].n === 2 && sweep[1].type === 'custom' && sweep[1].n === 1,
+             `a trace's kernel of six dispatches has a CI bar, one of a single dispatch none (got ${JSON.stringify(sweep)})`);
       // The kernels of an import are not a sweep: a bar per kernel, named on a category axis, no
       // line from one kernel to the next and no scale to choose.
       const kernelAxis = () => page.evaluate(() => {

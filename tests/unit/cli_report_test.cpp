@@ -568,12 +568,18 @@ TEST(cli_report, AnImportShowsKernelNamesAndLeavesOutWhatTheSourceDidNotGive) {
   EXPECT_EQ(report.find("the slowest point"), std::string::npos) << report;
 }
 
-TEST(cli_report, AnImportedTraceHasItsConfidenceInterval) {
+TEST(cli_report, AnImportedTraceHasItsConfidenceIntervalFromSixCalls) {
   const auto [job, rows] =
-      imported_job({{"format", "rocprofv3_kernel_trace"}, {"data", testing::k_trace}});
+      imported_job({{"format", "rocprofv3_kernel_trace"}, {"data", testing::k_longer_trace()}});
   const std::string report = results_report(job, rows);
   EXPECT_NE(report.find("device  not named by the import"), std::string::npos) << report;
   EXPECT_NE(report.find("     0  ok          13.00    ±1.0"), std::string::npos) << report;
+  // Three calls are too few for a 95% interval: "-", not "±1.0".
+  const auto [short_job, short_rows] =
+      imported_job({{"format", "rocprofv3_kernel_trace"}, {"data", testing::k_trace}});
+  const std::string short_report = results_report(short_job, short_rows);
+  EXPECT_NE(short_report.find("     0  ok          13.00       -"), std::string::npos)
+      << short_report;
 }
 
 TEST(cli_text_table, SignificantDigits) {

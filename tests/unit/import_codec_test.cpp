@@ -16,6 +16,7 @@ namespace {
 
 using detail::csv_error;
 using detail::csv_reader;
+using testing::k_longer_trace;
 using testing::k_nsys;
 using testing::k_trace;
 using testing::seed_results;
@@ -175,12 +176,19 @@ TEST(ImportRocprofv3, AggregatesDispatchesPerKernelNameHottestFirst) {
   EXPECT_DOUBLE_EQ(*gemm.stats.mean, 13.0);
   EXPECT_DOUBLE_EQ(*gemm.stats.stddev, 1.0);
   EXPECT_DOUBLE_EQ(*gemm.total_us, 39.0);
-  // Every call's time is known, so the confidence interval is too (order statistics).
-  ASSERT_TRUE(gemm.stats.ci95_low && gemm.stats.ci95_high && gemm.stats.p5);
-  EXPECT_LE(*gemm.stats.ci95_low, 13.0);
+  // Every call's time is known, but three calls are too few for a 95% interval of the median.
+  EXPECT_TRUE(gemm.stats.p5);
+  EXPECT_FALSE(gemm.stats.ci95_low || gemm.stats.ci95_high || gemm.stats.rel_noise);
   EXPECT_DOUBLE_EQ(*gemm.time_pct, 100.0 * 39 / 43);
   EXPECT_EQ(ks[1].name, "__amd_rocclr_fillBufferAligned");
   EXPECT_DOUBLE_EQ(*ks[1].stats.median, 4.0);
+
+  // Seven calls have one (order statistics: their range).
+  const auto longer = read_rocprofv3_kernel_trace(k_longer_trace());
+  ASSERT_EQ(*longer[0].calls, 7u);
+  ASSERT_TRUE(longer[0].stats.ci95_low && longer[0].stats.ci95_high && longer[0].stats.rel_noise);
+  EXPECT_DOUBLE_EQ(*longer[0].stats.ci95_low, 12.0);
+  EXPECT_DOUBLE_EQ(*longer[0].stats.ci95_high, 14.0);
 }
 
 TEST(ImportRocprofv3, OlderColumnsLfLineEndsAndOtherKindsSkipped) {
@@ -481,14 +489,24 @@ TEST(ImportedPoint, MetricsAgainstTheDatasheetAndHonestGaps) {
   EXPECT_TRUE(bare["environment"]["device"].is_null());
   EXPECT_NE(bare["import"]["notes"][0].get<std::string>().find("no roofline"), std::string::npos);
 
-  // A trace's point has its calls, every statistic and no note about the interval.
+  // A trace's point has its calls and their statistics; three calls are too few for an interval
+  // of the median, and its note says so.
   const auto trace = read_rocprofv3_kernel_trace(k_trace);
   const json t = to_json(imported_point(trace[0], 0, {{"kernel", 0}}, nowhere, "x"));
   EXPECT_EQ(t["samples"], 3);
-  EXPECT_TRUE(t["time_us"].contains("ci95_high"));
+  EXPECT_TRUE(t["time_us"].contains("p95"));
+  EXPECT_FALSE(t["time_us"].contains("ci95_high"));
   EXPECT_DOUBLE_EQ(t["sampling_ms"].get<double>(), 0.039);
   EXPECT_TRUE(t["metrics"].is_null());
-  EXPECT_EQ(t["import"]["notes"].size(), 1u);
+  ASSERT_EQ(t["import"]["notes"].size(), 2u) << t.dump();
+  EXPECT_EQ(t["import"]["notes"][1],
+            "no confidence interval: 3 calls are too few for a 95% interval of the median (it "
+            "takes 6)");
+  // Seven calls have their interval and no note about it.
+  const auto longer = read_rocprofv3_kernel_trace(k_longer_trace());
+  const json l = to_json(imported_point(longer[0], 0, {{"kernel", 0}}, nowhere, "x"));
+  EXPECT_TRUE(l["time_us"].contains("ci95_high")) << l.dump();
+  EXPECT_EQ(l["import"]["notes"].size(), 1u) << l.dump();
 
   // The CSV line carries the name in the name column, then simulated (false: measured) and no
   // kernel resources.

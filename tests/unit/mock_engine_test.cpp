@@ -77,9 +77,9 @@ TEST(MockEngine, MeasuresAPointWithSensibleStatistics) {
   EXPECT_LE(t.median, t.p95);
   EXPECT_LE(t.p95, t.p99);
   EXPECT_LE(t.p99, t.max);
-  EXPECT_LE(t.ci95_low, t.median);
-  EXPECT_GE(t.ci95_high, t.median);
-  EXPECT_LE(t.rel_noise, plan.spec().timing.target_rel_noise);
+  EXPECT_LE(t.ci95_low.value(), t.median);
+  EXPECT_GE(t.ci95_high.value(), t.median);
+  EXPECT_LE(t.rel_noise.value(), plan.spec().timing.target_rel_noise);
   // The median is close to the noise-free model time (log-normal noise, sigma 0.8%).
   const double model = engine.model_time_us(plan.resolve(1), l2_mode::cold);
   EXPECT_NEAR(t.median / model, 1.0, 0.02);

@@ -293,8 +293,8 @@ TEST(PointRunnerVariants, SpeedupsOverTheSlowestAndTheBaselineWithIntervals) {
   ASSERT_TRUE(fast.comparison->over_slowest);
   EXPECT_EQ(fast.comparison->over_slowest->over, "slow");
   EXPECT_NEAR(fast.comparison->over_slowest->speedup, 4.0, 1e-9);
-  EXPECT_LE(fast.comparison->over_slowest->ci95_low, 4.0);
-  EXPECT_GE(fast.comparison->over_slowest->ci95_high, 4.0);
+  EXPECT_LE(fast.comparison->over_slowest->ci95_low.value(), 4.0);
+  EXPECT_GE(fast.comparison->over_slowest->ci95_high.value(), 4.0);
   ASSERT_TRUE(fast.comparison->over_baseline);
   EXPECT_EQ(fast.comparison->over_baseline->over, "mid");
   EXPECT_NEAR(fast.comparison->over_baseline->speedup, 2.0, 1e-9);
@@ -316,8 +316,8 @@ TEST(PointRunnerVariants, WithoutABaselineOnlyTheSlowestIsCompared) {
     ASSERT_TRUE(r.comparison && r.comparison->over_slowest);
     const auto& s = *r.comparison->over_slowest;
     EXPECT_EQ(s.over, "slow");
-    EXPECT_LE(s.ci95_low, s.speedup);
-    EXPECT_GE(s.ci95_high, s.speedup);
+    EXPECT_LE(s.ci95_low.value(), s.speedup);
+    EXPECT_GE(s.ci95_high.value(), s.speedup);
     EXPECT_FALSE(r.comparison->over_baseline);
     EXPECT_FALSE(r.fitness.speedup);
   }
@@ -482,8 +482,8 @@ TEST(PointRunnerVariants, OnTheMockTheSpeedupsHaveIntervalsFromNoisySamples) {
   EXPECT_EQ(s.over, "builtin");
   // The model's library GEMM is far faster than its builtin one at this size.
   EXPECT_GT(s.speedup, 1.5);
-  EXPECT_LT(s.ci95_low, s.speedup);
-  EXPECT_GT(s.ci95_high, s.speedup);
+  EXPECT_LT(s.ci95_low.value(), s.speedup);
+  EXPECT_GT(s.ci95_high.value(), s.speedup);
   EXPECT_NEAR(s.speedup, row_of(rows, "builtin").time_us->median / library.time_us->median,
               0.05 * s.speedup);
   EXPECT_TRUE(library.simulated);

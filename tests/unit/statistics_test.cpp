@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -94,9 +95,9 @@ TEST(Summarize, KnownDataEvenCount) {
   EXPECT_DOUBLE_EQ(s.p95, 8.3);
   EXPECT_DOUBLE_EQ(s.p99, 8.86);
   // n = 8 cannot reach 95% with an inner pair: the CI is (min, max).
-  EXPECT_DOUBLE_EQ(s.ci95_low, 2.0);
-  EXPECT_DOUBLE_EQ(s.ci95_high, 9.0);
-  EXPECT_DOUBLE_EQ(s.rel_noise, 7.0 / (2 * k_z95 * 4.5));
+  EXPECT_DOUBLE_EQ(s.ci95_low.value(), 2.0);
+  EXPECT_DOUBLE_EQ(s.ci95_high.value(), 9.0);
+  EXPECT_DOUBLE_EQ(s.rel_noise.value(), 7.0 / (2 * k_z95 * 4.5));
 }
 
 TEST(Summarize, KnownDataOddCount) {
@@ -112,9 +113,9 @@ TEST(Summarize, KnownDataOddCount) {
   EXPECT_DOUBLE_EQ(s.p95, 10.5);  // h = 9.5
   EXPECT_DOUBLE_EQ(s.p99, 10.9);  // h = 9.9
   // n = 11: P(B <= 1) = 12/2048 <= 0.025 < P(B <= 2) = 67/2048, so ranks (1, 9).
-  EXPECT_DOUBLE_EQ(s.ci95_low, 2.0);
-  EXPECT_DOUBLE_EQ(s.ci95_high, 10.0);
-  EXPECT_DOUBLE_EQ(s.rel_noise, 8.0 / (2 * k_z95 * 6.0));
+  EXPECT_DOUBLE_EQ(s.ci95_low.value(), 2.0);
+  EXPECT_DOUBLE_EQ(s.ci95_high.value(), 10.0);
+  EXPECT_DOUBLE_EQ(s.rel_noise.value(), 8.0 / (2 * k_z95 * 6.0));
 }
 
 TEST(Summarize, SingleSampleAndConstantData) {
@@ -126,9 +127,28 @@ TEST(Summarize, SingleSampleAndConstantData) {
 
   const auto flat = summarize(std::vector<double>(50, 2.0));
   EXPECT_DOUBLE_EQ(flat.stddev, 0.0);
-  EXPECT_DOUBLE_EQ(flat.rel_noise, 0.0);
-  EXPECT_DOUBLE_EQ(flat.ci95_low, 2.0);
-  EXPECT_DOUBLE_EQ(flat.ci95_high, 2.0);
+  EXPECT_DOUBLE_EQ(flat.rel_noise.value(), 0.0);
+  EXPECT_DOUBLE_EQ(flat.ci95_low.value(), 2.0);
+  EXPECT_DOUBLE_EQ(flat.ci95_high.value(), 2.0);
+}
+
+// Below 6 samples no interval of order statistics holds the median with 95% confidence (the
+// samples' range: 1 - 2^(1-n), 94% at 5), so there is none to give, nor a noise estimate: one
+// sample is not "± 0", and two are not a 95% interval.
+TEST(Summarize, TooFewSamplesForA95PercentIntervalHaveNone) {
+  for (std::size_t n = 1; n < k_ci95_min_samples; ++n) {
+    std::vector<double> data(n);
+    for (std::size_t i = 0; i < n; ++i)
+      data[i] = 10.0 + double(i);
+    const auto s = summarize(data);
+    EXPECT_FALSE(s.ci95_low || s.ci95_high || s.rel_noise) << "n = " << n;
+    EXPECT_EQ(relative_noise(data), std::numeric_limits<double>::infinity()) << "n = " << n;
+  }
+  const auto six = summarize(std::vector<double>{1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(six.ci95_low, 1.0);
+  EXPECT_EQ(six.ci95_high, 6.0);
+  ASSERT_TRUE(six.rel_noise);
+  EXPECT_GT(*six.rel_noise, 0.0);
 }
 
 TEST(MedianCiRanks, SmallKnownValues) {
@@ -201,20 +221,18 @@ TEST(MedianCiRanks, OtherConfidenceLevels) {
 TEST(RelativeNoise, EqualsSummarize) {
   std::mt19937_64 rng(1234);
   std::lognormal_distribution<double> dist(3.0, 0.2);
-  for (std::size_t n : {2u, 3u, 10u, 11u, 64u, 101u, 1000u, 1001u, 5000u}) {
+  for (std::size_t n : {6u, 7u, 10u, 11u, 64u, 101u, 1000u, 1001u, 5000u}) {
     std::vector<double> samples(n);
     for (auto& x : samples)
       x = dist(rng);
-    const double expected = summarize(samples).rel_noise;
+    const double expected = summarize(samples).rel_noise.value();
     std::vector<double> scratch = samples;
     EXPECT_DOUBLE_EQ(relative_noise(scratch), expected) << "n = " << n;
     EXPECT_GT(expected, 0.0);
   }
 }
 
-TEST(RelativeNoise, AgreesWithSummarizeForOneSampleOrZeroMedian) {
-  std::vector<double> one{5.0};
-  EXPECT_EQ(relative_noise(one), summarize(std::vector<double>{5.0}).rel_noise);
+TEST(RelativeNoise, AgreesWithSummarizeForAZeroMedian) {
   std::vector<double> zeros(20, 0.0);
   EXPECT_EQ(relative_noise(zeros), summarize(std::vector<double>(20, 0.0)).rel_noise);
 }
@@ -230,7 +248,7 @@ TEST(MedianCi, CoversTheTrueMedianAbout95PercentOfTheTime) {
     for (auto& x : samples)
       x = dist(rng);
     const auto s = summarize(samples);
-    if (s.ci95_low <= true_median && true_median <= s.ci95_high) ++covered;
+    if (*s.ci95_low <= true_median && true_median <= *s.ci95_high) ++covered;
   }
   const double rate = double(covered) / repetitions;
   EXPECT_GE(rate, 0.92) << covered << " of " << repetitions;
