@@ -554,7 +554,8 @@ export function heatmapOption({rows, x, y, metric, value, animate, pointer}) {
     const data = [];
     for (let i = 0; i < n; ++i) data.push([cells[i * 3], cells[i * 3 + 1], cells[i * 3 + 2]]);
     series = {name: q.short, type: 'heatmap', data, progressive: 0,
-              label: {show: n <= 150, formatter: (p) => fmt(p.data[2]), fontSize: 10},
+              // As the scale's labels: "899K", not "899449", in a cell 60 pixels wide.
+              label: {show: n <= 150, formatter: (p) => axisNumber(p.data[2]), fontSize: 10},
               emphasis: n > LARGE ? {disabled: true} : {itemStyle: {borderColor: '#111', borderWidth: 1}}};
   }
   return {

@@ -438,6 +438,12 @@ async function main() {
              `sweep chart: a line of 5 points and its CI bars (got ${JSON.stringify(sweep)})`);
       const heat = await series(page, 'chart-heatmap');
       expect(heat.length === 1 && heat[0].type === 'heatmap' && heat[0].n === 25, `heatmap of 5x5 cells (got ${JSON.stringify(heat)})`);
+      const cellLabels = await page.evaluate(() => {
+        const f = echarts.getInstanceByDom(document.getElementById('chart-heatmap')).getOption().series[0].label.formatter;
+        return [899449.3, 1814900.46, 12.5].map((v) => f({data: [0, 0, v]}));
+      });
+      expect(JSON.stringify(cellLabels) === JSON.stringify(['899K', '1.81M', '12.5']),
+             `heatmap cells are labelled as the scale is, compactly (got ${JSON.stringify(cellLabels)})`);
       // No baseline, no speedup: the slowest point of a sweep is another problem size, not a kernel.
       expect(await page.locator('#chart-speedup').count() === 0, 'no speedup chart for a job without a baseline');
       const roof = await series(page, 'chart-roofline');
