@@ -265,10 +265,14 @@ export function mount(root, {id, query}) {
   const message = h('div');
   const controls = h('div', {class: 'controls', id: 'chart-controls'});
   const grid = h('div', {class: 'chart-grid'});
+  // In the charts' place when a job ended with every point failed: four empty charts would push
+  // the table of its failed points off the screen.
+  const noCharts = h('p', {class: 'muted', id: 'no-charts', hidden: true},
+    'Nothing to chart: every point failed (the error is above; each point\'s is in the table).');
   const tableWrap = h('section', {class: 'results'});
   const specBox = h('details', {class: 'spec'});
   const detailBox = h('section', {class: 'point-detail', id: 'point-detail', hidden: true});
-  root.append(head, message, controls, grid, tableWrap, detailBox, specBox);
+  root.append(head, message, controls, grid, noCharts, tableWrap, detailBox, specBox);
 
   // The boxes go in first, then the charts: ECharts sizes a chart when it is made, and the
   // grid's columns settle once every box is in (made alone, the first chart took the whole row's
@@ -408,7 +412,7 @@ export function mount(root, {id, query}) {
     charts.forEach((c) => c.dispose());
     charts.clear();
     head.replaceChildren(h('h2', {}, `Job ${id}`));
-    for (const el of [controls, grid, tableWrap, detailBox, specBox]) el.remove();
+    for (const el of [controls, grid, noCharts, tableWrap, detailBox, specBox]) el.remove();
     message.replaceChildren(h('div', {id: 'job-deleted'},
       emptyState(`Job ${id} was deleted.`, h('p', {}, h('a', {href: '#/jobs'}, 'All jobs')))));
   }
@@ -780,7 +784,11 @@ export function mount(root, {id, query}) {
       const text = !state.rows.length ? 'no points measured yet'
                  : ended ? 'no point was measured: every one failed (the error is above)' : 'no point measured yet: the first ones failed';
       charts.forEach((c) => { c.setOption({title: {text, left: 'center', top: 'middle', textStyle: {color: '#9ca3af', fontSize: 13, fontWeight: 'normal'}}}, {notMerge: true}); });
-      if (ended && state.rows.length) root.dataset.chartsReady = '1';
+      if (ended && state.rows.length) {
+        controls.hidden = grid.hidden = true;
+        noCharts.hidden = false;
+        root.dataset.chartsReady = '1';
+      }
       return Promise.resolve(0);
     }
     const s = state.sel;
@@ -1119,7 +1127,7 @@ export function mount(root, {id, query}) {
       head.replaceChildren(h('h2', {}, `Job ${id}`));
       if (e.status === 404) {
         // Nothing to chart or list: no empty boxes, no spec to expand.
-        for (const el of [controls, grid, tableWrap, specBox]) el.remove();
+        for (const el of [controls, grid, noCharts, tableWrap, specBox]) el.remove();
         message.replaceChildren(errorBox({type: 'not_found', message: `There is no job ${id}.`}),
                                 h('p', {}, h('a', {href: '#/jobs'}, 'All jobs')));
       } else {

@@ -566,8 +566,12 @@ async function main() {
         await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
         const pre = await page.textContent('.job-head .error-box pre.error-log');
         expect(pre === log, `the log is preformatted, its caret under its column (${JSON.stringify(pre)})`);
-        const title = await page.evaluate(() => echarts.getInstanceByDom(document.getElementById('chart-sweep')).getOption().title[0].text);
-        expect(title.includes('every one failed'), `an empty chart says why (${title})`);
+        // No empty charts and no chart selectors: one line says why, and the table follows.
+        expect(await page.isHidden('.chart-grid') && await page.isHidden('#chart-controls'),
+               'a job whose every point failed shows no empty charts');
+        expect((await page.textContent('#no-charts')).startsWith('Nothing to chart: every point failed') &&
+               await page.isVisible('#no-charts') && await page.isVisible('#results-table'),
+               'it says there is nothing to chart, above the table of its points');
         await shot(page, 'job-every-point-failed');
       } finally {
         await page.unroute(jobUrl);
