@@ -13,6 +13,7 @@ fault_phase_page* g_page = nullptr;
 void publish(const char* what) noexcept {
   if (!g_page) return;
   g_page->size.store(0, std::memory_order_relaxed);
+  g_page->samples.store(0, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   const std::size_t n = what ? std::min(std::strlen(what), fault_phase_page::k_text_bytes) : 0;
   std::memcpy(g_page->text, what ? what : "", n);
@@ -40,12 +41,24 @@ void fault_phase::publish_to(fault_phase_page* page) noexcept {
   publish(current());
 }
 
+void fault_phase::count_sample() noexcept {
+  if (!g_page) return;
+  // One writer, the measuring thread: a load and a store, no read-modify-write on the bus.
+  g_page->samples.store(g_page->samples.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+}
+
 std::string fault_phase::read(const fault_phase_page& page) {
   const std::size_t n = std::min<std::size_t>(page.size.load(std::memory_order_acquire),
                                               fault_phase_page::k_text_bytes);
   std::string text(page.text, n);
   for (char& c : text) {
     if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  const std::uint64_t samples = page.samples.load(std::memory_order_relaxed);
+  if (!text.empty() && samples > 0) {
+    text +=
+        " (after " + std::to_string(samples) + " timed sample" + (samples == 1 ? "" : "s") + ")";
   }
   return text;
 }

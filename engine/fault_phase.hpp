@@ -21,11 +21,13 @@ namespace kernelscan {
 
 // The shared page's layout (a memfd both processes map).
 struct fault_phase_page {
-  static constexpr std::size_t k_text_bytes = 248;
+  static constexpr std::size_t k_text_bytes = 240;
   std::atomic<std::uint32_t> size;  // bytes of text; 0: no phase (or one being written)
   char text[k_text_bytes];
+  std::atomic<std::uint64_t> samples;  // timed samples taken since the phase opened
 };
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared between processes");
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shared between processes");
 
 class fault_phase {
  public:
@@ -40,7 +42,12 @@ class fault_phase {
   static const char* current() noexcept;
   // Where phases are written from now on (nullptr: nowhere): the worker's shared page.
   static void publish_to(fault_phase_page* page) noexcept;
-  // The phase `page` holds, as printable ASCII of at most k_text_bytes ("" for none).
+  // One more timed sample taken in the current phase (a kernel that hangs at its 38th launch
+  // is told how far it got: an intermittent hang, a race, reads differently from one at the
+  // first). Every phase opened or closed starts the count again.
+  static void count_sample() noexcept;
+  // The phase `page` holds, as printable ASCII of at most k_text_bytes, and where samples were
+  // taken in it, " (after N timed samples)" ("" for no phase).
   static std::string read(const fault_phase_page& page);
 
  private:

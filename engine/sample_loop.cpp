@@ -238,6 +238,7 @@ std::vector<sampling_result> sample_interleaved(device_backend& backend,
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       const timed_sample s =
           as_kernel(kernels[i], [&] { return take_sample(backend, kernels[i], cold); });
+      fault_phase::count_sample();
       if (!s.launch_us.empty() && !backend.marks_are_free()) continue;  // timed with its marks
       samplers[i].add(s.time_us / double(kernels[i].batch), throttled, !s.valid);
     }

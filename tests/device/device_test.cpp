@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -518,6 +519,31 @@ TEST_P(DeviceTest, AHangingKernelTimesOutAndTheDaemonCarriesOn) {
                 ", stopped during the warm-up launches, before any was timed"),
             std::string::npos)
       << unverified.dump();
+  // One that hangs only at its 40th launch of the timing (its module, loaded afresh for it,
+  // counts from 0) is told how many samples it got through: an intermittent hang reads apart
+  // from one at the first launch.
+  json later = axpy_job("", "N",
+                        "if (i == 0 && " + count_call() +
+                            " == 40) { for (;;) { out[0] = out[0] + 1.0f; } }\n"
+                            "  if (i < n) out[i] = a[i] + s * b[i];");
+  add_launch_counter(later);
+  later["sweep"] = {{"N", {4096}}};
+  later["timing"] = {{"min_samples", 200}};
+  const json late = run(later, d.get());
+  ASSERT_EQ(late["rows"].size(), 1u) << late.dump();
+  EXPECT_EQ(late["rows"][0]["error"]["type"], "timeout") << late.dump();
+  const std::string said = late["rows"][0]["error"]["message"];
+  const std::smatch m = [&] {
+    std::smatch found;
+    std::regex_search(said, found,
+                      std::regex(", stopped during the timed launches and their checks \\(after "
+                                 "([0-9]+) timed samples\\)"));
+    return found;
+  }();
+  ASSERT_FALSE(m.empty()) << said;
+  const int samples = std::stoi(m[1]);
+  EXPECT_GT(samples, 10) << said;
+  EXPECT_LT(samples, 40) << said;
 }
 
 TEST_P(DeviceTest, APointLargerThanTheDeviceCanAllocateIsOutOfMemoryAndTheNextPointRuns) {

@@ -570,7 +570,20 @@ TEST(FaultPhase, ThePageHoldsTheOpenPhaseAndIsReadBoundedAndClean) {
     EXPECT_EQ(fault_phase::read(page), "the kernel's timed launches");
   }
   EXPECT_EQ(fault_phase::read(page), "compiling the kernel");
+  {
+    // Samples counted in a phase are read with it; the next phase counts again.
+    const fault_phase timed("the timed launches and their checks");
+    fault_phase::count_sample();
+    EXPECT_EQ(fault_phase::read(page),
+              "the timed launches and their checks (after 1 timed sample)");
+    for (int i = 0; i < 36; ++i)
+      fault_phase::count_sample();
+    EXPECT_EQ(fault_phase::read(page),
+              "the timed launches and their checks (after 37 timed samples)");
+  }
+  EXPECT_EQ(fault_phase::read(page), "compiling the kernel");
   fault_phase::publish_to(nullptr);
+  fault_phase::count_sample();                                 // nowhere to count
   EXPECT_EQ(fault_phase::read(page), "compiling the kernel");  // no longer written
 
   // Written by a process that runs untrusted code: a size past the text and bytes that are not
@@ -583,7 +596,8 @@ TEST(FaultPhase, ThePageHoldsTheOpenPhaseAndIsReadBoundedAndClean) {
   EXPECT_EQ(read.size(), fault_phase_page::k_text_bytes);
   EXPECT_EQ(read.substr(0, 6), "xxx??x");
   page.size.store(0);  // a write the process died inside
-  EXPECT_EQ(fault_phase::read(page), "");
+  page.samples.store(5);
+  EXPECT_EQ(fault_phase::read(page), "");  // no phase, no count
 }
 
 TEST(WorkerProtocol, ParseWorkerLineRejectsGarbage) {
