@@ -15,6 +15,13 @@ std::string percent(double v) {
   return buf;
 }
 
+// Milliseconds as people write them: "14000", "1850", "2.5".
+std::string ms_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : "%.3g", v);
+  return buf;
+}
+
 void add_flag(std::vector<std::string>& flags, const std::string& f) {
   if (std::find(flags.begin(), flags.end(), f) == flags.end()) flags.push_back(f);
 }
@@ -235,6 +242,25 @@ bool beats_roofline(const point_result& r, const kernel_instance& k, const devic
 
 }  // namespace
 
+std::optional<std::string> sampling_advice(const point_result& r, const timing_options& t) {
+  if (r.samples == 0 || r.samples >= k_ci95_min_samples) return std::nullopt;
+  const std::string got = std::to_string(r.samples) + (r.samples == 1 ? " sample" : " samples");
+  const std::string too_few = ", too few for a 95% interval of the median (it takes " +
+                              std::to_string(k_ci95_min_samples) + ")";
+  if (r.stop_reason == "max_samples") {
+    return "timing.max_samples " + std::to_string(t.max_samples) + " stopped it at " + got +
+           too_few + ": give it " + std::to_string(k_ci95_min_samples) + " or more";
+  }
+  if (r.stop_reason != "max_time") return std::nullopt;
+  // A fifth more than six samples' time, in whole seconds.
+  const double per_sample_ms = r.sampling_ms / double(r.samples + r.discarded);
+  const double wanted_ms =
+      std::ceil(per_sample_ms * double(k_ci95_min_samples) * 1.2 / 1000.0) * 1000.0;
+  return "only " + got + " within timing.max_time_ms (" + ms_text(t.max_time_ms) + " ms)" +
+         too_few + ": at about " + ms_text(per_sample_ms) + " ms a sample, a max_time_ms of " +
+         ms_text(wanted_ms) + " takes them";
+}
+
 void analyse_point(point_result& r, const kernel_instance& k, const job_spec& spec,
                    const analysis_context& ctx, const std::optional<speedup_estimate>& speedup) {
   if (r.status == point_status::ok && r.time_us) {
@@ -270,6 +296,8 @@ void analyse_point(point_result& r, const kernel_instance& k, const job_spec& sp
     }
     r.advice = advise(*r.metrics, k, r.l2, r.resources, ctx.cpu);
     if (!ceiling_note.empty()) r.advice.push_back(std::move(ceiling_note));
+    // First: what the figures above it are worth.
+    if (auto text = sampling_advice(r, spec.timing)) r.advice.insert(r.advice.begin(), *text);
   }
   r.fitness = score_point(r, spec.fitness, speedup);
 }

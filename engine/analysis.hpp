@@ -86,6 +86,11 @@ std::vector<std::string> advise(const point_metrics& m, const kernel_instance& k
                                 const std::optional<kernel_resources>& resources = std::nullopt,
                                 bool cpu = false);
 
+// A point sampled fewer than k_ci95_min_samples times (statistics.hpp) has no 95% interval of
+// its median: what timing setting gives it the samples (a longer max_time_ms, at the time a
+// sample took; a larger max_samples). None for a point with enough samples.
+std::optional<std::string> sampling_advice(const point_result& r, const timing_options& t);
+
 // Fills r.metrics, r.flags, r.advice and r.fitness of a point that measured (r.time_us set);
 // a failed point gets only its fitness (score 0). `speedup` is set when the job has a baseline.
 void analyse_point(point_result& r, const kernel_instance& k, const job_spec& spec,

@@ -89,6 +89,40 @@ TEST(Analysis, MemoryBoundStream) {
 
 // On a CPU device the advice speaks of SIMD loops, caches and cores: no coalescing, warps,
 // occupancy, LDS, matrix cores or graphs of launches, which a CPU driver has not.
+// A point cut short after fewer samples than a 95% interval of its median takes is told, first,
+// what timing setting gives it them; one with enough, or stopped for its noise target, is not.
+TEST(Analysis, TooFewSamplesAreToldWhatTimingGivesThem) {
+  const kernel_instance k = triad(1 << 20);
+  point_result slow = at(1800000);
+  slow.samples = 1;
+  slow.stop_reason = "max_time";
+  slow.sampling_ms = 1850;
+  analyse_point(slow, k, {}, mi300x(), std::nullopt);
+  ASSERT_GE(slow.advice.size(), 2u);
+  EXPECT_EQ(slow.advice.front(),
+            "only 1 sample within timing.max_time_ms (2000 ms), too few for a 95% interval of "
+            "the median (it takes 6): at about 1850 ms a sample, a max_time_ms of 14000 takes "
+            "them");
+  point_result capped = at(10);
+  capped.samples = 3;
+  capped.stop_reason = "max_samples";
+  job_spec spec;
+  spec.timing.max_samples = 3;
+  analyse_point(capped, k, spec, mi300x(), std::nullopt);
+  ASSERT_FALSE(capped.advice.empty());
+  EXPECT_EQ(capped.advice.front(),
+            "timing.max_samples 3 stopped it at 3 samples, too few for a 95% interval of the "
+            "median (it takes 6): give it 6 or more");
+  point_result enough = at(10);
+  enough.samples = 6;
+  enough.stop_reason = "max_time";
+  enough.sampling_ms = 2000;
+  EXPECT_FALSE(sampling_advice(enough, {}));
+  point_result converged = slow;
+  converged.stop_reason = "noise_target";
+  EXPECT_FALSE(sampling_advice(converged, {}));
+}
+
 TEST(Analysis, ACpuDeviceIsAdvisedAsACpu) {
   custom_instance c;
   c.bytes = 4.0 * (1 << 20);
