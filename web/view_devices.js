@@ -21,10 +21,14 @@ function limitsFacts(l) {
           unit.length ? [h('dt', {}, 'a unit holds'), h('dd', {class: 'limits-unit'}, unit.join(', '))] : ''];
 }
 
-const PEAKS = [['f64_tflops', 'f64', 'TFLOP/s'], ['f32_tflops', 'f32 (matrix)', 'TFLOP/s'],
-               ['vector_f32_tflops', 'f32 (vector)', 'TFLOP/s'], ['f16_tflops', 'f16', 'TFLOP/s'],
-               ['bf16_tflops', 'bf16', 'TFLOP/s'], ['i8_tops', 'int8', 'TOP/s'],
-               ['bandwidth_gbps', 'memory bandwidth', 'GB/s']];
+// [field, label, unit, what it is (the row's title)]. f32 is the best f32 rate: matrix cores on
+// AMD, CUDA cores on NVIDIA (no TF32), measured by a GEMM (on a CPU device, its GEMM kernel's);
+// the vector units' is the FMA kernel's. "matrix" named it for AMD alone.
+const PEAKS = [['f64_tflops', 'f64', 'TFLOP/s', 'f64 GEMM'],
+               ['f32_tflops', 'f32', 'TFLOP/s', 'the best f32 rate: matrix cores on AMD, CUDA cores on NVIDIA (no TF32); measured by an f32 GEMM'],
+               ['vector_f32_tflops', 'f32 (vector units)', 'TFLOP/s', 'f32 FMA on the vector units, without matrix cores'],
+               ['f16_tflops', 'f16', 'TFLOP/s', 'f16 GEMM'], ['bf16_tflops', 'bf16', 'TFLOP/s', 'bf16 GEMM'],
+               ['i8_tops', 'int8', 'TOP/s', 'int8 GEMM'], ['bandwidth_gbps', 'memory bandwidth', 'GB/s', 'measured by a STREAM triad, caches cold']];
 
 export function mount(root) {
   const charts = [];
@@ -70,8 +74,8 @@ export function mount(root) {
     const word = measuredWord(d.measured);
     const peaks = h('table', {class: 'data narrow peaks'},
       h('thead', {}, h('tr', {}, h('th', {}, 'peak'), h('th', {class: 'num'}, 'datasheet'), h('th', {class: 'num'}, word))),
-      h('tbody', {}, PEAKS.filter(([k]) => (d.datasheet && d.datasheet[k]) || (d.measured && d.measured[k])).map(([k, label, unit]) =>
-        h('tr', {}, h('td', {}, label),
+      h('tbody', {}, PEAKS.filter(([k]) => (d.datasheet && d.datasheet[k]) || (d.measured && d.measured[k])).map(([k, label, unit, what]) =>
+        h('tr', {dataset: {peak: k}}, h('td', {title: what}, label),
           h('td', {class: 'num'}, d.datasheet && d.datasheet[k] ? `${sig(d.datasheet[k])} ${unit}` : '—'),
           h('td', {class: 'num'}, d.measured && d.measured[k] ? `${sig(d.measured[k])} ${unit}` : '—')))));
     const chartEl = h('div', {class: 'chart small', id: `chart-device-${d.node}-${d.index}`});

@@ -1096,6 +1096,13 @@ async function main() {
                `device 1: its simulated ceilings alone (got ${JSON.stringify(s)})`);
         expect(names.some((n) => n.startsWith('simulated f32 vector units: ')),
                `device 1: its vector units' f32 peak, above its f32 GEMM, has a line (${names})`);
+        // The peaks table names the GEMM's f32 rate plainly ("matrix" is AMD's alone), and its
+        // title says what each row is.
+        const f32Row = '.device-card[data-index="1"] tr[data-peak="f32_tflops"] td:first-child';
+        expect(await page.textContent(f32Row) === 'f32' &&
+               (await page.getAttribute(f32Row, 'title')).includes('CUDA cores on NVIDIA') &&
+               await page.textContent('.device-card[data-index="1"] tr[data-peak="vector_f32_tflops"] td:first-child') === 'f32 (vector units)',
+               'the peaks table names f32 and f32 on the vector units, each with what it is');
         // (The legend's peaks have 3 significant digits: 0.000402 TFLOP/s.)
         const long = (await longNumbers(page, 'chart-device-solo-1')).filter((t) => !t.includes('TFLOP/s'));
         expect(long.length === 0, `the axis of a CPU's tiny peaks is labelled short (${long})`);
