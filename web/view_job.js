@@ -431,6 +431,28 @@ export function mount(root, {id, query}) {
     }
   }
 
+  // The values of the parameters other than `x` where the sweep has the most points along `x`
+  // (ties: the best point's): fixed at the best point's alone, a sweep whose fastest point is its
+  // smallest, or a held-out size, charts one point.
+  function widestSlice(x, best) {
+    const others = state.names.filter((n) => n !== x);
+    if (!others.length) return {};
+    const counts = new Map();
+    for (const r of state.rows) {
+      if (!r.params) continue;
+      let key = '';
+      for (const n of others) key += `${r.params[n]},`;
+      counts.set(key, (counts.get(key) || 0) + 1);
+    }
+    let bestKey = '';
+    for (const n of others) bestKey += `${best[n]},`;
+    let pick = null, most = 0;
+    for (const [key, c] of counts) if (c > most || (c === most && key === bestKey)) { pick = key; most = c; }
+    if (pick === null) return {};
+    const values = pick.split(',');
+    return Object.fromEntries(others.map((n, i) => [n, Number(values[i])]));
+  }
+
   function initSelections() {
     const names = state.names;
     const bySize = parametersBySize();
@@ -457,9 +479,10 @@ export function mount(root, {id, query}) {
     if (sel.by === sel.x) sel.by = '';  // one line per value of the x axis would be lines of one point
     pairHeatmap(sel, sel.hx ? 'hx' : 'hy', bySize);
     if (sel.xscale !== 'log' && sel.xscale !== 'linear') sel.xscale = '';  // '': by the values (xScale)
+    const widest = widestSlice(sel.x, best);
     for (const n of names) {
       const q = query.get(`fix.${n}`);
-      const wanted = q !== null && Number.isFinite(Number(q)) ? Number(q) : best[n];
+      const wanted = q !== null && Number.isFinite(Number(q)) ? Number(q) : widest[n] ?? best[n];
       const vals = state.values[n];
       sel.fixed[n] = wanted !== undefined && vals.includes(wanted) ? wanted : vals[0];
       // The selections may be made before every row has come (an event drew the page first).

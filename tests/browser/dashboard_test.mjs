@@ -20,7 +20,8 @@
 //
 // --web-root DIR has the daemons serve the page from DIR (the daemon's --web-root) instead of the
 // copy built into the binary, to test the page being edited without building the daemon again;
-// --only TEXT runs only the steps whose names contain TEXT (and the one that fills the daemon).
+// --only TEXT runs only the steps whose names contain TEXT, or one of TEXT's |-separated parts (and
+// the one that fills the daemon).
 
 import {spawn, spawnSync} from 'node:child_process';
 import fs from 'node:fs';
@@ -127,7 +128,7 @@ function expect(cond, what) {
   console.log(`  FAIL ${what}`);
 }
 async function step(name, fn) {
-  if (args.only && !name.includes(args.only) && name !== 'fill the daemon') return;
+  if (args.only && !args.only.split('|').some((t) => name.includes(t)) && name !== 'fill the daemon') return;
   console.log(`- ${name}`);
   try {
     await fn();
@@ -1589,6 +1590,28 @@ async function main() {
       expect(await page.locator('#view .error-box').count() === 0, 'the link opens the task page');
       await gotoView(page, d.origin, '#/tasks/no-such-task', '.error-box');
       expect((await page.textContent('.error-box')).includes('There is no task no-such-task'), 'an unknown task says so');
+    });
+
+    await step('job view: the others are fixed where the sweep has the most points', async () => {
+      // A task's public sizes along N at M = 1, and one held-out point, the largest and so the
+      // one of the highest bandwidth (the job's best), at M = 2: fixed at the best point's M the
+      // chart would hold it alone.
+      await api(d, 'POST', '/api/v1/tasks', axpyTask('axpy-slices', {
+        kernel: {...axpyTask('x').kernel, args: [{name: 'out', type: 'f32*', count: 'N*M', output: true},
+                                                {name: 'a', type: 'f32*', count: 'N*M'}, {name: 'b', type: 'f32*', count: 'N*M'},
+                                                {name: 's', type: 'f32', value: 3}, {name: 'n', type: 'i32', value: 'N*M'}],
+                 reference: {op: 'stream', variant: 'triad', n: 'N*M', dtype: 'f32', a: 'out', b: 'a', c: 'b', scalar: 3}},
+        sweep: {N: [65536, 131072, 262144], M: [1]}, held_out: {N: [16777216], M: [2]}}));
+      const {id} = await api(d, 'POST', '/api/v1/tasks/axpy-slices/submissions', {source: axpySource, name: 'slices'});
+      const job = await waitJob(d, id);
+      expect(job.summary.best.params.M === 2, `the held-out point is the best (${JSON.stringify(job.summary.best)})`);
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      const fixM = await page.$eval('#fix-M', (el) => el.value);
+      const sweep = await series(page, 'chart-sweep');
+      expect(fixM === '1' && sweep[0].n === 3, `M is fixed at 1, where N has three points, not at the best point's 2 (M = ${fixM}, ${JSON.stringify(sweep)})`);
+      // The URL still chooses.
+      await gotoView(page, d.origin, `#/jobs/${id}?fix.M=2`, '#view[data-charts-ready]');
+      expect(await page.$eval('#fix-M', (el) => el.value) === '2', 'fix.M in the URL is kept');
     });
 
     await step('10,000-point job: render time and responsiveness', async () => {
