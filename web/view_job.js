@@ -52,7 +52,8 @@ function pointDetail(row, close, scored) {
     h('div', {class: 'detail-grid'},
       h('div', {}, h('h4', {}, 'Timing'), facts([
         ['median', t.median !== undefined ? fmtTime(t.median) : undefined],
-        ['95% CI', Number.isFinite(t.ci95_low) ? `${fmtTime(t.ci95_low)} – ${fmtTime(t.ci95_high)}` : undefined],
+        ['95% CI', Number.isFinite(t.ci95_low) ? `${fmtTime(t.ci95_low)} – ${fmtTime(t.ci95_high)}`
+                   : row.samples > 0 && row.samples < 6 ? `none: ${row.samples} of the 6 samples it takes` : undefined],
         ['p5 – p95', Number.isFinite(t.p5) ? `${fmtTime(t.p5)} – ${fmtTime(t.p95)}` : undefined],
         ['samples', row.samples !== undefined && row.samples !== null ? `${row.samples} kept, ${row.discarded_samples || 0} discarded` : undefined],
         ['stopped', row.stop_reason ? `${row.stop_reason}${row.converged ? ' (converged)' : ''}` : undefined],

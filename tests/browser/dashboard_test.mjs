@@ -1614,6 +1614,23 @@ async function main() {
       expect(await page.$eval('#fix-M', (el) => el.value) === '2', 'fix.M in the URL is kept');
     });
 
+    await step('job view: a point of fewer than 6 samples has no interval, and is told why', async () => {
+      const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'three samples', kernel: {op: 'stream', variant: 'triad', n: 'N'},
+                                                       sweep: {N: [1048576]}, timing: {min_samples: 1, max_samples: 3}});
+      await waitJob(d, id);
+      await gotoView(page, d.origin, `#/jobs/${id}`, '#view[data-charts-ready]');
+      const col = await page.$$eval('#results-table th', (ths) => ths.findIndex((th) => th.dataset.key === 'ci'));
+      const ci = await page.locator('#results-table tbody tr:not(.spacer)').first().locator('td').nth(col).textContent();
+      expect(ci === '—', `the table has no CI for it (${ci})`);
+      await page.click('#results-table tbody tr:not(.spacer)');
+      await page.waitForSelector('#point-detail:not([hidden]) #point-advice');
+      const detail = await page.textContent('#point-detail');
+      expect(detail.includes('none: 3 of the 6 samples it takes') &&
+             detail.includes('timing.max_samples 3 stopped it at 3 samples, too few for a 95% interval of the median'),
+             `the point's panel says why it has no interval, and what gives it one (${detail})`);
+      await page.click('#point-detail-close');
+    });
+
     await step('10,000-point job: render time and responsiveness', async () => {
       const {mark, watch: w} = await renderTime(browser, d, ids.big);
       watch.errors.push(...w.errors);
