@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -24,7 +25,10 @@ using detail::format_significant;
 using detail::text_table;
 
 struct point {
-  double median = 0, low = 0, high = 0;
+  double median = 0;
+  // The median's 95% interval; none for a summary import or fewer than 6 samples, where no
+  // verdict of faster or slower can be had.
+  std::optional<double> low, high;
   double cost = 0;                   // cost_of(): what ranks a series' points sharing a key
   double flops = 0, bytes = 0;       // its work, where the row counts it
   std::vector<std::string> voiding;  // its flags that void its score
@@ -67,11 +71,11 @@ std::optional<point> point_of(const json& row) {
   point p;
   p.median = time["median"].get<double>();
   if (!(p.median > 0)) return std::nullopt;
-  p.low = time.contains("ci95_low") && time["ci95_low"].is_number() ? time["ci95_low"].get<double>()
-                                                                    : p.median;
-  p.high = time.contains("ci95_high") && time["ci95_high"].is_number()
-               ? time["ci95_high"].get<double>()
-               : p.median;
+  if (time.contains("ci95_low") && time["ci95_low"].is_number() && time.contains("ci95_high") &&
+      time["ci95_high"].is_number()) {
+    p.low = time["ci95_low"].get<double>();
+    p.high = time["ci95_high"].get<double>();
+  }
   p.cost = cost_of(row).value_or(p.median);
   if (const auto m = row.find("metrics"); m != row.end() && m->is_object()) {
     const auto positive = [&](const char* key) {
@@ -99,8 +103,9 @@ struct comparison {
 };
 
 // A speedup and its 95% interval from a variant row's `comparison`, over variant `over`:
-// the median of the paired ratios of the two variants' interleaved samples. Null where the row
-// was not measured against `over` (it is neither the point's baseline nor its slowest).
+// the median of the paired ratios of the two variants' interleaved samples (the interval 0 to
+// infinity where it has none: fewer than 6 pairs decide nothing). Null where the row was not
+// measured against `over` (it is neither the point's baseline nor its slowest).
 std::optional<std::array<double, 3>> paired_speedup(const json& c, const std::string& over) {
   if (!c.is_object()) return std::nullopt;
   for (const char* member : {"over_baseline", "over_slowest"}) {
@@ -109,7 +114,7 @@ std::optional<std::array<double, 3>> paired_speedup(const json& c, const std::st
     const auto s = m->find("speedup");
     if (s == m->end() || !s->is_number() || !(s->get<double>() > 0)) continue;
     const double v = s->get<double>();
-    std::array<double, 3> out{v, v, v};
+    std::array<double, 3> out{v, 0, std::numeric_limits<double>::infinity()};
     if (const auto ci = m->find("ci95"); ci != m->end() && ci->is_array() && ci->size() == 2 &&
                                          (*ci)[0].is_number() && (*ci)[1].is_number() &&
                                          (*ci)[0].get<double>() > 0) {
@@ -155,10 +160,12 @@ comparison compare_points(const point& base, const point& other) {
   comparison c;
   c.speedup = base.median / (other.median * scale);
   c.same_work = wb == wo;
-  // Faster or slower only when the two medians' 95% intervals do not overlap.
-  if (other.high * scale < base.low) {
+  // Faster or slower only when the two medians' 95% intervals do not overlap; without both
+  // intervals, neither.
+  if (!base.low || !other.low) return c;
+  if (*other.high * scale < *base.low) {
     c.verdict = "faster";
-  } else if (other.low * scale > base.high) {
+  } else if (*other.low * scale > *base.high) {
     c.verdict = "slower";
   }
   return c;
@@ -435,8 +442,10 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       const auto p = best[i].find(key);
       std::string median = "-";
       if (p != best[i].end()) {
-        median = format_significant(p->second.median, 4) + " ±" +
-                 format_significant((p->second.high - p->second.low) / 2, 2);
+        median = format_significant(p->second.median, 4);
+        if (p->second.low && p->second.high) {
+          median += " ±" + format_significant((*p->second.high - *p->second.low) / 2, 2);
+        }
         if (!p->second.voiding.empty()) median += " void: " + comma_joined(p->second.voiding);
       }
       cells.push_back(median);

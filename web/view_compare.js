@@ -49,10 +49,11 @@ function geomean(xs) {
   return v.length ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : NaN;
 }
 
-// The median's 95% interval of a row; a row without one (an import's summary) is its median.
+// The median's 95% interval of a row; null for a row without one (an import's summary, fewer
+// than 6 samples), which is then neither faster nor slower than another.
 function interval(r) {
   const t = r.time_us;
-  return [Number.isFinite(t.ci95_low) ? t.ci95_low : t.median, Number.isFinite(t.ci95_high) ? t.ci95_high : t.median];
+  return Number.isFinite(t.ci95_low) && Number.isFinite(t.ci95_high) ? [t.ci95_low, t.ci95_high] : null;
 }
 
 // The work of two matched points, in one unit: their FLOPs, else their bytes, else none (1).
@@ -71,9 +72,11 @@ function workOf(base, other) {
 function compareRows(base, other) {
   const [wb, wo] = workOf(base, other);
   const scale = wb / wo;  // the other's time for the baseline's work, at its throughput
-  const [bl, bh] = interval(base), [ol, oh] = interval(other).map((t) => t * scale);
-  return {speedup: base.time_us.median / (other.time_us.median * scale), sameWork: wb === wo,
-          verdict: oh < bl ? 'faster' : ol > bh ? 'slower' : 'same'};
+  const speedup = base.time_us.median / (other.time_us.median * scale);
+  const b = interval(base), o = interval(other);
+  if (!b || !o) return {speedup, sameWork: wb === wo, verdict: 'same'};
+  const [bl, bh] = b, [ol, oh] = o.map((t) => t * scale);
+  return {speedup, sameWork: wb === wo, verdict: oh < bl ? 'faster' : ol > bh ? 'slower' : 'same'};
 }
 
 // The fields of a job's kernel that a sweep parameter sets (`kernel.m`, `kernel.grid[0]`,

@@ -1917,6 +1917,20 @@ async function main() {
       await page.setViewportSize({width: 1400, height: 1000});
     });
 
+    await step('compare view: a point without an interval is neither faster nor slower', async () => {
+      // A copy of three samples against a triad: their medians differ, but three samples give
+      // the copy no 95% interval, so nothing says it is faster or slower.
+      const triad = (await api(d, 'POST', '/api/v1/jobs', {name: 'triad', kernel: {op: 'stream', variant: 'triad', n: 'N'},
+                                                          sweep: {N: [16777216, 33554432]}})).id;
+      const copy = (await api(d, 'POST', '/api/v1/jobs', {name: 'copy, 3 samples', kernel: {op: 'stream', variant: 'copy', n: 'N'},
+                                                         sweep: {N: [16777216, 33554432]}, timing: {min_samples: 1, max_samples: 3}})).id;
+      for (const id of [triad, copy]) await waitJob(d, id);
+      await gotoView(page, d.origin, `#/compare?jobs=${triad},${copy}`, '#view[data-charts-ready]');
+      const cells = await page.$$eval('#compare-table tbody tr td:last-child', (tds) => tds.map((td) => td.textContent));
+      expect(cells.length === 2 && cells.every((c) => c.includes('same') && !c.includes('1.00×')),
+             `a median without an interval is "same", its speedup still shown (${cells})`);
+    });
+
     await step('compare view: a job without a successful point is named', async () => {
       const {id} = await api(d, 'POST', '/api/v1/jobs', {name: 'no point succeeds', kernel: {op: 'stream', variant: 'copy', n: 'N'},
                                                        sweep: {N: [1024]}, mock: {fault: 'crash', fault_index: 0}});

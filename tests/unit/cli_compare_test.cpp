@@ -43,6 +43,20 @@ TEST(CompareReport, JobsJoinOnSharedParametersWithVerdicts) {
   EXPECT_THROW(compare_report(series, "job 99"), std::invalid_argument);
 }
 
+// A point without an interval of its median (fewer than 6 samples, a summary import) is never
+// called faster or slower, however far apart the medians: there is nothing to tell them apart
+// by. Its median is shown without "±".
+TEST(CompareReport, APointWithoutAnIntervalIsNeitherFasterNorSlower) {
+  json few = row({{"N", 1024}}, 5, 0);
+  few["time_us"].erase("ci95_low");
+  few["time_us"].erase("ci95_high");
+  const json a = json::array({row({{"N", 1024}}, 10, 0.1)});
+  const std::string report =
+      compare_report(series_of({{json{{"id", 1}}, a}, {json{{"id", 2}}, json::array({few})}}), "");
+  EXPECT_NE(report.find("1024  10.00 ±0.10     5.000  2.00x same\n"), std::string::npos) << report;
+  EXPECT_NE(report.find(": 0 faster, 0 slower, 1 the same"), std::string::npos) << report;
+}
+
 // Where the jobs measured different sizes, the rows run in ascending order of the joined
 // parameters, not the first job's sizes followed by the second's.
 TEST(CompareReport, RowsAreInAscendingOrderOfTheJoinedParameters) {
@@ -103,6 +117,19 @@ TEST(CompareReport, VariantsAreComparedByTheirPairedRatios) {
   EXPECT_NE(flipped.find("0.91x slower"), std::string::npos) << flipped;  // 1 / 1.10
   EXPECT_NE(flipped.find("else the ratio of the medians (1 pair)"), std::string::npos) << flipped;
   EXPECT_NE(flipped.find("0.89x same"), std::string::npos) << flipped;  // 80 / 90
+
+  // Paired from fewer than 6 pairs: a speedup without an interval decides nothing, either way
+  // round.
+  json few64 = row({{"N", 64}}, 60, 5, "few");
+  few64["comparison"] = {
+      {"over_baseline", {{"variant", "naive"}, {"speedup", 1.5}, {"ci95", nullptr}}},
+      {"over_slowest", nullptr}};
+  const auto with_few =
+      series_of({{json{{"id", 3}}, json::array({naive64, tiled64, fast64, few64})}});
+  EXPECT_NE(compare_report(with_few, "naive").find("1.50x same"), std::string::npos)
+      << compare_report(with_few, "naive");
+  EXPECT_NE(compare_report(with_few, "few").find("0.67x same"), std::string::npos)
+      << compare_report(with_few, "few");
 }
 
 TEST(CompareReport, SaysWhatCannotBeCompared) {
