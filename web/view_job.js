@@ -433,8 +433,8 @@ export function mount(root, {id, query}) {
   }
 
   // The values of the parameters other than `x` where the sweep has the most points along `x`
-  // (ties: the best point's): fixed at the best point's alone, a sweep whose fastest point is its
-  // smallest, or a held-out size, charts one point.
+  // (ties: the best point's): fixed at the best point's alone, a sweep whose best point sits
+  // alone in its slice (a task's held-out size) charts one point.
   function widestSlice(x, best) {
     const others = state.names.filter((n) => n !== x);
     if (!others.length) return {};
