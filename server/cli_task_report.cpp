@@ -148,12 +148,13 @@ std::string task_report(const json& task) {
   };
   const std::string name = string_or(task, "name", "?");
   const json kernel = task.value("kernel", json::object());
+  const std::string language = string_or(kernel, "language", "hip");
   line("task", one_line(name) + ": " + string_or(task, "status", "?"));
   if (const std::string d = string_or(task, "description", ""); !d.empty())
     line("description", one_line(d));
   line("kernel",
-       string_or(kernel, "language", "hip") + ", entry " + string_or(kernel, "entry", "?") +
-           ", block " + joined(kernel.value("block", json()), ",") + ", grid " +
+       language + ", entry " + string_or(kernel, "entry", "?") + ", block " +
+           joined(kernel.value("block", json()), ",") + ", grid " +
            joined(kernel.value("grid", json()), ",") +
            (kernel.contains("shared_bytes") ? ", shared_bytes " + text_of(kernel["shared_bytes"])
                                             : "") +
@@ -204,10 +205,9 @@ std::string task_report(const json& task) {
   line("submissions", submissions_text(task, true));
   if (string_or(task, "status", "") == "active") {
     // OpenCL has no dynamic shared memory: its kernels declare their local memory.
-    const bool opencl =
-        string_or(task.value("kernel", json::object()), "language", "hip") == "opencl";
     line("submit", "kernelscan evaluate " + name + " FILE (--entry, --block, --grid, " +
-                       (opencl ? "" : "--shared-bytes, ") + "--option to change the defaults)");
+                       (language == "opencl" ? "" : "--shared-bytes, ") +
+                       "--option to change the defaults)");
   } else {
     line("submit", "the task is retired: it takes no more submissions");
   }
