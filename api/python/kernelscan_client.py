@@ -1187,14 +1187,15 @@ def _advice(rows: list[dict]) -> str:
     differ only in their figures are one line, each figure that differs given as its range
     ("compute-bound at 1–2% of peak: ..."), so that a sweep's points do not fill the artifact
     with one piece of advice."""
-    groups: dict[str, list[list[str]]] = {}
+    # Keyed by the text between the figures, so that no character of the advice is taken for a
+    # figure's place.
+    groups: dict[tuple[str, ...], list[list[str]]] = {}
     for r in rows:
         for a in r.get("advice") or []:
             if isinstance(a, str):
-                groups.setdefault(_NUMBER.sub("#", a), []).append(_NUMBER.findall(a))
+                groups.setdefault(tuple(_NUMBER.split(a)), []).append(_NUMBER.findall(a))
     lines = []
-    for shape, figures in list(groups.items())[:_ADVICE_LINES]:
-        parts = shape.split("#")
+    for parts, figures in list(groups.items())[:_ADVICE_LINES]:
         line = parts[0]
         for i, part in enumerate(parts[1:]):
             seen = sorted({f[i] for f in figures}, key=float)

@@ -651,6 +651,12 @@ class AdviceArtifactTest(unittest.TestCase):
             "declare kernel.flops",
         ])
 
+    def test_a_hash_in_the_advice_is_text(self) -> None:
+        rows = [{"advice": ["measured again by job #7: 2% of peak"]},
+                {"advice": ["measured again by job #7: 5% of peak"]}]
+        self.assertEqual(kernelscan_client._advice(rows),
+                         "measured again by job #7: 2\u20135% of peak")
+
     def test_at_most_eight_lines(self) -> None:
         rows = [{"advice": [f"advice number {chr(97 + i)}: {i}%"]} for i in range(12)]
         lines = kernelscan_client._advice(rows).splitlines()
