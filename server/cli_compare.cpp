@@ -26,9 +26,9 @@ using detail::text_table;
 
 struct point {
   double median = 0;
-  // The median's 95% interval; none for a summary import or fewer than 6 samples, where no
-  // verdict of faster or slower can be had.
-  std::optional<double> low, high;
+  // The median's 95% interval (low, high); none for a summary import or fewer than 6 samples,
+  // where no verdict of faster or slower can be had.
+  std::optional<std::array<double, 2>> interval;
   double cost = 0;                   // cost_of(): what ranks a series' points sharing a key
   double flops = 0, bytes = 0;       // its work, where the row counts it
   std::vector<std::string> voiding;  // its flags that void its score
@@ -73,8 +73,7 @@ std::optional<point> point_of(const json& row) {
   if (!(p.median > 0)) return std::nullopt;
   if (time.contains("ci95_low") && time["ci95_low"].is_number() && time.contains("ci95_high") &&
       time["ci95_high"].is_number()) {
-    p.low = time["ci95_low"].get<double>();
-    p.high = time["ci95_high"].get<double>();
+    p.interval = {time["ci95_low"].get<double>(), time["ci95_high"].get<double>()};
   }
   p.cost = cost_of(row).value_or(p.median);
   if (const auto m = row.find("metrics"); m != row.end() && m->is_object()) {
@@ -162,10 +161,12 @@ comparison compare_points(const point& base, const point& other) {
   c.same_work = wb == wo;
   // Faster or slower only when the two medians' 95% intervals do not overlap; without both
   // intervals, neither.
-  if (!base.low || !other.low) return c;
-  if (*other.high * scale < *base.low) {
+  if (!base.interval || !other.interval) return c;
+  const auto [base_low, base_high] = *base.interval;
+  const auto [other_low, other_high] = *other.interval;
+  if (other_high * scale < base_low) {
     c.verdict = "faster";
-  } else if (*other.low * scale > *base.high) {
+  } else if (other_low * scale > base_high) {
     c.verdict = "slower";
   }
   return c;
@@ -443,8 +444,8 @@ std::string compare_report(const std::vector<compare_series>& series, const std:
       std::string median = "-";
       if (p != best[i].end()) {
         median = format_significant(p->second.median, 4);
-        if (p->second.low && p->second.high) {
-          median += " ±" + format_significant((*p->second.high - *p->second.low) / 2, 2);
+        if (const auto& ci = p->second.interval) {
+          median += " ±" + format_significant(((*ci)[1] - (*ci)[0]) / 2, 2);
         }
         if (!p->second.voiding.empty()) median += " void: " + comma_joined(p->second.voiding);
       }
