@@ -1,5 +1,5 @@
 #pragma once
-// Lists in messages and reports ("a, b, c"), and the blanks around what is read. Pure;
+// Lists in messages and reports ("a, b, c", "16×16×1"), and the blanks around what is read. Pure;
 // thread-safe.
 
 #include <string>
@@ -18,6 +18,12 @@ std::string comma_joined(const Range& items) {
     first = false;
   }
   return out;
+}
+
+// A launch's three dimensions as people write them: "16×16×1".
+template <class Dims>
+std::string dims_text(const Dims& d) {
+  return std::to_string(d[0]) + "×" + std::to_string(d[1]) + "×" + std::to_string(d[2]);
 }
 
 // `s` without the spaces and tabs it begins and ends with (a header value's optional whitespace,

@@ -27,6 +27,7 @@
 #include "engine/occupancy.hpp"
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
+#include "engine/text_list.hpp"
 
 namespace kernelscan {
 namespace {
@@ -631,12 +632,11 @@ void hip_backend::explain_refused_block(const kernel_call& call) {
   if (a.max_threads <= 0 || threads <= a.max_threads) return;
   (void)hipGetLastError();
   throw backend_error(fault_kind::invalid_launch,
-                      "a block of " + std::to_string(threads) + " threads (" +
-                          std::to_string(block[0]) + "×" + std::to_string(block[1]) + "×" +
-                          std::to_string(block[2]) + ") is more than kernel " +
-                          call.launch->kernel->entry + " may have on " + m_info.name + " (" +
-                          std::to_string(a.max_threads) + ": its __launch_bounds__, or " +
-                          std::to_string(a.registers) + " registers a thread)");
+                      "a block of " + std::to_string(threads) + " threads (" + dims_text(block) +
+                          ") is more than kernel " + call.launch->kernel->entry + " may have on " +
+                          m_info.name + " (" + std::to_string(a.max_threads) +
+                          ": its __launch_bounds__, or " + std::to_string(a.registers) +
+                          " registers a thread)");
 }
 
 std::optional<kernel_resources> hip_backend::resources(kernel_id function,

@@ -33,6 +33,7 @@
 #include "engine/opencl/opencl_errors.hpp"
 #include "engine/point_kernel.hpp"
 #include "engine/point_runner.hpp"
+#include "engine/text_list.hpp"
 
 namespace kernelscan {
 namespace {
@@ -1177,8 +1178,7 @@ void opencl_backend::check_launch(cl_kernel k, const kernel_call& call,
       kernel_max > 0 && threads > kernel_max) {
     throw backend_error(fault_kind::invalid_launch,
                         "a work-group of " + std::to_string(threads) + " work-items (block " +
-                            std::to_string(local[0]) + "×" + std::to_string(local[1]) + "×" +
-                            std::to_string(local[2]) + ") is more than this kernel may have on " +
+                            dims_text(local) + ") is more than this kernel may have on " +
                             m_info.name + " (" + std::to_string(kernel_max) + ")");
   }
   // A kernel compiled with reqd_work_group_size runs in work-groups of that size only; the
@@ -1191,8 +1191,7 @@ void opencl_backend::check_launch(cl_kernel k, const kernel_call& call,
                         "kernel " + call.launch->kernel->entry + " declares reqd_work_group_size(" +
                             std::to_string(required[0]) + ", " + std::to_string(required[1]) +
                             ", " + std::to_string(required[2]) + "), but the launch's block is " +
-                            std::to_string(local[0]) + "×" + std::to_string(local[1]) + "×" +
-                            std::to_string(local[2]));
+                            dims_text(local));
   }
   std::size_t dims[3] = {};
   if (clGetDeviceInfo(m_device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, nullptr) ==
